@@ -1,0 +1,1 @@
+"""Benchmarks and the network lab they run in (namespaces, link emulator, real servers)."""
