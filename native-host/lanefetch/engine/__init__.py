@@ -1,0 +1,12 @@
+"""The pipelined HTTP/1.1 engine: pool (per origin) → connection → protocol (sans-I/O pipeline)."""
+
+from .config import EngineConfig
+from .engine import BatchResult, Engine, Page
+from .errors import FetchError
+from .exchange import DeliveredHead, Sink, TimingReport
+from .request import FetchRequest
+
+__all__ = [
+    "BatchResult", "DeliveredHead", "Engine", "EngineConfig", "FetchError", "FetchRequest", "Page", "Sink",
+    "TimingReport",
+]

@@ -1,0 +1,23 @@
+"""Engine settings. Defaults suit a page load over a slow link; the CLI and tests override them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class EngineConfig:
+    connections_per_origin: int = 4
+    pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
+    pipelining: bool = True
+    connect_timeout: float = 15.0
+    stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection
+    idle_timeout: float = 30.0  # close a connection idle this long
+    total_timeout: float = 300.0  # one request, queue to last byte
+    max_retries: int = 3
+    dns_ttl: float = 60.0
+    ca_file: str | None = None  # tests only: trust exactly this CA instead of the system store
+
+    @property
+    def effective_depth(self) -> int:
+        return self.pipeline_depth if self.pipelining else 1

@@ -1,0 +1,142 @@
+"""The asyncio shell around one PipelineConnection: writes what the pool hands it, reads responses,
+and turns the state machine's events into exchange calls. All decisions live in pipeline.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from .errors import FetchError
+from .exchange import Exchange
+from .pipeline import (
+    ConnectionEnded,
+    Event,
+    PipelineConnection,
+    ResponseBody,
+    ResponseComplete,
+    ResponseStarted,
+)
+from .request import serialize
+from .timing import ConnectionInfo, ConnectTiming, now
+from .transport import Transport
+
+if TYPE_CHECKING:
+    from .pool import OriginPool
+
+READ_SIZE = 64 * 1024
+
+
+class Connection:
+    def __init__(self, pool: OriginPool, conn_id: int) -> None:
+        self.pool = pool
+        self.id = conn_id
+        self.state: PipelineConnection[Exchange] = PipelineConnection()
+        self.wakeup = asyncio.Event()
+        self.transport: Transport | None = None
+        self.connect_timing = ConnectTiming()
+        self._first_request = True
+        self._last_activity = now()
+
+    @property
+    def open(self) -> bool:
+        return self.transport is not None and not self.state.ended
+
+    async def run(self) -> None:
+        try:
+            self.transport = await self.pool.open_transport(self.connect_timing)
+        except FetchError as e:
+            self.state.ended = True
+            await self.pool.connection_failed(self, e)
+            return
+        self.pool.connection_opened(self)
+        self.wakeup.set()
+        sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-send-{self.id}")
+        try:
+            await self._read_loop()
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+            self.transport.close()
+            # Whatever is still in flight (cancelled mid-read) goes back to the pool.
+            if self.state.in_flight:
+                await self._handle(self.state.abort("connection closed"))
+            self.state.ended = True
+            await self.pool.connection_closed(self)
+
+    async def _send_loop(self) -> None:
+        assert self.transport is not None
+        while not self.state.ended:
+            await self.wakeup.wait()
+            self.wakeup.clear()
+            batch: list[Exchange] = []
+            while (ex := self.pool.take(self)) is not None:
+                flight = self.state.sent(ex, ex.method)
+                ex.connection = ConnectionInfo(
+                    id=self.id,
+                    local_address=self.transport.local_address,
+                    remote_address=self.transport.remote_address,
+                    interface=self.transport.interface,
+                    reused=not self._first_request,
+                    pipeline_position=flight.position,
+                    pipeline_depth=flight.depth,
+                )
+                if self._first_request:
+                    ex.timing.take_connect(self.connect_timing)
+                    self._first_request = False
+                batch.append(ex)
+            if not batch:
+                continue
+            try:
+                self.transport.writer.write(b"".join(serialize(ex.request, ex.target) for ex in batch if ex.target))
+                await self.transport.writer.drain()
+            except (OSError, RuntimeError):
+                return  # the read loop sees the broken connection and re-queues
+            t = now()
+            for ex in batch:
+                ex.timing.sent = t
+            self._last_activity = t
+
+    async def _read_loop(self) -> None:
+        assert self.transport is not None
+        cfg = self.pool.config
+        while not self.state.ended:
+            try:
+                data = await asyncio.wait_for(self.transport.reader.read(READ_SIZE), cfg.stall_timeout)
+            except TimeoutError:
+                if self.state.in_flight:
+                    await self._handle(self.state.stalled())
+                elif now() - self._last_activity > cfg.idle_timeout:
+                    self.state.stop_sending()
+                    self.state.ended = True
+                continue
+            except (OSError, asyncio.IncompleteReadError) as e:
+                await self._handle(self.state.abort(f"connection error: {e}"))
+                continue
+            t = now()
+            self._last_activity = t
+            if data and self.state.in_flight:
+                front = self.state.in_flight[0]
+                if front.token.timing.first_byte is None:
+                    front.token.timing.first_byte = t
+            events = self.state.receive(data) if data else self.state.receive_eof()
+            for ev in events:
+                await self._handle(ev)
+
+    async def _handle(self, ev: Event[Exchange]) -> None:
+        if isinstance(ev, ResponseStarted):
+            ex = ev.token
+            if ex.timing.first_byte is None:
+                ex.timing.first_byte = now()
+            await ex.start_response(ev.head, ev.framing)
+        elif isinstance(ev, ResponseBody):
+            await ev.token.body(ev.data)
+        elif isinstance(ev, ResponseComplete):
+            self.pool.policy.on_response(ev.head, ev.framing, ev.keep_alive, ev.pipelined)
+            await ev.token.complete(ev.trailers, ev.wire_bytes)
+            self.pool.request_finished()
+        elif isinstance(ev, ConnectionEnded):
+            await self.pool.connection_ended(self, ev)
+        # a response finished or the connection ended: the sender may have room, the pool may re-plan
+        self.wakeup.set()

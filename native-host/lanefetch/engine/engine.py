@@ -1,0 +1,142 @@
+"""The engine: takes batches of requests for any number of origins, fetches them through per-origin
+pools, streams responses into a sink, and tells per batch how many connections it used."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import ssl
+from dataclasses import dataclass, field
+
+from .address_policy import AddressSpace
+from .config import EngineConfig
+from .connection import Connection
+from .errors import FetchError
+from .exchange import Exchange, Sink
+from .origin_policy import OriginPolicy
+from .pool import OriginPool
+from .request import FetchRequest, Origin, validate
+from .transport import make_tls_context
+
+
+@dataclass
+class Page:
+    """Who asks: the page's own address space bounds what the helper may reach for it; top_site
+    partitions connections the way the browser partitions its own."""
+
+    address_space: AddressSpace = "public"
+    top_site: str = ""
+    url: str | None = None
+    private_browsing: bool = False
+
+
+@dataclass
+class BatchResult:
+    connections: int
+    max_concurrent_connections: int
+
+
+@dataclass(eq=False)
+class _BatchTracker:
+    exchanges: list[Exchange]
+    max_concurrent: int = 0
+    connection_ids: set[int] = field(default_factory=set)
+
+
+class Engine:
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.policies: dict[Origin, OriginPolicy] = {}
+        self._pools: dict[tuple[Origin, AddressSpace, str], OriginPool] = {}
+        self._conn_ids = itertools.count(1)
+        self._seq = itertools.count()
+        self._open_connections = 0
+        self._batches: set[_BatchTracker] = set()
+        self._by_id: dict[str, Exchange] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    # -- public API ----------------------------------------------------------------------------------------
+
+    async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page | None = None) -> BatchResult:
+        """Fetch all requests, streaming into sink; returns when every request has ended or failed."""
+        page = page or Page()
+        loop = asyncio.get_running_loop()
+        tracker = _BatchTracker([])
+        self._batches.add(tracker)
+        tracker.max_concurrent = self._open_connections
+        try:
+            for req in requests:
+                req.method = req.method.upper()
+                try:
+                    target = validate(req)
+                except FetchError as e:
+                    ex = Exchange(req, None, sink, next(self._seq), 0)
+                    tracker.exchanges.append(ex)
+                    await ex.fail(e)
+                    continue
+                ex = Exchange(req, target, sink, next(self._seq), self.config.max_retries)
+                tracker.exchanges.append(ex)
+                self._by_id[req.id] = ex
+                timer = loop.call_later(self.config.total_timeout, self._expire, ex)
+                ex.done.add_done_callback(lambda _f, t=timer: t.cancel())
+                self._pool_for(target.origin, page).submit(ex)
+            await asyncio.gather(*(ex.done for ex in tracker.exchanges))
+        finally:
+            self._batches.discard(tracker)
+            for ex in tracker.exchanges:
+                if self._by_id.get(ex.request.id) is ex:
+                    del self._by_id[ex.request.id]
+        for ex in tracker.exchanges:
+            if ex.connection is not None:
+                tracker.connection_ids.add(ex.connection.id)
+        return BatchResult(len(tracker.connection_ids), tracker.max_concurrent)
+
+    async def cancel(self, request_ids: list[str]) -> None:
+        for rid in request_ids:
+            ex = self._by_id.get(rid)
+            if ex is not None:
+                await ex.fail(FetchError("cancelled", "cancelled by the caller"))
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()
+
+    # -- used by pools and connections -----------------------------------------------------------------------
+
+    def next_connection_id(self) -> int:
+        return next(self._conn_ids)
+
+    def connection_opened(self, conn: Connection) -> None:
+        self._open_connections += 1
+        for b in self._batches:
+            b.max_concurrent = max(b.max_concurrent, self._open_connections)
+
+    def connection_closed(self, conn: Connection) -> None:
+        if conn.transport is not None:
+            self._open_connections -= 1
+
+    # -- internals -------------------------------------------------------------------------------------------
+
+    def _pool_for(self, origin: Origin, page: Page) -> OriginPool:
+        key = (origin, page.address_space, page.top_site)
+        pool = self._pools.get(key)
+        if pool is None:
+            policy = self.policies.setdefault(origin, OriginPolicy(self.config.effective_depth))
+            tls = None
+            if origin.scheme == "https":
+                if self._tls is None:
+                    self._tls = make_tls_context(self.config.ca_file)
+                tls = self._tls
+            pool = OriginPool(self, origin, page.address_space, policy, tls)
+            self._pools[key] = pool
+        return pool
+
+    def _expire(self, ex: Exchange) -> None:
+        if not ex.finished:
+            task = asyncio.ensure_future(
+                ex.fail(FetchError("timeout", f"no complete response within {self.config.total_timeout:g} s"))
+            )
+            with contextlib.suppress(Exception):
+                task.add_done_callback(lambda t: t.exception())

@@ -1,0 +1,202 @@
+"""One request's life from queue to sink: it delivers a head, body pieces and an end (or one error)
+exactly once, even when the request is retried on another connection after part of the body was
+already delivered (the retry's bytes are checked against the first head and the delivered prefix
+is skipped)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Protocol
+
+from .decode import Decoder, decoder_for
+from .errors import FetchError
+from .request import FetchRequest, Headers, Target, priority_key
+from .response_parser import Framing, ResponseHead
+from .timing import ConnectionInfo, RequestTiming, now
+
+_HOP_BY_HOP_RESPONSE = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+     "proxy-authenticate"}
+)
+_RESUME_VALIDATORS = ("etag", "last-modified", "content-length", "content-encoding")
+
+
+@dataclass(frozen=True)
+class DeliveredHead:
+    status: int
+    reason: str
+    http_version: str
+    headers: Headers
+    decoded: bool
+
+
+@dataclass
+class TimingReport:
+    timing: RequestTiming
+    connection: ConnectionInfo | None
+    retries: int
+    wire_bytes: int
+    cache: str = "none"
+
+
+class Sink(Protocol):
+    """Where responses go. Awaiting a call is the backpressure: the engine reads no more from that
+    connection until the sink has taken the piece."""
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None: ...
+    async def body(self, request: FetchRequest, data: bytes) -> None: ...
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None: ...
+    async def error(self, request: FetchRequest, error: FetchError) -> None: ...
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None: ...
+
+
+def delivered_head(head: ResponseHead, framing: Framing, decode: bool) -> tuple[DeliveredHead, Decoder | None]:
+    named = head.connection_tokens()
+    decoder = None
+    if decode and framing is not Framing.NONE:
+        decoder = decoder_for(head.get("content-encoding"))
+    drop = _HOP_BY_HOP_RESPONSE | named
+    if decoder is not None:
+        drop = drop | {"content-encoding", "content-length"}
+    headers = [(k, v) for k, v in head.headers if k.lower() not in drop]
+    return DeliveredHead(head.status, head.reason, head.http_version, headers, decoder is not None), decoder
+
+
+class Exchange:
+    def __init__(self, request: FetchRequest, target: Target | None, sink: Sink, seq: int, max_retries: int) -> None:
+        self.request = request
+        self.target = target
+        self.sink = sink
+        self.seq = seq
+        self.max_retries = max_retries
+        self.timing = RequestTiming(queued=now())
+        self.retries = 0
+        self.connection: ConnectionInfo | None = None
+        self.finished = False
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.wire_bytes = 0
+        self._upstream_head: ResponseHead | None = None  # the head we delivered (first attempt that got one)
+        self._delivered = 0  # body bytes (after decoding) given to the sink
+        self._skip = 0  # bytes of a retried body already delivered by an earlier attempt
+        self._decoder: Decoder | None = None
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    def sort_key(self) -> tuple[int, int, int]:
+        return (*priority_key(self.request), self.seq)
+
+    # -- events from the connection ----------------------------------------------------------------------
+
+    async def start_response(self, head: ResponseHead, framing: Framing) -> None:
+        if self.finished:
+            return
+        if self._upstream_head is not None:
+            try:
+                self._check_same_resource(head)
+                _, self._decoder = delivered_head(head, framing, self.request.decode)
+            except FetchError as e:
+                await self.fail(e)
+                return
+            self._skip = self._delivered
+            return
+        try:
+            out, self._decoder = delivered_head(head, framing, self.request.decode)
+        except FetchError as e:
+            await self.fail(e)
+            return
+        self._upstream_head = head
+        await self.sink.head(self.request, out)
+
+    async def body(self, data: bytes) -> None:
+        if self.finished:
+            return
+        if self._decoder is not None:
+            try:
+                data = self._decoder.decode(data)
+            except FetchError as e:
+                await self.fail(e)
+                return
+            except Exception as e:  # zlib.error, brotli.error, zstd errors: all mean a corrupt body
+                await self.fail(FetchError("decode_failed", f"cannot decode body: {e}"))
+                return
+        await self._deliver(data)
+
+    async def complete(self, trailers: Headers, wire_bytes: int) -> None:
+        if self.finished:
+            return
+        self.wire_bytes += wire_bytes
+        self.timing.last_byte = now()
+        if self._decoder is not None:
+            try:
+                await self._deliver(self._decoder.finish())
+            except FetchError as e:
+                await self.fail(e)
+                return
+            except Exception as e:
+                await self.fail(FetchError("decode_failed", f"cannot decode body: {e}"))
+                return
+        if self.finished:
+            return
+        if self._skip > 0:
+            await self.fail(FetchError("resource_changed", "the retried response was shorter than the first"))
+            return
+        self.finished = True
+        await self.sink.end(self.request, self._delivered, trailers)
+        await self._report_timing()
+
+    async def fail(self, error: FetchError) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self.timing.last_byte is None and self.timing.first_byte is not None:
+            self.timing.last_byte = now()
+        await self.sink.error(self.request, error)
+        await self._report_timing()
+
+    def may_retry(self) -> bool:
+        """Count a retry; False once the request has used up its retries (or is over)."""
+        if self.finished or not self.request.idempotent:
+            return False
+        self.retries += 1
+        if self.retries > self.max_retries:
+            return False
+        self.timing.reset_for_retry()
+        self.connection = None
+        self._decoder = None
+        return True
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _check_same_resource(self, head: ResponseHead) -> None:
+        first = self._upstream_head
+        assert first is not None
+        same = head.status == first.status and all(
+            head.get(name) == first.get(name) for name in _RESUME_VALIDATORS
+        )
+        has_validator = any(first.get(name) is not None for name in ("etag", "last-modified", "content-length"))
+        if not same or not has_validator:
+            raise FetchError(
+                "resource_changed",
+                "the connection broke mid-body and the retried response cannot be proven identical",
+            )
+
+    async def _deliver(self, data: bytes) -> None:
+        if self._skip:
+            cut = min(self._skip, len(data))
+            data = data[cut:]
+            self._skip -= cut
+        if data:
+            self._delivered += len(data)
+            await self.sink.body(self.request, data)
+
+    async def _report_timing(self) -> None:
+        report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes)
+        try:
+            await self.sink.timing(self.request, report)
+        finally:
+            if not self.done.done():
+                self.done.set_result(None)
+

@@ -1,0 +1,70 @@
+"""What this session has learned about pipelining to each origin (pure, no I/O).
+
+Like Firefox's old pipelining heuristics and the seeds' IE plug-in: an origin starts unproven (one
+request at a time per connection); an HTTP/1.1 keep-alive response with sound framing unlocks a
+pipeline of 2; every correctly answered pipelined response doubles the depth up to the maximum;
+misbehaviour demotes the origin to no pipelining for the rest of the session.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .pipeline import Misbehaviour
+from .response_parser import Framing, ResponseHead
+
+
+class PipelineState(enum.Enum):
+    UNKNOWN = "unknown"  # nothing learned yet: one request at a time
+    PROBING = "probing"  # keep-alive proven: a pipeline of 2 to see whether it is answered right
+    GREEN = "green"  # pipelined responses came back right: depth grows to the maximum
+    RED = "red"  # misbehaved: never pipeline again this session
+
+
+@dataclass
+class OriginPolicy:
+    max_depth: int
+    state: PipelineState = PipelineState.UNKNOWN
+    depth: int = 1
+    request_limit: int | None = None  # learned per-connection request limit (server keep-alive cap)
+    demotions: list[str] = field(default_factory=list)
+
+    def allowed_depth(self) -> int:
+        if self.max_depth <= 1 or self.state in (PipelineState.UNKNOWN, PipelineState.RED):
+            return 1
+        if self.state is PipelineState.PROBING:
+            return min(2, self.max_depth)
+        return self.depth
+
+    def on_response(self, head: ResponseHead, framing: Framing | None, keep_alive: bool, pipelined: bool) -> None:
+        if head.http_version == "1.0":
+            self.demote(Misbehaviour.HTTP10)
+            return
+        if self.state is PipelineState.RED or not keep_alive:
+            return
+        if framing is Framing.CLOSE:
+            return  # not sound framing for a pipeline
+        if self.state is PipelineState.UNKNOWN:
+            self.state = PipelineState.PROBING
+            self.depth = 2
+        elif pipelined:
+            self.state = PipelineState.GREEN
+            self.depth = min(self.max_depth, max(2, self.depth) * 2)
+
+    def on_connection_ended(self, misbehaviour: Misbehaviour | None, responses_on_connection: int) -> None:
+        if misbehaviour is None:
+            return
+        if misbehaviour is Misbehaviour.CONNECTION_CLOSE and responses_on_connection > 1:
+            # A server keep-alive limit (nginx keepalive_requests, Apache MaxKeepAliveRequests): the
+            # unanswered requests are retried elsewhere; send no more than that per connection from now on.
+            limit = responses_on_connection
+            self.request_limit = limit if self.request_limit is None else min(self.request_limit, limit)
+            return
+        self.demote(misbehaviour)
+
+    def demote(self, why: Misbehaviour) -> None:
+        if self.state is not PipelineState.RED:
+            self.demotions.append(why.value)
+        self.state = PipelineState.RED
+        self.depth = 1

@@ -1,0 +1,236 @@
+"""Sans-I/O state machine of one HTTP/1.1 connection that may pipeline.
+
+It decides what may be sent now, matches responses to requests in order, and when the connection
+ends early says which requests were not answered (to retry) and whether the server misbehaved
+(so the origin can be demoted). The asyncio connection only moves bytes and time in and out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from .response_parser import (
+    BodyData,
+    Framing,
+    HeadReceived,
+    Informational,
+    MessageEnd,
+    ParseError,
+    ResponseHead,
+    ResponseParser,
+)
+
+T = TypeVar("T")
+
+PIPELINABLE_METHODS = frozenset({"GET", "HEAD"})
+
+
+class Misbehaviour(enum.Enum):
+    """Why pipelining with this server is not (or no longer) trusted."""
+
+    CLOSED_WITH_UNANSWERED = "closed the connection with pipelined requests unanswered"
+    FRAMING_ERROR = "sent a response that could not be framed"
+    CONNECTION_CLOSE = "answered Connection: close with pipelined requests still unanswered"
+    HTTP10 = "answered with HTTP/1.0"
+    STALL = "stalled with pipelined requests outstanding"
+
+
+@dataclass
+class InFlight(Generic[T]):
+    token: T
+    method: str
+    position: int  # 1-based index among requests sent on this connection
+    depth: int  # requests in flight, this one included, when it was sent
+    parser: ResponseParser
+
+
+@dataclass(frozen=True)
+class ResponseStarted(Generic[T]):
+    token: T
+    head: ResponseHead
+    framing: Framing
+    content_length: int | None
+
+
+@dataclass(frozen=True)
+class ResponseBody(Generic[T]):
+    token: T
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ResponseComplete(Generic[T]):
+    token: T
+    head: ResponseHead
+    trailers: list[tuple[str, str]]
+    keep_alive: bool
+    pipelined: bool  # it was sent while an earlier request was still unanswered
+    position: int
+    framing: Framing | None
+    wire_bytes: int
+
+
+@dataclass(frozen=True)
+class ConnectionEnded(Generic[T]):
+    """No more responses on this connection. `retry` were not (completely) answered and may be re-sent;
+    `failed` were not answered and must not be re-sent (not idempotent)."""
+
+    reason: str
+    misbehaviour: Misbehaviour | None
+    retry: list[T] = field(default_factory=list)
+    failed: list[T] = field(default_factory=list)
+    partial: list[T] = field(default_factory=list)  # subset of retry whose response had begun
+
+
+Event = ResponseStarted[T] | ResponseBody[T] | ResponseComplete[T] | ConnectionEnded[T]
+
+
+class PipelineConnection(Generic[T]):
+    def __init__(self) -> None:
+        self.in_flight: deque[InFlight[T]] = deque()
+        self.requests_sent = 0
+        self.responses_completed = 0
+        self.closing = False  # no further request may be written
+        self.ended = False
+        self.request_cap: int | None = None  # total requests this connection may carry (Keep-Alive max)
+
+    # -- sending ---------------------------------------------------------------------------------------
+
+    def can_send(self, method: str, allowed_depth: int) -> bool:
+        """May a request with this method be written now, given the origin's allowed pipeline depth?"""
+        if self.closing or self.ended:
+            return False
+        if self.request_cap is not None and self.requests_sent >= self.request_cap:
+            return False
+        if not self.in_flight:
+            return True
+        if method not in PIPELINABLE_METHODS:
+            return False  # anything else goes alone
+        if any(f.method not in PIPELINABLE_METHODS for f in self.in_flight):
+            return False
+        if any(f.parser.framing is Framing.CLOSE for f in self.in_flight):
+            return False  # that response ends with the connection
+        return len(self.in_flight) < allowed_depth
+
+    def sent(self, token: T, method: str) -> InFlight[T]:
+        """Record that the request was written; returns its position and depth."""
+        assert not self.closing and not self.ended
+        method = method.upper()
+        self.requests_sent += 1
+        f = InFlight(token, method, self.requests_sent, len(self.in_flight) + 1, ResponseParser(method))
+        self.in_flight.append(f)
+        return f
+
+    def stop_sending(self) -> None:
+        """Write no more requests (e.g. we decided to close this connection once idle)."""
+        self.closing = True
+
+    # -- receiving ---------------------------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> list[Event[T]]:
+        if self.ended:
+            return []
+        events: list[Event[T]] = []
+        while data:
+            if not self.in_flight:
+                if self.closing:
+                    return events  # bytes after a closing response: ignore, we are closing
+                return events + [self._end("received bytes nobody asked for", Misbehaviour.FRAMING_ERROR)]
+            front = self.in_flight[0]
+            try:
+                parsed = front.parser.feed(data)
+            except ParseError as e:
+                return events + [self._end(f"framing error: {e}", Misbehaviour.FRAMING_ERROR)]
+            data = b""
+            for ev in parsed:
+                if isinstance(ev, Informational):
+                    continue
+                if isinstance(ev, HeadReceived):
+                    events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length))
+                    self._learn_from_head(ev.head)
+                elif isinstance(ev, BodyData):
+                    events.append(ResponseBody(front.token, ev.data))
+                elif isinstance(ev, MessageEnd):
+                    events.extend(self._complete(front, ev.trailers))
+                    if self.ended:
+                        return events
+                    data = front.parser.leftover()
+        return events
+
+    def receive_eof(self) -> list[Event[T]]:
+        if self.ended:
+            return []
+        if not self.in_flight:
+            self.ended = True
+            return [ConnectionEnded("server closed the idle connection", None)]
+        front = self.in_flight[0]
+        try:
+            parsed = front.parser.feed_eof()
+        except ParseError as e:
+            pipelined = any(f.depth > 1 for f in self.in_flight)
+            return [self._end(str(e), Misbehaviour.CLOSED_WITH_UNANSWERED if pipelined else None)]
+        events: list[Event[T]] = []
+        for ev in parsed:
+            if isinstance(ev, MessageEnd):
+                events.extend(self._complete(front, ev.trailers))
+        if not self.ended:
+            events.append(self._end("server closed the connection", None))
+        return events
+
+    def stalled(self) -> ConnectionEnded[T]:
+        """No byte arrived for too long while requests were outstanding."""
+        pipelined = len(self.in_flight) > 1 or any(f.depth > 1 for f in self.in_flight)
+        return self._end("no data from the server in time", Misbehaviour.STALL if pipelined else None)
+
+    def abort(self, reason: str) -> ConnectionEnded[T]:
+        """A local or transport error (reset, TLS alert, cancel)."""
+        return self._end(reason, None)
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    def _learn_from_head(self, head: ResponseHead) -> None:
+        # Keep-Alive: max=N says how many more requests this connection will carry after this one.
+        for value in head.get_all("keep-alive"):
+            for part in value.split(","):
+                name, _, num = part.strip().partition("=")
+                if name.strip().lower() == "max" and num.strip().isdigit():
+                    cap = self.responses_completed + 1 + int(num.strip())
+                    self.request_cap = cap if self.request_cap is None else min(self.request_cap, cap)
+
+    def _complete(self, front: InFlight[T], trailers: list[tuple[str, str]]) -> list[Event[T]]:
+        self.in_flight.popleft()
+        self.responses_completed += 1
+        head = front.parser.head
+        assert head is not None
+        keep_alive = front.parser.keep_alive()
+        done: ResponseComplete[T] = ResponseComplete(
+            front.token, head, trailers, keep_alive, front.depth > 1, front.position,
+            front.parser.framing, front.parser.consumed,
+        )
+        if keep_alive:
+            return [done]
+        self.closing = True
+        if not self.in_flight:
+            self.ended = True
+            return [done, ConnectionEnded("server ended the connection after the response", None)]
+        kind = Misbehaviour.HTTP10 if head.http_version == "1.0" else Misbehaviour.CONNECTION_CLOSE
+        return [done, self._end("server closed with requests unanswered", kind)]
+
+    def _end(self, reason: str, misbehaviour: Misbehaviour | None) -> ConnectionEnded[T]:
+        self.ended = True
+        self.closing = True
+        retry: list[T] = []
+        failed: list[T] = []
+        partial: list[T] = []
+        for f in self.in_flight:
+            if f.method in PIPELINABLE_METHODS:
+                retry.append(f.token)
+                if f.parser.head is not None:
+                    partial.append(f.token)
+            else:
+                failed.append(f.token)
+        self.in_flight.clear()
+        return ConnectionEnded(reason, misbehaviour, retry, failed, partial)

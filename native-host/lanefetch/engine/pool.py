@@ -1,0 +1,173 @@
+"""Per-origin pool: a priority queue of exchanges and up to N connections that pull from it.
+
+The pool spreads work evenly (a connection takes no more than its fair share of what is
+outstanding, so the last responses do not all queue behind one connection), opens connections
+while there is work, re-queues what a broken connection did not answer, and fails the queue only
+when no connection can be had at all."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import socket
+import ssl
+from typing import TYPE_CHECKING
+
+from .address_policy import AddressSpace, may_connect
+from .config import EngineConfig
+from .connection import Connection
+from .errors import FetchError
+from .exchange import Exchange
+from .origin_policy import OriginPolicy
+from .pipeline import ConnectionEnded
+from .request import Origin
+from .timing import ConnectTiming, now
+from .transport import Transport, open_transport
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class OriginPool:
+    def __init__(
+        self, engine: Engine, origin: Origin, address_space: AddressSpace, policy: OriginPolicy,
+        tls: ssl.SSLContext | None,
+    ) -> None:
+        self.engine = engine
+        self.config: EngineConfig = engine.config
+        self.origin = origin
+        self.address_space = address_space
+        self.policy = policy
+        self.tls = tls
+        self.connections: set[Connection] = set()
+        self._queue: list[tuple[tuple[int, int, int], Exchange]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dns: tuple[float, list[tuple[int, tuple[object, ...]]]] | None = None
+        self._dns_lock = asyncio.Lock()
+
+    # -- work in ------------------------------------------------------------------------------------------
+
+    def submit(self, ex: Exchange) -> None:
+        heapq.heappush(self._queue, (ex.sort_key(), ex))
+        self._plan()
+
+    def _requeue(self, ex: Exchange) -> None:
+        # A retried request keeps its place: same sort key as when it first came.
+        heapq.heappush(self._queue, (ex.sort_key(), ex))
+
+    def queued(self) -> int:
+        return sum(1 for _, ex in self._queue if not ex.finished)
+
+    def outstanding(self) -> int:
+        return self.queued() + sum(len(c.state.in_flight) for c in self.connections)
+
+    # -- connections pull -----------------------------------------------------------------------------------
+
+    def take(self, conn: Connection) -> Exchange | None:
+        while self._queue and self._queue[0][1].finished:
+            heapq.heappop(self._queue)  # cancelled while queued
+        if not self._queue:
+            return None
+        ex = self._queue[0][1]
+        if self.policy.request_limit is not None:
+            cap = self.policy.request_limit
+            conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
+        if not conn.state.can_send(ex.method, self._allowed_depth()):
+            return None
+        heapq.heappop(self._queue)
+        return ex
+
+    def _allowed_depth(self) -> int:
+        depth = min(self.policy.allowed_depth(), self.config.effective_depth)
+        share = math.ceil(self.outstanding() / max(1, len(self.connections)))
+        return max(1, min(depth, share))
+
+    # -- connection lifecycle --------------------------------------------------------------------------------
+
+    def _plan(self) -> None:
+        """Open connections while there is work for them; wake the open ones."""
+        for c in self.connections:
+            c.wakeup.set()
+        work = self.outstanding()
+        while len(self.connections) < min(self.config.connections_per_origin, work):
+            self._open()
+
+    def _open(self) -> None:
+        conn = Connection(self, self.engine.next_connection_id())
+        self.connections.add(conn)
+        task = asyncio.create_task(conn.run(), name=f"lanefetch-conn-{conn.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def open_transport(self, timing: ConnectTiming) -> Transport:
+        addresses = await self._resolve(timing)
+        return await open_transport(
+            addresses,
+            server_hostname=self.origin.host if self.tls is not None else None,
+            tls=self.tls,
+            timing=timing,
+            connect_timeout=self.config.connect_timeout,
+        )
+
+    async def _resolve(self, timing: ConnectTiming) -> list[tuple[int, tuple[object, ...]]]:
+        async with self._dns_lock:
+            if self._dns is not None and now() - self._dns[0] < self.config.dns_ttl:
+                return self._dns[1]
+            timing.dns_start = now()
+            loop = asyncio.get_running_loop()
+            try:
+                infos = await asyncio.wait_for(
+                    loop.getaddrinfo(self.origin.host, self.origin.port, type=socket.SOCK_STREAM),
+                    self.config.connect_timeout,
+                )
+            except (OSError, TimeoutError) as e:
+                raise FetchError("dns_failed", f"cannot resolve {self.origin.host}: {e}") from None
+            finally:
+                timing.dns_end = now()
+            allowed = [(fam, addr) for fam, _, _, _, addr in infos if may_connect(self.address_space, str(addr[0]))]
+            if not allowed:
+                found = ", ".join(sorted({str(i[4][0]) for i in infos}))
+                raise FetchError(
+                    "blocked_address",
+                    f"{self.origin.host} resolves to {found}; a {self.address_space} page may not reach "
+                    "a more private address through the helper",
+                )
+            self._dns = (now(), allowed)
+            return allowed
+
+    def connection_opened(self, conn: Connection) -> None:
+        self.engine.connection_opened(conn)
+
+    async def connection_failed(self, conn: Connection, error: FetchError) -> None:
+        self.connections.discard(conn)
+        if any(c.open or c.transport is None for c in self.connections):
+            return  # others are up or still connecting: they serve the queue
+        # Nobody can serve this origin: every queued request fails with the reason.
+        while self._queue:
+            _, ex = heapq.heappop(self._queue)
+            await ex.fail(error)
+
+    async def connection_ended(self, conn: Connection, ended: ConnectionEnded[Exchange]) -> None:
+        self.policy.on_connection_ended(ended.misbehaviour, conn.state.responses_completed)
+        for ex in ended.failed:
+            await ex.fail(FetchError("connection_lost", f"{ended.reason}; {ex.method} is not retried"))
+        for ex in ended.retry:
+            if ex.may_retry():
+                self._requeue(ex)
+            else:
+                await ex.fail(FetchError("connection_lost", f"{ended.reason} (after {ex.retries - 1} retries)"))
+
+    async def connection_closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self.engine.connection_closed(conn)
+        self._plan()
+
+    def request_finished(self) -> None:
+        for c in self.connections:
+            c.wakeup.set()
+
+    async def aclose(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,127 @@
+"""A request as the engine takes it: validated, given its origin, priority and wire form."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from .errors import FetchError
+
+Headers = list[tuple[str, str]]
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(r"[\r\n\x00]")
+
+# Hop-by-hop (RFC 9110 §7.6.1) and fields the engine itself owns for the connection it uses.
+_DROP_REQUEST = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
+     "proxy-authorization", "host", "content-length", "trailer"}
+)
+
+# Render-blocking first (the page cannot paint without them), then what scripts wait on, then the rest.
+_TYPE_CLASS = {
+    "document": 0, "stylesheet": 0, "script": 0, "font": 0,
+    "xhr": 1, "fetch": 1, "manifest": 1, "eventsource": 1,
+    "image": 2, "media": 2, "texttrack": 2,
+}
+_PRIORITY_RANK = {"VeryHigh": 0, "High": 1, "Medium": 2, "Low": 3, "VeryLow": 4}
+
+
+@dataclass(frozen=True)
+class Origin:
+    scheme: str  # "http" or "https"
+    host: str  # lower case; IPv6 without brackets
+    port: int
+
+    @property
+    def default_port(self) -> bool:
+        return self.port == (443 if self.scheme == "https" else 80)
+
+    def authority(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.default_port else f"{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.authority()}"
+
+
+@dataclass
+class FetchRequest:
+    id: str
+    method: str
+    url: str
+    headers: Headers = field(default_factory=list)
+    body: bytes | None = None
+    resource_type: str = "other"
+    priority: str | None = None
+    decode: bool = False
+
+    @property
+    def idempotent(self) -> bool:
+        return self.method in ("GET", "HEAD")
+
+
+@dataclass(frozen=True)
+class Target:
+    origin: Origin
+    path: str  # origin-form request target
+
+
+def parse_target(url: str) -> Target:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise FetchError("bad_url", f"cannot parse URL {url[:200]!r}: {e}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise FetchError("bad_url", f"only http and https URLs are fetched, not {scheme or 'scheme-less'} ones")
+    if not parts.hostname:
+        raise FetchError("bad_url", f"URL has no host: {url[:200]!r}")
+    if parts.username is not None or parts.password is not None:
+        raise FetchError("bad_url", "URLs with credentials are not fetched by the helper")
+    host = parts.hostname.lower()
+    try:
+        host.encode("ascii")
+    except UnicodeEncodeError:
+        host = host.encode("idna").decode("ascii")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    if any(c in path for c in " \r\n\x00"):
+        raise FetchError("bad_url", "URL path contains characters that cannot be sent")
+    return Target(Origin(scheme, host, port or (443 if scheme == "https" else 80)), path)
+
+
+def validate(request: FetchRequest) -> Target:
+    if not _TOKEN.fullmatch(request.method):
+        raise FetchError("bad_url", f"invalid method {request.method!r}")
+    for name, value in request.headers:
+        if not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
+            raise FetchError("bad_url", f"invalid header field {name[:60]!r}")
+    if request.body is not None and request.idempotent:
+        raise FetchError("bad_url", f"{request.method} requests carry no body here")
+    return parse_target(request.url)
+
+
+def serialize(request: FetchRequest, target: Target) -> bytes:
+    """The request on the wire: origin-form, Host first, hop-by-hop fields removed."""
+    connection_named = {
+        t.strip().lower() for k, v in request.headers if k.lower() == "connection" for t in v.split(",")
+    }
+    lines = [f"{request.method} {target.path} HTTP/1.1", f"Host: {target.origin.authority()}"]
+    for name, value in request.headers:
+        lname = name.lower()
+        if lname in _DROP_REQUEST or lname in connection_named:
+            continue
+        lines.append(f"{name}: {value}")
+    if request.body is not None:
+        lines.append(f"Content-Length: {len(request.body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", errors="replace")
+    return head + (request.body or b"")
+
+
+def priority_key(request: FetchRequest) -> tuple[int, int]:
+    """Lower sorts first: the resource type's class, then the browser's own priority."""
+    return _TYPE_CLASS.get(request.resource_type, 3), _PRIORITY_RANK.get(request.priority or "Medium", 2)

@@ -1,0 +1,65 @@
+"""Per-request timing points, kept on the monotonic clock and reported as epoch milliseconds."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+
+# One anchor for the process: epoch = wall-at-anchor + (monotonic - monotonic-at-anchor).
+_WALL0 = time.time()
+_MONO0 = time.monotonic()
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+def epoch_ms(mono: float | None) -> float | None:
+    if mono is None:
+        return None
+    return round((_WALL0 + (mono - _MONO0)) * 1000.0, 3)
+
+
+@dataclass
+class ConnectTiming:
+    dns_start: float | None = None
+    dns_end: float | None = None
+    connect_start: float | None = None
+    connect_end: float | None = None
+    tls_end: float | None = None
+
+
+@dataclass
+class RequestTiming:
+    queued: float
+    dns_start: float | None = None
+    dns_end: float | None = None
+    connect_start: float | None = None
+    connect_end: float | None = None
+    tls_end: float | None = None
+    sent: float | None = None
+    first_byte: float | None = None
+    last_byte: float | None = None
+
+    def take_connect(self, c: ConnectTiming) -> None:
+        self.dns_start, self.dns_end = c.dns_start, c.dns_end
+        self.connect_start, self.connect_end, self.tls_end = c.connect_start, c.connect_end, c.tls_end
+
+    def reset_for_retry(self) -> None:
+        for f in fields(self):
+            if f.name != "queued":
+                setattr(self, f.name, None)
+
+    def as_epoch_ms(self) -> dict[str, float | None]:
+        return {f.name: epoch_ms(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass
+class ConnectionInfo:
+    id: int
+    local_address: str | None
+    remote_address: str | None
+    interface: str | None
+    reused: bool
+    pipeline_position: int
+    pipeline_depth: int

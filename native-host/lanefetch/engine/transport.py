@@ -1,0 +1,99 @@
+"""Opening one TCP (and TLS) connection with the timing points DevTools shows."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from dataclasses import dataclass
+
+from .errors import FetchError
+from .timing import ConnectTiming, now
+
+STREAM_LIMIT = 256 * 1024  # bytes buffered per connection before the socket is paused (backpressure)
+
+
+@dataclass
+class Transport:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    local_address: str | None
+    remote_address: str | None
+    interface: str | None
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            self.writer.close()
+
+
+def _fmt(addr: tuple[object, ...]) -> str:
+    host, port = str(addr[0]), addr[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def make_tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """Strict verification against the system trust store (truststore), or only ca_file when given
+    (tests with their own CA: never both, so a test CA is never trusted in normal use)."""
+    if ca_file is not None:
+        ctx = ssl.create_default_context(cafile=ca_file)
+    else:
+        import truststore
+
+        ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+async def open_transport(
+    addresses: list[tuple[int, tuple[object, ...]]],
+    *,
+    server_hostname: str | None,
+    tls: ssl.SSLContext | None,
+    timing: ConnectTiming,
+    connect_timeout: float,
+    interface: str | None = None,
+) -> Transport:
+    """Connect to the first address that answers. `server_hostname` is the SNI/verification name."""
+    loop = asyncio.get_running_loop()
+    last: Exception | None = None
+    for family, sockaddr in addresses:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        timing.connect_start = now()
+        try:
+            await asyncio.wait_for(loop.sock_connect(sock, sockaddr), connect_timeout)
+        except (OSError, TimeoutError) as e:
+            sock.close()
+            last = e
+            continue
+        timing.connect_end = now()
+        local = _fmt(sock.getsockname())
+        remote = _fmt(sock.getpeername())
+        try:
+            if tls is not None:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(
+                        sock=sock, ssl=tls, server_hostname=server_hostname, limit=STREAM_LIMIT,
+                        ssl_handshake_timeout=connect_timeout,
+                    ),
+                    connect_timeout * 1.5,
+                )
+                timing.tls_end = now()
+                alpn = writer.get_extra_info("ssl_object").selected_alpn_protocol()
+                if alpn not in (None, "http/1.1"):
+                    writer.close()
+                    raise FetchError("tls_failed", f"server chose ALPN {alpn!r}, expected http/1.1")
+            else:
+                reader, writer = await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
+        except ssl.SSLCertVerificationError as e:
+            sock.close()
+            raise FetchError("tls_failed", f"certificate of {server_hostname} rejected: {e.verify_message}") from None
+        except (ssl.SSLError, OSError, TimeoutError) as e:
+            sock.close()
+            raise FetchError("tls_failed", f"TLS handshake with {server_hostname} failed: {e}") from None
+        return Transport(reader, writer, local, remote, interface)
+    if isinstance(last, TimeoutError):
+        raise FetchError("timeout", f"connecting timed out after {connect_timeout:g} s")
+    raise FetchError("connect_failed", f"cannot connect: {last}")
