@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .address_policy import AddressSpace
@@ -44,6 +45,10 @@ class _BatchTracker:
     connection_ids: set[int] = field(default_factory=set)
 
 
+def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
+    return lambda _done: timer.cancel()
+
+
 class Engine:
     def __init__(self, config: EngineConfig | None = None) -> None:
         self.config = config or EngineConfig()
@@ -79,7 +84,7 @@ class Engine:
                 tracker.exchanges.append(ex)
                 self._by_id[req.id] = ex
                 timer = loop.call_later(self.config.total_timeout, self._expire, ex)
-                ex.done.add_done_callback(lambda _f, t=timer: t.cancel())
+                ex.done.add_done_callback(_cancel_timer(timer))
                 self._pool_for(target.origin, page).submit(ex)
             await asyncio.gather(*(ex.done for ex in tracker.exchanges))
         finally:

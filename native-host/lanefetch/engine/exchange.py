@@ -108,7 +108,10 @@ class Exchange:
             await self.fail(e)
             return
         self._upstream_head = head
-        await self.sink.head(self.request, out)
+        try:
+            await self.sink.head(self.request, out)
+        except FetchError as e:  # the consumer cannot take this head (e.g. too large to forward)
+            await self.fail(e)
 
     async def body(self, data: bytes) -> None:
         if self.finished:
@@ -138,7 +141,7 @@ class Exchange:
             except Exception as e:
                 await self.fail(FetchError("decode_failed", f"cannot decode body: {e}"))
                 return
-        if self.finished:
+        if self._cancelled_meanwhile():
             return
         if self._skip > 0:
             await self.fail(FetchError("resource_changed", "the retried response was shorter than the first"))
@@ -146,6 +149,10 @@ class Exchange:
         self.finished = True
         await self.sink.end(self.request, self._delivered, trailers)
         await self._report_timing()
+
+    def _cancelled_meanwhile(self) -> bool:
+        # A method, not the attribute: another task may finish this exchange while we await the sink.
+        return self.finished
 
     async def fail(self, error: FetchError) -> None:
         if self.finished:

@@ -138,12 +138,12 @@ class PipelineConnection(Generic[T]):
             if not self.in_flight:
                 if self.closing:
                     return events  # bytes after a closing response: ignore, we are closing
-                return events + [self._end("received bytes nobody asked for", Misbehaviour.FRAMING_ERROR)]
+                return [*events, self._end("received bytes nobody asked for", Misbehaviour.FRAMING_ERROR)]
             front = self.in_flight[0]
             try:
                 parsed = front.parser.feed(data)
             except ParseError as e:
-                return events + [self._end(f"framing error: {e}", Misbehaviour.FRAMING_ERROR)]
+                return [*events, self._end(f"framing error: {e}", Misbehaviour.FRAMING_ERROR)]
             data = b""
             for ev in parsed:
                 if isinstance(ev, Informational):
@@ -154,8 +154,9 @@ class PipelineConnection(Generic[T]):
                 elif isinstance(ev, BodyData):
                     events.append(ResponseBody(front.token, ev.data))
                 elif isinstance(ev, MessageEnd):
-                    events.extend(self._complete(front, ev.trailers))
-                    if self.ended:
+                    completed = self._complete(front, ev.trailers)
+                    events.extend(completed)
+                    if isinstance(completed[-1], ConnectionEnded):
                         return events
                     data = front.parser.leftover()
         return events
@@ -176,7 +177,7 @@ class PipelineConnection(Generic[T]):
         for ev in parsed:
             if isinstance(ev, MessageEnd):
                 events.extend(self._complete(front, ev.trailers))
-        if not self.ended:
+        if not events or not isinstance(events[-1], ConnectionEnded):
             events.append(self._end("server closed the connection", None))
         return events
 

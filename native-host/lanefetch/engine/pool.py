@@ -125,7 +125,9 @@ class OriginPool:
                 raise FetchError("dns_failed", f"cannot resolve {self.origin.host}: {e}") from None
             finally:
                 timing.dns_end = now()
-            allowed = [(fam, addr) for fam, _, _, _, addr in infos if may_connect(self.address_space, str(addr[0]))]
+            allowed: list[tuple[int, tuple[object, ...]]] = [
+                (fam, addr) for fam, _, _, _, addr in infos if may_connect(self.address_space, str(addr[0]))
+            ]
             if not allowed:
                 found = ", ".join(sorted({str(i[4][0]) for i in infos}))
                 raise FetchError(

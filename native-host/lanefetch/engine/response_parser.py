@@ -99,8 +99,8 @@ def _parse_fields(lines: list[bytes]) -> Headers:
             # obs-fold: RFC 9112 §5.2 lets a user agent replace it with a space.
             if not headers:
                 raise ParseError("header continuation line before any header")
-            name, value = headers[-1]
-            headers[-1] = (name, f"{value} {line.strip().decode('latin-1')}")
+            prev_name, prev_value = headers[-1]
+            headers[-1] = (prev_name, f"{prev_value} {line.strip().decode('latin-1')}")
             continue
         name, sep, value = line.partition(b":")
         if not sep or not _TOKEN.fullmatch(name):

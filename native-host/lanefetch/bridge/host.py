@@ -1,0 +1,204 @@
+"""`lanefetch-host`: the native-messaging host. Reads framed JSON from the browser on stdin, runs
+batches through the engine, streams head/body/end/error/timing/batch_done back on stdout.
+
+A bad message gets an error back and changes nothing else; the host only exits when the browser
+closes the port (stdin EOF)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .. import protocol
+from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
+
+log = logging.getLogger("lanefetch.host")
+
+# Raw body bytes per message: base64 grows them by 4/3, and the JSON around them stays far below
+# the rest of the 1 MiB limit (ids are at most 128 characters).
+BODY_CHUNK = 640 * 1024
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class _BatchSink:
+    """Turns engine callbacks for one batch into protocol messages."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        msg = protocol.head(request.id, head)
+        try:
+            encode(msg)
+        except MessageTooLarge as e:
+            raise FetchError("too_large", f"response head too large to forward: {e}") from None
+        await self._send(msg)
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        for i in range(0, len(data), BODY_CHUNK):
+            await self._send(protocol.body(request.id, data[i : i + BODY_CHUNK]))
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        await self._send(protocol.end(request.id, body_bytes, trailers))
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        await self._send(protocol.request_error(request.id, error))
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        await self._send(protocol.timing(request.id, report))
+
+
+def _to_request(raw: dict[str, Any]) -> FetchRequest:
+    body = None
+    if "body" in raw:
+        try:
+            body = base64.b64decode(raw["body"], validate=True)
+        except (binascii.Error, ValueError):
+            raise FetchError("bad_message", "request body is not valid base64") from None
+    return FetchRequest(
+        id=raw["id"], method=raw["method"], url=raw["url"], headers=[(k, v) for k, v in raw["headers"]],
+        body=body, resource_type=raw.get("resource_type", "other"), priority=raw.get("priority"),
+        decode=bool(raw.get("decode", False)),
+    )
+
+
+class Host:
+    def __init__(self, engine: Engine, send: Send) -> None:
+        self.engine = engine
+        self._send = send
+        self._batches: dict[str, asyncio.Task[None]] = {}
+        self._batch_ids: dict[str, list[str]] = {}
+        self._live_ids: set[str] = set()
+
+    async def handle(self, item: dict[str, Any] | BadFrame) -> None:
+        if isinstance(item, BadFrame):
+            await self._send(protocol.error(item.code, item.reason))
+            return
+        reason = protocol.check(item, "ToHost")
+        if reason is not None:
+            await self._reject(item, reason)
+            return
+        kind = item["type"]
+        if kind == "hello":
+            await self._send(protocol.hello(item["protocol"]))
+        elif kind == "ping":
+            pong: dict[str, Any] = {"type": "pong"}
+            if "nonce" in item:
+                pong["nonce"] = item["nonce"]
+            await self._send(pong)
+        elif kind == "cancel":
+            ids = list(item.get("ids", []))
+            ids += self._batch_ids.get(item.get("batch_id", ""), [])
+            await self.engine.cancel(ids)
+        elif kind == "batch":
+            await self._start_batch(item)
+
+    async def _reject(self, item: dict[str, Any], reason: str) -> None:
+        kind = item.get("type")
+        await self._send(protocol.error("bad_message", f"invalid {kind!r} message: {reason}"))
+        if kind == "batch" and isinstance(item.get("requests"), list):
+            # Name every request we can, so the extension lets the browser fetch them at once.
+            for raw in item["requests"]:
+                rid = raw.get("id") if isinstance(raw, dict) else None
+                if isinstance(rid, str) and 0 < len(rid) <= 128:
+                    await self._send(protocol.error("bad_message", f"not fetched: {reason}", rid))
+
+    async def _start_batch(self, item: dict[str, Any]) -> None:
+        batch_id: str = item["batch_id"]
+        requests: list[FetchRequest] = []
+        for raw in item["requests"]:
+            if raw["id"] in self._live_ids or any(r.id == raw["id"] for r in requests):
+                await self._send(protocol.error("bad_message", "request id already in use", raw["id"]))
+                continue
+            try:
+                requests.append(_to_request(raw))
+            except FetchError as e:
+                await self._send(protocol.request_error(raw["id"], e))
+        page_raw = item["page"]
+        page = Page(
+            address_space=page_raw["address_space"], top_site=page_raw.get("top_site", ""),
+            url=page_raw.get("url"), private_browsing=bool(page_raw.get("private_browsing", False)),
+        )
+        ids = [r.id for r in requests]
+        self._live_ids.update(ids)
+        self._batch_ids[batch_id] = ids
+        task = asyncio.create_task(self._run_batch(batch_id, requests, page), name=f"batch-{batch_id}")
+        self._batches[batch_id] = task
+
+    async def _run_batch(self, batch_id: str, requests: list[FetchRequest], page: Page) -> None:
+        try:
+            result = await self.engine.fetch(requests, _BatchSink(self._send), page)
+            await self._send(protocol.batch_done(batch_id, result.connections, result.max_concurrent_connections))
+        except Exception as e:  # a bug must not take the host down: report it, the extension falls back
+            log.exception("batch %s failed", batch_id)
+            await self._send(protocol.error("internal", f"batch {batch_id} failed: {e!r}"))
+        finally:
+            self._live_ids.difference_update(r.id for r in requests)
+            self._batch_ids.pop(batch_id, None)
+            self._batches.pop(batch_id, None)
+
+    async def close(self) -> None:
+        for task in list(self._batches.values()):
+            task.cancel()
+        await asyncio.gather(*self._batches.values(), return_exceptions=True)
+        await self.engine.aclose()
+
+
+async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, config: EngineConfig) -> None:
+    lock = asyncio.Lock()
+
+    async def send(message: dict[str, Any]) -> None:
+        try:
+            frame = encode(message)
+        except MessageTooLarge as e:  # never reached by body chunks; guards any other oversized message
+            frame = encode(protocol.error("too_large", str(e), message.get("id")))
+        async with lock:
+            writer.write(frame)
+            await writer.drain()
+
+    host = Host(Engine(config), send)
+    decoder = FrameDecoder()
+    try:
+        while True:
+            data = await reader.read(256 * 1024)
+            if not data:
+                break  # the browser closed the port
+            for item in decoder.feed(data):
+                await host.handle(item)
+    finally:
+        await host.close()
+
+
+async def _stdio_main(config: EngineConfig) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=FrameDecoder().max_size)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0))
+    transport, proto = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, proto, None, loop)
+    await serve(reader, writer, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for browsers: they start the host with [manifest path or origin, extension id]."""
+    # stdout belongs to the protocol: log only to stderr (browsers keep it in their own logs).
+    logging.basicConfig(level=os.environ.get("LANEFETCH_LOG", "WARNING"), stream=sys.stderr,
+                        format="lanefetch-host %(levelname)s %(message)s")
+    try:
+        asyncio.run(_stdio_main(EngineConfig()))
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

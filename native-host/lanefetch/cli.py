@@ -1,0 +1,229 @@
+"""The `lanefetch` command: fetch URLs as one pipelined batch, run the native-messaging host,
+register it with browsers."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import unquote, urlsplit
+
+from . import __version__
+from .bridge import install as installer
+from .engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+
+
+class _Result:
+    def __init__(self, request: FetchRequest) -> None:
+        self.request = request
+        self.status: int | None = None
+        self.bytes = 0
+        self.error: FetchError | None = None
+        self.report: TimingReport | None = None
+        self.file: IO[bytes] | None = None
+        self.path: Path | None = None
+
+
+class _CliSink:
+    """Collects results; with an output directory, streams each body into its file."""
+
+    def __init__(self, out_dir: Path | None) -> None:
+        self.out_dir = out_dir
+        self.results: dict[str, _Result] = {}
+        self._names: set[str] = set()
+
+    def _name_for(self, url: str) -> str:
+        base = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or "index.html"
+        base = base.replace("\\", "_") if base not in (".", "..") else "index.html"
+        name, n = base, 1
+        while name in self._names:  # two URLs with one basename: keep both
+            n += 1
+            stem, dot, ext = base.rpartition(".")
+            name = f"{stem}-{n}.{ext}" if dot and stem else f"{base}-{n}"
+        self._names.add(name)
+        return name
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        r = self.results[request.id]
+        r.status = head.status
+        if self.out_dir is not None:
+            r.path = self.out_dir / self._name_for(request.url)
+            r.file = r.path.open("wb")
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        r = self.results[request.id]
+        r.bytes += len(data)
+        if r.file is not None:
+            r.file.write(data)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        self._close(self.results[request.id])
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        r = self.results[request.id]
+        r.error = error
+        self._close(r)
+        if r.path is not None:
+            r.path.unlink(missing_ok=True)  # never leave a truncated body behind
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self.results[request.id].report = report
+
+    @staticmethod
+    def _close(r: _Result) -> None:
+        if r.file is not None:
+            r.file.close()
+            r.file = None
+
+
+def _parse_header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"header must look like 'Name: value', got {text!r}")
+    return name.strip(), value.strip()
+
+
+def _request_json(r: _Result) -> dict[str, Any]:
+    rep = r.report
+    conn = rep.connection if rep else None
+    return {
+        "url": r.request.url,
+        "status": r.status,
+        "bytes": r.bytes,
+        "error": None if r.error is None else {"code": r.error.code, "message": r.error.message},
+        "timing": rep.timing.as_epoch_ms() if rep else None,
+        "connection": None if conn is None else {
+            "id": conn.id, "local_address": conn.local_address, "remote_address": conn.remote_address,
+            "reused": conn.reused, "pipeline_position": conn.pipeline_position,
+            "pipeline_depth": conn.pipeline_depth,
+        },
+        "retries": rep.retries if rep else 0,
+        "wire_bytes": rep.wire_bytes if rep else 0,
+        "file": str(r.path) if r.path and r.error is None else None,
+    }
+
+
+async def _fetch(args: argparse.Namespace) -> int:
+    config = EngineConfig(
+        connections_per_origin=args.connections,
+        pipeline_depth=args.depth,
+        pipelining=not args.no_pipeline,
+        ca_file=args.ca_file,
+    )
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    sink = _CliSink(args.out)
+    requests = []
+    for i, url in enumerate(args.urls):
+        req = FetchRequest(id=str(i), method="HEAD" if args.head else "GET", url=url,
+                           headers=list(args.header), decode=args.decode)
+        sink.results[req.id] = _Result(req)
+        requests.append(req)
+    engine = Engine(config)
+    start = time.monotonic()
+    try:
+        result = await engine.fetch(requests, sink, Page(address_space=args.as_page))
+    finally:
+        await engine.aclose()
+    elapsed = time.monotonic() - start
+    results = [sink.results[r.id] for r in requests]
+    if args.json:
+        json.dump({
+            "elapsed_s": round(elapsed, 6),
+            "connections": result.connections,
+            "max_concurrent_connections": result.max_concurrent_connections,
+            "requests": [_request_json(r) for r in results],
+        }, sys.stdout, indent=2)
+        print()
+    else:
+        for r in results:
+            conn = r.report.connection if r.report else None
+            where = f"conn {conn.id} #{conn.pipeline_position} depth {conn.pipeline_depth}" if conn else "-"
+            status = r.status if r.error is None else f"ERR {r.error.code}"
+            print(f"{status!s:>8} {r.bytes:>10} B  {where:<26} {r.request.url}")
+        print(f"{len(results)} requests in {elapsed:.3f} s over {result.connections} connections "
+              f"(at most {result.max_concurrent_connections} at once)")
+    failed = [r for r in results if r.error is not None]
+    if failed:
+        first = failed[0]
+        assert first.error is not None
+        print(f"lanefetch: {len(failed)} of {len(results)} requests failed; first: {first.request.url}: "
+              f"{first.error.code}: {first.error.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _install(args: argparse.Namespace, remove: bool) -> int:
+    browsers = ["chromium", "chrome", "firefox"] if args.browser == "all" else [args.browser]
+    ts = installer.targets(browsers, args.home, args.chromium_user_data_dir)
+    if remove:
+        for p in installer.uninstall(ts):
+            print(f"removed {p}")
+        return 0
+    try:
+        exe = installer.host_executable()
+    except FileNotFoundError as e:
+        print(f"lanefetch: {e}", file=sys.stderr)
+        return 1
+    for p in installer.install(ts, exe):
+        print(f"registered {p} -> {exe}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lanefetch", description="Pipelined HTTP/1.1 fetching for slow links.")
+    p.add_argument("--version", action="version", version=f"lanefetch {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    f = sub.add_parser("fetch", help="fetch URLs as one batch over pipelined persistent connections")
+    f.add_argument("urls", nargs="+", metavar="URL")
+    f.add_argument("--json", action="store_true", help="print one JSON object with timings per request")
+    f.add_argument("--out", type=Path, help="write each body to DIR/<basename of the URL path>")
+    f.add_argument("--no-pipeline", action="store_true", help="one request at a time per connection")
+    f.add_argument("--connections", type=int, default=4, metavar="N", help="connections per origin (4)")
+    f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
+    f.add_argument("--header", type=_parse_header, action="append", default=[], metavar="'K: V'")
+    f.add_argument("--decode", action="store_true", help="decode gzip/deflate/br/zstd bodies")
+    f.add_argument("--head", action="store_true", help="send HEAD instead of GET")
+    f.add_argument("--as-page", choices=["public", "private", "loopback"], default="loopback",
+                   help="fetch as a page in this address space would (default: the local user, anything)")
+    f.add_argument("--ca-file", help="trust only this CA file (testing); default: the system trust store")
+
+    sub.add_parser("host", help="run the native-messaging host on stdio (browsers start lanefetch-host)")
+
+    for name, text in (("install", "register"), ("uninstall", "unregister")):
+        i = sub.add_parser(name, help=f"{text} the native-messaging host for browsers of this user")
+        i.add_argument("--browser", choices=["all", "chromium", "chrome", "firefox"], default="all")
+        i.add_argument("--chromium-user-data-dir", type=Path, metavar="DIR",
+                       help="a Chromium --user-data-dir: the manifest goes to DIR/NativeMessagingHosts")
+        i.add_argument("--home", type=Path, default=Path.home(), help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "fetch":
+        if args.connections < 1 or args.depth < 1:
+            print("lanefetch: --connections and --depth must be at least 1", file=sys.stderr)
+            return 2
+        try:
+            return asyncio.run(_fetch(args))
+        except KeyboardInterrupt:
+            return 130
+    if args.command == "host":
+        from .bridge.host import main as host_main
+
+        return host_main([])
+    if args.command in ("install", "uninstall"):
+        if args.chromium_user_data_dir is not None and args.browser == "all":
+            args.browser = "chromium"
+        return _install(args, remove=args.command == "uninstall")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The helper side of the protocol defined once in shared/protocol.schema.json (shipped with the
+package as protocol.schema.json): validation of what arrives, builders for what leaves."""
+
+from __future__ import annotations
+
+import base64
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from . import __version__
+from .engine import DeliveredHead, FetchError, TimingReport
+from .engine.timing import epoch_ms
+
+PROTOCOL_VERSION = 1
+CAPABILITIES = ["pipelining", "decode"]
+
+Message = dict[str, Any]
+
+
+@cache
+def schema() -> dict[str, Any]:
+    text = resources.files("lanefetch").joinpath("protocol.schema.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@cache
+def identity() -> dict[str, str]:
+    text = resources.files("lanefetch").joinpath("identity.json").read_text(encoding="utf-8")
+    data: dict[str, str] = json.loads(text)
+    return data
+
+
+@cache
+def _validator(definition: str) -> jsonschema.Draft202012Validator:
+    root = schema()
+    sub = {"$schema": root["$schema"], "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
+    return jsonschema.Draft202012Validator(sub)
+
+
+def check(message: Any, definition: str) -> str | None:
+    """None if message is a valid `definition` (e.g. "ToHost"), else a short reason."""
+    errors = sorted(_validator(definition).iter_errors(message), key=lambda e: len(list(e.absolute_path)))
+    if not errors:
+        return None
+    best = jsonschema.exceptions.best_match(errors)
+    where = "/".join(str(p) for p in best.absolute_path) or "message"
+    return f"{where}: {best.message[:300]}"
+
+
+def hello(extension_protocol: int) -> Message:
+    compatible = extension_protocol == PROTOCOL_VERSION
+    msg: Message = {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "helper_version": __version__,
+        "compatible": compatible,
+        "capabilities": CAPABILITIES if compatible else [],
+    }
+    if not compatible:
+        newer = "extension" if extension_protocol > PROTOCOL_VERSION else "helper"
+        msg["message"] = (
+            f"The extension speaks protocol {extension_protocol}, this helper (lanefetch {__version__}) "
+            f"speaks {PROTOCOL_VERSION}. The {newer} is newer: update the other one."
+        )
+    return msg
+
+
+def head(rid: str, h: DeliveredHead) -> Message:
+    return {
+        "type": "head", "id": rid, "status": h.status, "reason": h.reason, "http_version": h.http_version,
+        "headers": [[k, v] for k, v in h.headers], "decoded": h.decoded,
+    }
+
+
+def body(rid: str, data: bytes) -> Message:
+    return {"type": "body", "id": rid, "data": base64.b64encode(data).decode("ascii")}
+
+
+def end(rid: str, body_bytes: int, trailers: list[tuple[str, str]]) -> Message:
+    msg: Message = {"type": "end", "id": rid, "body_bytes": body_bytes}
+    if trailers:
+        msg["trailers"] = [[k, v] for k, v in trailers]
+    return msg
+
+
+def error(code: str, message: str, rid: str | None = None) -> Message:
+    msg: Message = {"type": "error", "code": code, "message": message[:4000]}
+    if rid is not None:
+        msg["id"] = rid
+    return msg
+
+
+def request_error(rid: str, e: FetchError) -> Message:
+    return error(e.code, e.message, rid)
+
+
+def timing(rid: str, report: TimingReport) -> Message:
+    conn = report.connection
+    return {
+        "type": "timing",
+        "id": rid,
+        "timing": report.timing.as_epoch_ms(),
+        "connection": None if conn is None else {
+            "id": conn.id, "local_address": conn.local_address, "remote_address": conn.remote_address,
+            "interface": conn.interface, "reused": conn.reused, "pipeline_position": conn.pipeline_position,
+            "pipeline_depth": conn.pipeline_depth,
+        },
+        "retries": report.retries,
+        "wire_bytes": report.wire_bytes,
+        "cache": report.cache,
+    }
+
+
+def batch_done(batch_id: str, connections: int, max_concurrent: int) -> Message:
+    return {"type": "batch_done", "batch_id": batch_id, "connections": connections,
+            "max_concurrent_connections": max_concurrent}
+
+
+__all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "check", "epoch_ms", "identity", "schema"]
