@@ -331,10 +331,10 @@ class Link:
                     self.final_stats = json.loads(line)
         except (EOFError, TimeoutError, ValueError):
             pass
-        _stop_process(emu)
+        stop_process(emu)
 
 
-def _stop_process(proc: subprocess.Popen[Any], grace: float = 3.0) -> None:
+def stop_process(proc: subprocess.Popen[Any], grace: float = 3.0) -> None:
     """SIGTERM the process group we created (start_new_session), then SIGKILL after grace."""
     if proc.poll() is not None:
         return
@@ -367,6 +367,7 @@ class Lab:
         self.hosts: list[Host] = []
         self.links: list[Link] = []
         self._procs: list[subprocess.Popen[Any]] = []
+        self._deferred: list[Callable[[], None]] = []
         self._old_handlers: dict[int, Any] = {}
         self._closed = False
         if clean_stale:
@@ -495,6 +496,10 @@ class Lab:
     def _track(self, proc: subprocess.Popen[Any]) -> None:
         self._procs.append(proc)
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """Run fn at close, after every process has stopped (e.g. remove a server's temp dir)."""
+        self._deferred.append(fn)
+
     # -- teardown
 
     def close(self) -> None:
@@ -510,7 +515,7 @@ class Lab:
         emulators = {id(link.emulator) for link in self.links}
         for proc in reversed(self._procs):  # servers and clients first, link emulators last
             if id(proc) not in emulators:
-                _stop_process(proc)
+                stop_process(proc)
         for link in self.links:
             with contextlib.suppress(Exception):
                 link.close()
@@ -522,6 +527,9 @@ class Lab:
                 if h.ns is None:
                     _ip(["link", "del", dev], check=False)
                     _del_rules(link.table)
+        for fn in reversed(self._deferred):
+            with contextlib.suppress(Exception):
+                fn()
 
 
 def _open_tun(name: str) -> int:
