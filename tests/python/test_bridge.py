@@ -1,0 +1,246 @@
+"""Native messaging: framing, the protocol definition in shared/, and the real lanefetch-host process."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from lanefetch import protocol
+from lanefetch.bridge import install as installer
+from lanefetch.bridge.framing import TO_BROWSER_MAX, BadFrame, FrameDecoder, MessageTooLarge, encode
+
+REPO = Path(__file__).resolve().parents[2]
+HOST = Path(sys.executable).parent / "lanefetch-host"
+
+
+def frame(obj: Any) -> bytes:
+    data = json.dumps(obj).encode()
+    return struct.pack("=I", len(data)) + data
+
+
+# -- framing ---------------------------------------------------------------------------------------------
+
+
+def test_round_trip_in_any_pieces() -> None:
+    msgs = [{"type": "ping", "nonce": str(i)} for i in range(50)]
+    stream = b"".join(encode(m) for m in msgs)
+    dec = FrameDecoder()
+    out: list[Any] = []
+    for i in range(0, len(stream), 7):
+        out += dec.feed(stream[i : i + 7])
+    assert out == msgs and dec.pending == 0
+
+
+def test_exactly_one_mebibyte_is_allowed_one_more_is_not() -> None:
+    overhead = len(json.dumps({"d": ""}, separators=(",", ":")))
+    assert len(encode({"d": "x" * (TO_BROWSER_MAX - overhead)})) == TO_BROWSER_MAX + 4
+    with pytest.raises(MessageTooLarge):
+        encode({"d": "x" * (TO_BROWSER_MAX - overhead + 1)})
+
+
+def test_garbage_is_reported_and_the_stream_goes_on() -> None:
+    dec = FrameDecoder(max_size=1000)
+    bad_json = b"{nope"
+    items = dec.feed(struct.pack("=I", len(bad_json)) + bad_json)
+    items += dec.feed(frame([1, 2]))
+    items += dec.feed(struct.pack("=I", 5000) + b"z" * 3000)  # oversized: skipped without buffering
+    assert dec.pending == 2000
+    items += dec.feed(b"z" * 2000 + frame({"type": "ping"}))
+    items += dec.feed(struct.pack("=I", 2) + b"\xff\xfe")
+    kinds = [i.code if isinstance(i, BadFrame) else i for i in items]
+    assert kinds == ["bad_message", "bad_message", "too_large", {"type": "ping"}, "bad_message"]
+
+
+# -- the one protocol definition ----------------------------------------------------------------------------
+
+
+def test_shared_examples_against_schema() -> None:
+    examples = json.loads((REPO / "shared" / "protocol.examples.json").read_text())
+    for msg in examples["valid"]:
+        assert protocol.check(msg, "ToHost") is None or protocol.check(msg, "ToExtension") is None, msg
+    for case in examples["invalid"]:
+        msg = case["message"]
+        assert protocol.check(msg, "ToHost") and protocol.check(msg, "ToExtension"), case["why"]
+
+
+def test_packaged_schema_is_the_shared_one() -> None:
+    assert protocol.schema() == json.loads((REPO / "shared" / "protocol.schema.json").read_text())
+
+
+def test_hello_compatibility() -> None:
+    assert protocol.check(protocol.hello(1), "ToExtension") is None
+    bad = protocol.hello(2)
+    assert bad["compatible"] is False and "protocol 2" in bad["message"]
+    assert protocol.check(bad, "ToExtension") is None
+
+
+# -- installer ---------------------------------------------------------------------------------------------
+
+
+def test_install_and_uninstall(tmp_path: Path) -> None:
+    udd = tmp_path / "udd"
+    run = [sys.executable, "-m", "lanefetch"]
+    out = subprocess.run([*run, "install", "--chromium-user-data-dir", str(udd)], capture_output=True, text=True,
+                         check=True)
+    path = udd / "NativeMessagingHosts" / "org.lanefetch.helper.json"
+    assert str(path) in out.stdout
+    m = json.loads(path.read_text())
+    ident = protocol.identity()
+    assert m["allowed_origins"] == [f"chrome-extension://{ident['chromium_extension_id']}/"]
+    assert os.access(m["path"], os.X_OK) and m["type"] == "stdio"
+    ff = installer.targets(["firefox"], tmp_path, None)
+    installer.install(ff, HOST)
+    assert json.loads(ff[0].manifest_path.read_text())["allowed_extensions"] == [ident["firefox_extension_id"]]
+    subprocess.run([*run, "uninstall", "--chromium-user-data-dir", str(udd)], check=True, capture_output=True)
+    assert not path.exists()
+
+
+# -- the real host process -----------------------------------------------------------------------------------
+
+BIG = os.urandom(3 * 1024 * 1024 + 17)
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[str]:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        if name == "big":
+            return web.Response(body=BIG, content_type="application/octet-stream")
+        if name == "cookie":
+            return web.Response(text=request.headers.get("Cookie", ""))
+        return web.Response(text=f"hello {name}")
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+class HostProcess:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.sizes: list[int] = []
+
+    async def send(self, obj: Any) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(frame(obj) if not isinstance(obj, bytes) else obj)
+        await self.proc.stdin.drain()
+
+    async def recv(self) -> dict[str, Any]:
+        assert self.proc.stdout
+        (size,) = struct.unpack("=I", await asyncio.wait_for(self.proc.stdout.readexactly(4), 20))
+        self.sizes.append(size)
+        msg: dict[str, Any] = json.loads(await self.proc.stdout.readexactly(size))
+        assert protocol.check(msg, "ToExtension") is None, msg
+        return msg
+
+    async def until(self, kind: str) -> list[dict[str, Any]]:
+        got = []
+        for _ in range(10_000):
+            m = await self.recv()
+            got.append(m)
+            if m["type"] == kind:
+                return got
+        raise AssertionError(f"no {kind}")
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[HostProcess]:
+    proc = await asyncio.create_subprocess_exec(
+        str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        limit=4 * 1024 * 1024,
+    )
+    yield HostProcess(proc)
+    if proc.returncode is None:
+        assert proc.stdin
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+def batch(bid: str, reqs: list[tuple[str, str]], space: str = "loopback", **extra: Any) -> dict[str, Any]:
+    return {"type": "batch", "batch_id": bid, "page": {"address_space": space},
+            "requests": [{"id": i, "method": "GET", "url": u, "headers": [], **extra} for i, u in reqs]}
+
+
+async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
+    await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+    hello = await host.recv()
+    assert hello["compatible"] and "pipelining" in hello["capabilities"]
+    reqs = [("big", f"{origin}/big"), *[(f"s{i}", f"{origin}/s{i}") for i in range(10)]]
+    await host.send(batch("b1", reqs))
+    msgs = await host.until("batch_done")
+    bodies: dict[str, bytes] = {}
+    per_id: dict[str, list[str]] = {}
+    for m in msgs:
+        if "id" in m:
+            per_id.setdefault(m["id"], []).append(m["type"])
+        if m["type"] == "body":
+            bodies[m["id"]] = bodies.get(m["id"], b"") + base64.b64decode(m["data"])
+    assert hashlib.sha256(bodies["big"]).digest() == hashlib.sha256(BIG).digest()
+    for i in range(10):
+        assert bodies[f"s{i}"] == f"hello s{i}".encode()
+    for rid, kinds in per_id.items():
+        assert kinds[0] == "head" and kinds[-2:] == ["end", "timing"], rid
+        assert set(kinds[1:-2]) <= {"body"}
+    assert max(host.sizes) <= TO_BROWSER_MAX
+    assert sum(1 for k in per_id["big"] if k == "body") >= 4  # 3 MiB had to be split
+    assert msgs[-1]["connections"] >= 1
+
+
+async def test_host_survives_bad_input(host: HostProcess, origin: str) -> None:
+    await host.send(struct.pack("=I", 5) + b"{{{{{")
+    assert (await host.recv())["code"] == "bad_message"
+    await host.send({"type": "launch-missiles"})
+    assert (await host.recv())["code"] == "bad_message"
+    await host.send({"type": "batch", "batch_id": "x", "page": {"address_space": "nowhere"},
+                     "requests": [{"id": "r1", "method": "GET", "url": f"{origin}/a", "headers": []}]})
+    first, second = await host.recv(), await host.recv()
+    assert first["code"] == "bad_message" and "id" not in first
+    assert second == {**second, "type": "error", "id": "r1", "code": "bad_message"}
+    await host.send({"type": "ping", "nonce": "still alive"})
+    assert await host.recv() == {"type": "pong", "nonce": "still alive"}
+
+
+async def test_host_refuses_private_targets_for_public_pages(host: HostProcess, origin: str) -> None:
+    await host.send(batch("b", [("c", f"{origin}/cookie")], space="public"))
+    msgs = await host.until("batch_done")
+    assert msgs[0]["type"] == "error" and msgs[0]["code"] == "blocked_address"
+
+
+async def test_host_forwards_cookie_and_cancels(host: HostProcess, origin: str) -> None:
+    req = batch("b", [("c", f"{origin}/cookie")])
+    req["requests"][0]["headers"] = [["Cookie", "session=42"]]
+    await host.send(req)
+    msgs = await host.until("batch_done")
+    body = b"".join(base64.b64decode(m["data"]) for m in msgs if m["type"] == "body")
+    assert body == b"session=42"
+    await host.send({"type": "cancel", "ids": ["nonexistent"]})
+    await host.send({"type": "ping"})
+    assert (await host.recv())["type"] == "pong"
+
+
+async def test_host_exits_when_the_browser_closes_the_port(host: HostProcess) -> None:
+    assert host.proc.stdin
+    host.proc.stdin.close()
+    assert await asyncio.wait_for(host.proc.wait(), 10) == 0
