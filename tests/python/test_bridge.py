@@ -16,10 +16,15 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-
 from lanefetch import protocol
 from lanefetch.bridge import install as installer
-from lanefetch.bridge.framing import TO_BROWSER_MAX, BadFrame, FrameDecoder, MessageTooLarge, encode
+from lanefetch.bridge.framing import (
+    TO_BROWSER_MAX,
+    BadFrame,
+    FrameDecoder,
+    MessageTooLarge,
+    encode,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = Path(sys.executable).parent / "lanefetch-host"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import (
     ConnectionEnded,

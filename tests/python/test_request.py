@@ -8,11 +8,16 @@ import zlib
 import brotli
 import pytest
 import zstandard
-
 from lanefetch.engine.address_policy import address_space_of, may_connect
 from lanefetch.engine.decode import decoder_for
 from lanefetch.engine.errors import FetchError
-from lanefetch.engine.request import FetchRequest, parse_target, priority_key, serialize, validate
+from lanefetch.engine.request import (
+    FetchRequest,
+    parse_target,
+    priority_key,
+    serialize,
+    validate,
+)
 
 
 def test_serialize_strips_hop_by_hop_and_sets_host() -> None:

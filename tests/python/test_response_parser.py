@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from lanefetch.engine.response_parser import (
     BodyData,
     Framing,
@@ -51,8 +50,8 @@ def test_chunked_with_trailers_and_extensions() -> None:
 
 
 def test_informational_responses_are_skipped() -> None:
-    events, _ = parse_all("GET", [b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
-                                  b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"])
+    events, _ = parse_all("GET", [(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+                                  b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")])
     assert [type(e) for e in events] == [Informational, Informational, HeadReceived, BodyData, MessageEnd]
 
 
