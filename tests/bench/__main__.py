@@ -1,0 +1,24 @@
+"""`npm run bench -- NAME`: run one benchmark scenario (root needed for the network lab)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SCENARIOS = {
+    "engine": "bench.scenario_engine",
+}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="npm run bench --", description="lanefetch benchmarks")
+    p.add_argument("scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds per variant (median reported)")
+    args = p.parse_args()
+    module = importlib.import_module(SCENARIOS[args.scenario])
+    return int(module.run(args.rounds))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

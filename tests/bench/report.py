@@ -1,0 +1,51 @@
+"""Benchmark reports: what ran where (machine, versions, link), and Markdown tables of side-by-side ratios."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import statistics
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("results")
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "absent"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else "?"
+
+
+def environment() -> list[str]:
+    from lanefetch import __version__
+
+    return [
+        f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
+        f"- machine: {platform.machine()}, {os.cpu_count()} cores, kernel {platform.release()}",
+        f"- python {platform.python_version()}, lanefetch {__version__}, {_version(['nginx', '-v'])}",
+    ]
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def write(name: str, title: str, lines: Sequence[str]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.md"
+    text = "\n".join([f"# {title}", "", *environment(), "", *lines, ""])
+    path.write_text(text)
+    print(text)
+    return path
+
+
+def median(xs: Sequence[float]) -> float:
+    return statistics.median(xs)

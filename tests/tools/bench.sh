@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# `npm run bench -- NAME [--rounds N]`: benchmarks need root (network namespaces) and the set-up.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -x .venv/bin/python ] || bash tests/tools/setup.sh
+cd tests
+exec ../.venv/bin/python -m bench "$@"
