@@ -41,7 +41,8 @@ def test_content_length_and_leftover() -> None:
 
 
 def test_chunked_with_trailers_and_extensions() -> None:
-    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 9\r\n\r\n"
+    raw = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+           b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 9\r\n\r\n")
     events, p = parse_all("GET", [raw])
     assert body_of(events) == b"hello world"
     end = events[-1]

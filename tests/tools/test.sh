@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
 
-echo "== ruff"; ruff check native-host tests
+echo "== ruff"; ruff check --config native-host/pyproject.toml native-host tests
 echo "== mypy"; mypy --config-file native-host/pyproject.toml native-host/lanefetch
 echo "== pytest"; pytest -c tests/pytest.ini
 if node -e 'process.exit(require("./package.json").scripts["test:ts"] ? 0 : 1)' 2>/dev/null; then
