@@ -1,0 +1,154 @@
+// The path of one held request: decide (take or pass) → batch per tab and origin → helper → deliver, while
+// keeping the tab's counters and the timing records. Browser-neutral: the caller supplies how to answer.
+import { Batcher, DEFAULT_BATCHING, type BatcherOptions } from "../batch/batcher.js";
+import type { HelperClient, RequestSink } from "../bridge/helper-client.js";
+import type { HelperState } from "../bridge/helper-state.js";
+import type { Batch, Page } from "../generated/protocol.js";
+import type { FetchResponder } from "../deliver/fetch-responder.js";
+import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
+import { decide } from "../intercept/pass-through-policy.js";
+import type { PassReason } from "../intercept/pass-reason.js";
+import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
+import type { AddressSpace } from "../sites/address-space.js";
+import type { TabCounters } from "../timings/tab-counters.js";
+import { estimateSavedMs } from "../timings/time-saved-model.js";
+import type { TimingStore } from "../timings/timing-store.js";
+
+export interface PageInfo {
+  url: string;
+  /** scheme://registrable-domain of the top-level page. */
+  topSite: string;
+  siteActive: boolean;
+  addressSpace: AddressSpace;
+  privateBrowsing: boolean;
+}
+
+export interface HeldRequest {
+  tabId: number;
+  paused: PausedRequest;
+  responder: FetchResponder;
+  page: PageInfo;
+}
+
+export interface AcceleratorOptions {
+  batching: BatcherOptions;
+  limits: DeliveryLimits;
+}
+
+interface Item {
+  id: string;
+  held: HeldRequest;
+}
+
+function unavailableReason(state: HelperState): PassReason {
+  if (state.status === "not_installed") return "helper_missing";
+  if (state.status === "incompatible") return "helper_incompatible";
+  return "helper_unavailable";
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+export class Accelerator {
+  private counter = 0;
+  private readonly batcher: Batcher<Item>;
+  private readonly deliveries = new Map<string, { tabId: number; delivery: RequestDelivery }>();
+  /** When set (e.g. the browser uses a proxy the helper cannot honour), every request is passed with this reason. */
+  blockedBy: PassReason | null = null;
+
+  constructor(
+    private readonly client: HelperClient,
+    private readonly helperState: () => HelperState,
+    private readonly counters: TabCounters,
+    private readonly store: TimingStore,
+    private readonly options: AcceleratorOptions = { batching: DEFAULT_BATCHING, limits: DEFAULT_LIMITS },
+  ) {
+    this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
+  }
+
+  handle(held: HeldRequest): void {
+    this.counter += 1;
+    const id = `r${this.counter}`;
+    const { paused, tabId } = held;
+    this.store.add({
+      id, tabId, pageUrl: held.page.url, url: paused.url, method: paused.method, resourceType: paused.cdpResourceType,
+      priority: paused.priority, batchId: null, pausedAt: Date.now(), answeredAt: null, outcome: "pending",
+      reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+    });
+    const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
+    if (!decision.take) {
+      this.passNow(id, held, decision.reason, "");
+      return;
+    }
+    this.batcher.add(`${tabId}|${originOf(paused.url)}`, { id, held });
+  }
+
+  /** The tab closed or stopped being intercepted: drop what waits and stop what the helper is fetching for it. */
+  tabGone(tabId: number): void {
+    this.batcher.dropWhere((key) => key.startsWith(`${tabId}|`));
+    const ids = [...this.deliveries].filter(([, d]) => d.tabId === tabId).map(([id]) => id);
+    for (const id of ids) this.deliveries.delete(id);
+    this.client.cancel(ids);
+  }
+
+  get inFlight(): number {
+    return this.deliveries.size + this.batcher.pending;
+  }
+
+  private passNow(id: string, held: HeldRequest, reason: PassReason, detail: string): void {
+    void held.responder.pass(held.paused.interceptionId).then(() =>
+      this.finished(id, held.tabId, { outcome: "passed", reason, detail }),
+    );
+  }
+
+  private finished(id: string, tabId: number, result: DeliveryResult): void {
+    this.deliveries.delete(id);
+    if (result.outcome === "fulfilled") {
+      this.counters.accelerated(tabId, result.bodyBytes);
+      this.store.update(id, { outcome: "fulfilled", status: result.status, bodyBytes: result.bodyBytes, answeredAt: Date.now() });
+    } else {
+      this.counters.passed(tabId, result.reason);
+      this.store.update(id, { outcome: "passed", reason: result.reason, detail: result.detail, answeredAt: Date.now() });
+    }
+  }
+
+  private async sendBatch(items: Item[]): Promise<void> {
+    const first = items[items.length - 1];
+    if (!first) return;
+    const { page, tabId } = first.held;
+    const batchId = this.client.nextBatchId();
+    const pageField: Page = { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
+    const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
+    const [head, ...rest] = requests;
+    if (!head) return;
+    const batch: Batch = { type: "batch", batch_id: batchId, page: pageField, requests: [head, ...rest] };
+    const sinks = new Map<string, RequestSink>();
+    const deliveries: RequestDelivery[] = [];
+    for (const item of items) {
+      const delivery = new RequestDelivery(item.id, item.held.paused, item.held.responder, {
+        done: (result) => this.finished(item.id, item.held.tabId, result),
+        timing: (message) => this.store.update(item.id, { timing: message }),
+        cancel: (id) => this.client.cancel([id]),
+      }, this.options.limits);
+      this.deliveries.set(item.id, { tabId: item.held.tabId, delivery });
+      this.store.update(item.id, { batchId });
+      sinks.set(item.id, delivery);
+      deliveries.push(delivery);
+    }
+    const sent = await this.client.send(batch, sinks, () => {
+      const timings = this.store.forBatch(batchId).flatMap((r) => (r.timing ? [r.timing] : []));
+      this.counters.saved(tabId, estimateSavedMs(timings));
+    });
+    if (!sent) {
+      const reason = unavailableReason(this.helperState());
+      for (const d of deliveries) d.pass(reason, "helper not available");
+      return;
+    }
+    for (const d of deliveries) d.sent();
+  }
+}

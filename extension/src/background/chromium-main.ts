@@ -1,0 +1,228 @@
+// The Chromium background service worker: wires the site store, the navigation gate, debugger sessions, the
+// accelerator (batch → helper → deliver) and the popup API together. Listeners are registered synchronously.
+import type { Protocol } from "devtools-protocol";
+import { HelperClient } from "../bridge/helper-client.js";
+import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connection.js";
+import { connectChromeNative } from "../bridge/chrome-native-port.js";
+import { debuggerResponder } from "../deliver/debugger-responder.js";
+import type { FetchResponder } from "../deliver/fetch-responder.js";
+import { DebuggerSessions } from "../intercept/debugger-sessions.js";
+import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
+import { fromRequestPaused } from "../intercept/paused-request.js";
+import { addressSpaceOfUrl } from "../sites/address-space.js";
+import { SiteStore } from "../sites/site-store.js";
+import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
+import { TabCounters } from "../timings/tab-counters.js";
+import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
+import { TimingStore } from "../timings/timing-store.js";
+import { Accelerator, type PageInfo } from "./accelerator.js";
+import { showBadge } from "./badge.js";
+import { isPopupRequest, type StatusReply, type TimingsReply } from "./popup-api.js";
+
+interface TabInfo {
+  url: string;
+  incognito: boolean;
+  problem: string | null;
+}
+
+const store = new SiteStore(chrome.storage.local, chrome.storage.session);
+const connection = new HelperConnection(() => connectChromeNative(__LANEFETCH_NATIVE_HOST__), {
+  ...DEFAULT_CONNECTION,
+  extensionVersion: chrome.runtime.getManifest().version,
+  browser: "chromium",
+});
+const client = new HelperClient(connection);
+const counters = new TabCounters();
+const timings = new TimingStore();
+const accelerator = new Accelerator(client, () => connection.state, counters, timings);
+const gate = new NavigationGate();
+const tabs = new Map<number, TabInfo>();
+/** Tabs the gate lets through: attached ones, and ones where attaching failed (they load unaccelerated). */
+const gateOpen = new Set<number>();
+const responders = new Map<string, FetchResponder>();
+let activeRules: SiteRule[] = [];
+let sessionOffRules: SiteRule[] = [];
+const ready = refreshRules().then(() => startUp());
+
+const sessions = new DebuggerSessions({
+  paused: (tabId, source, event) => onPaused(tabId, source, event),
+  detached: (tabId, reason) => void onDetached(tabId, reason),
+});
+
+function tabInfo(tabId: number): TabInfo {
+  let info = tabs.get(tabId);
+  if (!info) {
+    info = { url: "", incognito: false, problem: null };
+    tabs.set(tabId, info);
+  }
+  return info;
+}
+
+function pageInfo(url: string, incognito: boolean): PageInfo {
+  const host = httpHost(url);
+  return {
+    url,
+    topSite: host ? `${new URL(url).protocol}//${registrableDomain(host)}` : "",
+    siteActive: matchingRule(activeRules, url) !== null,
+    addressSpace: addressSpaceOfUrl(url) ?? "public",
+    privateBrowsing: incognito,
+  };
+}
+
+function responderFor(source: chrome.debugger.DebuggerSession): FetchResponder {
+  const key = `${source.tabId ?? ""}/${source.sessionId ?? ""}`;
+  let responder = responders.get(key);
+  if (!responder) {
+    responder = debuggerResponder(source.sessionId ? { tabId: source.tabId, sessionId: source.sessionId } : { tabId: source.tabId });
+    responders.set(key, responder);
+  }
+  return responder;
+}
+
+function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void {
+  const info = tabInfo(tabId);
+  const paused = fromRequestPaused(event);
+  const isTopDocument =
+    source.sessionId === undefined && event.resourceType === "Document" && event.frameId === sessions.mainFrameId(tabId);
+  const pageUrl = isTopDocument || info.url === "" ? paused.url : info.url;
+  if (isTopDocument) counters.newPage(tabId, paused.url);
+  accelerator.handle({ tabId, paused, responder: responderFor(source), page: pageInfo(pageUrl, info.incognito) });
+}
+
+async function refreshRules(): Promise<void> {
+  [activeRules, sessionOffRules] = await Promise.all([store.activeRules(), store.sessionOff()]);
+  await gate.update(activeRules, [...gateOpen]);
+}
+
+async function updateBadge(tabId: number): Promise<void> {
+  const url = tabs.get(tabId)?.url ?? "";
+  const state = matchingRule(activeRules, url) ? "on" : matchingRule(sessionOffRules, url) ? "session_off" : "off";
+  await showBadge(tabId, state);
+}
+
+async function attachTab(tabId: number): Promise<boolean> {
+  const result = await sessions.attach(tabId);
+  tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
+  gateOpen.add(tabId);
+  await gate.update(activeRules, [...gateOpen]);
+  if (result.ok) void connection.ready();
+  return result.ok;
+}
+
+async function releaseTab(tabId: number): Promise<void> {
+  await sessions.detach(tabId);
+  accelerator.tabGone(tabId);
+  for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
+  if (gateOpen.delete(tabId)) await gate.update(activeRules, [...gateOpen]);
+}
+
+async function onDetached(tabId: number, reason: string): Promise<void> {
+  accelerator.tabGone(tabId);
+  gateOpen.delete(tabId);
+  if (reason === "canceled_by_user") {
+    const rule = matchingRule(activeRules, tabInfo(tabId).url);
+    tabInfo(tabId).problem = "You cancelled the debugging bar: lanefetch is off for this site until you turn it on again.";
+    if (rule) await store.switchOffForSession(rule);
+  }
+  await refreshRules();
+  await updateBadge(tabId);
+}
+
+/** Bring attached tabs in line with the rules: attach tabs showing active sites, release the others. */
+async function reconcile(): Promise<void> {
+  for (const tabId of sessions.tabIds) {
+    if (!matchingRule(activeRules, tabInfo(tabId).url)) await releaseTab(tabId);
+  }
+  for (const tabId of tabs.keys()) void updateBadge(tabId);
+}
+
+async function startUp(): Promise<void> {
+  await sessions.detachLeftovers();
+  const all = await chrome.tabs.query({});
+  for (const tab of all) {
+    if (tab.id === undefined) continue;
+    const info = tabInfo(tab.id);
+    info.url = tab.url ?? "";
+    info.incognito = tab.incognito;
+    if (tab.url && matchingRule(activeRules, tab.url)) await attachTab(tab.id);
+    void updateBadge(tab.id);
+  }
+}
+
+chrome.webNavigation.onErrorOccurred.addListener((details) => {
+  if (details.frameId !== 0 || details.error !== BLOCKED_BY_GATE) return;
+  void (async () => {
+    await ready;
+    if (gateOpen.has(details.tabId) || !matchingRule(activeRules, details.url)) return;
+    await attachTab(details.tabId);
+    await chrome.tabs.update(details.tabId, { url: details.url });
+  })();
+});
+
+chrome.webNavigation.onCommitted.addListener((details) => {
+  if (details.frameId !== 0) return;
+  void (async () => {
+    await ready;
+    const info = tabInfo(details.tabId);
+    info.url = details.url;
+    if (!sessions.isAttached(details.tabId) || counters.get(details.tabId).pageUrl !== details.url) {
+      counters.newPage(details.tabId, details.url);
+    }
+    const onSite = matchingRule(activeRules, details.url) !== null;
+    if (sessions.isAttached(details.tabId) && !onSite) await releaseTab(details.tabId);
+    else if (!sessions.isAttached(details.tabId) && gateOpen.delete(details.tabId)) await gate.update(activeRules, [...gateOpen]);
+    if (onSite) info.problem = sessions.isAttached(details.tabId) ? null : info.problem;
+    await updateBadge(details.tabId);
+  })();
+});
+
+chrome.tabs.onCreated.addListener((tab) => {
+  if (tab.id !== undefined) tabInfo(tab.id).incognito = tab.incognito;
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  accelerator.tabGone(tabId);
+  counters.forget(tabId);
+  tabs.delete(tabId);
+  if (gateOpen.delete(tabId)) void gate.update(activeRules, [...gateOpen]);
+});
+
+chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
+
+chrome.storage.onChanged.addListener((changes) => {
+  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes)) return;
+  void (async () => {
+    await ready;
+    await refreshRules();
+    await reconcile();
+  })();
+});
+
+chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
+  if (!isPopupRequest(message)) return false;
+  void (async () => {
+    await ready;
+    if (message.type === "lanefetch/timings") {
+      sendResponse({ records: timings.forTab(message.tabId) } satisfies TimingsReply);
+      return;
+    }
+    if (connection.state.status === "idle") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
+    const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", incognito: false, problem: null };
+    const rule = matchingRule(activeRules, info.url) ?? matchingRule(sessionOffRules, info.url);
+    const reply: StatusReply = {
+      helper: connection.state,
+      tab: {
+        tabId: message.tabId,
+        url: info.url,
+        rule,
+        sessionOff: rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule)),
+        intercepting: sessions.isAttached(message.tabId),
+        problem: info.problem,
+      },
+      counts: counters.get(message.tabId),
+      timeSavedModel: TIME_SAVED_MODEL,
+    };
+    sendResponse(reply);
+  })();
+  return true;
+});

@@ -1,0 +1,39 @@
+// Messages between the popup / options / timing pages and the background.
+import type { HelperState } from "../bridge/helper-state.js";
+import type { SiteRule } from "../sites/site-rule.js";
+import type { TabCounts } from "../timings/tab-counters.js";
+import type { RequestRecord } from "../timings/timing-store.js";
+
+export type PopupRequest =
+  | { type: "lanefetch/status"; tabId: number }
+  | { type: "lanefetch/timings"; tabId: number };
+
+export interface TabStatus {
+  tabId: number;
+  url: string;
+  /** The rule now covering the tab's page (enabled, maybe switched off for the session), if any. */
+  rule: SiteRule | null;
+  /** Switched off for this browser session because the user cancelled the debugging bar. */
+  sessionOff: boolean;
+  /** Whether the debugger is attached to the tab right now. */
+  intercepting: boolean;
+  /** Why interception could not start, if it failed. */
+  problem: string | null;
+}
+
+export interface StatusReply {
+  helper: HelperState;
+  tab: TabStatus;
+  counts: TabCounts;
+  timeSavedModel: string;
+}
+
+export interface TimingsReply {
+  records: RequestRecord[];
+}
+
+export function isPopupRequest(message: unknown): message is PopupRequest {
+  if (message === null || typeof message !== "object") return false;
+  const m = message as Record<string, unknown>;
+  return (m.type === "lanefetch/status" || m.type === "lanefetch/timings") && typeof m.tabId === "number";
+}

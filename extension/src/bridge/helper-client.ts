@@ -1,0 +1,110 @@
+// Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
+import type { Batch, BatchDone, Body, End, Error as HelperError, Head, Timing } from "../generated/protocol.js";
+import type { HelperConnection } from "./helper-connection.js";
+
+export interface RequestSink {
+  head(message: Head): void;
+  body(message: Body): void;
+  end(message: End): void;
+  /** The request failed: from the helper, or locally ("connection_lost") when the port went away. */
+  error(code: HelperError["code"], message: string): void;
+  timing(message: Timing): void;
+}
+
+interface Entry {
+  sink: RequestSink;
+  batchId: string;
+  finished: boolean;
+}
+
+export class HelperClient {
+  private readonly entries = new Map<string, Entry>();
+  private readonly batchDone = new Map<string, (message: BatchDone) => void>();
+  private batchCounter = 0;
+
+  constructor(private readonly connection: HelperConnection) {
+    connection.onMessage((message) => {
+      switch (message.type) {
+        case "head":
+          this.entries.get(message.id)?.sink.head(message);
+          break;
+        case "body":
+          this.entries.get(message.id)?.sink.body(message);
+          break;
+        case "end":
+          this.finish(message.id)?.end(message);
+          break;
+        case "error":
+          if (message.id !== undefined) this.finish(message.id)?.error(message.code, message.message);
+          break;
+        case "timing": {
+          const entry = this.entries.get(message.id);
+          if (entry) {
+            this.entries.delete(message.id);
+            entry.sink.timing(message);
+          }
+          break;
+        }
+        case "batch_done": {
+          const done = this.batchDone.get(message.batch_id);
+          this.batchDone.delete(message.batch_id);
+          done?.(message);
+          break;
+        }
+        default:
+          break;
+      }
+    });
+    connection.onLost(() => this.failAll("connection_lost", "the helper's port closed"));
+  }
+
+  nextBatchId(): string {
+    this.batchCounter += 1;
+    return `b${this.batchCounter}`;
+  }
+
+  /**
+   * Sends `batch` once the helper is ready. Resolves false (and calls no sink) when the helper cannot take it:
+   * the caller then lets the browser fetch the requests itself.
+   */
+  async send(batch: Batch, sinks: ReadonlyMap<string, RequestSink>, onDone?: (message: BatchDone) => void): Promise<boolean> {
+    if (!(await this.connection.ready())) return false;
+    for (const request of batch.requests) {
+      const sink = sinks.get(request.id);
+      if (!sink) throw new Error(`no sink for request ${request.id}`);
+      this.entries.set(request.id, { sink, batchId: batch.batch_id, finished: false });
+    }
+    if (onDone) this.batchDone.set(batch.batch_id, onDone);
+    if (!this.connection.send(batch)) {
+      for (const request of batch.requests) this.entries.delete(request.id);
+      this.batchDone.delete(batch.batch_id);
+      return false;
+    }
+    return true;
+  }
+
+  /** Ask the helper to stop these requests; their sinks hear nothing more (the caller already decided). */
+  cancel(ids: readonly string[]): void {
+    const live = ids.filter((id) => this.entries.has(id));
+    for (const id of live) this.entries.delete(id);
+    if (live.length) this.connection.send({ type: "cancel", ids: live });
+  }
+
+  get inFlight(): number {
+    return this.entries.size;
+  }
+
+  private finish(id: string): RequestSink | undefined {
+    const entry = this.entries.get(id);
+    if (!entry || entry.finished) return undefined;
+    entry.finished = true;
+    return entry.sink;
+  }
+
+  private failAll(code: HelperError["code"], message: string): void {
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    this.batchDone.clear();
+    for (const entry of entries) if (!entry.finished) entry.sink.error(code, message);
+  }
+}

@@ -1,0 +1,14 @@
+// What the extension knows about the helper, as shown in the popup.
+export type HelperState =
+  | { status: "idle" }
+  | { status: "connecting" }
+  | { status: "connected"; version: string; capabilities: string[] }
+  | { status: "not_installed"; message: string }
+  | { status: "incompatible"; message: string }
+  | { status: "disconnected"; message: string };
+
+export const INSTALL_COMMAND = "lanefetch install";
+
+export function isNotInstalledError(error: string | undefined): boolean {
+  return error !== undefined && /not found|forbidden|Access to the specified native messaging host/i.test(error);
+}

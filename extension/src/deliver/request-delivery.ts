@@ -1,0 +1,123 @@
+// One request the helper took: collects its response and answers the browser exactly once — fulfilled when the
+// response is complete and acceptable, otherwise continued (the browser fetches it), so nothing is lost or stuck.
+import type { Error as HelperError, Head, Timing } from "../generated/protocol.js";
+import type { RequestSink } from "../bridge/helper-client.js";
+import type { PassReason } from "../intercept/pass-reason.js";
+import type { PausedRequest } from "../intercept/paused-request.js";
+import { fulfillParams } from "./fulfill-params.js";
+import type { FetchResponder } from "./fetch-responder.js";
+import { DEFAULT_MAX_BODY_BYTES, ResponseAssembler, type Assembled } from "./response-assembler.js";
+
+export interface DeliveryLimits {
+  /** No head from the helper this long after sending: continue instead. */
+  headTimeoutMs: number;
+  /** No body piece for this long after the previous one: continue instead. */
+  stallTimeoutMs: number;
+  maxBodyBytes: number;
+}
+
+export const DEFAULT_LIMITS: DeliveryLimits = { headTimeoutMs: 20000, stallTimeoutMs: 15000, maxBodyBytes: DEFAULT_MAX_BODY_BYTES };
+
+export type DeliveryResult =
+  | { outcome: "fulfilled"; status: number; bodyBytes: number }
+  | { outcome: "passed"; reason: PassReason; detail: string };
+
+export interface DeliveryHooks {
+  /** Called once, when the browser has been answered. */
+  done(result: DeliveryResult): void;
+  timing(message: Timing): void;
+  /** Tell the helper to stop this request (we answer the browser ourselves). */
+  cancel(id: string): void;
+}
+
+const ERROR_REASONS: Partial<Record<HelperError["code"], PassReason>> = {
+  blocked_address: "blocked_address",
+  too_large: "too_large",
+  timeout: "timeout",
+  connection_lost: "helper_unavailable",
+};
+
+export class RequestDelivery implements RequestSink {
+  private readonly assembler: ResponseAssembler;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private answered = false;
+
+  constructor(
+    readonly id: string,
+    readonly paused: PausedRequest,
+    private readonly responder: FetchResponder,
+    private readonly hooks: DeliveryHooks,
+    private readonly limits: DeliveryLimits = DEFAULT_LIMITS,
+  ) {
+    this.assembler = new ResponseAssembler(limits.maxBodyBytes);
+  }
+
+  /** The batch went to the helper: start waiting for the head. */
+  sent(): void {
+    this.arm(this.limits.headTimeoutMs, "no response head");
+  }
+
+  head(message: Head): void {
+    if (this.answered) return;
+    const refused = this.assembler.addHead(message);
+    if (refused) return this.giveUp(refused);
+    this.arm(this.limits.stallTimeoutMs, "body stalled");
+  }
+
+  body(message: { data: string }): void {
+    if (this.answered) return;
+    const refused = this.assembler.addBody(message.data);
+    if (refused) return this.giveUp(refused);
+    this.arm(this.limits.stallTimeoutMs, "body stalled");
+  }
+
+  end(): void {
+    if (this.answered) return;
+    const result = this.assembler.finish();
+    if (result.kind === "refused") return this.giveUp(result, false);
+    this.answered = true;
+    this.disarm();
+    void this.responder.fulfill(fulfillParams(this.paused.interceptionId, result.head, result.bodyBase64)).then((ok) => {
+      this.hooks.done(
+        ok
+          ? { outcome: "fulfilled", status: result.head.status, bodyBytes: result.bodyBytes }
+          : { outcome: "passed", reason: "helper_error", detail: "the browser refused the fulfilled response" },
+      );
+    });
+  }
+
+  error(code: HelperError["code"], message: string): void {
+    this.pass(ERROR_REASONS[code] ?? "helper_error", `${code}: ${message}`);
+  }
+
+  timing(message: Timing): void {
+    this.hooks.timing(message);
+  }
+
+  /** Answer with continueRequest now (helper unavailable, timeout, refusal). Idempotent. */
+  pass(reason: PassReason, detail: string): void {
+    if (this.answered) return;
+    this.answered = true;
+    this.disarm();
+    void this.responder.pass(this.paused.interceptionId).then(() => this.hooks.done({ outcome: "passed", reason, detail }));
+  }
+
+  private giveUp(refused: Assembled, cancelAtHelper = true): void {
+    if (refused.kind !== "refused") return;
+    if (cancelAtHelper) this.hooks.cancel(this.id);
+    this.pass(refused.reason, refused.detail);
+  }
+
+  private arm(ms: number, what: string): void {
+    this.disarm();
+    this.timer = setTimeout(() => {
+      this.hooks.cancel(this.id);
+      this.pass("timeout", `${what} after ${ms} ms`);
+    }, ms);
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

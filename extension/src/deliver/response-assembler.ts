@@ -1,0 +1,66 @@
+// Collects one response from the helper (head, body pieces, end) and decides whether it can be fulfilled:
+// identity body, within the size limit.
+import type { Head } from "../generated/protocol.js";
+import type { PassReason } from "../intercept/pass-reason.js";
+import { headerValue } from "../intercept/paused-request.js";
+import { base64ByteLength, concatBase64 } from "./base64-concat.js";
+
+/** One fulfill of 10 MB costs ~0.4 s in Chromium (no streaming fulfill): larger bodies go to the browser. */
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+export type Assembled =
+  | { kind: "complete"; head: Head; bodyBase64: string; bodyBytes: number }
+  | { kind: "refused"; reason: PassReason; detail: string };
+
+export class ResponseAssembler {
+  private head: Head | null = null;
+  private readonly pieces: string[] = [];
+  private bytes = 0;
+  private refusal: Assembled | null = null;
+
+  constructor(private readonly maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES) {}
+
+  get started(): boolean {
+    return this.head !== null;
+  }
+
+  get bodyBytes(): number {
+    return this.bytes;
+  }
+
+  /** Returns a refusal when the response cannot be fulfilled (the caller cancels it at the helper). */
+  addHead(head: Head): Assembled | null {
+    this.head = head;
+    const encoding = headerValue(head.headers, "content-encoding");
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+      return this.refuse("helper_error", `body still ${encoding}-encoded (the browser would not decode a fulfilled body)`);
+    }
+    const length = Number(headerValue(head.headers, "content-length") ?? NaN);
+    if (Number.isFinite(length) && length > this.maxBodyBytes) {
+      return this.refuse("too_large", `Content-Length ${length} above ${this.maxBodyBytes}`);
+    }
+    return null;
+  }
+
+  addBody(data: string): Assembled | null {
+    if (this.refusal) return this.refusal;
+    this.bytes += base64ByteLength(data);
+    if (this.bytes > this.maxBodyBytes) {
+      this.pieces.length = 0;
+      return this.refuse("too_large", `body above ${this.maxBodyBytes} bytes`);
+    }
+    this.pieces.push(data);
+    return null;
+  }
+
+  finish(): Assembled {
+    if (this.refusal) return this.refusal;
+    if (!this.head) return { kind: "refused", reason: "helper_error", detail: "end without head" };
+    return { kind: "complete", head: this.head, bodyBase64: concatBase64(this.pieces), bodyBytes: this.bytes };
+  }
+
+  private refuse(reason: PassReason, detail: string): Assembled {
+    this.refusal = { kind: "refused", reason, detail };
+    return this.refusal;
+  }
+}

@@ -1,0 +1,101 @@
+// chrome.debugger sessions of intercepted tabs: attach, Fetch.enable at request stage, and auto-attached child
+// sessions (out-of-process iframes, the site's service worker) that get Fetch.enable too.
+import type { Protocol } from "devtools-protocol";
+
+const PROTOCOL = "1.3";
+const FETCH_ENABLE: Protocol.Fetch.EnableRequest = { patterns: [{ urlPattern: "*", requestStage: "Request" }] };
+const AUTO_ATTACH: Protocol.Target.SetAutoAttachRequest = { autoAttach: true, waitForDebuggerOnStart: true, flatten: true };
+/** Child targets whose network requests the tab's own session does not see. */
+const FETCH_CHILD_TYPES = new Set(["iframe", "service_worker", "shared_worker"]);
+
+export interface SessionEvents {
+  paused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void;
+  detached(tabId: number, reason: string): void;
+}
+
+export interface AttachResult {
+  ok: boolean;
+  error?: string;
+}
+
+export class DebuggerSessions {
+  /** tabId → the tab's main frame id (its target id). */
+  private readonly attached = new Map<number, string>();
+
+  constructor(private readonly events: SessionEvents) {
+    chrome.debugger.onEvent.addListener((source, method, params) => {
+      if (source.tabId === undefined || !this.attached.has(source.tabId)) return;
+      if (method === "Fetch.requestPaused") {
+        this.events.paused(source.tabId, source, params as unknown as Protocol.Fetch.RequestPausedEvent);
+      } else if (method === "Target.attachedToTarget") {
+        void this.setUpChild(source.tabId, params as unknown as Protocol.Target.AttachedToTargetEvent);
+      }
+    });
+    chrome.debugger.onDetach.addListener((source, reason) => {
+      if (source.tabId === undefined || !this.attached.delete(source.tabId)) return;
+      this.events.detached(source.tabId, reason);
+    });
+  }
+
+  isAttached(tabId: number): boolean {
+    return this.attached.has(tabId);
+  }
+
+  mainFrameId(tabId: number): string | undefined {
+    return this.attached.get(tabId);
+  }
+
+  get tabIds(): number[] {
+    return [...this.attached.keys()];
+  }
+
+  async attach(tabId: number): Promise<AttachResult> {
+    if (this.attached.has(tabId)) return { ok: true };
+    const target = { tabId };
+    try {
+      await chrome.debugger.attach(target, PROTOCOL);
+    } catch (e) {
+      return { ok: false, error: e instanceof Error ? e.message : String(e) };
+    }
+    try {
+      const targets = await chrome.debugger.getTargets();
+      this.attached.set(tabId, targets.find((t) => t.tabId === tabId)?.id ?? "");
+      await chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE);
+      await chrome.debugger.sendCommand(target, "Target.setAutoAttach", AUTO_ATTACH);
+      return { ok: true };
+    } catch (e) {
+      this.attached.delete(tabId);
+      await chrome.debugger.detach(target).catch(() => undefined);
+      return { ok: false, error: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  async detach(tabId: number): Promise<void> {
+    if (!this.attached.delete(tabId)) return;
+    await chrome.debugger.detach({ tabId }).catch(() => undefined);
+  }
+
+  /** Detach sessions this extension left from an earlier run of its service worker (state was lost). */
+  async detachLeftovers(): Promise<void> {
+    const targets = await chrome.debugger.getTargets();
+    for (const t of targets) {
+      if (t.attached && t.tabId !== undefined && t.extensionId === chrome.runtime.id && !this.attached.has(t.tabId)) {
+        await chrome.debugger.detach({ tabId: t.tabId }).catch(() => undefined);
+      }
+    }
+  }
+
+  private async setUpChild(tabId: number, event: Protocol.Target.AttachedToTargetEvent): Promise<void> {
+    const child: chrome.debugger.DebuggerSession = { tabId, sessionId: event.sessionId };
+    try {
+      if (FETCH_CHILD_TYPES.has(event.targetInfo.type)) {
+        await chrome.debugger.sendCommand(child, "Fetch.enable", FETCH_ENABLE);
+        await chrome.debugger.sendCommand(child, "Target.setAutoAttach", AUTO_ATTACH);
+      }
+    } catch (e) {
+      console.warn("lanefetch: child session setup failed", event.targetInfo.type, e);
+    } finally {
+      await chrome.debugger.sendCommand(child, "Runtime.runIfWaitingForDebugger").catch(() => undefined);
+    }
+  }
+}

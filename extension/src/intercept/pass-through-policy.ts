@@ -1,0 +1,28 @@
+// Which paused requests the helper takes, and why the others go to the browser (Fetch.continueRequest).
+import { addressSpaceOfUrl, mayReach, type AddressSpace } from "../sites/address-space.js";
+import { headerValue, type PausedRequest } from "./paused-request.js";
+import type { PassReason } from "./pass-reason.js";
+
+export interface PageContext {
+  /** Whether the top-level page's site is enabled (and not switched off for the session). */
+  siteActive: boolean;
+  addressSpace: AddressSpace;
+}
+
+export type Decision = { take: true } | { take: false; reason: PassReason };
+
+export function decide(request: PausedRequest, page: PageContext): Decision {
+  if (!page.siteActive) return { take: false, reason: "site_off" };
+  const type = request.cdpResourceType.toLowerCase();
+  if (type === "preflight" || request.method === "OPTIONS") return { take: false, reason: "preflight" };
+  if (type === "websocket") return { take: false, reason: "websocket" };
+  if (request.method !== "GET" || request.hasBody) return { take: false, reason: "method" };
+  const target = addressSpaceOfUrl(request.url);
+  if (target === null) return { take: false, reason: "not_http" };
+  if (type === "eventsource" || /^text\/event-stream\b/i.test(headerValue(request.headers, "accept") ?? "")) {
+    return { take: false, reason: "streaming" };
+  }
+  if (type === "media" || headerValue(request.headers, "range") !== undefined) return { take: false, reason: "range" };
+  if (!mayReach(page.addressSpace, target)) return { take: false, reason: "private_target" };
+  return { take: true };
+}

@@ -1,0 +1,62 @@
+// A site the user enabled: a registrable domain (with its subdomains) or one exact host.
+import { getDomain } from "tldts";
+
+export type SiteScope = "domain" | "host";
+
+export interface SiteRule {
+  scope: SiteScope;
+  /** Lower-case registrable domain (scope "domain") or host name (scope "host"), without port. */
+  name: string;
+}
+
+/** Host name of an http(s) URL (lower case, IPv6 in brackets), or null for any other URL. */
+export function httpHost(url: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
+  return parsed.hostname.toLowerCase();
+}
+
+/** The registrable domain of a host (public suffix list incl. private entries), or the host itself (IP, localhost). */
+export function registrableDomain(host: string): string {
+  const bare = host.startsWith("[") ? host : host.replace(/\.$/, "");
+  return getDomain(bare, { allowPrivateDomains: true }) ?? bare;
+}
+
+/** The two rules a user can choose for the page at `url`: its registrable domain, or its exact host. */
+export function ruleChoicesFor(url: string): { domain: SiteRule; host: SiteRule } | null {
+  const host = httpHost(url);
+  if (host === null) return null;
+  return { domain: { scope: "domain", name: registrableDomain(host) }, host: { scope: "host", name: host } };
+}
+
+export function ruleMatchesHost(rule: SiteRule, host: string): boolean {
+  if (rule.scope === "host") return host === rule.name;
+  return host === rule.name || host.endsWith("." + rule.name);
+}
+
+export function ruleKey(rule: SiteRule): string {
+  return `${rule.scope}:${rule.name}`;
+}
+
+export function sameRule(a: SiteRule, b: SiteRule): boolean {
+  return a.scope === b.scope && a.name === b.name;
+}
+
+/** The rule among `rules` that covers `url` (an exact-host rule wins over a domain rule), or null. */
+export function matchingRule(rules: readonly SiteRule[], url: string): SiteRule | null {
+  const host = httpHost(url);
+  if (host === null) return null;
+  const exact = rules.find((r) => r.scope === "host" && ruleMatchesHost(r, host));
+  return exact ?? rules.find((r) => r.scope === "domain" && ruleMatchesHost(r, host)) ?? null;
+}
+
+export function isSiteRule(value: unknown): value is SiteRule {
+  if (value === null || typeof value !== "object") return false;
+  const v = value as Record<string, unknown>;
+  return (v.scope === "domain" || v.scope === "host") && typeof v.name === "string" && v.name.length > 0;
+}

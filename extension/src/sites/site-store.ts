@@ -1,0 +1,87 @@
+// The user's enabled sites (storage.local, persistent) and the sites switched off for this browser session
+// because the user cancelled the debugging bar (storage.session).
+import { isSiteRule, ruleKey, sameRule, type SiteRule } from "./site-rule.js";
+
+/** The part of chrome.storage.StorageArea (and browser.storage.*) the store uses. */
+export interface StorageAreaLike {
+  get(key: string): Promise<Record<string, unknown>>;
+  set(items: Record<string, unknown>): Promise<void>;
+}
+
+export interface EnabledSite extends SiteRule {
+  /** When the user enabled it (ms since the epoch). */
+  added: number;
+}
+
+const SITES_KEY = "sites";
+const SESSION_OFF_KEY = "sessionOff";
+
+function readRules<T extends SiteRule>(value: unknown, extra: (v: Record<string, unknown>) => T | null): T[] {
+  if (!Array.isArray(value)) return [];
+  const out: T[] = [];
+  for (const item of value) {
+    if (!isSiteRule(item)) continue;
+    const full = extra(item as unknown as Record<string, unknown>);
+    if (full) out.push(full);
+  }
+  return out;
+}
+
+export class SiteStore {
+  constructor(
+    private readonly local: StorageAreaLike,
+    private readonly session: StorageAreaLike,
+  ) {}
+
+  static readonly storageKeys = { sites: SITES_KEY, sessionOff: SESSION_OFF_KEY } as const;
+
+  async enabledSites(): Promise<EnabledSite[]> {
+    const got = await this.local.get(SITES_KEY);
+    return readRules(got[SITES_KEY], (v) => ({
+      scope: v.scope as SiteRule["scope"],
+      name: v.name as string,
+      added: typeof v.added === "number" ? v.added : 0,
+    }));
+  }
+
+  async sessionOff(): Promise<SiteRule[]> {
+    const got = await this.session.get(SESSION_OFF_KEY);
+    return readRules(got[SESSION_OFF_KEY], (v) => ({ scope: v.scope as SiteRule["scope"], name: v.name as string }));
+  }
+
+  /** Rules in force now: enabled and not switched off for this session. */
+  async activeRules(): Promise<SiteRule[]> {
+    const [sites, off] = await Promise.all([this.enabledSites(), this.sessionOff()]);
+    return sites.filter((s) => !off.some((o) => sameRule(o, s))).map(({ scope, name }) => ({ scope, name }));
+  }
+
+  async enable(rule: SiteRule): Promise<void> {
+    const sites = await this.enabledSites();
+    if (!sites.some((s) => sameRule(s, rule))) {
+      sites.push({ scope: rule.scope, name: rule.name, added: Date.now() });
+      await this.local.set({ [SITES_KEY]: sites });
+    }
+    await this.clearSessionOff(rule);
+  }
+
+  async disable(rule: SiteRule): Promise<void> {
+    const sites = await this.enabledSites();
+    const kept = sites.filter((s) => !sameRule(s, rule));
+    if (kept.length !== sites.length) await this.local.set({ [SITES_KEY]: kept });
+    await this.clearSessionOff(rule);
+  }
+
+  async switchOffForSession(rule: SiteRule): Promise<void> {
+    const off = await this.sessionOff();
+    if (!off.some((o) => sameRule(o, rule))) {
+      off.push({ scope: rule.scope, name: rule.name });
+      await this.session.set({ [SESSION_OFF_KEY]: off });
+    }
+  }
+
+  private async clearSessionOff(rule: SiteRule): Promise<void> {
+    const off = await this.sessionOff();
+    const kept = off.filter((o) => ruleKey(o) !== ruleKey(rule));
+    if (kept.length !== off.length) await this.session.set({ [SESSION_OFF_KEY]: kept });
+  }
+}

@@ -1,0 +1,36 @@
+// Small text formatting shared by the extension pages.
+import type { HelperState } from "../bridge/helper-state.js";
+import { INSTALL_COMMAND } from "../bridge/helper-state.js";
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+export function formatMs(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function helperText(state: HelperState): { text: string; ok: boolean } {
+  switch (state.status) {
+    case "connected":
+      return { text: `Helper connected (version ${state.version})`, ok: true };
+    case "not_installed":
+      return { text: `Helper not installed: run \`${INSTALL_COMMAND}\``, ok: false };
+    case "incompatible":
+      return { text: `Helper incompatible: ${state.message}`, ok: false };
+    case "disconnected":
+      return { text: `Helper not running (${state.message}); it restarts on the next page load`, ok: false };
+    case "connecting":
+    case "idle":
+      return { text: "Helper: not connected yet", ok: false };
+  }
+}
+
+/** An element by id, typed; throws if the page lacks it (a bug in the page, not a runtime condition). */
+export function byId<T extends HTMLElement>(id: string, type: new () => T): T {
+  const el = document.getElementById(id);
+  if (!(el instanceof type)) throw new Error(`#${id} missing`);
+  return el;
+}
