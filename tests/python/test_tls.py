@@ -1,0 +1,113 @@
+"""TLS toward origins: strict verification, SNI, ALPN http/1.1 — against a real TLS server with a test CA."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from lanefetch.engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=lanefetch test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign", cwd=d)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", "/CN=localhost", cwd=d)
+    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
+    return d
+
+
+@pytest.fixture
+async def https_origin(pki: Path) -> AsyncIterator[tuple[int, list[str]]]:
+    seen_sni: list[str] = []
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+
+    def on_sni(sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
+        seen_sni.append(name or "")
+
+    ctx.sni_callback = on_sni  # type: ignore[assignment]
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text=f"secure {request.path}")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+    await site.start()
+    yield site._server.sockets[0].getsockname()[1], seen_sni  # type: ignore[union-attr]
+    await runner.cleanup()
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.bodies: dict[str, bytes] = {}
+        self.errors: dict[str, FetchError] = {}
+
+    async def head(self, r: FetchRequest, h: DeliveredHead) -> None:
+        self.bodies[r.id] = b""
+
+    async def body(self, r: FetchRequest, d: bytes) -> None:
+        self.bodies[r.id] += d
+
+    async def end(self, r: FetchRequest, n: int, t: list[tuple[str, str]]) -> None:
+        pass
+
+    async def error(self, r: FetchRequest, e: FetchError) -> None:
+        self.errors[r.id] = e
+
+    async def timing(self, r: FetchRequest, t: TimingReport) -> None:
+        if t.connection is not None and not t.connection.reused:
+            assert t.timing.tls_end is not None and t.timing.connect_end is not None
+            assert t.timing.tls_end >= t.timing.connect_end
+
+
+async def fetch(urls: list[str], ca: Path | None) -> Collect:
+    sink = Collect()
+    engine = Engine(EngineConfig(ca_file=str(ca) if ca else None, connect_timeout=5))
+    try:
+        await asyncio.wait_for(engine.fetch(
+            [FetchRequest(str(i), "GET", u) for i, u in enumerate(urls)], sink, Page(address_space="loopback")
+        ), 30)
+    finally:
+        await engine.aclose()
+    return sink
+
+
+async def test_verified_with_sni_and_http11(https_origin: tuple[int, list[str]], pki: Path) -> None:
+    port, sni = https_origin
+    sink = await fetch([f"https://localhost:{port}/a", f"https://localhost:{port}/b"], pki / "ca.pem")
+    assert sink.errors == {}
+    assert sink.bodies == {"0": b"secure /a", "1": b"secure /b"}
+    assert "localhost" in sni
+
+
+async def test_unknown_ca_is_refused(https_origin: tuple[int, list[str]]) -> None:
+    port, _ = https_origin
+    sink = await fetch([f"https://localhost:{port}/a"], None)  # system trust store: the test CA is not in it
+    assert sink.errors["0"].code == "tls_failed" and "0" not in sink.bodies
+
+
+async def test_wrong_name_is_refused(https_origin: tuple[int, list[str]], pki: Path) -> None:
+    port, _ = https_origin
+    # the certificate names only localhost: the same server reached by its address must be refused
+    sink = await fetch([f"https://127.0.0.1:{port}/a"], pki / "ca.pem")
+    assert sink.errors["0"].code == "tls_failed" and "0" not in sink.bodies
