@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-
 from lanefetch.engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 
 
