@@ -365,7 +365,7 @@ class Lab:
             self.id = Lab._lab_counter
         self.root = Host(self, "root", None, None)
         self.hosts: list[Host] = []
-        self.links: list[Link] = []
+        self._links: list[Link] = []
         self._procs: list[subprocess.Popen[Any]] = []
         self._deferred: list[Callable[[], None]] = []
         self._old_handlers: dict[int, Any] = {}
@@ -413,7 +413,7 @@ class Lab:
             a_ip=f"{NET}.{idx}.1", b_ip=f"{NET}.{idx}.2",
             profile=profile, table=TABLE_BASE + (self.pid << 8) + idx,
         )
-        self.links.append(link)
+        self._links.append(link)
         emulated = profile is not None and profile.emulated
         fds = [_open_tun(link.a_dev), _open_tun(link.b_dev)] if emulated else []
         try:
@@ -512,17 +512,17 @@ class Lab:
         for sig, old in self._old_handlers.items():
             with contextlib.suppress(Exception):
                 signal.signal(sig, old)
-        emulators = {id(link.emulator) for link in self.links}
+        emulators = {id(link.emulator) for link in self._links}
         for proc in reversed(self._procs):  # servers and clients first, link emulators last
             if id(proc) not in emulators:
                 stop_process(proc)
-        for link in self.links:
+        for link in self._links:
             with contextlib.suppress(Exception):
                 link.close()
         for h in self.hosts:
             assert h.ns is not None
             _remove_namespace(h.ns)
-        for link in self.links:
+        for link in self._links:
             for h, dev in ((link.a, link.a_dev), (link.b, link.b_dev)):
                 if h.ns is None:
                     _ip(["link", "del", dev], check=False)
