@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import fcntl
 import json
 import math
 import os
@@ -34,11 +35,12 @@ import re
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -56,6 +58,7 @@ _DEV_RE = re.compile(rf"^{PREFIX}(\d+)l\d+[ab]$")
 _USED_NET_RE = re.compile(rf"\b{re.escape(NET)}\.(\d+)\.(\d+)")
 
 T = TypeVar("T")
+Socket = socket.socket  # Host.socket() shadows the module name inside the class
 
 
 # --------------------------------------------------------------------------------------------- profiles
@@ -234,11 +237,18 @@ class Host:
         self.lab = lab
         self.name = name
         self.ns = ns
-        self.ip = ip  # 10.231.0.K on lo (namespace hosts only)
+        self._ip = ip
         self._routed_peers: set[str] = set()
 
     def __repr__(self) -> str:
-        return f"Host({self.name!r}, ns={self.ns!r}, ip={self.ip!r})"
+        return f"Host({self.name!r}, ns={self.ns!r}, ip={self._ip!r})"
+
+    @property
+    def ip(self) -> str:
+        """This host's own address (10.231.0.K/32 on lo), reachable over every link to it."""
+        if self._ip is None:
+            raise ValueError("the root namespace has no lab address: use a link's a_ip/b_ip")
+        return self._ip
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """argv wrapped to run inside this namespace."""
@@ -260,14 +270,14 @@ class Host:
             self.argv(argv), input=input, capture_output=True, text=True, timeout=timeout, check=check
         )
 
-    def socket(self, family: int = socket.AF_INET, type: int = socket.SOCK_STREAM) -> socket.socket:
+    def socket(self, family: int = socket.AF_INET, type: int = socket.SOCK_STREAM) -> Socket:
         """A socket created inside this namespace (the test process can then use it directly)."""
         if self.ns is None:
             return socket.socket(family, type)
         return in_netns(self.ns, lambda: socket.socket(family, type))
 
     def connect(self, addr: tuple[str, int], timeout: float = 10.0, *, source: str | None = None,
-                device: str | None = None) -> socket.socket:
+                device: str | None = None) -> Socket:
         """A TCP socket of this namespace connected to addr, optionally bound to a source address/device."""
         s = self.socket()
         try:
@@ -351,8 +361,10 @@ def stop_process(proc: subprocess.Popen[Any], grace: float = 3.0) -> None:
 class Lab:
     """Owner of namespaces, links and processes; ``close()`` (or leaving ``with``) removes them all."""
 
-    _link_counter = 0  # process-wide: link indexes and device names stay unique across labs
-    _host_counter = 0
+    # Process-wide, so indexes stay unique across labs; starting at a pid-derived offset makes concurrent
+    # processes pick different subnets even before they see each other's in the root namespace.
+    _link_counter = os.getpid() % 254
+    _host_counter = os.getpid() % 254
     _lab_counter = 0
     _lock = threading.Lock()
 
@@ -394,7 +406,8 @@ class Lab:
         if not re.fullmatch(r"[A-Za-z0-9_.]{1,40}", name):
             raise ValueError(f"bad host name {name!r}")
         ns = f"{PREFIX}{self.pid}-{self.id}-{name}"
-        k = self._alloc(lambda used: self._next_host(used))
+        with _root_lock():
+            k = self._next_host(_root_used())
         _ip(["netns", "add", ns])
         h = Host(self, name, ns, f"{NET}.0.{k}")
         self.hosts.append(h)
@@ -406,23 +419,27 @@ class Lab:
         delay, rate, loss or per-client delay; otherwise a veth pair. Returns when packets can flow."""
         if a is b:
             raise ValueError("a link needs two different hosts")
-        idx = self._alloc(lambda used: self._next_link(used))
-        link = Link(
-            index=idx, a=a, b=b,
-            a_dev=f"{PREFIX}{self.pid}l{idx}a", b_dev=f"{PREFIX}{self.pid}l{idx}b",
-            a_ip=f"{NET}.{idx}.1", b_ip=f"{NET}.{idx}.2",
-            profile=profile, table=TABLE_BASE + (self.pid << 8) + idx,
-        )
-        self._links.append(link)
         emulated = profile is not None and profile.emulated
-        fds = [_open_tun(link.a_dev), _open_tun(link.b_dev)] if emulated else []
+        fds: list[int] = []
         try:
-            root_cmds = [] if emulated else [f"link add {link.a_dev} type veth peer name {link.b_dev}"]
-            root_cmds += [f"link set dev {dev} netns {h.ns}" for h, dev in ((a, link.a_dev), (b, link.b_dev)) if h.ns]
-            if root_cmds:
-                _ip_batch(None, root_cmds)
-            self._configure_end(link, a, link.a_dev, link.a_ip, b)
-            self._configure_end(link, b, link.b_dev, link.b_ip, a)
+            with _root_lock():  # allocation and root-namespace changes are atomic across processes
+                used = _root_used()
+                idx = self._next_link(used)
+                link = Link(
+                    index=idx, a=a, b=b,
+                    a_dev=f"{PREFIX}{self.pid}l{idx}a", b_dev=f"{PREFIX}{self.pid}l{idx}b",
+                    a_ip=f"{NET}.{idx}.1", b_ip=f"{NET}.{idx}.2",
+                    profile=profile, table=TABLE_BASE + (self.pid << 8) + idx,
+                )
+                self._links.append(link)
+                if emulated:
+                    fds = [_open_tun(link.a_dev), _open_tun(link.b_dev)]
+                cmds = [] if emulated else [f"link add {link.a_dev} type veth peer name {link.b_dev}"]
+                cmds += [f"link set dev {d} netns {h.ns}" for h, d in ((a, link.a_dev), (b, link.b_dev)) if h.ns]
+                if cmds:
+                    _ip_batch(None, cmds)
+                self._configure_end(link, a, link.a_dev, link.a_ip, b, used)
+                self._configure_end(link, b, link.b_dev, link.b_ip, a, used)
             if emulated:
                 assert profile is not None
                 self._start_emulator(link, profile, fds)
@@ -435,7 +452,9 @@ class Lab:
         """Several parallel links between a and b (multi-interface client), e.g. ``LINK_SETS["2x5mbit"]``."""
         return [self.link(a, b, p) for p in profiles]
 
-    def _configure_end(self, link: Link, h: Host, dev: str, ip: str, peer: Host) -> None:
+    def _configure_end(
+        self, link: Link, h: Host, dev: str, ip: str, peer: Host, root_used: set[tuple[int, int]]
+    ) -> None:
         t = link.table
         cmds = [
             f"link set dev {dev} mtu {MTU} addrgenmode none",  # no IPv6 link-local chatter on the lab links
@@ -445,9 +464,11 @@ class Lab:
             f"rule add from {ip} lookup {t} pref {RULE_PREF}",
             f"rule add oif {dev} lookup {t} pref {RULE_PREF}",
         ]
-        if peer.ip and peer.ip not in h._routed_peers:
-            h._routed_peers.add(peer.ip)
-            cmds.append(f"route add {peer.ip}/32 dev {dev}")
+        # Another process's host may hold the same 10.231.0.K in the root namespace: then keep its route.
+        clash = h.ns is None and peer._ip is not None and (0, int(peer._ip.rsplit(".", 1)[1])) in root_used
+        if peer._ip and peer._ip not in h._routed_peers and not clash:
+            h._routed_peers.add(peer._ip)
+            cmds.append(f"route add {peer._ip}/32 dev {dev}")
         _ip_batch(h.ns, cmds)
 
     def _start_emulator(self, link: Link, profile: LinkProfile, fds: list[int]) -> None:
@@ -468,12 +489,6 @@ class Lab:
             raise RuntimeError(f"link emulator for {link.a_dev}: unexpected {line!r}")
 
     # -- allocation: unique within the process, and free in the root namespace (other labs may use it)
-
-    def _alloc(self, pick: Callable[[set[tuple[int, int]]], int]) -> int:
-        used = {(int(x), int(y)) for x, y in _USED_NET_RE.findall(_ip(["-4", "-o", "addr"]) +
-                                                                  _ip(["-4", "route", "show", "table", "all"]))}
-        with Lab._lock:
-            return pick(used)
 
     @staticmethod
     def _next_link(used: set[tuple[int, int]]) -> int:
@@ -522,20 +537,39 @@ class Lab:
         for h in self.hosts:
             assert h.ns is not None
             _remove_namespace(h.ns)
+        # Devices still in the root namespace: root ends, and pairs of a link() that failed half-way.
+        present = _root_devices()
         for link in self._links:
-            for h, dev in ((link.a, link.a_dev), (link.b, link.b_dev)):
-                if h.ns is None:
+            for dev in (link.a_dev, link.b_dev):
+                if dev in present:
                     _ip(["link", "del", dev], check=False)
-                    _del_rules(link.table)
+            if link.a.ns is None or link.b.ns is None:
+                _del_rules(link.table)
         for fn in reversed(self._deferred):
             with contextlib.suppress(Exception):
                 fn()
 
 
-def _open_tun(name: str) -> int:
-    import fcntl
-    import struct
+@contextlib.contextmanager
+def _root_lock() -> Iterator[None]:
+    os.makedirs("/run/lock", exist_ok=True)
+    with open("/run/lock/lanefetch-netlab.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        with Lab._lock:
+            yield
 
+
+def _root_devices() -> set[str]:
+    return set(re.findall(r"^\d+: ([^:@\s]+)", _ip(["-o", "link"], check=False), re.MULTILINE))
+
+
+def _root_used() -> set[tuple[int, int]]:
+    """(third, fourth) octets of 10.231.x.y addresses and routes present in the root namespace."""
+    text = _ip(["-4", "-o", "addr"]) + _ip(["-4", "route", "show", "table", "all"])
+    return {(int(x), int(y)) for x, y in _USED_NET_RE.findall(text)}
+
+
+def _open_tun(name: str) -> int:
     tunsetiff, iff_tun, iff_no_pi = 0x400454CA, 0x0001, 0x1000
     fd = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
     try:
@@ -574,7 +608,7 @@ def cleanup_stale() -> list[str]:
         if (m := _NS_RE.match(ns)) and not _pid_alive(int(m.group(1))):
             _remove_namespace(ns)
             removed.append(ns)
-    for dev in re.findall(r"^\d+: ([^:@\s]+)", _ip(["-o", "link"], check=False), re.MULTILINE):
+    for dev in _root_devices():
         if (m := _DEV_RE.match(dev)) and not _pid_alive(int(m.group(1))):
             _ip(["link", "del", dev], check=False)
             removed.append(dev)

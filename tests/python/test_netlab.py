@@ -45,11 +45,13 @@ def _listener(host: Host, ip: str) -> socket.socket:
     return srv
 
 
-def _connect_times(client: Host, addr: tuple[str, int], n: int = 3, **bind: str) -> list[float]:
+def _connect_times(
+    client: Host, addr: tuple[str, int], n: int = 3, *, source: str | None = None, device: str | None = None
+) -> list[float]:
     out = []
     for _ in range(n):
         t0 = time.monotonic()
-        client.connect(addr, **bind).close()
+        client.connect(addr, source=source, device=device).close()
         out.append((time.monotonic() - t0) * 1000)
     return out
 
