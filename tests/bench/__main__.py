@@ -8,6 +8,7 @@ import sys
 
 SCENARIOS = {
     "engine": "bench.scenario_engine",
+    "seed000-grid": "bench.scenario_grid",
 }
 
 

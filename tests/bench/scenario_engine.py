@@ -4,44 +4,26 @@ request at a time each) vs the physical limit T_min. Variants alternate round by
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.netlab import PROFILES, Host, Lab
+from bench.cli_fetch import BASELINE, PIPELINED, fetch, t_min
+from bench.netlab import PROFILES, Lab
 from bench.servers import start_nginx
 
-LANEFETCH = str(Path(sys.executable).parent / "lanefetch")
 OBJECTS = 100
 SIZE = 2048
-IP_OVERHEAD = 1500 / 1460  # IPv4 + TCP headers per full segment: the link carries packets, not payload
-
-
-def fetch(client: Host, urls: list[str], extra: list[str]) -> dict[str, Any]:
-    out = client.run([LANEFETCH, "fetch", "--json", "--as-page", "private", *extra, *urls], timeout=120)
-    data: dict[str, Any] = json.loads(out.stdout)
-    assert all(r["status"] == 200 and r["bytes"] == SIZE for r in data["requests"]), "a response was wrong"
-    return data
-
-
-def t_min(data: dict[str, Any], rtt: float, down_bps: float, up_bps: float) -> float:
-    down = sum(r["wire_bytes"] for r in data["requests"]) * IP_OVERHEAD * 8
-    # request bytes: method line + Host + blank line, as the CLI sends them
-    up = sum(len(f"GET {r['url'].split('/', 3)[3]} HTTP/1.1\r\nHost: x.x.x.x\r\n\r\n") + 1
-             for r in data["requests"]) * IP_OVERHEAD * 8
-    return rtt + rtt + max(up / up_bps, down / down_bps)
 
 
 def run(rounds: int) -> int:
     profile = PROFILES["bench2"]
     assert profile.rtt_ms and profile.down_kbit and profile.up_kbit
     variants = {
-        "lanefetch (pipelined, 4 conns)": ["--connections", "4"],
-        "baseline (6 conns, no pipelining)": ["--no-pipeline", "--connections", "6"],
+        "lanefetch (pipelined, 4 conns)": PIPELINED,
+        "baseline (6 conns, no pipelining)": BASELINE,
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
     conns: dict[str, int] = {}
@@ -53,15 +35,16 @@ def run(rounds: int) -> int:
         link = lab.link(client, server, profile)
         start_nginx(server, docroot, link.b_ip)
         urls = [f"http://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)]
+        sizes = dict.fromkeys(urls, SIZE)
         fetch(client, urls[:1], [])  # warm the server's page cache
         last: dict[str, Any] = {}
         for _ in range(rounds):
             for name, extra in variants.items():
-                data = fetch(client, urls, extra)
+                data = fetch(client, urls, extra, sizes)
                 times[name].append(data["elapsed_s"])
                 conns[name] = data["max_concurrent_connections"]
                 last = data
-        tmin = t_min(last, profile.rtt_ms / 1000, profile.down_kbit * 1000, profile.up_kbit * 1000)
+        tmin = t_min(last, profile)
     lf = report.median(times["lanefetch (pipelined, 4 conns)"])
     base = report.median(times["baseline (6 conns, no pipelining)"])
     rows = [
