@@ -1,0 +1,9 @@
+// Paths the TypeScript tests use.
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = resolve(fileURLToPath(import.meta.url), "../../../..");
+export const helperHost = resolve(repoRoot, ".venv/bin/lanefetch-host");
+export const helperCli = resolve(repoRoot, ".venv/bin/lanefetch");
+export const chromiumDist = resolve(repoRoot, "extension/dist/chromium");
+export const chromiumExecutable = "/usr/lib/chromium/chromium";

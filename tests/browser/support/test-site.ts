@@ -1,0 +1,249 @@
+// The pages and resources the real-browser tests load, served for any *.test host. Every byte is deterministic so
+// the pages can check what they got.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { brotliCompressSync, gzipSync } from "node:zlib";
+import { iconPng } from "../../../extension/build/icons.js";
+import type { Handler } from "./origin-server.js";
+
+export const FONT_FILE = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/** Deterministic text of `size` bytes for name `name`. */
+export function textOf(name: string, size: number): string {
+  let out = "";
+  let i = 0;
+  while (out.length < size) out += `${name}:${i++};`;
+  return out.slice(0, size);
+}
+
+const sha256b64 = (text: string): string => createHash("sha256").update(text).digest("base64");
+
+export const SRI_SCRIPT = "window.__sri = 'ran';\n";
+const BIG_SCRIPT_PAYLOAD = textOf("compressed", 120_000);
+const bigScript = `window.__compressed = (window.__compressed || []).concat([${JSON.stringify(BIG_SCRIPT_PAYLOAD.length)}]);\n// ${BIG_SCRIPT_PAYLOAD}\n`;
+const bigScriptGz = gzipSync(bigScript);
+const bigScriptBr = brotliCompressSync(Buffer.from(bigScript));
+
+const NOICON = `<link rel="icon" href="data:,">`;
+
+function originOf(req: IncomingMessage): { self: string; other: string; port: string } {
+  const host = req.headers.host ?? "a.test";
+  const port = host.includes(":") ? host.slice(host.lastIndexOf(":") + 1) : "80";
+  return { self: `http://${host}`, other: `http://b.test:${port}`, port };
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string | string[]> = {}): void {
+  res.writeHead(status, { "Content-Type": type, "Cache-Control": "no-store", ...extra });
+  res.end(body);
+}
+
+/** The main page: one of each subresource kind the issue lists; results land in window.__results. */
+function indexPage(req: IncomingMessage): string {
+  const { other } = originOf(req);
+  const expected = { data: textOf("data", 5000), xhr: textOf("xhr", 3000), cors: textOf("cors", 700) };
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}
+<title>lanefetch test page</title>
+<link rel="stylesheet" href="${other}/css/style.css">
+<style>
+@font-face { font-family: "LfOk"; src: url("${other}/font/cors.ttf"); }
+@font-face { font-family: "LfNoCors"; src: url("${other}/font/nocors.ttf"); }
+</style>
+<script src="/js/classic.js"></script>
+<script src="${other}/js/cross.js"></script>
+<script src="/js/gzip.js"></script>
+<script src="/js/br.js"></script>
+<script src="/js/sri.js" integrity="sha256-${sha256b64(SRI_SCRIPT)}"></script>
+<script>window.__sriBad = "pending";</script>
+<script src="/js/sri-bad.js" integrity="sha256-${sha256b64("something else")}" onerror="window.__sriBad='blocked'"></script>
+<script type="module" src="/mod/main.mjs"></script>
+</head><body>
+<div class="bg" id="bg">background</div>
+<img id="img" src="/img/17.png">
+<img id="cross-img" src="${other}/img/23.png">
+<img id="redirected" src="/redirect?to=/img/29.png">
+<script>
+const expected = ${JSON.stringify(expected)};
+async function run() {
+  const r = {};
+  const imgs = [...document.images];
+  await Promise.all(imgs.map((i) => i.complete ? null : new Promise((ok) => { i.onload = i.onerror = ok; })));
+  r.img = document.getElementById("img").naturalWidth;
+  r.crossImg = document.getElementById("cross-img").naturalWidth;
+  r.redirected = document.getElementById("redirected").naturalWidth;
+  r.classic = window.__classic;
+  r.cross = window.__cross;
+  r.compressed = window.__compressed;
+  r.sri = window.__sri;
+  r.sriBad = window.__sriBad;
+  const dataText = await (await fetch("/data/5000.txt", { credentials: "include" })).text();
+  r.fetch = dataText === expected.data;
+  r.xhr = await new Promise((ok) => { const x = new XMLHttpRequest(); x.open("GET", "/data/xhr.txt"); x.onload = () => ok(x.responseText === expected.xhr); x.onerror = () => ok("error"); x.send(); });
+  await (await fetch("/set-cookie")).text();
+  r.cookieEcho = await (await fetch("/echo-cookie")).text();
+  r.documentCookie = document.cookie;
+  r.corsCredentialed = (await (await fetch("${other}/cors/data.txt", { credentials: "include" })).text()) === expected.cors;
+  r.preflighted = await fetch("${other}/cors/data.txt", { headers: { "X-Lanefetch-Test": "1" } }).then((x) => x.text()).then((t) => t === expected.cors, (e) => String(e));
+  await Promise.all([document.fonts.load('16px "LfOk"'), document.fonts.load('16px "LfNoCors"')]).catch(() => null);
+  r.fonts = [...document.fonts].map((f) => f.family.replace(/"/g, "") + ":" + f.status).sort();
+  r.cssBackground = getComputedStyle(document.getElementById("bg")).backgroundImage;
+  r.cssRule = getComputedStyle(document.body).getPropertyValue("--lf-css").trim();
+  while (window.__module === undefined) await new Promise((ok) => setTimeout(ok, 20));
+  r.module = window.__module;
+  window.__results = r;
+}
+run().catch((e) => { window.__results = { error: String(e) }; });
+</script>
+</body></html>`;
+}
+
+function framesPage(req: IncomingMessage): string {
+  const { other, port } = originOf(req);
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body>
+<iframe id="same" src="http://www.a.test:${port}/frame.html?name=same"></iframe>
+<iframe id="cross" src="${other}/frame.html?name=cross"></iframe>
+<script>
+window.__frames = {};
+addEventListener("message", (e) => { window.__frames[e.data.name] = e.data; });
+</script></body></html>`;
+}
+
+function framePage(url: URL): string {
+  const name = url.searchParams.get("name") ?? "frame";
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}<script src="/js/frame.js"></script></head><body>
+<img id="i" src="/img/31.png?frame=${name}">
+<script>
+const img = document.getElementById("i");
+const done = async () => {
+  const text = await (await fetch("/data/300.txt?frame=${name}")).text();
+  parent.postMessage({ name: ${JSON.stringify(name)}, img: img.naturalWidth, script: window.__frameScript, fetch: text === ${JSON.stringify(textOf("data", 300))} }, "*");
+};
+img.complete ? done() : (img.onload = img.onerror = done);
+</script></body></html>`;
+}
+
+function swPage(): string {
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body><script>
+(async () => {
+  try {
+    await navigator.serviceWorker.register("/sw.js");
+    await navigator.serviceWorker.ready;
+    if (!navigator.serviceWorker.controller) await new Promise((ok) => navigator.serviceWorker.addEventListener("controllerchange", ok, { once: true }));
+    const r = await fetch("/data/400.txt?via=sw");
+    window.__sw = { text: (await r.text()) === ${JSON.stringify(textOf("data", 400))}, viaSw: r.headers.get("X-Via-Sw") };
+  } catch (e) { window.__sw = { error: String(e) }; }
+})();
+</script></body></html>`;
+}
+
+const SW_SCRIPT = `
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
+self.addEventListener("fetch", (e) => {
+  if (!new URL(e.request.url).search.includes("via=sw")) return;
+  e.respondWith(fetch(e.request).then(async (r) => new Response(await r.text(), { headers: { "X-Via-Sw": "yes" } })));
+});
+`;
+
+function cspPage(req: IncomingMessage): string {
+  const { other } = originOf(req);
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body>
+<img id="self" src="/img/11.png"><img id="blocked" src="${other}/img/13.png?csp=blocked">
+<script src="/js/csp-inline-check.js"></script>
+</body></html>`;
+}
+
+function manyPage(count: number): string {
+  const imgs = Array.from({ length: count }, (_, i) => `<img src="/img/${i + 2}.png?many">`).join("");
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body>${imgs}<script>
+window.addEventListener("load", () => { window.__widths = [...document.images].map((i) => i.naturalWidth); });
+</script></body></html>`;
+}
+
+/** Delay in ms applied to every response (makes pipelining observable); tests may change it. */
+export const siteOptions = { delayMs: 0 };
+
+export const testSite: Handler = async (req, res, url) => {
+  if (siteOptions.delayMs) await new Promise((ok) => setTimeout(ok, siteOptions.delayMs));
+  const { self } = originOf(req);
+  const path = url.pathname;
+  const cors = { "Access-Control-Allow-Origin": "*" };
+  if (req.method === "OPTIONS") {
+    res.writeHead(204, {
+      "Access-Control-Allow-Origin": req.headers.origin ?? "*",
+      "Access-Control-Allow-Headers": "X-Lanefetch-Test",
+      "Access-Control-Allow-Credentials": "true",
+    });
+    res.end();
+    return;
+  }
+  const img = /^\/img\/(\d+)\.png$/.exec(path);
+  if (img) return send(res, 200, "image/png", iconPng(Number(img[1])));
+  if (path === "/img/bg.png") return send(res, 200, "image/png", iconPng(5));
+  const data = /^\/data\/(\d+)\.txt$/.exec(path);
+  if (data) return send(res, 200, "text/plain", textOf("data", Number(data[1])));
+  switch (path) {
+    case "/":
+    case "/index.html":
+      return send(res, 200, "text/html; charset=utf-8", indexPage(req));
+    case "/plain.html":
+      return send(res, 200, "text/html; charset=utf-8", `<!doctype html>${NOICON}<title>plain</title><img src="/img/9.png"><p>plain</p>`);
+    case "/frames.html":
+      return send(res, 200, "text/html; charset=utf-8", framesPage(req));
+    case "/frame.html":
+      return send(res, 200, "text/html; charset=utf-8", framePage(url));
+    case "/sw.html":
+      return send(res, 200, "text/html; charset=utf-8", swPage());
+    case "/sw.js":
+      return send(res, 200, "text/javascript", SW_SCRIPT);
+    case "/csp.html":
+      return send(res, 200, "text/html; charset=utf-8", cspPage(req), { "Content-Security-Policy": "default-src 'self'; img-src 'self'" });
+    case "/many.html":
+      return send(res, 200, "text/html; charset=utf-8", manyPage(Number(url.searchParams.get("n") ?? 30)));
+    case "/data/xhr.txt":
+      return send(res, 200, "text/plain", textOf("xhr", 3000));
+    case "/cors/data.txt":
+      return send(res, 200, "text/plain", textOf("cors", 700), {
+        "Access-Control-Allow-Origin": req.headers.origin ?? "*",
+        "Access-Control-Allow-Credentials": "true",
+      });
+    case "/css/style.css":
+      return send(res, 200, "text/css", `.bg { background-image: url(../img/bg.png); }\nbody { --lf-css: applied; }\n`);
+    case "/font/cors.ttf":
+      return send(res, 200, "font/ttf", readFileSync(FONT_FILE), cors);
+    case "/font/nocors.ttf":
+      return send(res, 200, "font/ttf", readFileSync(FONT_FILE));
+    case "/js/classic.js":
+      return send(res, 200, "text/javascript", "window.__classic = 'same-origin classic';\n");
+    case "/js/cross.js":
+      return send(res, 200, "text/javascript", "window.__cross = 'cross-origin classic';\n");
+    case "/js/frame.js":
+      return send(res, 200, "text/javascript", "window.__frameScript = 'frame script';\n");
+    case "/js/csp-inline-check.js":
+      return send(res, 200, "text/javascript", "window.__cspScript = 'ran';\n");
+    case "/js/gzip.js":
+      return send(res, 200, "text/javascript", bigScriptGz, { "Content-Encoding": "gzip" });
+    case "/js/br.js":
+      return send(res, 200, "text/javascript", bigScriptBr, { "Content-Encoding": "br" });
+    case "/js/sri.js":
+      return send(res, 200, "text/javascript", SRI_SCRIPT);
+    case "/js/sri-bad.js":
+      return send(res, 200, "text/javascript", "window.__sriBad = 'executed';\n");
+    case "/mod/main.mjs":
+      return send(res, 200, "text/javascript", `import { dep } from "./dep.mjs";\nimport { cross } from "http://b.test:${originOf(req).port}/mod/cross.mjs";\nwindow.__module = dep + "+" + cross;\n`);
+    case "/mod/dep.mjs":
+      return send(res, 200, "text/javascript", `export const dep = "dep";\n`);
+    case "/mod/cross.mjs":
+      return send(res, 200, "text/javascript", `export const cross = "cross";\n`, cors);
+    case "/redirect":
+      res.writeHead(302, { Location: url.searchParams.get("to") ?? "/", "Cache-Control": "no-store" });
+      res.end();
+      return;
+    case "/set-cookie":
+      return send(res, 200, "text/plain", "set", { "Set-Cookie": ["lf_http=1; Path=/; HttpOnly", "lf_js=2; Path=/"] });
+    case "/echo-cookie":
+      return send(res, 200, "text/plain", req.headers.cookie ?? "");
+    default:
+      return send(res, 404, "text/plain", `no ${path} on ${self}`);
+  }
+};

@@ -1,0 +1,168 @@
+// The extension's request path (accelerator → batcher → bridge → delivery) against the REAL helper process and a
+// real origin server; the only stand-in is the recorder in place of Chrome's Fetch domain.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import type { Protocol } from "devtools-protocol";
+import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
+import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
+import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
+import { DEFAULT_BATCHING } from "../../../extension/src/batch/batcher.js";
+import { DEFAULT_LIMITS } from "../../../extension/src/deliver/request-delivery.js";
+import type { FetchResponder } from "../../../extension/src/deliver/fetch-responder.js";
+import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
+import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
+import { TimingStore } from "../../../extension/src/timings/timing-store.js";
+import { OriginServer } from "../support/origin-server.js";
+import { ProcessNativePort, type ProcessPortLog } from "../support/process-native-port.js";
+import { helperHost } from "../support/paths.js";
+import { testSite, textOf } from "../support/test-site.js";
+
+type Answer = { kind: "fulfill"; params: Protocol.Fetch.FulfillRequestRequest } | { kind: "pass"; id: string };
+
+class Recorder implements FetchResponder {
+  readonly answers = new Map<string, Answer>();
+  fulfill(params: Protocol.Fetch.FulfillRequestRequest): Promise<boolean> {
+    this.answers.set(params.requestId, { kind: "fulfill", params });
+    return Promise.resolve(true);
+  }
+  pass(id: string): Promise<void> {
+    this.answers.set(id, { kind: "pass", id });
+    return Promise.resolve();
+  }
+}
+
+const server = new OriginServer(testSite);
+let port = 0;
+before(async () => {
+  assert.ok(existsSync(helperHost), `${helperHost} missing: run npm run setup`);
+  port = await server.listen();
+});
+after(() => server.close());
+
+function setUp(command = helperHost, limits = DEFAULT_LIMITS) {
+  const log: ProcessPortLog = { sent: [], received: [], schemaViolations: [] };
+  const ports: ProcessNativePort[] = [];
+  const connection = new HelperConnection(() => {
+    const p = new ProcessNativePort(command, log);
+    ports.push(p);
+    return p;
+  }, { extensionVersion: "0.1.0", browser: "chromium", helloTimeoutMs: 5000, retryMissingMs: 5000, retryCrashMs: 0 });
+  const client = new HelperClient(connection);
+  const counters = new TabCounters();
+  const store = new TimingStore();
+  const accelerator = new Accelerator(client, () => connection.state, counters, store, { batching: DEFAULT_BATCHING, limits });
+  const recorder = new Recorder();
+  return { log, ports, connection, counters, store, accelerator, recorder };
+}
+
+const page = (): PageInfo => ({ url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", privateBrowsing: false });
+
+function paused(n: number, path: string, change: Partial<PausedRequest> = {}): PausedRequest {
+  return {
+    interceptionId: `i${n}`, url: `http://127.0.0.1:${port}${path}`, method: "GET",
+    headers: [["Accept", "*/*"], ["Accept-Encoding", "gzip, deflate, br"], ["Cookie", "k=v"]],
+    cdpResourceType: "Fetch", priority: "High", frameId: "F", hasBody: false, ...change,
+  };
+}
+
+async function settle(recorder: Recorder, n: number, ms = 10000): Promise<void> {
+  const end = Date.now() + ms;
+  while (recorder.answers.size < n && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(recorder.answers.size, n, "every request answered");
+}
+
+test("requests of one origin go as one batch; responses are fulfilled with the server's bytes and fields", async () => {
+  const s = setUp();
+  server.clearLog();
+  const paths = ["/data/5000.txt", "/js/gzip.js", "/js/br.js", "/redirect?to=/img/7.png", "/set-cookie", "/echo-cookie", "/img/3.png"];
+  paths.forEach((p, i) => s.accelerator.handle({ tabId: 1, paused: paused(i, p), responder: s.recorder, page: page() }));
+  await settle(s.recorder, paths.length);
+  const get = (i: number): Protocol.Fetch.FulfillRequestRequest => {
+    const a = s.recorder.answers.get(`i${i}`);
+    assert.equal(a?.kind, "fulfill", `${paths[i] ?? ""}: ${JSON.stringify(a)}`);
+    return (a as { params: Protocol.Fetch.FulfillRequestRequest }).params;
+  };
+  const bodyOf = (i: number): Buffer => Buffer.from(get(i).body ?? "", "base64");
+  assert.equal(bodyOf(0).toString(), textOf("data", 5000));
+  const gz = bodyOf(1).toString();
+  assert.match(gz, /^window\.__compressed/, "gzip body decoded to identity");
+  assert.equal(bodyOf(2).toString(), gz, "br body decoded to the same text");
+  for (const i of [1, 2]) assert.ok(!get(i).responseHeaders?.some((h) => /^content-(encoding|length)$/i.test(h.name)));
+  assert.equal(get(3).responseCode, 302);
+  assert.deepEqual(get(3).responseHeaders?.find((h) => h.name.toLowerCase() === "location")?.value, "/img/7.png");
+  assert.deepEqual(get(4).responseHeaders?.filter((h) => h.name.toLowerCase() === "set-cookie").map((h) => h.value),
+    ["lf_http=1; Path=/; HttpOnly", "lf_js=2; Path=/"]);
+  assert.equal(bodyOf(5).toString(), "k=v", "the Cookie header went with the request");
+  assert.equal(bodyOf(6).subarray(1, 4).toString(), "PNG");
+  assert.equal(server.log.length, paths.length);
+  assert.ok(server.log.every((r) => r.owner.kind === "helper"), JSON.stringify(server.log.map((r) => r.owner)));
+  const batches = s.log.sent.filter((m) => (m as { type: string }).type === "batch");
+  assert.equal(batches.length, 1, "one batch for one origin");
+  assert.deepEqual(s.log.schemaViolations, []);
+  await new Promise((r) => setTimeout(r, 200));
+  const counts = s.counters.get(1);
+  assert.equal(counts.accelerated, paths.length);
+  assert.ok(counts.bytes > 120_000);
+  assert.ok(s.store.forTab(1).every((r) => r.timing !== null && r.outcome === "fulfilled"), "timing kept per request");
+  s.connection.close();
+});
+
+test("pass-through requests never reach the helper", async () => {
+  const s = setUp();
+  s.accelerator.handle({ tabId: 2, paused: paused(1, "/x", { method: "POST", hasBody: true }), responder: s.recorder, page: page() });
+  s.accelerator.handle({ tabId: 2, paused: paused(2, "/x", { cdpResourceType: "Preflight", method: "OPTIONS" }), responder: s.recorder, page: page() });
+  s.accelerator.handle({ tabId: 2, paused: paused(3, "/x"), responder: s.recorder, page: { ...page(), siteActive: false } });
+  await settle(s.recorder, 3);
+  assert.ok([...s.recorder.answers.values()].every((a) => a.kind === "pass"));
+  assert.equal(s.ports.length, 0, "no helper started for them");
+  assert.deepEqual(s.counters.get(2).passed, { method: 1, preflight: 1, site_off: 1 });
+});
+
+test("a target more private than the page, and a body above the size limit, go to the browser", async () => {
+  const s = setUp(helperHost, { ...DEFAULT_LIMITS, maxBodyBytes: 4000 });
+  const pub = { ...page(), url: "http://example.com/", topSite: "http://example.com", addressSpace: "public" as const };
+  s.accelerator.handle({ tabId: 3, paused: paused(1, "/data/10.txt", { url: `http://localhost:${port}/data/10.txt` }), responder: s.recorder, page: pub });
+  s.accelerator.handle({ tabId: 3, paused: paused(2, "/data/5000.txt"), responder: s.recorder, page: page() });
+  s.accelerator.handle({ tabId: 3, paused: paused(3, "/data/3000.txt"), responder: s.recorder, page: page() });
+  await settle(s.recorder, 3);
+  assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
+  assert.equal(s.recorder.answers.get("i2")?.kind, "pass");
+  assert.equal(s.recorder.answers.get("i3")?.kind, "fulfill");
+  assert.deepEqual(s.counters.get(3).passed, { private_target: 1, too_large: 1 });
+  assert.ok(s.log.sent.some((m) => (m as { type: string }).type === "cancel"), "the oversized request was cancelled at the helper");
+  s.connection.close();
+});
+
+test("a missing helper: everything passes through, quickly, and the state says how to fix it", async () => {
+  const s = setUp("/nonexistent/lanefetch-host");
+  const start = Date.now();
+  s.accelerator.handle({ tabId: 4, paused: paused(1, "/data/10.txt"), responder: s.recorder, page: page() });
+  await settle(s.recorder, 1);
+  assert.ok(Date.now() - start < 2000);
+  assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
+  assert.equal(s.connection.state.status, "not_installed");
+  assert.deepEqual(s.counters.get(4).passed, { helper_missing: 1 });
+});
+
+test("a helper crash mid-flight: requests in flight pass through, the next ones reconnect", async () => {
+  const s = setUp();
+  const { siteOptions } = await import("../support/test-site.js");
+  siteOptions.delayMs = 500;
+  try {
+    s.accelerator.handle({ tabId: 5, paused: paused(1, "/data/20.txt"), responder: s.recorder, page: page() });
+    while (s.ports.length === 0 || s.connection.state.status !== "connected") await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 100));
+    s.ports[0]?.child.kill("SIGKILL");
+    await settle(s.recorder, 1);
+    assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
+    assert.deepEqual(s.counters.get(5).passed, { helper_unavailable: 1 });
+  } finally {
+    siteOptions.delayMs = 0;
+  }
+  s.accelerator.handle({ tabId: 5, paused: paused(2, "/data/30.txt"), responder: s.recorder, page: page() });
+  await settle(s.recorder, 2);
+  assert.equal(s.recorder.answers.get("i2")?.kind, "fulfill");
+  assert.equal(s.ports.length, 2, "a new helper process was started");
+  s.connection.close();
+});

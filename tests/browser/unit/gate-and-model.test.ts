@@ -1,0 +1,37 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { gateRules } from "../../../extension/src/intercept/navigation-gate.js";
+import { estimateSavedMs } from "../../../extension/src/timings/time-saved-model.js";
+
+test("gate: one blocking main-frame GET rule per site, attached tabs excluded", () => {
+  const rules = gateRules([{ scope: "domain", name: "a.test" }, { scope: "host", name: "www.b.test" }], [4, 7]);
+  assert.equal(rules.length, 2);
+  assert.deepEqual(rules[0], {
+    id: 1, priority: 1, action: { type: "block" },
+    condition: { resourceTypes: ["main_frame"], requestMethods: ["get"], excludedTabIds: [4, 7], requestDomains: ["a.test"] },
+  });
+  const regex = new RegExp(rules[1]?.condition.regexFilter ?? "^$");
+  assert.ok(regex.test("http://www.b.test:8080/page"));
+  assert.ok(regex.test("https://www.b.test/"));
+  assert.ok(!regex.test("http://x.www.b.test/"));
+  assert.ok(!regex.test("http://wwwxb.test/"));
+  assert.equal(gateRules([], []).length, 0);
+  assert.equal(gateRules([{ scope: "domain", name: "a.test" }], [])[0]?.condition.excludedTabIds, undefined);
+});
+
+const t = (queued: number, sent: number, first: number, last: number, connect: [number, number] | null = null) => ({
+  timing: { queued, connect_start: connect?.[0] ?? null, connect_end: connect?.[1] ?? null, sent, first_byte: first, last_byte: last },
+});
+
+test("time saved: 12 pipelined requests on a 200 ms link save about one round trip", () => {
+  // One connection (200 ms setup), 12 requests pipelined: all answered ~one round trip after sending.
+  const records = Array.from({ length: 12 }, (_, i) => t(0, 200, 400 + i, 401 + i, i === 0 ? [0, 200] : null));
+  // Baseline: 200 setup + ceil(12/6)=2 × 200 + 1 transfer = 601; real: 412.
+  assert.equal(Math.round(estimateSavedMs(records)), 601 - 412);
+});
+
+test("time saved is never negative and ignores failed requests", () => {
+  assert.equal(estimateSavedMs([t(0, 0, 50, 2000)]), 0);
+  assert.equal(estimateSavedMs([{ timing: { queued: 0, connect_start: null, connect_end: null, sent: null, first_byte: null, last_byte: null } }]), 0);
+  assert.equal(estimateSavedMs([]), 0);
+});

@@ -1,0 +1,38 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { matchingRule, registrableDomain, ruleChoicesFor, ruleMatchesHost } from "../../../extension/src/sites/site-rule.js";
+
+test("registrable domain follows the public suffix list (private entries too)", () => {
+  assert.equal(registrableDomain("www.bbc.co.uk"), "bbc.co.uk");
+  assert.equal(registrableDomain("user.github.io"), "user.github.io");
+  assert.equal(registrableDomain("img.a.test"), "a.test");
+  assert.equal(registrableDomain("127.0.0.1"), "127.0.0.1");
+  assert.equal(registrableDomain("localhost"), "localhost");
+});
+
+test("choices for a page: its registrable domain or its exact host; none for non-http pages", () => {
+  assert.deepEqual(ruleChoicesFor("https://news.example.co.uk:8443/a?b"), {
+    domain: { scope: "domain", name: "example.co.uk" },
+    host: { scope: "host", name: "news.example.co.uk" },
+  });
+  assert.equal(ruleChoicesFor("chrome://newtab/"), null);
+  assert.equal(ruleChoicesFor("not a url"), null);
+});
+
+test("domain rules cover subdomains, host rules only the host", () => {
+  const domain = { scope: "domain", name: "example.com" } as const;
+  const host = { scope: "host", name: "www.example.com" } as const;
+  assert.ok(ruleMatchesHost(domain, "example.com"));
+  assert.ok(ruleMatchesHost(domain, "a.b.example.com"));
+  assert.ok(!ruleMatchesHost(domain, "badexample.com"));
+  assert.ok(ruleMatchesHost(host, "www.example.com"));
+  assert.ok(!ruleMatchesHost(host, "x.www.example.com"));
+});
+
+test("an exact-host rule wins over a domain rule; other schemes never match", () => {
+  const rules = [{ scope: "domain", name: "example.com" }, { scope: "host", name: "www.example.com" }] as const;
+  assert.deepEqual(matchingRule(rules, "http://www.example.com/"), rules[1]);
+  assert.deepEqual(matchingRule(rules, "http://cdn.example.com/"), rules[0]);
+  assert.equal(matchingRule(rules, "ftp://www.example.com/"), null);
+  assert.equal(matchingRule(rules, "http://example.org/"), null);
+});
