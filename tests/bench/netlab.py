@@ -270,21 +270,28 @@ class Host:
             self.argv(argv), input=input, capture_output=True, text=True, timeout=timeout, check=check
         )
 
-    def socket(self, family: int = socket.AF_INET, type: int = socket.SOCK_STREAM) -> Socket:
-        """A socket created inside this namespace (the test process can then use it directly)."""
-        if self.ns is None:
-            return socket.socket(family, type)
-        return in_netns(self.ns, lambda: socket.socket(family, type))
-
-    def connect(self, addr: tuple[str, int], timeout: float = 10.0, *, source: str | None = None,
-                device: str | None = None) -> Socket:
-        """A TCP socket of this namespace connected to addr, optionally bound to a source address/device."""
-        s = self.socket()
+    def socket(
+        self, family: int = socket.AF_INET, type: int = socket.SOCK_STREAM, *,
+        source: str | None = None, device: str | None = None,
+    ) -> Socket:
+        """A socket created inside this namespace (the test process can then use it directly),
+        optionally bound to a source address and/or a device (SO_BINDTODEVICE): that picks the link."""
+        s = socket.socket(family, type) if self.ns is None else in_netns(self.ns, lambda: socket.socket(family, type))
         try:
             if device:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, device.encode())
             if source:
                 s.bind((source, 0))
+        except BaseException:
+            s.close()
+            raise
+        return s
+
+    def connect(self, addr: tuple[str, int], timeout: float = 10.0, *, source: str | None = None,
+                device: str | None = None) -> Socket:
+        """A TCP socket of this namespace connected to addr (see socket() for source/device)."""
+        s = self.socket(source=source, device=device)
+        try:
             s.settimeout(timeout)
             s.connect(addr)
         except BaseException:
