@@ -178,17 +178,21 @@ def test_random_loss_rate(lab: Lab) -> None:
 
 def test_per_client_delay(lab: Lab) -> None:
     client, server = lab.host("client"), lab.host("server")
-    link = lab.link(
-        client, server,
-        LinkProfile(rtt_ms=50, per_client_delay=ClientDelay(table={}, dist="choice", params=(300.0,))),
-    )
+    delays = ClientDelay(dist="uniform", params=(100.0, 400.0), seed=7)
+    link = lab.link(client, server, LinkProfile(rtt_ms=50, per_client_delay=delays))
     extra_ip = link.a_ip.rsplit(".", 1)[0] + ".3"
     client.run(["ip", "addr", "add", f"{extra_ip}/24", "dev", link.a_dev])
     srv = _listener(server, link.b_ip)
-    base = statistics.median(_connect_times(client, (link.b_ip, PORT), source=link.a_ip))
-    second = statistics.median(_connect_times(client, (link.b_ip, PORT), source=extra_ip))
+    measured = {ip: statistics.median(_connect_times(client, (link.b_ip, PORT), source=ip))
+                for ip in (link.a_ip, extra_ip)}
     srv.close()
-    assert 350 <= base <= 350 * 1.15 and 350 <= second <= 350 * 1.15  # drawn once: 50 + 300 each
+    stats = link.stats()
+    assert stats is not None
+    drawn = stats["client_delay_ms"]  # one draw per client address, reported by the emulator
+    assert set(drawn) == set(measured) and len(set(drawn.values())) == 2
+    for ip, ms in measured.items():
+        want = 50 + drawn[ip]
+        assert want <= ms <= want * 1.1, (ip, ms, want)
 
 
 def test_multi_link_routing_by_source_and_device(lab: Lab) -> None:
