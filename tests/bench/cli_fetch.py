@@ -10,7 +10,7 @@ from typing import Any
 from bench.netlab import Host, LinkProfile
 
 LANEFETCH = str(Path(sys.executable).parent / "lanefetch")
-IP_OVERHEAD = 1500 / 1460  # IPv4 + TCP headers per full segment: the link carries packets, not payload
+IP_OVERHEAD = 1500 / 1448  # IPv4 + TCP headers with timestamps per full segment: the link carries packets
 
 PIPELINED = ["--connections", "4"]
 BASELINE = ["--no-pipeline", "--connections", "6"]  # what a browser does over HTTP/1.1

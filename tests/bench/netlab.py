@@ -195,7 +195,7 @@ def in_netns(ns: str, fn: Callable[[], T]) -> T:
                     err = ctypes.get_errno()
                     raise OSError(err, f"setns({ns}): {os.strerror(err)}")
             result.append(fn())
-        except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+        except BaseException as e:
             error.append(e)
 
     t = threading.Thread(target=body, name=f"netns-{ns}")

@@ -242,7 +242,7 @@ def _readable_docroot(docroot: Path, work: Path) -> Path:
         return docroot
     copy = work / "docroot"
     shutil.copytree(docroot, copy, copy_function=shutil.copyfile)
-    for dirpath, dirnames, filenames in os.walk(copy):  # copytree copies directory modes too
+    for dirpath, _dirnames, filenames in os.walk(copy):  # copytree copies directory modes too
         os.chmod(dirpath, 0o755)
         for n in filenames:
             os.chmod(os.path.join(dirpath, n), 0o644)
