@@ -23,8 +23,8 @@ Protocol on stdio (the parent's pipe is also the lifeline: EOF on stdin stops th
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import heapq
 import ipaddress
 import json
