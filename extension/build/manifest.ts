@@ -1,0 +1,33 @@
+// The extension manifest, generated per browser from one description.
+import type { Identity } from "./identity.js";
+
+export type TargetBrowser = "chromium" | "firefox";
+
+export function manifestFor(browser: TargetBrowser, identity: Identity, version: string): Record<string, unknown> {
+  const common = {
+    manifest_version: 3,
+    name: "lanefetch",
+    version,
+    description: "Loads pages of the sites you choose through the lanefetch helper: pipelined HTTP/1.1, fast on slow links.",
+    icons: { "16": "icons/16.png", "32": "icons/32.png", "48": "icons/48.png", "128": "icons/128.png" },
+    action: { default_popup: "popup.html", default_title: "lanefetch", default_icon: { "16": "icons/16.png", "32": "icons/32.png" } },
+    options_ui: { page: "options.html", open_in_tab: true },
+    host_permissions: ["<all_urls>"],
+  };
+  if (browser === "chromium") {
+    return {
+      ...common,
+      key: identity.chromium_manifest_key,
+      // chrome.debugger child sessions (sessionId in Debuggee) need 125.
+      minimum_chrome_version: "125",
+      permissions: ["debugger", "declarativeNetRequest", "webNavigation", "tabs", "storage", "nativeMessaging"],
+      background: { service_worker: "background.js" },
+    };
+  }
+  return {
+    ...common,
+    permissions: ["proxy", "webNavigation", "tabs", "storage", "nativeMessaging"],
+    background: { scripts: ["background.js"] },
+    browser_specific_settings: { gecko: { id: identity.firefox_extension_id, strict_min_version: "128.0" } },
+  };
+}
