@@ -7,6 +7,7 @@ export const PASS_REASONS = {
   websocket: "WebSocket",
   streaming: "event stream",
   range: "range / media request",
+  local_document: "page on a private or loopback address (the browser loads it, to know its address space)",
   private_target: "private or loopback address from a more public page",
   blocked_address: "helper refused a private address",
   too_large: "response above the size limit",

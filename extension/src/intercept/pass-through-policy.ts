@@ -22,6 +22,9 @@ export function decide(request: PausedRequest, page: PageContext): Decision {
   if (type === "eventsource" || /^text\/event-stream\b/i.test(headerValue(request.headers, "accept") ?? "")) {
     return { take: false, reason: "streaming" };
   }
+  // Chromium gives a fulfilled document no IP address, so it counts as public for Local Network Access: every
+  // request it then makes to this machine or the LAN by itself (preflights, pass-throughs) would be refused.
+  if (type === "document" && target !== "public") return { take: false, reason: "local_document" };
   if (type === "media" || headerValue(request.headers, "range") !== undefined) return { take: false, reason: "range" };
   if (!mayReach(page.addressSpace, target)) return { take: false, reason: "private_target" };
   return { take: true };

@@ -26,13 +26,18 @@ interface ConnectionState {
 }
 
 export class OriginServer {
-  readonly log: LoggedRequest[] = [];
   private readonly server: Server;
   private readonly connections = new WeakMap<Socket, ConnectionState>();
   private readonly sockets = new Set<Socket>();
   private connectionCount = 0;
 
-  constructor(private readonly handler: Handler) {
+  constructor(
+    private readonly handler: Handler,
+    /** Loopback address to listen on (the whole 127.0.0.0/8 is this machine: several sites without DNS). */
+    private readonly address = "127.0.0.1",
+    /** Shared by several servers when a test wants one log of everything. */
+    readonly log: LoggedRequest[] = [],
+  ) {
     this.server = createServer({ keepAliveTimeout: 30000 }, (req, res) => void this.onRequest(req, res));
     this.server.on("connection", (socket: Socket) => {
       this.connectionCount += 1;
@@ -49,8 +54,12 @@ export class OriginServer {
   }
 
   async listen(): Promise<number> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => this.server.listen(0, this.address, resolve));
     return this.port;
+  }
+
+  get origin(): string {
+    return `http://${this.address}:${this.port}`;
   }
 
   get port(): number {
@@ -78,7 +87,7 @@ export class OriginServer {
     const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "unknown"}`);
     this.log.push({
       method: req.method ?? "",
-      host: url.hostname,
+      host: url.host,
       path: url.pathname + url.search,
       headers: req.headers,
       connection: state.id,

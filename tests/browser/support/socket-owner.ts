@@ -52,13 +52,20 @@ export function socketOwner(clientPort: number, serverPort: number): SocketOwner
         continue;
       }
       if (link !== target) continue;
-      let cmdline = "";
+      let argv: string[] = [];
       try {
-        cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " ").trim();
+        argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
       } catch {
         // exited meanwhile
       }
-      const kind = /lanefetch/.test(cmdline) ? "helper" : /chrom/.test(cmdline) ? "browser" : "other";
+      // Judge by the program (argv[0], or the script a Python interpreter runs), never by arguments such as paths.
+      // (Chromium rewrites its command line into one string: take the first word.)
+      const program = (argv[0] ?? "").split(" ")[0]?.split("/").pop() ?? "";
+      const script = (argv[1] ?? "").split("/").pop() ?? "";
+      const kind = /^lanefetch/.test(program) || (/^python/.test(program) && /^lanefetch/.test(script))
+        ? "helper"
+        : /^chrom/.test(program) ? "browser" : "other";
+      const cmdline = argv.join(" ").trim();
       return { pid: Number(entry), kind, cmdline };
     }
   }

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { iconPng } from "../../../extension/build/icons.js";
-import type { Handler } from "./origin-server.js";
+import { OriginServer, type Handler, type LoggedRequest } from "./origin-server.js";
 
 export const FONT_FILE = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
@@ -27,10 +27,18 @@ const bigScriptBr = brotliCompressSync(Buffer.from(bigScript));
 
 const NOICON = `<link rel="icon" href="data:,">`;
 
-function originOf(req: IncomingMessage): { self: string; other: string; port: string } {
-  const host = req.headers.host ?? "a.test";
-  const port = host.includes(":") ? host.slice(host.lastIndexOf(":") + 1) : "80";
-  return { self: `http://${host}`, other: `http://b.test:${port}`, port };
+/** Origins the pages refer to: set by the tests once their servers listen. */
+export const siteOptions = {
+  /** A cross-site origin (another loopback address). */
+  other: "http://127.0.0.2:1",
+  /** A same-site, cross-origin origin (same address, another port). */
+  sameSite: "http://127.0.0.1:1",
+  /** Delay in ms applied to every response (makes pipelining observable). */
+  delayMs: 0,
+};
+
+function originOf(req: IncomingMessage): { self: string; other: string; sameSite: string } {
+  return { self: `http://${req.headers.host ?? ""}`, other: siteOptions.other, sameSite: siteOptions.sameSite };
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer, extra: Record<string, string | string[]> = {}): void {
@@ -98,9 +106,9 @@ run().catch((e) => { window.__results = { error: String(e) }; });
 }
 
 function framesPage(req: IncomingMessage): string {
-  const { other, port } = originOf(req);
+  const { other, sameSite } = originOf(req);
   return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body>
-<iframe id="same" src="http://www.a.test:${port}/frame.html?name=same"></iframe>
+<iframe id="same" src="${sameSite}/frame.html?name=same"></iframe>
 <iframe id="cross" src="${other}/frame.html?name=cross"></iframe>
 <script>
 window.__frames = {};
@@ -160,8 +168,6 @@ window.addEventListener("load", () => { window.__widths = [...document.images].m
 </script></body></html>`;
 }
 
-/** Delay in ms applied to every response (makes pipelining observable); tests may change it. */
-export const siteOptions = { delayMs: 0 };
 
 export const testSite: Handler = async (req, res, url) => {
   if (siteOptions.delayMs) await new Promise((ok) => setTimeout(ok, siteOptions.delayMs));
@@ -224,13 +230,16 @@ export const testSite: Handler = async (req, res, url) => {
     case "/js/gzip.js":
       return send(res, 200, "text/javascript", bigScriptGz, { "Content-Encoding": "gzip" });
     case "/js/br.js":
-      return send(res, 200, "text/javascript", bigScriptBr, { "Content-Encoding": "br" });
+      // Chromium offers br on https only: honour Accept-Encoding like a real server.
+      return /\bbr\b/.test(String(req.headers["accept-encoding"]))
+        ? send(res, 200, "text/javascript", bigScriptBr, { "Content-Encoding": "br" })
+        : send(res, 200, "text/javascript", bigScriptGz, { "Content-Encoding": "gzip" });
     case "/js/sri.js":
       return send(res, 200, "text/javascript", SRI_SCRIPT);
     case "/js/sri-bad.js":
       return send(res, 200, "text/javascript", "window.__sriBad = 'executed';\n");
     case "/mod/main.mjs":
-      return send(res, 200, "text/javascript", `import { dep } from "./dep.mjs";\nimport { cross } from "http://b.test:${originOf(req).port}/mod/cross.mjs";\nwindow.__module = dep + "+" + cross;\n`);
+      return send(res, 200, "text/javascript", `import { dep } from "./dep.mjs";\nimport { cross } from "${originOf(req).other}/mod/cross.mjs";\nwindow.__module = dep + "+" + cross;\n`);
     case "/mod/dep.mjs":
       return send(res, 200, "text/javascript", `export const dep = "dep";\n`);
     case "/mod/cross.mjs":
@@ -247,3 +256,35 @@ export const testSite: Handler = async (req, res, url) => {
       return send(res, 404, "text/plain", `no ${path} on ${self}`);
   }
 };
+
+export interface Sites {
+  /** The page's origin (127.0.0.1). */
+  a: OriginServer;
+  /** Same site, another origin (127.0.0.1, another port). */
+  sameSite: OriginServer;
+  /** Another site (127.0.0.2). */
+  other: OriginServer;
+  log: LoggedRequest[];
+  clearLog(): void;
+  close(): Promise<void>;
+}
+
+/** Three origin servers on loopback addresses sharing one log, with the pages pointed at each other. */
+export async function startSites(): Promise<Sites> {
+  const log: LoggedRequest[] = [];
+  const a = new OriginServer(testSite, "127.0.0.1", log);
+  const sameSite = new OriginServer(testSite, "127.0.0.1", log);
+  const other = new OriginServer(testSite, "127.0.0.2", log);
+  await Promise.all([a.listen(), sameSite.listen(), other.listen()]);
+  siteOptions.other = other.origin;
+  siteOptions.sameSite = sameSite.origin;
+  return {
+    a, sameSite, other, log,
+    clearLog: () => {
+      log.length = 0;
+    },
+    close: async () => {
+      await Promise.all([a.close(), sameSite.close(), other.close()]);
+    },
+  };
+}

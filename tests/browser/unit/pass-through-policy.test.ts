@@ -31,6 +31,7 @@ test("what goes to the browser, and why", () => {
     [{ headers: [["Range", "bytes=0-"]], cdpResourceType: "Fetch" }, page, "range"],
     [{ url: "http://192.168.1.1/admin.png" }, page, "private_target"],
     [{ url: "http://127.0.0.1:8080/x" }, page, "private_target"],
+    [{ url: "http://10.0.0.8/", cdpResourceType: "Document" }, { ...page, addressSpace: "private" }, "local_document"],
   ];
   for (const [change, ctx, reason] of cases) {
     assert.deepEqual(decide(request(change), ctx), { take: false, reason }, JSON.stringify(change));

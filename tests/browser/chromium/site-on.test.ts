@@ -1,0 +1,72 @@
+// A page of an enabled site in real Chromium: every subresource kind arrives intact, fetched by the helper, and
+// nothing but CORS preflights (and, for a loopback page, its document) reaches the origin servers from the browser itself.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import { startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+let browser: Browser;
+
+before(async () => {
+  sites = await startSites();
+  browser = await launch(freshProfile(true));
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+});
+after(async () => {
+  await browser.close();
+  await sites.close();
+});
+
+function notFromHelper(): string[] {
+  return sites.log.filter((r) => r.owner.kind !== "helper").map((r) => `${r.method} ${r.host}${r.path} (${r.owner.kind})`);
+}
+
+test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, redirect, gzip/br, SRI — via the helper", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  const url = `${sites.a.origin}/index.html`;
+  const other = sites.other.origin;
+  await openPage(page, url);
+  await page.waitForFunction(() => (window as unknown as { __results?: unknown }).__results !== undefined, undefined, { timeout: 20000 });
+  const r = await page.evaluate(() => (window as unknown as { __results: Record<string, unknown> }).__results);
+  assert.equal(r.error, undefined, String(r.error));
+  assert.equal(r.img, 17);
+  assert.equal(r.crossImg, 23);
+  assert.equal(r.redirected, 29, "redirect followed to the right image");
+  assert.equal(r.classic, "same-origin classic");
+  assert.equal(r.cross, "cross-origin classic");
+  assert.deepEqual(r.compressed, [120000, 120000], "both compressed scripts decoded and ran");
+  assert.equal(r.sri, "ran", "SRI-checked script with the right hash ran");
+  assert.equal(r.sriBad, "blocked", "SRI still blocks a script with the wrong hash");
+  assert.equal(r.fetch, true);
+  assert.equal(r.xhr, true);
+  assert.match(String(r.cookieEcho), /lf_http=1/, "HttpOnly cookie from a fulfilled Set-Cookie was stored and sent");
+  assert.match(String(r.cookieEcho), /lf_js=2/);
+  assert.equal(r.documentCookie, "lf_js=2", "HttpOnly stays hidden from the page");
+  assert.equal(r.corsCredentialed, true);
+  assert.equal(r.preflighted, true);
+  assert.deepEqual(r.fonts, ["LfNoCors:error", "LfOk:loaded"], "CORS still enforced on fonts");
+  assert.equal(r.cssBackground, `url("${other}/img/bg.png")`, "relative url() resolved against the stylesheet");
+  assert.equal(r.cssRule, "applied");
+  assert.equal(r.module, "dep+cross");
+  await page.waitForTimeout(300);
+
+  const seen = sites.log.map((x) => `${x.method} ${x.host}${x.path}`);
+  const a = new URL(url).host;
+  const b = new URL(other).host;
+  for (const p of [`${a}/index.html`, `${b}/img/bg.png`, `${b}/mod/cross.mjs`, `${a}/redirect?to=/img/29.png`, `${a}/img/29.png`,
+    `${b}/font/cors.ttf`, `${b}/font/nocors.ttf`, `${a}/js/sri-bad.js`, `${a}/js/gzip.js`, `${a}/js/br.js`, `${a}/echo-cookie`]) {
+    assert.ok(seen.includes(`GET ${p}`), `${p} requested (got ${seen.join(", ")})`);
+  }
+  assert.deepEqual(notFromHelper().sort(), [`GET ${a}/index.html (browser)`, `OPTIONS ${b}/cors/data.txt (browser)`],
+    "only the loopback page's document and the CORS preflight went from the browser");
+  const tab = await tabIdOf(browser.worker, url);
+  const s = await tabStatus(browser.context, tab);
+  assert.equal(s.helper.status, "connected");
+  assert.equal(s.tab.intercepting, true);
+  assert.equal(s.counts.passed.preflight, 1, JSON.stringify(s.counts));
+  assert.equal(s.counts.passed.local_document, 1, JSON.stringify(s.counts));
+  assert.equal(s.counts.accelerated, sites.log.length - 2, JSON.stringify(s.counts));
+  await page.close();
+});

@@ -1,0 +1,86 @@
+// Real Chromium (Debian's) with the built extension, on a fresh user-data-dir, optionally with the real helper
+// registered into it by `lanefetch install --chromium-user-data-dir`.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { chromium, type BrowserContext, type Page, type Worker } from "playwright-core";
+import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
+import type { StatusReply } from "../../../extension/src/background/popup-api.js";
+import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
+
+const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { chromium_extension_id: string };
+export const EXTENSION_ID = identity.chromium_extension_id;
+
+export interface Browser {
+  context: BrowserContext;
+  worker: Worker;
+  userDataDir: string;
+  close(): Promise<void>;
+  /** Closes the browser but keeps the profile (for restart tests). */
+  quit(): Promise<void>;
+}
+
+export function freshProfile(withHelper: boolean): string {
+  const dir = mkdtempSync(join(tmpdir(), "lf-chromium-profile-"));
+  if (withHelper) execFileSync(helperCli, ["install", "--browser", "chromium", "--chromium-user-data-dir", dir], { stdio: "pipe" });
+  return dir;
+}
+
+export async function launch(userDataDir: string): Promise<Browser> {
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumExecutable,
+    headless: true,
+    args: [
+      "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+      "--disable-sync", `--disable-extensions-except=${chromiumDist}`, `--load-extension=${chromiumDist}`,
+    ],
+  });
+  const prefix = `chrome-extension://${EXTENSION_ID}/`;
+  let worker = context.serviceWorkers().find((w) => w.url().startsWith(prefix));
+  worker ??= await context.waitForEvent("serviceworker", { predicate: (w) => w.url().startsWith(prefix), timeout: 15000 });
+  await new Promise((r) => setTimeout(r, 1000));
+  const quit = async (): Promise<void> => {
+    await context.close();
+  };
+  return {
+    context, worker, userDataDir, quit,
+    close: async () => {
+      await quit();
+      rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function setSites(worker: Worker, sites: SiteRule[]): Promise<void> {
+  await worker.evaluate(async (s) => {
+    await chrome.storage.local.set({ sites: s.map((x) => ({ ...x, added: Date.now() })) });
+  }, sites);
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+/** Navigates to a page of an enabled site: the gate blocks the first try and the extension navigates again. */
+export async function openPage(page: Page, url: string): Promise<void> {
+  try {
+    await page.goto(url, { waitUntil: "load" });
+  } catch (e) {
+    if (!/ERR_BLOCKED_BY_CLIENT|interrupted by another navigation|frame was detached/i.test(String(e))) throw e;
+    await page.waitForLoadState("load");
+  }
+}
+
+export async function tabIdOf(worker: Worker, url: string): Promise<number> {
+  const id = await worker.evaluate(async (u) => (await chrome.tabs.query({})).find((t) => t.url === u)?.id, url);
+  if (id === undefined) throw new Error(`no tab shows ${url}`);
+  return id;
+}
+
+export async function tabStatus(context: BrowserContext, tabId: number): Promise<StatusReply> {
+  const page = await context.newPage();
+  try {
+    await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    return await page.evaluate((id) => chrome.runtime.sendMessage({ type: "lanefetch/status", tabId: id }), tabId);
+  } finally {
+    await page.close();
+  }
+}
