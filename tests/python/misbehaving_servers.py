@@ -144,7 +144,8 @@ def ordinary(req: Received, *, extra: Iterable[tuple[str, str]] = (), version: s
         trailers = [("X-Checksum", sha(body)), ("X-Count", str(len(body)))]
         hdrs.append(("Trailer", "X-Checksum, X-Count"))
         if not with_body:
-            return response(200, headers=hdrs, length=None, with_body=False, version=version)
+            return response(200, headers=[*hdrs, ("Transfer-Encoding", "chunked")], length=None, with_body=False,
+                            version=version)
         return response(200, body, headers=hdrs, chunks=[1, 17, 4096, 3], trailers=trailers, version=version)
     if path.startswith("/hints/"):
         early = response(100, length=None) + response(103, headers=[("Link", "</style.css>; rel=preload")],
@@ -805,5 +806,70 @@ def bulk(piece: int = 65536) -> Scenario:
             for i in range(head_len, len(full), piece):
                 await conn.send(full[i : i + piece], completes=0, begins=False)
             conn.answered += 1
+
+    return run
+
+
+def close_delimited(path: str, settle: float = 0.02) -> Scenario:
+    """Answers normally, except ``path``: HTTP/1.1 200 with neither Content-Length nor chunked, so the body
+    ends when the server closes (it does, right after). Requests pipelined behind it are never answered."""
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            await conn.settle(settle)
+            if req.path == path:
+                await conn.answer(req, response(200, content(path), headers=[("ETag", etag(path))], length=None))
+                await asyncio.sleep(0.02)
+                conn.server.state.setdefault("unanswered_at_close", []).append(conn.outstanding())  # type: ignore[union-attr]
+                await conn.close()
+                return
+            await conn.answer(req)
+
+    return run
+
+
+def always_close(settle: float = 0.02) -> Scenario:
+    """A server without keep-alive: every response says ``Connection: close`` and the server closes."""
+
+    async def run(conn: ServerConn) -> None:
+        req = await conn.next_request()
+        if req is None:
+            return
+        await conn.settle(settle)
+        await conn.answer(req, ordinary(req, extra=[("Connection", "close")]))
+        await conn.close()
+
+    return run
+
+
+def idle_close(idle: float, settle: float = 0.02) -> Scenario:
+    """Closes a keep-alive connection after ``idle`` s without a request (keepalive_timeout)."""
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request(timeout=idle)) is not None:
+            await conn.settle(settle)
+            await conn.answer(req)
+        conn.server.state["idle_closes"] = int(conn.server.state.get("idle_closes", 0)) + 1  # type: ignore[call-overload]
+        await conn.close()
+
+    return run
+
+
+def one_off_close(k: int, settle: float = 0.02) -> Scenario:
+    """The first connection says ``Connection: close`` on its k-th response and closes (a graceful reload, a
+    restarted worker); every later connection keeps alive without any limit."""
+    good = well_behaved(settle)
+
+    async def run(conn: ServerConn) -> None:
+        if conn.index > 0:
+            return await good(conn)
+        for i in range(1, k + 1):
+            req = await conn.next_request()
+            if req is None:
+                return
+            await conn.settle(settle)
+            await conn.answer(req, ordinary(req, extra=[("Connection", "close")] if i == k else []))
+        await asyncio.sleep(0.02)
+        await conn.close()
 
     return run
