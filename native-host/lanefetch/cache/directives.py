@@ -1,0 +1,103 @@
+"""Cache-Control (RFC 9111 §5.2) and Pragma (§5.4) as the cache reads them.
+
+Directive names are case-insensitive; a directive given twice, or with a value that is not a valid
+delta-seconds where one is required, is treated the way §4.2.1 asks: "invalid" freshness, which
+makes the response stale (max-age becomes 0). Unknown directives are ignored."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_DELTA = re.compile(r"[0-9]+")
+# A delta-seconds larger than this is taken as this (RFC 9111 §1.2.2: 2^31).
+MAX_DELTA = 2**31
+
+
+@dataclass(frozen=True)
+class CacheControl:
+    no_store: bool = False
+    no_cache: bool = False
+    private: bool = False
+    public: bool = False
+    must_revalidate: bool = False
+    max_age: int | None = None  # None: absent; 0 also stands for "present but invalid"
+    s_maxage: int | None = None
+    min_fresh: int | None = None
+    only_if_cached: bool = False
+
+
+def _split(values: Iterable[str]) -> list[tuple[str, str | None]]:
+    """Directives as (lower-case name, value or None), honouring quoted strings with commas."""
+    out: list[tuple[str, str | None]] = []
+    for text in values:
+        i, n = 0, len(text)
+        while i < n:
+            # one directive: name [= token | quoted-string]
+            while i < n and text[i] in " \t,":
+                i += 1
+            start = i
+            while i < n and text[i] not in "=,":
+                i += 1
+            name = text[start:i].strip().lower()
+            value: str | None = None
+            if i < n and text[i] == "=":
+                i += 1
+                while i < n and text[i] in " \t":
+                    i += 1
+                if i < n and text[i] == '"':
+                    i += 1
+                    chars: list[str] = []
+                    while i < n and text[i] != '"':
+                        if text[i] == "\\" and i + 1 < n:
+                            i += 1
+                        chars.append(text[i])
+                        i += 1
+                    i += 1  # the closing quote (or the end)
+                    value = "".join(chars)
+                    while i < n and text[i] != ",":
+                        i += 1
+                else:
+                    start = i
+                    while i < n and text[i] != ",":
+                        i += 1
+                    value = text[start:i].strip()
+            if name:
+                out.append((name, value))
+    return out
+
+
+def _delta(value: str | None) -> int:
+    """delta-seconds, or 0 when invalid (an invalid freshness value means stale)."""
+    if value is None or not _DELTA.fullmatch(value):
+        return 0
+    return min(int(value), MAX_DELTA)
+
+
+def parse_cache_control(values: Iterable[str]) -> CacheControl:
+    """All Cache-Control field lines of one message, in order."""
+    flags: dict[str, bool] = {}
+    deltas: dict[str, int | None] = {}
+    for name, value in _split(values):
+        if name in ("max-age", "s-maxage", "min-fresh"):
+            # a duplicate freshness directive is invalid: stale (§4.2.1)
+            deltas[name] = 0 if name in deltas else _delta(value)
+        else:
+            flags[name] = True
+    return CacheControl(
+        no_store=flags.get("no-store", False),
+        no_cache=flags.get("no-cache", False),
+        private=flags.get("private", False),
+        public=flags.get("public", False),
+        must_revalidate=flags.get("must-revalidate", False),
+        max_age=deltas.get("max-age"),
+        s_maxage=deltas.get("s-maxage"),
+        min_fresh=deltas.get("min-fresh"),
+        only_if_cached=flags.get("only-if-cached", False),
+    )
+
+
+def pragma_no_cache(values: Iterable[str]) -> bool:
+    """`Pragma: no-cache` (§5.4); only meaningful when the request has no Cache-Control."""
+    return any(name == "no-cache" for name, _ in _split(values))

@@ -1,0 +1,88 @@
+"""An in-memory store with the same rules as the SQLite one (one entry per key, LRU by size), for
+private browsing: it lives and dies with the engine and never touches the disk."""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .entry import StoredEntry, StoredHead
+from .store import StoreStats
+
+
+@dataclass
+class _Row:
+    key: tuple[str, str, str, str]
+    head: StoredHead
+    body: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.head.to_json()) + len(self.body)
+
+
+class MemoryStore:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._rows: OrderedDict[int, _Row] = OrderedDict()  # least recently used first
+        self._by_key: dict[tuple[str, str, str, str], int] = {}
+        self._ids = itertools.count(1)
+        self._total = 0
+
+    def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]:
+        return [StoredEntry(i, r.head) for i, r in self._rows.items() if r.key[:3] == (partition, method, url)]
+
+    def body(self, entry_id: int) -> bytes | None:
+        row = self._rows.get(entry_id)
+        return None if row is None else row.body
+
+    def put(self, partition: str, method: str, url: str, variant: str, head: StoredHead, body: bytes) -> None:
+        row = _Row((partition, method, url, variant), head, body)
+        if row.size > self.max_bytes:
+            return
+        old = self._by_key.get(row.key)
+        if old is not None:
+            self.delete(old)
+        entry_id = next(self._ids)
+        self._rows[entry_id] = row
+        self._by_key[row.key] = entry_id
+        self._total += row.size
+        while self._total > self.max_bytes:
+            self.delete(next(iter(self._rows)))
+
+    def update_head(self, entry_id: int, head: StoredHead) -> None:
+        row = self._rows.get(entry_id)
+        if row is not None:
+            self._total -= row.size
+            row.head = head
+            self._total += row.size
+            self._rows.move_to_end(entry_id)
+
+    def touch(self, entry_ids: list[int]) -> None:
+        for i in entry_ids:
+            if i in self._rows:
+                self._rows.move_to_end(i)
+
+    def delete(self, entry_id: int) -> None:
+        row = self._rows.pop(entry_id, None)
+        if row is not None:
+            self._total -= row.size
+            del self._by_key[row.key]
+
+    def delete_url(self, partition: str, url: str) -> None:
+        for i in [i for i, r in self._rows.items() if r.key[0] == partition and r.key[2] == url]:
+            self.delete(i)
+
+    def stats(self) -> StoreStats:
+        return StoreStats(len(self._rows), self._total, "memory")
+
+    def clear(self) -> int:
+        n = len(self._rows)
+        self._rows.clear()
+        self._by_key.clear()
+        self._total = 0
+        return n
+
+    def close(self) -> None:
+        self.clear()

@@ -1,0 +1,195 @@
+"""The persistent store: one SQLite database (WAL) in the user's cache directory.
+
+Crash safety: an entry's head and body go into one row in one transaction, written only once the
+body is complete, so a crash (or kill) mid-write leaves the previous state: the entry is absent,
+never partial. Each row also carries a SHA-256 over head and body, checked on every read; a row that
+fails it (disk corruption, a tampered file) is deleted and counts as a miss. A file that is not a
+database at all is moved aside and a new one started: it is a cache.
+
+Size: the sum of heads and bodies is kept at or below max_bytes by deleting the least recently used
+entries (reads count as use) in the same transaction that stores a new one; the file is shrunk with
+incremental vacuum. Several helper processes (one per browser, the CLI) may share the file: SQLite
+serialises their writes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from .entry import StoredEntry, StoredHead
+from .store import StoreStats
+
+SCHEMA_VERSION = 1
+DB_NAME = "cache.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY,
+    partition TEXT NOT NULL,
+    method TEXT NOT NULL,
+    url TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    head TEXT NOT NULL,
+    body BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    checksum BLOB NOT NULL,
+    last_used REAL NOT NULL,
+    UNIQUE (partition, method, url, variant)
+);
+CREATE INDEX IF NOT EXISTS entries_lru ON entries (last_used, id);
+"""
+
+
+def checksum(head_json: str, body: bytes) -> bytes:
+    h = hashlib.sha256(head_json.encode("utf-8"))
+    h.update(b"\0")
+    h.update(body)
+    return h.digest()
+
+
+class SqliteStore:
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.directory = directory
+        self.path = directory / DB_NAME
+        self.max_bytes = max_bytes
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError:
+            # Not a database (or one beyond repair): keep it aside for a post-mortem, start anew.
+            for suffix in ("", "-wal", "-shm"):
+                p = Path(str(self.path) + suffix)
+                if p.exists():
+                    p.replace(Path(str(p) + ".broken"))
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0)
+        try:
+            db.execute("PRAGMA busy_timeout = 10000")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")  # with WAL: consistent after any crash
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA_VERSION):
+                db.execute("DROP TABLE IF EXISTS entries")
+            if version != SCHEMA_VERSION:
+                db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                db.execute("VACUUM")  # auto_vacuum takes effect on an empty database only after this
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("PRAGMA quick_check").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- reads ---------------------------------------------------------------------------------------------
+
+    def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]:
+        rows = self._db.execute(
+            "SELECT id, head FROM entries WHERE partition = ? AND method = ? AND url = ?", (partition, method, url)
+        ).fetchall()
+        out = []
+        for entry_id, head_json in rows:
+            try:
+                out.append(StoredEntry(int(entry_id), StoredHead.from_json(head_json)))
+            except (ValueError, KeyError, TypeError):
+                self.delete(int(entry_id))
+        return out
+
+    def body(self, entry_id: int) -> bytes | None:
+        row = self._db.execute("SELECT head, body, checksum FROM entries WHERE id = ?", (entry_id,)).fetchone()
+        if row is None:
+            return None
+        head_json, body, stored_sum = row
+        if checksum(head_json, body) != stored_sum:
+            self.delete(entry_id)
+            return None
+        return bytes(body)
+
+    def stats(self) -> StoreStats:
+        count, total = self._db.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM entries").fetchone()
+        return StoreStats(int(count), int(total), str(self.path))
+
+    # -- writes --------------------------------------------------------------------------------------------
+
+    def put(self, partition: str, method: str, url: str, variant: str, head: StoredHead, body: bytes) -> None:
+        head_json = head.to_json()
+        size = len(head_json) + len(body)
+        if size > self.max_bytes:
+            return
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO entries (partition, method, url, variant, head, body, size, checksum, last_used)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (partition, method, url, variant) DO UPDATE SET head = excluded.head,"
+                " body = excluded.body, size = excluded.size, checksum = excluded.checksum,"
+                " last_used = excluded.last_used",
+                (partition, method, url, variant, head_json, body, size, checksum(head_json, body), time.time()),
+            )
+            self._evict(db)
+        self._db.execute("PRAGMA incremental_vacuum")
+
+    def _evict(self, db: sqlite3.Connection) -> None:
+        total = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0])
+        while total > self.max_bytes:
+            victims = db.execute("SELECT id, size FROM entries ORDER BY last_used, id LIMIT 64").fetchall()
+            if not victims:
+                return
+            for entry_id, size in victims:
+                db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+                total -= int(size)
+                if total <= self.max_bytes:
+                    return
+
+    def update_head(self, entry_id: int, head: StoredHead) -> None:
+        head_json = head.to_json()
+        with self._write() as db:
+            row = db.execute("SELECT body FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            if row is None:
+                return
+            body = bytes(row[0])
+            db.execute(
+                "UPDATE entries SET head = ?, size = ?, checksum = ?, last_used = ? WHERE id = ?",
+                (head_json, len(head_json) + len(body), checksum(head_json, body), time.time(), entry_id),
+            )
+
+    def touch(self, entry_ids: list[int]) -> None:
+        if not entry_ids:
+            return
+        t = time.time()
+        with self._write() as db:
+            db.executemany("UPDATE entries SET last_used = ? WHERE id = ?", [(t, i) for i in entry_ids])
+
+    def delete(self, entry_id: int) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+
+    def delete_url(self, partition: str, url: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM entries WHERE partition = ? AND url = ?", (partition, url))
+
+    def clear(self) -> int:
+        with self._write() as db:
+            n = int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+            db.execute("DELETE FROM entries")
+        self._db.execute("PRAGMA incremental_vacuum")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return n
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,40 @@
+"""What the cache needs from storage, whatever keeps the entries (SQLite on disk, or memory for
+private browsing). Keys are (partition, method, URL) plus the variant (the request's values of the
+fields the response varies on); one entry per key. Implementations are synchronous: the asyncio
+shell (http_cache.py) runs them on one worker thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .entry import StoredEntry, StoredHead
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    entries: int
+    bytes: int  # bodies and heads as stored
+    location: str  # a path, or "memory"
+
+
+class EntryStore(Protocol):
+    max_bytes: int
+
+    def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]: ...
+
+    def body(self, entry_id: int) -> bytes | None:
+        """The entry's body, or None if it is gone or fails its integrity check (then it is removed)."""
+        ...
+
+    def put(self, partition: str, method: str, url: str, variant: str, head: StoredHead, body: bytes) -> None:
+        """Store (or replace) one complete entry, then evict least recently used ones beyond max_bytes."""
+        ...
+
+    def update_head(self, entry_id: int, head: StoredHead) -> None: ...
+    def touch(self, entry_ids: list[int]) -> None: ...
+    def delete(self, entry_id: int) -> None: ...
+    def delete_url(self, partition: str, url: str) -> None: ...
+    def stats(self) -> StoreStats: ...
+    def clear(self) -> int: ...
+    def close(self) -> None: ...

@@ -1,0 +1,65 @@
+"""Validation (RFC 9111 §4.3): the conditional request that checks a stored response, and what a
+304 Not Modified does to it.
+
+- The conditional request carries the stored ETag as If-None-Match and the stored Last-Modified as
+  If-Modified-Since (both when both exist: servers such as nginx then require both to match).
+- A 304 selects the stored response it validates (§4.3.4): if it carries a strong ETag, the stored
+  one must be that same ETag; if it carries a Last-Modified, the stored one must equal it. A 304 that
+  names a different representation updates nothing and cannot be answered from the store.
+- The stored head is updated from the 304 (§3.2): every field in the 304 replaces the stored field of
+  that name, except fields never stored, Content-Length, and the fields that describe how the stored
+  body is encoded (Content-Encoding, Content-Range, Transfer-Encoding), which must keep matching the
+  bytes kept. The 304's request and response times become the entry's: freshness starts again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .entry import StoredHead
+from .storability import NEVER_STORED
+from .vary import Headers
+
+CONDITIONAL_FIELDS = frozenset({"if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range"})
+_KEEP_STORED = frozenset({"content-length", "content-encoding", "content-range", "transfer-encoding"})
+
+
+def conditional_headers(head: StoredHead) -> Headers:
+    out: Headers = []
+    etag = head.get("etag")
+    if etag is not None:
+        out.append(("If-None-Match", etag))
+    last_modified = head.get("last-modified")
+    if last_modified is not None:
+        out.append(("If-Modified-Since", last_modified))
+    return out
+
+
+def _strong(etag: str | None) -> str | None:
+    if etag is None:
+        return None
+    etag = etag.strip()
+    return None if etag.startswith("W/") else etag
+
+
+def validates(stored: StoredHead, not_modified: Headers) -> bool:
+    """Whether a 304 with these fields refers to the stored response (§4.3.4 selection)."""
+    new_etag = next((v for k, v in not_modified if k.lower() == "etag"), None)
+    strong = _strong(new_etag)
+    if strong is not None:
+        return _strong(stored.get("etag")) == strong
+    new_lm = next((v for k, v in not_modified if k.lower() == "last-modified"), None)
+    if new_lm is not None and stored.get("last-modified") is not None:
+        return new_lm.strip() == (stored.get("last-modified") or "").strip()
+    return True  # only a weak or no validator: it answers the one entry we asked about
+
+
+def updated_head(stored: StoredHead, not_modified: Headers, request_time: float, response_time: float) -> StoredHead:
+    """The stored head refreshed by a 304 (call validates() first)."""
+    named = {t.strip().lower() for k, v in not_modified if k.lower() == "connection" for t in v.split(",")}
+    incoming = [
+        (k, v) for k, v in not_modified
+        if k.lower() not in NEVER_STORED and k.lower() not in _KEEP_STORED and k.lower() not in named
+    ]
+    replaced = {k.lower() for k, _ in incoming}
+    headers = [(k, v) for k, v in stored.headers if k.lower() not in replaced] + incoming
+    return replace(stored, headers=headers, request_time=request_time, response_time=response_time)

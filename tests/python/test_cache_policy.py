@@ -1,0 +1,262 @@
+"""The sans-I/O cache rules (RFC 9111): Cache-Control parsing, freshness and age, Vary matching,
+which responses are stored, validation and 304 updates, and the lookup decision."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lanefetch.cache.dates import parse_http_date
+from lanefetch.cache.directives import MAX_DELTA, parse_cache_control, pragma_no_cache
+from lanefetch.cache.entry import StoredEntry, StoredHead
+from lanefetch.cache.freshness import HEURISTIC_CAP, current_age, is_fresh, lifetime
+from lanefetch.cache.policy import Bypass, Hit, Miss, Revalidate, decide, invalidates, served_headers
+from lanefetch.cache.storability import may_store, stored_fields
+from lanefetch.cache.validation import conditional_headers, updated_head, validates
+from lanefetch.cache.vary import matches, normalised_value, request_values, variant_key, vary_fields
+
+NOW = 1_700_000_000.0
+
+
+def date(t: float) -> str:
+    return formatdate(t, usegmt=True)
+
+
+def head(*headers: tuple[str, str], status: int = 200, request_time: float = NOW, response_time: float = NOW,
+         vary: dict[str, str | None] | None = None, heuristic_ok: bool = True) -> StoredHead:
+    return StoredHead(status, "OK", "1.1", list(headers), request_time, response_time, vary or {}, heuristic_ok)
+
+
+# -- Cache-Control --------------------------------------------------------------------------------------
+
+
+def test_cache_control_directives() -> None:
+    cc = parse_cache_control(['public, Max-Age=60, no-cache="Set-Cookie"', "must-revalidate", "s-maxage=5"])
+    assert cc.public and cc.no_cache and cc.must_revalidate and cc.max_age == 60 and cc.s_maxage == 5
+    assert not cc.no_store and not cc.private
+    assert parse_cache_control(['private="a, b", no-store']).no_store  # comma inside a quoted string
+    assert parse_cache_control(["max-age=abc"]).max_age == 0  # invalid: stale
+    assert parse_cache_control(["max-age=10, max-age=20"]).max_age == 0  # duplicate: invalid
+    assert parse_cache_control(['max-age="30"']).max_age == 30
+    assert parse_cache_control(["max-age=99999999999999"]).max_age == MAX_DELTA
+    assert parse_cache_control([]) == parse_cache_control([""]) == parse_cache_control([" , ,"])
+    assert pragma_no_cache(["no-cache"]) and not pragma_no_cache(["x=no-cache"])
+
+
+_NAMES = st.sampled_from(["no-store", "no-cache", "private", "public", "must-revalidate", "x-ext", "immutable"])
+
+
+@given(st.lists(st.tuples(_NAMES, st.booleans()), max_size=6), st.integers(0, 10**6) | st.none(),
+       st.sampled_from([", ", ",", " ,  "]))
+def test_cache_control_round_trip(flags: list[tuple[str, bool]], max_age: int | None, sep: str) -> None:
+    parts = [name.upper() if upper else name for name, upper in flags]
+    if max_age is not None:
+        parts.append(f"max-age={max_age}")
+    cc = parse_cache_control([sep.join(parts)])
+    names = {n for n, _ in flags}
+    assert cc.no_store == ("no-store" in names) and cc.no_cache == ("no-cache" in names)
+    assert cc.private == ("private" in names) and cc.public == ("public" in names)
+    assert cc.must_revalidate == ("must-revalidate" in names)
+    assert cc.max_age == max_age
+    # splitting the same directives over several field lines means the same
+    assert parse_cache_control(parts) == cc
+
+
+@given(st.text(max_size=80))
+def test_cache_control_never_raises(text: str) -> None:
+    cc = parse_cache_control([text])
+    assert cc.max_age is None or 0 <= cc.max_age <= MAX_DELTA
+
+
+@given(st.floats(0, 4_000_000_000, allow_nan=False).map(int))
+def test_http_date_round_trip(t: int) -> None:
+    assert parse_http_date(date(t)) == t
+
+
+def test_http_date_forms() -> None:
+    t = 784111777.0
+    assert parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == t
+    assert parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT") == t
+    assert parse_http_date("Sun Nov  6 08:49:37 1994") == t
+    assert parse_http_date("yesterday") is None and parse_http_date(None) is None
+    assert parse_http_date("Sun, 06 Nov 99999 08:49:37 GMT") is None
+
+
+# -- freshness and age ------------------------------------------------------------------------------------
+
+
+def test_max_age_wins_over_expires_and_s_maxage_is_ignored() -> None:
+    h = head(("Cache-Control", "max-age=100, s-maxage=9999"), ("Date", date(NOW)), ("Expires", date(NOW + 5)))
+    assert lifetime(h) == 100
+    assert is_fresh(h, NOW + 99) and not is_fresh(h, NOW + 101)
+    assert lifetime(head(("Cache-Control", "s-maxage=9999"))) == 0
+
+
+def test_expires_relative_to_date_and_invalid_expires_is_stale() -> None:
+    assert lifetime(head(("Date", date(NOW - 50)), ("Expires", date(NOW + 50)))) == 100
+    assert lifetime(head(("Expires", "0"))) == 0
+    assert lifetime(head(("Date", date(NOW)), ("Expires", date(NOW - 10)))) == 0
+
+
+def test_heuristic_freshness_is_ten_percent_of_last_modified_age_capped() -> None:
+    lm = head(("Date", date(NOW)), ("Last-Modified", date(NOW - 1000)))
+    assert lifetime(lm) == 100
+    # measured from Date (when the response was made), not from now: it does not grow as the entry ages
+    assert is_fresh(lm, NOW + 99) and not is_fresh(lm, NOW + 101)
+    assert lifetime(head(("Date", date(NOW)), ("Last-Modified", date(NOW - 10**9)))) == HEURISTIC_CAP
+    assert lifetime(head(("Last-Modified", date(NOW - 1000)), status=302)) == 0  # not cacheable by default
+    assert lifetime(head(("Date", date(NOW)), ("Last-Modified", date(NOW - 1000)), heuristic_ok=False)) == 0
+
+
+def test_age_follows_rfc_9111_4_2_3() -> None:
+    # Age header plus the round trip: 3000 + 2 s; Date says 1 s old; resident 10 s.
+    h = head(("Date", date(NOW - 1)), ("Age", "3000"), request_time=NOW - 2, response_time=NOW)
+    assert current_age(h, NOW + 10) == pytest.approx(3012)
+    assert not is_fresh(replace_headers(h, ("Cache-Control", "max-age=3600")), NOW + 600)
+    assert is_fresh(replace_headers(h, ("Cache-Control", "max-age=3600")), NOW + 500)
+    # the apparent age (server clock behind) wins when it is larger
+    h2 = head(("Date", date(NOW - 100)), ("Age", "5"), request_time=NOW, response_time=NOW)
+    assert current_age(h2, NOW) == 100
+    assert current_age(head(("Age", "junk")), NOW) == 0
+
+
+def replace_headers(h: StoredHead, *extra: tuple[str, str]) -> StoredHead:
+    return StoredHead(h.status, h.reason, h.http_version, h.headers + list(extra), h.request_time, h.response_time,
+                      h.vary, h.heuristic_ok)
+
+
+# -- Vary -------------------------------------------------------------------------------------------------
+
+
+def test_vary_matching_normalises_and_star_never_stores() -> None:
+    assert vary_fields(["Accept-Encoding, accept-language", "Accept-Encoding"]) == ["accept-encoding",
+                                                                                  "accept-language"]
+    assert vary_fields(["Accept, *"]) is None
+    stored = request_values([("Accept-Encoding", "gzip,   br"), ("Accept-Encoding", "zstd")], ["accept-encoding"])
+    assert stored == {"accept-encoding": "gzip, br, zstd"}
+    assert matches(stored, [("accept-encoding", "gzip, br , zstd")])
+    assert not matches(stored, [("Accept-Encoding", "gzip")])
+    assert not matches({"accept": None}, [("Accept", "*/*")]) and matches({"accept": None}, [])
+    assert variant_key({"a": None}) != variant_key({"a": ""})
+
+
+@given(st.lists(st.sampled_from(["gzip", "br", "zstd", "deflate"]), min_size=1, max_size=4),
+       st.sampled_from([",", ", ", " ,\t"]))
+def test_vary_value_normalisation_ignores_whitespace(codings: list[str], sep: str) -> None:
+    a = normalised_value([("Accept-Encoding", sep.join(codings))], "accept-encoding")
+    b = normalised_value([("accept-encoding", c) for c in codings], "accept-encoding")
+    assert a == b == ", ".join(codings)
+
+
+# -- storability ------------------------------------------------------------------------------------------
+
+FRESH = ("Cache-Control", "max-age=60")
+ETAG = ("ETag", '"x"')
+
+
+@pytest.mark.parametrize(("method", "req", "resp", "status", "ok"), [
+    ("GET", [], [FRESH], 200, True),
+    ("HEAD", [], [FRESH], 200, False),
+    ("POST", [], [FRESH], 200, False),
+    ("GET", [], [("Cache-Control", "no-store, max-age=60")], 200, False),
+    ("GET", [("Cache-Control", "no-store")], [FRESH], 200, False),
+    ("GET", [], [("Cache-Control", "private, max-age=60")], 200, True),  # a private cache
+    ("GET", [], [FRESH, ("Vary", "*")], 200, False),
+    ("GET", [], [], 200, False),  # neither freshness nor validator: never reusable
+    ("GET", [], [ETAG], 200, True),
+    ("GET", [], [ETAG], 302, False),  # 302 is not cacheable by default
+    ("GET", [], [FRESH], 302, True),  # ... but is with explicit freshness
+    ("GET", [], [FRESH], 206, False),
+    ("GET", [], [ETAG], 404, True),
+    ("GET", [], [("Cache-Control", "no-cache")], 200, False),  # must revalidate, cannot: useless
+    ("GET", [], [("Cache-Control", "no-cache"), ETAG], 200, True),
+    ("GET", [("Authorization", "Basic x")], [FRESH, ETAG], 200, False),
+    ("GET", [("Authorization", "Basic x")], [("Cache-Control", "public, max-age=60")], 200, True),
+    ("GET", [("Authorization", "Basic x")], [("Cache-Control", "must-revalidate"), ETAG], 200, True),
+    ("GET", [("Authorization", "Basic x")], [("Cache-Control", "s-maxage=60"), ETAG], 200, True),
+    ("GET", [("Cookie", "a=1")], [FRESH], 200, True),
+    ("GET", [("Cookie", "a=1")], [("Last-Modified", date(NOW - 10**6))], 200, True),
+    ("GET", [("Cookie", "a=1")], [("Cache-Control", "max-age=0")], 200, False),
+])
+def test_may_store(method: str, req: list[tuple[str, str]], resp: list[tuple[str, str]], status: int,
+                   ok: bool) -> None:
+    assert may_store(method, req, head(*resp, status=status)) is ok
+
+
+def test_never_stored_fields() -> None:
+    kept = stored_fields([("Set-Cookie", "a=1"), ("Connection", "close, X-Hop"), ("X-Hop", "1"),
+                          ("Transfer-Encoding", "chunked"), ("ETag", '"e"'), ("Keep-Alive", "timeout=5")])
+    assert kept == [("ETag", '"e"')]
+
+
+# -- validation -------------------------------------------------------------------------------------------
+
+
+def test_conditional_headers_and_304_selection() -> None:
+    both = head(ETAG, ("Last-Modified", date(NOW - 10)))
+    assert conditional_headers(both) == [("If-None-Match", '"x"'), ("If-Modified-Since", date(NOW - 10))]
+    assert conditional_headers(head(FRESH)) == []
+    assert validates(both, [("ETag", '"x"')])
+    assert not validates(both, [("ETag", '"y"')])
+    assert validates(both, [("ETag", 'W/"y"')])  # a weak validator cannot select: it answers what we asked
+    assert not validates(both, [("Last-Modified", date(NOW))])
+    assert validates(both, [])
+
+
+def test_304_updates_stored_fields_but_not_the_body_framing() -> None:
+    stored = head(ETAG, ("Content-Length", "10"), ("Content-Encoding", "gzip"), ("Cache-Control", "max-age=1"),
+                  ("X-Old", "1"), request_time=NOW - 100, response_time=NOW - 100)
+    new = updated_head(stored, [("Cache-Control", "max-age=600"), ("Content-Length", "0"), ("Set-Cookie", "a=b"),
+                                ("Content-Encoding", "br"), ("X-New", "2"), ("Connection", "keep-alive")],
+                       NOW - 1, NOW)
+    assert dict(new.headers) == {"ETag": '"x"', "Content-Length": "10", "Content-Encoding": "gzip",
+                                 "Cache-Control": "max-age=600", "X-Old": "1", "X-New": "2"}
+    assert (new.request_time, new.response_time) == (NOW - 1, NOW)
+    assert is_fresh(new, NOW + 500) and not is_fresh(stored, NOW)
+
+
+# -- the decision -----------------------------------------------------------------------------------------
+
+
+def entry(h: StoredHead, i: int = 1) -> StoredEntry:
+    return StoredEntry(i, h)
+
+
+def test_decide() -> None:
+    fresh = entry(head(FRESH, ETAG))
+    stale = entry(head(("Cache-Control", "max-age=1"), ETAG, request_time=NOW - 10, response_time=NOW - 10))
+    assert isinstance(decide("GET", [], [fresh], NOW), Hit)
+    assert decide("GET", [], [], NOW) == Miss()
+    r = decide("GET", [], [stale], NOW)
+    assert isinstance(r, Revalidate) and r.conditional == [("If-None-Match", '"x"')]
+    assert isinstance(decide("GET", [("Cache-Control", "no-cache")], [fresh], NOW), Revalidate)
+    assert isinstance(decide("GET", [("Pragma", "no-cache")], [fresh], NOW), Revalidate)
+    # Pragma only counts without Cache-Control
+    assert isinstance(decide("GET", [("Pragma", "no-cache"), ("Cache-Control", "max-age=600")], [fresh], NOW), Hit)
+    assert isinstance(decide("GET", [("Cache-Control", "max-age=0")], [fresh], NOW + 1), Revalidate)
+    assert isinstance(decide("GET", [("Cache-Control", "min-fresh=120")], [fresh], NOW), Revalidate)
+    assert isinstance(decide("GET", [("Cache-Control", "no-store")], [fresh], NOW), Bypass)
+    assert isinstance(decide("GET", [("If-None-Match", '"x"')], [fresh], NOW), Bypass)
+    assert isinstance(decide("GET", [("Range", "bytes=0-1")], [fresh], NOW), Bypass)
+    assert isinstance(decide("HEAD", [], [fresh], NOW), Bypass)
+    no_validator = entry(head(("Cache-Control", "max-age=1"), request_time=NOW - 10, response_time=NOW - 10))
+    assert decide("GET", [], [no_validator], NOW) == Miss()
+    always = entry(head(("Cache-Control", "no-cache, max-age=600"), ETAG))
+    assert isinstance(decide("GET", [], [always], NOW), Revalidate)
+
+
+def test_decide_picks_the_matching_variant_and_the_newest() -> None:
+    en = entry(head(FRESH, vary={"accept-language": "en"}), 1)
+    de_old = entry(head(FRESH, vary={"accept-language": "de"}, response_time=NOW - 5), 2)
+    de_new = entry(head(FRESH, vary={"accept-language": "de"}, response_time=NOW - 1), 3)
+    r = decide("GET", [("Accept-Language", "de")], [en, de_old, de_new], NOW)
+    assert isinstance(r, Hit) and r.entry.id == 3
+    assert decide("GET", [("Accept-Language", "fr")], [en, de_old], NOW) == Miss()
+
+
+def test_invalidation_and_served_headers() -> None:
+    assert invalidates("POST", 200) and invalidates("DELETE", 302)
+    assert not invalidates("POST", 500) and not invalidates("GET", 200)
+    assert served_headers(head(("Age", "3"), ETAG), 41.7) == [("ETag", '"x"'), ("Age", "41")]

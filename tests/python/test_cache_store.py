@@ -1,0 +1,178 @@
+"""The stores: LRU eviction by size, a kill mid-write leaves no entry (and no corrupt one), an entry
+that fails its checksum is dropped, a file that is not a database is replaced, partitions keep the same
+URL apart; the in-memory store for private browsing follows the same rules; the cache directory per
+platform."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from lanefetch.cache.entry import StoredHead
+from lanefetch.cache.location import default_cache_dir
+from lanefetch.cache.memory_store import MemoryStore
+from lanefetch.cache.sqlite_store import DB_NAME, SqliteStore
+from lanefetch.cache.store import EntryStore
+
+REPO = Path(__file__).resolve().parents[2]
+HEAD = StoredHead(200, "OK", "1.1", [("ETag", '"e"')], 1.0, 2.0, {"accept": "x"}, True)
+HEAD_BYTES = len(HEAD.to_json())
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> EntryStore:
+    limit = 10 * (1000 + HEAD_BYTES)  # room for exactly ten 1000-byte entries
+    s: EntryStore = SqliteStore(tmp_path, limit) if request.param == "sqlite" else MemoryStore(limit)
+    return s
+
+
+def urls(store: EntryStore, partition: str = "p") -> list[str]:
+    return [u for u in (f"http://o/{i}" for i in range(40)) if store.lookup(partition, "GET", u)]
+
+
+def test_put_lookup_body_and_variants(store: EntryStore) -> None:
+    store.put("p", "GET", "http://o/a", "v1", HEAD, b"one")
+    store.put("p", "GET", "http://o/a", "v2", HEAD, b"two")
+    store.put("p", "GET", "http://o/a", "v1", HEAD, b"uno")  # same key: replaced
+    found = store.lookup("p", "GET", "http://o/a")
+    assert len(found) == 2 and found[0].head == HEAD
+    assert sorted(store.body(e.id) or b"" for e in found) == [b"two", b"uno"]
+    assert store.stats().entries == 2 and store.stats().bytes == 2 * (3 + HEAD_BYTES)
+
+
+def test_partitions_keep_the_same_url_apart(store: EntryStore) -> None:
+    store.put("https://a.test", "GET", "http://o/x", "", HEAD, b"for a")
+    assert store.lookup("https://b.test", "GET", "http://o/x") == []
+    assert [store.body(e.id) for e in store.lookup("https://a.test", "GET", "http://o/x")] == [b"for a"]
+    store.delete_url("https://b.test", "http://o/x")
+    assert store.lookup("https://a.test", "GET", "http://o/x")
+    store.delete_url("https://a.test", "http://o/x")
+    assert not store.lookup("https://a.test", "GET", "http://o/x")
+
+
+def test_lru_eviction_by_size(store: EntryStore) -> None:
+    for i in range(10):
+        store.put("p", "GET", f"http://o/{i}", "", HEAD, bytes(1000))
+    assert store.stats().entries == 10 and store.stats().bytes == store.max_bytes
+    store.touch([store.lookup("p", "GET", "http://o/0")[0].id])  # 0 is now the most recently used
+    store.put("p", "GET", "http://o/10", "", HEAD, bytes(1000))
+    assert urls(store) == ["http://o/0", *[f"http://o/{i}" for i in range(2, 11)]]
+    store.put("p", "GET", "http://o/big", "", HEAD, bytes(3500))  # needs four entries' room
+    left = urls(store)
+    assert "http://o/0" in left and len(left) == 6 and store.stats().bytes <= store.max_bytes
+    store.put("p", "GET", "http://o/huge", "", HEAD, bytes(store.max_bytes))  # larger than the whole cache
+    assert not store.lookup("p", "GET", "http://o/huge") and len(urls(store)) == 6
+    assert store.clear() == 7 and store.stats().entries == 0
+
+
+def test_update_head_and_delete(store: EntryStore) -> None:
+    store.put("p", "GET", "http://o/a", "", HEAD, b"body")
+    (e,) = store.lookup("p", "GET", "http://o/a")
+    newer = StoredHead(200, "OK", "1.1", [("ETag", '"e"'), ("X", "y")], 5.0, 6.0, {}, True)
+    store.update_head(e.id, newer)
+    (e2,) = store.lookup("p", "GET", "http://o/a")
+    assert e2.head == newer and store.body(e2.id) == b"body"
+    store.delete(e2.id)
+    assert store.lookup("p", "GET", "http://o/a") == [] and store.body(e2.id) is None
+
+
+def test_entries_persist_across_processes(tmp_path: Path) -> None:
+    s = SqliteStore(tmp_path, 10**6)
+    s.put("p", "GET", "http://o/a", "", HEAD, b"kept")
+    s.close()
+    code = f"""
+        from pathlib import Path
+        from lanefetch.cache.sqlite_store import SqliteStore
+        s = SqliteStore(Path({str(tmp_path)!r}), 10**6)
+        (e,) = s.lookup("p", "GET", "http://o/a")
+        print(s.body(e.id).decode())
+    """
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         cwd=REPO / "native-host", check=True)
+    assert out.stdout.strip() == "kept"
+
+
+def test_checksum_failure_is_a_miss_and_drops_the_entry(tmp_path: Path) -> None:
+    s = SqliteStore(tmp_path, 10**6)
+    s.put("p", "GET", "http://o/a", "", HEAD, b"A" * 5000)
+    (e,) = s.lookup("p", "GET", "http://o/a")
+    with sqlite3.connect(tmp_path / DB_NAME) as db:  # flip bytes behind the store's back
+        db.execute("UPDATE entries SET body = ? WHERE id = ?", (b"A" * 4999 + b"B", e.id))
+    assert s.body(e.id) is None
+    assert s.lookup("p", "GET", "http://o/a") == []
+
+
+def test_a_file_that_is_not_a_database_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / DB_NAME).write_bytes(b"this is not sqlite" * 100)
+    s = SqliteStore(tmp_path, 10**6)
+    s.put("p", "GET", "http://o/a", "", HEAD, b"ok")
+    assert s.stats().entries == 1
+    assert (tmp_path / (DB_NAME + ".broken")).read_bytes().startswith(b"this is not sqlite")
+
+
+# A writer that stores complete entries, then starts a large one and is killed inside that transaction:
+# SQLite's progress handler runs between VM instructions; once the uncommitted body has spilled into
+# the WAL (the statements after the INSERT, before COMMIT) it tells the parent, which SIGKILLs it there.
+WRITER = """
+import os, sys
+from pathlib import Path
+from lanefetch.cache.entry import StoredHead
+from lanefetch.cache.sqlite_store import SqliteStore
+s = SqliteStore(Path(sys.argv[1]), 1 << 30)
+head = StoredHead(200, "OK", "1.1", [], 1.0, 2.0, {}, True)
+for i in range(3):
+    s.put("p", "GET", f"http://o/{i}", "", head, bytes([i]) * 100_000)
+s._db.execute("PRAGMA cache_size = 10")  # spill the big entry's pages to the WAL before commit
+wal = Path(sys.argv[1]) / "cache.sqlite3-wal"
+state = {"told": False}
+def progress():
+    if not state["told"] and wal.stat().st_size > (4 << 20):
+        state["told"] = True
+        os.write(1, b"inside\\n")
+        import time
+        time.sleep(60)
+    return 0
+s._db.set_progress_handler(progress, 1)
+s.put("p", "GET", "http://o/big", "", head, os.urandom(8 << 20))
+os.write(1, b"committed\\n")
+"""
+
+
+def test_kill_mid_write_leaves_no_entry_and_no_corruption(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE,
+                            cwd=REPO / "native-host")
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"inside\n"
+        wal = tmp_path / (DB_NAME + "-wal")
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+        assert wal.stat().st_size > 1 << 20  # uncommitted pages of the big body really reached the disk
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    s = SqliteStore(tmp_path, 1 << 30)
+    assert s.lookup("p", "GET", "http://o/big") == []
+    for i in range(3):
+        (e,) = s.lookup("p", "GET", f"http://o/{i}")
+        assert s.body(e.id) == bytes([i]) * 100_000
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert s.stats().entries == 3
+
+
+def test_default_cache_dir_per_platform(tmp_path: Path) -> None:
+    home = Path("/home/u")
+    assert default_cache_dir("linux", {}, home) == home / ".cache" / "lanefetch"
+    assert default_cache_dir("linux", {"XDG_CACHE_HOME": "/xdg"}, home) == Path("/xdg/lanefetch")
+    assert default_cache_dir("linux", {"XDG_CACHE_HOME": "rel"}, home) == home / ".cache" / "lanefetch"
+    assert default_cache_dir("darwin", {}, home) == home / "Library" / "Caches" / "lanefetch"
+    assert default_cache_dir("win32", {"LOCALAPPDATA": "C:/Users/u/AppData/Local"}, home) == Path(
+        "C:/Users/u/AppData/Local/lanefetch/Cache")
