@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from . import __version__
 from .bridge import install as installer
+from .cache.location import default_cache_dir
 from .engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 
 
@@ -102,6 +103,7 @@ def _request_json(r: _Result) -> dict[str, Any]:
             "pipeline_depth": conn.pipeline_depth,
         },
         "retries": rep.retries if rep else 0,
+        "cache": rep.cache if rep else "none",
         "wire_bytes": rep.wire_bytes if rep else 0,
         "file": str(r.path) if r.path and r.error is None else None,
     }
@@ -113,6 +115,7 @@ async def _fetch(args: argparse.Namespace) -> int:
         pipeline_depth=args.depth,
         pipelining=not args.no_pipeline,
         ca_file=args.ca_file,
+        cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
     )
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -143,6 +146,8 @@ async def _fetch(args: argparse.Namespace) -> int:
         for r in results:
             conn = r.report.connection if r.report else None
             where = f"conn {conn.id} #{conn.pipeline_position} depth {conn.pipeline_depth}" if conn else "-"
+            if r.report is not None and r.report.cache != "none":
+                where = f"cache {r.report.cache}" if conn is None else f"{where} ({r.report.cache})"
             status = r.status if r.error is None else f"ERR {r.error.code}"
             print(f"{status!s:>8} {r.bytes:>10} B  {where:<26} {r.request.url}")
         print(f"{len(results)} requests in {elapsed:.3f} s over {result.connections} connections "
@@ -154,6 +159,22 @@ async def _fetch(args: argparse.Namespace) -> int:
         print(f"lanefetch: {len(failed)} of {len(results)} requests failed; first: {first.request.url}: "
               f"{first.error.code}: {first.error.message}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _cache_command(args: argparse.Namespace) -> int:
+    from .cache.sqlite_store import SqliteStore
+
+    directory: Path = args.cache_dir or default_cache_dir()
+    store = SqliteStore(directory, EngineConfig().cache_max_bytes)
+    try:
+        if args.action == "clear":
+            print(f"removed {store.clear()} entries from {store.path}")
+        else:
+            st = store.stats()
+            print(f"location: {st.location}\nentries:  {st.entries}\nbytes:    {st.bytes}")
+    finally:
+        store.close()
     return 0
 
 
@@ -192,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--as-page", choices=["public", "private", "loopback"], default="loopback",
                    help="fetch as a page in this address space would (default: the local user, anything)")
     f.add_argument("--ca-file", help="trust only this CA file (testing); default: the system trust store")
+    f.add_argument("--cache", action="store_true", help="use (and fill) the helper's persistent HTTP cache")
+    f.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"the cache's directory ({default_cache_dir()})")
+
+    c = sub.add_parser("cache", help="the helper's HTTP cache: stats or clear")
+    c.add_argument("action", choices=["stats", "clear"])
+    c.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"the cache's directory ({default_cache_dir()})")
 
     sub.add_parser("host", help="run the native-messaging host on stdio (browsers start lanefetch-host)")
 
@@ -214,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_fetch(args))
         except KeyboardInterrupt:
             return 130
+    if args.command == "cache":
+        return _cache_command(args)
     if args.command == "host":
         from .bridge.host import main as host_main
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import protocol
+from ..cache.location import default_cache_dir
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("LANEFETCH_LOG", "WARNING"), stream=sys.stderr,
                         format="lanefetch-host %(levelname)s %(message)s")
     try:
-        asyncio.run(_stdio_main(EngineConfig()))
+        asyncio.run(_stdio_main(EngineConfig(cache_dir=default_cache_dir())))
     except KeyboardInterrupt:
         return 130
     return 0

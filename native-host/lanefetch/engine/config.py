@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass
@@ -17,6 +18,9 @@ class EngineConfig:
     max_retries: int = 3
     dns_ttl: float = 60.0
     ca_file: str | None = None  # tests only: trust exactly this CA instead of the system store
+    cache_dir: Path | None = None  # the persistent HTTP cache's directory; None: no cache at all
+    cache_max_bytes: int = 512 * 1024 * 1024  # stored heads and bodies, LRU beyond this
+    private_cache_max_bytes: int = 64 * 1024 * 1024  # in memory, for private-browsing pages only
 
     @property
     def effective_depth(self) -> int:

@@ -89,7 +89,8 @@ class Connection:
             if not batch:
                 continue
             try:
-                self.transport.writer.write(b"".join(serialize(ex.request, ex.target) for ex in batch if ex.target))
+                wire = b"".join(serialize(ex.wire_request, ex.target) for ex in batch if ex.target)
+                self.transport.writer.write(wire)
                 await self.transport.writer.drain()
             except (OSError, RuntimeError):
                 return  # the read loop sees the broken connection and re-queues

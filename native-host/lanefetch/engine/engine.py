@@ -9,6 +9,7 @@ import itertools
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .address_policy import AddressSpace
 from .config import EngineConfig
@@ -19,6 +20,9 @@ from .origin_policy import OriginPolicy
 from .pool import OriginPool
 from .request import FetchRequest, Origin, validate
 from .transport import make_tls_context
+
+if TYPE_CHECKING:
+    from ..cache.http_cache import HttpCache
 
 
 @dataclass
@@ -60,6 +64,7 @@ class Engine:
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
+        self._caches: dict[bool, HttpCache] = {}  # by private_browsing
 
     # -- public API ----------------------------------------------------------------------------------------
 
@@ -71,6 +76,7 @@ class Engine:
         self._batches.add(tracker)
         tracker.max_concurrent = self._open_connections
         try:
+            network: list[Exchange] = []
             for req in requests:
                 req.method = req.method.upper()
                 try:
@@ -85,7 +91,13 @@ class Engine:
                 self._by_id[req.id] = ex
                 timer = loop.call_later(self.config.total_timeout, self._expire, ex)
                 ex.done.add_done_callback(_cancel_timer(timer))
-                self._pool_for(target.origin, page).submit(ex)
+                network.append(ex)
+            cache = self.cache_for(page)
+            if cache is not None:
+                network = await cache.prepare(network, page.top_site)
+            for ex in network:
+                assert ex.target is not None
+                self._pool_for(ex.target.origin, page).submit(ex)
             await asyncio.gather(*(ex.done for ex in tracker.exchanges))
         finally:
             self._batches.discard(tracker)
@@ -107,6 +119,31 @@ class Engine:
         for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
+        for cache in self._caches.values():
+            await cache.aclose()
+        self._caches.clear()
+
+    def cache_for(self, page: Page) -> HttpCache | None:
+        """The HTTP cache this page's requests use: the persistent one, or for private browsing one
+        in memory that never touches the disk; None when the engine runs without a cache."""
+        cfg = self.config
+        if cfg.cache_dir is None:
+            return None
+        cache = self._caches.get(page.private_browsing)
+        if cache is None:
+            # Imported here: the cache builds on engine modules.
+            from ..cache.http_cache import HttpCache
+            from ..cache.memory_store import MemoryStore
+            from ..cache.sqlite_store import SqliteStore
+
+            if page.private_browsing:
+                size = cfg.private_cache_max_bytes
+                cache = HttpCache(lambda: MemoryStore(size), max_entry_bytes=size // 8)
+            else:
+                where, size = cfg.cache_dir, cfg.cache_max_bytes
+                cache = HttpCache(lambda: SqliteStore(where, size), max_entry_bytes=min(size // 8, 64 << 20))
+            self._caches[page.private_browsing] = cache
+        return cache
 
     # -- used by pools and connections -----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from .decode import Decoder, decoder_for
 from .errors import FetchError
 from .request import FetchRequest, Headers, Target, priority_key
 from .response_parser import Framing, ResponseHead
+from .response_tap import ResponseTap
 from .timing import ConnectionInfo, RequestTiming, now
 
 _HOP_BY_HOP_RESPONSE = frozenset(
@@ -66,6 +67,7 @@ def delivered_head(head: ResponseHead, framing: Framing, decode: bool) -> tuple[
 class Exchange:
     def __init__(self, request: FetchRequest, target: Target | None, sink: Sink, seq: int, max_retries: int) -> None:
         self.request = request
+        self.wire_request = request  # what is sent: the request, or a copy with cache validators added
         self.target = target
         self.sink = sink
         self.seq = seq
@@ -80,6 +82,8 @@ class Exchange:
         self._delivered = 0  # body bytes (after decoding) given to the sink
         self._skip = 0  # bytes of a retried body already delivered by an earlier attempt
         self._decoder: Decoder | None = None
+        self.tap: ResponseTap | None = None  # the cache watching this response, if any
+        self.cache_status = "none"  # "hit" | "revalidated": reported in the timing
 
     @property
     def method(self) -> str:
@@ -101,8 +105,16 @@ class Exchange:
                 await self.fail(e)
                 return
             self._skip = self._delivered
+            if self.tap is not None:
+                self.tap.on_restart()
             return
+        substitute = None
         try:
+            if self.tap is not None:
+                substitute = self.tap.on_head(head)
+            if substitute is not None:  # a 304 validated the stored response: deliver that instead
+                head, framing = substitute.head, Framing.LENGTH
+                self.cache_status = "revalidated"
             out, self._decoder = delivered_head(head, framing, self.request.decode)
         except FetchError as e:
             await self.fail(e)
@@ -112,10 +124,18 @@ class Exchange:
             await self.sink.head(self.request, out)
         except FetchError as e:  # the consumer cannot take this head (e.g. too large to forward)
             await self.fail(e)
+            return
+        if substitute is not None:
+            await self._decode_and_deliver(substitute.body)
 
     async def body(self, data: bytes) -> None:
         if self.finished:
             return
+        if self.tap is not None:
+            self.tap.on_body(data)
+        await self._decode_and_deliver(data)
+
+    async def _decode_and_deliver(self, data: bytes) -> None:
         if self._decoder is not None:
             try:
                 data = self._decoder.decode(data)
@@ -146,6 +166,8 @@ class Exchange:
         if self._skip > 0:
             await self.fail(FetchError("resource_changed", "the retried response was shorter than the first"))
             return
+        if self.tap is not None:
+            self.tap.on_complete(trailers)
         self.finished = True
         await self.sink.end(self.request, self._delivered, trailers)
         await self._report_timing()
@@ -200,7 +222,7 @@ class Exchange:
             await self.sink.body(self.request, data)
 
     async def _report_timing(self) -> None:
-        report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes)
+        report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes, self.cache_status)
         try:
             await self.sink.timing(self.request, report)
         finally:

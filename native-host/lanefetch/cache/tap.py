@@ -1,0 +1,97 @@
+"""The cache's side of one request that goes to the network: records the body as received and
+stores the response when it is complete and storable; answers a 304 to the cache's own
+revalidation with the stored response, refreshed; invalidates the URL after a successful unsafe
+request. Sans-I/O: every write it decides on goes through `Writes` (the shell runs them)."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from ..engine.errors import FetchError
+from ..engine.request import Headers
+from ..engine.response_parser import ResponseHead
+from ..engine.response_tap import Substitute
+from ..engine.timing import RequestTiming, epoch_ms
+from .entry import StoredEntry, StoredHead
+from .freshness import current_age
+from .policy import invalidates, served_headers
+from .storability import may_store, stored_fields
+from .validation import updated_head, validates
+from .vary import request_values, variant_key, vary_fields
+
+
+class Writes(Protocol):
+    def put(self, url: str, variant: str, head: StoredHead, body: bytes) -> None: ...
+    def update_head(self, entry_id: int, head: StoredHead) -> None: ...
+    def delete(self, entry_id: int) -> None: ...
+    def delete_url(self, url: str) -> None: ...
+
+
+class CacheTap:
+    def __init__(
+        self, writes: Writes, method: str, url: str, request_headers: Headers, timing: RequestTiming,
+        max_entry_bytes: int, revalidating: tuple[StoredEntry, bytes] | None = None,
+    ) -> None:
+        self._writes = writes
+        self._method = method
+        self._url = url
+        self._request_headers = request_headers
+        self._timing = timing
+        self._max_entry = max_entry_bytes
+        self._revalidating = revalidating
+        self._recording: StoredHead | None = None  # the head to store once the body is complete
+        self._variant = ""
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def on_head(self, head: ResponseHead) -> Substitute | None:
+        response_time = time.time()
+        # request_time (§4.2.3): when this attempt was sent; epoch_ms never returns None for a set time
+        request_time = (epoch_ms(self._timing.sent or self._timing.queued) or response_time * 1000) / 1000
+        if invalidates(self._method, head.status):
+            self._writes.delete_url(self._url)
+            return None
+        if self._revalidating is not None:
+            entry, body = self._revalidating
+            if head.status == 304:
+                if not validates(entry.head, head.headers):
+                    self._writes.delete(entry.id)
+                    raise FetchError("resource_changed", "the server's 304 names another version than the stored one")
+                fresh = updated_head(entry.head, head.headers, request_time, response_time)
+                self._writes.update_head(entry.id, fresh)
+                age = current_age(fresh, time.time())
+                served = ResponseHead(fresh.status, fresh.reason, fresh.http_version, served_headers(fresh, age))
+                return Substitute(served, body)
+            self._writes.delete(entry.id)  # a full answer replaces what was stored
+        fields = vary_fields(v for k, v in head.headers if k.lower() == "vary")
+        vary = request_values(self._request_headers, fields or [])
+        candidate = StoredHead(
+            status=head.status, reason=head.reason, http_version=head.http_version,
+            headers=stored_fields(head.headers), request_time=request_time, response_time=response_time,
+            vary=vary, heuristic_ok=not any(k.lower() == "cookie" for k, _ in self._request_headers),
+        )
+        if may_store(self._method, self._request_headers, candidate):
+            self._recording = candidate
+            self._variant = variant_key(vary)
+        return None
+
+    def on_restart(self) -> None:
+        self._chunks.clear()
+        self._size = 0
+
+    def on_body(self, data: bytes) -> None:
+        if self._recording is None:
+            return
+        self._size += len(data)
+        if self._size > self._max_entry:
+            self._recording = None  # too large to keep: stop recording, let it stream on
+            self._chunks.clear()
+            return
+        self._chunks.append(data)
+
+    def on_complete(self, trailers: Headers) -> None:
+        if self._recording is not None:
+            self._writes.put(self._url, self._variant, self._recording, b"".join(self._chunks))
+            self._recording = None
+            self._chunks = []
