@@ -1,0 +1,97 @@
+"""The cache against real nginx in a network namespace: ETag and Last-Modified revalidation answered
+with 304 (seen in nginx's access log) deliver the stored bytes, fresh entries never reach nginx, and
+the revalidations ride pipelined connections like any other request."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from bench.netlab import Lab
+from bench.servers import ServerHandle, start_nginx
+from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
+from test_cache_engine import Collect
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces"),
+    pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed"),
+]
+
+PAGE = Page(address_space="loopback", top_site="https://lab.test")
+FILES = {f"f{i}.css": bytes([65 + i]) * (1000 + 997 * i) for i in range(8)}
+EXTRA = """
+    location /etag/ { alias DOCROOT/; add_header Cache-Control "no-cache"; }
+    location /lm/ { alias DOCROOT/; etag off; add_header Cache-Control "no-cache"; }
+    location /fresh/ { alias DOCROOT/; expires 1h; }
+"""
+
+
+@pytest.fixture
+def nginx(tmp_path: Path) -> Iterator[ServerHandle]:
+    root = tmp_path / "www"
+    root.mkdir()
+    for name, data in FILES.items():
+        (root / name).write_bytes(data)
+    with Lab() as lab:
+        server = lab.host("server")
+        link = lab.link(lab.root, server)
+        yield start_nginx(server, root, link.b_ip, 80, extra_conf=EXTRA.replace("DOCROOT", str(root)))
+
+
+async def fetch_all(engine: Engine, base: str, prefix: str) -> Collect:
+    sink = Collect()
+    reqs = [FetchRequest(name, "GET", f"{base}/{prefix}/{name}") for name in FILES]
+    await engine.fetch(reqs, sink, PAGE)
+    for cache in engine._caches.values():  # let the stores finish
+        await asyncio.gather(*list(cache._pending))
+    return sink
+
+
+@pytest.mark.parametrize(("prefix", "validator"), [("etag", "ETag"), ("lm", "Last-Modified")])
+async def test_revalidation_against_nginx(nginx: ServerHandle, tmp_path: Path, prefix: str, validator: str) -> None:
+    engine = Engine(EngineConfig(cache_dir=tmp_path / "cache", connections_per_origin=1))
+    try:
+        base = nginx.url("").rstrip("/")
+        first = await fetch_all(engine, base, prefix)
+        assert all(first.got[n].body == data and first.got[n].header(validator) for n, data in FILES.items())
+        if prefix == "lm":
+            assert all(first.got[n].header("ETag") is None for n in FILES)
+        second = await fetch_all(engine, base, prefix)
+        for name, data in FILES.items():
+            g = second.got[name]
+            assert g.body == data and g.error is None and g.head is not None and g.head.status == 200
+            assert g.report is not None and g.report.cache == "revalidated"
+        log = nginx.access_log(wait_for=2 * len(FILES))
+        assert [r.status for r in log] == [200] * len(FILES) + [304] * len(FILES)
+        assert {r.body_bytes for r in log[len(FILES):]} == {0}
+        assert any(r.pipelined for r in log[len(FILES):]), "revalidations should be pipelined"
+    finally:
+        await engine.aclose()
+
+
+async def test_fresh_entries_never_reach_nginx_and_hard_reload_revalidates(
+    nginx: ServerHandle, tmp_path: Path
+) -> None:
+    engine = Engine(EngineConfig(cache_dir=tmp_path / "cache"))
+    try:
+        base = nginx.url("").rstrip("/")
+        await fetch_all(engine, base, "fresh")
+        second = await fetch_all(engine, base, "fresh")
+        assert all(g.report is not None and g.report.cache == "hit" for g in second.got.values())
+        assert all(second.got[n].body == d for n, d in FILES.items())
+        assert len(nginx.access_log(wait_for=len(FILES))) == len(FILES)
+        sink = Collect()
+        name = next(iter(FILES))
+        hard = [("Cache-Control", "no-cache"), ("Pragma", "no-cache")]
+        await engine.fetch([FetchRequest("r", "GET", f"{base}/fresh/{name}", hard)], sink, PAGE)
+        assert sink.got["r"].report is not None and sink.got["r"].report.cache == "revalidated"
+        assert sink.got["r"].body == FILES[name]
+        log = nginx.access_log(wait_for=len(FILES) + 1)
+        assert len(log) == len(FILES) + 1 and log[-1].status == 304
+    finally:
+        await engine.aclose()
