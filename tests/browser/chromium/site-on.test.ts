@@ -70,3 +70,73 @@ test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, r
   assert.equal(s.counts.accelerated, sites.log.length - 2, JSON.stringify(s.counts));
   await page.close();
 });
+
+async function waitFor<T>(page: import("playwright-core").Page, expr: string, timeout = 20000): Promise<T> {
+  await page.waitForFunction(expr, undefined, { timeout });
+  return (await page.evaluate(expr));
+}
+
+test("same-site and cross-site (out-of-process) iframes load through the helper", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  await openPage(page, `${sites.a.origin}/frames.html`);
+  const frames = await waitFor<Record<string, { img: number; script: string; fetch: boolean }>>(
+    page, "window.__frames && window.__frames.same && window.__frames.cross && window.__frames");
+  for (const name of ["same", "cross"]) {
+    assert.deepEqual(frames[name], { name, img: 31, script: "frame script", fetch: true }, name);
+  }
+  await page.waitForTimeout(200);
+  const crossFrameRequests = sites.log.filter((r) => r.host === sites.other.url().host && /frame=cross/.test(r.path));
+  assert.equal(crossFrameRequests.length, 2, "the cross-site frame's image and fetch reached the server");
+  assert.deepEqual(notFromHelper().sort(), [
+    `GET ${sites.a.url().host}/frames.html (browser)`,
+    `GET ${sites.other.url().host}/frame.html?name=cross (browser)`,
+    `GET ${sites.sameSite.url().host}/frame.html?name=same (browser)`,
+  ].sort(), "only the (loopback) documents came from the browser");
+  await page.close();
+});
+
+test("the site's own service worker: its fetches go through the helper", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  await openPage(page, `${sites.a.origin}/sw.html`);
+  const sw = await waitFor<Record<string, unknown>>(page, "window.__sw");
+  assert.deepEqual(sw, { text: true, viaSw: "yes" });
+  const viaSw = sites.log.filter((r) => r.path === "/data/400.txt?via=sw");
+  assert.equal(viaSw.length, 1);
+  assert.equal(viaSw[0]?.owner.kind, "helper", "the worker's fetch was taken by the helper");
+  assert.ok(sites.log.some((r) => r.path === "/sw.js" && r.owner.kind === "helper"), "the worker script too");
+  await page.close();
+});
+
+test("a CSP page: allowed resources via the helper, blocked ones never requested", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  await openPage(page, `${sites.a.origin}/csp.html`);
+  await page.waitForTimeout(500);
+  const state = await page.evaluate(() => ({
+    self: (document.getElementById("self") as HTMLImageElement).naturalWidth,
+    blocked: (document.getElementById("blocked") as HTMLImageElement).naturalWidth,
+    script: (window as unknown as { __cspScript?: string }).__cspScript,
+  }));
+  assert.deepEqual(state, { self: 11, blocked: 0, script: "ran" });
+  assert.ok(!sites.log.some((r) => /csp=blocked/.test(r.path)), "CSP blocked the cross-site image before any request");
+  assert.ok(sites.log.some((r) => r.path === "/img/11.png" && r.owner.kind === "helper"));
+  await page.close();
+});
+
+test("many images of one origin: batched and pipelined on few helper connections", async () => {
+  sites.clearLog();
+  sites.a.dropConnections();
+  const page = await browser.context.newPage();
+  await openPage(page, `${sites.a.origin}/many.html?n=40`);
+  const widths = await waitFor<number[]>(page, "window.__widths");
+  assert.deepEqual(widths, Array.from({ length: 40 }, (_, i) => i + 2));
+  const images = sites.log.filter((r) => /\?many$/.test(r.path));
+  assert.equal(images.length, 40);
+  assert.ok(images.every((r) => r.owner.kind === "helper"));
+  const connections = new Set(images.map((r) => r.connection));
+  const maxIndex = Math.max(...images.map((r) => r.indexOnConnection));
+  assert.ok(maxIndex >= 5, `requests per helper connection: up to ${maxIndex} on ${connections.size} connections`);
+  await page.close();
+});

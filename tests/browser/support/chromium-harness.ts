@@ -65,8 +65,9 @@ export async function openPage(page: Page, url: string): Promise<void> {
     await page.goto(url, { waitUntil: "load" });
   } catch (e) {
     if (!/ERR_BLOCKED_BY_CLIENT|interrupted by another navigation|frame was detached/i.test(String(e))) throw e;
-    await page.waitForLoadState("load");
   }
+  // The blocked try shows chrome-error://chromewebdata/; wait for the real page to finish loading.
+  await page.waitForFunction((u) => location.href === u && document.readyState === "complete", url, { timeout: 20000 });
 }
 
 export async function tabIdOf(worker: Worker, url: string): Promise<number> {

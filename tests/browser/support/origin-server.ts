@@ -58,6 +58,10 @@ export class OriginServer {
     return this.port;
   }
 
+  url(): URL {
+    return new URL(this.origin);
+  }
+
   get origin(): string {
     return `http://${this.address}:${this.port}`;
   }

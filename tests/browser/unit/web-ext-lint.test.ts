@@ -32,7 +32,7 @@ test("web-ext lint finds nothing but the deliberate Chromium-only parts", () => 
   try {
     out = execFileSync(resolve(repoRoot, "node_modules/.bin/web-ext"), ["lint", "--source-dir", chromiumDist, "--self-hosted", "--output", "json"], { encoding: "utf8" });
   } catch (e) {
-    out = String((e as { stdout?: string }).stdout ?? "");
+    out = (e as { stdout?: string }).stdout ?? "";
   }
   const report = JSON.parse(out) as { errors: Finding[]; warnings: Finding[]; notices: Finding[] };
   const unexpected = [...report.errors, ...report.warnings, ...report.notices].filter((f) => !chromiumOnly(f));
