@@ -1,0 +1,118 @@
+// The popup's real toggle, persistence across a browser restart, site off → no interception, and a missing helper
+// → pages still load (from the browser) while the popup says how to fix it.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import type { Page } from "playwright-core";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus } from "../support/chromium-harness.js";
+import { startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+before(async () => {
+  sites = await startSites();
+});
+after(() => sites.close());
+
+async function openPopup(page: Page, tabId: number): Promise<void> {
+  await page.goto(`chrome-extension://${EXTENSION_ID}/popup.html?tabId=${tabId}`);
+  await page.waitForSelector("body[data-ready=true]");
+}
+
+function imageOwner(path: string): string[] {
+  return sites.log.filter((r) => r.path === path).map((r) => r.owner.kind);
+}
+
+test("popup toggle turns the site on (reload now → via helper), persists across a restart, and turns it off", async () => {
+  const profile = freshProfile(true);
+  let browser = await launch(profile);
+  const url = `${sites.a.origin}/plain.html`;
+  try {
+    // Off: the page loads from the browser, nothing is intercepted.
+    sites.clearLog();
+    const page = await browser.context.newPage();
+    await openPage(page, url);
+    await page.waitForTimeout(200);
+    assert.deepEqual(imageOwner("/img/9.png"), ["browser"]);
+    const tabId = await tabIdOf(browser.worker, url);
+    const popup = await browser.context.newPage();
+    await openPopup(popup, tabId);
+    assert.equal(await popup.isChecked("#toggle"), false);
+    assert.equal(await popup.textContent("#site-name"), "127.0.0.1 (and its subdomains)");
+    assert.equal((await tabStatus(browser.context, tabId)).tab.intercepting, false);
+
+    // On, by clicking the real toggle; "Reload now" reloads the tab through the gate.
+    await popup.click("#toggle");
+    await popup.waitForSelector("#reload:not([hidden])");
+    const stored = await browser.worker.evaluate(() => chrome.storage.local.get("sites"));
+    assert.deepEqual((stored.sites as { scope: string; name: string }[]).map(({ scope, name }) => ({ scope, name })), [{ scope: "domain", name: "127.0.0.1" }]);
+    sites.clearLog();
+    await popup.click("#reload");
+    await page.waitForFunction(() => document.readyState === "complete" && (document.images[0]?.naturalWidth ?? 0) === 9);
+    await page.waitForTimeout(300);
+    assert.deepEqual(imageOwner("/img/9.png"), ["helper"]);
+    const on = await tabStatus(browser.context, tabId);
+    assert.equal(on.tab.intercepting, true);
+    assert.equal(on.helper.status, "connected");
+    assert.ok(on.counts.accelerated >= 1);
+    const badge = await browser.worker.evaluate((id) => chrome.action.getBadgeText({ tabId: id }), tabId);
+    assert.equal(badge, "on");
+
+    // Restart: the choice is still there and the page is accelerated again.
+    await browser.quit();
+    browser = await launch(profile);
+    sites.clearLog();
+    const again = await browser.context.newPage();
+    await openPage(again, url);
+    await again.waitForTimeout(300);
+    assert.deepEqual(imageOwner("/img/9.png"), ["helper"], "still on after a restart");
+
+    // Off again from the popup: the next load is the browser's own.
+    const tab2 = await tabIdOf(browser.worker, url);
+    const popup2 = await browser.context.newPage();
+    await openPopup(popup2, tab2);
+    assert.equal(await popup2.isChecked("#toggle"), true);
+    assert.match((await popup2.textContent("#helper")) ?? "", /Helper connected \(version /);
+    await popup2.click("#toggle");
+    await popup2.waitForFunction(() => !(document.getElementById("toggle") as HTMLInputElement).checked);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await tabStatus(browser.context, tab2)).tab.intercepting, false, "detached when the site went off");
+    sites.clearLog();
+    await again.reload();
+    await again.waitForTimeout(300);
+    assert.deepEqual(imageOwner("/img/9.png"), ["browser"]);
+  } finally {
+    await browser.quit();
+    rmSync(profile, { recursive: true, force: true });
+  }
+});
+
+test("no helper installed: an enabled site still loads completely, from the browser, and the popup says what to run", async () => {
+  const browser = await launch(freshProfile(false));
+  try {
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+    sites.clearLog();
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/index.html`;
+    await openPage(page, url);
+    await page.waitForFunction(() => (window as unknown as { __results?: unknown }).__results !== undefined, undefined, { timeout: 20000 });
+    const r = await page.evaluate(() => (window as unknown as { __results: Record<string, unknown> }).__results);
+    assert.equal(r.error, undefined);
+    assert.equal(r.img, 17);
+    assert.equal(r.module, "dep+cross");
+    assert.equal(r.fetch, true);
+    assert.ok(sites.log.length > 20);
+    assert.deepEqual([...new Set(sites.log.map((x) => x.owner.kind))], ["browser"]);
+    const tabId = await tabIdOf(browser.worker, url);
+    const s = await tabStatus(browser.context, tabId);
+    assert.equal(s.tab.intercepting, true);
+    assert.equal(s.helper.status, "not_installed");
+    assert.equal(s.counts.accelerated, 0);
+    assert.ok((s.counts.passed.helper_missing ?? 0) > 10, JSON.stringify(s.counts));
+    const popup = await browser.context.newPage();
+    await openPopup(popup, tabId);
+    assert.equal(await popup.textContent("#helper"), "Helper not installed: run `lanefetch install`");
+    assert.equal(await popup.isChecked("#toggle"), true);
+  } finally {
+    await browser.close();
+  }
+});
