@@ -1,0 +1,73 @@
+"""The real lanefetch-host process uses the persistent cache by default, in $XDG_CACHE_HOME/lanefetch, and
+says so in its timing messages; a private-browsing page leaves that file alone."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lanefetch.cache.sqlite_store import DB_NAME
+from test_bridge import HOST, HostProcess
+from test_cache_engine import Origin, origin  # noqa: F401 (the fixture)
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[HostProcess]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    proc = await asyncio.create_subprocess_exec(
+        str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    yield HostProcess(proc)
+    assert proc.stdin
+    proc.stdin.close()
+    await asyncio.wait_for(proc.wait(), 10)
+
+
+def batch(bid: str, url: str, private: bool = False) -> dict[str, Any]:
+    return {"type": "batch", "batch_id": bid,
+            "page": {"address_space": "loopback", "top_site": "https://site.test", "private_browsing": private},
+            "requests": [{"id": f"{bid}-r", "method": "GET", "url": url, "headers": []}]}
+
+
+async def cache_of(host: HostProcess, bid: str, url: str, private: bool = False) -> str:
+    await host.send(batch(bid, url, private))
+    msgs = await host.until("batch_done")
+    (timing,) = [m for m in msgs if m["type"] == "timing"]
+    assert not [m for m in msgs if m["type"] == "error"]
+    return str(timing["cache"])
+
+
+def rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+
+
+async def wait_rows(path: Path, n: int) -> None:
+    """The store is written just after the response went out: wait (bounded) until it has n entries."""
+    for _ in range(250):
+        if await asyncio.to_thread(rows, path) == n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never held {n} entries")
+
+
+async def test_host_caches_in_the_user_cache_dir(host: HostProcess, origin: Origin, tmp_path: Path) -> None:  # noqa: F811
+    db = tmp_path / "xdg" / "lanefetch" / DB_NAME
+    assert await cache_of(host, "p1", f"{origin.url}/fresh", private=True) == "none"
+    assert await cache_of(host, "p2", f"{origin.url}/fresh", private=True) == "hit"
+    assert not await asyncio.to_thread(db.exists)  # private browsing: the file is never even created
+    assert await cache_of(host, "b1", f"{origin.url}/fresh") == "none"
+    await wait_rows(db, 1)
+    assert await cache_of(host, "b2", f"{origin.url}/fresh") == "hit"
+    assert await cache_of(host, "b3", f"{origin.url}/etag") == "none"
+    await wait_rows(db, 2)
+    assert await cache_of(host, "b4", f"{origin.url}/etag") == "revalidated"
+    assert len(origin.hits("/fresh")) == 2 and len(origin.hits("/etag")) == 2
