@@ -62,7 +62,7 @@ async def origin() -> AsyncIterator[Origin]:
         if name == "etag":  # always revalidated (no-cache), ETag only
             if request.headers.get("If-None-Match") == state.etag:
                 return web.Response(status=304, headers={"ETag": state.etag, "X-Refreshed": "yes",
-                                                         "Cache-Control": "no-cache"})
+                                                         "Cache-Control": "no-cache", "Set-Cookie": "seen=1"})
             return web.Response(body=TEXT, headers={"ETag": state.etag, "Cache-Control": "no-cache",
                                                     "X-Refreshed": "no", "Content-Type": "text/plain"})
         if name == "lm":  # stale at once, Last-Modified only
@@ -197,6 +197,7 @@ async def test_etag_revalidation_304_serves_stored_body_with_updated_headers(eng
     assert second.head is not None and second.head.status == 200
     assert second.body == TEXT
     assert second.header("X-Refreshed") == "yes"  # updated from the 304
+    assert second.header("Set-Cookie") == "seen=1"  # the live 304's cookie reaches the browser (never stored)
     assert second.header("Content-Length") == str(len(TEXT))  # kept from the stored response
     reqs = origin.hits("/etag")
     assert len(reqs) == 2 and "If-None-Match" not in reqs[0].headers
@@ -204,6 +205,7 @@ async def test_etag_revalidation_304_serves_stored_body_with_updated_headers(eng
     await settle(engine)
     third = await get(engine, f"{origin.url}/etag", SITE)  # the refreshed headers were stored
     assert third.header("X-Refreshed") == "yes" and third.report is not None and third.report.cache == "revalidated"
+    assert [v for k, v in (third.head.headers if third.head else []) if k.lower() == "set-cookie"] == ["seen=1"]
 
 
 async def test_changed_resource_replaces_the_entry(engine: Engine, origin: Origin) -> None:

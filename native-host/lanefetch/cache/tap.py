@@ -61,7 +61,10 @@ class CacheTap:
                 fresh = updated_head(entry.head, head.headers, request_time, response_time)
                 self._writes.update_head(entry.id, fresh)
                 age = current_age(fresh, time.time())
-                served = ResponseHead(fresh.status, fresh.reason, fresh.http_version, served_headers(fresh, age))
+                # Set-Cookie is never stored, but this 304 is live: the browser must see its cookies.
+                cookies = [(k, v) for k, v in head.headers if k.lower() in ("set-cookie", "set-cookie2")]
+                headers = served_headers(fresh, age) + cookies
+                served = ResponseHead(fresh.status, fresh.reason, fresh.http_version, headers)
                 return Substitute(served, body)
             self._writes.delete(entry.id)  # a full answer replaces what was stored
         fields = vary_fields(v for k, v in head.headers if k.lower() == "vary")
