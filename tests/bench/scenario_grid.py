@@ -25,12 +25,15 @@ def _plot(results: dict[tuple[str, int], dict[str, float]]) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (ax_t, ax_r) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for label in SIZES:
-        xs = COUNTS
-        ax_t.plot(xs, [results[(label, n)]["baseline"] for n in xs], "--", marker="o", label=f"{label} baseline")
-        ax_t.plot(xs, [results[(label, n)]["lanefetch"] for n in xs], "-", marker="s", label=f"{label} lanefetch")
+    xs = COUNTS
+    for k, label in enumerate(SIZES):
+        color = f"C{k}"  # one colour per size: dashed = baseline, solid = lanefetch
+        ax_t.plot(xs, [results[(label, n)]["baseline"] for n in xs], "--", color=color, marker="o",
+                  label=f"{label} baseline")
+        ax_t.plot(xs, [results[(label, n)]["lanefetch"] for n in xs], "-", color=color, marker="s",
+                  label=f"{label} lanefetch")
         ax_r.plot(xs, [results[(label, n)]["baseline"] / results[(label, n)]["lanefetch"] for n in xs],
-                  marker="o", label=label)
+                  color=color, marker="o", label=label)
     ax_t.set(xlabel="objects on the page", ylabel="seconds", title="Page time on wcdma (384/64 kbit/s, 400 ms)")
     ax_t.legend(fontsize=7, ncol=2)
     ax_r.axhline(1.0, color="grey", lw=0.8)
