@@ -42,14 +42,6 @@ from misbehaving_servers import (
     wrong_length,
 )
 
-RST_BUG = (
-    "engine bug: a connection reset with pipelined requests unanswered is not misbehaviour: "
-    "connection.py:114-115 turns OSError into PipelineConnection.abort(), which (pipeline.py:189-191) ends "
-    "with misbehaviour=None, unlike receive_eof's CLOSED_WITH_UNANSWERED; the origin stays GREEN and keeps "
-    "pipelining into the resets"
-)
-
-
 def config(**kw: Any) -> EngineConfig:
     base: dict[str, Any] = {"connections_per_origin": 1, "pipeline_depth": 16, "connect_timeout": 3,
                             "stall_timeout": 3, "idle_timeout": 10, "total_timeout": 30, "max_retries": 3}
@@ -134,8 +126,7 @@ async def test_proven_origin_pipelines_from_the_start_of_the_next_batch() -> Non
 # ------------------------------------------------------------------------------------ close after k
 
 
-@pytest.mark.parametrize("rst", [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=RST_BUG))],
-                         ids=["fin", "rst"])
+@pytest.mark.parametrize("rst", [False, True], ids=["fin", "rst"])
 async def test_close_after_k_responses_with_pipelined_requests_unanswered(rst: bool) -> None:
     async with setup(close_after(3, rst=rst)) as (srv, engine):
         reqs = gets(srv, mixed_paths(24))
@@ -233,12 +224,6 @@ async def test_keepalive_max_header_caps_requests_per_connection() -> None:
         assert pol.state is not PipelineState.RED, pol.demotions
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: Keep-Alive max=N is only a per-connection cap (pipeline.py:_learn_from_head sets "
-    "request_cap once the first response arrives); it is not remembered in OriginPolicy.request_limit "
-    "(origin_policy.py:57-63 learns that only from Connection: close with requests unanswered), so every new "
-    "connection to a GREEN origin pipelines past the limit before its first response: requests the server "
-    "will never answer, retried elsewhere"))
 async def test_keepalive_max_is_remembered_for_new_connections() -> None:
     n = 5
     async with setup(keepalive_max(n)) as (srv, engine):
@@ -286,12 +271,6 @@ async def test_server_closes_idle_connection_between_batches() -> None:
         assert pol.state is PipelineState.GREEN and not pol.demotions, pol
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: a close-delimited HTTP/1.1 response (no Content-Length, not chunked) in the middle of a "
-    "pipeline, the server closing after it with requests unanswered, is taken for a server keep-alive limit: "
-    "pipeline.py:220 classifies every non-keep-alive HTTP/1.1 end as Misbehaviour.CONNECTION_CLOSE, and "
-    "origin_policy.py:58-63 then learns request_limit = the number of responses on that connection (here 6), a "
-    "cap the server never had, applied to every later connection for the session, without demotion"))
 async def test_close_delimited_response_mid_pipeline() -> None:
     paths = mixed_paths(16)
     async with setup(close_delimited(paths[5]), config(idle_timeout=0.5, stall_timeout=0.5)) as (srv, engine):
@@ -313,12 +292,6 @@ async def test_close_delimited_response_mid_pipeline_loses_nothing() -> None:
         assert srv.state["unanswered_at_close"][0] >= 1  # type: ignore[index]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: a connection that reached its request cap (OriginPolicy.request_limit applied by pool.py:73-75, "
-    "or Keep-Alive max) while the server keeps it open is never closed: connection.py's send loop just finds "
-    "nothing it may send and the read loop only closes after idle_timeout, while pool.py:93 counts it against "
-    "connections_per_origin, so the queue waits idle_timeout (30 s by default) per capped connection. Here the "
-    "first connection's one-off Connection: close after 3 responses teaches request_limit=3"))
 async def test_capped_connection_does_not_hold_the_queue() -> None:
     async with setup(one_off_close(3), config(idle_timeout=0.7, stall_timeout=0.7)) as (srv, engine):
         reqs = gets(srv, mixed_paths(15))
@@ -476,7 +449,6 @@ async def test_stall_then_rst() -> None:
         assert pol.state is PipelineState.RED and any("stall" in d for d in pol.demotions), pol.demotions
 
 
-@pytest.mark.xfail(strict=True, reason=RST_BUG + "; so requests fail with connection_lost after 3 retries")
 async def test_server_that_resets_pipelined_connections() -> None:
     async with setup(rst_when_pipelined()) as (srv, engine):
         reqs = gets(srv, mixed_paths(12))

@@ -113,7 +113,7 @@ class Connection:
                     self.state.ended = True
                 continue
             except (OSError, asyncio.IncompleteReadError) as e:
-                await self._handle(self.state.abort(f"connection error: {e}"))
+                await self._handle(self.state.reset(f"connection error: {e}"))
                 continue
             t = now()
             self._last_activity = t
@@ -135,7 +135,13 @@ class Connection:
             await ev.token.body(ev.data)
         elif isinstance(ev, ResponseComplete):
             self.pool.policy.on_response(ev.head, ev.framing, ev.keep_alive, ev.pipelined)
+            if self.state.request_cap is not None and ev.position == 1:
+                self.pool.policy.learn_request_limit(self.state.request_cap)
             await ev.token.complete(ev.trailers, ev.wire_bytes)
+            if self.state.at_request_cap():
+                # Used up: end it now so the pool opens a fresh one instead of waiting for the idle timeout.
+                self.state.stop_sending()
+                self.state.ended = True
             self.pool.request_finished()
         elif isinstance(ev, ConnectionEnded):
             await self.pool.connection_ended(self, ev)

@@ -58,10 +58,15 @@ class OriginPolicy:
         if misbehaviour is Misbehaviour.CONNECTION_CLOSE and responses_on_connection > 1:
             # A server keep-alive limit (nginx keepalive_requests, Apache MaxKeepAliveRequests): the
             # unanswered requests are retried elsewhere; send no more than that per connection from now on.
-            limit = responses_on_connection
-            self.request_limit = limit if self.request_limit is None else min(self.request_limit, limit)
+            self.learn_request_limit(responses_on_connection)
             return
         self.demote(misbehaviour)
+
+    def learn_request_limit(self, limit: int) -> None:
+        """The server said how many requests a connection may carry (Keep-Alive: max): remember it for new
+        connections, which would otherwise pipeline past it before their first response."""
+        if limit >= 1:
+            self.request_limit = limit if self.request_limit is None else min(self.request_limit, limit)
 
     def demote(self, why: Misbehaviour) -> None:
         if self.state is not PipelineState.RED:

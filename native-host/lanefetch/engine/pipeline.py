@@ -171,7 +171,7 @@ class PipelineConnection(Generic[T]):
         try:
             parsed = front.parser.feed_eof()
         except ParseError as e:
-            pipelined = any(f.depth > 1 for f in self.in_flight)
+            pipelined = self._pipelined_in_flight()
             return [self._end(str(e), Misbehaviour.CLOSED_WITH_UNANSWERED if pipelined else None)]
         events: list[Event[T]] = []
         for ev in parsed:
@@ -183,12 +183,23 @@ class PipelineConnection(Generic[T]):
 
     def stalled(self) -> ConnectionEnded[T]:
         """No byte arrived for too long while requests were outstanding."""
-        pipelined = len(self.in_flight) > 1 or any(f.depth > 1 for f in self.in_flight)
+        pipelined = len(self.in_flight) > 1 or self._pipelined_in_flight()
         return self._end("no data from the server in time", Misbehaviour.STALL if pipelined else None)
 
+    def reset(self, reason: str) -> ConnectionEnded[T]:
+        """The transport broke (RST, TLS alert): like a close, a fault of pipelining if it cut a pipeline."""
+        return self._end(reason, Misbehaviour.CLOSED_WITH_UNANSWERED if self._pipelined_in_flight() else None)
+
     def abort(self, reason: str) -> ConnectionEnded[T]:
-        """A local or transport error (reset, TLS alert, cancel)."""
+        """We end the connection ourselves (cancel, shutdown): nothing to blame the server for."""
         return self._end(reason, None)
+
+    def at_request_cap(self) -> bool:
+        """Sent all the requests this connection may carry and got every answer: it has nothing left to do."""
+        return self.request_cap is not None and self.requests_sent >= self.request_cap and not self.in_flight
+
+    def _pipelined_in_flight(self) -> bool:
+        return any(f.depth > 1 for f in self.in_flight)
 
     # -- internals ---------------------------------------------------------------------------------------
 
@@ -217,7 +228,12 @@ class PipelineConnection(Generic[T]):
         if not self.in_flight:
             self.ended = True
             return [done, ConnectionEnded("server ended the connection after the response", None)]
-        kind = Misbehaviour.HTTP10 if head.http_version == "1.0" else Misbehaviour.CONNECTION_CLOSE
+        if head.http_version == "1.0":
+            kind = Misbehaviour.HTTP10
+        elif "close" in head.connection_tokens() and front.parser.framing is not Framing.CLOSE:
+            kind = Misbehaviour.CONNECTION_CLOSE  # announced: a keep-alive limit, learned by the origin
+        else:
+            kind = Misbehaviour.CLOSED_WITH_UNANSWERED  # a close-delimited body cut the pipeline
         return [done, self._end("server closed with requests unanswered", kind)]
 
     def _end(self, reason: str, misbehaviour: Misbehaviour | None) -> ConnectionEnded[T]:
