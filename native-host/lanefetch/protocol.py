@@ -16,7 +16,7 @@ from .engine import DeliveredHead, FetchError, TimingReport
 from .engine.timing import epoch_ms
 
 PROTOCOL_VERSION = 1
-CAPABILITIES = ["pipelining", "decode"]
+CAPABILITIES = ["pipelining", "decode", "cache"]
 
 Message = dict[str, Any]
 

@@ -167,10 +167,11 @@ class HostProcess:
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostProcess]:
+async def host(tmp_path: Path) -> AsyncIterator[HostProcess]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # never the runner's own cache
     proc = await asyncio.create_subprocess_exec(
         str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        limit=4 * 1024 * 1024,
+        limit=4 * 1024 * 1024, env=env,
     )
     yield HostProcess(proc)
     if proc.returncode is None:
@@ -191,7 +192,7 @@ def batch(bid: str, reqs: list[tuple[str, str]], space: str = "loopback", **extr
 async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
     await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
     hello = await host.recv()
-    assert hello["compatible"] and "pipelining" in hello["capabilities"]
+    assert hello["compatible"] and {"pipelining", "decode", "cache"} <= set(hello["capabilities"])
     reqs = [("big", f"{origin}/big"), *[(f"s{i}", f"{origin}/s{i}") for i in range(10)]]
     await host.send(batch("b1", reqs))
     msgs = await host.until("batch_done")
