@@ -4,7 +4,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import type { Page } from "playwright-core";
-import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus } from "../support/chromium-harness.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, waitForGate } from "../support/chromium-harness.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -43,6 +43,7 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     // On, by clicking the real toggle; "Reload now" reloads the tab through the gate.
     await popup.click("#toggle");
     await popup.waitForSelector("#reload:not([hidden])");
+    await waitForGate(browser.worker, 1);
     const stored = await browser.worker.evaluate(() => chrome.storage.local.get("sites"));
     assert.deepEqual((stored.sites as { scope: string; name: string }[]).map(({ scope, name }) => ({ scope, name })), [{ scope: "domain", name: "127.0.0.1" }]);
     sites.clearLog();
@@ -60,11 +61,13 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     // Restart: the choice is still there and the page is accelerated again.
     await browser.quit();
     browser = await launch(profile);
+    await waitForGate(browser.worker, 1);
     sites.clearLog();
     const again = await browser.context.newPage();
     await openPage(again, url);
     await again.waitForTimeout(300);
-    assert.deepEqual(imageOwner("/img/9.png"), ["helper"], "still on after a restart");
+    const afterRestart = await tabStatus(browser.context, await tabIdOf(browser.worker, url));
+    assert.deepEqual(imageOwner("/img/9.png"), ["helper"], `still on after a restart: ${JSON.stringify(afterRestart)}`);
 
     // Off again from the popup: the next load is the browser's own.
     const tab2 = await tabIdOf(browser.worker, url);

@@ -56,7 +56,16 @@ export async function setSites(worker: Worker, sites: SiteRule[]): Promise<void>
   await worker.evaluate(async (s) => {
     await chrome.storage.local.set({ sites: s.map((x) => ({ ...x, added: Date.now() })) });
   }, sites);
-  await new Promise((r) => setTimeout(r, 300));
+  await waitForGate(worker, sites.length);
+}
+
+/** Waits until the extension's navigation gate holds one DNR session rule per active site. */
+export async function waitForGate(worker: Worker, rules: number): Promise<void> {
+  const end = Date.now() + 10000;
+  while ((await worker.evaluate(async () => (await chrome.declarativeNetRequest.getSessionRules()).length)) !== rules) {
+    if (Date.now() > end) throw new Error(`the gate never got ${rules} rule(s)`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** Navigates to a page of an enabled site: the gate blocks the first try and the extension navigates again. */
