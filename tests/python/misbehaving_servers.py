@@ -60,7 +60,7 @@ def encode(data: bytes, coding: str) -> bytes:
     """Apply one Content-Encoding, or a comma-separated list in the order listed (RFC 9110 §8.4)."""
     for c in (c.strip() for c in coding.split(",")):
         if c == "gzip":
-            data = gzip.compress(data)
+            data = gzip.compress(data, mtime=0)  # deterministic: tests re-encode to compare
         elif c == "deflate":  # the RFC's deflate: zlib-wrapped
             data = zlib.compress(data)
         elif c == "rawdeflate":  # what some servers send as "deflate"

@@ -42,6 +42,7 @@ from misbehaving_servers import (
     wrong_length,
 )
 
+
 def config(**kw: Any) -> EngineConfig:
     base: dict[str, Any] = {"connections_per_origin": 1, "pipeline_depth": 16, "connect_timeout": 3,
                             "stall_timeout": 3, "idle_timeout": 10, "total_timeout": 30, "max_retries": 3}
