@@ -17,6 +17,7 @@ import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
 import { showBadge } from "./badge.js";
+import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
 import { isPopupRequest, type StatusReply, type TimingsReply } from "./popup-api.js";
 
 interface TabInfo {
@@ -42,7 +43,17 @@ const gateOpen = new Set<number>();
 const responders = new Map<string, FetchResponder>();
 let activeRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
-const ready = refreshRules().then(() => startUp());
+let proxyBlocked = false;
+/** Enabled (and not session-off) rules, whether or not a proxy keeps them inactive. */
+let enabledRules: SiteRule[] = [];
+const ready = watchProxy((blocked) => {
+  if (blocked === proxyBlocked) return;
+  proxyBlocked = blocked;
+  void refreshRules().then(() => reconcile());
+})
+  .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
+  .then(() => refreshRules())
+  .then(() => startUp());
 
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
@@ -90,7 +101,11 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
 }
 
 async function refreshRules(): Promise<void> {
-  [activeRules, sessionOffRules] = await Promise.all([store.activeRules(), store.sessionOff()]);
+  const [active, off] = await Promise.all([store.activeRules(), store.sessionOff()]);
+  // With a proxy in force no site is active: no gate, no debugger, nothing taken.
+  activeRules = proxyBlocked ? [] : active;
+  sessionOffRules = off;
+  enabledRules = active;
   await gate.update(activeRules, [...gateOpen]);
 }
 
@@ -208,7 +223,7 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
     }
     if (connection.state.status === "idle") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
     const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", incognito: false, problem: null };
-    const rule = matchingRule(activeRules, info.url) ?? matchingRule(sessionOffRules, info.url);
+    const rule = matchingRule(enabledRules, info.url) ?? matchingRule(sessionOffRules, info.url);
     const reply: StatusReply = {
       helper: connection.state,
       tab: {
@@ -217,7 +232,7 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
         rule,
         sessionOff: rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule)),
         intercepting: sessions.isAttached(message.tabId),
-        problem: info.problem,
+        problem: proxyBlocked ? PROXY_NOTICE : info.problem,
       },
       counts: counters.get(message.tabId),
       timeSavedModel: TIME_SAVED_MODEL,

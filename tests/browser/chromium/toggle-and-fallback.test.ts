@@ -119,3 +119,39 @@ test("no helper installed: an enabled site still loads completely, from the brow
     await browser.close();
   }
 });
+
+test("a proxy set in the browser keeps lanefetch off, and the popup says why", async () => {
+  const browser = await launch(freshProfile(true));
+  try {
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+    // Loopback is never sent to a proxy by Chromium, so the page still loads (directly) with this setting.
+    await browser.worker.evaluate(() =>
+      chrome.proxy.settings.set({ value: { mode: "fixed_servers", rules: { singleProxy: { scheme: "http", host: "127.0.0.1", port: 9 } } }, scope: "regular" }),
+    );
+    await waitForGate(browser.worker, 0);
+    sites.clearLog();
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await openPage(page, url);
+    await page.waitForTimeout(200);
+    assert.deepEqual(imageOwner("/img/9.png"), ["browser"]);
+    const tabId = await tabIdOf(browser.worker, url);
+    const s = await tabStatus(browser.context, tabId);
+    assert.equal(s.tab.intercepting, false);
+    assert.match(s.tab.problem ?? "", /set to use a proxy/);
+    const popup = await browser.context.newPage();
+    await openPopup(popup, tabId);
+    assert.match((await popup.textContent("#notice")) ?? "", /set to use a proxy/);
+
+    // Proxy back to direct: the gate returns and the next load goes through the helper.
+    await browser.worker.evaluate(() => chrome.proxy.settings.clear({ scope: "regular" }));
+    await waitForGate(browser.worker, 1);
+    sites.clearLog();
+    const again = await browser.context.newPage();
+    await openPage(again, `${sites.a.origin}/plain.html?2`);
+    await again.waitForTimeout(200);
+    assert.deepEqual(imageOwner("/img/9.png"), ["helper"]);
+  } finally {
+    await browser.close();
+  }
+});

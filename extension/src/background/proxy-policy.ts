@@ -1,0 +1,22 @@
+// Never around the user's network policy: when the browser is set to use a proxy (fixed servers or a PAC script),
+// the helper would fetch around it, so lanefetch stays off and the popup says why. ("system" and "direct" leave the
+// choice to the environment the helper shares with the browser.)
+
+export const PROXY_NOTICE =
+  "The browser is set to use a proxy: lanefetch stays off, because its helper would fetch around the proxy.";
+
+export function proxyBlocks(mode: string | undefined): boolean {
+  return mode === "fixed_servers" || mode === "pac_script";
+}
+
+/** Watches chrome.proxy settings; calls `changed` with whether they block lanefetch, now and on every change. */
+export function watchProxy(changed: (blocked: boolean) => void): Promise<void> {
+  const read = async (): Promise<void> => {
+    const setting = await chrome.proxy.settings.get({ incognito: false });
+    changed(proxyBlocks((setting.value as { mode?: string } | undefined)?.mode));
+  };
+  chrome.proxy.settings.onChange.addListener((details) => {
+    changed(proxyBlocks((details.value as { mode?: string } | undefined)?.mode));
+  });
+  return read();
+}
