@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import gzip
 import hashlib
 import socket
 import struct
+import termios
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -871,5 +873,37 @@ def one_off_close(k: int, settle: float = 0.02) -> Scenario:
             await conn.answer(req, ordinary(req, extra=[("Connection", "close")] if i == k else []))
         await asyncio.sleep(0.02)
         await conn.close()
+
+    return run
+
+
+def unsent_bytes(conn: ServerConn) -> int:
+    """Bytes the server wrote that the client's kernel has not acknowledged yet (transport buffer + TIOCOUTQ)."""
+    sock = conn.writer.get_extra_info("socket")
+    queued = conn.writer.transport.get_write_buffer_size()
+    if sock is None:
+        return queued
+    raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    return queued + int(struct.unpack("i", raw)[0])
+
+
+def limit_then_rst(k: int, settle: float = 0.02) -> Scenario:
+    """nginx at keepalive_requests with pipelined requests unread: the k-th response says ``Connection:
+    close``; once the client's kernel has acknowledged every byte of it, the server resets (closing with
+    unread data). Nothing the server sent is lost in the network: it is all on the client's side."""
+
+    async def run(conn: ServerConn) -> None:
+        for i in range(1, k + 1):
+            req = await conn.next_request()
+            if req is None:
+                return
+            await conn.settle(settle)
+            await conn.answer(req, ordinary(req, extra=[("Connection", "close")] if i == k else []))
+        deadline = time.monotonic() + 3
+        while unsent_bytes(conn) and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        conn.server.state.setdefault("unsent_at_rst", []).append(unsent_bytes(conn))  # type: ignore[union-attr]
+        conn.server.state.setdefault("unanswered_at_close", []).append(conn.outstanding())  # type: ignore[union-attr]
+        conn.reset()
 
     return run
