@@ -37,7 +37,7 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     const popup = await browser.context.newPage();
     await openPopup(popup, tabId);
     assert.equal(await popup.isChecked("#toggle"), false);
-    assert.equal(await popup.textContent("#site-name"), "127.0.0.1 (and its subdomains)");
+    assert.equal(await popup.textContent("#site-name"), "127.0.0.1");
     assert.equal((await tabStatus(browser.context, tabId)).tab.intercepting, false);
 
     // On, by clicking the real toggle; "Reload now" reloads the tab through the gate.
@@ -151,6 +151,26 @@ test("a proxy set in the browser keeps lanefetch off, and the popup says why", a
     await openPage(again, `${sites.a.origin}/plain.html?2`);
     await again.waitForTimeout(200);
     assert.deepEqual(imageOwner("/img/9.png"), ["helper"]);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("the options page lists enabled sites and removes them", async () => {
+  const browser = await launch(freshProfile(false));
+  try {
+    await setSites(browser.worker, [{ scope: "domain", name: "example.com" }, { scope: "host", name: "www.example.org" }]);
+    const page = await browser.context.newPage();
+    await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    await page.waitForSelector("body[data-ready=true]");
+    const rows = async (): Promise<string[]> => page.$$eval("#sites tbody tr", (trs) => trs.map((tr) => (tr as HTMLElement).dataset.site ?? ""));
+    assert.deepEqual(await rows(), ["domain:example.com", "host:www.example.org"]);
+    await page.click('tr[data-site="domain:example.com"] button');
+    await page.waitForFunction(() => document.querySelectorAll("#sites tbody tr").length === 1);
+    assert.deepEqual(await rows(), ["host:www.example.org"]);
+    await waitForGate(browser.worker, 1);
+    const stored = await browser.worker.evaluate(() => chrome.storage.local.get("sites"));
+    assert.deepEqual((stored.sites as { name: string }[]).map((x) => x.name), ["www.example.org"]);
   } finally {
     await browser.close();
   }

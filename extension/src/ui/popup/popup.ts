@@ -39,7 +39,9 @@ function render(status: StatusReply): void {
     toggle.checked = false;
   } else {
     const shown: SiteRule = rule ?? (exact.checked ? choices.host : choices.domain);
-    byId("site-name", HTMLSpanElement).textContent = shown.scope === "domain" ? `${shown.name} (and its subdomains)` : shown.name;
+    const isAddress = /^[\d.]+$|^\[/.test(shown.name);
+    byId("site-name", HTMLSpanElement).textContent =
+      shown.scope === "domain" && !isAddress ? `${shown.name} (and its subdomains)` : shown.name;
     byId("host", HTMLSpanElement).textContent = choices.host.name;
     toggle.checked = rule !== null && !status.tab.sessionOff;
     if (rule) exact.checked = rule.scope === "host";
