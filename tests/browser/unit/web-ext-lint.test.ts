@@ -23,6 +23,8 @@ const CHROMIUM_ONLY = new Set([
 function chromiumOnly(f: Finding): boolean {
   if (CHROMIUM_ONLY.has(f.code)) return true;
   if (f.code === "MANIFEST_PERMISSIONS" && /"debugger"/.test(f.message)) return true;
+  // Asks for a gecko strict_min_version, which only the Firefox build's manifest carries (128.0).
+  if (f.code === "RESTRICTED_PERMISSION" && /"proxy" permission requires "strict_min_version"/.test(f.message)) return true;
   return f.code === "UNSUPPORTED_API" && /^debugger\./.test(f.message);
 }
 
