@@ -12,10 +12,24 @@ from lanefetch.cache.dates import parse_http_date
 from lanefetch.cache.directives import MAX_DELTA, parse_cache_control, pragma_no_cache
 from lanefetch.cache.entry import StoredEntry, StoredHead
 from lanefetch.cache.freshness import HEURISTIC_CAP, current_age, is_fresh, lifetime
-from lanefetch.cache.policy import Bypass, Hit, Miss, Revalidate, decide, invalidates, served_headers
+from lanefetch.cache.policy import (
+    Bypass,
+    Hit,
+    Miss,
+    Revalidate,
+    decide,
+    invalidates,
+    served_headers,
+)
 from lanefetch.cache.storability import may_store, stored_fields
 from lanefetch.cache.validation import conditional_headers, updated_head, validates
-from lanefetch.cache.vary import matches, normalised_value, request_values, variant_key, vary_fields
+from lanefetch.cache.vary import (
+    matches,
+    normalised_value,
+    request_values,
+    variant_key,
+    vary_fields,
+)
 
 NOW = 1_700_000_000.0
 

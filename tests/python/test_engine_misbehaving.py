@@ -213,12 +213,6 @@ async def test_connection_close_mid_pipeline_is_a_keepalive_limit(rst: bool) -> 
         assert len(srv.connections[-1].received) <= k
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: complete responses already received are discarded when a reset follows them: "
-    "connection.py:107 reads with asyncio.StreamReader.read(), which raises the stored ConnectionResetError "
-    "before returning bytes still in its buffer (CPython streams.py StreamReader.read: `if self._exception is "
-    "not None: raise`), so with a consumer that lags, the Connection: close response is lost, re-fetched, and "
-    "since e4fc161 the reset 'cuts a pipeline' and demotes a plain keep-alive limit (nginx's) to RED"))
 async def test_keepalive_limit_then_rst_with_a_slow_consumer() -> None:
     k = 4
     async with setup(limit_then_rst(k)) as (srv, engine):

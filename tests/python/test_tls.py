@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from lanefetch.engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.engine import (
+    DeliveredHead,
+    Engine,
+    EngineConfig,
+    FetchError,
+    FetchRequest,
+    Page,
+    TimingReport,
+)
 
 
 def openssl(*args: str, cwd: Path) -> None:

@@ -121,7 +121,12 @@ class Connection:
                 front = self.state.in_flight[0]
                 if front.token.timing.first_byte is None:
                     front.token.timing.first_byte = t
-            events = self.state.receive(data) if data else self.state.receive_eof()
+            if data:
+                events = self.state.receive(data)
+            elif self.transport.reader.transport_error is not None:
+                events = [self.state.reset(f"connection error: {self.transport.reader.transport_error}")]
+            else:
+                events = self.state.receive_eof()
             for ev in events:
                 await self._handle(ev)
 

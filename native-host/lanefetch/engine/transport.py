@@ -13,9 +13,38 @@ from .timing import ConnectTiming, now
 STREAM_LIMIT = 256 * 1024  # bytes buffered per connection before the socket is paused (backpressure)
 
 
+class DataBeforeErrorReader(asyncio.StreamReader):
+    """A StreamReader that hands out the bytes that arrived before a reset, then ends; the error is kept
+    in `transport_error`. (The stock reader raises a reset before returning buffered data, so a complete
+    last response followed by an RST, as nginx does at its keep-alive limit, would be lost.)"""
+
+    transport_error: BaseException | None = None
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.transport_error = exc
+        self.feed_eof()
+
+
+async def _streams(
+    sock: socket.socket, tls: ssl.SSLContext | None, server_hostname: str | None, handshake_timeout: float
+) -> tuple[DataBeforeErrorReader, asyncio.StreamWriter]:
+    """asyncio.open_connection with our reader."""
+    loop = asyncio.get_running_loop()
+    reader = DataBeforeErrorReader(limit=STREAM_LIMIT, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    if tls is None:
+        transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+    else:
+        transport, _ = await loop.create_connection(
+            lambda: protocol, sock=sock, ssl=tls, server_hostname=server_hostname,
+            ssl_handshake_timeout=handshake_timeout,
+        )
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
 @dataclass
 class Transport:
-    reader: asyncio.StreamReader
+    reader: DataBeforeErrorReader
     writer: asyncio.StreamWriter
     local_address: str | None
     remote_address: str | None
@@ -74,11 +103,7 @@ async def open_transport(
         try:
             if tls is not None:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(
-                        sock=sock, ssl=tls, server_hostname=server_hostname, limit=STREAM_LIMIT,
-                        ssl_handshake_timeout=connect_timeout,
-                    ),
-                    connect_timeout * 1.5,
+                    _streams(sock, tls, server_hostname, connect_timeout), connect_timeout * 1.5
                 )
                 timing.tls_end = now()
                 alpn = writer.get_extra_info("ssl_object").selected_alpn_protocol()
@@ -86,7 +111,7 @@ async def open_transport(
                     writer.close()
                     raise FetchError("tls_failed", f"server chose ALPN {alpn!r}, expected http/1.1")
             else:
-                reader, writer = await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
+                reader, writer = await _streams(sock, None, None, connect_timeout)
         except ssl.SSLCertVerificationError as e:
             sock.close()
             raise FetchError("tls_failed", f"certificate of {server_hostname} rejected: {e.verify_message}") from None
