@@ -8,11 +8,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-Headers = list[tuple[str, str]]
+from ..engine.fields import FieldLookup, Headers
 
 
 @dataclass(frozen=True)
-class StoredHead:
+class StoredHead(FieldLookup):
     status: int
     reason: str
     http_version: str
@@ -21,14 +21,6 @@ class StoredHead:
     response_time: float  # POSIX seconds when the response head arrived
     vary: dict[str, str | None] = field(default_factory=dict)  # varying field -> normalised request value
     heuristic_ok: bool = True  # False: never fresh by heuristic (responses to requests with Cookie)
-
-    def get_all(self, name: str) -> list[str]:
-        lname = name.lower()
-        return [v for k, v in self.headers if k.lower() == lname]
-
-    def get(self, name: str) -> str | None:
-        values = self.get_all(name)
-        return ", ".join(values) if values else None
 
     def to_json(self) -> str:
         return json.dumps({

@@ -20,7 +20,7 @@ from urllib.parse import urldefrag
 
 from ..engine.errors import FetchError
 from ..engine.exchange import Exchange
-from ..engine.request import Headers
+from ..engine.fields import Headers
 from ..engine.response_parser import Framing, ResponseHead
 from ..engine.timing import now
 from .entry import StoredHead

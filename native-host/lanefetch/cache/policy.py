@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engine.fields import Headers
 from .directives import parse_cache_control, pragma_no_cache
 from .entry import StoredEntry, StoredHead
 from .freshness import current_age, lifetime
 from .storability import has_validator
 from .validation import CONDITIONAL_FIELDS, conditional_headers
-from .vary import Headers, matches
+from .vary import matches
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 

@@ -23,10 +23,11 @@ too). Fields named by the response's Connection header go with the hop-by-hop on
 
 from __future__ import annotations
 
+from ..engine.fields import Headers
 from .directives import parse_cache_control
 from .entry import StoredHead
 from .freshness import HEURISTICALLY_CACHEABLE, explicit_lifetime
-from .vary import Headers, vary_fields
+from .vary import vary_fields
 
 NEVER_STORED = frozenset({
     "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",

@@ -9,7 +9,7 @@ import time
 from typing import Protocol
 
 from ..engine.errors import FetchError
-from ..engine.request import Headers
+from ..engine.fields import Headers
 from ..engine.response_parser import ResponseHead
 from ..engine.response_tap import Substitute
 from ..engine.timing import RequestTiming, epoch_ms

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..engine.fields import Headers
 from .entry import StoredHead
 from .storability import NEVER_STORED
-from .vary import Headers
 
 CONDITIONAL_FIELDS = frozenset({"if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range"})
 _KEEP_STORED = frozenset({"content-length", "content-encoding", "content-range", "transfer-encoding"})

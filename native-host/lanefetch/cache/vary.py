@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-Headers = list[tuple[str, str]]
+from ..engine.fields import Headers
 
 _WS = re.compile(r"[ \t]+")
 

@@ -11,7 +11,8 @@ from typing import Protocol
 
 from .decode import Decoder, decoder_for
 from .errors import FetchError
-from .request import FetchRequest, Headers, Target, priority_key
+from .fields import Headers
+from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
 from .response_tap import ResponseTap
 from .timing import ConnectionInfo, RequestTiming, now

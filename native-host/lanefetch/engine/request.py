@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from .errors import FetchError
-
-Headers = list[tuple[str, str]]
+from .fields import Headers
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\r\n\x00]")

@@ -11,7 +11,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-Headers = list[tuple[str, str]]
+from .fields import FieldLookup, Headers
 
 MAX_HEAD_BYTES = 256 * 1024  # a head (status line + fields) larger than this is a protocol error
 MAX_CHUNK_LINE = 4096
@@ -29,19 +29,11 @@ class Framing(enum.Enum):
 
 
 @dataclass(frozen=True)
-class ResponseHead:
+class ResponseHead(FieldLookup):
     status: int
     reason: str
     http_version: str  # "1.0" or "1.1"
     headers: Headers
-
-    def get_all(self, name: str) -> list[str]:
-        lname = name.lower()
-        return [v for k, v in self.headers if k.lower() == lname]
-
-    def get(self, name: str) -> str | None:
-        values = self.get_all(name)
-        return ", ".join(values) if values else None
 
     def connection_tokens(self) -> set[str]:
         return {t.strip().lower() for v in self.get_all("connection") for t in v.split(",") if t.strip()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .request import Headers
+from .fields import Headers
 from .response_parser import ResponseHead
 
 
