@@ -9,6 +9,7 @@ import sys
 SCENARIOS = {
     "engine": "bench.scenario_engine",
     "seed000-grid": "bench.scenario_grid",
+    "chromium-page": "bench.scenario_chromium_page",
 }
 
 
