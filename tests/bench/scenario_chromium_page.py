@@ -107,9 +107,9 @@ def _profile(name: str, profile: LinkProfile, rounds: int) -> tuple[list[str], d
         *report.table(["variant", "median load s", "range s", "median wall s", "median image conns",
                        "images pipelined (all runs)"], rows),
         "",
-        f"**ON is {med['off'] / med['on']:.2f}× faster** by load time (navigation start → load event); "
+        (f"**ON is {med['off'] / med['on']:.2f}× faster** by load time (navigation start → load event); "
         f"{wall['off'] / wall['on']:.2f}× by wall clock (first page.goto → load event, which for ON includes "
-        "the extension's gate: blocked first try, debugger attach, navigate again).",
+        "the extension's gate: blocked first try, debugger attach, navigate again)."),
         "",
     ]
     return lines, {"ratio": med["off"] / med["on"], "on": med["on"], "off": med["off"],
@@ -119,13 +119,13 @@ def _profile(name: str, profile: LinkProfile, rounds: int) -> tuple[list[str], d
 def run(rounds: int) -> int:
     names = os.environ.get("LANEFETCH_BENCH_PROFILES", "bench2,wcdma").split(",")
     lines = [
-        "Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
+        ("Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
         "nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile (no HTTP "
         "cache) and, for ON, the helper registered into it, the page's host enabled and a fresh `XDG_CACHE_HOME` "
         "(no helper cache). Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that "
         "finally loaded, after checking every image decoded (`img.decode()`, `naturalWidth > 0`). The page's "
         "document is fetched by Chromium itself in both variants (private page). Image connection and pipelining "
-        "counts come from nginx's access log (`$connection`, `$pipe`).",
+        "counts come from nginx's access log (`$connection`, `$pipe`)."),
         "",
     ]
     summary = []
