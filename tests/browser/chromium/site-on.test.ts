@@ -59,10 +59,10 @@ test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, r
     `${b}/font/cors.ttf`, `${b}/font/nocors.ttf`, `${a}/js/sri-bad.js`, `${a}/js/gzip.js`, `${a}/js/br.js`, `${a}/echo-cookie`]) {
     assert.ok(seen.includes(`GET ${p}`), `${p} requested (got ${seen.join(", ")})`);
   }
-  assert.deepEqual(notFromHelper().sort(), [`GET ${a}/index.html (browser)`, `OPTIONS ${b}/cors/data.txt (browser)`],
-    "only the loopback page's document and the CORS preflight went from the browser");
   const tab = await tabIdOf(browser.worker, url);
   const s = await tabStatus(browser.context, tab);
+  assert.deepEqual(notFromHelper().sort(), [`GET ${a}/index.html (browser)`, `OPTIONS ${b}/cors/data.txt (browser)`],
+    `only the loopback page's document and the CORS preflight went from the browser (tab status: ${JSON.stringify(s)})`);
   assert.equal(s.helper.status, "connected");
   assert.equal(s.tab.intercepting, true);
   assert.equal(s.counts.passed.preflight, 1, JSON.stringify(s.counts));
