@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.netlab import PROFILES, Host, Lab, LinkProfile
+from bench.netlab import PROFILES, Host, Lab, Link, LinkProfile
 from bench.servers import ServerHandle, start_nginx
 
 IMAGES = 80
@@ -52,8 +52,9 @@ def _docroot(d: str) -> int:
     return size // IMAGES
 
 
-def _one(client: Host, srv: ServerHandle, url: str, mode: str) -> dict[str, Any]:
+def _one(client: Host, link: Link, srv: ServerHandle, url: str, mode: str) -> dict[str, Any]:
     before = len(srv.access_log())
+    s0 = link.stats() or {}
     with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache:
         env = {**os.environ, "XDG_CACHE_HOME": cache}
         proc = client.popen([NODE, "--import", "tsx", str(DRIVER), url, mode, str(IMAGES)], cwd=str(REPO), env=env,
@@ -68,6 +69,11 @@ def _one(client: Host, srv: ServerHandle, url: str, mode: str) -> dict[str, Any]
     data["img_conns"] = len({r.connection for r in imgs})
     data["img_pipelined"] = sum(1 for r in imgs if r.pipelined)
     data["all_requests"] = len(recs)
+    s1 = link.stats() or {}
+    for d in ("up", "down"):
+        a, b = s0.get(d, {}), s1.get(d, {})
+        data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
+        data[f"{d}_drops"] = b.get("dropped_queue", 0) - a.get("dropped_queue", 0)
     return data
 
 
@@ -83,9 +89,10 @@ def _profile(name: str, profile: LinkProfile, rounds: int) -> tuple[list[str], d
         client.run(["curl", "-s", "-o", "/dev/null", url], check=False, timeout=30)  # server page cache warm
         for r in range(rounds):
             for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
-                d = _one(client, srv, url, mode)
+                d = _one(client, link, srv, url, mode)
                 print(f"[{name}] round {r + 1} {mode}: load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, "
-                      f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} pipelined",
+                      f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} pipelined, "
+                      f"link up {d['up_bytes']} B ({d['up_drops']} drops) down {d['down_bytes']} B ({d['down_drops']} drops)",
                       flush=True)
                 runs[mode].append(d)
     med = {m: report.median([d["load_s"] for d in runs[m]]) for m in runs}
@@ -98,22 +105,35 @@ def _profile(name: str, profile: LinkProfile, rounds: int) -> tuple[list[str], d
             label, f"{med[m]:.3f}", f"{min(ls):.3f}–{max(ls):.3f}", f"{wall[m]:.3f}",
             f"{report.median([d['img_conns'] for d in ds]):g}",
             f"{sum(d['img_pipelined'] for d in ds)}/{sum(d['img_requests'] for d in ds)}",
+            f"{report.median([d['up_bytes'] for d in ds]) / 1000:.1f} / {report.median([d['down_bytes'] for d in ds]) / 1000:.1f}",
+            f"{sum(d['up_drops'] + d['down_drops'] for d in ds)}",
         ])
+    # Physical lower bound for ON's traffic: connect + document + images = 3 RTT, plus the busier direction's
+    # serialization time of the bytes ON actually put on the link (IP/TCP headers and ACKs included).
+    assert profile.rtt_ms and profile.down_kbit and profile.up_kbit
+    up = report.median([d["up_bytes"] for d in runs["on"]])
+    down = report.median([d["down_bytes"] for d in runs["on"]])
+    tmin = 3 * profile.rtt_ms / 1000 + max(up * 8 / (profile.up_kbit * 1000), down * 8 / (profile.down_kbit * 1000))
+    rows.append(["T_min estimate", f"{tmin:.3f}", "", "", "", "", "", ""])
     lines = [
         f"## {name}: RTT {profile.rtt_ms} ms, {profile.down_kbit} kbit/s down, {profile.up_kbit} kbit/s up",
         "",
         f"{IMAGES} PNG images × ~{size} B, {rounds} rounds (order alternating on/off, off/on).",
         "",
         *report.table(["variant", "median load s", "range s", "median wall s", "median image conns",
-                       "images pipelined (all runs)"], rows),
+                       "images pipelined (all runs)", "median kB up / down on the link",
+                       "queue drops (all runs)"], rows),
         "",
         (f"**ON is {med['off'] / med['on']:.2f}× faster** by load time (navigation start → load event); "
         f"{wall['off'] / wall['on']:.2f}× by wall clock (first page.goto → load event, which for ON includes "
         "the extension's gate: blocked first try, debugger attach, navigate again)."),
         "",
+        (f"T_min = 3 RTT + max(bytes up / up rate, bytes down / down rate) with ON's median link bytes: the best any "
+         f"variant could do here is {med['off'] / tmin:.2f}× faster than OFF; ON is at {med['on'] / tmin:.2f}× T_min."),
+        "",
     ]
     return lines, {"ratio": med["off"] / med["on"], "on": med["on"], "off": med["off"],
-                   "wall_ratio": wall["off"] / wall["on"]}
+                   "wall_ratio": wall["off"] / wall["on"], "tmin": tmin}
 
 
 def run(rounds: int) -> int:
@@ -132,8 +152,9 @@ def run(rounds: int) -> int:
     for name in names:
         part, s = _profile(name, PROFILES[name], rounds)
         lines += part
-        summary.append([name, f"{s['off']:.3f}", f"{s['on']:.3f}", f"{s['ratio']:.2f}×", f"{s['wall_ratio']:.2f}×"])
+        summary.append([name, f"{s['off']:.3f}", f"{s['on']:.3f}", f"{s['ratio']:.2f}×", f"{s['wall_ratio']:.2f}×",
+                        f"{s['tmin']:.3f}", f"{s['off'] / s['tmin']:.2f}×"])
     lines += ["## Summary", "", *report.table(["link", "OFF median s", "ON median s", "speed-up (load)",
-                                               "speed-up (wall)"], summary)]
+                                               "speed-up (wall)", "T_min est. s", "best possible speed-up"], summary)]
     report.write("chromium-page", "Chromium page benchmark: 80 × 2 KB images, site on vs off", lines)
     return 0
