@@ -237,6 +237,17 @@ class ServerConn:
         """Give the client time to send what it would pipeline before the server answers."""
         await asyncio.sleep(seconds)
 
+    async def answer_first(self, k: int, settle: float) -> bool:
+        """Answer the next k requests properly; False if the client went away first."""
+        for _ in range(k):
+            req = await self.next_request()
+            if req is None:
+                return False
+            await self.settle(settle)
+            await self.answer(req)
+        await self.settle(settle)
+        return True
+
     async def send(self, data: bytes, *, completes: int = 1, begins: bool = True) -> None:
         """Write bytes. ``begins``: they start a response (recorded for outstanding_at_answer);
         ``completes``: how many responses they finish."""
@@ -533,13 +544,8 @@ def close_after(k: int, settle: float = 0.02, *, rst: bool = False) -> Scenario:
     async def run(conn: ServerConn) -> None:
         if conn.index > 0:
             return await good(conn)
-        for _ in range(k):
-            req = await conn.next_request()
-            if req is None:
-                return
-            await conn.settle(settle)
-            await conn.answer(req)
-        await conn.settle(settle)
+        if not await conn.answer_first(k, settle):
+            return
         conn.server.state["unanswered_at_close"] = conn.outstanding()
         if rst:
             conn.reset()
@@ -647,13 +653,8 @@ def stall_then_rst(after: int, stall: float, settle: float = 0.02) -> Scenario:
     async def run(conn: ServerConn) -> None:
         if conn.index > 0:
             return await good(conn)
-        for _ in range(after):
-            req = await conn.next_request()
-            if req is None:
-                return
-            await conn.settle(settle)
-            await conn.answer(req)
-        await conn.settle(settle)
+        if not await conn.answer_first(after, settle):
+            return
         conn.server.state["unanswered_at_stall"] = conn.outstanding()
         deadline = time.monotonic() + stall
         while not conn.client_eof and time.monotonic() < deadline:
@@ -689,13 +690,8 @@ def drop_one(after: int, then: str, settle: float = 0.02) -> Scenario:
     async def run(conn: ServerConn) -> None:
         if conn.index > 0:
             return await good(conn)
-        for _ in range(after):
-            req = await conn.next_request()
-            if req is None:
-                return
-            await conn.settle(settle)
-            await conn.answer(req)
-        await conn.settle(settle)
+        if not await conn.answer_first(after, settle):
+            return
         conn.server.state["dropped"] = conn.outstanding()
         if then == "close":
             await conn.close()
