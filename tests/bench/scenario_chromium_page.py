@@ -92,7 +92,8 @@ def _profile(name: str, profile: LinkProfile, rounds: int) -> tuple[list[str], d
                 d = _one(client, link, srv, url, mode)
                 print(f"[{name}] round {r + 1} {mode}: load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, "
                       f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} pipelined, "
-                      f"link up {d['up_bytes']} B ({d['up_drops']} drops) down {d['down_bytes']} B ({d['down_drops']} drops)",
+                      f"link up {d['up_bytes']} B ({d['up_drops']} drops) "
+                      f"down {d['down_bytes']} B ({d['down_drops']} drops)",
                       flush=True)
                 runs[mode].append(d)
     med = {m: report.median([d["load_s"] for d in runs[m]]) for m in runs}
@@ -105,7 +106,8 @@ def _profile(name: str, profile: LinkProfile, rounds: int) -> tuple[list[str], d
             label, f"{med[m]:.3f}", f"{min(ls):.3f}–{max(ls):.3f}", f"{wall[m]:.3f}",
             f"{report.median([d['img_conns'] for d in ds]):g}",
             f"{sum(d['img_pipelined'] for d in ds)}/{sum(d['img_requests'] for d in ds)}",
-            f"{report.median([d['up_bytes'] for d in ds]) / 1000:.1f} / {report.median([d['down_bytes'] for d in ds]) / 1000:.1f}",
+            f"{report.median([d['up_bytes'] for d in ds]) / 1000:.1f} / "
+            f"{report.median([d['down_bytes'] for d in ds]) / 1000:.1f}",
             f"{sum(d['up_drops'] + d['down_drops'] for d in ds)}",
         ])
     # Physical lower bound for ON's traffic: connect + document + images = 3 RTT, plus the busier direction's
