@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
@@ -97,11 +98,7 @@ def _request_json(r: _Result) -> dict[str, Any]:
         "bytes": r.bytes,
         "error": None if r.error is None else {"code": r.error.code, "message": r.error.message},
         "timing": rep.timing.as_epoch_ms() if rep else None,
-        "connection": None if conn is None else {
-            "id": conn.id, "local_address": conn.local_address, "remote_address": conn.remote_address,
-            "reused": conn.reused, "pipeline_position": conn.pipeline_position,
-            "pipeline_depth": conn.pipeline_depth,
-        },
+        "connection": None if conn is None else asdict(conn),  # the same record as the protocol's timing
         "retries": rep.retries if rep else 0,
         "cache": rep.cache if rep else "none",
         "wire_bytes": rep.wire_bytes if rep else 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import asdict
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -105,11 +106,7 @@ def timing(rid: str, report: TimingReport) -> Message:
         "type": "timing",
         "id": rid,
         "timing": report.timing.as_epoch_ms(),
-        "connection": None if conn is None else {
-            "id": conn.id, "local_address": conn.local_address, "remote_address": conn.remote_address,
-            "interface": conn.interface, "reused": conn.reused, "pipeline_position": conn.pipeline_position,
-            "pipeline_depth": conn.pipeline_depth,
-        },
+        "connection": None if conn is None else asdict(conn),
         "retries": report.retries,
         "wire_bytes": report.wire_bytes,
         "cache": report.cache,

@@ -8,7 +8,7 @@ import contextlib
 import itertools
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .address_policy import AddressSpace
@@ -46,7 +46,6 @@ class BatchResult:
 class _BatchTracker:
     exchanges: list[Exchange]
     max_concurrent: int = 0
-    connection_ids: set[int] = field(default_factory=set)
 
 
 def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
@@ -104,10 +103,8 @@ class Engine:
             for ex in tracker.exchanges:
                 if self._by_id.get(ex.request.id) is ex:
                     del self._by_id[ex.request.id]
-        for ex in tracker.exchanges:
-            if ex.connection is not None:
-                tracker.connection_ids.add(ex.connection.id)
-        return BatchResult(len(tracker.connection_ids), tracker.max_concurrent)
+        used = {ex.connection.id for ex in tracker.exchanges if ex.connection is not None}
+        return BatchResult(len(used), tracker.max_concurrent)
 
     async def cancel(self, request_ids: list[str]) -> None:
         for rid in request_ids:
