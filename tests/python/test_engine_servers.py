@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from bench.netlab import Host, Lab, Link
-from bench.servers import ServerHandle, start_apache, start_nginx
+from bench.servers import AccessRecord, ServerHandle, start_apache, start_nginx
 from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 from lanefetch.engine.request import Origin
@@ -131,20 +131,28 @@ async def test_nginx_100_files_pipelined(site: Site) -> None:
         srv.stop()
 
 
+async def run_against_keepalive_limit(
+    site: Site, srv: ServerHandle
+) -> tuple[RecordingSink, list[FetchRequest], Counter[object], list[AccessRecord]]:
+    """60 requests on 2 connections to a server that closes each connection after a few: all arrive exactly
+    once, byte-exact, and the origin is not demoted for the limit."""
+    paths = sorted(site.files)[:60]
+    reqs = requests_for(srv, paths)
+    sink, engine = await fetch_all(reqs, EngineConfig(connections_per_origin=2, pipeline_depth=16))
+    check_all_exact(site, sink, reqs)
+    pol = policy_of(engine, srv)
+    assert pol.state is not PipelineState.RED, pol.demotions
+    log = srv.access_log(wait_for=60)
+    ok = [rec for rec in log if rec.status == 200]
+    assert Counter(rec.path for rec in ok) == Counter(paths), "a request was lost or answered twice"
+    return sink, reqs, Counter(rec.connection for rec in log), log
+
+
 async def test_nginx_keepalive_requests_limit(site: Site) -> None:
     _need("nginx")
     srv = start_nginx(site.server, site.docroot, site.link.b_ip, 8081, keepalive_requests=10)
     try:
-        paths = sorted(site.files)[:60]
-        reqs = requests_for(srv, paths)
-        sink, engine = await fetch_all(reqs, EngineConfig(connections_per_origin=2, pipeline_depth=16))
-        check_all_exact(site, sink, reqs)
-        pol = policy_of(engine, srv)
-        assert pol.state is not PipelineState.RED, pol.demotions
-        log = srv.access_log(wait_for=60)
-        ok = [rec for rec in log if rec.status == 200]
-        assert Counter(rec.path for rec in ok) == Counter(paths), "a request was lost or answered twice"
-        per_conn = Counter(rec.connection for rec in log)
+        _, _, per_conn, log = await run_against_keepalive_limit(site, srv)
         assert max(per_conn.values()) <= 10 and len(per_conn) >= 6, per_conn
         assert any(rec.pipelined for rec in log), "nothing was pipelined"
     finally:
@@ -178,16 +186,7 @@ async def test_apache_max_keepalive_requests_limit(site: Site) -> None:
     _need("apache2")
     srv = start_apache(site.server, site.docroot, site.link.b_ip, 8083, max_keepalive_requests=10)
     try:
-        paths = sorted(site.files)[:60]
-        reqs = requests_for(srv, paths)
-        sink, engine = await fetch_all(reqs, EngineConfig(connections_per_origin=2, pipeline_depth=16))
-        check_all_exact(site, sink, reqs)
-        pol = policy_of(engine, srv)
-        assert pol.state is not PipelineState.RED, pol.demotions
-        log = srv.access_log(wait_for=60)
-        ok = [rec for rec in log if rec.status == 200]
-        assert Counter(rec.path for rec in ok) == Counter(paths), "a request was lost or answered twice"
-        per_conn = Counter(rec.connection for rec in log)
+        sink, reqs, per_conn, _ = await run_against_keepalive_limit(site, srv)
         # Apache counts keep-alive requests after the first: MaxKeepAliveRequests 10 = 11 per connection
         assert max(per_conn.values()) <= 11 and len(per_conn) >= 6, per_conn
         assert pipelined_on_the_wire(sink, reqs) >= 10
