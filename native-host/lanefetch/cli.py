@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from . import __version__
 from .bridge import install as installer
+from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
 from .engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 
@@ -176,19 +177,29 @@ def _cache_command(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace, remove: bool) -> int:
-    browsers = ["chromium", "chrome", "firefox"] if args.browser == "all" else [args.browser]
-    ts = installer.targets(browsers, args.home, args.chromium_user_data_dir)
-    if remove:
-        for p in installer.uninstall(ts):
-            print(f"removed {p}")
-        return 0
     try:
-        exe = installer.host_executable()
-    except FileNotFoundError as e:
+        p = installer.plan(args.browser, args.home, args.chromium_user_data_dir, system=args.system)
+    except ValueError as e:
         print(f"lanefetch: {e}", file=sys.stderr)
+        return 2
+    for s in p.sandboxed:
+        print(f"note: {s.advice}")
+    if not p.targets:
+        print("lanefetch: found no browser for this user (looked for " + ", ".join(b.name for b in BROWSERS)
+              + "); name one with --browser", file=sys.stderr)
         return 1
-    for p in installer.install(ts, exe):
-        print(f"registered {p} -> {exe}")
+    try:
+        if remove:
+            for path in installer.uninstall(p.targets):
+                print(f"removed {path}")
+            return 0
+        exe = installer.host_launcher(wrapper_dir=p.targets[0].directory.parent)
+        for path in installer.install(p.targets, exe):
+            print(f"registered {path} -> {exe}")
+    except (FileNotFoundError, PermissionError) as e:
+        hint = " (system-wide needs administrator rights)" if args.system and isinstance(e, PermissionError) else ""
+        print(f"lanefetch: {e}{hint}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -221,10 +232,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, text in (("install", "register"), ("uninstall", "unregister")):
         i = sub.add_parser(name, help=f"{text} the native-messaging host for browsers of this user")
-        i.add_argument("--browser", choices=["all", "chromium", "chrome", "firefox"], default="all")
+        i.add_argument("--browser", choices=["all", *(b.id for b in BROWSERS)], default="all",
+                       help="one browser, or all found for this user (default)")
+        i.add_argument("--system", action="store_true",
+                       help="for every user of this machine (needs root/administrator)")
         i.add_argument("--chromium-user-data-dir", type=Path, metavar="DIR",
                        help="a Chromium --user-data-dir: the manifest goes to DIR/NativeMessagingHosts")
         i.add_argument("--home", type=Path, default=Path.home(), help=argparse.SUPPRESS)
+    d = sub.add_parser("doctor", help="check the helper's registration with each browser and say how to fix it")
+    d.add_argument("--browser", choices=["all", *(b.id for b in BROWSERS)], default="all")
+    d.add_argument("--chromium-user-data-dir", type=Path, metavar="DIR",
+                   help="check the registration for a Chromium --user-data-dir")
+    d.add_argument("--home", type=Path, default=Path.home(), help=argparse.SUPPRESS)
     return p
 
 
@@ -248,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.chromium_user_data_dir is not None and args.browser == "all":
             args.browser = "chromium"
         return _install(args, remove=args.command == "uninstall")
+    if args.command == "doctor":
+        from . import doctor
+
+        findings = doctor.run(args.browser, args.home, args.chromium_user_data_dir)
+        print(doctor.render(findings))
+        return 1 if any(f.status == "fail" for f in findings) else 0
     return 2
 
 
