@@ -1,0 +1,133 @@
+"""`lanefetch doctor`: each thing a user can get wrong is found and comes with a fix; a good registration is
+proven by starting the registered executable and exchanging hello with it (the real lanefetch-host)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from lanefetch import __version__, doctor, protocol
+from lanefetch.bridge import install as installer
+from test_install import DictRegistry
+
+HOST = Path(sys.executable).parent / "lanefetch-host"
+IDENT = protocol.identity()
+
+
+def registered(tmp_path: Path, browser: str = "chromium") -> installer.Target:
+    t = installer.targets([browser], tmp_path, None, platform="linux", env={})[0]
+    installer.install([t], HOST)
+    return t
+
+
+def script(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "fake-host"
+    p.write_text(f"#!{sys.executable}\n{body}\n")
+    p.chmod(0o755)
+    return p
+
+
+def rewrite(t: installer.Target, **fields: object) -> None:
+    m = json.loads(t.manifest_path.read_text())
+    m.update(fields)
+    t.manifest_path.write_text(json.dumps(m))
+
+
+def only(findings: list[doctor.Finding]) -> doctor.Finding:
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+def test_working_registration_answers_hello(tmp_path: Path) -> None:
+    for browser in ("chromium", "firefox"):
+        f = only(doctor.check_target(registered(tmp_path, browser)))
+        assert f.status == "ok", f
+        assert f"lanefetch {__version__} answered hello (protocol {protocol.PROTOCOL_VERSION}" in f.detail
+
+
+def test_missing_and_broken_manifests(tmp_path: Path) -> None:
+    t = installer.targets(["brave"], tmp_path, None, platform="linux", env={})[0]
+    f = only(doctor.check_target(t))
+    assert (f.status, f.fix) == ("fail", "lanefetch install --browser brave")
+    assert str(t.manifest_path) in f.detail
+
+    t = registered(tmp_path)
+    t.manifest_path.write_text("{not json")
+    assert "cannot be read" in only(doctor.check_target(t)).detail
+
+    t = registered(tmp_path)
+    rewrite(t, allowed_origins=["chrome-extension://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"])
+    f = only(doctor.check_target(t))
+    assert f.status == "fail" and "allowed_origins" in f.detail and IDENT["chromium_extension_id"] in f.detail
+
+    t = registered(tmp_path)
+    rewrite(t, path=str(tmp_path / "gone" / "lanefetch-host"))
+    f = only(doctor.check_target(t))
+    assert f.status == "fail" and "does not exist" in f.detail and f.fix == "lanefetch install --browser chromium"
+
+    t = registered(tmp_path)
+    rewrite(t, path="lanefetch-host", type="socket")
+    f = only(doctor.check_target(t))
+    assert "not absolute" in f.detail and "'socket'" in f.detail
+
+
+def test_executable_that_does_not_work(tmp_path: Path) -> None:
+    t = registered(tmp_path)
+    rewrite(t, path=str(script(tmp_path, "import sys\nprint('Traceback: boom', file=sys.stderr)\nsys.exit(3)")))
+    f = only(doctor.check_target(t))
+    assert f.status == "fail" and "exited with status 3" in f.detail and "boom" in f.detail
+    assert "pipx reinstall lanefetch" in f.fix
+
+    rewrite(t, path=str(script(tmp_path, "import time\ntime.sleep(60)")))
+    f = only(doctor.check_target(t, timeout=2))
+    assert f.status == "fail" and "no answer to hello within 2 s" in f.detail
+
+
+def test_incompatible_helper_is_reported_with_its_message(tmp_path: Path) -> None:
+    # A helper from the future: answers hello as the protocol allows, compatible=false with its reason.
+    answer = {"type": "hello", "protocol": 1, "helper_version": "9.0.0", "compatible": False, "capabilities": [],
+              "message": "The helper is newer: update the extension."}
+    body = (f"import json, struct, sys\nsys.stdin.buffer.read()\nb = json.dumps({answer!r}).encode()\n"
+            "sys.stdout.buffer.write(struct.pack('=I', len(b)) + b)")
+    t = registered(tmp_path)
+    rewrite(t, path=str(script(tmp_path, body)))
+    f = only(doctor.check_target(t))
+    assert f.status == "fail" and "lanefetch 9.0.0" in f.detail and "update the extension" in f.detail
+
+
+def test_windows_registration_checked_through_the_registry(tmp_path: Path) -> None:
+    env = {"LOCALAPPDATA": str(tmp_path)}
+    t = installer.targets(["edge"], tmp_path, None, platform="win32", env=env)[0]
+    reg = DictRegistry()
+    f = only(doctor.check_target(t, reg))
+    assert f.status == "fail" and "no registry key HKCU\\Software\\Microsoft\\Edge" in f.detail
+    installer.install([t], HOST, reg)  # this machine's real launcher stands in for lanefetch-host.exe
+    assert only(doctor.check_target(t, reg)).status == "ok"
+    elsewhere = tmp_path / "moved" / t.manifest_path.name
+    elsewhere.parent.mkdir()
+    t.manifest_path.rename(elsewhere)
+    reg.set_default("HKCU", t.registry_key or "", str(elsewhere))
+    warn, ok = doctor.check_target(t, reg)
+    assert warn.status == "warn" and str(elsewhere) in warn.detail and ok.status == "ok"
+
+
+def test_python_version_and_render() -> None:
+    assert doctor.check_python((3, 11, 0)).status == "ok"
+    old = doctor.check_python((3, 10, 12), "/usr/bin/python3")
+    assert old.status == "fail" and "3.10.12" in old.detail and "3.11" in old.fix
+    text = doctor.render([old, doctor.check_firefox_https()])
+    assert text.splitlines()[0].startswith("FAIL  Python: 3.10.12")
+    assert text.splitlines()[1].startswith("      fix: ")
+    assert "Firefox HTTPS: not enabled" in text
+
+
+def test_run_reports_every_part(tmp_path: Path) -> None:
+    registered(tmp_path, "firefox")
+    findings = doctor.run("all", tmp_path, None, platform="linux", env={"PATH": str(tmp_path)})
+    topics = [f.topic for f in findings]
+    # Firefox is checked because it has a manifest, though no Firefox was found on this PATH
+    assert topics == ["lanefetch", "Python", "Firefox", "Interfaces", "Firefox HTTPS"]
+    assert findings[2].status == "ok"
+    none = doctor.run("all", tmp_path / "empty", None, platform="linux", env={"PATH": str(tmp_path)})
+    assert [f.topic for f in none if f.status == "fail"] == ["Browsers"]
