@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 
 from . import __version__
-from .engine import DeliveredHead, FetchError, TimingReport
+from .engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from .engine.timing import epoch_ms
 
 PROTOCOL_VERSION = 1
@@ -53,7 +53,7 @@ def check(message: Any, definition: str) -> str | None:
     return f"{where}: {best.message[:300]}"
 
 
-def hello(extension_protocol: int) -> Message:
+def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
     compatible = extension_protocol == PROTOCOL_VERSION
     msg: Message = {
         "type": "hello",
@@ -62,6 +62,9 @@ def hello(extension_protocol: int) -> Message:
         "compatible": compatible,
         "capabilities": CAPABILITIES if compatible else [],
     }
+    if compatible and proxy_secret is not None:
+        msg["capabilities"] = [*CAPABILITIES, "proxy"]
+        msg["proxy_secret"] = proxy_secret
     if not compatible:
         newer = "extension" if extension_protocol > PROTOCOL_VERSION else "helper"
         msg["message"] = (
@@ -111,6 +114,18 @@ def timing(rid: str, report: TimingReport) -> Message:
         "wire_bytes": report.wire_bytes,
         "cache": report.cache,
     }
+
+
+def proxy_ready(context_id: str, port: int) -> Message:
+    return {"type": "proxy_ready", "context_id": context_id, "host": "127.0.0.1", "port": port}
+
+
+def proxied(context_id: str, request: FetchRequest) -> Message:
+    msg: Message = {"type": "proxied", "id": request.id, "context_id": context_id, "method": request.method,
+                    "url": request.url, "resource_type": request.resource_type}
+    if request.priority is not None:
+        msg["priority"] = request.priority
+    return msg
 
 
 def batch_done(batch_id: str, connections: int, max_concurrent: int) -> Message:

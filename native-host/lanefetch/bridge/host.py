@@ -18,6 +18,7 @@ from typing import Any
 from .. import protocol
 from ..cache.location import default_cache_dir
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 
 log = logging.getLogger("lanefetch.host")
@@ -71,10 +72,34 @@ def _to_request(raw: dict[str, Any]) -> FetchRequest:
     )
 
 
+class _ProxyReports:
+    """What the proxy tells the extension about the requests it fetched (the timing panel's records)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    async def proxied(self, context_id: str, request: FetchRequest) -> None:
+        await self._send(protocol.proxied(context_id, request))
+
+    async def failed(self, request: FetchRequest, error: FetchError) -> None:
+        await self._send(protocol.request_error(request.id, error))
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        await self._send(protocol.timing(request.id, report))
+
+
+def _to_page(raw: dict[str, Any]) -> Page:
+    return Page(
+        address_space=raw["address_space"], top_site=raw.get("top_site", ""),
+        url=raw.get("url"), private_browsing=bool(raw.get("private_browsing", False)),
+    )
+
+
 class Host:
     def __init__(self, engine: Engine, send: Send) -> None:
         self.engine = engine
         self._send = send
+        self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
         self._live_ids: set[str] = set()
@@ -89,7 +114,20 @@ class Host:
             return
         kind = item["type"]
         if kind == "hello":
-            await self._send(protocol.hello(item["protocol"]))
+            if item["browser"] == "firefox" and item["protocol"] == protocol.PROTOCOL_VERSION and self.proxy is None:
+                self.proxy = ProxyService(self.engine.config, _ProxyReports(self._send))
+            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
+        elif kind == "proxy_open":
+            if self.proxy is None:
+                reason = "proxy_open needs a Firefox hello first"
+                await self._send(protocol.error("bad_message", reason, item["context_id"]))
+                return
+            page = _to_page(item["page"])
+            port = await self.proxy.open(item["context_id"], page)
+            await self._send(protocol.proxy_ready(item["context_id"], port))
+        elif kind == "proxy_close":
+            if self.proxy is not None:
+                await self.proxy.close(item["context_id"])
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -123,11 +161,7 @@ class Host:
                 requests.append(_to_request(raw))
             except FetchError as e:
                 await self._send(protocol.request_error(raw["id"], e))
-        page_raw = item["page"]
-        page = Page(
-            address_space=page_raw["address_space"], top_site=page_raw.get("top_site", ""),
-            url=page_raw.get("url"), private_browsing=bool(page_raw.get("private_browsing", False)),
-        )
+        page = _to_page(item["page"])
         ids = [r.id for r in requests]
         self._live_ids.update(ids)
         self._batch_ids[batch_id] = ids
@@ -150,6 +184,8 @@ class Host:
         for task in list(self._batches.values()):
             task.cancel()
         await asyncio.gather(*self._batches.values(), return_exceptions=True)
+        if self.proxy is not None:
+            await self.proxy.aclose()
         await self.engine.aclose()
 
 

@@ -1,0 +1,271 @@
+"""One proxy listener on 127.0.0.1 (ephemeral port) for one page context (top-level site, address
+space, private browsing): the browser's requests arrive in absolute form, are checked for the
+session secret, handed to the engine and answered as the origin's bytes arrive.
+
+Failures before any response byte close the connection without an answer: Firefox then retries and
+fails over to the next proxy in `proxy.onRequest`'s list (direct), so the page never sees a proxy
+error. The URL is remembered briefly so those retries fail at once instead of fetching again."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hmac
+import itertools
+import logging
+import socket
+import time
+from typing import Protocol
+
+from ..engine import DeliveredHead, Engine, FetchError, FetchRequest, Page, TimingReport
+from ..engine.address_policy import may_connect
+from ..engine.fields import Headers
+from ..engine.request import parse_target
+from .gather import Gatherer
+from .request_meta import priority, resource_type
+from .request_reader import BadRequest, Request, RequestReader
+from .response_writer import ResponseWriter, refusal
+
+log = logging.getLogger("lanefetch.proxy")
+
+PROXY_USER = "lanefetch"
+REALM = "lanefetch"
+FAILED_MEMORY_S = 10.0
+_ids = itertools.count(1)
+
+
+class ProxyObserver(Protocol):
+    """Who hears about proxied requests (the native port: the extension's timing records)."""
+
+    async def proxied(self, context_id: str, request: FetchRequest) -> None: ...
+    async def failed(self, request: FetchRequest, error: FetchError) -> None: ...
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None: ...
+
+
+def basic_credentials(secret: str) -> str:
+    return "Basic " + base64.b64encode(f"{PROXY_USER}:{secret}".encode()).decode("ascii")
+
+
+class _Responder:
+    """Writes one request's response to the browser's connection (the engine's sink for it)."""
+
+    def __init__(self, writer: asyncio.StreamWriter, out: ResponseWriter, engine: Engine,
+                 observer: ProxyObserver) -> None:
+        self.writer = writer
+        self.out = out
+        self.engine = engine
+        self.observer = observer
+        self.started = False
+        self.ok = False
+        self.broken = False  # the browser went away
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def _write(self, data: bytes, request: FetchRequest) -> None:
+        if self.broken or not data:
+            return
+        try:
+            self.writer.write(data)
+            await self.writer.drain()  # backpressure: the engine reads no more until the browser took this
+        except OSError:
+            self.broken = True
+            task = asyncio.ensure_future(self.engine.cancel([request.id]))
+            task.add_done_callback(lambda t: t.exception())
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        self.started = True
+        await self._write(self.out.head(head), request)
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        await self._write(self.out.body(data), request)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        await self._write(self.out.end(trailers), request)
+        self.ok = not self.broken
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        await self.observer.failed(request, error)
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        try:
+            await self.observer.timing(request, report)
+        finally:
+            if not self.done.done():
+                self.done.set_result(None)
+
+
+class _MuxSink:
+    """The engine takes one sink per batch; each request of a gathered batch has its own responder."""
+
+    def __init__(self, sinks: dict[str, _Responder]) -> None:
+        self._sinks = sinks
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        await self._sinks[request.id].head(request, head)
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        await self._sinks[request.id].body(request, data)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        await self._sinks[request.id].end(request, body_bytes, trailers)
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        await self._sinks[request.id].error(request, error)
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        await self._sinks[request.id].timing(request, report)
+
+
+class ProxyListener:
+    def __init__(self, engine: Engine, page: Page, secret: str, observer: ProxyObserver, context_id: str,
+                 *, connect_timeout: float = 15.0) -> None:
+        self.engine = engine
+        self.page = page
+        self.context_id = context_id
+        self.observer = observer
+        self.connect_timeout = connect_timeout
+        self._credentials = basic_credentials(secret).encode()
+        self._gatherer = Gatherer(self._fetch_group)
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+        self._failed: dict[str, float] = {}
+        self.port = 0
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for t in list(self._clients):
+            t.cancel()
+        await asyncio.gather(*self._clients, return_exceptions=True)
+        await self._gatherer.aclose()
+
+    # -- one browser connection ----------------------------------------------------------------------------
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+        try:
+            await self._serve(reader, writer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the browser went away
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        rr = RequestReader()
+        while True:
+            try:
+                req = rr.next_request()
+                while req is None:
+                    data = await reader.read(64 * 1024)
+                    if not data:
+                        return
+                    rr.feed(data)
+                    req = rr.next_request()
+            except BadRequest as e:
+                writer.write(refusal(e.status, "Bad Request" if e.status == 400 else "Refused", str(e)))
+                await writer.drain()
+                return
+            if not self._authorized(req):
+                # Keep the connection: Firefox answers with the credentials the extension gives it.
+                writer.write(refusal(407, "Proxy Authentication Required", "lanefetch: proxy credentials required",
+                                     [("Proxy-Authenticate", f'Basic realm="{REALM}"')], close=False))
+                await writer.drain()
+                if not req.head.keep_alive:
+                    return
+                continue
+            if req.head.method == "CONNECT":
+                await self._tunnel(req, rr.take_rest(), reader, writer)
+                return
+            if not await self._forward(req, writer):
+                return
+
+    def _authorized(self, req: Request) -> bool:
+        given = (req.head.get("proxy-authorization") or "").encode("latin-1", errors="replace")
+        return hmac.compare_digest(given, self._credentials)
+
+    async def _forward(self, req: Request, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection must close afterwards."""
+        head = req.head
+        if not head.target.lower().startswith("http://"):
+            writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))
+            await writer.drain()
+            return False
+        now = time.monotonic()
+        self._failed = {u: t for u, t in self._failed.items() if t > now}
+        if head.target in self._failed:
+            return False  # failed a moment ago: let the browser fail over to direct at once
+        request = FetchRequest(
+            id=f"p{next(_ids)}", method=head.method.upper(), url=head.target,
+            headers=[(k, v) for k, v in head.headers if k.lower() not in ("proxy-authorization", "proxy-connection")],
+            body=req.body if req.body is not None and head.method.upper() not in ("GET", "HEAD") else None,
+            resource_type=resource_type(head), priority=priority(head), decode=False,
+        )
+        out = ResponseWriter(request.method, head.http_version, keep_alive=head.keep_alive)
+        responder = _Responder(writer, out, self.engine, self.observer)
+        await self.observer.proxied(self.context_id, request)
+        self._gatherer.add(request, responder)
+        await responder.done
+        if not responder.started:
+            self._failed[head.target] = time.monotonic() + FAILED_MEMORY_S
+            return False
+        return responder.ok and out.keep_alive
+
+    async def _fetch_group(self, items: list[tuple[FetchRequest, _Responder]]) -> None:
+        sinks = {r.id: s for r, s in items}
+        try:
+            await self.engine.fetch([r for r, _ in items], _MuxSink(sinks), self.page)
+        except Exception:  # a bug must not leave browser connections hanging
+            log.exception("proxied batch failed")
+        finally:
+            for s in sinks.values():
+                if not s.done.done():
+                    s.done.set_result(None)
+
+    # -- CONNECT: tunnelled untouched (HTTPS is not accelerated yet) -----------------------------------------
+
+    async def _tunnel(self, req: Request, early: bytes, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        try:
+            target = parse_target(f"https://{req.head.target}/")
+            loop = asyncio.get_running_loop()
+            infos = await asyncio.wait_for(
+                loop.getaddrinfo(target.origin.host, target.origin.port, type=socket.SOCK_STREAM),
+                self.connect_timeout)
+            allowed = [i[4] for i in infos if may_connect(self.page.address_space, str(i[4][0]))]
+            if not allowed:
+                return  # closed without an answer: the browser fails over to direct
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(str(allowed[0][0]), int(allowed[0][1])), self.connect_timeout)
+        except (OSError, TimeoutError, FetchError):
+            return
+        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        if early:
+            up_writer.write(early)
+        try:
+            await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+        finally:
+            up_writer.close()
+
+
+async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    try:
+        while data := await src.read(64 * 1024):
+            dst.write(data)
+            await dst.drain()
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            if dst.can_write_eof():
+                dst.write_eof()
+

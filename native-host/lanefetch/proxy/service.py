@@ -1,0 +1,45 @@
+"""The proxy side of one native-messaging session: a secret, one engine, and a listener per page context
+the extension asked for (proxy_open / proxy_close). Firefox caches proxied responses itself, so this
+engine has no HTTP cache of its own."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import replace
+
+from ..engine import Engine, EngineConfig, Page
+from .server import ProxyListener, ProxyObserver
+
+MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond this
+
+
+class ProxyService:
+    def __init__(self, config: EngineConfig, observer: ProxyObserver) -> None:
+        self.secret = secrets.token_urlsafe(24)
+        self.engine = Engine(replace(config, cache_dir=None))
+        self._observer = observer
+        self._listeners: dict[str, ProxyListener] = {}
+
+    async def open(self, context_id: str, page: Page) -> int:
+        """The port serving this page context (a context id names one page context for its lifetime)."""
+        existing = self._listeners.get(context_id)
+        if existing is not None and existing.page == page:
+            return existing.port
+        await self.close(context_id)
+        if len(self._listeners) >= MAX_LISTENERS:
+            await self.close(next(iter(self._listeners)))
+        listener = ProxyListener(self.engine, page, self.secret, self._observer, context_id,
+                                 connect_timeout=self.engine.config.connect_timeout)
+        await listener.start()
+        self._listeners[context_id] = listener
+        return listener.port
+
+    async def close(self, context_id: str) -> None:
+        listener = self._listeners.pop(context_id, None)
+        if listener is not None:
+            await listener.close()
+
+    async def aclose(self) -> None:
+        for cid in list(self._listeners):
+            await self.close(cid)
+        await self.engine.aclose()

@@ -1,0 +1,299 @@
+"""Proxy mode (Firefox): the helper's forward proxy. Sans-I/O parts without sockets; then the real
+`lanefetch-host` process started as Firefox would start it, with browser-like clients on many proxy
+connections against a real origin on loopback, and against nginx in a network namespace (pipelining seen in
+nginx's own log)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import itertools
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from bench.netlab import Lab
+from bench.servers import ServerHandle, start_nginx
+from hypothesis import given
+from hypothesis import strategies as st
+from lanefetch.engine.exchange import DeliveredHead
+from lanefetch.engine.response_parser import BodyData, HeadReceived, MessageEnd, ResponseParser
+from lanefetch.proxy.request_meta import priority, resource_type
+from lanefetch.proxy.request_reader import BadRequest, RequestHead, RequestReader
+from lanefetch.proxy.response_writer import ResponseWriter
+from test_bridge import HostProcess, host  # noqa: F401  (fixture)
+
+# -- sans-I/O ------------------------------------------------------------------------------------------------
+
+STREAM = (
+    b"GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\nSec-Fetch-Dest: style\r\n\r\n"
+    b"POST http://a.test/form HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\nhello"
+    b"CONNECT b.test:443 HTTP/1.1\r\nHost: b.test:443\r\n\r\n\x16\x03\x01"
+)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=len(STREAM) - 1), unique=True, max_size=12))
+def test_requests_come_out_whole_however_the_bytes_are_cut(cuts: list[int]) -> None:
+    reader = RequestReader()
+    got = []
+    edges = [0, *sorted(cuts), len(STREAM)]
+    for a, b in itertools.pairwise(edges):
+        reader.feed(STREAM[a:b])
+        while len(got) < 3 and (req := reader.next_request()) is not None:
+            got.append(req)
+    assert [(r.head.method, r.head.target, r.body) for r in got] == [
+        ("GET", "http://a.test/x", None), ("POST", "http://a.test/form", b"hello"), ("CONNECT", "b.test:443", None)]
+    assert reader.take_rest() == b"\x16\x03\x01"
+
+
+@pytest.mark.parametrize(("data", "status"), [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501),
+    (b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
+    (b"GET http://a/ HTTP/1.1\r\nX: " + b"y" * 70_000, 431),
+])
+def test_bad_requests_get_a_status(data: bytes, status: int) -> None:
+    reader = RequestReader()
+    reader.feed(data)
+    with pytest.raises(BadRequest) as e:
+        reader.next_request()
+    assert e.value.status == status
+
+
+def head(*fields: tuple[str, str], version: str = "1.1") -> RequestHead:
+    return RequestHead("GET", "http://a.test/", version, list(fields))
+
+
+def test_type_and_priority_from_the_request_fields() -> None:
+    assert resource_type(head(("Sec-Fetch-Dest", "style"))) == "stylesheet"
+    assert resource_type(head(("Sec-Fetch-Dest", "empty"))) == "fetch"
+    assert resource_type(head(("Accept", "image/avif,image/webp,*/*"))) == "image"
+    assert resource_type(head(("Accept", "*/*"))) == "other"
+    assert priority(head(("Priority", "u=2"))) == "Medium"
+    assert priority(head(("Priority", "u=4, i"))) == "VeryLow"
+    assert priority(head()) is None
+    assert not head(("Connection", "close")).keep_alive and not head(version="1.0").keep_alive
+
+
+def test_answers_are_reframed_for_the_browser_with_the_coding_untouched() -> None:
+    gz = [("Content-Encoding", "gzip"), ("Content-Length", "3")]
+    w = ResponseWriter("GET", "1.1")
+    assert w.head(DeliveredHead(200, "OK", "1.1", gz, False)).endswith(b"Content-Length: 3\r\n\r\n")
+    assert w.body(b"abc") == b"abc" and w.end([]) == b"" and w.keep_alive
+    w = ResponseWriter("GET", "1.1")
+    assert b"Transfer-Encoding: chunked" in w.head(DeliveredHead(200, "OK", "1.1", [], False))
+    assert w.body(b"abc") + w.end([("T", "1")]) == b"3\r\nabc\r\n0\r\nT: 1\r\n\r\n"
+    w = ResponseWriter("GET", "1.0")
+    assert b"Connection: close" in w.head(DeliveredHead(200, "OK", "1.1", [], False)) and not w.keep_alive
+    w = ResponseWriter("HEAD", "1.1")
+    assert b"chunked" not in w.head(DeliveredHead(200, "OK", "1.1", [], False))
+
+
+# -- the real host process, as Firefox uses it ----------------------------------------------------------------
+
+GZ = gzip.compress(b"console.log('zipped');" * 50)
+BIG = os.urandom(2 * 1024 * 1024 + 3)
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[str]:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        if name == "gz":
+            return web.Response(body=GZ, headers={"Content-Encoding": "gzip", "Content-Type": "text/javascript"})
+        if name == "big":
+            return web.Response(body=BIG)
+        if name == "stream":  # no Content-Length: chunked from the origin
+            resp = web.StreamResponse()
+            await resp.prepare(request)
+            for i in range(3):
+                await resp.write(f"part{i};".encode())
+            await resp.write_eof()
+            return resp
+        if name == "cookie":
+            resp = web.Response(text=request.headers.get("Cookie", "-"))
+            resp.set_cookie("seen", "1", httponly=True)
+            return resp
+        if name == "redirect":
+            raise web.HTTPFound("/target")
+        if name == "echo-post":
+            return web.Response(body=await request.read())
+        return web.Response(text=f"hello {name}")
+
+    app = web.Application()
+    app.router.add_route("*", "/{name}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+class Answer:
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: list[tuple[str, str]] = []
+        self.body = b""
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
+
+
+async def through_proxy(port: int, method: str, url: str, headers: list[tuple[str, str]],
+                        body: bytes = b"") -> Answer | None:
+    """One request on a fresh proxy connection, as a browser sends it; None if closed without an answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        lines = [f"{method} {url} HTTP/1.1", f"Host: {url.split('/')[2]}", *[f"{k}: {v}" for k, v in headers]]
+        if body:
+            lines.append(f"Content-Length: {len(body)}")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        parser = ResponseParser(method)
+        answer = Answer()
+        while not parser.done:
+            data = await asyncio.wait_for(reader.read(65536), 20)
+            events = parser.feed(data) if data else parser.feed_eof() if parser.started else None
+            if events is None:
+                return None
+            for ev in events:
+                if isinstance(ev, HeadReceived):
+                    answer.status, answer.headers = ev.head.status, ev.head.headers
+                elif isinstance(ev, BodyData):
+                    answer.body += ev.data
+                elif isinstance(ev, MessageEnd):
+                    pass
+        return answer
+    finally:
+        writer.close()
+
+
+async def firefox_hello(h: HostProcess) -> str:
+    await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"})
+    hello = await h.recv()
+    assert hello["compatible"] and "proxy" in hello["capabilities"]
+    secret: str = hello["proxy_secret"]
+    return "Basic " + base64.b64encode(f"lanefetch:{secret}".encode()).decode()
+
+
+async def open_context(h: HostProcess, cid: str, space: str) -> int:
+    await h.send({"type": "proxy_open", "context_id": cid, "page": {"address_space": space, "top_site": "http://t"}})
+    ready = await h.recv()
+    assert ready["type"] == "proxy_ready" and ready["context_id"] == cid and ready["host"] == "127.0.0.1"
+    port: int = ready["port"]
+    return port
+
+
+async def test_chromium_hello_offers_no_proxy(host: HostProcess) -> None:  # noqa: F811
+    await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+    hello = await host.recv()
+    assert "proxy" not in hello["capabilities"] and "proxy_secret" not in hello
+    await host.send({"type": "proxy_open", "context_id": "c", "page": {"address_space": "public"}})
+    refused = await host.recv()
+    assert refused["type"] == "error" and refused["code"] == "bad_message" and refused["id"] == "c"
+
+
+async def test_only_the_extension_may_use_the_proxy(host: HostProcess, origin: str) -> None:  # noqa: F811
+    auth = await firefox_hello(host)
+    port = await open_context(host, "c1", "loopback")
+    for given_auth in ([], [("Proxy-Authorization", "Basic bGFuZWZldGNoOndyb25n")]):
+        a = await through_proxy(port, "GET", f"{origin}/x", given_auth)
+        assert a is not None and a.status == 407 and a.header("Proxy-Authenticate") == 'Basic realm="lanefetch"'
+    a = await through_proxy(port, "GET", f"{origin}/x", [("Proxy-Authorization", auth)])
+    assert a is not None and a.status == 200 and a.body == b"hello x"
+
+
+async def test_responses_stream_back_as_the_origin_sent_them(host: HostProcess, origin: str) -> None:  # noqa: F811
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    port = await open_context(host, "c1", "loopback")
+    cases: list[tuple[str, str, list[tuple[str, str]], bytes]] = [
+        ("GET", "gz", [("Sec-Fetch-Dest", "script")], b""), ("GET", "big", [], b""), ("GET", "stream", [], b""),
+        ("GET", "cookie", [("Cookie", "a=1")], b""), ("GET", "redirect", [], b""),
+        ("POST", "echo-post", [], b"form=1"), ("HEAD", "x", [], b""),
+    ]
+    answers = await asyncio.gather(*(through_proxy(port, m, f"{origin}/{n}", h + auth, b) for m, n, h, b in cases))
+    got = {n: a for (_, n, _, _), a in zip(cases, answers, strict=True)}
+    assert all(a is not None for a in answers)
+    gz, big, stream = got["gz"], got["big"], got["stream"]
+    assert gz is not None and gz.body == GZ and gz.header("Content-Encoding") == "gzip"  # not decoded
+    assert big is not None and big.body == BIG
+    assert stream is not None and stream.body == b"part0;part1;part2;"
+    cookie, redirect, post = got["cookie"], got["redirect"], got["echo-post"]
+    assert cookie is not None and cookie.body == b"a=1" and "seen=1" in (cookie.header("Set-Cookie") or "")
+    assert redirect is not None and redirect.status == 302 and redirect.header("Location") == "/target"
+    assert post is not None and post.body == b"form=1"
+    # Every proxied request is reported to the extension: proxied, then its timing.
+    msgs: list[dict[str, Any]] = []
+    while sum(m["type"] == "timing" for m in msgs) < len(cases):
+        msgs.append(await host.recv())
+    proxied = {m["id"]: m for m in msgs if m["type"] == "proxied"}
+    assert {m["url"].rsplit("/", 1)[1] for m in proxied.values()} == {n for _, n, _, _ in cases}
+    assert all(m["context_id"] == "c1" for m in proxied.values())
+    assert next(m for m in proxied.values() if m["url"].endswith("/gz"))["resource_type"] == "script"
+    assert {m["id"] for m in msgs if m["type"] == "timing"} == set(proxied)
+
+
+async def test_a_public_page_cannot_reach_loopback_and_the_browser_is_sent_direct(
+    host: HostProcess, origin: str  # noqa: F811
+) -> None:
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    port = await open_context(host, "pub", "public")
+    assert await through_proxy(port, "GET", f"{origin}/secret", auth) is None  # closed: Firefox fails over to direct
+    kinds = [(await host.recv())["type"] for _ in range(3)]
+    assert kinds == ["proxied", "error", "timing"]
+    # Firefox retries on fresh connections before failing over: those close at once, nothing is fetched again.
+    assert await through_proxy(port, "GET", f"{origin}/secret", auth) is None
+    await host.send({"type": "ping", "nonce": "n"})
+    assert await host.recv() == {"type": "pong", "nonce": "n"}
+
+
+async def test_contexts_close_and_reopen(host: HostProcess, origin: str) -> None:  # noqa: F811
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    port = await open_context(host, "c", "loopback")
+    assert await open_context(host, "c", "loopback") == port  # same context, same listener
+    await host.send({"type": "proxy_close", "context_id": "c"})
+    await host.send({"type": "ping"})
+    assert (await host.recv())["type"] == "pong"
+    with pytest.raises(OSError):
+        await through_proxy(port, "GET", f"{origin}/x", auth)
+
+
+# -- nginx in a namespace: many browser connections, few pipelined helper connections ---------------------------
+
+FILES = {f"i{i}.png": bytes([i]) * (700 + 13 * i) for i in range(40)}
+
+
+@pytest.fixture
+def nginx(tmp_path: Path) -> Iterator[ServerHandle]:
+    if os.geteuid() != 0 or shutil.which("nginx") is None:
+        pytest.skip("needs root (network namespaces) and nginx")
+    root = tmp_path / "www"
+    root.mkdir()
+    for name, data in FILES.items():
+        (root / name).write_bytes(data)
+    with Lab() as lab:
+        server = lab.host("server")
+        link = lab.link(lab.root, server)
+        yield start_nginx(server, root, link.b_ip, 80)
+
+
+@pytest.mark.netns
+async def test_browser_connections_become_pipelined_helper_connections(
+    host: HostProcess, nginx: ServerHandle  # noqa: F811
+) -> None:
+    auth = [("Proxy-Authorization", await firefox_hello(host)), ("Sec-Fetch-Dest", "image")]
+    port = await open_context(host, "lab", "private")
+    base = nginx.url("").rstrip("/")
+    first = await through_proxy(port, "GET", f"{base}/i0.png", auth)  # the origin is learned first
+    assert first is not None and first.body == FILES["i0.png"]
+    answers = await asyncio.gather(*(through_proxy(port, "GET", f"{base}/{n}", auth) for n in FILES))
+    assert [a.body if a else None for a in answers] == list(FILES.values())
+    log = nginx.access_log(wait_for=len(FILES) + 1)
+    assert len({r.connection for r in log}) <= 4  # the engine's pool, not one connection per browser request
+    assert any(r.pipelined for r in log), "nginx saw no pipelined request"
