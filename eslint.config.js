@@ -4,7 +4,7 @@ import tseslint from "typescript-eslint";
 import globals from "globals";
 
 export default tseslint.config(
-  { ignores: ["extension/dist/**", "extension/src/generated/**", "node_modules/**", ".venv/**", "native-host/**", "tests/bench/**"] },
+  { ignores: ["extension/dist/**", "extension/src/generated/**", "node_modules/**", ".venv/**", "native-host/**", "tests/bench/**", "tests/demo/site/**"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

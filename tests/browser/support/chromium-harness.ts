@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type BrowserContext, type Page, type Worker } from "playwright-core";
 import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
-import type { StatusReply } from "../../../extension/src/background/popup-api.js";
+import type { PopupRequest, StatusReply, TimingsReply } from "../../../extension/src/background/popup-api.js";
 import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
 
 const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { chromium_extension_id: string };
@@ -27,10 +27,12 @@ export function freshProfile(withHelper: boolean): string {
   return dir;
 }
 
-export async function launch(userDataDir: string): Promise<Browser> {
+/** headless: false opens a window (the `npm start` demo on a display). */
+export async function launch(userDataDir: string, { headless = true }: { headless?: boolean } = {}): Promise<Browser> {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumExecutable,
-    headless: true,
+    headless,
+    viewport: headless ? { width: 1280, height: 720 } : null,
     args: [
       "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
       "--disable-sync", `--disable-extensions-except=${chromiumDist}`, `--load-extension=${chromiumDist}`,
@@ -85,12 +87,23 @@ export async function tabIdOf(worker: Worker, url: string): Promise<number> {
   return id;
 }
 
-export async function tabStatus(context: BrowserContext, tabId: number): Promise<StatusReply> {
+/** Asks the background what the popup would ask (from an extension page: the worker cannot message itself). */
+async function askBackground<T>(context: BrowserContext, message: PopupRequest): Promise<T> {
   const page = await context.newPage();
   try {
     await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
-    return await page.evaluate((id) => chrome.runtime.sendMessage({ type: "lanefetch/status", tabId: id }), tabId);
+    const reply: unknown = await page.evaluate((m) => chrome.runtime.sendMessage(m), message);
+    return reply as T;
   } finally {
     await page.close();
   }
+}
+
+export async function tabStatus(context: BrowserContext, tabId: number): Promise<StatusReply> {
+  return askBackground<StatusReply>(context, { type: "lanefetch/status", tabId });
+}
+
+/** The per-request records the timing panel reads (what lanefetch did with each request of the tab). */
+export async function tabTimings(context: BrowserContext, tabId: number): Promise<TimingsReply> {
+  return askBackground<TimingsReply>(context, { type: "lanefetch/timings", tabId });
 }

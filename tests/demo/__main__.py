@@ -1,0 +1,166 @@
+"""`npm start`: the demo site on nginx behind an emulated slow link, in Chromium with the extension.
+
+With a display: opens Chromium (window) with the extension in a throwaway profile, the helper registered and
+the demo site enabled, on the demo page; closing the window (or Ctrl-C) ends the demo. Without a display or
+with --headless: loads the page with the site OFF and then ON, prints the comparison and lanefetch's
+per-request timing table, and writes a screenshot and the raw timings into the output directory.
+
+The browser runs in the lab's client namespace, so it (and the helper it starts) reach the site only through
+the emulated link. Everything the demo creates (namespaces, processes, profiles) is removed on exit and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.netlab import PROFILES, Lab, Link
+from bench.servers import ServerHandle, start_nginx
+
+from demo import site, tables
+from demo.load import Load
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = REPO / "tests/demo/demo_driver.ts"
+LANEFETCH = REPO / ".venv/bin/lanefetch"
+DEFAULT_OUT = REPO / "tests/demo/output"
+
+
+class Demo:
+    def __init__(self, lab: Lab, link_name: str, work: Path) -> None:
+        self.lab = lab
+        self.work = work
+        self.server = lab.host("server")
+        self.client = lab.host("client")
+        self.link: Link = lab.link(self.client, self.server, PROFILES[link_name])
+        docroot = work / "site"
+        self.subresources = site.build(docroot)
+        self.srv: ServerHandle = start_nginx(self.server, docroot, self.link.b_ip)
+        self.url = f"http://{self.link.b_ip}/index.html"
+        self.client.run(["curl", "-s", "-o", "/dev/null", self.url], check=False, timeout=60)  # nginx warm
+
+    def _profile(self, name: str, on: bool) -> Path:
+        """A throwaway Chromium user-data-dir; for ON the helper is registered into it."""
+        d = self.work / f"profile-{name}"
+        d.mkdir()
+        if on:
+            subprocess.run([str(LANEFETCH), "install", "--browser", "chromium", "--chromium-user-data-dir", str(d)],
+                           check=True, capture_output=True, timeout=60)
+        return d
+
+    def _driver(self, name: str, on: bool, window: bool, screenshot: Path | None) -> subprocess.Popen[str]:
+        options = {"url": self.url, "profile": str(self._profile(name, on)), "on": on, "window": window}
+        if screenshot is not None:
+            options["screenshot"] = str(screenshot)
+        cache = self.work / f"cache-{name}"  # a fresh helper cache: the demo shows the network, not a cache hit
+        env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+        return self.client.popen(["node", "--import", "tsx", str(DRIVER), json.dumps(options)], cwd=str(REPO),
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def _read_load(self, proc: subprocess.Popen[str], before: tuple[int, dict[str, Any]]) -> Load:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("{"):
+            err = proc.stderr.read() if proc.stderr and proc.poll() is not None else ""
+            raise RuntimeError(f"the browser driver failed: {line.strip()} {err.strip()[-2000:]}")
+        page: dict[str, Any] = json.loads(line)
+        n0, s0 = before
+        records = self.srv.access_log(wait_for=n0 + 1 + self.subresources, timeout=10)[n0:]
+        subs = [r for r in records if not r.path.endswith("/index.html")]
+        s1 = self.link.stats() or {}
+        def delta(key: str, d: str) -> int:
+            return int(s1.get(d, {}).get(key, 0) - s0.get(d, {}).get(key, 0))
+
+        return Load(page, len(subs), len({r.connection for r in subs}), sum(1 for r in subs if r.pipelined),
+                    delta("bytes", "up"), delta("bytes", "down"),
+                    delta("dropped_queue", "up") + delta("dropped_queue", "down"))
+
+    def _mark(self) -> tuple[int, dict[str, Any]]:
+        return len(self.srv.access_log()), self.link.stats() or {}
+
+    def load(self, name: str, on: bool, screenshot: Path | None) -> Load:
+        before = self._mark()
+        proc = self._driver(name, on, window=False, screenshot=screenshot)
+        load = self._read_load(proc, before)
+        proc.wait(timeout=60)
+        return load
+
+    def show(self) -> int:
+        before = self._mark()
+        proc = self._driver("window", on=True, window=True, screenshot=None)
+        load = self._read_load(proc, before)
+        print(f"\nThe demo page loaded in {load.page['load_s']:.2f} s with lanefetch ON "
+              f"({load.requests} files over {load.connections} connections, {load.pipelined} of them pipelined).")
+        print("What lanefetch did with each file:\n")
+        print("\n".join(tables.requests(load.page)))
+        print("\nTurn the site off and on with the lanefetch toolbar button and reload to compare. "
+              "Close the browser window (or press Ctrl-C here) to end the demo.", flush=True)
+        return proc.wait()
+
+
+def _headless(demo: Demo, out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    print("Loading the demo page with lanefetch OFF (Chromium alone)…", flush=True)
+    off = demo.load("off", on=False, screenshot=None)
+    print("Loading the demo page with lanefetch ON…", flush=True)
+    on = demo.load("on", on=True, screenshot=out / "page.png")
+    print()
+    print("\n".join(tables.comparison(off, on)))
+    print("\nWhat lanefetch did with each file of the ON load (ms after the navigation started):\n")
+    print("\n".join(tables.requests(on.page)))
+    summary = {"url": demo.url, "off": off.__dict__, "on": on.__dict__}
+    (out / "timings.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"\nWritten: {out / 'page.png'} (the page, lanefetch ON), {out / 'timings.json'} (both loads, raw records).")
+    print("The timing panel's screenshot and the HAR file come once the timing panel is on main (issue 5).")
+    return 0
+
+
+def _has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="npm start --", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--headless", action="store_true", help="no window: load OFF and ON, print the comparison")
+    p.add_argument("--browser", choices=["chromium", "firefox"], default="chromium")
+    p.add_argument("--link", choices=sorted(PROFILES), default="wcdma", help="emulated link profile (default wcdma)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where --headless writes (default {DEFAULT_OUT})")
+    args = p.parse_args(argv)
+    if args.browser == "firefox":
+        print("npm start: Firefox is not supported yet: its proxy mode (issue 7) is still being built. "
+              "Run `npm start` for the Chromium demo.", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("npm start needs root: the demo puts the browser and the site in network namespaces joined by an "
+              "emulated link. Run it as root (e.g. `sudo npm start`).", file=sys.stderr)
+        return 1
+    window = _has_display() and not args.headless
+    link = PROFILES[args.link]
+    print(f"lanefetch demo: nginx behind an emulated `{args.link}` link (RTT {link.rtt_ms:g} ms, "
+          f"{link.down_kbit or 'unlimited'} kbit/s down, {link.up_kbit or 'unlimited'} kbit/s up).", flush=True)
+    if not window and not args.headless:
+        print("No display ($DISPLAY and $WAYLAND_DISPLAY are unset): running headless.", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="lf-demo-"))
+    try:
+        with Lab() as lab:
+            demo = Demo(lab, args.link, work)
+            print(f"Demo site: {demo.url} (reachable only inside the demo's network namespaces)", flush=True)
+            if window:
+                return demo.show()
+            return _headless(demo, args.out.resolve())
+    except KeyboardInterrupt:
+        print("\nnpm start: interrupted; namespaces and processes removed.", file=sys.stderr)
+        return 130
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

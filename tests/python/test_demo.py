@@ -1,0 +1,99 @@
+"""`npm start` (tests/demo): the headless demo loads the demo site OFF and ON through the emulated wcdma link,
+prints the comparison, writes its files, and leaves nothing behind, also when interrupted with Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces and TUN devices"),
+]
+
+TESTS = Path(__file__).resolve().parents[1]
+SUBRESOURCES = 68  # 4 style sheets, 4 scripts, 48 tiles, 12 icons (tests/demo/site.py)
+
+
+def _namespaces_of(pid: int) -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln.startswith(f"lf{pid}-")]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if text in (p / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(p.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _demo(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # profiles and the site live under tmp_path
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    return subprocess.Popen([sys.executable, "-m", "demo", *args], cwd=TESTS, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = _demo(tmp_path, "--out", str(out))  # no display: headless without being asked
+    try:
+        text, _ = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, text
+    assert "No display" in text and "emulated `wcdma` link" in text
+    assert re.search(r"\| page load time \(navigation → load event\) \| [\d.]+ s \| [\d.]+ s \|", text), text
+    assert "| file | fetched by | queued | connect | sent | first byte | done | connection |" in text
+
+    summary = json.loads((out / "timings.json").read_text())
+    off, on = summary["off"], summary["on"]
+    assert off["page"]["resources"] == on["page"]["resources"] == SUBRESOURCES
+    assert off["requests"] == on["requests"] == SUBRESOURCES
+    assert off["pipelined"] == 0 and off["page"]["records"] == []
+    # ON: the helper fetched every subresource, and nginx saw some of them pipelined
+    helper = [r for r in on["page"]["records"] if r["outcome"] == "fulfilled" and r["timing"] is not None]
+    assert len(helper) == SUBRESOURCES, [(r["url"], r["outcome"], r["reason"]) for r in on["page"]["records"]]
+    assert on["pipelined"] > 0 and on["connections"] <= 4
+    assert (out / "page.png").read_bytes().startswith(b"\x89PNG")
+
+    assert _namespaces_of(proc.pid) == []
+    assert _processes_mentioning(str(tmp_path)) == []
+    assert not list(tmp_path.glob("lf-demo-*"))
+
+
+def test_ctrl_c_cleans_up(tmp_path: Path) -> None:
+    proc = _demo(tmp_path, "--headless", "--out", str(tmp_path / "out"))
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:  # bounded by the deadline and the child's own end
+            if "lanefetch OFF" in line or time.monotonic() > deadline:
+                break
+        time.sleep(3)  # the browser is starting or loading in the client namespace
+        assert _namespaces_of(proc.pid), "the demo should be running in its namespaces"
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, rest
+    assert "interrupted" in rest
+    assert _namespaces_of(proc.pid) == []
+    assert _processes_mentioning(str(tmp_path)) == []
+    assert not list(tmp_path.glob("lf-demo-*"))
