@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 
 from . import __version__
+from .cache.store import StoreStats
 from .engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from .engine.timing import epoch_ms
 
@@ -131,6 +132,28 @@ def proxied(context_id: str, request: FetchRequest) -> Message:
 def batch_done(batch_id: str, connections: int, max_concurrent: int) -> Message:
     return {"type": "batch_done", "batch_id": batch_id, "connections": connections,
             "max_concurrent_connections": max_concurrent}
+
+
+def cache_stats(nonce: str | None, persistent: StoreStats | None, private: StoreStats,
+                cleared: int | None = None) -> Message:
+    msg: Message = {
+        "type": "cache_stats",
+        "entries": persistent.entries if persistent else 0, "bytes": persistent.bytes if persistent else 0,
+        "location": persistent.location if persistent else None,
+        "private_entries": private.entries, "private_bytes": private.bytes,
+    }
+    if cleared is not None:
+        msg["cleared"] = cleared
+    if nonce is not None:
+        msg["nonce"] = nonce
+    return msg
+
+
+def cache_error(nonce: str | None, reason: str) -> Message:
+    msg: Message = {"type": "cache_stats", "error": reason[:4000]}
+    if nonce is not None:
+        msg["nonce"] = nonce
+    return msg
 
 
 __all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "check", "epoch_ms", "identity", "schema"]

@@ -71,3 +71,51 @@ async def test_host_caches_in_the_user_cache_dir(host: HostProcess, origin: Orig
     await wait_rows(db, 2)
     assert await cache_of(host, "b4", f"{origin.url}/etag") == "revalidated"
     assert len(origin.hits("/fresh")) == 2 and len(origin.hits("/etag")) == 2
+
+
+async def cache_command(host: HostProcess, action: str, nonce: str) -> dict[str, Any]:
+    await host.send({"type": "cache", "action": action, "nonce": nonce})
+    (answer,) = [m for m in await host.until("cache_stats")]
+    assert answer["nonce"] == nonce
+    return answer
+
+
+async def test_options_page_stats_and_clear(host: HostProcess, origin: Origin, tmp_path: Path) -> None:  # noqa: F811
+    """The options page's protocol pair: stats count both caches without touching the private one's disk
+    (there is none); clear empties both, and the next visit goes to the network again."""
+    db = tmp_path / "xdg" / "lanefetch" / DB_NAME
+    empty = await cache_command(host, "stats", "s0")
+    assert (empty["entries"], empty["private_entries"], empty["location"]) == (0, 0, str(db))
+    assert await cache_of(host, "b1", f"{origin.url}/fresh") == "none"
+    assert await cache_of(host, "b2", f"{origin.url}/etag") == "none"
+    assert await cache_of(host, "p1", f"{origin.url}/fresh", private=True) == "none"
+    await wait_rows(db, 2)
+    full = await cache_command(host, "stats", "s1")
+    assert (full["entries"], full["private_entries"]) == (2, 1)
+    assert full["bytes"] > 0 and full["private_bytes"] > 0 and "cleared" not in full
+    cleared = await cache_command(host, "clear", "c1")
+    assert (cleared["cleared"], cleared["entries"], cleared["bytes"], cleared["private_entries"]) == (3, 0, 0, 0)
+    assert await asyncio.to_thread(rows, db) == 0
+    assert await cache_of(host, "b3", f"{origin.url}/fresh") == "none"
+    assert await cache_of(host, "p2", f"{origin.url}/fresh", private=True) == "none"
+    assert len(origin.hits("/fresh")) == 4
+
+
+async def test_cache_command_with_an_unusable_store(tmp_path: Path) -> None:
+    """A cache directory that cannot hold the database: the answer says so and the host goes on."""
+    (tmp_path / "xdg").write_text("not a directory")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    proc = await asyncio.create_subprocess_exec(
+        str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    host = HostProcess(proc)
+    try:
+        answer = await cache_command(host, "clear", "c1")
+        assert "could not be cleared" in answer["error"] and "entries" not in answer
+        await host.send({"type": "ping", "nonce": "p"})
+        assert (await host.until("pong"))[-1]["nonce"] == "p"
+    finally:
+        assert proc.stdin
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 10)

@@ -18,7 +18,7 @@ import { TimingStore } from "../timings/timing-store.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
-import { isPopupRequest, type StatusReply, type TimingsReply } from "./popup-api.js";
+import { isCacheRequest, isPopupRequest, type CacheReply, type StatusReply, type TimingsReply } from "./popup-api.js";
 
 interface TabInfo {
   url: string;
@@ -211,6 +211,12 @@ chrome.storage.onChanged.addListener((changes) => {
     await refreshRules();
     await reconcile();
   })();
+});
+
+chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
+  if (!isCacheRequest(message)) return false;
+  void client.cache(message.action).then((stats) => sendResponse({ stats, helper: connection.state } satisfies CacheReply));
+  return true;
 });
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {

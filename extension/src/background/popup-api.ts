@@ -1,5 +1,6 @@
 // Messages between the popup / options / timing pages and the background.
 import type { HelperState } from "../bridge/helper-state.js";
+import type { CacheStats } from "../generated/protocol.js";
 import type { SiteRule } from "../sites/site-rule.js";
 import type { TabCounts } from "../timings/tab-counters.js";
 import type { RequestRecord } from "../timings/timing-store.js";
@@ -36,4 +37,22 @@ export function isPopupRequest(message: unknown): message is PopupRequest {
   if (message === null || typeof message !== "object") return false;
   const m = message as Record<string, unknown>;
   return (m.type === "lanefetch/status" || m.type === "lanefetch/timings") && typeof m.tabId === "number";
+}
+
+/** The options page asks about (or clears) the helper's HTTP cache. */
+export interface CacheRequest {
+  type: "lanefetch/cache";
+  action: "stats" | "clear";
+}
+
+export interface CacheReply {
+  /** The helper's answer, or null when it could not be asked (then `helper` says why). */
+  stats: CacheStats | null;
+  helper: HelperState;
+}
+
+export function isCacheRequest(message: unknown): message is CacheRequest {
+  if (message === null || typeof message !== "object") return false;
+  const m = message as Record<string, unknown>;
+  return m.type === "lanefetch/cache" && (m.action === "stats" || m.action === "clear");
 }

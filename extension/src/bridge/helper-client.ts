@@ -1,5 +1,5 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
-import type { Batch, BatchDone, Body, End, Error as HelperError, Head, Timing } from "../generated/protocol.js";
+import type { Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, Timing } from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
 
 export interface RequestSink {
@@ -21,6 +21,8 @@ export class HelperClient {
   private readonly entries = new Map<string, Entry>();
   private readonly batchDone = new Map<string, (message: BatchDone) => void>();
   private batchCounter = 0;
+  private readonly cacheAnswers = new Map<string, (message: CacheStats | null) => void>();
+  private cacheCounter = 0;
 
   constructor(private readonly connection: HelperConnection) {
     connection.onMessage((message) => {
@@ -43,6 +45,12 @@ export class HelperClient {
             this.entries.delete(message.id);
             entry.sink.timing(message);
           }
+          break;
+        }
+        case "cache_stats": {
+          const answer = this.cacheAnswers.get(message.nonce ?? "");
+          this.cacheAnswers.delete(message.nonce ?? "");
+          answer?.(message);
           break;
         }
         case "batch_done": {
@@ -83,6 +91,26 @@ export class HelperClient {
     return true;
   }
 
+  /**
+   * The helper's HTTP cache (options page): its size, or empty it first. Resolves null when the helper cannot be
+   * asked now or does not answer within `timeoutMs`.
+   */
+  async cache(action: CacheCommand["action"], timeoutMs = 10000): Promise<CacheStats | null> {
+    if (!(await this.connection.ready())) return null;
+    this.cacheCounter += 1;
+    const nonce = `c${this.cacheCounter}`;
+    return new Promise<CacheStats | null>((resolve) => {
+      const timer = setTimeout(() => settle(null), timeoutMs);
+      const settle = (message: CacheStats | null): void => {
+        clearTimeout(timer);
+        this.cacheAnswers.delete(nonce);
+        resolve(message);
+      };
+      this.cacheAnswers.set(nonce, settle);
+      if (!this.connection.send({ type: "cache", action, nonce })) settle(null);
+    });
+  }
+
   /** Ask the helper to stop these requests; their sinks hear nothing more (the caller already decided). */
   cancel(ids: readonly string[]): void {
     const live = ids.filter((id) => this.entries.has(id));
@@ -105,6 +133,7 @@ export class HelperClient {
     const entries = [...this.entries.values()];
     this.entries.clear();
     this.batchDone.clear();
+    for (const answer of [...this.cacheAnswers.values()]) answer(null);
     for (const entry of entries) if (!entry.finished) entry.sink.error(code, message);
   }
 }

@@ -1,7 +1,7 @@
 // Light run-time checks of messages from the helper (the schema is the contract; this guards the dispatch).
 import type { ToExtension } from "../generated/protocol.js";
 
-const TYPES = new Set(["hello", "head", "body", "end", "error", "timing", "batch_done", "pong"]);
+const TYPES = new Set(["hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats"]);
 
 export function asToExtension(message: unknown): ToExtension | null {
   if (message === null || typeof message !== "object") return null;

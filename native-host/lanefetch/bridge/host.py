@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import protocol
 from ..cache.location import default_cache_dir
+from ..cache.store import StoreStats
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
@@ -139,6 +140,8 @@ class Host:
             await self.engine.cancel(ids)
         elif kind == "batch":
             await self._start_batch(item)
+        elif kind == "cache":
+            await self._send(await self._cache_command(item["action"], item.get("nonce")))
 
     async def _reject(self, item: dict[str, Any], reason: str) -> None:
         kind = item.get("type")
@@ -149,6 +152,22 @@ class Host:
                 rid = raw.get("id") if isinstance(raw, dict) else None
                 if isinstance(rid, str) and 0 < len(rid) <= 128:
                     await self._send(protocol.error("bad_message", f"not fetched: {reason}", rid))
+
+    async def _cache_command(self, action: str, nonce: str | None) -> dict[str, Any]:
+        """Stats of (or, for "clear", empty first) the persistent cache and the private-browsing one."""
+        persistent = self.engine.cache_for(Page(private_browsing=False))
+        private = self.engine.cache_for(Page(private_browsing=True))
+        if persistent is None or private is None:
+            return protocol.cache_stats(nonce, None, StoreStats(0, 0, "memory"), 0 if action == "clear" else None)
+        try:
+            cleared = None
+            if action == "clear":
+                cleared = await persistent.clear() + await private.clear()
+            return protocol.cache_stats(nonce, await persistent.stats(), await private.stats(), cleared)
+        except Exception as e:  # an unreadable store is reported, never fatal
+            log.warning("cache %s failed: %r", action, e)
+            verb = "cleared" if action == "clear" else "read"
+            return protocol.cache_error(nonce, f"the helper's cache could not be {verb}: {e}")
 
     async def _start_batch(self, item: dict[str, Any]) -> None:
         batch_id: str = item["batch_id"]

@@ -186,12 +186,28 @@ export const testSite: Handler = async (req, res, url) => {
   const img = /^\/img\/(\d+)\.png$/.exec(path);
   if (img) return send(res, 200, "image/png", iconPng(Number(img[1])));
   if (path === "/img/bg.png") return send(res, 200, "image/png", iconPng(5));
+  // Cacheable images for the helper's cache: fresh for an hour, or always revalidated (ETag, 304 when it matches).
+  const cached = /^\/cached\/(\d+)\.png$/.exec(path);
+  if (cached) return send(res, 200, "image/png", iconPng(Number(cached[1])), { "Cache-Control": "max-age=3600" });
+  const revalidated = /^\/revalidated\/(\d+)\.png$/.exec(path);
+  if (revalidated) {
+    const validator = { "Cache-Control": "no-cache", ETag: `"v${revalidated[1]}"` };
+    if (req.headers["if-none-match"] === validator.ETag) {
+      res.writeHead(304, validator);
+      res.end();
+      return;
+    }
+    return send(res, 200, "image/png", iconPng(Number(revalidated[1])), validator);
+  }
   const data = /^\/data\/(\d+)\.txt$/.exec(path);
   if (data) return send(res, 200, "text/plain", textOf("data", Number(data[1])));
   switch (path) {
     case "/":
     case "/index.html":
       return send(res, 200, "text/html; charset=utf-8", indexPage(req));
+    case "/cached.html":
+      return send(res, 200, "text/html; charset=utf-8",
+        `<!doctype html>${NOICON}<title>cached</title><img src="/cached/3.png"><img src="/cached/4.png"><img src="/revalidated/5.png"><img src="/revalidated/6.png">`);
     case "/plain.html":
       return send(res, 200, "text/html; charset=utf-8", `<!doctype html>${NOICON}<title>plain</title><img src="/img/9.png"><p>plain</p>`);
     case "/frames.html":

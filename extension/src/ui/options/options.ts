@@ -1,7 +1,8 @@
-// The options page: every enabled site, with a button to remove it.
+// The options page: every enabled site, with a button to remove it; the helper cache's size, with a button to clear it.
+import type { CacheReply, CacheRequest } from "../../background/popup-api.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { ruleKey } from "../../sites/site-rule.js";
-import { byId } from "../format.js";
+import { byId, formatBytes, helperText } from "../format.js";
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
 
@@ -39,5 +40,29 @@ async function render(): Promise<void> {
   document.body.dataset.ready = "true";
 }
 
+function cacheText(reply: CacheReply): string {
+  const { stats } = reply;
+  if (!stats) return `Cache unavailable. ${helperText(reply.helper).text}`;
+  if (stats.error !== undefined) return `Cache unavailable: ${stats.error}`;
+  const persistent = stats.location === null
+    ? "This helper runs without a persistent cache."
+    : `${stats.entries ?? 0} entries, ${formatBytes(stats.bytes ?? 0)} in ${stats.location}.`;
+  const privately = stats.private_entries ? ` Private windows: ${stats.private_entries} entries, ${formatBytes(stats.private_bytes ?? 0)} in memory.` : "";
+  const cleared = stats.cleared !== undefined ? `Removed ${stats.cleared} entries. ` : "";
+  return `${cleared}${persistent}${privately}`;
+}
+
+async function cache(action: CacheRequest["action"]): Promise<void> {
+  const button = byId("cache-clear", HTMLButtonElement);
+  const state = byId("cache-state", HTMLParagraphElement);
+  button.disabled = true;
+  const reply = await chrome.runtime.sendMessage<CacheRequest, CacheReply>({ type: "lanefetch/cache", action });
+  state.textContent = cacheText(reply);
+  state.dataset.entries = String(reply.stats?.entries ?? "");
+  button.disabled = reply.stats === null || reply.stats.error !== undefined;
+}
+
+byId("cache-clear", HTMLButtonElement).addEventListener("click", () => void cache("clear"));
 chrome.storage.onChanged.addListener(() => void render());
 void render();
+void cache("stats");
