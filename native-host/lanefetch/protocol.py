@@ -67,11 +67,13 @@ def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
         msg["capabilities"] = [*CAPABILITIES, "proxy"]
         msg["proxy_secret"] = proxy_secret
     if not compatible:
-        newer = "extension" if extension_protocol > PROTOCOL_VERSION else "helper"
-        msg["message"] = (
-            f"The extension speaks protocol {extension_protocol}, this helper (lanefetch {__version__}) "
-            f"speaks {PROTOCOL_VERSION}. The {newer} is newer: update the other one."
-        )
+        said = (f"This extension speaks protocol {extension_protocol}; the installed helper (lanefetch {__version__}) "
+                f"speaks protocol {PROTOCOL_VERSION}.")
+        if extension_protocol > PROTOCOL_VERSION:
+            msg["message"] = f"{said} Update the helper: pipx upgrade lanefetch, then lanefetch install."
+        else:
+            msg["message"] = (f"{said} Update the extension from your browser's add-on store, or install the "
+                              f"lanefetch helper release that speaks protocol {extension_protocol}.")
     return msg
 
 

@@ -1,11 +1,12 @@
 // The native port to the helper: opened when first needed, hello exchanged, reopened after a crash; its absence
 // is a state, never an exception.
-import type { ToExtension, ToHost } from "../generated/protocol.js";
+import type { ProtocolVersion, ToExtension, ToHost } from "../generated/protocol.js";
 import { asToExtension } from "./messages.js";
 import type { ConnectNative, NativePort } from "./native-port.js";
 import { INSTALL_COMMAND, isNotInstalledError, type HelperState } from "./helper-state.js";
 
-export const PROTOCOL_VERSION = 1;
+// Typed by the schema's const: a protocol bump in shared/ fails tsc until this follows.
+export const PROTOCOL_VERSION: ProtocolVersion = 1;
 
 export interface ConnectionOptions {
   extensionVersion: string;
