@@ -76,7 +76,7 @@ def test_one_version_and_one_protocol_number() -> None:
     pkg = json.loads((REPO / "package.json").read_text())
     lock = json.loads((REPO / "package-lock.json").read_text())
     assert pkg["version"] == lock["version"] == lock["packages"][""]["version"] == __version__
-    assert protocol.PROTOCOL_VERSION == protocol.schema()["$defs"]["ProtocolVersion"]["const"]
+    assert protocol.schema()["$defs"]["ProtocolVersion"]["const"] == protocol.PROTOCOL_VERSION
     # the extension's constant is typed by the schema's const (extension/src/generated), so tsc holds it there
     ts = (REPO / "extension/src/bridge/helper-connection.ts").read_text()
     assert re.search(r"export const PROTOCOL_VERSION: ProtocolVersion = \d+;", ts)
