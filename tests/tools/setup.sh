@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-apt_packages=(nginx-light apache2 chromium firefox-esr aria2 libnss3-tools iproute2)
+apt_packages=(nginx-light apache2 chromium firefox-esr aria2 libnss3-tools iproute2 pipx)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
