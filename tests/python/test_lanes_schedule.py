@@ -1,0 +1,230 @@
+"""The split scheduler without sockets: simulated lanes with their own rate, round trip, death or stall,
+driven the way the asyncio shell drives it. Every byte must come out exactly once and in order, the
+reordering memory must stay within the window, and the split must follow the lanes' speeds."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lanefetch.lanes.reassembly import Reassembly
+from lanefetch.lanes.schedule import (
+    Attempt,
+    Cancel,
+    Fetch,
+    LaneDown,
+    LaneState,
+    ScheduleConfig,
+    SplitSchedule,
+    subtract,
+)
+
+DT = 0.005  # simulated seconds per step
+
+
+def body_of(size: int) -> bytes:
+    return hashlib.shake_256(str(size).encode()).digest(size) if size else b""
+
+
+@dataclass
+class SimLane:
+    """One link + server connection: answers its requests in order, each after one RTT, at `rate` B/s."""
+
+    rate: float
+    rtt: float
+    dies_at: float | None = None  # from then on it delivers nothing
+    dies_loudly: bool = True  # the shell hears an error (connection refused) rather than silence
+    queue: list[tuple[Attempt, float]] = field(default_factory=list)  # (attempt, when its bytes may start)
+    credit: float = 0.0
+    busy_until: float = 0.0
+
+    def dead(self, now: float) -> bool:
+        return self.dies_at is not None and now >= self.dies_at
+
+
+@dataclass
+class Run:
+    out: bytearray
+    schedule: SplitSchedule
+    finished_at: float
+    downs: list[int]
+    max_buffered: int
+
+
+def simulate(size: int, first: int, lanes: list[SimLane], config: ScheduleConfig | None = None,
+             max_seconds: float = 120.0, piece: int = 16384) -> Run:
+    body = body_of(size)
+    sched = SplitSchedule(size, [LaneState(i) for i in range(len(lanes))], config)
+    out = bytearray()
+    downs: list[int] = []
+    max_buffered = 0
+    now = 0.0
+    if size:
+        att = sched.adopt(0, 0, min(first, size), 0.0)
+        lanes[0].queue.append((att, lanes[0].rtt))
+
+    def run(cmds: list[Fetch | Cancel | LaneDown]) -> None:
+        for c in cmds:
+            if isinstance(c, Fetch):
+                sim = lanes[c.attempt.lane]
+                sim.queue.append((c.attempt, now + sim.rtt))
+                if sim.dead(now) and sim.dies_loudly:
+                    run(sched.attempt_failed(c.attempt.id, now, "refused"))
+            elif isinstance(c, Cancel):
+                sim = lanes[c.attempt.lane]
+                sim.queue = [(a, t) for a, t in sim.queue if a is not c.attempt]
+            else:
+                downs.append(c.lane)
+                lanes[c.lane].queue.clear()
+
+    while not sched.done and not sched.failed and now < max_seconds:
+        run(sched.poll(now))
+        now += DT
+        for i, sim in enumerate(lanes):
+            if sim.dead(now):
+                if sim.queue and sim.dies_loudly:
+                    att = sim.queue[0][0]
+                    sim.queue.clear()
+                    run(sched.attempt_failed(att.id, now, "connection reset"))
+                continue
+            sim.credit = min(sim.credit + sim.rate * DT, sim.rate * DT * 2)
+            while sim.queue and sim.credit >= 1:
+                att, start = sim.queue[0]
+                if now < start:
+                    break
+                n = int(min(sim.credit, piece, att.end - att.pos))
+                if n > 0:
+                    data = body[att.pos : att.pos + n]
+                    sim.credit -= n
+                    out += b"".join(sched.receive(att.id, data, now))
+                if att.pos >= att.end:
+                    sim.queue.pop(0)
+                    sched.attempt_done(att.id, now)
+                    if sim.queue:  # the next pipelined response follows at once
+                        nxt, t = sim.queue[0]
+                        sim.queue[0] = (nxt, max(t, now))
+            max_buffered = max(max_buffered, sched.output.buffered)
+            del i
+    return Run(out, sched, now, downs, max_buffered)
+
+
+# -------------------------------------------------------------------------------------------- reassembly
+
+
+def test_reassembly_in_order_once_with_overlaps() -> None:
+    r = Reassembly(10)
+    assert r.add(5, b"56789") == []
+    assert r.add(3, b"345") == []  # overlaps the waiting 5
+    assert r.buffered == 7
+    assert b"".join(r.add(0, b"0123")) == b"0123456789"
+    assert r.complete and r.buffered == 0
+
+
+@given(st.integers(1, 400), st.lists(st.tuples(st.integers(0, 399), st.integers(1, 120)), max_size=40))
+def test_reassembly_any_pieces(size: int, pieces: list[tuple[int, int]]) -> None:
+    body = body_of(size)
+    r = Reassembly(size)
+    out = bytearray()
+    for off, n in [*pieces, (0, size)]:
+        off = min(off, size - 1)
+        out += b"".join(r.add(off, body[off : off + n]))
+        assert r.buffered <= size - r.delivered
+    assert bytes(out) == body and r.complete
+
+
+def test_subtract() -> None:
+    assert subtract([(0, 10)], [(2, 4), (6, 8)]) == [(0, 2), (4, 6), (8, 10)]
+    assert subtract([(0, 10)], [(0, 10)]) == []
+    assert subtract([(0, 5), (7, 9)], [(4, 8)]) == [(0, 4), (8, 9)]
+
+
+# -------------------------------------------------------------------------------------------- scheduling
+
+
+def test_small_body_needs_no_second_request() -> None:
+    run = simulate(15_000, 20_480, [SimLane(600_000, 0.1), SimLane(600_000, 0.1)])
+    assert bytes(run.out) == body_of(15_000)
+    assert run.schedule.lanes[0].requests == 1 and run.schedule.lanes[1].requests == 0
+
+
+def test_equal_lanes_share_equally_and_finish_near_the_ideal() -> None:
+    size = 4_000_000
+    run = simulate(size, 20_480, [SimLane(600_000, 0.1), SimLane(600_000, 0.1)])
+    assert bytes(run.out) == body_of(size)
+    a, b = run.schedule.lanes[0].bytes, run.schedule.lanes[1].bytes
+    assert abs(a - b) < 0.1 * size, (a, b)
+    ideal = size / 1_200_000 + 0.2  # summed rate, plus a request round trip and the first exchange
+    assert run.finished_at < ideal * 1.1, (run.finished_at, ideal)
+
+
+def test_unequal_lanes_split_in_proportion() -> None:
+    size = 6_000_000
+    run = simulate(size, 20_480, [SimLane(1_250_000, 0.08), SimLane(625_000, 0.12)])
+    assert bytes(run.out) == body_of(size)
+    fast, slow = run.schedule.lanes[0].bytes, run.schedule.lanes[1].bytes
+    assert 1.6 < fast / slow < 2.5, (fast, slow)
+    assert size / 1_875_000 / run.finished_at > 0.9, run.finished_at  # ≥ 90 % of the summed rate
+
+
+def test_slow_lane_tail_is_stolen() -> None:
+    size = 2_000_000
+    # lane 1 is ten times slower than the estimate a weight would give it: the fast lane steals its tail
+    run = simulate(size, 20_480, [SimLane(1_000_000, 0.05), SimLane(100_000, 0.05)])
+    assert bytes(run.out) == body_of(size)
+    assert any(a.steal_of is not None for a in run.schedule.attempts.values())
+    assert run.finished_at < size / 1_100_000 + 0.6
+
+
+def test_silent_lane_is_given_up_and_its_ranges_reassigned() -> None:
+    size = 3_000_000
+    run = simulate(size, 20_480, [SimLane(600_000, 0.1), SimLane(600_000, 0.1, dies_at=1.0, dies_loudly=False)])
+    assert bytes(run.out) == body_of(size)
+    assert run.downs == [1]
+    assert not run.schedule.lanes[1].alive and "no data" in (run.schedule.lanes[1].down_reason or "")
+
+
+def test_all_lanes_dead_fails() -> None:
+    run = simulate(3_000_000, 20_480, [SimLane(600_000, 0.1, dies_at=0.5), SimLane(600_000, 0.1, dies_at=0.7)])
+    assert run.schedule.failed and not run.schedule.done
+    assert bytes(run.out) == body_of(3_000_000)[: len(run.out)]  # what came out is still the right prefix
+
+
+def test_window_bounds_reordering_memory() -> None:
+    cfg = ScheduleConfig(window=256 * 1024, initial_chunk=64 * 1024)
+    # the in-order lane is slow: the fast one may not run ahead more than the window
+    run = simulate(2_000_000, 20_480, [SimLane(100_000, 0.05), SimLane(2_000_000, 0.05)], cfg)
+    assert bytes(run.out) == body_of(2_000_000)
+    assert run.max_buffered <= cfg.window
+
+
+lane_st = st.builds(
+    SimLane,
+    rate=st.floats(20_000, 2_000_000),
+    rtt=st.floats(0.005, 0.4),
+    dies_at=st.one_of(st.none(), st.floats(0.0, 5.0)),
+    dies_loudly=st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.integers(0, 1_500_000),
+    first=st.integers(1, 100_000),
+    lanes=st.lists(lane_st, min_size=1, max_size=3),
+    survivor=st.builds(SimLane, rate=st.floats(50_000, 2_000_000), rtt=st.floats(0.005, 0.4)),
+    window=st.integers(64 * 1024, 4 * 1024 * 1024),
+    piece=st.integers(1000, 70_000),
+)
+def test_every_byte_once_in_order_whatever_lanes_do(
+    size: int, first: int, lanes: list[SimLane], survivor: SimLane, window: int, piece: int
+) -> None:
+    cfg = ScheduleConfig(window=window)
+    all_lanes = [*lanes, survivor]  # one lane never dies: the body must arrive
+    run = simulate(size, first, all_lanes, cfg, max_seconds=200.0, piece=piece)
+    assert run.schedule.done, (run.finished_at, run.schedule.todo, run.downs)
+    assert bytes(run.out) == body_of(size)
+    assert run.max_buffered <= window
+    assert run.downs == sorted(set(run.downs))  # a lane goes down once
+    assert len(all_lanes) - 1 not in run.downs
