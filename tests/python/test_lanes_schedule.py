@@ -208,7 +208,7 @@ lane_st = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     size=st.integers(0, 1_500_000),
     first=st.integers(1, 100_000),
@@ -226,5 +226,5 @@ def test_every_byte_once_in_order_whatever_lanes_do(
     assert run.schedule.done, (run.finished_at, run.schedule.todo, run.downs)
     assert bytes(run.out) == body_of(size)
     assert run.max_buffered <= window
-    assert run.downs == sorted(set(run.downs))  # a lane goes down once
+    assert len(run.downs) == len(set(run.downs))  # a lane goes down once
     assert len(all_lanes) - 1 not in run.downs

@@ -274,49 +274,44 @@ class SplitSchedule:
         else:
             srtt = lane.estimate.srtt or 0.0
             size = int(rate * max(cfg.chunk_seconds, 4 * srtt))
-            share = self._water_fill_share(lane, now, remaining)
-            if share is not None:
-                if share < cfg.min_chunk / 2 and remaining > cfg.min_chunk:
-                    return 0  # others will finish it sooner
+            shares = self._water_fill_shares(now, remaining)
+            if shares is not None:
+                share = shares[lane.id]
+                if share < cfg.min_chunk / 2 and remaining > cfg.min_chunk and max(shares.values()) > share:
+                    return 0  # a lane expected to finish sooner takes it
                 size = min(size, int(share))
         size = max(cfg.min_chunk, min(size, cfg.max_chunk))
         if remaining - size < cfg.min_chunk:
             size = remaining  # leave no crumbs behind
         return size
 
-    def _water_fill_share(self, lane: LaneState, now: float, remaining: int) -> float | None:
-        """Bytes for this lane such that all alive lanes are expected to finish the rest together."""
+    def _water_fill_shares(self, now: float, remaining: int) -> dict[int, float] | None:
+        """Bytes per alive lane such that all are expected to finish the rest together; None while the rest
+        is more than one round of ordinary chunks (or some lane's rate cannot even be guessed)."""
         lanes = [ln for ln in self.lanes.values() if ln.alive]
-        rates = {ln.id: self._rate(ln) for ln in lanes}
-        if any(r is None for r in rates.values()):
-            return None
-        free: list[tuple[float, float]] = []  # (when the lane could start on new bytes, its rate)
-        mine = 0.0
+        rates: dict[int, float] = {}
         for ln in lanes:
-            r = rates[ln.id]
-            assert r is not None
-            t = now + max(ln.backlog() / r, ln.estimate.srtt or 0.0)
-            free.append((t, r))
-            if ln is lane:
-                mine = t
-        free.sort()
-        # F such that sum(r_j * max(0, F - t_j)) == remaining
-        acc_rate, acc_bytes, finish = 0.0, 0.0, free[0][0]
-        for i, (t, r) in enumerate(free):
-            acc_bytes += acc_rate * (t - finish) if i else 0.0
+            r = self._rate(ln)
+            if r is None:
+                return None
+            rates[ln.id] = r
+        capacity = sum(rates[ln.id] * max(self.config.chunk_seconds, 4 * (ln.estimate.srtt or 0.0)) for ln in lanes)
+        if remaining > capacity:
+            return None
+        # when each lane could start on new bytes: after its backlog, and not before a request's round trip
+        free = {ln.id: now + max(ln.backlog() / rates[ln.id], ln.estimate.srtt or 0.0) for ln in lanes}
+        order = sorted(free.items(), key=lambda kv: kv[1])
+        # the finish time F with sum(r_j * max(0, F - t_j)) == remaining
+        acc_rate, acc_bytes, finish = 0.0, 0.0, order[0][1]
+        for i, (lid, t) in enumerate(order):
+            acc_bytes += acc_rate * (t - finish)
             finish = t
-            acc_rate += r
-            nxt = free[i + 1][0] if i + 1 < len(free) else float("inf")
+            acc_rate += rates[lid]
+            nxt = order[i + 1][1] if i + 1 < len(order) else float("inf")
             if acc_bytes + acc_rate * (nxt - finish) >= remaining:
                 finish += (remaining - acc_bytes) / acc_rate
                 break
-        my_rate = rates[lane.id]
-        assert my_rate is not None
-        total_capacity = sum(r * max(self.config.chunk_seconds, 4 * (ln.estimate.srtt or 0.0))
-                             for ln, r in ((ln, rates[ln.id]) for ln in lanes) if r is not None)
-        if remaining > total_capacity:
-            return None  # not the final round yet: ordinary chunk sizes
-        return my_rate * max(0.0, finish - mine)
+        return {lid: rates[lid] * max(0.0, finish - free[lid]) for lid in free}
 
     def _assign(self, lane: LaneState, now: float) -> Attempt | None:
         if not self.todo:
