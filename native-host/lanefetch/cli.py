@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -18,6 +20,10 @@ from .bridge import install as installer
 from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
 from .engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from .lanes.interfaces import parse_interface_arg
+from .lanes.interfaces_command import interfaces_command, interfaces_parser
+from .lanes.progress import MIN_SIZE as PROGRESS_MIN_SIZE
+from .lanes.progress import ProgressBar
 
 
 class _Result:
@@ -29,13 +35,15 @@ class _Result:
         self.report: TimingReport | None = None
         self.file: IO[bytes] | None = None
         self.path: Path | None = None
+        self.progress: ProgressBar | None = None
 
 
 class _CliSink:
     """Collects results; with an output directory, streams each body into its file."""
 
-    def __init__(self, out_dir: Path | None) -> None:
+    def __init__(self, out_dir: Path | None, progress: bool = False) -> None:
         self.out_dir = out_dir
+        self.show_progress = progress  # a bar on stderr for large split downloads
         self.results: dict[str, _Result] = {}
         self._names: set[str] = set()
 
@@ -53,6 +61,9 @@ class _CliSink:
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
         r = self.results[request.id]
         r.status = head.status
+        size = next((int(v) for k, v in head.headers if k.lower() == "content-length" and v.isdigit()), None)
+        if self.show_progress and request.split and (size or 0) >= PROGRESS_MIN_SIZE:
+            r.progress = ProgressBar(sys.stderr, request.url, size)
         if self.out_dir is not None:
             r.path = self.out_dir / self._name_for(request.url)
             r.file = r.path.open("wb")
@@ -60,6 +71,8 @@ class _CliSink:
     async def body(self, request: FetchRequest, data: bytes) -> None:
         r = self.results[request.id]
         r.bytes += len(data)
+        if r.progress is not None:
+            r.progress.update(len(data))
         if r.file is not None:
             r.file.write(data)
 
@@ -78,6 +91,9 @@ class _CliSink:
 
     @staticmethod
     def _close(r: _Result) -> None:
+        if r.progress is not None:
+            r.progress.finish()
+            r.progress = None
         if r.file is not None:
             r.file.close()
             r.file = None
@@ -88,6 +104,13 @@ def _parse_header(text: str) -> tuple[str, str]:
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"header must look like 'Name: value', got {text!r}")
     return name.strip(), value.strip()
+
+
+def _parse_interface(text: str) -> tuple[str, float | None]:
+    try:
+        return parse_interface_arg(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _request_json(r: _Result) -> dict[str, Any]:
@@ -104,6 +127,7 @@ def _request_json(r: _Result) -> dict[str, Any]:
         "cache": rep.cache if rep else "none",
         "wire_bytes": rep.wire_bytes if rep else 0,
         "file": str(r.path) if r.path and r.error is None else None,
+        "lanes": None if rep is None or rep.lanes is None else [asdict(lane) for lane in rep.lanes],
     }
 
 
@@ -114,20 +138,33 @@ async def _fetch(args: argparse.Namespace) -> int:
         pipelining=not args.no_pipeline,
         ca_file=args.ca_file,
         cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
+        lanes=[(n, w or 1.0) for n, w in args.interface] if args.interface else None,
     )
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-    sink = _CliSink(args.out)
+    sink = _CliSink(args.out, progress=args.split and sys.stderr.isatty())
     requests = []
     for i, url in enumerate(args.urls):
         req = FetchRequest(id=str(i), method="HEAD" if args.head else "GET", url=url,
-                           headers=list(args.header), decode=args.decode)
+                           headers=list(args.header), decode=args.decode, split=args.split)
         sink.results[req.id] = _Result(req)
         requests.append(req)
     engine = Engine(config)
     start = time.monotonic()
     try:
+        if args.split:
+            engine.splitter()  # named interfaces are checked before anything is fetched
         result = await engine.fetch(requests, sink, Page(address_space=args.as_page))
+        # A resource that changed during a split fetch starts over once, from scratch.
+        changed = [r.request for r in sink.results.values()
+                   if r.request.split and r.error is not None and r.error.code == "resource_changed"]
+        if changed:
+            for req in changed:
+                sink.results[req.id] = _Result(req)
+            await engine.fetch(changed, sink, Page(address_space=args.as_page))
+    except ValueError as e:  # a bad --interface or interface policy
+        print(f"lanefetch: {e}", file=sys.stderr)
+        return 2
     finally:
         await engine.aclose()
     elapsed = time.monotonic() - start
@@ -148,6 +185,10 @@ async def _fetch(args: argparse.Namespace) -> int:
                 where = f"cache {r.report.cache}" if conn is None else f"{where} ({r.report.cache})"
             status = r.status if r.error is None else f"ERR {r.error.code}"
             print(f"{status!s:>8} {r.bytes:>10} B  {where:<26} {r.request.url}")
+            for lane in (r.report.lanes or []) if r.report else []:
+                rate = "-" if lane.throughput_bps is None else f"{lane.throughput_bps / 1e6:.2f} Mbit/s"
+                state = f"  down: {lane.down}" if lane.down else ""
+                print(f"{'':>8} {lane.bytes:>10} B  lane {lane.interface} ({lane.requests} requests, {rate}){state}")
         print(f"{len(results)} requests in {elapsed:.3f} s over {result.connections} connections "
               f"(at most {result.max_concurrent_connections} at once)")
     failed = [r for r in results if r.error is not None]
@@ -223,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--ca-file", help="trust only this CA file (testing); default: the system trust store")
     f.add_argument("--cache", action="store_true", help="use (and fill) the helper's persistent HTTP cache")
     f.add_argument("--cache-dir", type=Path, metavar="DIR", help=f"the cache's directory ({default_cache_dir()})")
+    f.add_argument("--split", action="store_true", help="fetch large bodies as byte ranges over several interfaces")
+    f.add_argument("--interface", type=_parse_interface, action="append", default=[], metavar="NAME[:WEIGHT]",
+                   help="with --split: use this interface (repeat; default: those the interface policy allows)")
+    interfaces_parser(sub)
 
     c = sub.add_parser("cache", help="the helper's HTTP cache: stats or clear")
     c.add_argument("action", choices=["stats", "clear"])
@@ -249,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if os.environ.get("LANEFETCH_LOG"):
+        logging.basicConfig(level=os.environ["LANEFETCH_LOG"], stream=sys.stderr, format="%(name)s %(message)s")
     if args.command == "fetch":
         if args.connections < 1 or args.depth < 1:
             print("lanefetch: --connections and --depth must be at least 1", file=sys.stderr)
@@ -259,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     if args.command == "cache":
         return _cache_command(args)
+    if args.command == "interfaces":
+        return interfaces_command(args)
     if args.command == "host":
         from .bridge.host import main as host_main
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,9 @@ class EngineConfig:
     cache_dir: Path | None = None  # the persistent HTTP cache's directory; None: no cache at all
     cache_max_bytes: int = 512 * 1024 * 1024  # stored heads and bodies, LRU beyond this
     private_cache_max_bytes: int = 64 * 1024 * 1024  # in memory, for private-browsing pages only
+    interface: str | None = None  # a lane's engine: the interface its sockets leave by (reported in timing)
+    socket_setup: Callable[[socket.socket], None] | None = None  # ... and how a socket is bound to it
+    lanes: list[tuple[str, float]] | None = None  # split requests: (interface, weight); None: policy, [] default
 
     @property
     def effective_depth(self) -> int:

@@ -18,11 +18,12 @@ from .errors import FetchError
 from .exchange import Exchange, Sink
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
-from .request import FetchRequest, Origin, validate
+from .request import FetchRequest, Origin, parse_target, validate
 from .transport import make_tls_context
 
 if TYPE_CHECKING:
     from ..cache.http_cache import HttpCache
+    from ..lanes.split_fetch import SplitFetcher
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Engine:
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
+        self._split: SplitFetcher | None = None
 
     # -- public API ----------------------------------------------------------------------------------------
 
@@ -74,6 +76,7 @@ class Engine:
         tracker = _BatchTracker([])
         self._batches.add(tracker)
         tracker.max_concurrent = self._open_connections
+        split: list[asyncio.Task[None]] = []
         try:
             network: list[Exchange] = []
             for req in requests:
@@ -84,6 +87,10 @@ class Engine:
                     ex = Exchange(req, None, sink, next(self._seq), 0)
                     tracker.exchanges.append(ex)
                     await ex.fail(e)
+                    continue
+                if req.split and req.method == "GET" and not any(k.lower() == "range" for k, _ in req.headers):
+                    # a large body over the lanes, on connections of its own (never behind small requests)
+                    split.append(asyncio.create_task(self.splitter().fetch(req, sink, page)))
                     continue
                 ex = Exchange(req, target, sink, next(self._seq), self.config.max_retries)
                 tracker.exchanges.append(ex)
@@ -97,8 +104,10 @@ class Engine:
             for ex in network:
                 assert ex.target is not None
                 self._pool_for(ex.target.origin, page).submit(ex)
-            await asyncio.gather(*(ex.done for ex in tracker.exchanges))
+            await asyncio.gather(*(ex.done for ex in tracker.exchanges), *split)
         finally:
+            for task in split:
+                task.cancel()
             self._batches.discard(tracker)
             for ex in tracker.exchanges:
                 if self._by_id.get(ex.request.id) is ex:
@@ -106,11 +115,21 @@ class Engine:
         used = {ex.connection.id for ex in tracker.exchanges if ex.connection is not None}
         return BatchResult(len(used), tracker.max_concurrent)
 
+    def preconnect(self, url: str, page: Page | None = None) -> None:
+        """Start a connection to url's origin before any request needs it (bad URLs are ignored)."""
+        try:
+            target = parse_target(url)
+        except FetchError:
+            return
+        self._pool_for(target.origin, page or Page()).preconnect()
+
     async def cancel(self, request_ids: list[str]) -> None:
         for rid in request_ids:
             ex = self._by_id.get(rid)
             if ex is not None:
                 await ex.fail(FetchError("cancelled", "cancelled by the caller"))
+            elif self._split is not None:
+                await self._split.cancel(rid)
 
     async def aclose(self) -> None:
         for pool in self._pools.values():
@@ -119,6 +138,17 @@ class Engine:
         for cache in self._caches.values():
             await cache.aclose()
         self._caches.clear()
+        if self._split is not None:
+            await self._split.aclose()
+            self._split = None
+
+    def splitter(self) -> SplitFetcher:
+        """The lanes for split requests: config.lanes by name, or the interfaces the user's policy allows."""
+        if self._split is None:
+            from ..lanes.split_fetch import make_fetcher  # lanes build on the engine
+
+            self._split = make_fetcher(self.config)
+        return self._split
 
     def cache_for(self, page: Page) -> HttpCache | None:
         """The HTTP cache this page's requests use: the persistent one, or for private browsing one

@@ -15,7 +15,7 @@ from .fields import Headers
 from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
 from .response_tap import ResponseTap
-from .timing import ConnectionInfo, RequestTiming, now
+from .timing import ConnectionInfo, LaneReport, RequestTiming, now
 
 _HOP_BY_HOP_RESPONSE = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
@@ -40,6 +40,7 @@ class TimingReport:
     retries: int
     wire_bytes: int
     cache: str = "none"
+    lanes: list[LaneReport] | None = None  # a split response: one entry per lane
 
 
 class Sink(Protocol):

@@ -52,6 +52,13 @@ class OriginPolicy:
             self.state = PipelineState.GREEN
             self.depth = min(self.max_depth, max(2, self.depth) * 2)
 
+    def unlock_pipelining(self) -> None:
+        """An HTTP/1.1 answer is in hand before it completed (the lanes' first range): probe as on_response
+        would once it completes."""
+        if self.state is PipelineState.UNKNOWN and self.max_depth > 1:
+            self.state = PipelineState.PROBING
+            self.depth = 2
+
     def on_connection_ended(self, misbehaviour: Misbehaviour | None, responses_on_connection: int) -> None:
         if misbehaviour is None:
             return

@@ -93,6 +93,11 @@ class OriginPool:
         while len(self.connections) < min(self.config.connections_per_origin, work):
             self._open()
 
+    def preconnect(self) -> None:
+        """Open one connection ahead of work (a lane about to be used), unless one is open or opening."""
+        if not self.connections:
+            self._open()
+
     def _open(self) -> None:
         conn = Connection(self, self.engine.next_connection_id())
         self.connections.add(conn)
@@ -108,6 +113,8 @@ class OriginPool:
             tls=self.tls,
             timing=timing,
             connect_timeout=self.config.connect_timeout,
+            interface=self.config.interface,
+            setup=self.config.socket_setup,
         )
 
     async def _resolve(self, timing: ConnectTiming) -> list[tuple[int, tuple[object, ...]]]:

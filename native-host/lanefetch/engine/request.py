@@ -55,6 +55,7 @@ class FetchRequest:
     resource_type: str = "other"
     priority: str | None = None
     decode: bool = False
+    split: bool = False  # a large body: fetch it as byte ranges over the lanes (lanes/split_fetch.py)
 
     @property
     def idempotent(self) -> bool:

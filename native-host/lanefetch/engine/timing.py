@@ -55,6 +55,20 @@ class RequestTiming:
 
 
 @dataclass
+class LaneReport:
+    """What one lane did for a split response (epoch ms like the timing points)."""
+
+    interface: str | None
+    bytes: int  # received on this lane, duplicates of stolen tails included
+    requests: int
+    rtt_ms: float | None
+    throughput_bps: float | None  # bits per second while receiving
+    first_byte: float | None
+    last_byte: float | None
+    down: str | None  # why the lane was given up, if it was
+
+
+@dataclass
 class ConnectionInfo:
     id: int
     local_address: str | None

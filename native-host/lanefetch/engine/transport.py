@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import FetchError
@@ -82,6 +83,7 @@ async def open_transport(
     timing: ConnectTiming,
     connect_timeout: float,
     interface: str | None = None,
+    setup: Callable[[socket.socket], None] | None = None,
 ) -> Transport:
     """Connect to the first address that answers. `server_hostname` is the SNI/verification name."""
     loop = asyncio.get_running_loop()
@@ -90,6 +92,13 @@ async def open_transport(
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if setup is not None:  # a lane: bind to its interface
+            try:
+                setup(sock)
+            except OSError as e:
+                sock.close()
+                last = e
+                continue
         timing.connect_start = now()
         try:
             await asyncio.wait_for(loop.sock_connect(sock, sockaddr), connect_timeout)

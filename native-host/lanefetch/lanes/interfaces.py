@@ -1,0 +1,273 @@
+"""Network interfaces a lane can use: discovery (name, addresses, up/down), the user's policy per
+interface (enabled, weight, metered, daily byte cap, kept in a JSON file), today's byte counts, and
+binding a socket to an interface.
+
+Binding: Linux SO_BINDTODEVICE where permitted (root or CAP_NET_RAW on older kernels), else the
+interface's own source address, which only takes that interface if routing sends that source there
+(`route_warning` checks); macOS IP_BOUND_IF; Windows IP_UNICAST_IF (IPv4)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+_SIOCGIFFLAGS = 0x8913
+_SIOCGIFADDR = 0x8915
+_IFF_UP, _IFF_LOOPBACK, _IFF_RUNNING = 0x1, 0x8, 0x40
+_IP_BOUND_IF = 25  # macOS <netinet/in.h>
+_IP_UNICAST_IF = 31  # Windows <ws2ipdef.h>
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    index: int
+    up: bool
+    loopback: bool
+    addresses: tuple[str, ...]
+
+
+def _ioctl(sock: socket.socket, request: int, name: str) -> bytes | None:
+    try:
+        return fcntl.ioctl(sock.fileno(), request, struct.pack("256s", name.encode()[:15]))
+    except OSError:
+        return None
+
+
+def _ipv6_addresses() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    with contextlib.suppress(OSError), open("/proc/net/if_inet6") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6:
+                raw = parts[0]
+                addr = ":".join(raw[i : i + 4] for i in range(0, 32, 4))
+                out.setdefault(parts[5], []).append(socket.inet_ntop(socket.AF_INET6, socket.inet_pton(
+                    socket.AF_INET6, addr)))
+    return out
+
+
+def discover() -> list[Interface]:
+    """The interfaces of this host (this network namespace on Linux), by index. Addresses and up/down
+    are read on Linux; elsewhere only names and indexes are known (up=True, no addresses)."""
+    result: list[Interface] = []
+    linux = sys.platform.startswith("linux")
+    v6 = _ipv6_addresses() if linux else {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for index, name in socket.if_nameindex():
+            if not linux:
+                result.append(Interface(name, index, True, name.startswith("lo"), ()))
+                continue
+            flags_raw = _ioctl(s, _SIOCGIFFLAGS, name)
+            flags = struct.unpack_from("H", flags_raw, 16)[0] if flags_raw else 0
+            addrs: list[str] = []
+            addr_raw = _ioctl(s, _SIOCGIFADDR, name)
+            if addr_raw:
+                addrs.append(socket.inet_ntoa(addr_raw[20:24]))
+            addrs += v6.get(name, [])
+            up = bool(flags & _IFF_UP) and bool(flags & _IFF_RUNNING)
+            result.append(Interface(name, index, up, bool(flags & _IFF_LOOPBACK), tuple(addrs)))
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ policy
+
+
+@dataclass
+class InterfacePolicy:
+    enabled: bool = True
+    weight: float = 1.0  # a lane's share before its throughput is measured
+    metered: bool = False  # used only when metered interfaces are allowed
+    daily_cap_bytes: int | None = None  # stop using it for the day after this many bytes
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "lanefetch"
+
+
+@dataclass
+class PolicyStore:
+    """The user's interface policy and today's byte counts, in config_dir()/interfaces.json."""
+
+    path: Path = field(default_factory=lambda: config_dir() / "interfaces.json")
+    policies: dict[str, InterfacePolicy] = field(default_factory=dict)
+    usage_day: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> PolicyStore:
+        store = cls() if path is None else cls(path)
+        try:
+            raw = json.loads(store.path.read_text())
+        except FileNotFoundError:
+            return store
+        except (OSError, ValueError) as e:
+            raise ValueError(f"cannot read the interface policy {store.path}: {e}") from None
+        for name, p in raw.get("interfaces", {}).items():
+            store.policies[name] = InterfacePolicy(
+                enabled=bool(p.get("enabled", True)), weight=float(p.get("weight", 1.0)),
+                metered=bool(p.get("metered", False)), daily_cap_bytes=p.get("daily_cap_bytes"),
+            )
+        store.usage_day = str(raw.get("usage_day", ""))
+        store.usage = {k: int(v) for k, v in raw.get("usage", {}).items()}
+        return store
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"interfaces": {k: asdict(v) for k, v in self.policies.items()},
+                "usage_day": self.usage_day, "usage": self.usage}
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.path)
+
+    def policy(self, name: str) -> InterfacePolicy:
+        return self.policies.get(name, InterfacePolicy())
+
+    def used_today(self, name: str) -> int:
+        return self.usage.get(name, 0) if self.usage_day == _today() else 0
+
+    def count(self, name: str, nbytes: int) -> None:
+        if self.usage_day != _today():
+            self.usage_day, self.usage = _today(), {}
+        self.usage[name] = self.usage.get(name, 0) + nbytes
+
+    def why_not(self, iface: Interface, allow_metered: bool) -> str | None:
+        """None if the interface may carry a lane now, else why not."""
+        p = self.policy(iface.name)
+        if iface.loopback:
+            return "loopback"
+        if not iface.up:
+            return "down"
+        if not iface.addresses:
+            return "no address"
+        if not p.enabled:
+            return "disabled"
+        if p.metered and not allow_metered:
+            return "metered"
+        if p.daily_cap_bytes is not None and self.used_today(iface.name) >= p.daily_cap_bytes:
+            return f"daily cap of {p.daily_cap_bytes} bytes reached"
+        return None
+
+
+def _today() -> str:
+    return dt.date.today().isoformat()
+
+
+# ----------------------------------------------------------------------------------------------- binding
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How a lane's sockets leave through its interface."""
+
+    interface: Interface
+    method: str  # "device" (SO_BINDTODEVICE / IP_BOUND_IF / IP_UNICAST_IF) or "source address"
+
+    def source_for(self, family: int) -> str | None:
+        want6 = family == socket.AF_INET6
+        for a in self.interface.addresses:
+            if (":" in a) == want6 and not a.startswith("fe80"):
+                return a
+        return None
+
+    def setup(self, sock: socket.socket) -> None:
+        """Applied to every socket of the lane before it connects."""
+        if self.method == "device":
+            bind_to_device(sock, self.interface)
+        else:
+            src = self.source_for(sock.family)
+            if src is None:
+                raise OSError(f"{self.interface.name} has no address of this family")
+            sock.bind((src, 0))
+
+
+def bind_to_device(sock: socket.socket, iface: Interface) -> None:
+    if sys.platform.startswith("linux"):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, iface.name.encode())
+    elif sys.platform == "darwin":
+        level = socket.IPPROTO_IPV6 if sock.family == socket.AF_INET6 else socket.IPPROTO_IP
+        sock.setsockopt(level, 125 if sock.family == socket.AF_INET6 else _IP_BOUND_IF, iface.index)
+    elif sys.platform == "win32" and sock.family == socket.AF_INET:
+        sock.setsockopt(socket.IPPROTO_IP, _IP_UNICAST_IF, socket.htonl(iface.index))
+    else:
+        raise PermissionError("binding to a device is not available here")
+
+
+def binding_for(iface: Interface) -> Binding:
+    """Bind to the device where this process may; else to the interface's source address."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            bind_to_device(probe, iface)
+            return Binding(iface, "device")
+        except OSError:
+            return Binding(iface, "source address")
+
+
+def route_warning(binding: Binding, destination: str) -> str | None:
+    """With source-address binding, whether the kernel's routing would send packets from that source out
+    of another interface (then this lane is not really separate): a warning to show, or None."""
+    if binding.method == "device" or not sys.platform.startswith("linux"):
+        return None
+    src = binding.source_for(socket.AF_INET6 if ":" in destination else socket.AF_INET)
+    if src is None:
+        return None
+    try:
+        out = subprocess.run(["ip", "-j", "route", "get", destination, "from", src], capture_output=True,
+                             text=True, timeout=5, check=False)
+        routes = json.loads(out.stdout or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    dev = routes[0].get("dev") if routes else None
+    if dev and dev != binding.interface.name:
+        return (f"{binding.interface.name}: bound by source address {src} (no permission for SO_BINDTODEVICE), "
+                f"but routing sends it out of {dev}: add a policy rule (ip rule add from {src} table N)")
+    return None
+
+
+def parse_interface_arg(text: str) -> tuple[str, float | None]:
+    """`NAME` or `NAME:WEIGHT` (the CLI's --interface)."""
+    name, sep, weight = text.rpartition(":") if ":" in text else (text, "", "")
+    if not sep:
+        return text, None
+    try:
+        w = float(weight)
+    except ValueError:
+        raise ValueError(f"interface weight must be a number, got {weight!r}") from None
+    if not (w > 0):
+        raise ValueError(f"interface weight must be positive, got {weight!r}")
+    return name, w
+
+
+def choose(
+    names_weights: Iterable[tuple[str, float | None]], store: PolicyStore, allow_metered: bool,
+    found: list[Interface] | None = None, warn: Callable[[str], None] | None = None,
+) -> list[tuple[Interface, float]]:
+    """The lanes to use: the named interfaces (all usable ones when none are named), with weights."""
+    found = discover() if found is None else found
+    by_name = {i.name: i for i in found}
+    wanted = list(names_weights)
+    if not wanted:
+        wanted = [(i.name, None) for i in found if store.why_not(i, allow_metered) is None]
+    lanes: list[tuple[Interface, float]] = []
+    for name, weight in wanted:
+        iface = by_name.get(name)
+        if iface is None:
+            raise ValueError(f"no interface named {name!r} (have: {', '.join(sorted(by_name))})")
+        reason = store.why_not(iface, allow_metered)
+        if reason is not None:
+            if warn is not None:
+                warn(f"interface {name} not used: {reason}")
+            continue
+        lanes.append((iface, weight if weight is not None else store.policy(name).weight))
+    return lanes

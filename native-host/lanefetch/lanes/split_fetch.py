@@ -1,0 +1,479 @@
+"""The asyncio shell of a split fetch: one large GET fetched as byte ranges over several lanes.
+
+Each lane is an Engine of its own (its own pipelined connection, bound to the lane's interface), so a
+bulk transfer never sits in front of the small requests the main engine pipelines to the same origin.
+The first request asks for bytes 0..T-1; what comes back decides:
+  206 for the whole body (small)     -> delivered as a 200 with the body, one exchange, no more requests
+  206 with more to come + validator  -> the rest is split over the lanes by SplitSchedule, If-Range on each
+  206 without a strong validator     -> the rest is fetched on the first lane only (ranges cannot be proven
+                                        to belong to one version of the resource)
+  200 (Range ignored), 3xx, 4xx, 5xx -> streamed to the caller as it is
+  416 (an empty body)                -> fetched again without Range and streamed as it is
+Every range's Content-Range and validator are checked; a resource that changed mid-transfer fails with
+`resource_changed` (the caller starts over; the CLI does so once by itself)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
+from ..engine.fields import Headers
+from ..engine.request import parse_target
+from ..engine.timing import LaneReport, epoch_ms, now
+from .estimate import LaneEstimate
+from .interfaces import Binding, PolicyStore
+from .schedule import Attempt, Cancel, Command, Fetch, LaneDown, LaneState, ScheduleConfig, SplitSchedule
+
+log = logging.getLogger("lanefetch.lanes")
+
+FIRST_BYTES = 20 * 1024  # the first request's range, unless the fastest lane's BDP is larger
+POLL_INTERVAL = 0.05  # how often stalls and steals are looked at while nothing else happens
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)\s*$", re.I)
+# The caller's own range or conditional fields would change what the pieces mean: the split sets its own.
+_OWN_FIELDS = frozenset({"range", "if-range", "accept-encoding"})
+
+
+@dataclass
+class LaneSpec:
+    binding: Binding | None  # None: the default route, no binding
+    weight: float = 1.0
+
+    @property
+    def name(self) -> str | None:
+        return self.binding.interface.name if self.binding else None
+
+
+class Lane:
+    def __init__(self, lane_id: int, spec: LaneSpec, config: EngineConfig) -> None:
+        self.id = lane_id
+        self.spec = spec
+        self._config = dataclasses.replace(
+            config, interface=spec.name, socket_setup=spec.binding.setup if spec.binding else None,
+            connections_per_origin=1, cache_dir=None, lanes=None,
+        )
+        self.engine = Engine(self._config)
+        self.estimate = LaneEstimate()  # kept across fetches: the next split starts from what was learned
+
+    async def reset(self) -> None:
+        """Drop this lane's connections (it stalled or failed); the next use connects afresh."""
+        policies = self.engine.policies
+        await self.engine.aclose()
+        self.engine = Engine(self._config)
+        self.engine.policies = policies
+
+
+def _content_range(head: DeliveredHead) -> tuple[int, int, int] | None:
+    for k, v in head.headers:
+        if k.lower() == "content-range":
+            m = _CONTENT_RANGE.match(v.strip())
+            if m:
+                return int(m[1]), int(m[2]), int(m[3])
+    return None
+
+
+def _field(head: DeliveredHead, name: str) -> str | None:
+    values = [v for k, v in head.headers if k.lower() == name]
+    return ", ".join(values) if values else None
+
+
+def _validator(head: DeliveredHead) -> str | None:
+    """What If-Range can carry: a strong ETag, else Last-Modified."""
+    etag = _field(head, "etag")
+    if etag and not etag.startswith("W/"):
+        return etag
+    return _field(head, "last-modified")
+
+
+def _as_whole(head: DeliveredHead, total: int) -> DeliveredHead:
+    """The head the caller sees for a body delivered whole: 200 with the full Content-Length."""
+    headers = [(k, v) for k, v in head.headers if k.lower() not in ("content-range", "content-length")]
+    headers.append(("Content-Length", str(total)))
+    return DeliveredHead(200, "OK", head.http_version, headers, head.decoded)
+
+
+class SplitFetcher:
+    def __init__(
+        self, config: EngineConfig, specs: list[LaneSpec], *, schedule: ScheduleConfig | None = None,
+        first_bytes: int = FIRST_BYTES, usage: PolicyStore | None = None,
+    ) -> None:
+        if not specs:
+            specs = [LaneSpec(None)]
+        self.lanes = [Lane(i, s, config) for i, s in enumerate(specs)]
+        shared = self.lanes[0].engine.policies  # pipelining learned once per origin for every lane
+        for lane in self.lanes[1:]:
+            lane.engine.policies = shared
+        self.schedule_config = schedule or ScheduleConfig()
+        self.first_bytes = first_bytes
+        self.usage = usage
+        self._runs: dict[str, _SplitRun] = {}
+
+    async def fetch(self, request: FetchRequest, sink: Sink, page: Page) -> None:
+        run = _SplitRun(self, request, sink, page)
+        self._runs[request.id] = run
+        try:
+            await run.run()
+        finally:
+            del self._runs[request.id]
+            if self.usage is not None:
+                for lane in self.lanes:
+                    if lane.spec.name and run.lane_bytes.get(lane.id):
+                        self.usage.count(lane.spec.name, run.lane_bytes[lane.id])
+                with contextlib.suppress(OSError):
+                    self.usage.save()
+
+    async def cancel(self, request_id: str) -> bool:
+        run = self._runs.get(request_id)
+        if run is None:
+            return False
+        await run.fail(FetchError("cancelled", "cancelled by the caller"))
+        return True
+
+    async def aclose(self) -> None:
+        for lane in self.lanes:
+            await lane.engine.aclose()
+
+    def first_range(self) -> int:
+        bdps = [b for lane in self.lanes if (b := lane.estimate.bdp()) is not None]
+        return max([self.first_bytes, *bdps])
+
+
+class _PieceSink:
+    """Receives one range request's response from a lane engine and hands it to the run."""
+
+    def __init__(self, run: _SplitRun, lane: Lane, attempt: Attempt | None) -> None:
+        self.run, self.lane, self.attempt = run, lane, attempt
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        await self.run.on_head(self, head)
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        await self.run.on_body(self, data)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        await self.run.on_end(self, trailers)
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        await self.run.on_error(self, error)
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self.run.on_timing(self, report)
+
+
+class _SplitRun:
+    def __init__(self, fetcher: SplitFetcher, request: FetchRequest, sink: Sink, page: Page) -> None:
+        self.f = fetcher
+        self.request = request
+        self.sink = sink
+        self.page = page
+        self.mode: str | None = None  # "pass" | "whole" | "split" | "again"
+        self.decided = asyncio.Event()
+        self.schedule: SplitSchedule | None = None
+        self._first_attempt: Attempt | None = None  # the first request, adopted by the schedule
+        self.validator: str | None = None
+        self.total = 0
+        self.finished = False
+        self.http11 = False
+        self._reported = False
+        self.first_report: TimingReport | None = None
+        self.wire_bytes = 0
+        self.lane_bytes: dict[int, int] = {}
+        self.wake = asyncio.Event()
+        self.tasks: set[asyncio.Task[object]] = set()
+        self.req_ids: dict[int, tuple[Lane, str]] = {}  # attempt id -> (lane, request id)
+        self.cancelled: set[int] = set()
+        self.down: set[int] = set()
+        self._out: deque[bytes] = deque()
+        self._out_lock = asyncio.Lock()
+        self.delivered = 0
+        self._seq = 0
+        base = [(k, v) for k, v in request.headers if k.lower() not in _OWN_FIELDS]
+        self.base_headers: Headers = [*base, ("Accept-Encoding", "identity")]
+
+    # -- the flow ----------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        lane0 = self.f.lanes[0]
+        for lane in self.f.lanes[1:]:
+            lane.engine.preconnect(self.request.url, self.page)
+        first = self._sub_request([("Range", f"bytes=0-{self.f.first_range() - 1}")])
+        self._spawn(lane0.engine.fetch([first], _PieceSink(self, lane0, None), self.page))
+        await self.decided.wait()
+        if self.mode == "split":
+            self._pipeline_now(lane0)
+            await self._split_loop()
+        elif self.mode == "again":
+            plain = dataclasses.replace(self.request, split=False)
+            await lane0.engine.fetch([plain], self.sink, self.page)
+            self.finished = True
+        await self._wind_down()
+
+    def _pipeline_now(self, lane: Lane) -> None:
+        """The first range came back from an HTTP/1.1 server: let the lanes pipeline their next range behind
+        the one in flight from now on (the engine would wait for a whole response first, a round trip lost
+        on every lane). A server that cannot pipeline demotes the origin as usual and nothing is lost."""
+        target = parse_target(self.request.url)
+        policy = lane.engine.policies.get(target.origin)
+        if policy is not None and self.http11:
+            policy.unlock_pipelining()
+
+    async def _split_loop(self) -> None:
+        sched = self.schedule
+        assert sched is not None
+        while not self.finished:
+            for cmd in sched.poll(now()):
+                await self._execute(cmd)
+            if sched.done:
+                await self._drain()
+                self.finished = True
+                await self.sink.end(self.request, self.delivered, [])
+                await self._report()
+                return
+            if sched.failed:
+                reasons = "; ".join(f"{self._lane_name(ln.id)}: {ln.down_reason}" for ln in sched.lanes.values())
+                await self.fail(FetchError("connection_lost", f"every lane failed ({reasons})"))
+                return
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), POLL_INTERVAL)
+
+    async def _execute(self, cmd: Command) -> None:
+        log.debug("%.3f %s", now(), cmd)
+        if isinstance(cmd, Fetch):
+            att = cmd.attempt
+            lane = self.f.lanes[att.lane]
+            headers = [("Range", f"bytes={att.start}-{att.end - 1}")]
+            if self.validator:
+                headers.append(("If-Range", self.validator))
+            req = self._sub_request(headers)
+            self.req_ids[att.id] = (lane, req.id)
+            self._spawn(lane.engine.fetch([req], _PieceSink(self, lane, att), self.page))
+        elif isinstance(cmd, Cancel):
+            self.cancelled.add(cmd.attempt.id)
+            known = self.req_ids.get(cmd.attempt.id)
+            if known is not None:
+                await known[0].engine.cancel([known[1]])
+        elif isinstance(cmd, LaneDown):
+            self.down.add(cmd.lane)
+            await self.f.lanes[cmd.lane].reset()
+
+    async def _wind_down(self) -> None:
+        # Duplicates still running (a stolen tail's loser), cancelled attempts: stop them.
+        for att_id, (lane, rid) in self.req_ids.items():
+            if att_id not in self.cancelled:
+                await lane.engine.cancel([rid])
+        if self.tasks:
+            _, pending = await asyncio.wait(list(self.tasks), timeout=5)
+            if pending:
+                log.warning("split %s: %d piece fetches did not end: %s", self.request.id, len(pending), pending)
+
+    # -- events from the lanes ---------------------------------------------------------------------------
+
+    async def on_head(self, ps: _PieceSink, head: DeliveredHead) -> None:
+        if self.finished:
+            return
+        if ps.attempt is None:
+            await self._first_head(ps, head)
+            return
+        att = ps.attempt
+        cr = _content_range(head)
+        if head.status != 206 or cr != (att.start, att.end - 1, self.total) or _validator(head) != self.validator:
+            why = f"a range request got {head.status}" if head.status != 206 else "its ranges no longer match"
+            await self.fail(FetchError("resource_changed", f"the resource changed during a split fetch ({why})"))
+
+    async def _first_head(self, ps: _PieceSink, head: DeliveredHead) -> None:
+        cr = _content_range(head)
+        if head.status == 416:
+            self.mode = "again"  # Range on an empty body: fetch it plainly
+        elif head.status != 206 or cr is None or cr[0] != 0:
+            self.mode = "pass"
+            await self.sink.head(self.request, head)
+        else:
+            _, last, total = cr
+            self.total = total
+            if total <= last + 1:
+                self.mode = "whole"
+                await self.sink.head(self.request, _as_whole(head, total))
+            else:
+                self.mode = "split"
+                self.http11 = head.http_version == "1.1"
+                self.validator = _validator(head)
+                self._start_schedule(ps.lane, last + 1, total)
+                await self.sink.head(self.request, _as_whole(head, total))
+        self.decided.set()
+
+    def _start_schedule(self, first_lane: Lane, first_end: int, total: int) -> None:
+        lanes = self.f.lanes if self.validator else [first_lane]  # unprovable pieces: one lane only
+        states = [LaneState(ln.id, ln.spec.weight, ln.estimate) for ln in lanes]
+        self.schedule = SplitSchedule(total, states, self.f.schedule_config)
+        assert self.first_report is None
+        att = self.schedule.adopt(first_lane.id, 0, first_end, now())
+        # the request went out about one round trip ago; the lane's RTT is learned from the next ones
+        att.rtt_probe = False
+        self._first_attempt = att
+
+    async def on_body(self, ps: _PieceSink, data: bytes) -> None:
+        if self.finished:
+            return
+        self.lane_bytes[ps.lane.id] = self.lane_bytes.get(ps.lane.id, 0) + len(data)
+        if self.mode in ("pass", "whole"):
+            self.delivered += len(data)
+            await self.sink.body(self.request, data)
+            return
+        if self.mode != "split" or self.schedule is None:
+            return
+        att = ps.attempt or self._first_attempt
+        assert att is not None
+        if att.pos + len(data) > att.end:
+            await self.fail(FetchError("protocol_error", "a range response carried more bytes than asked for"))
+            return
+        self._out.extend(self.schedule.receive(att.id, data, now()))
+        self.wake.set()
+        await self._drain()
+
+    async def _drain(self) -> None:
+        async with self._out_lock:  # pieces leave in the order they were put in, whatever task drains
+            while self._out and not self.finished:
+                piece = self._out.popleft()
+                self.delivered += len(piece)
+                await self.sink.body(self.request, piece)
+
+    async def on_end(self, ps: _PieceSink, trailers: Headers) -> None:
+        if self.finished:
+            return
+        if self.mode in ("pass", "whole"):
+            self.finished = True
+            await self.sink.end(self.request, self.delivered, trailers)
+            return
+        if self.mode == "split" and self.schedule is not None:
+            att = ps.attempt or self._first_attempt
+            assert att is not None
+            self.schedule.attempt_done(att.id, now())
+            log.debug("%.3f done %s", now(), att)
+            self.wake.set()
+
+    async def on_error(self, ps: _PieceSink, error: FetchError) -> None:
+        if self.finished:
+            return
+        if ps.attempt is None and self.mode is None:  # the first request failed outright
+            self.mode = "failed"
+            self.decided.set()
+            await self.fail(error)
+            return
+        if self.mode in ("pass", "whole"):
+            await self.fail(error)
+            return
+        if self.schedule is None:
+            return
+        att = ps.attempt or self._first_attempt
+        assert att is not None
+        if att.id in self.cancelled:
+            return
+        for cmd in self.schedule.attempt_failed(att.id, now(), f"{error.code}: {error.message}"):
+            await self._execute(cmd)
+        self.wake.set()
+
+    def on_timing(self, ps: _PieceSink, report: TimingReport) -> None:
+        self.wire_bytes += report.wire_bytes
+        if ps.attempt is None:
+            self.first_report = report
+            if self.mode in ("pass", "whole") and not self.decided.is_set():
+                self.decided.set()
+            if self.mode in ("pass", "whole"):
+                self._spawn(self._report())
+
+    # -- endings -----------------------------------------------------------------------------------------
+
+    async def fail(self, error: FetchError) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if not self.decided.is_set():
+            self.mode = self.mode or "failed"
+            self.decided.set()
+        await self.sink.error(self.request, error)
+        await self._report()
+        self.wake.set()
+
+    async def _report(self) -> None:
+        if self._reported:
+            return
+        self._reported = True
+        first = self.first_report
+        if first is None:  # the split ended before the first exchange reported: wait briefly for it
+            for _ in range(50):
+                await asyncio.sleep(0.02)
+                if self.first_report is not None:
+                    break
+            first = self.first_report
+        timing = dataclasses.replace(first.timing) if first else None
+        if timing is None:
+            from ..engine.timing import RequestTiming
+
+            timing = RequestTiming(queued=now())
+        timing.last_byte = now()
+        lanes = None
+        if self.schedule is not None:
+            lanes = [
+                LaneReport(
+                    interface=self._lane_name(st.id), bytes=st.bytes, requests=st.requests,
+                    rtt_ms=None if st.estimate.srtt is None else round(st.estimate.srtt * 1000, 3),
+                    throughput_bps=None if st.estimate.rate is None else round(st.estimate.rate * 8),
+                    first_byte=epoch_ms(st.first_byte), last_byte=epoch_ms(st.last_byte), down=st.down_reason,
+                )
+                for st in self.schedule.lanes.values()
+            ]
+        report = TimingReport(timing, first.connection if first else None, 0, self.wire_bytes, "none", lanes)
+        await self.sink.timing(self.request, report)
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def _lane_name(self, lane_id: int) -> str:
+        return self.f.lanes[lane_id].spec.name or "default route"
+
+    def _sub_request(self, extra: Headers) -> FetchRequest:
+        self._seq += 1
+        return FetchRequest(
+            id=f"{self.request.id}~{self._seq}", method="GET", url=self.request.url,
+            headers=[*self.base_headers, *extra], resource_type=self.request.resource_type,
+            priority=self.request.priority,
+        )
+
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
+        task: asyncio.Task[object] = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[object]) -> None:
+        self.tasks.discard(task)
+        self.wake.set()
+        if not task.cancelled() and task.exception() is not None:
+            self._spawn(self.fail(FetchError("internal", f"split fetch failed: {task.exception()!r}")))
+
+
+
+
+def make_fetcher(config: EngineConfig, warn: Callable[[str], None] | None = None) -> SplitFetcher:
+    """Lanes from config.lanes ((name, weight) pairs; [] = the default route only), or when None from the
+    interfaces the user's policy allows (metered ones excluded); no usable interface: the default route."""
+    from .interfaces import PolicyStore, binding_for, choose
+
+    try:
+        store: PolicyStore | None = PolicyStore.load()
+    except ValueError as e:
+        if warn is not None:
+            warn(str(e))
+        store = None
+    wanted = [(n, w) for n, w in config.lanes] if config.lanes is not None else []
+    chosen = choose(wanted, store or PolicyStore(), allow_metered=bool(wanted), warn=warn)
+    if config.lanes == []:
+        chosen = []
+    specs = [LaneSpec(binding_for(iface), weight) for iface, weight in chosen]
+    return SplitFetcher(config, specs, usage=store)
