@@ -18,7 +18,7 @@ from .engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from .engine.timing import epoch_ms
 
 PROTOCOL_VERSION = 1
-CAPABILITIES = ["pipelining", "decode", "cache"]
+CAPABILITIES = ["pipelining", "decode", "cache", "split"]
 
 Message = dict[str, Any]
 
@@ -116,6 +116,7 @@ def timing(rid: str, report: TimingReport) -> Message:
         "retries": report.retries,
         "wire_bytes": report.wire_bytes,
         "cache": report.cache,
+        **({"lanes": [asdict(lane) for lane in report.lanes]} if report.lanes is not None else {}),
     }
 
 

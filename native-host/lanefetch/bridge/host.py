@@ -69,7 +69,7 @@ def _to_request(raw: dict[str, Any]) -> FetchRequest:
     return FetchRequest(
         id=raw["id"], method=raw["method"], url=raw["url"], headers=[(k, v) for k, v in raw["headers"]],
         body=body, resource_type=raw.get("resource_type", "other"), priority=raw.get("priority"),
-        decode=bool(raw.get("decode", False)),
+        decode=bool(raw.get("decode", False)), split=bool(raw.get("split", False)),
     )
 
 

@@ -177,6 +177,11 @@ class OriginPool:
             c.wakeup.set()
 
     async def aclose(self) -> None:
+        # Abort the sockets first: a read that completes just as its task is cancelled swallows the cancel
+        # (asyncio.wait_for in Python 3.11), and the connection would read on until the server stops.
+        for c in self.connections:
+            if c.transport is not None:
+                c.transport.writer.transport.abort()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

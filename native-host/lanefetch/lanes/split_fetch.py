@@ -204,9 +204,12 @@ class _SplitRun:
         for lane in self.f.lanes[1:]:
             lane.engine.preconnect(self.request.url, self.page)
         first = self._sub_request([("Range", f"bytes=0-{self.f.first_range() - 1}")])
-        self._spawn(lane0.engine.fetch([first], _PieceSink(self, lane0, None), self.page))
+        self.req_ids[0] = (lane0, first.id)  # attempt ids start at 1: 0 is the first request
+        first_task = self._spawn(lane0.engine.fetch([first], _PieceSink(self, lane0, None), self.page))
         await self.decided.wait()
-        if self.mode == "split":
+        if self.mode in ("pass", "whole"):
+            await first_task  # the one exchange carries the whole answer
+        elif self.mode == "split":
             self._pipeline_now(lane0)
             await self._split_loop()
         elif self.mode == "again":
@@ -446,10 +449,11 @@ class _SplitRun:
             priority=self.request.priority,
         )
 
-    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> asyncio.Task[object]:
         task: asyncio.Task[object] = asyncio.create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[object]) -> None:
         self.tasks.discard(task)

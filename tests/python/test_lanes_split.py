@@ -1,0 +1,164 @@
+"""Split fetches on loopback against scripted servers: the split shell's decisions (whole body in the
+first exchange, split with If-Range, Range ignored, resource changed, no validator, empty body) with
+two or three unbound lanes. Real links and real nginx: test_lanes_netns.py."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from lanefetch.engine import Engine, EngineConfig, FetchRequest
+from lanefetch.lanes.schedule import ScheduleConfig
+from lanefetch.lanes.split_fetch import LaneSpec, SplitFetcher
+
+from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, ServerConn, content, etag, response
+
+SMALL = ScheduleConfig(initial_chunk=64 * 1024, min_chunk=16 * 1024, stall_min=1.0, stall_unknown=3.0)
+
+
+def ranged(*, ignore_range: bool = False, change_after: int | None = None, validator: bool = True,
+           piece_delay: float = 0.0) -> object:
+    """Answers GETs of /<name>/<size> with content(path), honouring `Range: bytes=a-b` (206 + Content-Range)
+    unless ignore_range; If-Range is checked against the ETag. After `change_after` requests in total, the
+    resource has a new ETag and body (the old one is gone)."""
+
+    async def run(conn: ServerConn) -> None:
+        state = conn.server.state
+        while (req := await conn.next_request()) is not None:
+            n = int(state.get("n", 0)) + 1  # type: ignore[call-overload]
+            state["n"] = n
+            changed = change_after is not None and n > change_after
+            body = content(("/v2" if changed else "") + req.path)
+            tag = etag(("/v2" if changed else "") + req.path)
+            hdrs = [("ETag", tag)] if validator else []
+            rng = req.header("range")
+            if_range = req.header("if-range")
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng or "")
+            if ignore_range or m is None or (if_range is not None and if_range != tag):
+                data = response(200, body, headers=hdrs)
+            elif not body:
+                data = response(416, b"", headers=[("Content-Range", "bytes */0")])
+            else:
+                a, b = int(m[1]), min(int(m[2]), len(body) - 1)
+                data = response(206, body[a : b + 1], headers=[*hdrs, ("Content-Range", f"bytes {a}-{b}/{len(body)}")])
+            if piece_delay:
+                await asyncio.sleep(piece_delay)
+            await conn.send(data)
+
+    return run
+
+
+async def split_fetch(srv: ScriptedServer, path: str, lanes: int = 2, **kw: object) -> RecordingSink:
+    fetcher = SplitFetcher(EngineConfig(), [LaneSpec(None) for _ in range(lanes)], schedule=SMALL, **kw)  # type: ignore[arg-type]
+    sink = RecordingSink()
+    req = FetchRequest(id="big", method="GET", url=srv.url(path), split=True)
+    sink.rec(req)
+    try:
+        await asyncio.wait_for(fetcher.fetch(req, sink, LOOPBACK), 60)
+    finally:
+        await fetcher.aclose()
+    return sink
+
+
+def ranges_asked(srv: ScriptedServer) -> list[str | None]:
+    return [r.header("range") for r in srv.requests]
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 3])
+async def test_large_body_split_exact(lanes: int) -> None:
+    path = "/r/big/1500000"
+    async with ScriptedServer(ranged()) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path, lanes)
+    rec = sink.records["big"]
+    assert rec.error is None and rec.head is not None and rec.head.status == 200
+    assert bytes(rec.body) == content(path) and rec.end_bytes == len(content(path))
+    assert ("Content-Length", "1500000") in rec.head.headers
+    assert not any(k.lower() == "content-range" for k, _ in rec.head.headers)
+    asked = ranges_asked(srv)
+    assert asked[0] == "bytes=0-20479" and len(asked) > 2
+    assert all(r.header("if-range") == etag(path) for r in srv.requests[1:])
+    assert rec.report is not None and rec.report.lanes is not None and len(rec.report.lanes) == lanes
+    assert sum(lane.bytes for lane in rec.report.lanes) >= 1_500_000
+    assert len({r.conn for r in srv.requests}) == lanes  # one connection per lane
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, 20479, 20480])
+async def test_small_body_in_one_exchange(size: int) -> None:
+    path = f"/r/small/{size}"
+    async with ScriptedServer(ranged()) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    assert rec.error is None and rec.head is not None and rec.head.status == 200
+    assert bytes(rec.body) == content(path)
+    # one exchange; an empty body answers 416 to the range and is fetched once more without it
+    assert len(srv.requests) == (2 if size == 0 else 1)
+
+
+async def test_range_ignored_is_streamed() -> None:
+    path = "/r/norange/300000"
+    async with ScriptedServer(ranged(ignore_range=True)) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    assert rec.error is None and rec.head is not None and rec.head.status == 200
+    assert bytes(rec.body) == content(path) and len(srv.requests) == 1
+
+
+async def test_resource_changed_mid_transfer_fails_cleanly() -> None:
+    path = "/r/changing/800000"
+    async with ScriptedServer(ranged(change_after=2)) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    assert rec.error is not None and rec.error.code == "resource_changed"
+    assert rec.end_bytes is None
+    assert bytes(rec.body) == content(path)[: len(rec.body)]  # what went out was the old version's prefix
+    assert rec.events.count("error") == 1 and rec.events.count("timing") == 1
+
+
+async def test_without_validator_the_rest_goes_on_one_lane() -> None:
+    path = "/r/notag/400000"
+    async with ScriptedServer(ranged(validator=False)) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path, 3)
+    rec = sink.records["big"]
+    assert rec.error is None and bytes(rec.body) == content(path)
+    assert len({r.conn for r in srv.requests}) == 1
+    assert all(r.header("if-range") is None for r in srv.requests)
+
+
+async def test_engine_routes_split_requests_to_own_connections() -> None:
+    """A split request through Engine.fetch uses the lanes' connections, never the pool of the origin's
+    small requests (bulk never blocks small)."""
+    big, small = "/r/bulk/600000", [f"/r/s{i}/2000" for i in range(6)]
+    async with ScriptedServer(ranged()) as srv:  # type: ignore[arg-type]
+        engine = Engine(EngineConfig(lanes=[]))
+        sink = RecordingSink()
+        reqs = [FetchRequest(id="big", method="GET", url=srv.url(big), split=True)]
+        reqs += [FetchRequest(id=f"s{i}", method="GET", url=srv.url(p)) for i, p in enumerate(small)]
+        try:
+            await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 60)
+        finally:
+            await engine.aclose()
+        sink.check_exact(reqs, lambda r: content(r.url.split(str(srv.port), 1)[1]))
+        bulk_conns = {r.conn for r in srv.requests if r.path == big}
+        small_conns = {r.conn for r in srv.requests if r.path != big}
+        assert bulk_conns and not bulk_conns & small_conns
+
+
+async def test_cancel_split_request() -> None:
+    path = "/r/slow/2000000"
+    async with ScriptedServer(ranged(piece_delay=0.3)) as srv:  # type: ignore[arg-type]
+        engine = Engine(EngineConfig(lanes=[]))
+        sink = RecordingSink()
+        req = FetchRequest(id="big", method="GET", url=srv.url(path), split=True)
+        task = asyncio.create_task(engine.fetch([req], sink, LOOPBACK))
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if sink.records.get("big") and sink.records["big"].head is not None:
+                break
+        await engine.cancel(["big"])
+        await asyncio.wait_for(task, 30)
+        await engine.aclose()
+    rec = sink.records["big"]
+    assert rec.error is not None and rec.error.code == "cancelled"
+
+
