@@ -11,7 +11,6 @@ import pytest
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
 from lanefetch.lanes.schedule import ScheduleConfig
 from lanefetch.lanes.split_fetch import LaneSpec, SplitFetcher
-
 from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, ServerConn, content, etag, response
 
 SMALL = ScheduleConfig(initial_chunk=64 * 1024, min_chunk=16 * 1024, stall_min=1.0, stall_unknown=3.0)
