@@ -48,6 +48,7 @@ class Counters:
     dropped_loss: int = 0
     ignored: int = 0  # non-IPv4 (the lab is IPv4 only)
     max_backlog_bytes: int = 0
+    late_packets: int = 0  # delivered more than 2 ms after due: the carrier was starved of CPU
 
 
 @dataclass
@@ -120,7 +121,7 @@ class Carrier:
         self.client_delays = ClientDelays(config.get("client_delay"))
         self.rng = random.Random(config.get("seed", 1))
         # One heap of (deliver_at, seq, fd, packet) and one timer for its head: keeps FIFO order on ties.
-        self._heap: list[tuple[float, int, int, bytes]] = []
+        self._heap: list[tuple[float, int, int, bytes, Counters]] = []
         self._seq = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
@@ -158,7 +159,7 @@ class Carrier:
             client = pkt[12:16] if d is self.up else pkt[16:20]
             at += self.client_delays.rtt_extra(client) / 2
         self._seq += 1
-        heapq.heappush(self._heap, (at, self._seq, dst, pkt))
+        heapq.heappush(self._heap, (at, self._seq, dst, pkt, d.counters))
         if at < self._timer_at:
             self._arm(at)
 
@@ -173,8 +174,11 @@ class Carrier:
         # Timers fire up to ~1 ms late (epoll granularity); deliver everything due by then in order.
         horizon = self.loop.time() + 0.0002
         heap = self._heap
+        late = horizon - 0.0022
         while heap and heap[0][0] <= horizon:
-            _, _, fd, pkt = heapq.heappop(heap)
+            at, _, fd, pkt, counters = heapq.heappop(heap)
+            if at < late:
+                counters.late_packets += 1
             try:  # noqa: SIM105 (hot path: a plain try is cheaper than contextlib.suppress)
                 os.write(fd, pkt)
             except OSError:
