@@ -13,6 +13,7 @@ class EngineConfig:
     connections_per_origin: int = 4
     pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
     pipelining: bool = True
+    inflight_budget: bool = True  # keep an origin's unanswered responses near two BDPs (inflight_budget.py)
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection
     idle_timeout: float = 30.0  # close a connection idle this long

@@ -50,6 +50,9 @@ class Connection:
             await self.pool.connection_failed(self, e)
             return
         self.pool.connection_opened(self)
+        ct = self.connect_timing
+        if ct.connect_start is not None and ct.connect_end is not None:
+            self.pool.budget.observe_rtt(ct.connect_end - ct.connect_start)
         self.wakeup.set()
         sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-send-{self.id}")
         try:
@@ -122,6 +125,7 @@ class Connection:
                 if front.token.timing.first_byte is None:
                     front.token.timing.first_byte = t
             if data:
+                self.pool.budget.received(t, len(data))
                 events = self.state.receive(data)
             elif self.transport.reader.transport_error is not None:
                 events = [self.state.reset(f"connection error: {self.transport.reader.transport_error}")]
@@ -142,6 +146,7 @@ class Connection:
             self.pool.policy.on_response(ev.head, ev.framing, ev.keep_alive, ev.pipelined)
             if self.state.request_cap is not None and ev.position == 1:
                 self.pool.policy.learn_request_limit(self.state.request_cap)
+            self.pool.budget.response_done(ev.wire_bytes)
             await ev.token.complete(ev.trailers, ev.wire_bytes)
             if self.state.at_request_cap():
                 # Used up: end it now so the pool opens a fresh one instead of waiting for the idle timeout.

@@ -19,6 +19,7 @@ from .config import EngineConfig
 from .connection import Connection
 from .errors import FetchError
 from .exchange import Exchange
+from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .request import Origin
@@ -41,6 +42,7 @@ class OriginPool:
         self.policy = policy
         self.tls = tls
         self.connections: set[Connection] = set()
+        self.budget = InflightBudget()
         self._queue: list[tuple[tuple[int, int, int], Exchange]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._dns: tuple[float, list[tuple[int, tuple[object, ...]]]] | None = None
@@ -75,8 +77,17 @@ class OriginPool:
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
         if not conn.state.can_send(ex.method, self._allowed_depth()):
             return None
+        if conn.state.in_flight and self._over_budget():
+            return None
         heapq.heappop(self._queue)
         return ex
+
+    def _over_budget(self) -> bool:
+        """Enough responses already asked for across the origin's connections (inflight_budget.py says why)."""
+        if not self.config.inflight_budget:
+            return False
+        limit = self.budget.max_unanswered(now())
+        return limit is not None and sum(len(c.state.in_flight) for c in self.connections) >= limit
 
     def _allowed_depth(self) -> int:
         depth = min(self.policy.allowed_depth(), self.config.effective_depth)

@@ -1,0 +1,73 @@
+"""How many requests one origin may have unanswered at once across its connections (pure, no I/O).
+
+Pipelining lets the helper ask for far more than the link can carry in a round trip. The server then
+answers on every connection at once: on a slow link four connections' initial TCP windows
+(4 × 10 segments ≈ 58 kB) reach the bottleneck together, overflow a drop-tail queue and cost
+retransmission timeouts. Responses asked for beyond about two bandwidth-delay products only wait in
+queues, so, like BBR's window (2 × bottleneck bandwidth × minimum RTT), the origin's unanswered
+responses are bounded by 2 × (the highest delivery rate seen recently) × (the smallest connect time
+seen), never below a floor of about two initial TCP windows. Until anything was delivered, and on
+links whose round trip is under 10 ms (a LAN, loopback: any burst drains within milliseconds), the
+per-connection pipelining rules (origin_policy.py) are the only bound; every connection may always
+have one request out."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+FLOOR_BYTES = 32 * 1024  # about two initial TCP windows (RFC 6928: 10 segments)
+GAIN = 2.0  # the window in bandwidth-delay products
+RATE_WINDOW_RTTS = 0.5  # a delivery-rate sample counts the bytes delivered over this many minimum RTTs
+MIN_RTT = 0.010  # seconds: below this round trip the origin is not bounded
+RATE_MEMORY_RTTS = 10.0  # the highest sample of this many minimum RTTs is the bandwidth estimate
+
+
+@dataclass
+class InflightBudget:
+    floor_bytes: int = FLOOR_BYTES
+    min_rtt: float | None = None  # seconds: the smallest TCP connect time seen (SYN → SYN-ACK)
+    _deliveries: deque[tuple[float, int]] = field(default_factory=deque)  # (time, bytes read), last window
+    _rates: deque[tuple[float, float]] = field(default_factory=deque)  # (time, bytes per second), remembered
+    _responses: int = 0
+    _response_bytes: int = 0
+
+    def observe_rtt(self, seconds: float) -> None:
+        if seconds > 0 and (self.min_rtt is None or seconds < self.min_rtt):
+            self.min_rtt = seconds
+
+    def received(self, t: float, nbytes: int) -> None:
+        """nbytes of responses arrived at time t (monotonic seconds), on any of the origin's connections."""
+        if self.min_rtt is None or nbytes <= 0:
+            return
+        window = RATE_WINDOW_RTTS * self.min_rtt
+        self._deliveries.append((t, nbytes))
+        while self._deliveries[0][0] <= t - window:
+            self._deliveries.popleft()
+        rate = sum(b for _, b in self._deliveries) / window
+        while self._rates and (self._rates[-1][1] <= rate or self._rates[0][0] < t - RATE_MEMORY_RTTS * self.min_rtt):
+            if self._rates[-1][1] <= rate:
+                self._rates.pop()
+            else:
+                self._rates.popleft()
+        self._rates.append((t, rate))  # rates stay in decreasing order: the first is the maximum
+
+    def response_done(self, wire_bytes: int) -> None:
+        """A response of wire_bytes (head and body as sent) completed: its size feeds the mean."""
+        self._responses += 1
+        self._response_bytes += max(0, wire_bytes)
+
+    def budget_bytes(self, t: float) -> int:
+        if self.min_rtt is None:
+            return self.floor_bytes
+        while len(self._rates) > 1 and self._rates[0][0] < t - RATE_MEMORY_RTTS * self.min_rtt:
+            self._rates.popleft()
+        best = self._rates[0][1] if self._rates else 0.0
+        return max(self.floor_bytes, int(GAIN * best * self.min_rtt))
+
+    def max_unanswered(self, t: float) -> int | None:
+        """Requests the origin may have unanswered now; None while nothing was delivered yet or the link is short."""
+        if self._responses == 0 or self.min_rtt is None or self.min_rtt < MIN_RTT:
+            return None
+        mean = max(1, self._response_bytes // self._responses)
+        return max(1, self.budget_bytes(t) // mean)

@@ -1,0 +1,95 @@
+"""The origin's bound on unanswered requests (engine/inflight_budget.py), without sockets."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lanefetch.engine.inflight_budget import FLOOR_BYTES, InflightBudget
+
+
+def deliver_at_rate(b: InflightBudget, start: float, rate: float, size: int, count: int) -> float:
+    """count responses of size bytes arriving back to back at rate bytes/s; returns the last arrival."""
+    t = start
+    for _ in range(count):
+        t += size / rate
+        b.received(t, size)
+        b.response_done(size)
+    return t
+
+
+def test_nothing_delivered_means_no_bound_yet() -> None:
+    b = InflightBudget()
+    b.observe_rtt(0.4)
+    assert b.max_unanswered(0.0) is None  # the pipelining rules alone decide until responses come back
+
+
+def test_slow_link_is_bounded_near_two_bdp() -> None:
+    """W-CDMA-like: 48 kB/s, 400 ms: BDP 19.2 kB; 2.2 kB responses → the floor (32 kB) rules, ~14 requests,
+    not the 64 that 4 connections × depth 16 would put in flight."""
+    b = InflightBudget()
+    b.observe_rtt(0.41)
+    b.observe_rtt(0.40)
+    t = deliver_at_rate(b, 0.0, 48_000, 2200, 40)
+    assert b.budget_bytes(t) <= 2 * 2 * 48_000 * 0.4  # the rate window may see one response more, never double
+    assert b.max_unanswered(t) == max(FLOOR_BYTES, b.budget_bytes(t)) // 2200
+    assert 14 <= (b.max_unanswered(t) or 0) <= 35
+
+
+def test_fast_link_gets_room_for_two_bdp() -> None:
+    """LTE-like: 2.5 MB/s, 60 ms: BDP 150 kB → about 300 kB, so 80 small responses go out at once."""
+    b = InflightBudget()
+    b.observe_rtt(0.06)
+    t = deliver_at_rate(b, 0.0, 2_500_000, 2200, 60)
+    assert 250_000 <= b.budget_bytes(t) <= 330_000
+    assert (b.max_unanswered(t) or 0) >= 80
+
+
+def test_the_bandwidth_estimate_is_forgotten_after_ten_rtts() -> None:
+    b = InflightBudget()
+    b.observe_rtt(0.1)
+    t = deliver_at_rate(b, 0.0, 2_500_000, 2200, 60)
+    assert b.budget_bytes(t) > 400_000
+    t = deliver_at_rate(b, t + 0.5, 20_000, 2200, 20)  # the link got slow: 2 s of slow deliveries
+    assert b.budget_bytes(t) == FLOOR_BYTES
+
+
+def test_big_responses_still_leave_one_request_per_origin() -> None:
+    b = InflightBudget()
+    b.observe_rtt(0.2)
+    t = 1.0
+    for _ in range(100):  # 5 MB read in 50 kB pieces at 1 MB/s: BDP 200 kB, budget 400 kB
+        t += 0.05
+        b.received(t, 50_000)
+    b.response_done(5_000_000)
+    assert b.max_unanswered(t) == 1
+
+
+def test_short_or_unknown_round_trips_are_not_bounded() -> None:
+    b = InflightBudget()
+    b.received(1.0, 1000)
+    b.response_done(1000)
+    assert b.budget_bytes(1.0) == FLOOR_BYTES and b.max_unanswered(1.0) is None  # no RTT known
+    b.observe_rtt(0.0002)  # loopback or a LAN: bursts drain in milliseconds
+    b.received(1.001, 1000)
+    b.response_done(1000)
+    assert b.max_unanswered(1.001) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(rtt=st.floats(0.01, 2.0), events=st.lists(st.tuples(st.floats(0.0, 5.0), st.integers(0, 3_000_000)),
+                                                     min_size=1, max_size=60))
+def test_budget_between_floor_and_gain_times_arrivals(rtt: float, events: list[tuple[float, int]]) -> None:
+    b = InflightBudget()
+    b.observe_rtt(rtt)
+    t = 0.0
+    total = 0
+    for gap, size in events:
+        t += gap
+        b.received(t, size)
+        b.response_done(size)
+        total += size
+        budget = b.budget_bytes(t)
+        assert budget >= FLOOR_BYTES
+        # a rate sample counts at most everything delivered so far over half an RTT: 2 × rate × RTT ≤ 4 × total
+        assert budget <= max(FLOOR_BYTES, 4 * total)
+        assert (b.max_unanswered(t) or 0) >= 1
