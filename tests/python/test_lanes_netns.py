@@ -1,0 +1,176 @@
+"""Split fetches over real emulated links (TUN link emulator, one namespace per side) from real nginx:
+`lanefetch fetch --split --interface ...` in the client namespace, every body SHA-256-exact, the lanes'
+byte shares checked against the links' rates, and a link killed mid-transfer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.netlab import LINK_SETS, Host, Lab, Link
+from bench.servers import ServerHandle, start_nginx
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces"),
+]
+
+LANEFETCH = str(Path(sys.executable).parent / "lanefetch")
+FILES = {"tiny.bin": 1, "small.bin": 15_000, "edge.bin": 20_480, "mid.bin": 400_000, "big.bin": 1_500_000,
+         "large.bin": 3_000_000}
+
+
+@dataclass
+class Net:
+    client: Host
+    links: list[Link]
+    srv: ServerHandle
+    files: dict[str, bytes]
+    out: Path
+    docroot: Path
+
+
+def _net(tmp: Path, link_set: str) -> Iterator[Net]:
+    docroot = tmp / "docroot"
+    docroot.mkdir()
+    files = {}
+    for name, size in FILES.items():
+        files[name] = hashlib.shake_256(name.encode()).digest(size)
+        (docroot / name).write_bytes(files[name])
+    (docroot / "norange").mkdir()
+    (docroot / "norange" / "mid.bin").write_bytes(files["mid.bin"])
+    with Lab() as lab:
+        server, client = lab.host("server"), lab.host("client")
+        links = lab.links(client, server, LINK_SETS[link_set])
+        srv = start_nginx(server, docroot, "0.0.0.0", extra_conf="location /norange/ { max_ranges 0; }")
+        yield Net(client, links, srv, files, tmp / "out", docroot)
+
+
+@pytest.fixture(scope="module")
+def equal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
+    yield from _net(tmp_path_factory.mktemp("equal"), "2x5mbit")
+
+
+@pytest.fixture(scope="module")
+def unequal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
+    yield from _net(tmp_path_factory.mktemp("unequal"), "10+5mbit")
+
+
+def argv(net: Net, names: list[str], links: list[Link] | None = None) -> list[str]:
+    lanes = [a for link in (links or net.links) for a in ("--interface", link.a_dev)]
+    urls = [f"http://{net.srv.host.ip}/{n}" for n in names]
+    return [LANEFETCH, "fetch", "--json", "--as-page", "private", "--out", str(net.out), "--split", *lanes, *urls]
+
+
+def check_exact(net: Net, result: dict[str, Any]) -> None:
+    for r in result["requests"]:
+        name = r["url"].rsplit("/", 1)[1]
+        assert r["error"] is None and r["status"] == 200, r
+        got = Path(r["file"]).read_bytes()
+        assert hashlib.sha256(got).hexdigest() == hashlib.sha256(net.files[name]).hexdigest(), name
+
+
+def run(net: Net, names: list[str]) -> dict[str, Any]:
+    out = net.client.run(argv(net, names), timeout=120)
+    result: dict[str, Any] = json.loads(out.stdout)
+    check_exact(net, result)
+    return result
+
+
+def test_equal_links_share_a_large_body(equal: Net) -> None:
+    r = run(equal, ["big.bin"])["requests"][0]
+    lanes = {lane["interface"]: lane for lane in r["lanes"]}
+    assert set(lanes) == {link.a_dev for link in equal.links}
+    shares = [lanes[link.a_dev]["bytes"] / 1_500_000 for link in equal.links]
+    assert all(0.3 < s < 0.7 for s in shares), shares
+    assert all(lane["down"] is None for lane in lanes.values())
+    # the bytes really went over both links (the emulators counted them)
+    for link in equal.links:
+        stats = link.stats()
+        assert stats is not None and stats["down"]["bytes"] > 400_000, (link.a_dev, stats)
+
+
+def test_small_files_come_in_one_exchange(equal: Net) -> None:
+    names = ["tiny.bin", "small.bin", "edge.bin"]
+    before = len(equal.srv.access_log())
+    res = run(equal, names)
+    assert all(r["lanes"] is None for r in res["requests"])  # never split
+    records = equal.srv.access_log(wait_for=before + len(names))[before:]
+    assert len(records) == len(names)
+
+
+def test_unequal_links_split_by_rate(unequal: Net) -> None:
+    r = run(unequal, ["large.bin"])["requests"][0]
+    lanes = {lane["interface"]: lane for lane in r["lanes"]}
+    fast, slow = (lanes[link.a_dev]["bytes"] for link in unequal.links)  # 10 and 5 Mbit/s
+    assert 1.3 < fast / slow < 3.0, (fast, slow)
+
+
+def test_server_ignoring_range_is_streamed(equal: Net) -> None:
+    """nginx with max_ranges 0 answers 200 to the first range request: that one exchange is the answer."""
+    out = equal.client.run(argv(equal, ["norange/mid.bin"]), timeout=120)
+    r = json.loads(out.stdout)["requests"][0]
+    assert r["error"] is None and r["status"] == 200 and r["lanes"] is None
+    assert Path(r["file"]).read_bytes() == equal.files["mid.bin"]
+
+
+def test_resource_changing_mid_transfer_restarts_cleanly(equal: Net) -> None:
+    """The file is replaced while the split runs (new ETag): the ranges no longer match, the partial file is
+    dropped and the CLI fetches the new version once more from scratch."""
+    path = equal.docroot / "changing.bin"
+    old = hashlib.shake_256(b"old").digest(2_000_000)
+    new = hashlib.shake_256(b"new").digest(2_000_000)
+    path.write_bytes(old)
+    proc = subprocess.Popen(equal.client.argv(argv(equal, ["changing.bin"])), stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(new)
+        os.utime(tmp, (time.time() + 5, time.time() + 5))  # a different Last-Modified, so a different ETag
+        tmp.replace(path)
+        stdout, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    r = json.loads(stdout)["requests"][0]
+    assert r["error"] is None and r["status"] == 200
+    got = Path(r["file"]).read_bytes()
+    assert hashlib.sha256(got).hexdigest() == hashlib.sha256(new).hexdigest()
+
+
+def test_link_killed_mid_transfer(equal: Net) -> None:
+    """One link's emulator stops half-way (its device vanishes): the other lane takes over its ranges.
+    Last in this module: the link stays dead."""
+    def carried() -> int:
+        stats = equal.links[1].stats()
+        return int(stats["down"]["bytes"]) if stats else 0
+
+    start = carried()
+    proc = subprocess.Popen(equal.client.argv(argv(equal, ["large.bin"])), stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # wait until the doomed lane carries data
+            if carried() - start > 300_000:
+                break
+            time.sleep(0.05)
+        equal.links[1].close()
+        stdout, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    result = json.loads(stdout)
+    check_exact(equal, result)
+    lanes = {lane["interface"]: lane for lane in result["requests"][0]["lanes"]}
+    assert lanes[equal.links[1].a_dev]["down"] is not None
+    assert lanes[equal.links[0].a_dev]["down"] is None
