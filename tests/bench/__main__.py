@@ -10,6 +10,8 @@ SCENARIOS = {
     "engine": "bench.scenario_engine",
     "seed000-grid": "bench.scenario_grid",
     "chromium-page": "bench.scenario_chromium_page",
+    "seed004-split": "bench.scenario_split",
+    "seed001-hol": "bench.scenario_hol",
 }
 
 

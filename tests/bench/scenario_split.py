@@ -1,0 +1,147 @@
+"""seed004-split (issues 6 and 9): one large file over 1–3 emulated links from nginx. lanefetch on one link
+vs `lanefetch fetch --split` over all links vs aria2 `--multiple-interface` over the same links, variants
+alternating round by round; every result SHA-256-checked. Cases: 1 MB and 10 MB over 2 and 3 equal links
+(5 Mbit/s, 100 ms each), 10 MB over 10 + 5 Mbit/s, and small files (1 KB, 20 KB) on 2 links."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.cli_fetch import LANEFETCH
+from bench.netlab import LINK_SETS, Host, Lab, Link
+from bench.servers import start_nginx
+
+CASES = [  # (link set, file size, goal for split/one link or share of the summed rate)
+    ("2x5mbit", 1_000_000), ("2x5mbit", 10_000_000), ("3x5mbit", 1_000_000), ("3x5mbit", 10_000_000),
+    ("10+5mbit", 10_000_000), ("2x5mbit", 1_000), ("2x5mbit", 20_000),
+]
+GOALS = {("2x5mbit", 1_000_000): 1.95, ("2x5mbit", 10_000_000): 1.95, ("3x5mbit", 1_000_000): 2.9,
+         ("3x5mbit", 10_000_000): 2.9, ("2x5mbit", 1_000): 0.98, ("2x5mbit", 20_000): 0.98}
+
+
+def _body(size: int) -> bytes:
+    return hashlib.shake_256(str(size).encode()).digest(size)
+
+
+def _lanefetch(client: Host, url: str, out: Path, extra: list[str]) -> tuple[float, float, dict[str, Any]]:
+    t = time.monotonic()
+    res = client.run([LANEFETCH, "fetch", "--json", "--as-page", "private", "--out", str(out), *extra, url],
+                     timeout=600)
+    wall = time.monotonic() - t
+    data: dict[str, Any] = json.loads(res.stdout)
+    return data["elapsed_s"], wall, data["requests"][0]
+
+
+def _aria2(client: Host, url: str, out: Path, links: list[Link]) -> float:
+    n = len(links)
+    t = time.monotonic()
+    client.run(["aria2c", "-q", "--allow-overwrite=true", "--auto-file-renaming=false", "--file-allocation=none",
+                f"--multiple-interface={','.join(link.a_dev for link in links)}", f"--split={n}",
+                f"--max-connection-per-server={n}", "--min-split-size=1M", "-d", str(out), url], timeout=600)
+    return time.monotonic() - t
+
+
+def _check(path: Path, size: int) -> None:
+    if hashlib.sha256(path.read_bytes()).digest() != hashlib.sha256(_body(size)).digest():
+        raise AssertionError(f"{path} is not the served body")
+
+
+def run(rounds: int) -> int:
+    results: list[dict[str, Any]] = []
+    for link_set, size in CASES:
+        results.append(_case(link_set, size, rounds))
+    rows = []
+    for r in results:
+        one, split, aria = (report.median(r[k]) for k in ("one", "split", "aria2"))
+        one_w, split_w = report.median(r["one_wall"]), report.median(r["split_wall"])
+        goal = GOALS.get((r["set"], r["size"]))
+        speed = one / split
+        if r["set"] == "10+5mbit":
+            rate = r["size"] * 8 / split / 15e6  # of the summed 15 Mbit/s (goodput incl. connect and requests)
+            verdict = f"{rate * 100:.0f} % of 15 Mbit/s (goal ≥ 92 %)"
+        else:
+            verdict = f"goal ≥ {goal}×: {'met' if goal and speed >= goal else 'not met'}"
+        rows.append([r["set"], f"{r['size']:,}", f"{one:.2f}", f"{split:.2f}", f"**{speed:.2f}×**",
+                     f"{one_w:.2f} / {split_w:.2f} / {aria:.2f}", f"{aria / split_w:.2f}×", verdict,
+                     r["lanes"]])
+    lines = [
+        "Links: `2x5mbit`/`3x5mbit` = 5 Mbit/s down, 1 Mbit/s up, 100 ms RTT each; `10+5mbit` = 10 Mbit/s 80 ms "
+        "+ 5 Mbit/s 120 ms (packet-level emulation, drop-tail queues). Server: nginx. "
+        f"{rounds} rounds, variants alternating, medians. Every body SHA-256-checked.",
+        "",
+        "- one link: `lanefetch fetch URL` (the first/fastest link); split: `lanefetch fetch --split "
+        "--interface A --interface B ...`; aria2: `aria2c --multiple-interface=A,B --split=N "
+        "--max-connection-per-server=N --min-split-size=1M` (1M is aria2's smallest split size).",
+        "- lanefetch times are its own `elapsed_s` (first request to last byte); wall = the whole process, "
+        "as for aria2 (lanefetch's Python start-up is in its wall time).",
+        "",
+        *report.table(["links", "bytes", "one link s", "split s", "split speed-up", "wall s: one / split / aria2",
+                       "aria2 wall ÷ split wall", "goal", "bytes per lane (last split run)"], rows),
+    ]
+    report.write("seed004-split", "seed004-split: lanes (range split over several links) vs one link vs aria2",
+                 lines)
+    _plot(results)
+    return 0
+
+
+def _case(link_set: str, size: int, rounds: int) -> dict[str, Any]:
+    r: dict[str, Any] = {"set": link_set, "size": size, "one": [], "split": [], "aria2": [], "one_wall": [],
+                         "split_wall": [], "lanes": ""}
+    with tempfile.TemporaryDirectory() as d, Lab() as lab:
+        docroot, out = Path(d, "www"), Path(d, "out")
+        docroot.mkdir()
+        out.mkdir()
+        Path(docroot, "f.bin").write_bytes(_body(size))
+        server, client = lab.host("server"), lab.host("client")
+        links = lab.links(client, server, LINK_SETS[link_set])
+        start_nginx(server, docroot, "0.0.0.0")
+        url = f"http://{server.ip}/f.bin"
+        lanes = [a for link in links for a in ("--interface", link.a_dev)]
+        _lanefetch(client, url, out, [])  # warm nginx's page cache
+        for _ in range(rounds):
+            el, wall, _req = _lanefetch(client, url, out, [])
+            _check(out / "f.bin", size)
+            r["one"].append(el)
+            r["one_wall"].append(wall)
+            el, wall, req = _lanefetch(client, url, out, ["--split", *lanes])
+            _check(out / "f.bin", size)
+            r["split"].append(el)
+            r["split_wall"].append(wall)
+            if req["lanes"]:
+                r["lanes"] = " / ".join(f"{lane['bytes']:,}" for lane in req["lanes"])
+            (out / "f.bin").unlink()
+            r["aria2"].append(_aria2(client, url, out, links))
+            _check(out / "f.bin", size)
+        shutil.rmtree(out, ignore_errors=True)
+    print(link_set, size, {k: v for k, v in r.items() if isinstance(v, list)}, flush=True)
+    return r
+
+
+def _plot(results: list[dict[str, Any]]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    labels = [f"{r['set']}\n{r['size'] / 1e6:g} MB" for r in results]
+    xs = range(len(results))
+    for k, (key, name) in enumerate((("one_wall", "lanefetch, one link"), ("split_wall", "lanefetch --split"),
+                                     ("aria2", "aria2 --multiple-interface"))):
+        ax.bar([x + (k - 1) * 0.27 for x in xs], [report.median(r[key]) for r in results], 0.27, label=name)
+    ax.set_xticks(list(xs), labels)
+    ax.set_ylabel("wall time, s (median)")
+    ax.set_yscale("log")
+    ax.legend()
+    ax.set_title("seed004-split: one large file over several links")
+    fig.tight_layout()
+    path = report.RESULTS / "seed004-split.png"
+    fig.savefig(path, dpi=110)
+    return path
