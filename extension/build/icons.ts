@@ -22,16 +22,30 @@ function chunk(type: string, data: Uint8Array): Buffer {
   return Buffer.concat([head, data, crc]);
 }
 
-/** RGBA pixel of the icon at (x, y) for an icon of `size` pixels. */
+/** Right ends of the three lanes (fractions of the square): staggered, like parallel transfers finishing. */
+const LANES: readonly (readonly [number, number])[] = [[0.3, 0.84], [0.5, 0.7], [0.7, 0.8]];
+
+/** Whether (u, v) lies on a lane: a bar ending in an arrowhead. */
+function onLane(u: number, v: number): boolean {
+  return LANES.some(([centre, tip]) => {
+    const dv = Math.abs(v - centre);
+    if (u > 0.16 && u < tip - 0.12) return dv < 0.045;
+    return u >= tip - 0.12 && u <= tip && dv < 0.1 * ((tip - u) / 0.12);
+  });
+}
+
+/** RGBA pixel of the icon at (x, y) for an icon of `size` pixels. The 128 px store icon keeps the 16 px transparent
+ * margin the Chrome Web Store asks for (96 px of artwork); toolbar sizes use the whole square. */
 function pixel(x: number, y: number, size: number): [number, number, number, number] {
-  const u = (x + 0.5) / size;
-  const v = (y + 0.5) / size;
+  const pad = size >= 128 ? size / 8 : 0;
+  const u = (x + 0.5 - pad) / (size - 2 * pad);
+  const v = (y + 0.5 - pad) / (size - 2 * pad);
+  if (u < 0 || u > 1 || v < 0 || v > 1) return [0, 0, 0, 0];
   const r = 0.2;
   const dx = Math.max(r - u, 0, u - (1 - r));
   const dy = Math.max(r - v, 0, v - (1 - r));
   if (dx * dx + dy * dy > r * r) return [0, 0, 0, 0];
-  const lane = [0.3, 0.5, 0.7].some((c) => Math.abs(v - c) < 0.055) && u > 0.18 && u < 0.82;
-  return lane ? [255, 255, 255, 255] : [26, 115, 232, 255];
+  return onLane(u, v) ? [255, 255, 255, 255] : [26, 115, 232, 255];
 }
 
 export function iconPng(size: number): Buffer {
