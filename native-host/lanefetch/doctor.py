@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from . import __version__, protocol
 from .bridge import browsers as catalogue
 from .bridge.install import Target
 from .bridge.registry import Registry
+from .lanes.interfaces import Interface, PolicyStore, discover
 
 Status = Literal["ok", "warn", "fail", "info"]
 MIN_PYTHON = (3, 11)
@@ -144,19 +144,27 @@ def check_sandboxed(found: catalogue.Found) -> list[Finding]:
                     f"found at {s.where}", s.advice) for s in found.sandboxed]
 
 
-def check_interfaces() -> Finding:
-    """Network interfaces the helper could use. Splitting one download over several ("lanes") is not part of
-    this version, so this is for information."""
+def check_interfaces(interfaces: list[Interface] | None = None, store: PolicyStore | None = None) -> Finding:
+    """Which interfaces lanes (one large download split over several) may use now, and why not the others."""
     try:
-        names = [name for _, name in socket.if_nameindex() if name != "lo"]
+        store = store if store is not None else PolicyStore.load()
+    except ValueError as e:
+        return Finding("fail", "Interfaces", str(e), "fix the file, or delete it to start from the defaults")
+    try:
+        found = interfaces if interfaces is not None else discover()
     except OSError as e:
         return Finding("warn", "Interfaces", f"cannot list network interfaces: {e}")
-    if not names:
-        return Finding("warn", "Interfaces", "no network interface besides loopback",
-                       "connect to a network; the helper fetches over the same interfaces as the browser")
-    return Finding("info", "Interfaces", f"{', '.join(names)} (this version fetches over the system's default "
-                                         "route, like the browser; splitting over several interfaces is not "
-                                         "available yet)")
+    usable = [i for i in found if store.why_not(i, allow_metered=False) is None]
+    others = [f"{i.name} ({why})" for i in found if not i.loopback and (why := store.why_not(i, False)) is not None]
+    rest = f"; not used: {', '.join(others)}" if others else ""
+    names = ", ".join(f"{i.name} {'/'.join(i.addresses)}".strip() for i in usable)
+    if not usable:
+        return Finding("warn", "Interfaces", f"no interface is usable{rest}",
+                       "connect to a network (`lanefetch interfaces` shows each interface and its policy)")
+    if len(usable) == 1:
+        return Finding("info", "Interfaces", f"{names}: one usable interface, so lanes (split downloads) have "
+                                             f"nothing to combine{rest}")
+    return Finding("ok", "Interfaces", f"lanes can split large downloads over {names}{rest}")
 
 
 def check_firefox_https() -> Finding:

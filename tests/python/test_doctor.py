@@ -7,8 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from lanefetch import __version__, doctor, protocol
 from lanefetch.bridge import install as installer
+from lanefetch.lanes.interfaces import Interface, InterfacePolicy, PolicyStore
 from test_install import DictRegistry
 
 HOST = Path(sys.executable).parent / "lanefetch-host"
@@ -131,3 +133,28 @@ def test_run_reports_every_part(tmp_path: Path) -> None:
     assert findings[2].status == "ok"
     none = doctor.run("all", tmp_path / "empty", None, platform="linux", env={"PATH": str(tmp_path)})
     assert [f.topic for f in none if f.status == "fail"] == ["Browsers"]
+
+
+def test_interfaces_for_lanes(tmp_path: Path) -> None:
+    eth = Interface("eth0", 2, True, False, ("192.0.2.2",))
+    wlan = Interface("wlan0", 3, True, False, ("198.51.100.7",))
+    down = Interface("usb0", 4, False, False, ())
+    lo = Interface("lo", 1, True, True, ("127.0.0.1",))
+    store = PolicyStore(tmp_path / "interfaces.json")
+    both = doctor.check_interfaces([lo, eth, wlan, down], store)
+    assert both.status == "ok"
+    assert both.detail == ("lanes can split large downloads over eth0 192.0.2.2, wlan0 198.51.100.7; "
+                           "not used: usb0 (down)")
+    store.policies["wlan0"] = InterfacePolicy(metered=True)  # used only when named with --interface
+    one = doctor.check_interfaces([lo, eth, wlan], store)
+    assert one.status == "info" and "one usable interface" in one.detail and "wlan0 (metered)" in one.detail
+    none = doctor.check_interfaces([lo, down], store)
+    assert none.status == "warn" and "lanefetch interfaces" in none.fix
+
+
+def test_unreadable_interface_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    (tmp_path / "lanefetch").mkdir()
+    (tmp_path / "lanefetch" / "interfaces.json").write_text("{")
+    bad = doctor.check_interfaces()
+    assert bad.status == "fail" and "interfaces.json" in bad.detail and "delete it" in bad.fix

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
 import socket
@@ -38,6 +37,8 @@ class Interface:
 
 
 def _ioctl(sock: socket.socket, request: int, name: str) -> bytes | None:
+    import fcntl  # Unix only (discover() calls this on Linux): importing it at the top breaks the CLI on Windows
+
     try:
         return fcntl.ioctl(sock.fileno(), request, struct.pack("256s", name.encode()[:15]))
     except OSError:
