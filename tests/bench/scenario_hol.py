@@ -103,9 +103,10 @@ def run(rounds: int) -> int:
         "",
         *report.table(["variant", "median ms", "p90 ms", "max ms", "requests"], rows),
         "",
-        "Without separation the pool pipelines a small request behind the download on the same connection "
-        "whenever its fair share allows, so it waits for the rest of the 4 MB; separated, the small requests "
-        "only share the link's bandwidth and queue.",
+        "Without separation the origin's pool may pipeline a small request behind the download on the same "
+        "connection (when its fair share of the outstanding work allows), where it waits for bulk bytes; "
+        "separated, the download has its own connection and the small requests only share the link's "
+        "bandwidth and queue. Read the numbers, not this sentence: the table is what was measured.",
     ]
     report.write("seed001-hol", "seed001-hol: small requests during a bulk transfer to the same origin", lines)
     _plot(lat)
