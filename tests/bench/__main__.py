@@ -12,6 +12,7 @@ SCENARIOS = {
     "chromium-page": "bench.scenario_chromium_page",
     "seed004-split": "bench.scenario_split",
     "seed001-hol": "bench.scenario_hol",
+    "seed000-pages": "bench.scenario_pages",
 }
 
 

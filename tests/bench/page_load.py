@@ -1,0 +1,196 @@
+"""Real-browser page loads over an emulated link, site ON (lanefetch helper) vs OFF: the part the page benchmarks
+share (chromium-page, seed000-pages).
+
+    with PageLab(PROFILES["wcdma"], [PageShape(77, 1229)]) as pl:
+        run = pl.load(shape, "on")        # one fresh-profile load; nginx's log and the link's counters attached
+        runs = pl.alternate(shapes, rounds, log=print)   # {shape: {"on": [...], "off": [...]}}
+
+Every load: a fresh Chromium profile (no HTTP cache) and, for ON, the helper registered into it, the page's host
+enabled and a fresh `XDG_CACHE_HOME` (no helper cache). Load time = `loadEventEnd - startTime` of the page that
+finally loaded, after checking every image decoded. The browser runs in the lab's client namespace; nginx's access
+log tells which connection served each image and whether it came pipelined.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from bench import png, report
+from bench.netlab import Lab, LinkProfile
+from bench.servers import start_nginx
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = REPO / "tests/bench/chromium_page_driver.ts"
+MODES = ("on", "off")
+#: How the page benchmarks measure, for their reports.
+METHOD = (
+    "Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
+    "nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile (no HTTP "
+    "cache) and, for ON, the helper registered into it, the page's host enabled and a fresh `XDG_CACHE_HOME` "
+    "(no helper cache). Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that "
+    "finally loaded, after checking every image decoded (`img.decode()`, `naturalWidth > 0`). The page's "
+    "document is fetched by Chromium itself in both variants (private page). Image connection and pipelining "
+    "counts come from nginx's access log (`$connection`, `$pipe`)."
+)
+
+Run = dict[str, Any]
+
+
+WARM_PORT = 8080  # the warm copy of each page is another origin: no connection or learned pipelining carries over
+
+
+@dataclass(frozen=True)
+class PageShape:
+    """A page of `images` PNG images of exactly `size` bytes each (and a warm copy with other file names)."""
+
+    images: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.images} × {self.size / 1000:.1f} KB"
+
+    def path(self, warm: bool = False) -> str:
+        return f"/p{self.images}x{self.size}{'w' if warm else ''}/index.html"
+
+    def write(self, docroot: Path) -> None:
+        for warm in (False, True):
+            d = docroot / self.path(warm).strip("/").rsplit("/", 1)[0]
+            d.mkdir(parents=True)
+            tags = []
+            for i in range(self.images):
+                data, side = png.noise(self.size, seed=self.images * 100_000 + self.size * 100 + i + 50_000 * warm)
+                (d / f"i{i:03d}.png").write_bytes(data)
+                tags.append(f'<img src="i{i:03d}.png" width="{side}" height="{side}" alt="">')
+            (d / "index.html").write_text(
+                "<!doctype html><html><head><meta charset=utf-8><title>lanefetch bench</title>"
+                '<link rel="icon" href="data:,"></head><body>\n' + "\n".join(tags) + "\n</body></html>\n"
+            )
+
+
+VARIANT_HEADER = ["variant", "median load s", "range s", "median wall s", "median image conns",
+                  "images pipelined (all runs)", "median kB up / down on the link", "queue drops (all runs)"]
+
+
+def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
+    """One row under VARIANT_HEADER: what the runs of one variant measured."""
+    ls = [d["load_s"] for d in ds]
+    return [
+        label, f"{report.median(ls):.3f}", f"{min(ls):.3f}–{max(ls):.3f}",
+        f"{report.median([d['wall_s'] for d in ds]):.3f}", f"{report.median([d['img_conns'] for d in ds]):g}",
+        f"{sum(d['img_pipelined'] for d in ds)}/{sum(d['img_requests'] for d in ds)}",
+        f"{report.median([d['up_bytes'] for d in ds]) / 1000:.1f} / "
+        f"{report.median([d['down_bytes'] for d in ds]) / 1000:.1f}",
+        f"{sum(d['up_drops'] + d['down_drops'] for d in ds)}",
+    ]
+
+
+class PageLab:
+    """A lab (client — link — server) with nginx serving one page per shape."""
+
+    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape]) -> None:
+        self.profile = profile
+        self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
+        self.lab = Lab()
+        try:
+            for shape in shapes:
+                shape.write(Path(self._docroot.name))
+            server = self.lab.host("server")
+            self.client = self.lab.host("client")
+            self.link = self.lab.link(self.client, server, profile)
+            self.srv = start_nginx(server, self._docroot.name, self.link.b_ip,
+                                   extra_conf=f"listen {self.link.b_ip}:{WARM_PORT};")
+            for shape in shapes:  # the server's page cache warm
+                for warm in (False, True):
+                    self.client.run(["curl", "-s", "-o", "/dev/null", self.url(shape, warm)], check=False, timeout=60)
+        except BaseException:
+            self.close()
+            raise
+
+    def url(self, shape: PageShape, warm: bool = False) -> str:
+        return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
+
+    def load(self, shape: PageShape, mode: str, warm: bool = False) -> list[Run]:
+        """One fresh Chromium (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
+        tab; per load what the page, nginx and the link saw."""
+        argv = ["node", "--import", "tsx", str(DRIVER), self.url(shape), mode, str(shape.images)]
+        argv += [self.url(shape, warm=True)] if warm else []
+        runs: list[Run] = []
+        with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
+                tempfile.TemporaryFile("w+") as err:
+            env = {**os.environ, "XDG_CACHE_HOME": cache}
+            proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
+            assert proc.stdin is not None and proc.stdout is not None
+            for k in range(2 if warm else 1):
+                before = len(self.srv.access_log())
+                s0 = self.link.stats() or {}
+                line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
+                if not line.startswith("{"):
+                    proc.wait(timeout=60)
+                    err.seek(0)
+                    raise RuntimeError(f"driver ({mode}, {shape.name}) failed: {err.read().strip()[-2000:]}")
+                data: Run = json.loads(line)
+                recs = self.srv.access_log(wait_for=before + shape.images + 1)[before:]
+                imgs = [r for r in recs if r.path.endswith(".png")]
+                data["img_requests"] = len(imgs)
+                data["img_conns"] = len({r.connection for r in imgs})
+                data["img_pipelined"] = sum(1 for r in imgs if r.pipelined)
+                data["all_requests"] = len(recs)
+                s1 = self.link.stats() or {}
+                for d in ("up", "down"):
+                    a, b = s0.get(d, {}), s1.get(d, {})
+                    data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
+                    data[f"{d}_drops"] = b.get("dropped_queue", 0) - a.get("dropped_queue", 0)
+                runs.append(data)
+                if k == 0 and warm:
+                    proc.stdin.write("go\n")
+                    proc.stdin.flush()
+            proc.stdin.close()
+            if proc.wait(timeout=120) != 0:
+                err.seek(0)
+                raise RuntimeError(f"driver ({mode}, {shape.name}) failed at exit: {err.read().strip()[-2000:]}")
+        return runs
+
+    def alternate(self, shapes: Sequence[PageShape], rounds: int, log: Callable[[str], None] = print,
+                  warm: bool = False) -> dict[PageShape, dict[str, list[Run]]]:
+        """`rounds` browser runs per shape and mode; the order alternates (on/off, off/on) round by round. Keys:
+        "on", "off" (first page after the browser started) and with `warm` "on-warm", "off-warm"."""
+        keys = [*MODES, *(f"{m}-warm" for m in MODES if warm)]
+        runs: dict[PageShape, dict[str, list[Run]]] = {s: {k: [] for k in keys} for s in shapes}
+        for r in range(rounds):
+            for shape in shapes:
+                for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+                    for key, d in zip((mode, f"{mode}-warm"), self.load(shape, mode, warm), strict=False):
+                        runs[shape][key].append(d)
+                        log(f"round {r + 1} {shape.name} {key}: load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, "
+                            f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} "
+                            f"pipelined, link up {d['up_bytes']} B ({d['up_drops']} drops) down {d['down_bytes']} B "
+                            f"({d['down_drops']} drops)")
+        return runs
+
+    def t_min(self, on_runs: Sequence[Run]) -> float | None:
+        """3 RTT (connect, document, images) + the busier direction's serialization of the bytes ON put on the
+        link (headers and ACKs included); None on an unlimited link."""
+        p = self.profile
+        if not (p.down_kbit and p.up_kbit):
+            return None
+        up = report.median([d["up_bytes"] for d in on_runs])
+        down = report.median([d["down_bytes"] for d in on_runs])
+        return 3 * p.rtt_ms / 1000 + max(up * 8 / (p.up_kbit * 1000), down * 8 / (p.down_kbit * 1000))
+
+    def close(self) -> None:
+        self.lab.close()
+        self._docroot.cleanup()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,130 @@
+"""seed000-pages: the three realistic page shapes the IE plug-in paper measured (77 objects × 1.2 KB, 24 × 2 KB,
+5 × 6.2 KB) in real Chromium, site ON (lanefetch) vs OFF, on the `wcdma`, `lte`, `sat` and `lan` links, side by
+side in one run (LANEFETCH_BENCH_PROFILES=wcdma,lte,sat,lan to choose). Goal on `lan`: no slower.
+Firefox columns come once Firefox's proxy mode can be driven the same way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bench import report
+from bench.netlab import PROFILES, LinkProfile
+from bench.page_load import METHOD, VARIANT_HEADER, WARM_PORT, PageLab, PageShape, Run, variant_row
+
+SHAPES = [PageShape(77, 1200), PageShape(24, 2000), PageShape(5, 6200)]
+NAME = "seed000-pages"
+#: Each browser run loads the page right after the browser started (the extension starts the helper then), and
+#: then its warm copy on another origin (helper running, no connection or learned pipelining carried over).
+KINDS = (("", "first page after browser start"), ("-warm", "next page (helper running)"))
+
+
+def _describe(name: str, p: LinkProfile) -> str:
+    if not p.emulated:
+        return f"`{name}`: plain veth, no emulation"
+    return f"`{name}`: RTT {p.rtt_ms:g} ms, {p.down_kbit:g} / {p.up_kbit:g} kbit/s down / up"
+
+
+def _plot(ratios: dict[str, dict[tuple[PageShape, str], float]]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    links = list(ratios)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    width = 0.8 / len(SHAPES)
+    for ax, (when, title) in zip(axes, KINDS, strict=True):
+        for k, shape in enumerate(SHAPES):
+            xs = [i + (k - (len(SHAPES) - 1) / 2) * width for i in range(len(links))]
+            ax.bar(xs, [ratios[link][(shape, when)] for link in links], width, label=shape.name, color=f"C{k}")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xticks(range(len(links)), links)
+        ax.set(title=title)
+    axes[0].set(ylabel="OFF median / ON median (higher = ON faster)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Chromium page load, lanefetch ON vs OFF")
+    fig.tight_layout()
+    report.RESULTS.mkdir(exist_ok=True)
+    path = report.RESULTS / f"{NAME}.png"
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def run(rounds: int) -> int:
+    names = os.environ.get("LANEFETCH_BENCH_PROFILES", "wcdma,lte,sat,lan").split(",")
+    report.RESULTS.mkdir(exist_ok=True)
+    log_path = report.RESULTS / f"{NAME}.log"
+    summary: list[list[str]] = []
+    details: list[str] = []
+    ratios: dict[str, dict[tuple[PageShape, str], float]] = {}
+    with log_path.open("w") as log_file:
+        def log(line: str) -> None:
+            print(line, flush=True)
+            log_file.write(line + "\n")
+            log_file.flush()
+
+        for name in names:
+            profile = PROFILES[name]
+            with PageLab(profile, SHAPES) as pl:
+                runs = pl.alternate(SHAPES, rounds, log=lambda line, n=name: log(f"[{n}] {line}"), warm=True)
+                tmins = {s: pl.t_min(runs[s]["on-warm"]) for s in SHAPES}
+            ratios[name] = {}
+            details += [f"## {_describe(name, profile)}", ""]
+            for shape in SHAPES:
+                r: dict[str, list[Run]] = runs[shape]
+                med = {k: report.median([d["load_s"] for d in r[k]]) for k in r}
+                row = [name, shape.name]
+                for when, _title in KINDS:
+                    ratio = med[f"off{when}"] / med[f"on{when}"]
+                    ratios[name][(shape, when)] = ratio
+                    row += [f"{med[f'off{when}']:.3f}", f"{med[f'on{when}']:.3f}", f"**{ratio:.2f}×**"]
+                on_w, off_w = r["on-warm"], r["off-warm"]
+                tmin = tmins[shape]
+                row += [
+                    f"{min(d['load_s'] for d in on_w):.2f}–{max(d['load_s'] for d in on_w):.2f}",
+                    f"{sum(d['img_pipelined'] for d in on_w)}/{sum(d['img_requests'] for d in on_w)}",
+                    f"{sum(d['up_drops'] + d['down_drops'] for d in off_w)} / "
+                    f"{sum(d['up_drops'] + d['down_drops'] for d in on_w)}",
+                    "" if tmin is None else f"{med['off-warm'] / tmin:.2f}×",
+                ]
+                summary.append(row)
+                rows = [variant_row(label, r[k]) for k, label in (
+                    ("off", "OFF, first page"), ("on", "ON, first page"),
+                    ("off-warm", "OFF, next page"), ("on-warm", "ON, next page"))]
+                details += [f"### {shape.name}", "", *report.table(VARIANT_HEADER, rows), ""]
+    plot = _plot(ratios)
+    verdict = ""
+    if "lan" in ratios:
+        parts = []
+        for when, title in KINDS:
+            xs = [ratios["lan"][(s, when)] for s in SHAPES]
+            ok = min(xs) >= 0.97
+            parts.append(f"{title}: {', '.join(f'{x:.2f}×' for x in xs)} ({'met' if ok else '**not met**'})")
+        verdict = "On `lan` (goal: no slower, within 3 %): " + "; ".join(parts) + "."
+    lines = [
+        METHOD + " On `lan` the link is a plain veth pair (no emulation).",
+        "",
+        f"Pages: {', '.join(s.name for s in SHAPES)} (PNG images of exactly that size, incompressible). "
+        f"{rounds} browser runs per page, link and variant, ON/OFF order alternating round by round. Each run "
+        "loads the page right after the browser started (for ON the extension starts the helper process on this "
+        "first accelerated navigation, so its start-up is inside this load), then the page's copy on another "
+        f"origin (port {WARM_PORT}) in the same tab: the browser and the helper are running, but no connection "
+        "or learned pipelining carries over.",
+        "",
+        *report.table(["link", "page", "OFF s (first)", "ON s (first)", "speed-up (first)", "OFF s (next)",
+                       "ON s (next)", "speed-up (next)", "ON range s (next)", "ON images pipelined (next)",
+                       "queue drops OFF / ON (next)", "best possible (next)"], summary),
+        "",
+        verdict,
+        "",
+        f"![speed-up per link and page]({plot.name})",
+        "",
+        "Times are medians of load time (navigation start → load event). Links: "
+        + "; ".join(_describe(n, PROFILES[n]) for n in names) + f". Per-run lines: `{log_path.name}`. "
+        "Best possible = OFF / T_min, T_min = 3 RTT + the busier direction's serialization of ON's link bytes.",
+        "",
+        *details,
+    ]
+    report.write(NAME, "seed000-pages: three realistic pages in Chromium, site on vs off, four links", lines)
+    return 0
