@@ -13,6 +13,7 @@ SCENARIOS = {
     "seed004-split": "bench.scenario_split",
     "seed001-hol": "bench.scenario_hol",
     "seed000-pages": "bench.scenario_pages",
+    "seed003-delay": "bench.scenario_delay",
 }
 
 
