@@ -1,0 +1,62 @@
+"""Pure helpers of the benchmarks and the demo: exact-size PNGs that decode, and counting the connections a
+server holds from /proc/net/tcp."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+from bench import png
+from bench.server_connections import held
+
+
+def _decode(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the raw scanlines; checks signature, chunk CRCs and IEND."""
+    assert data.startswith(png.SIGNATURE)
+    pos, idat, size = len(png.SIGNATURE), b"", (0, 0)
+    while True:
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        assert struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(kind + body)
+        pos += 12 + n
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        elif kind == b"IEND":
+            assert pos == len(data)
+            return size[0], size[1], zlib.decompress(idat)
+
+
+@pytest.mark.parametrize("size", [300, 1200, 1229, 2000, 2048, 6200])
+def test_noise_png_has_exact_size_and_decodes(size: int) -> None:
+    data, side = png.noise(size, seed=size)
+    assert len(data) == size
+    w, h, raw = _decode(data)
+    assert (w, h) == (side, side) and len(raw) == h * (1 + 3 * w)
+
+
+def test_encode_rejects_bad_rows_and_padding() -> None:
+    with pytest.raises(ValueError):
+        png.encode(2, 1, [b"\x00" * 5])
+    with pytest.raises(ValueError):
+        png.encode(1, 1, [b"\x00" * 3], padding=5)
+
+
+TCP = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0200E70A:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0
+   1: 0200E70A:0050 0AFAE70A:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4
+   2: 0200E70A:0050 0BFAE70A:A1B3 08 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4
+   3: 0200E70A:0050 0CFAE70A:A1B4 06 00000000:00000000 00:00000000 00000000     0        0 0 3 0 0 0
+   4: 0200E70A:1F90 0DFAE70A:A1B5 01 00000000:00000000 00:00000000 00000000     0        0 4 1 0 20 4
+   5: 0AFAE70A:0050 0200E70A:0050 01 00000000:00000000 00:00000000 00000000     0        0 5 1 0 20 4
+"""
+
+
+def test_held_counts_established_and_close_wait_on_the_port() -> None:
+    # listen, TIME_WAIT, another local port are not held; row 5 is local port 80 too (a client bound to :80)
+    assert held(80, TCP) == 3
+    assert held(8080, TCP) == 1
+    assert held(443, TCP) == 0
