@@ -77,8 +77,8 @@ export class Accelerator {
     const { paused, tabId } = held;
     this.store.add({
       id, tabId, pageUrl: held.page.url, url: paused.url, method: paused.method, resourceType: paused.cdpResourceType,
-      priority: paused.priority, batchId: null, pausedAt: Date.now(), answeredAt: null, outcome: "pending",
-      reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+      priority: paused.priority, networkId: paused.networkId ?? null, requestHeaders: paused.headers, batchId: null,
+      pausedAt: Date.now(), answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
     });
     const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
     if (!decision.take) {

@@ -15,10 +15,14 @@ import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } fro
 import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
+import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
-import { isCacheRequest, isPopupRequest, type CacheReply, type StatusReply, type TimingsReply } from "./popup-api.js";
+import {
+  isCacheRequest, isPopupRequest, isTimingRequest, type CacheReply, type PageLoadReply, type PageLoadsReply, type StatusReply,
+  type TimingsReply,
+} from "./popup-api.js";
 
 interface TabInfo {
   url: string;
@@ -55,8 +59,10 @@ const ready = watchProxy((blocked) => {
   .then(() => refreshRules())
   .then(() => startUp());
 
+const networkLog = new CdpNetworkLog((networkId, url, timing) => timings.browserTiming(networkId, url, timing));
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
+  network: (_tabId, method, params) => networkLog.handle(method, params),
   detached: (tabId, reason) => void onDetached(tabId, reason),
 });
 
@@ -96,7 +102,10 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const isTopDocument =
     source.sessionId === undefined && event.resourceType === "Document" && event.frameId === sessions.mainFrameId(tabId);
   const pageUrl = isTopDocument || info.url === "" ? paused.url : info.url;
-  if (isTopDocument) counters.newPage(tabId, paused.url);
+  if (isTopDocument) {
+    counters.newPage(tabId, paused.url);
+    timings.newPage(tabId, paused.url);
+  }
   accelerator.handle({ tabId, paused, responder: responderFor(source), page: pageInfo(pageUrl, info.incognito) });
 }
 
@@ -213,6 +222,19 @@ chrome.storage.onChanged.addListener((changes) => {
   })();
 });
 
+chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
+  if (details.frameId === 0) timings.pageEvent(details.tabId, details.url, "contentLoaded", details.timeStamp);
+});
+
+chrome.webNavigation.onCompleted.addListener((details) => {
+  if (details.frameId !== 0) return;
+  timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
+  void chrome.tabs.get(details.tabId).then(
+    (tab) => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp, tab.title ?? ""),
+    () => undefined,
+  );
+});
+
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
   if (!isCacheRequest(message)) return false;
   void client.cache(message.action).then((stats) => sendResponse({ stats, helper: connection.state } satisfies CacheReply));
@@ -220,6 +242,11 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
 });
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
+  if (isTimingRequest(message)) {
+    if (message.type === "lanefetch/page-loads") sendResponse({ loads: timings.pageLoads(message.tabId) } satisfies PageLoadsReply);
+    else sendResponse({ data: timings.pageLoad(message.id) } satisfies PageLoadReply);
+    return false;
+  }
   if (!isPopupRequest(message)) return false;
   void (async () => {
     await ready;

@@ -3,11 +3,31 @@ import type { HelperState } from "../bridge/helper-state.js";
 import type { CacheStats } from "../generated/protocol.js";
 import type { SiteRule } from "../sites/site-rule.js";
 import type { TabCounts } from "../timings/tab-counters.js";
-import type { RequestRecord } from "../timings/timing-store.js";
+import type { PageLoad, PageLoadData, RequestRecord } from "../timings/timing-store.js";
 
 export type PopupRequest =
   | { type: "lanefetch/status"; tabId: number }
   | { type: "lanefetch/timings"; tabId: number };
+
+/** The timing pages: recent page loads (newest first, optionally of one tab), and one load with its records. */
+export type TimingRequest =
+  | { type: "lanefetch/page-loads"; tabId?: number }
+  | { type: "lanefetch/page-load"; id: string };
+
+export interface PageLoadsReply {
+  loads: PageLoad[];
+}
+
+export interface PageLoadReply {
+  data: PageLoadData | null;
+}
+
+export function isTimingRequest(message: unknown): message is TimingRequest {
+  if (message === null || typeof message !== "object") return false;
+  const m = message as Record<string, unknown>;
+  if (m.type === "lanefetch/page-loads") return m.tabId === undefined || typeof m.tabId === "number";
+  return m.type === "lanefetch/page-load" && typeof m.id === "string";
+}
 
 export interface TabStatus {
   tabId: number;

@@ -1,6 +1,7 @@
 // chrome.debugger sessions of intercepted tabs: attach, Fetch.enable at request stage, and auto-attached child
 // sessions (out-of-process iframes, the site's service worker) that get Fetch.enable too.
 import type { Protocol } from "devtools-protocol";
+import { NETWORK_ENABLE } from "../timings/cdp-network-log.js";
 
 const PROTOCOL = "1.3";
 const FETCH_ENABLE: Protocol.Fetch.EnableRequest = { patterns: [{ urlPattern: "*", requestStage: "Request" }] };
@@ -10,6 +11,8 @@ const FETCH_CHILD_TYPES = new Set(["iframe", "service_worker", "shared_worker"])
 
 export interface SessionEvents {
   paused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void;
+  /** CDP Network events of the tab and its child sessions (the browser's own timing, for the timing panel). */
+  network?(tabId: number, method: string, params: unknown): void;
   detached(tabId: number, reason: string): void;
 }
 
@@ -27,6 +30,8 @@ export class DebuggerSessions {
       if (source.tabId === undefined || !this.attached.has(source.tabId)) return;
       if (method === "Fetch.requestPaused") {
         this.events.paused(source.tabId, source, params as unknown as Protocol.Fetch.RequestPausedEvent);
+      } else if (method.startsWith("Network.")) {
+        this.events.network?.(source.tabId, method, params);
       } else if (method === "Target.attachedToTarget") {
         void this.setUpChild(source.tabId, params as unknown as Protocol.Target.AttachedToTargetEvent);
       }
@@ -61,6 +66,7 @@ export class DebuggerSessions {
       const targets = await chrome.debugger.getTargets();
       this.attached.set(tabId, targets.find((t) => t.tabId === tabId)?.id ?? "");
       await chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE);
+      await this.enableNetwork(target);
       await chrome.debugger.sendCommand(target, "Target.setAutoAttach", AUTO_ATTACH);
       return { ok: true };
     } catch (e) {
@@ -85,6 +91,14 @@ export class DebuggerSessions {
     }
   }
 
+  /** The browser's own request timing for the panel; optional: interception works without it. */
+  private async enableNetwork(target: chrome.debugger.DebuggerSession): Promise<void> {
+    if (!this.events.network) return;
+    await chrome.debugger.sendCommand(target, "Network.enable", NETWORK_ENABLE).catch((e: unknown) => {
+      console.warn("lanefetch: Network.enable failed (no browser timing for the panel)", e);
+    });
+  }
+
   private async setUpChild(tabId: number, event: Protocol.Target.AttachedToTargetEvent): Promise<void> {
     const child: chrome.debugger.DebuggerSession = { tabId, sessionId: event.sessionId };
     try {
@@ -97,5 +111,7 @@ export class DebuggerSessions {
     } finally {
       await chrome.debugger.sendCommand(child, "Runtime.runIfWaitingForDebugger").catch(() => undefined);
     }
+    // After the target runs: a service worker held at start answers Network.enable only once it runs.
+    if (FETCH_CHILD_TYPES.has(event.targetInfo.type)) await this.enableNetwork(child);
   }
 }

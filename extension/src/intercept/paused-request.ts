@@ -15,6 +15,8 @@ export interface PausedRequest {
   priority: string;
   frameId: string;
   hasBody: boolean;
+  /** The browser's network request id (CDP Network requestId), when it has one. */
+  networkId?: string;
 }
 
 export function fromRequestPaused(event: Protocol.Fetch.RequestPausedEvent): PausedRequest {
@@ -32,6 +34,7 @@ export function fromRequestPaused(event: Protocol.Fetch.RequestPausedEvent): Pau
     priority: event.request.initialPriority,
     frameId: event.frameId,
     hasBody: event.request.hasPostData === true,
+    ...(event.networkId ? { networkId: event.networkId } : {}),
   };
 }
 

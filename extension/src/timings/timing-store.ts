@@ -1,16 +1,22 @@
-// Per-request records of recent page loads (what lanefetch did, and the helper's timing for each request), kept
-// small and in memory; the timing panel reads them.
+// Per-request records of recent page loads (what lanefetch did, the helper's timing, and what the browser itself saw
+// of each request), kept small and in memory; the timing panel reads them. Bounded: the newest page loads only.
 import type { Timing } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
+import type { BrowserTiming } from "./browser-timing.js";
 
 export interface RequestRecord {
   id: string;
   tabId: number;
+  /** The page load this request belongs to (the tab's newest when it was seen). */
+  pageLoadId: string;
   pageUrl: string;
   url: string;
   method: string;
   resourceType: string;
   priority: string;
+  /** The browser's own id of the request (CDP Network requestId), to join what the browser saw. */
+  networkId: string | null;
+  requestHeaders: [string, string][];
   batchId: string | null;
   /** When lanefetch saw the request (ms since the epoch). */
   pausedAt: number;
@@ -23,40 +29,182 @@ export interface RequestRecord {
   bodyBytes: number;
   /** The helper's timing message, when it took the request. */
   timing: Timing | null;
+  /** The browser's own view of the request, when known. */
+  browser: BrowserTiming | null;
+}
+
+export type NewRecord = Omit<RequestRecord, "pageLoadId" | "browser" | "networkId" | "requestHeaders"> &
+  Partial<Pick<RequestRecord, "networkId" | "requestHeaders">>;
+
+export interface PageLoad {
+  id: string;
+  tabId: number;
+  url: string;
+  title: string;
+  startedAt: number;
+  /** DOMContentLoaded and load of the top-level document (ms since the epoch), once they happened. */
+  contentLoadedAt: number | null;
+  loadedAt: number | null;
+  requests: number;
+  /** Grows with every change of the load or its records: viewers re-render only when it moved. */
+  version: number;
+}
+
+export interface PageLoadData {
+  load: PageLoad;
+  records: RequestRecord[];
+}
+
+interface Bucket {
+  load: PageLoad;
+  records: Map<string, RequestRecord>;
+}
+
+export interface StoreLimits {
+  pageLoads: number;
+  recordsPerLoad: number;
+}
+
+export const DEFAULT_STORE_LIMITS: StoreLimits = { pageLoads: 30, recordsPerLoad: 3000 };
+
+function joinKey(networkId: string, url: string): string {
+  const hash = url.indexOf("#");
+  return `${networkId} ${hash === -1 ? url : url.slice(0, hash)}`;
 }
 
 export class TimingStore {
-  private readonly records = new Map<string, RequestRecord>();
+  private readonly loads = new Map<string, Bucket>();
+  private readonly current = new Map<number, string>();
+  private readonly loadOfRecord = new Map<string, string>();
+  private readonly recordOfNetwork = new Map<string, string>();
+  /** Browser timings that arrived before their record (bounded). */
+  private readonly early = new Map<string, BrowserTiming>();
+  private loadCounter = 0;
 
-  constructor(private readonly capacity = 5000) {}
+  constructor(private readonly limits: StoreLimits = DEFAULT_STORE_LIMITS) {}
 
-  add(record: RequestRecord): void {
-    this.records.set(record.id, record);
-    if (this.records.size > this.capacity) {
-      const oldest = this.records.keys().next().value;
-      if (oldest !== undefined) this.records.delete(oldest);
+  /** A new top-level page started loading in the tab. */
+  newPage(tabId: number, url: string, at: number = Date.now()): PageLoad {
+    this.loadCounter += 1;
+    const load: PageLoad = {
+      id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, contentLoadedAt: null, loadedAt: null, requests: 0, version: 0,
+    };
+    this.loads.set(load.id, { load, records: new Map() });
+    this.current.set(tabId, load.id);
+    while (this.loads.size > this.limits.pageLoads) {
+      const oldest = this.loads.keys().next().value;
+      if (oldest === undefined) break;
+      this.dropLoad(oldest);
     }
+    return load;
   }
 
-  update(id: string, change: Partial<Omit<RequestRecord, "id">>): RequestRecord | undefined {
-    const record = this.records.get(id);
-    if (record) Object.assign(record, change);
+  /** The tab's top-level document reached DOMContentLoaded / load (only for the tab's newest load of that URL). */
+  pageEvent(tabId: number, url: string, event: "contentLoaded" | "loaded", at: number, title?: string): void {
+    const bucket = this.currentBucket(tabId);
+    if (!bucket || bucket.load.url !== url) return;
+    if (event === "contentLoaded") bucket.load.contentLoadedAt = at;
+    else bucket.load.loadedAt = at;
+    if (title !== undefined) bucket.load.title = title;
+    bucket.load.version += 1;
+  }
+
+  add(fresh: NewRecord): RequestRecord {
+    let bucket = this.currentBucket(fresh.tabId);
+    bucket ??= this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);
+    if (!bucket) throw new Error("page load vanished");
+    const record: RequestRecord = {
+      ...fresh, pageLoadId: bucket.load.id, networkId: fresh.networkId ?? null, requestHeaders: fresh.requestHeaders ?? [], browser: null,
+    };
+    if (bucket.records.size >= this.limits.recordsPerLoad) return record;
+    bucket.records.set(record.id, record);
+    bucket.load.requests = bucket.records.size;
+    bucket.load.version += 1;
+    this.loadOfRecord.set(record.id, bucket.load.id);
+    if (record.networkId !== null) {
+      const key = joinKey(record.networkId, record.url);
+      this.recordOfNetwork.set(key, record.id);
+      const early = this.early.get(key);
+      if (early) {
+        record.browser = early;
+        this.early.delete(key);
+      }
+    }
     return record;
   }
 
+  update(id: string, change: Partial<Omit<RequestRecord, "id">>): RequestRecord | undefined {
+    const bucket = this.bucketOf(id);
+    const record = bucket?.records.get(id);
+    if (!bucket || !record) return undefined;
+    Object.assign(record, change);
+    bucket.load.version += 1;
+    return record;
+  }
+
+  /** What the browser saw of a request (joined by its network id and URL). */
+  browserTiming(networkId: string, url: string, timing: BrowserTiming): void {
+    const key = joinKey(networkId, url);
+    const id = this.recordOfNetwork.get(key);
+    if (id !== undefined && this.update(id, { browser: timing })) return;
+    this.early.set(key, timing);
+    if (this.early.size > 1000) {
+      const oldest = this.early.keys().next().value;
+      if (oldest !== undefined) this.early.delete(oldest);
+    }
+  }
+
   get(id: string): RequestRecord | undefined {
-    return this.records.get(id);
+    return this.bucketOf(id)?.records.get(id);
   }
 
   forTab(tabId: number, pageUrl?: string): RequestRecord[] {
-    return [...this.records.values()].filter((r) => r.tabId === tabId && (pageUrl === undefined || r.pageUrl === pageUrl));
+    const out: RequestRecord[] = [];
+    for (const { load, records } of this.loads.values()) {
+      if (load.tabId !== tabId) continue;
+      for (const r of records.values()) if (pageUrl === undefined || r.pageUrl === pageUrl) out.push(r);
+    }
+    return out;
   }
 
   forBatch(batchId: string): RequestRecord[] {
-    return [...this.records.values()].filter((r) => r.batchId === batchId);
+    const out: RequestRecord[] = [];
+    for (const { records } of this.loads.values()) for (const r of records.values()) if (r.batchId === batchId) out.push(r);
+    return out;
+  }
+
+  /** Recent page loads, newest first (optionally of one tab). */
+  pageLoads(tabId?: number): PageLoad[] {
+    return [...this.loads.values()].map((b) => ({ ...b.load })).filter((l) => tabId === undefined || l.tabId === tabId).reverse();
+  }
+
+  pageLoad(id: string): PageLoadData | null {
+    const bucket = this.loads.get(id);
+    return bucket ? { load: { ...bucket.load }, records: [...bucket.records.values()] } : null;
   }
 
   get size(): number {
-    return this.records.size;
+    return this.loadOfRecord.size;
+  }
+
+  private currentBucket(tabId: number): Bucket | undefined {
+    const id = this.current.get(tabId);
+    return id === undefined ? undefined : this.loads.get(id);
+  }
+
+  private bucketOf(recordId: string): Bucket | undefined {
+    const loadId = this.loadOfRecord.get(recordId);
+    return loadId === undefined ? undefined : this.loads.get(loadId);
+  }
+
+  private dropLoad(id: string): void {
+    const bucket = this.loads.get(id);
+    if (!bucket) return;
+    this.loads.delete(id);
+    for (const r of bucket.records.values()) {
+      this.loadOfRecord.delete(r.id);
+      if (r.networkId !== null) this.recordOfNetwork.delete(joinKey(r.networkId, r.url));
+    }
+    if (this.current.get(bucket.load.tabId) === id) this.current.delete(bucket.load.tabId);
   }
 }

@@ -1,0 +1,137 @@
+// Chromium: the browser's own view of each request from CDP Network events on the debugger session, turned into a
+// BrowserTiming per (network request id, URL) when the request finishes. A redirect keeps its network id, so each
+// hop is keyed by its URL too. Pure: the caller feeds events and gets finished timings back.
+import type { Protocol } from "devtools-protocol";
+import type { BrowserTiming } from "./browser-timing.js";
+
+export type FinishedTiming = (networkId: string, url: string, timing: BrowserTiming) => void;
+
+interface Pending {
+  url: string;
+  /** epoch ms = monotonic s × 1000 + offset */
+  offsetMs: number;
+  startedAt: number;
+  timing: BrowserTiming;
+}
+
+/** Network.enable without keeping response bodies around (the extension never asks for them). */
+export const NETWORK_ENABLE: Protocol.Network.EnableRequest = { maxTotalBufferSize: 0, maxResourceBufferSize: 0, maxPostDataSize: 0 };
+
+const MAX_PENDING = 4000;
+
+function headerPairs(headers: Protocol.Network.Headers): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const part of value.split("\n")) pairs.push([name, part]);
+  }
+  return pairs;
+}
+
+function blank(start: number): BrowserTiming {
+  return {
+    start, dnsStart: null, dnsEnd: null, connectStart: null, connectEnd: null, sslStart: null, sslEnd: null,
+    sendStart: null, sendEnd: null, headersEnd: null, end: null, status: null, statusText: "", protocol: null,
+    mimeType: null, responseHeaders: [], remoteAddress: null, connectionId: null, encodedBytes: null, bodyBytes: null, fromCache: null,
+    error: null,
+  };
+}
+
+export class CdpNetworkLog {
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(private readonly finished: FinishedTiming) {}
+
+  /** Feed one CDP event (method and params as chrome.debugger.onEvent gives them). Unknown methods are ignored. */
+  handle(method: string, params: unknown): void {
+    switch (method) {
+      case "Network.requestWillBeSent":
+        this.willBeSent(params as Protocol.Network.RequestWillBeSentEvent);
+        break;
+      case "Network.responseReceived":
+        this.responseReceived(params as Protocol.Network.ResponseReceivedEvent);
+        break;
+      case "Network.dataReceived": {
+        const e = params as Protocol.Network.DataReceivedEvent;
+        const p = this.pending.get(e.requestId);
+        if (p) p.timing.bodyBytes = (p.timing.bodyBytes ?? 0) + e.dataLength;
+        break;
+      }
+      case "Network.requestServedFromCache": {
+        const p = this.pending.get((params as Protocol.Network.RequestServedFromCacheEvent).requestId);
+        if (p) p.timing.fromCache = "memory";
+        break;
+      }
+      case "Network.loadingFinished": {
+        const e = params as Protocol.Network.LoadingFinishedEvent;
+        this.finish(e.requestId, e.timestamp, e.encodedDataLength, null);
+        break;
+      }
+      case "Network.loadingFailed": {
+        const e = params as Protocol.Network.LoadingFailedEvent;
+        this.finish(e.requestId, e.timestamp, null, e.canceled === true ? `${e.errorText} (cancelled)` : e.errorText);
+        break;
+      }
+    }
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  private willBeSent(e: Protocol.Network.RequestWillBeSentEvent): void {
+    const previous = this.pending.get(e.requestId);
+    if (previous && e.redirectResponse) {
+      this.applyResponse(previous, e.redirectResponse);
+      this.finish(e.requestId, e.timestamp, e.redirectResponse.encodedDataLength, null);
+    }
+    const offsetMs = e.wallTime * 1000 - e.timestamp * 1000;
+    const start = e.timestamp * 1000 + offsetMs;
+    this.pending.set(e.requestId, { url: e.request.url, offsetMs, startedAt: start, timing: blank(start) });
+    if (this.pending.size > MAX_PENDING) {
+      const oldest = this.pending.keys().next().value;
+      if (oldest !== undefined) this.pending.delete(oldest);
+    }
+  }
+
+  private responseReceived(e: Protocol.Network.ResponseReceivedEvent): void {
+    const p = this.pending.get(e.requestId);
+    if (p) this.applyResponse(p, e.response);
+  }
+
+  private applyResponse(p: Pending, r: Protocol.Network.Response): void {
+    const t = p.timing;
+    t.status = r.status;
+    t.statusText = r.statusText;
+    t.protocol = r.protocol ?? null;
+    t.mimeType = r.mimeType || null;
+    t.responseHeaders = headerPairs(r.headers);
+    t.remoteAddress = r.remoteIPAddress ? (r.remoteIPAddress.includes(":") ? `[${r.remoteIPAddress}]` : r.remoteIPAddress) + (r.remotePort ? `:${r.remotePort}` : "") : null;
+    t.connectionId = r.connectionId ? String(r.connectionId) : null;
+    if (r.fromServiceWorker) t.fromCache = "service_worker";
+    else if (r.fromDiskCache) t.fromCache = "disk";
+    const rt = r.timing;
+    if (!rt) return;
+    const base = rt.requestTime * 1000 + p.offsetMs;
+    const at = (ms: number): number | null => (ms >= 0 ? base + ms : null);
+    t.start = Math.min(p.startedAt, base);
+    t.dnsStart = at(rt.dnsStart);
+    t.dnsEnd = at(rt.dnsEnd);
+    t.connectStart = at(rt.connectStart);
+    t.connectEnd = at(rt.connectEnd);
+    t.sslStart = at(rt.sslStart);
+    t.sslEnd = at(rt.sslEnd);
+    t.sendStart = at(rt.sendStart);
+    t.sendEnd = at(rt.sendEnd);
+    t.headersEnd = at(rt.receiveHeadersEnd);
+  }
+
+  private finish(requestId: string, timestamp: number, encodedBytes: number | null, error: string | null): void {
+    const p = this.pending.get(requestId);
+    if (!p) return;
+    this.pending.delete(requestId);
+    p.timing.end = timestamp * 1000 + p.offsetMs;
+    if (encodedBytes !== null) p.timing.encodedBytes = encodedBytes;
+    p.timing.error = error;
+    this.finished(requestId, p.url, p.timing);
+  }
+}
