@@ -16,10 +16,15 @@ const entries: Record<TargetBrowser, Record<string, string>> = {
     background: join(src, "background/chromium-main.ts"),
     popup: join(src, "ui/popup/popup.ts"),
     options: join(src, "ui/options/options.ts"),
+    timing: join(src, "ui/panel/timing-page.ts"),
+    devtools: join(src, "ui/panel/devtools.ts"),
   },
   firefox: {},
 };
-const staticFiles = ["ui/popup/popup.html", "ui/popup/popup.css", "ui/options/options.html", "ui/options/options.css"];
+const staticFiles = [
+  "ui/popup/popup.html", "ui/popup/popup.css", "ui/options/options.html", "ui/options/options.css",
+  "ui/panel/timing.html", "ui/panel/timing.css", "ui/panel/devtools.html",
+];
 
 async function buildFor(browser: TargetBrowser, version: string): Promise<string> {
   const out = join(root, "extension/dist", browser);

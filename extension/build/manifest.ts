@@ -12,6 +12,7 @@ export function manifestFor(browser: TargetBrowser, identity: Identity, version:
     icons: { "16": "icons/16.png", "32": "icons/32.png", "48": "icons/48.png", "128": "icons/128.png" },
     action: { default_popup: "popup.html", default_title: "lanefetch", default_icon: { "16": "icons/16.png", "32": "icons/32.png" } },
     options_ui: { page: "options.html", open_in_tab: true },
+    devtools_page: "devtools.html",
     host_permissions: ["<all_urls>"],
   };
   if (browser === "chromium") {

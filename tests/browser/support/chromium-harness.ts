@@ -73,14 +73,14 @@ export async function waitForGate(worker: Worker, rules: number): Promise<void> 
 }
 
 /** Navigates to a page of an enabled site: the gate blocks the first try and the extension navigates again. */
-export async function openPage(page: Page, url: string): Promise<void> {
+export async function openPage(page: Page, url: string, timeout = 20000): Promise<void> {
   try {
     await page.goto(url, { waitUntil: "load" });
   } catch (e) {
     if (!/ERR_BLOCKED_BY_CLIENT|interrupted by another navigation|frame was detached/i.test(String(e))) throw e;
   }
   // The blocked try shows chrome-error://chromewebdata/; wait for the real page to finish loading.
-  await page.waitForFunction((u) => location.href === u && document.readyState === "complete", url, { timeout: 20000 });
+  await page.waitForFunction((u) => location.href === u && document.readyState === "complete", url, { timeout });
 }
 
 export async function tabIdOf(worker: Worker, url: string): Promise<number> {

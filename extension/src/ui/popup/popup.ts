@@ -71,6 +71,7 @@ function render(status: StatusReply): void {
 async function main(): Promise<void> {
   const tabId = await targetTabId();
   if (tabId === undefined) return;
+  byId("timing", HTMLAnchorElement).href = `timing.html?tab=${tabId}`;
   const refresh = async (): Promise<StatusReply> => {
     const status = await chrome.runtime.sendMessage<PopupRequest, StatusReply>({ type: "lanefetch/status", tabId });
     render(status);

@@ -1,0 +1,172 @@
+// The timing page in real Chromium: after a page of an enabled site loads, the standalone page lists the load, shows
+// a row for every request that reached the servers (the helper's and the browser's own), with plausible phases, the
+// Export HAR button saves a HAR that validates, and the page renders a 500-request load. Screenshots go to the temp
+// dir (LANEFETCH_DOCS_SCREENSHOT=1 also writes docs/timing-panel.png for the README).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import type { PageLoadReply, PageLoadsReply } from "../../../extension/src/background/popup-api.js";
+import { timelineOf } from "../../../extension/src/timings/phases.js";
+import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, type Browser } from "../support/chromium-harness.js";
+import { harErrors } from "../support/har-validator.js";
+import { repoRoot } from "../support/paths.js";
+import { siteOptions, startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+let browser: Browser;
+
+before(async () => {
+  sites = await startSites();
+  browser = await launch(freshProfile(true));
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+});
+after(async () => {
+  siteOptions.delayMs = 0;
+  await browser.close();
+  await sites.close();
+});
+
+/** Waits until the tab's newest load has finished (load event, nothing pending) and returns it. */
+async function finishedLoad(panel: Page, tabId: number): Promise<PageLoadData> {
+  const end = Date.now() + 60000;
+  for (;;) {
+    const data = await panel.evaluate(async (tab) => {
+      const { loads } = await chrome.runtime.sendMessage<unknown, PageLoadsReply>({ type: "lanefetch/page-loads", tabId: tab });
+      const newest = loads[0];
+      return newest ? (await chrome.runtime.sendMessage<unknown, PageLoadReply>({ type: "lanefetch/page-load", id: newest.id })).data : null;
+    }, tabId);
+    const settled = data && data.load.loadedAt !== null && data.records.every((r) => r.outcome !== "pending" && (r.outcome !== "passed" || r.browser));
+    if (data && settled) return data;
+    if (Date.now() > end) throw new Error(`the load never settled: ${JSON.stringify(data?.records.filter((r) => r.outcome === "pending" || !r.browser).map((r) => r.url))}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function openTimingPage(tabId: number, data: PageLoadData): Promise<Page> {
+  const panel = await browser.context.newPage();
+  await panel.setViewportSize({ width: 1500, height: 820 });
+  await panel.goto(`chrome-extension://${EXTENSION_ID}/timing.html?tab=${tabId}`);
+  await panel.waitForFunction((v) => document.body.dataset.version !== undefined && Number(document.body.dataset.version) >= v,
+    data.load.version, { timeout: 20000 });
+  return panel;
+}
+
+test("the timing page shows every request of a page with plausible phases, and exports a valid HAR", async () => {
+  sites.clearLog();
+  siteOptions.delayMs = 15;
+  const page = await browser.context.newPage();
+  const url = `${sites.a.origin}/index.html`;
+  await openPage(page, url);
+  await page.waitForFunction(() => (window as unknown as { __results?: unknown }).__results !== undefined, undefined, { timeout: 20000 });
+  // Again with the helper running and the log cleared: the second load is the one shown (and in the screenshot).
+  sites.clearLog();
+  await page.reload();
+  await page.waitForFunction(() => (window as unknown as { __results?: unknown }).__results !== undefined, undefined, { timeout: 20000 });
+  const tabId = await tabIdOf(browser.worker, url);
+  const probe = await browser.context.newPage();
+  await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
+  const data = await finishedLoad(probe, tabId);
+  await probe.close();
+  siteOptions.delayMs = 0;
+
+  // Every request that reached a server (from the helper or the browser) is a record of this load, and vice versa
+  // nothing was invented: the records' requests are the page's.
+  const wire = (u: string): string => u.split("#")[0] ?? u;
+  const recorded = data.records.map((r) => `${r.method} ${wire(r.url)}`);
+  const served = sites.log.map((r) => `${r.method} http://${r.host}${r.path}`);
+  for (const s of served) assert.ok(recorded.includes(s), `${s} is in the panel's records (${recorded.join(", ")})`);
+  assert.ok(data.records.length >= 20, `records: ${data.records.length}`);
+
+  for (const r of data.records) {
+    const line = timelineOf(r);
+    const name = `${r.method} ${r.url} (${r.outcome}${r.reason ? `: ${r.reason}` : ""})`;
+    assert.ok(line.end - line.start < 20000 && line.end >= line.start, `${name}: total ${line.end - line.start} ms`);
+    let at = line.start;
+    for (const s of line.segments) {
+      assert.ok(s.from >= at - 0.001 && s.to > s.from, `${name}: ${s.phase} ${s.from}–${s.to} after ${at}`);
+      at = s.to;
+    }
+    if (r.outcome === "fulfilled") {
+      const t = r.timing?.timing;
+      assert.ok(t && r.timing?.connection, `${name}: helper timing and connection`);
+      assert.equal(line.source, "helper");
+      assert.ok(t.sent !== null && t.first_byte !== null && t.last_byte !== null, name);
+      assert.ok(t.queued <= t.sent && t.sent <= t.first_byte && t.first_byte <= t.last_byte, `${name}: ${JSON.stringify(t)}`);
+      assert.ok(t.first_byte - t.sent >= 10, `${name}: waited for the server's 15 ms delay (${t.first_byte - t.sent} ms)`);
+      assert.ok(Math.abs(t.queued - r.pausedAt) < 2000, `${name}: helper and extension clocks agree`);
+      assert.ok(line.segments.some((s) => s.phase === "wait"), `${name}: has a wait phase`);
+    } else {
+      assert.equal(r.outcome, "passed", name);
+      assert.equal(line.source, "browser", `${name}: the browser's own timing`);
+      assert.ok(r.browser?.status, `${name}: status from the browser`);
+      assert.ok(line.segments.some((s) => s.phase === "wait"), `${name}: has a wait phase`);
+    }
+  }
+  // The loopback page's document; the CORS preflight only when the browser's preflight cache does not answer it.
+  const passed = data.records.filter((r) => r.outcome === "passed");
+  assert.ok(passed.some((r) => r.reason === "local_document"));
+  assert.ok(passed.every((r) => r.reason === "local_document" || r.reason === "preflight"), JSON.stringify(passed.map((r) => r.reason)));
+
+  const panel = await openTimingPage(tabId, data);
+  const rows = await panel.$$eval("#waterfall .row[data-id]", (els) => els.map((e) => ({
+    url: (e.querySelector(".name")?.getAttribute("title") ?? "").split("\n")[0], pass: e.getAttribute("data-pass"), segments: e.querySelectorAll(".seg").length,
+  })));
+  assert.equal(rows.length, data.records.length, "one row per request");
+  for (const r of data.records) assert.ok(rows.some((row) => row.url === r.url), `row for ${r.url}`);
+  assert.ok(rows.every((row) => row.segments >= 2), "every bar has its phases");
+  for (const r of passed) {
+    assert.ok(rows.some((row) => row.url === r.url && row.pass?.startsWith("passed: ")), `${r.url} shows why it was passed through`);
+  }
+  const listed = await panel.$$eval("#loads button[data-id]", (els) => els.map((e) => e.getAttribute("aria-current")));
+  assert.deepEqual(listed, ["true", "false"], "both loads listed, the newest selected");
+  const summary = await panel.textContent("#summary");
+  assert.match(summary ?? "", /accelerated/);
+
+  // Keyboard: the list takes arrow keys; the selected row's details show.
+  await panel.focus("#waterfall");
+  for (let i = 0; i < 4; i++) await panel.keyboard.press("ArrowDown");
+  const selected = await panel.getAttribute("#waterfall", "aria-activedescendant");
+  assert.ok(selected?.startsWith("req-"), `a row is selected (${selected})`);
+  assert.match((await panel.textContent("#details")) ?? "", /Outcome/);
+
+  const download = panel.waitForEvent("download");
+  await panel.click("#export");
+  const file = await (await download).path();
+  const har = JSON.parse(readFileSync(file, "utf8")) as { log: { entries: { _lanefetch: { outcome: string } }[] } };
+  assert.deepEqual(harErrors(har), []);
+  assert.equal(har.log.entries.length, data.records.length);
+  assert.equal(har.log.entries.filter((e) => e._lanefetch.outcome === "accelerated").length, data.records.length - passed.length);
+
+  await panel.screenshot({ path: join(tmpdir(), "lanefetch-timing-panel.png") });
+  if (process.env.LANEFETCH_DOCS_SCREENSHOT === "1") await panel.screenshot({ path: join(repoRoot, "docs/timing-panel.png") });
+  await panel.emulateMedia({ colorScheme: "dark" });
+  await panel.screenshot({ path: join(tmpdir(), "lanefetch-timing-panel-dark.png") });
+  await panel.close();
+  await page.close();
+});
+
+test("a 500-request page: every request gets a row; render time reported", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  const url = `${sites.a.origin}/many.html?n=500`;
+  await openPage(page, url, 90000);
+  await page.waitForFunction(() => (window as unknown as { __widths?: number[] }).__widths?.length === 500, undefined, { timeout: 60000 });
+  const tabId = await tabIdOf(browser.worker, url);
+  const probe = await browser.context.newPage();
+  await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
+  const data = await finishedLoad(probe, tabId);
+  await probe.close();
+  assert.equal(data.records.length, 501, "the document and 500 images");
+  const panel = await openTimingPage(tabId, data);
+  const rows = await panel.$$eval("#waterfall .row[data-id]", (els) => els.length);
+  assert.equal(rows, 501);
+  const renderMs = Number(await panel.evaluate(() => document.body.dataset.renderMs));
+  console.log(`timing page: ${rows} rows rendered in ${renderMs} ms`);
+  assert.ok(renderMs > 0);
+  await panel.close();
+  await page.close();
+});
