@@ -2,21 +2,14 @@
 // nothing but CORS preflights (and, for a loopback page, its document) reaches the origin servers from the browser itself.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
-import { startSites, type Sites } from "../support/test-site.js";
+import { openPage, startSiteOn, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import type { Sites } from "../support/test-site.js";
 
 let sites: Sites;
 let browser: Browser;
 
-before(async () => {
-  sites = await startSites();
-  browser = await launch(freshProfile(true));
-  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
-});
-after(async () => {
-  await browser.close();
-  await sites.close();
-});
+before(async () => ({ sites, browser } = await startSiteOn()));
+after(() => stopSiteOn({ sites, browser }));
 
 function notFromHelper(): string[] {
   return sites.log.filter((r) => r.owner.kind !== "helper").map((r) => `${r.method} ${r.host}${r.path} (${r.owner.kind})`);

@@ -8,6 +8,7 @@ import { chromium, type BrowserContext, type Page, type Worker } from "playwrigh
 import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
 import type { PopupRequest, StatusReply, TimingsReply } from "../../../extension/src/background/popup-api.js";
 import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
+import { startSites, type Sites } from "./test-site.js";
 
 const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { chromium_extension_id: string };
 export const EXTENSION_ID = identity.chromium_extension_id;
@@ -108,4 +109,22 @@ export async function tabStatus(context: BrowserContext, tabId: number): Promise
 /** The per-request records the timing panel reads (what lanefetch did with each request of the tab). */
 export async function tabTimings(context: BrowserContext, tabId: number): Promise<TimingsReply> {
   return askBackground<TimingsReply>(context, { type: "lanefetch/timings", tabId });
+}
+
+export interface SiteOn {
+  sites: Sites;
+  browser: Browser;
+}
+
+/** The test sites and Chromium with the helper registered and the loopback test site (127.0.0.1) enabled. */
+export async function startSiteOn(): Promise<SiteOn> {
+  const sites = await startSites();
+  const browser = await launch(freshProfile(true));
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+  return { sites, browser };
+}
+
+export async function stopSiteOn(env: SiteOn): Promise<void> {
+  await env.browser.close();
+  await env.sites.close();
 }
