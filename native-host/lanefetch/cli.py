@@ -136,7 +136,7 @@ async def _fetch(args: argparse.Namespace) -> int:
         connections_per_origin=args.connections,
         pipeline_depth=args.depth,
         pipelining=not args.no_pipeline,
-        inflight_budget=not args.no_inflight_budget,
+        inflight_budget=args.inflight_budget,
         ca_file=args.ca_file,
         cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
         lanes=[(n, w or 1.0) for n, w in args.interface] if args.interface else None,
@@ -257,8 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--no-pipeline", action="store_true", help="one request at a time per connection")
     f.add_argument("--connections", type=int, default=4, metavar="N", help="connections per origin (4)")
     f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
-    f.add_argument("--no-inflight-budget", action="store_true",
-                   help="let unanswered requests grow to connections × depth (no two-BDP bound per origin)")
+    f.add_argument("--inflight-budget", action="store_true",
+                   help="bound an origin's unanswered requests to about two bandwidth-delay products")
     f.add_argument("--header", type=_parse_header, action="append", default=[], metavar="'K: V'")
     f.add_argument("--decode", action="store_true", help="decode gzip/deflate/br/zstd bodies")
     f.add_argument("--head", action="store_true", help="send HEAD instead of GET")

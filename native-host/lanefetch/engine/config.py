@@ -13,7 +13,9 @@ class EngineConfig:
     connections_per_origin: int = 4
     pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
     pipelining: bool = True
-    inflight_budget: bool = True  # keep an origin's unanswered responses near two BDPs (inflight_budget.py)
+    # Keep an origin's unanswered responses near two BDPs (inflight_budget.py). Off by default: it removes the
+    # queue drops on slow links but in real Chromium it cost more than it saved (README "Performance").
+    inflight_budget: bool = False
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection
     idle_timeout: float = 30.0  # close a connection idle this long
