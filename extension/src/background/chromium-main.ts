@@ -125,6 +125,10 @@ async function updateBadge(tabId: number): Promise<void> {
 }
 
 async function attachTab(tabId: number): Promise<boolean> {
+  // Whether the tab is incognito decides which helper cache its pages use (memory only): ask the browser rather
+  // than trust what was seen of the tab before (the worker may have started after the tab was created);
+  // unknown counts as private.
+  tabInfo(tabId).incognito = await chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true);
   const result = await sessions.attach(tabId);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   gateOpen.add(tabId);

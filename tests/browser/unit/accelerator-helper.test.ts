@@ -2,7 +2,9 @@
 // real origin server; the only stand-in is the recorder in place of Chrome's Fetch domain.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
@@ -40,11 +42,11 @@ before(async () => {
 });
 after(() => server.close());
 
-function setUp(command = helperHost, limits = DEFAULT_LIMITS) {
+function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.ProcessEnv = process.env) {
   const log: ProcessPortLog = { sent: [], received: [], schemaViolations: [] };
   const ports: ProcessNativePort[] = [];
   const connection = new HelperConnection(() => {
-    const p = new ProcessNativePort(command, log);
+    const p = new ProcessNativePort(command, log, env);
     ports.push(p);
     return p;
   }, { extensionVersion: "0.1.0", browser: "chromium", helloTimeoutMs: 5000, retryMissingMs: 5000, retryCrashMs: 0 });
@@ -165,4 +167,30 @@ test("a helper crash mid-flight: requests in flight pass through, the next ones 
   assert.equal(s.recorder.answers.get("i2")?.kind, "fulfill");
   assert.equal(s.ports.length, 2, "a new helper process was started");
   s.connection.close();
+});
+
+test("an incognito page's batch says private: the helper caches it in memory only, never in its cache directory", async () => {
+  const xdg = mkdtempSync(join(tmpdir(), "lf-private-cache-"));
+  const s = setUp(helperHost, DEFAULT_LIMITS, { ...process.env, XDG_CACHE_HOME: xdg });
+  try {
+    const incognito: PageInfo = { ...page(), privateBrowsing: true };
+    server.clearLog();
+    s.accelerator.handle({ tabId: 7, paused: paused(1, "/cached/3.png"), responder: s.recorder, page: incognito });
+    await settle(s.recorder, 1);
+    s.accelerator.handle({ tabId: 7, paused: paused(2, "/cached/3.png"), responder: s.recorder, page: incognito });
+    await settle(s.recorder, 2);
+    assert.ok([...s.recorder.answers.values()].every((a) => a.kind === "fulfill"));
+    const batches = s.log.sent.filter((m): m is { type: "batch"; page: { private_browsing?: boolean } } =>
+      (m as { type?: string }).type === "batch");
+    assert.equal(batches.length, 2);
+    assert.ok(batches.every((b) => b.page.private_browsing === true));
+    const end = Date.now() + 5000;
+    while (s.store.forTab(7).some((r) => r.timing === null) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(s.store.forTab(7).map((r) => r.timing?.cache), ["none", "hit"]);
+    assert.equal(server.log.filter((r) => r.path === "/cached/3.png").length, 1, "the second one came from the helper's memory");
+    assert.deepEqual(readdirSync(xdg), [], "nothing written under the helper's cache directory");
+  } finally {
+    s.connection.close();
+    rmSync(xdg, { recursive: true, force: true });
+  }
 });
