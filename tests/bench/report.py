@@ -9,6 +9,7 @@ import statistics
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).with_name("results")
 
@@ -29,6 +30,8 @@ def environment() -> list[str]:
         f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, kernel {platform.release()}",
         f"- python {platform.python_version()}, lanefetch {__version__}, {_version(['nginx', '-v'])}",
+        # Ratios are measured side by side, but a busy machine starves the link emulator and the browsers.
+        "- load average at the end of the run (1/5/15 min): {:.2f} / {:.2f} / {:.2f}".format(*os.getloadavg()),
     ]
 
 
@@ -44,6 +47,15 @@ def write(name: str, title: str, lines: Sequence[str]) -> Path:
     text = "\n".join([f"# {title}", "", *environment(), "", *lines, ""])
     path.write_text(text)
     print(text)
+    return path
+
+
+def save_figure(fig: Any, name: str) -> Path:
+    """A matplotlib figure as results/NAME.png."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     return path
 
 

@@ -142,11 +142,7 @@ def _plot(series: dict[tuple[str, str], list[tuple[float, int]]], means: dict[tu
     ax_b.set_xticks(range(len(delays)), [d.replace(" (", "\n(") for d in delays], fontsize=8)
     ax_b.set(ylabel="mean connections held (median of rounds)", title="Server connections by delay model")
     ax_b.legend(fontsize=7)
-    fig.tight_layout()
-    report.RESULTS.mkdir(exist_ok=True)
-    path = report.RESULTS / f"{NAME}.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, NAME)
 
 
 def run(rounds: int) -> int:

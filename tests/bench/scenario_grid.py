@@ -39,11 +39,7 @@ def _plot(results: dict[tuple[str, int], dict[str, float]]) -> Path:
     ax_r.axhline(1.0, color="grey", lw=0.8)
     ax_r.set(xlabel="objects on the page", ylabel="baseline / lanefetch", title="Speed-up")
     ax_r.legend(fontsize=8)
-    fig.tight_layout()
-    path = report.RESULTS / "seed000-grid.png"
-    report.RESULTS.mkdir(exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, "seed000-grid")
 
 
 def run(rounds: int) -> int:

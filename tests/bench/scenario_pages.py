@@ -44,11 +44,7 @@ def _plot(ratios: dict[str, dict[tuple[PageShape, str], float]]) -> Path:
     axes[0].set(ylabel="OFF median / ON median (higher = ON faster)")
     axes[0].legend(fontsize=8)
     fig.suptitle("Chromium page load, lanefetch ON vs OFF")
-    fig.tight_layout()
-    report.RESULTS.mkdir(exist_ok=True)
-    path = report.RESULTS / f"{NAME}.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, NAME)
 
 
 def run(rounds: int) -> int:
