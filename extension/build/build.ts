@@ -19,7 +19,11 @@ const entries: Record<TargetBrowser, Record<string, string>> = {
     timing: join(src, "ui/panel/timing-page.ts"),
     devtools: join(src, "ui/panel/devtools.ts"),
   },
-  firefox: {},
+  firefox: {
+    background: join(src, "background/firefox-main.ts"),
+    popup: join(src, "ui/popup/popup.ts"),
+    options: join(src, "ui/options/options.ts"),
+  },
 };
 const staticFiles = [
   "ui/popup/popup.html", "ui/popup/popup.css", "ui/options/options.html", "ui/options/options.css",

@@ -27,8 +27,13 @@ export function manifestFor(browser: TargetBrowser, identity: Identity, version:
   }
   return {
     ...common,
-    permissions: ["proxy", "webNavigation", "tabs", "storage", "nativeMessaging"],
+    // proxy: route enabled sites' requests to the helper; webRequest + webRequestAuthProvider: answer the helper's 407
+    // with the session secret (Firefox sends an extension's proxy header only on CONNECT, not on plain http).
+    permissions: ["proxy", "webRequest", "webRequestAuthProvider", "webNavigation", "tabs", "storage", "nativeMessaging"],
     background: { scripts: ["background.js"] },
-    browser_specific_settings: { gecko: { id: identity.firefox_extension_id, strict_min_version: "128.0" } },
+    browser_specific_settings: {
+      // Nothing leaves the machine: the helper runs locally and lanefetch collects no data.
+      gecko: { id: identity.firefox_extension_id, strict_min_version: "142.0", data_collection_permissions: { required: ["none"] } },
+    },
   };
 }

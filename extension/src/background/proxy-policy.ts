@@ -6,17 +6,23 @@ export const PROXY_NOTICE =
   "The browser is set to use a proxy: lanefetch stays off, because its helper would fetch around the proxy.";
 
 export function proxyBlocks(mode: string | undefined): boolean {
-  return mode === "fixed_servers" || mode === "pac_script";
+  // Chromium's `mode`, Firefox's `proxyType`.
+  return mode === "fixed_servers" || mode === "pac_script" || mode === "manual" || mode === "autoConfig";
+}
+
+function modeOf(value: unknown): string | undefined {
+  const v = value as { mode?: string; proxyType?: string } | undefined;
+  return v?.mode ?? v?.proxyType;
 }
 
 /** Watches chrome.proxy settings; calls `changed` with whether they block lanefetch, now and on every change. */
 export function watchProxy(changed: (blocked: boolean) => void): Promise<void> {
   const read = async (): Promise<void> => {
     const setting = await chrome.proxy.settings.get({ incognito: false });
-    changed(proxyBlocks((setting.value as { mode?: string } | undefined)?.mode));
+    changed(proxyBlocks(modeOf(setting.value)));
   };
   chrome.proxy.settings.onChange.addListener((details) => {
-    changed(proxyBlocks((details.value as { mode?: string } | undefined)?.mode));
+    changed(proxyBlocks(modeOf(details.value)));
   });
   return read();
 }

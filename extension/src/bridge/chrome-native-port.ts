@@ -7,7 +7,9 @@ export function connectChromeNative(hostName: string): NativePort {
     postMessage: (message) => port.postMessage(message),
     onMessage: (listener) => port.onMessage.addListener((message: unknown) => listener(message)),
     onDisconnect: (listener) =>
-      port.onDisconnect.addListener(() => listener(chrome.runtime.lastError?.message ?? undefined)),
+      // Chromium puts the reason in runtime.lastError, Firefox on the port itself.
+      port.onDisconnect.addListener((p) =>
+        listener(chrome.runtime.lastError?.message ?? (p as { error?: { message?: string } }).error?.message ?? undefined)),
     disconnect: () => port.disconnect(),
   };
 }

@@ -29,6 +29,7 @@ export class HelperConnection {
   private port: NativePort | null = null;
   private pending: Promise<boolean> | null = null;
   private failedAt = -Infinity;
+  private secret: string | null = null;
   private readonly messageListeners: ((message: ToExtension) => void)[] = [];
   private readonly lostListeners: (() => void)[] = [];
   private readonly stateListeners: ((state: HelperState) => void)[] = [];
@@ -41,6 +42,11 @@ export class HelperConnection {
 
   get state(): HelperState {
     return this.current;
+  }
+
+  /** Proxy mode (Firefox): the session secret the connected helper's proxy listeners require, if it offers them. */
+  get proxySecret(): string | null {
+    return this.current.status === "connected" ? this.secret : null;
   }
 
   onMessage(listener: (message: ToExtension) => void): void {
@@ -137,6 +143,7 @@ export class HelperConnection {
             settle(false);
             return;
           }
+          this.secret = message.proxy_secret ?? null;
           this.setState({ status: "connected", version: message.helper_version, capabilities: [...message.capabilities] });
           settle(true);
           return;

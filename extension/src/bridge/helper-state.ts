@@ -10,5 +10,5 @@ export type HelperState =
 export const INSTALL_COMMAND = "lanefetch install";
 
 export function isNotInstalledError(error: string | undefined): boolean {
-  return error !== undefined && /not found|forbidden|Access to the specified native messaging host/i.test(error);
+  return error !== undefined && /not found|forbidden|Access to the specified native messaging host|No such native application/i.test(error);
 }

@@ -1,13 +1,14 @@
 // Light run-time checks of messages from the helper (the schema is the contract; this guards the dispatch).
 import type { ToExtension } from "../generated/protocol.js";
 
-const TYPES = new Set(["hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats"]);
+const TYPES = new Set(["hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "proxy_ready", "proxied"]);
 
 export function asToExtension(message: unknown): ToExtension | null {
   if (message === null || typeof message !== "object") return null;
   const m = message as Record<string, unknown>;
   if (typeof m.type !== "string" || !TYPES.has(m.type)) return null;
-  if (["head", "body", "end", "timing"].includes(m.type) && typeof m.id !== "string") return null;
+  if (["head", "body", "end", "timing", "proxied"].includes(m.type) && typeof m.id !== "string") return null;
+  if (["proxy_ready", "proxied"].includes(m.type) && typeof m.context_id !== "string") return null;
   if (m.type === "body" && typeof m.data !== "string") return null;
   if (m.type === "batch_done" && typeof m.batch_id !== "string") return null;
   return message as ToExtension;

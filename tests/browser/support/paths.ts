@@ -7,3 +7,5 @@ export const helperHost = resolve(repoRoot, ".venv/bin/lanefetch-host");
 export const helperCli = resolve(repoRoot, ".venv/bin/lanefetch");
 export const chromiumDist = resolve(repoRoot, "extension/dist/chromium");
 export const chromiumExecutable = "/usr/lib/chromium/chromium";
+export const firefoxDist = resolve(repoRoot, "extension/dist/firefox");
+export const firefoxExecutable = "/usr/bin/firefox-esr";

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 export interface SocketOwner {
   pid: number | null;
-  /** "helper" (a lanefetch process), "browser" (chromium), or "other". */
+  /** "helper" (a lanefetch process), "browser" (chromium, firefox), or "other". */
   kind: "helper" | "browser" | "other";
   cmdline: string;
 }
@@ -64,7 +64,7 @@ export function socketOwner(clientPort: number, serverPort: number): SocketOwner
       const script = (argv[1] ?? "").split("/").pop() ?? "";
       const kind = /^lanefetch/.test(program) || (/^python/.test(program) && /^lanefetch/.test(script))
         ? "helper"
-        : /^chrom/.test(program) ? "browser" : "other";
+        : /^(chrom|firefox)/.test(program) ? "browser" : "other";
       const cmdline = argv.join(" ").trim();
       return { pid: Number(entry), kind, cmdline };
     }

@@ -8,5 +8,8 @@ test("fixed proxies and PAC scripts keep lanefetch off; direct and system settin
   assert.equal(proxyBlocks("direct"), false);
   assert.equal(proxyBlocks("system"), false);
   assert.equal(proxyBlocks("auto_detect"), false);
+  assert.equal(proxyBlocks("manual"), true, "Firefox: manual proxy");
+  assert.equal(proxyBlocks("autoConfig"), true, "Firefox: PAC");
+  assert.equal(proxyBlocks("none"), false);
   assert.equal(proxyBlocks(undefined), false);
 });

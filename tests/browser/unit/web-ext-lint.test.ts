@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { chromiumDist, repoRoot } from "../support/paths.js";
+import { chromiumDist, firefoxDist, repoRoot } from "../support/paths.js";
 
 interface Finding {
   code: string;
@@ -40,4 +40,17 @@ test("web-ext lint finds nothing but the deliberate Chromium-only parts", () => 
   const unexpected = [...report.errors, ...report.warnings, ...report.notices].filter((f) => !chromiumOnly(f));
   assert.deepEqual(unexpected, []);
   assert.ok(report.warnings.some((f) => f.code === "UNSUPPORTED_API"), "the linter really read background.js");
+});
+
+test("web-ext lint finds nothing at all in the Firefox package", () => {
+  assert.ok(existsSync(resolve(firefoxDist, "manifest.json")), "build first: npm run build");
+  let out: string;
+  try {
+    out = execFileSync(resolve(repoRoot, "node_modules/.bin/web-ext"), ["lint", "--source-dir", firefoxDist, "--self-hosted", "--output", "json"], { encoding: "utf8" });
+  } catch (e) {
+    out = (e as { stdout?: string }).stdout ?? "";
+  }
+  const report = JSON.parse(out) as Partial<{ errors: Finding[]; warnings: Finding[]; notices: Finding[] }>;
+  assert.ok(report.errors && report.warnings && report.notices, "the linter produced a report");
+  assert.deepEqual([...report.errors, ...report.warnings, ...report.notices], []);
 });

@@ -1,0 +1,166 @@
+// The Firefox background (proxy mode): the site store, the native port kept open (so the MV3 event page never
+// suspends mid-load), the proxy router behind proxy.onRequest, the helper's 407 answered with the session secret,
+// and the same popup API, badge and timing records as in Chromium. Listeners are registered synchronously.
+import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connection.js";
+import { connectChromeNative } from "../bridge/chrome-native-port.js";
+import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
+import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
+import { ProxiedRecords } from "../proxy/proxied-records.js";
+import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
+import { SiteStore } from "../sites/site-store.js";
+import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
+import { TabCounters } from "../timings/tab-counters.js";
+import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
+import { TimingStore } from "../timings/timing-store.js";
+import { showBadge } from "./badge.js";
+import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
+import { isPopupRequest, type StatusReply, type TimingsReply } from "./popup-api.js";
+
+export const HTTPS_NOTICE = "HTTPS pages: not accelerated in Firefox yet.";
+/** While sites are enabled and the helper is down, try to reconnect this often. */
+const RECONNECT_MS = 2000;
+
+const browser = firefoxBrowser();
+const store = new SiteStore(chrome.storage.local, chrome.storage.session);
+const connection = new HelperConnection(() => connectChromeNative(__LANEFETCH_NATIVE_HOST__), {
+  ...DEFAULT_CONNECTION,
+  extensionVersion: chrome.runtime.getManifest().version,
+  browser: "firefox",
+});
+const counters = new TabCounters();
+const timings = new TimingStore();
+const tabUrls = new Map<number, string>();
+let activeRules: SiteRule[] = [];
+let enabledRules: SiteRule[] = [];
+let sessionOffRules: SiteRule[] = [];
+let proxyBlocked = false;
+
+const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
+const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);
+connection.onMessage((m) => records.handle(m));
+connection.onStateChange((state) => {
+  const secret = connection.proxySecret;
+  if (state.status === "connected" && secret !== null) router.start(secret);
+  else if (state.status !== "connected") router.stop();
+});
+connection.onLost(() => router.stop());
+
+// Registered first thing: Firefox asks for every request, and before the rules are read nothing is routed.
+browser.proxy.onRequest.addListener((details) => {
+  // Count from the document's request on: its report can arrive before the navigation commits.
+  if (details.type === "main_frame" && details.tabId >= 0) counters.newPage(details.tabId, details.url);
+  try {
+    return router.route(details);
+  } catch (e) {
+    console.warn("lanefetch: routing failed, going direct", e);
+    return DIRECT;
+  }
+}, { urls: ["<all_urls>"] });
+browser.proxy.onError.addListener((error) => console.warn("lanefetch: proxy error", error.message));
+browser.webRequest.onAuthRequired.addListener((details) => {
+  if (!details.isProxy || !details.challenger) return {};
+  const credentials = router.credentialsFor(details.challenger.host, details.challenger.port);
+  return credentials ? { authCredentials: credentials } : {};
+}, { urls: ["<all_urls>"] }, ["blocking"]);
+
+// A new user first sees the options page: the sites list, and whether the helper is installed (and how to install it).
+chrome.runtime.onInstalled.addListener((details) => {
+  if (details.reason === "install") void chrome.runtime.openOptionsPage();
+});
+
+const ready = watchProxy((blocked) => {
+  if (blocked === proxyBlocked) return;
+  proxyBlocked = blocked;
+  void refreshRules();
+})
+  .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
+  .then(() => refreshRules())
+  .then(() => startUp());
+
+async function refreshRules(): Promise<void> {
+  const [active, off] = await Promise.all([store.activeRules(), store.sessionOff()]);
+  activeRules = proxyBlocked ? [] : active;
+  enabledRules = active;
+  sessionOffRules = off;
+  for (const tabId of tabUrls.keys()) void updateBadge(tabId);
+  keepConnected();
+}
+
+/** The native port stays open while any site is enabled (it is what keeps the event page alive). */
+function keepConnected(): void {
+  if (activeRules.length === 0 || connection.state.status === "connected") return;
+  void connection.ready().then((ok) => {
+    if (!ok) setTimeout(keepConnected, RECONNECT_MS);
+  });
+}
+connection.onLost(() => setTimeout(keepConnected, DEFAULT_CONNECTION.retryCrashMs));
+
+async function updateBadge(tabId: number): Promise<void> {
+  const url = tabUrls.get(tabId) ?? "";
+  const state = matchingRule(activeRules, url) ? "on" : matchingRule(sessionOffRules, url) ? "session_off" : "off";
+  await showBadge(tabId, state);
+}
+
+async function startUp(): Promise<void> {
+  for (const tab of await chrome.tabs.query({})) {
+    if (tab.id === undefined) continue;
+    tabUrls.set(tab.id, tab.url ?? "");
+    void updateBadge(tab.id);
+  }
+}
+
+chrome.webNavigation.onCommitted.addListener((details) => {
+  if (details.frameId !== 0) return;
+  tabUrls.set(details.tabId, details.url);
+  if (counters.get(details.tabId).pageUrl !== details.url) counters.newPage(details.tabId, details.url);
+  router.tabChanged(details.tabId, details.url);
+  void ready.then(() => updateBadge(details.tabId));
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  router.tabChanged(tabId, null);
+  counters.forget(tabId);
+  tabUrls.delete(tabId);
+});
+
+chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
+
+chrome.storage.onChanged.addListener((changes) => {
+  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes)) return;
+  void ready.then(() => refreshRules());
+});
+
+function problemFor(url: string, rule: SiteRule | null): string | null {
+  if (proxyBlocked) return PROXY_NOTICE;
+  if (rule !== null && url.startsWith("https://")) return HTTPS_NOTICE;
+  return null;
+}
+
+chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
+  if (!isPopupRequest(message)) return false;
+  void (async () => {
+    await ready;
+    if (message.type === "lanefetch/timings") {
+      sendResponse({ records: timings.forTab(message.tabId) } satisfies TimingsReply);
+      return;
+    }
+    if (connection.state.status !== "connected") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
+    const url = tabUrls.get(message.tabId) ?? (await chrome.tabs.get(message.tabId).catch(() => undefined))?.url ?? "";
+    const rule = matchingRule(enabledRules, url) ?? matchingRule(sessionOffRules, url);
+    const reply: StatusReply = {
+      helper: connection.state,
+      tab: {
+        tabId: message.tabId,
+        url,
+        rule,
+        sessionOff: rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule)),
+        intercepting: router.routing && url.startsWith("http://") && matchingRule(activeRules, url) !== null,
+        problem: problemFor(url, rule),
+      },
+      counts: counters.get(message.tabId),
+      timeSavedModel: TIME_SAVED_MODEL,
+    };
+    sendResponse(reply);
+  })();
+  return true;
+});

@@ -1,0 +1,39 @@
+// RouterPorts over the native port: proxy_open → proxy_ready (or an error naming the context), proxy_close.
+import type { HelperConnection } from "../bridge/helper-connection.js";
+import type { Page, ToExtension } from "../generated/protocol.js";
+import type { RouterPorts } from "./proxy-router.js";
+
+export class HelperProxyPorts implements RouterPorts {
+  private readonly waiting = new Map<string, (port: number | null) => void>();
+
+  constructor(private readonly connection: HelperConnection) {
+    connection.onMessage((m) => this.onMessage(m));
+    connection.onLost(() => {
+      for (const resolve of this.waiting.values()) resolve(null);
+      this.waiting.clear();
+    });
+  }
+
+  open(contextId: string, page: Page): Promise<number | null> {
+    return new Promise((resolve) => {
+      this.waiting.get(contextId)?.(null);
+      this.waiting.set(contextId, resolve);
+      if (!this.connection.send({ type: "proxy_open", context_id: contextId, page })) this.settle(contextId, null);
+    });
+  }
+
+  close(contextId: string): void {
+    this.connection.send({ type: "proxy_close", context_id: contextId });
+  }
+
+  private onMessage(m: ToExtension): void {
+    if (m.type === "proxy_ready") this.settle(m.context_id, m.port);
+    else if (m.type === "error" && m.id !== undefined && this.waiting.has(m.id)) this.settle(m.id, null);
+  }
+
+  private settle(contextId: string, port: number | null): void {
+    const resolve = this.waiting.get(contextId);
+    this.waiting.delete(contextId);
+    resolve?.(port);
+  }
+}

@@ -1,0 +1,44 @@
+// The helper's reports on proxied requests (proxied → error? → timing) as the tab's counters and timing records,
+// the same records the Chromium build keeps, so the popup and the timing panel work unchanged.
+import type { ToExtension } from "../generated/protocol.js";
+import type { PassReason } from "../intercept/pass-reason.js";
+import type { TabCounters } from "../timings/tab-counters.js";
+import type { TimingStore } from "../timings/timing-store.js";
+import type { PageContext } from "./proxy-router.js";
+
+export class ProxiedRecords {
+  constructor(
+    private readonly contextById: (contextId: string) => PageContext | undefined,
+    private readonly counters: TabCounters,
+    private readonly timings: TimingStore,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  handle(m: ToExtension): void {
+    if (m.type === "proxied") {
+      const ctx = this.contextById(m.context_id);
+      if (!ctx) return;
+      this.timings.add({
+        id: m.id, tabId: ctx.tabId, pageUrl: ctx.pageUrl, url: m.url, method: m.method, resourceType: m.resource_type,
+        priority: m.priority ?? "Medium", batchId: null, pausedAt: this.now(), answeredAt: null, outcome: "pending",
+        reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+      });
+    } else if (m.type === "error" && m.id !== undefined) {
+      const record = this.timings.get(m.id);
+      if (!record || record.outcome !== "pending") return;
+      // The helper closed the proxy connection unanswered: Firefox fetched it directly.
+      const reason: PassReason = m.code === "blocked_address" ? "blocked_address" : m.code === "timeout" ? "timeout" : "helper_error";
+      this.timings.update(m.id, { outcome: "passed", reason, detail: m.message, answeredAt: this.now() });
+      this.counters.passed(record.tabId, reason);
+    } else if (m.type === "timing") {
+      const record = this.timings.get(m.id);
+      if (!record) return;
+      const fulfilled = record.outcome === "pending";
+      this.timings.update(m.id, {
+        timing: m, outcome: fulfilled ? "fulfilled" : record.outcome, answeredAt: record.answeredAt ?? this.now(),
+        bodyBytes: m.wire_bytes ?? 0,
+      });
+      if (fulfilled) this.counters.accelerated(record.tabId, m.wire_bytes ?? 0);
+    }
+  }
+}

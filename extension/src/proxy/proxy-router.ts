@@ -1,0 +1,143 @@
+// Proxy mode (Firefox): which requests go to the helper's proxy. http:// requests of tabs whose top-level page is an
+// enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
+// private browsing), with direct as the fail-over; everything else goes direct. The helper's port is never used
+// while the native port is down: losing it drops every context at once.
+import type { Page } from "../generated/protocol.js";
+import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
+import { httpHost, registrableDomain } from "../sites/site-rule.js";
+import type { ProxyInfo, ProxyRequestDetails } from "./firefox-proxy-api.js";
+
+export const DIRECT: ProxyInfo = { type: "direct" };
+/** Seconds Firefox avoids the helper's listener after it failed to connect (then it tries again). */
+const FAILOVER_TIMEOUT_S = 1;
+/** Request types the browser keeps: long-lived streams and media (ranges, the media cache). */
+const KEPT_TYPES = new Set(["websocket", "media", "object", "beacon", "speculative"]);
+
+export interface RouterPorts {
+  /** Ask the helper for a listener for this context; resolves to its port, or null if none can be had. */
+  open(contextId: string, page: Page): Promise<number | null>;
+  close(contextId: string): void;
+}
+
+export interface PageContext {
+  contextId: string;
+  tabId: number;
+  pageUrl: string;
+  page: Page;
+  port: number | null;
+  opening: Promise<number | null> | null;
+}
+
+/** The top-level page a request belongs to, from what proxy.onRequest tells. */
+export function topLevelUrl(details: ProxyRequestDetails): string {
+  if (details.type === "main_frame") return details.url;
+  const ancestors = details.frameAncestors ?? [];
+  const top = ancestors[ancestors.length - 1];
+  if (top) return top.url;
+  return details.documentUrl ?? "";
+}
+
+export function pageOf(url: string, incognito: boolean): Page | null {
+  const host = httpHost(url);
+  const space = addressSpaceOfUrl(url);
+  if (host === null || space === null) return null;
+  return { address_space: space, top_site: `${new URL(url).protocol}//${registrableDomain(host)}`, private_browsing: incognito };
+}
+
+export class ProxyRouter {
+  private readonly contexts = new Map<string, PageContext>();
+  private counter = 0;
+  private secret: string | null = null;
+
+  constructor(
+    private readonly ports: RouterPorts,
+    /** Whether an enabled (and active) site covers this top-level page URL. */
+    private readonly siteActive: (pageUrl: string) => boolean,
+    private readonly openTimeoutMs = 3000,
+  ) {}
+
+  /** The helper answered hello with proxy mode: routing may start. */
+  start(secret: string): void {
+    this.secret = secret;
+  }
+
+  /** The native port is gone: stop routing now; the listeners died with the helper. */
+  stop(): void {
+    this.secret = null;
+    this.contexts.clear();
+  }
+
+  get routing(): boolean {
+    return this.secret !== null;
+  }
+
+  route(details: ProxyRequestDetails): ProxyInfo[] | Promise<ProxyInfo[]> | ProxyInfo {
+    if (this.secret === null || details.tabId < 0 || KEPT_TYPES.has(details.type)) return DIRECT;
+    if (!details.url.startsWith("http://")) return DIRECT; // https: not accelerated in Firefox yet
+    const pageUrl = topLevelUrl(details);
+    if (!this.siteActive(pageUrl)) return DIRECT;
+    const page = pageOf(pageUrl, details.incognito ?? false);
+    const target = addressSpaceOfUrl(details.url);
+    if (page === null || target === null || !mayReach(page.address_space, target)) return DIRECT;
+    const ctx = this.contextFor(details.tabId, pageUrl, page);
+    if (ctx.port !== null) return this.via(ctx.port);
+    ctx.opening ??= this.openContext(ctx);
+    const key = this.key(ctx.tabId, page);
+    return ctx.opening.then((port) => (port === null || this.contexts.get(key) !== ctx ? [DIRECT] : this.via(port)));
+  }
+
+  /** Credentials for the helper's 407 challenge on one of its listeners; null for anyone else's. */
+  credentialsFor(host: string, port: number): { username: string; password: string } | null {
+    if (this.secret === null || host !== "127.0.0.1") return null;
+    for (const ctx of this.contexts.values()) {
+      if (ctx.port === port) return { username: "lanefetch", password: this.secret };
+    }
+    return null;
+  }
+
+  /** The tab committed another http(s) page (or closed: null): close the contexts it no longer uses. Other pages
+   * (about:blank while a tab opens) change nothing. */
+  tabChanged(tabId: number, pageUrl: string | null): void {
+    if (pageUrl !== null && pageOf(pageUrl, false) === null) return;
+    for (const ctx of [...this.contexts.values()]) {
+      if (ctx.tabId !== tabId) continue;
+      const page = pageUrl === null ? null : pageOf(pageUrl, ctx.page.private_browsing ?? false);
+      if (page && page.top_site === ctx.page.top_site && page.address_space === ctx.page.address_space) continue;
+      this.contexts.delete(this.key(ctx.tabId, ctx.page));
+      if (ctx.port !== null) this.ports.close(ctx.contextId);
+    }
+  }
+
+  contextById(contextId: string): PageContext | undefined {
+    for (const ctx of this.contexts.values()) if (ctx.contextId === contextId) return ctx;
+    return undefined;
+  }
+
+  private via(port: number): ProxyInfo[] {
+    return [{ type: "http", host: "127.0.0.1", port, failoverTimeout: FAILOVER_TIMEOUT_S }, DIRECT];
+  }
+
+  private key(tabId: number, page: Page): string {
+    return `${tabId}|${page.top_site ?? ""}|${page.address_space}|${page.private_browsing ? 1 : 0}`;
+  }
+
+  private contextFor(tabId: number, pageUrl: string, page: Page): PageContext {
+    const key = this.key(tabId, page);
+    let ctx = this.contexts.get(key);
+    if (!ctx) {
+      this.counter += 1;
+      ctx = { contextId: `t${tabId}-${this.counter}`, tabId, pageUrl, page, port: null, opening: null };
+      this.contexts.set(key, ctx);
+    }
+    ctx.pageUrl = pageUrl;
+    return ctx;
+  }
+
+  private async openContext(ctx: PageContext): Promise<number | null> {
+    const timeout = new Promise<null>((r) => setTimeout(() => r(null), this.openTimeoutMs));
+    const port = await Promise.race([this.ports.open(ctx.contextId, ctx.page), timeout]);
+    ctx.opening = null;
+    if (port !== null && this.contexts.get(this.key(ctx.tabId, ctx.page)) === ctx) ctx.port = port;
+    return port;
+  }
+}

@@ -1,0 +1,144 @@
+// Proxy mode in real Firefox ESR: pages of an enabled http:// site load through the helper's proxy — every
+// subresource kind intact, each request at the origins made by the helper (pipelined), none by Firefox itself — and
+// with the site off everything is Firefox's own again. One browser for the file.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
+import { startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+let ff: Firefox;
+
+before(async () => {
+  sites = await startSites();
+  ff = await launchFirefox(freshHome(true));
+  await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
+  // With a site enabled the extension opens the native port at once and keeps it open.
+  assert.equal((await waitForHelper(ff)).helper.status, "connected");
+});
+after(async () => {
+  await ff.close();
+  await sites.close();
+});
+
+function notFromHelper(): string[] {
+  return sites.log.filter((r) => r.owner.kind !== "helper").map((r) => `${r.method} ${r.host}${r.path} (${r.owner.kind})`);
+}
+
+test("main page: document, img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, redirect — all via the helper", async () => {
+  sites.clearLog();
+  const page = await ff.browser.newPage();
+  const url = `${sites.a.origin}/index.html`;
+  const other = sites.other.origin;
+  await page.goto(url);
+  const r = await waitForResult<Record<string, unknown>>(page, "window.__results");
+  assert.equal(r.error, undefined, String(r.error));
+  assert.equal(r.img, 17);
+  assert.equal(r.crossImg, 23);
+  assert.equal(r.redirected, 29, "redirect followed to the right image");
+  assert.equal(r.classic, "same-origin classic");
+  assert.equal(r.cross, "cross-origin classic");
+  assert.deepEqual(r.compressed, [120000, 120000], "compressed scripts (coding untouched by the helper) decoded by Firefox");
+  assert.equal(r.sri, "ran");
+  assert.equal(r.sriBad, "blocked");
+  assert.equal(r.fetch, true);
+  assert.equal(r.xhr, true);
+  assert.match(String(r.cookieEcho), /lf_http=1/, "HttpOnly cookie from a proxied Set-Cookie was stored and sent");
+  assert.match(String(r.cookieEcho), /lf_js=2/);
+  assert.equal(r.documentCookie, "lf_js=2");
+  assert.equal(r.corsCredentialed, true);
+  assert.equal(r.preflighted, true);
+  // Firefox settles a face's status after fonts.load() resolves: read them once the font set is ready.
+  const fonts = await page.evaluate(() => document.fonts.ready.then(() => [...document.fonts].map((f) => f.family.replace(/"/g, "") + ":" + f.status).sort()));
+  assert.deepEqual(fonts, ["LfNoCors:error", "LfOk:loaded"], "CORS still enforced on fonts");
+  assert.equal(r.cssBackground, `url("${other}/img/bg.png")`, "relative url() resolved against the stylesheet");
+  assert.equal(r.cssRule, "applied");
+  assert.equal(r.module, "dep+cross");
+  await new Promise((ok) => setTimeout(ok, 300));
+  const seen = sites.log.map((x) => `${x.method} ${x.host}${x.path}`);
+  const a = new URL(url).host;
+  const b = new URL(other).host;
+  for (const p of [`${a}/index.html`, `${b}/img/bg.png`, `${b}/mod/cross.mjs`, `${a}/redirect?to=/img/29.png`, `${a}/img/29.png`,
+    `${b}/font/cors.ttf`, `${a}/js/gzip.js`, `${a}/echo-cookie`]) {
+    assert.ok(seen.includes(`GET ${p}`), `${p} requested (got ${seen.join(", ")})`);
+  }
+  assert.deepEqual(notFromHelper(), [], "Firefox itself made no request to the origins");
+  const tabId = await tabIdOf(ff, url);
+  let s = await tabStatus(ff, tabId);
+  for (let i = 0; i < 30 && s.counts.accelerated < sites.log.length; i++) {
+    await new Promise((ok) => setTimeout(ok, 100)); // the last timing reports may still be on their way
+    s = await tabStatus(ff, tabId);
+  }
+  const passed = (await ff.inExtension<{ records: { url: string; outcome: string; detail: string | null }[] }>(
+    `chrome.runtime.sendMessage({ type: "lanefetch/timings", tabId: ${tabId} })`)).records.filter((x) => x.outcome !== "fulfilled");
+  assert.deepEqual(passed, [], "every proxied request was answered by the helper");
+  assert.equal(s.helper.status, "connected");
+  assert.equal(s.tab.intercepting, true);
+  assert.equal(s.counts.accelerated, sites.log.length, JSON.stringify(s.counts));
+  await page.close();
+});
+
+test("same-site and cross-site iframes load through the helper", async () => {
+  sites.clearLog();
+  const page = await ff.browser.newPage();
+  await page.goto(`${sites.a.origin}/frames.html`);
+  const frames = await waitForResult<Record<string, unknown>>(page, "window.__frames && window.__frames.same && window.__frames.cross && window.__frames");
+  for (const name of ["same", "cross"]) assert.deepEqual(frames[name], { name, img: 31, script: "frame script", fetch: true }, name);
+  await new Promise((ok) => setTimeout(ok, 200));
+  assert.equal(sites.log.filter((r) => /frame=cross/.test(r.path)).length, 2, "the cross-site frame's image and fetch reached the server");
+  assert.deepEqual(notFromHelper(), [], "frames of an enabled top-level site go through the helper too");
+  await page.close();
+});
+
+test("many images of one origin: Firefox's many proxy connections become few pipelined helper connections", async () => {
+  sites.clearLog();
+  sites.a.dropConnections();
+  const page = await ff.browser.newPage();
+  await page.goto(`${sites.a.origin}/many.html?n=60`);
+  const widths = await waitForResult<number[]>(page, "window.__widths");
+  assert.deepEqual(widths, Array.from({ length: 60 }, (_, i) => i + 2));
+  const images = sites.log.filter((r) => /\?many$/.test(r.path));
+  assert.equal(images.length, 60);
+  assert.ok(images.every((r) => r.owner.kind === "helper"));
+  const connections = new Set(images.map((r) => r.connection));
+  assert.ok(connections.size <= 4, `helper connections: ${connections.size}`);
+  const pipelined = images.filter((r) => r.inFlightOnArrival > 1).length;
+  assert.ok(pipelined > 0, `requests that arrived while another was in flight on their connection: ${pipelined}`);
+  await page.close();
+});
+
+test("site off: Firefox loads everything itself, the popup shows the site off", async () => {
+  await setSites(ff, []);
+  sites.clearLog();
+  const page = await ff.browser.newPage();
+  const url = `${sites.a.origin}/plain.html`;
+  await page.goto(url);
+  await page.waitForFunction("document.images[0] && document.images[0].naturalWidth === 9", { timeout: 20000 });
+  await new Promise((ok) => setTimeout(ok, 200));
+  assert.deepEqual(sites.log.map((r) => `${r.path} ${r.owner.kind}`), ["/plain.html browser", "/img/9.png browser"]);
+  const s = await tabStatus(ff, await tabIdOf(ff, url));
+  assert.equal(s.tab.rule, null);
+  assert.equal(s.tab.intercepting, false);
+  await page.close();
+});
+
+test("helper absent: an enabled site loads directly and the popup says how to install the helper", async () => {
+  const bare = await launchFirefox(freshHome(false));
+  try {
+    await setSites(bare, [{ scope: "domain", name: "127.0.0.1" }]);
+    const status = await waitForHelper(bare, "not_installed");
+    assert.equal(status.helper.status, "not_installed", JSON.stringify(status.helper));
+    sites.clearLog();
+    const page = await bare.browser.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await page.goto(url);
+    await page.waitForFunction("document.images[0] && document.images[0].naturalWidth === 9", { timeout: 20000 });
+    await new Promise((ok) => setTimeout(ok, 200));
+    assert.deepEqual(sites.log.map((r) => `${r.path} ${r.owner.kind}`), ["/plain.html browser", "/img/9.png browser"]);
+    const s = await tabStatus(bare, await tabIdOf(bare, url));
+    assert.match(JSON.stringify(s.helper), /lanefetch install/);
+    assert.equal(s.tab.intercepting, false);
+  } finally {
+    await bare.close();
+  }
+});

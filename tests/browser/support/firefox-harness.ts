@@ -1,0 +1,129 @@
+// Real Firefox ESR (Debian's) over WebDriver BiDi (puppeteer-core) with the built Firefox extension installed, on a
+// fresh profile and a fresh HOME that may hold the helper's native-messaging manifest (`lanefetch install`).
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { StatusReply } from "../../../extension/src/background/popup-api.js";
+import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
+import { firefoxDist, firefoxExecutable, helperCli, repoRoot } from "./paths.js";
+
+const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { firefox_extension_id: string };
+/** Fixed internal UUID (set by pref) so the tests can open the extension's pages. */
+export const EXTENSION_UUID = "3f1c2a9e-6b7d-4e55-9a0c-1d2e3f4a5b6c";
+export const EXTENSION_BASE = `moz-extension://${EXTENSION_UUID}`;
+
+const PREFS: Record<string, unknown> = {
+  "extensions.webextensions.uuids": JSON.stringify({ [identity.firefox_extension_id]: EXTENSION_UUID }),
+  // The test origins are loopback addresses: let extensions proxy them (public sites need no such pref).
+  "network.proxy.allow_hijacking_localhost": true,
+  "network.trr.mode": 5,
+  "app.update.enabled": false,
+  "app.update.auto": false,
+  "toolkit.telemetry.enabled": false,
+  "datareporting.policy.dataSubmissionEnabled": false,
+  "browser.safebrowsing.malware.enabled": false,
+  "browser.safebrowsing.phishing.enabled": false,
+  "app.normandy.enabled": false,
+  "network.captive-portal-service.enabled": false,
+  "network.connectivity-service.enabled": false,
+  "network.prefetch-next": false,
+  "network.dns.disablePrefetch": true,
+  "network.http.speculative-parallel-limit": 0,
+  "browser.urlbar.speculativeConnect.enabled": false,
+  "extensions.update.enabled": false,
+};
+
+export interface Firefox {
+  browser: Browser;
+  home: string;
+  /** Runs an expression in the extension's options page (the extension opens it on install) and returns its value,
+   * JSON round-tripped. WebDriver BiDi may not navigate to moz-extension:// URLs and puppeteer lists no such pages,
+   * but BiDi does list the open tab and runs script in it, with the extension's APIs. */
+  inExtension<T>(expression: string): Promise<T>;
+  close(): Promise<void>;
+}
+
+interface BidiConnection {
+  send(method: string, params: unknown): Promise<{ result: unknown }>;
+}
+
+export function freshHome(withHelper: boolean): string {
+  const home = mkdtempSync(join(tmpdir(), "lf-firefox-home-"));
+  if (withHelper) execFileSync(helperCli, ["install", "--browser", "firefox"], { stdio: "pipe", env: { ...process.env, HOME: home } });
+  return home;
+}
+
+async function optionsContext(bidi: BidiConnection): Promise<string> {
+  const end = Date.now() + 15000;
+  for (;;) {
+    const tree = (await bidi.send("browsingContext.getTree", {})).result as { contexts: { context: string; url: string }[] };
+    const found = tree.contexts.find((c) => c.url.startsWith(`${EXTENSION_BASE}/options.html`));
+    if (found) return found.context;
+    if (Date.now() > end) throw new Error("the extension did not open its options page on install");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function launchFirefox(home: string): Promise<Firefox> {
+  const browser = await puppeteer.launch({
+    browser: "firefox",
+    executablePath: firefoxExecutable,
+    headless: true,
+    extraPrefsFirefox: PREFS,
+    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache") },
+  });
+  const close = async (): Promise<void> => {
+    await browser.close();
+    rmSync(home, { recursive: true, force: true });
+  };
+  try {
+    await browser.installExtension(firefoxDist);
+    const bidi = (browser as unknown as { connection: BidiConnection }).connection;
+    const context = await optionsContext(bidi);
+    const inExtension = async <T>(expression: string): Promise<T> => {
+      const wrapped = `(async () => JSON.stringify(await (${expression})))()`;
+      const r = (await bidi.send("script.evaluate", { expression: wrapped, target: { context }, awaitPromise: true })).result as
+        { type: string; result?: { value?: string }; exceptionDetails?: { text?: string } };
+      if (r.type !== "success") throw new Error(`in the extension: ${r.exceptionDetails?.text ?? JSON.stringify(r)}`);
+      const text = r.result?.value;
+      return (text === undefined ? undefined : JSON.parse(text)) as T;
+    };
+    await inExtension("new Promise((ok) => document.readyState === 'complete' ? ok(1) : addEventListener('load', () => ok(1)))");
+    return { browser, home, inExtension, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+export async function setSites(ff: Firefox, sites: SiteRule[]): Promise<void> {
+  const stored = sites.map((x) => ({ ...x, added: Date.now() }));
+  await ff.inExtension(`chrome.storage.local.set({ sites: ${JSON.stringify(stored)} })`);
+  await new Promise((r) => setTimeout(r, 200)); // the background reads the rules on storage.onChanged
+}
+
+export async function tabIdOf(ff: Firefox, url: string): Promise<number> {
+  return ff.inExtension(`chrome.tabs.query({}).then((tabs) => tabs.find((t) => t.url === ${JSON.stringify(url)})?.id ?? -1)`);
+}
+
+export async function tabStatus(ff: Firefox, tabId: number): Promise<StatusReply> {
+  return ff.inExtension(`chrome.runtime.sendMessage({ type: "lanefetch/status", tabId: ${tabId} })`);
+}
+
+/** Waits until the extension's native port to the helper is up (status "connected"), or gives up. */
+export async function waitForHelper(ff: Firefox, status = "connected"): Promise<StatusReply> {
+  const end = Date.now() + 15000;
+  for (;;) {
+    const reply = await ff.inExtension<StatusReply>(
+      `chrome.tabs.getCurrent().then((t) => chrome.runtime.sendMessage({ type: "lanefetch/status", tabId: t.id }))`);
+    if (reply.helper.status === status || Date.now() > end) return reply;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function waitForResult<T>(page: Page, expr: string, timeout = 20000): Promise<T> {
+  await page.waitForFunction(expr, { timeout });
+  return (await page.evaluate(expr)) as T;
+}
