@@ -16,7 +16,6 @@ from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
 from . import __version__
-from .bridge import install as installer
 from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
 from .engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
@@ -151,10 +150,10 @@ async def _fetch(args: argparse.Namespace) -> int:
         sink.results[req.id] = _Result(req)
         requests.append(req)
     engine = Engine(config)
-    start = time.monotonic()
     try:
         if args.split:
-            engine.splitter()  # named interfaces are checked before anything is fetched
+            engine.splitter()  # named interfaces are checked (and found) before anything is fetched or timed
+        start = time.monotonic()
         result = await engine.fetch(requests, sink, Page(address_space=args.as_page))
         # A resource that changed during a split fetch starts over once, from scratch.
         changed = [r.request for r in sink.results.values()
@@ -219,6 +218,8 @@ def _cache_command(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace, remove: bool) -> int:
+    from .bridge import install as installer  # here: it loads the protocol schema, which `fetch` need not wait for
+
     try:
         p = installer.plan(args.browser, args.home, args.chromium_user_data_dir, system=args.system)
     except ValueError as e:

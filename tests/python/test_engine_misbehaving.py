@@ -669,6 +669,7 @@ async def test_total_timeout() -> None:
 
 class _NoRec:
     events: list[str] = []  # noqa: RUF012
+    body = b""
 
 
 async def test_slow_sink_applies_backpressure() -> None:
@@ -826,3 +827,27 @@ async def test_hop_by_hop_request_headers_are_not_forwarded() -> None:
         assert names.count("host") == 1 and got.header("Host") == f"127.0.0.1:{srv.port}"
         assert "cookie" not in names and "authorization" not in names
 
+
+
+async def test_bulk_never_blocks_small() -> None:
+    # One connection allowed and pipelining proven: a small request made while a 1 MB body is still
+    # arriving must not be pipelined (or queued) behind it; it gets a connection of its own.
+    async with setup(held(), config(connections_per_origin=1)) as (srv, engine):
+        await fetch(engine, gets(srv, mixed_paths(8, "/warm"), prefix="w"))
+        assert policy(engine, srv).state is PipelineState.GREEN
+        big = gets(srv, ["/half/big/1000000"], prefix="b")
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(big, sink, LOOPBACK))
+        deadline = time.monotonic() + 10
+        while len(sink.records.get("b0", _NoRec).body) < 500_000 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        small = gets(srv, ["/r/small/2000"], prefix="s")
+        await asyncio.wait_for(engine.fetch(small, sink, LOOPBACK), 10)  # while the big body is held
+        assert not task.done()
+        release = srv.state["release"]
+        assert isinstance(release, asyncio.Event)
+        release.set()
+        await asyncio.wait_for(task, 15)
+        sink.check_exact([*big, *small], expected)
+        on = {r.request.id: r.report.connection.id for r in sink.records.values() if r.report and r.report.connection}
+        assert on["s0"] != on["b0"]

@@ -16,6 +16,7 @@ class EngineConfig:
     # Keep an origin's unanswered responses near two BDPs (inflight_budget.py). Off by default: it removes the
     # queue drops on slow links but in real Chromium it cost more than it saved (README "Performance").
     inflight_budget: bool = False
+    separate_bulk: bool = True  # nothing is pipelined behind a large response; others get a connection (pool.py)
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection
     idle_timeout: float = 30.0  # close a connection idle this long

@@ -131,6 +131,11 @@ class ResponseParser:
         return self._state is _State.DONE
 
     @property
+    def body_remaining(self) -> int | None:
+        """Body bytes still to come of a Content-Length body; None before its head or for other framings."""
+        return self._remaining if self._state is _State.BODY_LENGTH else None
+
+    @property
     def started(self) -> bool:
         """True once any byte of this response has arrived."""
         return self.bytes_received > 0

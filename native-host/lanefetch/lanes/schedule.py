@@ -256,9 +256,11 @@ class SplitSchedule:
             return True
         if len(lane.attempts) > 1:
             return False
-        # One in flight: pipeline the next range once this one will end within about a round trip.
+        # One in flight: pipeline the next range once this one will end within about two round trips (the
+        # bytes still to come include those in the bottleneck's queue; the request needs half an RTT to
+        # reach the server, which must still have bytes to send when it arrives or the lane idles).
         rate, srtt = self._rate(lane), lane.estimate.srtt
-        ahead = max(self.config.min_chunk * 2, int(rate * srtt) if rate and srtt else 0)
+        ahead = max(self.config.min_chunk * 2, int(2 * rate * srtt) if rate and srtt else 0)
         return lane.attempts[0].end - lane.attempts[0].pos <= ahead
 
     def _chunk_size(self, lane: LaneState, now: float) -> int:

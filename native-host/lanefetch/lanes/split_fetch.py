@@ -58,6 +58,11 @@ class Lane:
         self._config = dataclasses.replace(
             config, interface=spec.name, socket_setup=spec.binding.setup if spec.binding else None,
             connections_per_origin=1, cache_dir=None, lanes=None,
+            # The schedule bounds what a lane has outstanding (the next range only within a round trip of
+            # the current one's end); the origin's budget would count a range as one huge response and
+            # hold that next range back, idling the lane for a round trip at every chunk.
+            inflight_budget=False,
+            separate_bulk=False,  # the lane's next range is meant to be pipelined behind the current one
         )
         self.engine = Engine(self._config)
         self.estimate = LaneEstimate()  # kept across fetches: the next split starts from what was learned
@@ -201,11 +206,14 @@ class _SplitRun:
 
     async def run(self) -> None:
         lane0 = self.f.lanes[0]
-        for lane in self.f.lanes[1:]:
-            lane.engine.preconnect(self.request.url, self.page)
         first = self._sub_request([("Range", f"bytes=0-{self.f.first_range() - 1}")])
         self.req_ids[0] = (lane0, first.id)  # attempt ids start at 1: 0 is the first request
         first_task = self._spawn(lane0.engine.fetch([first], _PieceSink(self, lane0, None), self.page))
+        # The other lanes connect while the first answer travels (a body worth splitting finds them ready);
+        # started after the first request's task so nothing of theirs runs ahead of it.
+        loop = asyncio.get_running_loop()
+        for lane in self.f.lanes[1:]:
+            loop.call_soon(lane.engine.preconnect, self.request.url, self.page)
         await self.decided.wait()
         if self.mode in ("pass", "whole"):
             await first_task  # the one exchange carries the whole answer
