@@ -393,6 +393,13 @@ class _SplitRun:
 
     def on_timing(self, ps: _PieceSink, report: TimingReport) -> None:
         self.wire_bytes += report.wire_bytes
+        t = report.timing
+        # Round trips the schedule cannot see itself: the TCP handshake of a lane's fresh connection, and the
+        # first request (its lane is never idle again, so it would never be probed and pipeline too late).
+        if t.connect_start is not None and t.connect_end is not None:
+            ps.lane.estimate.rtt_sample(t.connect_end - t.connect_start)
+        if ps.attempt is None and t.sent is not None and t.first_byte is not None:
+            ps.lane.estimate.rtt_sample(t.first_byte - t.sent)
         if ps.attempt is None:
             self.first_report = report
             if self.mode in ("pass", "whole") and not self.decided.is_set():
