@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import sys
 from typing import TYPE_CHECKING
 
+from .bulk_window import BulkWindow
 from .errors import FetchError
 from .exchange import Exchange
 from .pipeline import (
@@ -37,6 +40,7 @@ class Connection:
         self.connect_timing = ConnectTiming()
         self._first_request = True
         self._last_activity = now()
+        self._bulk_window = BulkWindow()
 
     @property
     def open(self) -> bool:
@@ -126,6 +130,8 @@ class Connection:
                     front.token.timing.first_byte = t
             if data:
                 self.pool.budget.received(t, len(data))
+                if self.pool.config.separate_bulk:
+                    self._clamp_bulk_window(t, len(data))
                 events = self.state.receive(data)
             elif self.transport.reader.transport_error is not None:
                 events = [self.state.reset(f"connection error: {self.transport.reader.transport_error}")]
@@ -133,6 +139,22 @@ class Connection:
                 events = self.state.receive_eof()
             for ev in events:
                 await self._handle(ev)
+
+    def _clamp_bulk_window(self, t: float, nbytes: int) -> None:
+        """While this connection carries a bulk response, keep its receive window near the link's BDP
+        (bulk_window.py): the link stays busy, but other requests over it do not queue behind the download."""
+        if self.transport is None or not hasattr(socket, "TCP_WINDOW_CLAMP"):
+            return
+        sock = self.transport.writer.get_extra_info("socket")
+        min_rtt = _kernel_min_rtt(sock) or self.pool.budget.min_rtt
+        bulk = self.pool.carries_bulk(self)
+        self._bulk_window.received(t, nbytes, min_rtt, bulk)
+        if not bulk:
+            return
+        window = self._bulk_window.next_window(t, min_rtt)
+        if window is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_WINDOW_CLAMP, window)
 
     async def _handle(self, ev: Event[Exchange]) -> None:
         if isinstance(ev, ResponseStarted):
@@ -157,3 +179,21 @@ class Connection:
             await self.pool.connection_ended(self, ev)
         # a response finished or the connection ended: the sender may have room, the pool may re-plan
         self.wakeup.set()
+
+
+_TCPI_MIN_RTT = 148  # offset of tcpi_min_rtt (microseconds, u32) in Linux's struct tcp_info
+
+
+def _kernel_min_rtt(sock: socket.socket | None) -> float | None:
+    """The smallest round trip the kernel measured on this connection (Linux), in seconds. Unlike the
+    connect time seen from Python, it holds no event-loop or scheduling delay of a busy machine."""
+    if sock is None or not hasattr(socket, "TCP_INFO"):
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return None
+    if len(info) < _TCPI_MIN_RTT + 4:
+        return None
+    micros = int.from_bytes(info[_TCPI_MIN_RTT : _TCPI_MIN_RTT + 4], sys.byteorder)
+    return micros / 1e6 if 0 < micros < 0xFFFFFFFF else None

@@ -57,13 +57,18 @@ class InflightBudget:
         self._responses += 1
         self._response_bytes += max(0, wire_bytes)
 
+    def best_rate(self, t: float) -> float:
+        """The highest delivery rate (bytes per second) of the last RATE_MEMORY_RTTS minimum RTTs; 0 if none."""
+        if self.min_rtt is None:
+            return 0.0
+        while len(self._rates) > 1 and self._rates[0][0] < t - RATE_MEMORY_RTTS * self.min_rtt:
+            self._rates.popleft()
+        return self._rates[0][1] if self._rates else 0.0
+
     def budget_bytes(self, t: float) -> int:
         if self.min_rtt is None:
             return self.floor_bytes
-        while len(self._rates) > 1 and self._rates[0][0] < t - RATE_MEMORY_RTTS * self.min_rtt:
-            self._rates.popleft()
-        best = self._rates[0][1] if self._rates else 0.0
-        return max(self.floor_bytes, int(GAIN * best * self.min_rtt))
+        return max(self.floor_bytes, int(GAIN * self.best_rate(t) * self.min_rtt))
 
     def max_unanswered(self, t: float) -> int | None:
         """Requests the origin may have unanswered now; None while nothing was delivered yet or the link is short."""

@@ -2,9 +2,10 @@
 
 The pool spreads work evenly (a connection takes no more than its fair share of what is
 outstanding, so the last responses do not all queue behind one connection), pipelines nothing behind
-a response still carrying a bulk body (the request goes on another connection: bulk never blocks
-small), opens connections while there is work, re-queues what a broken connection did not answer,
-and fails the queue only when no connection can be had at all."""
+a response still carrying a bulk body (the request goes on another connection, and the bulk one's
+receive window is clamped near the link's BDP, bulk_window.py: bulk never blocks small), opens
+connections while there is work, re-queues what a broken connection did not answer, and fails the
+queue only when no connection can be had at all."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ class OriginPool:
             heapq.heappop(self._queue)  # cancelled while queued
         if not self._queue:
             return None
-        if self._carries_bulk(conn):
+        if self.carries_bulk(conn):
             self._open_for_work()  # bulk never blocks small: the request waits for (or gets) another connection
             return None
         ex = self._queue[0][1]
@@ -117,12 +118,12 @@ class OriginPool:
     def _open_for_work(self) -> None:
         # A connection busy with a bulk response neither takes work nor counts against the limit: at most
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
-        serving = [c for c in self.connections if not self._carries_bulk(c)]
+        serving = [c for c in self.connections if not self.carries_bulk(c)]
         work = self.queued() + sum(len(c.state.in_flight) for c in serving)
         while len(serving) < min(self.config.connections_per_origin, work):
             serving.append(self._open())
 
-    def _carries_bulk(self, conn: Connection) -> bool:
+    def carries_bulk(self, conn: Connection) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything
         pipelined behind it would wait for all of that."""
         if not self.config.separate_bulk:
