@@ -23,6 +23,7 @@ from .lanes.interfaces import parse_interface_arg
 from .lanes.interfaces_command import interfaces_command, interfaces_parser
 from .lanes.progress import MIN_SIZE as PROGRESS_MIN_SIZE
 from .lanes.progress import ProgressBar
+from .proxy.ca_cli import firefox_https_command, firefox_https_parser
 
 
 class _Result:
@@ -272,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--interface", type=_parse_interface, action="append", default=[], metavar="NAME[:WEIGHT]",
                    help="with --split: use this interface (repeat; default: those the interface policy allows)")
     interfaces_parser(sub)
+    firefox_https_parser(sub)
 
     c = sub.add_parser("cache", help="the helper's HTTP cache: stats or clear")
     c.add_argument("action", choices=["stats", "clear"])
@@ -312,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cache_command(args)
     if args.command == "interfaces":
         return interfaces_command(args)
+    if args.command == "firefox-https":
+        return firefox_https_command(args)
     if args.command == "host":
         from .bridge.host import main as host_main
 

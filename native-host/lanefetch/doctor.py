@@ -167,9 +167,31 @@ def check_interfaces(interfaces: list[Interface] | None = None, store: PolicySto
     return Finding("ok", "Interfaces", f"lanes can split large downloads over {names}{rest}")
 
 
-def check_firefox_https() -> Finding:
-    return Finding("info", "Firefox HTTPS", "not enabled: this version does not accelerate https:// pages in "
-                                            "Firefox; they load normally, straight from the browser")
+def check_firefox_https(data_dir: Path | None = None) -> Finding:
+    """What Firefox HTTPS acceleration installed: each opted-in site's local CA and whether Firefox's store still
+    has it (`lanefetch firefox-https status` for the details)."""
+    from .proxy import ca_firefox
+    from .proxy.ca_sites import https_root, status
+
+    try:
+        found = status(https_root(data_dir))
+    except (OSError, ValueError) as e:
+        return Finding("warn", "Firefox HTTPS", f"cannot read what was installed: {e}",
+                       "lanefetch firefox-https remove-all")
+    if not found:
+        return Finding("info", "Firefox HTTPS", "not enabled: no site is opted in, https:// pages in Firefox load "
+                                                "normally, straight from the browser")
+    sites = ", ".join(sorted({c["site"].split(":", 1)[1] for c in found}))
+    missing = [c for c in found if not all(c["profiles"].values())]
+    if not ca_firefox.certutil_available():
+        return Finding("warn", "Firefox HTTPS", f"opted in for {sites}, but certutil is not installed",
+                       "apt install libnss3-tools (or your system's NSS tools)")
+    if missing:
+        return Finding("warn", "Firefox HTTPS", f"opted in for {sites}; the certificate of "
+                       f"{', '.join(c['site'] for c in missing)} is missing from Firefox's store",
+                       "turn HTTPS off and on again for that site in the popup, or lanefetch firefox-https remove-all")
+    return Finding("ok", "Firefox HTTPS", f"accelerated on {sites}: a local certificate authority per site, trusted "
+                                          "only for that site's names (lanefetch firefox-https status)")
 
 
 def render(findings: list[Finding]) -> str:

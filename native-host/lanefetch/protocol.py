@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
@@ -16,6 +16,9 @@ from . import __version__
 from .cache.store import StoreStats
 from .engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from .engine.timing import epoch_ms
+
+if TYPE_CHECKING:
+    from .proxy.ca_sites import SyncResult
 
 PROTOCOL_VERSION = 1
 CAPABILITIES = ["pipelining", "decode", "cache", "split"]
@@ -64,7 +67,7 @@ def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
         "capabilities": CAPABILITIES if compatible else [],
     }
     if compatible and proxy_secret is not None:
-        msg["capabilities"] = [*CAPABILITIES, "proxy"]
+        msg["capabilities"] = [*CAPABILITIES, "proxy", "https_sites"]
         msg["proxy_secret"] = proxy_secret
     if not compatible:
         said = (f"This extension speaks protocol {extension_protocol}; the installed helper (lanefetch {__version__}) "
@@ -154,6 +157,18 @@ def cache_stats(nonce: str | None, persistent: StoreStats | None, private: Store
 
 def cache_error(nonce: str | None, reason: str) -> Message:
     msg: Message = {"type": "cache_stats", "error": reason[:4000]}
+    if nonce is not None:
+        msg["nonce"] = nonce
+    return msg
+
+
+def https_state(nonce: str | None, result: SyncResult) -> Message:
+    msg: Message = {
+        "type": "https_state", "profiles": [str(p) for p in result.profiles][:64], "which": result.which[:4000],
+        "sites": [{"scope": s.site.scope, "name": s.site.name, "state": s.state,
+                   **({"expires": int(s.expires * 1000)} if s.expires is not None else {}),
+                   **({"detail": s.detail[:4000]} if s.detail else {})} for s in result.sites],
+    }
     if nonce is not None:
         msg["nonce"] = nonce
     return msg

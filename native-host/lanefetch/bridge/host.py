@@ -19,6 +19,7 @@ from .. import protocol
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from ..proxy.ca_certs import Site
 from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 
@@ -27,6 +28,7 @@ log = logging.getLogger("lanefetch.host")
 # Raw body bytes per message: base64 grows them by 4/3, and the JSON around them stays far below
 # the rest of the 1 MiB limit (ids are at most 128 characters).
 BODY_CHUNK = 640 * 1024
+TEST_UPSTREAM_CA_ENV = "LANEFETCH_TEST_UPSTREAM_CA_FILE"
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -126,6 +128,12 @@ class Host:
             page = _to_page(item["page"])
             port = await self.proxy.open(item["context_id"], page)
             await self._send(protocol.proxy_ready(item["context_id"], port))
+        elif kind == "https_sites":
+            if self.proxy is None:
+                await self._send(protocol.error("bad_message", "https_sites needs a Firefox hello first"))
+                return
+            wanted = [Site(s["scope"], s["name"].lower()) for s in item["sites"]]
+            await self._send(protocol.https_state(item.get("nonce"), await self.proxy.sync_https(wanted)))
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])
@@ -249,8 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     # stdout belongs to the protocol: log only to stderr (browsers keep it in their own logs).
     logging.basicConfig(level=os.environ.get("LANEFETCH_LOG", "WARNING"), stream=sys.stderr,
                         format="lanefetch-host %(levelname)s %(message)s")
+    # Tests only: trust exactly this CA for the origins (instead of the system store). Never set in normal use.
+    test_ca = os.environ.get(TEST_UPSTREAM_CA_ENV) or None
+    if test_ca:
+        log.warning("%s is set: origins are verified against %s only (a test setting)", TEST_UPSTREAM_CA_ENV, test_ca)
     try:
-        asyncio.run(_stdio_main(EngineConfig(cache_dir=default_cache_dir())))
+        asyncio.run(_stdio_main(EngineConfig(cache_dir=default_cache_dir(), ca_file=test_ca)))
     except KeyboardInterrupt:
         return 130
     return 0

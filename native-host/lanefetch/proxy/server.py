@@ -15,6 +15,7 @@ import hmac
 import itertools
 import logging
 import socket
+import ssl
 import time
 from typing import Protocol
 
@@ -26,6 +27,7 @@ from .gather import Gatherer
 from .request_meta import priority, resource_type
 from .request_reader import BadRequest, Request, RequestReader
 from .response_writer import ResponseWriter, refusal
+from .tls_terminator import TlsTerminator
 
 log = logging.getLogger("lanefetch.proxy")
 
@@ -58,6 +60,7 @@ class _Responder:
         self.observer = observer
         self.started = False
         self.ok = False
+        self.error_kind: str | None = None
         self.broken = False  # the browser went away
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -84,6 +87,7 @@ class _Responder:
         self.ok = not self.broken
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
+        self.error_kind = error.code
         await self.observer.failed(request, error)
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
@@ -118,12 +122,13 @@ class _MuxSink:
 
 class ProxyListener:
     def __init__(self, engine: Engine, page: Page, secret: str, observer: ProxyObserver, context_id: str,
-                 *, connect_timeout: float = 15.0) -> None:
+                 *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None) -> None:
         self.engine = engine
         self.page = page
         self.context_id = context_id
         self.observer = observer
         self.connect_timeout = connect_timeout
+        self.tls = tls  # HTTPS sites the user opted into: their CONNECTs are terminated here
         self._credentials = basic_credentials(secret).encode()
         self._gatherer = Gatherer(self._fetch_group)
         self._server: asyncio.Server | None = None
@@ -184,28 +189,32 @@ class ProxyListener:
                     return
                 continue
             if req.head.method == "CONNECT":
-                await self._tunnel(req, rr.take_rest(), reader, writer)
+                context = self.tls.context_for(_connect_host(req.head.target)) if self.tls is not None else None
+                if context is None:
+                    await self._tunnel(req, rr.take_rest(), reader, writer)
+                else:
+                    await self._terminate(req, rr.take_rest(), context, reader, writer)
                 return
-            if not await self._forward(req, writer):
+            if not req.head.target.lower().startswith("http://"):
+                writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))
+                await writer.drain()
+                return
+            if not await self._forward(req, writer, req.head.target):
                 return
 
     def _authorized(self, req: Request) -> bool:
         given = (req.head.get("proxy-authorization") or "").encode("latin-1", errors="replace")
         return hmac.compare_digest(given, self._credentials)
 
-    async def _forward(self, req: Request, writer: asyncio.StreamWriter) -> bool:
-        """Answer one request; False when the connection must close afterwards."""
+    async def _forward(self, req: Request, writer: asyncio.StreamWriter, url: str) -> bool:
+        """Answer one request for `url`; False when the connection must close afterwards."""
         head = req.head
-        if not head.target.lower().startswith("http://"):
-            writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))
-            await writer.drain()
-            return False
         now = time.monotonic()
         self._failed = {u: t for u, t in self._failed.items() if t > now}
-        if head.target in self._failed:
+        if url in self._failed:
             return False  # failed a moment ago: let the browser fail over to direct at once
         request = FetchRequest(
-            id=f"p{next(_ids)}", method=head.method.upper(), url=head.target,
+            id=f"p{next(_ids)}", method=head.method.upper(), url=url,
             headers=[(k, v) for k, v in head.headers if k.lower() not in ("proxy-authorization", "proxy-connection")],
             body=req.body if req.body is not None and head.method.upper() not in ("GET", "HEAD") else None,
             resource_type=resource_type(head), priority=priority(head), decode=False,
@@ -216,7 +225,9 @@ class ProxyListener:
         self._gatherer.add(request, responder)
         await responder.done
         if not responder.started:
-            self._failed[head.target] = time.monotonic() + FAILED_MEMORY_S
+            self._failed[url] = time.monotonic() + FAILED_MEMORY_S
+            if responder.error_kind == "tls_failed" and self.tls is not None:
+                self.tls.upstream_rejected(str(parse_target(url).origin))
             return False
         return responder.ok and out.keep_alive
 
@@ -231,7 +242,48 @@ class ProxyListener:
                 if not s.done.done():
                     s.done.set_result(None)
 
-    # -- CONNECT: tunnelled untouched (HTTPS is not accelerated yet) -----------------------------------------
+    # -- CONNECT of an opted-in HTTPS site: TLS ends here, the requests inside go the same way ----------------
+
+    async def _terminate(self, req: Request, early: bytes, context: ssl.SSLContext, reader: asyncio.StreamReader,
+                         writer: asyncio.StreamWriter) -> None:
+        origin = parse_target(f"https://{req.head.target}/").origin
+        authority = origin.authority()
+        if early or self.tls is None or self.tls.is_rejected(str(origin)):
+            # The origin's certificate was rejected a moment ago: closed unanswered, Firefox fails over to a direct
+            # connection and shows the certificate problem itself, as without lanefetch.
+            return
+        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        await writer.drain()
+        try:
+            await writer.start_tls(context, ssl_handshake_timeout=self.connect_timeout)
+        except (ssl.SSLError, OSError, TimeoutError):
+            return
+        rr = RequestReader()
+        while True:
+            try:
+                inner = rr.next_request()
+                while inner is None:
+                    data = await reader.read(64 * 1024)
+                    if not data:
+                        return
+                    rr.feed(data)
+                    inner = rr.next_request()
+            except BadRequest as e:
+                writer.write(refusal(e.status, "Bad Request" if e.status == 400 else "Refused", str(e)))
+                await writer.drain()
+                return
+            target = inner.head.target
+            url = f"https://{authority}{target}" if target.startswith("/") else target
+            host = (inner.head.get("host") or "").lower()
+            if not url.lower().startswith(f"https://{authority}/") or host not in (authority, f"{authority}:443"):
+                # Only the host this tunnel was opened (and certified) for.
+                writer.write(refusal(421, "Misdirected Request", f"this connection serves {authority} only"))
+                await writer.drain()
+                return
+            if not await self._forward(inner, writer, url):
+                return
+
+    # -- CONNECT of anything else: tunnelled untouched --------------------------------------------------------
 
     async def _tunnel(self, req: Request, early: bytes, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
@@ -255,6 +307,13 @@ class ProxyListener:
             await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
         finally:
             up_writer.close()
+
+
+def _connect_host(target: str) -> str:
+    try:
+        return parse_target(f"https://{target}/").origin.host
+    except FetchError:
+        return ""
 
 
 async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:

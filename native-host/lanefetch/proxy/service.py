@@ -4,21 +4,36 @@ engine has no HTTP cache of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import replace
+from pathlib import Path
 
 from ..engine import Engine, EngineConfig, Page
+from . import ca_firefox
+from .ca_certs import Site
+from .ca_sites import HttpsSites, SyncResult, https_root
 from .server import ProxyListener, ProxyObserver
+from .tls_terminator import TlsTerminator
 
 MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond this
 
 
 class ProxyService:
-    def __init__(self, config: EngineConfig, observer: ProxyObserver) -> None:
+    def __init__(self, config: EngineConfig, observer: ProxyObserver, https_data: Path | None = None) -> None:
         self.secret = secrets.token_urlsafe(24)
         self.engine = Engine(replace(config, cache_dir=None))
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
+        # HTTPS sites the user opted into (ca_sites.py): nothing is terminated until the extension names them.
+        self.https = HttpsSites(https_data or https_root(), ca_firefox.parent_firefox())
+        self.tls = TlsTerminator(self.https)
+        self._sync_lock = asyncio.Lock()
+
+    async def sync_https(self, sites: list[Site]) -> SyncResult:
+        """Make the opted-in set true (certutil runs in a thread); one sync at a time."""
+        async with self._sync_lock:
+            return await asyncio.to_thread(self.https.sync, sites)
 
     async def open(self, context_id: str, page: Page) -> int:
         """The port serving this page context (a context id names one page context for its lifetime)."""
@@ -29,7 +44,7 @@ class ProxyService:
         if len(self._listeners) >= MAX_LISTENERS:
             await self.close(next(iter(self._listeners)))
         listener = ProxyListener(self.engine, page, self.secret, self._observer, context_id,
-                                 connect_timeout=self.engine.config.connect_timeout)
+                                 connect_timeout=self.engine.config.connect_timeout, tls=self.tls)
         await listener.start()
         self._listeners[context_id] = listener
         return listener.port

@@ -1,0 +1,147 @@
+"""Firefox's side of the local certificate authorities: which profile the extension runs in, when that Firefox
+started, and adding/removing a CA in the profile's NSS certificate store with `certutil` (Debian: libnss3-tools).
+
+Firefox reads its certificate store when it starts: a CA added while it runs is trusted after the next restart
+(measured with Firefox ESR 153; a removal is also fully in effect only then, but the helper stops using a removed
+CA at once). Enterprise policy (`Certificates.Install`) needs root and also applies only at start-up, and
+`security.enterprise_roots.enabled` does not read Linux's store, so certutil into the profile is what works.
+
+The profile: Firefox starts the helper itself, so the helper's parent process is Firefox, holding its profile's
+`cert9.db` open (Linux: /proc/<ppid>/fd). When that cannot be seen, every profile in profiles.ini is used."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+CERTUTIL = "certutil"
+NICK_PREFIX = "lanefetch "
+
+
+class NssError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class RunningFirefox:
+    profile: Path
+    started: float  # epoch seconds: CAs added before this are trusted by this Firefox
+
+
+def parent_firefox(ppid: int | None = None, proc: Path = Path("/proc")) -> RunningFirefox | None:
+    """The Firefox that started this helper (Linux), from the files its process holds open."""
+    ppid = os.getppid() if ppid is None else ppid
+    fd_dir = proc / str(ppid) / "fd"
+    try:
+        links = [os.readlink(fd_dir / fd) for fd in os.listdir(fd_dir)]
+    except OSError:
+        return None
+    profile = next((Path(t).parent for t in links if Path(t).name == "cert9.db"), None)
+    started = process_start(ppid, proc)
+    if profile is None or started is None:
+        return None
+    return RunningFirefox(profile, started)
+
+
+def process_start(pid: int, proc: Path = Path("/proc")) -> float | None:
+    """A process's start time in epoch seconds (Linux /proc: ticks since boot plus the boot time)."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        ticks = int(fields[19])  # field 22 of stat(5), counted after "pid (comm)"
+        boot = next(int(line.split()[1]) for line in (proc / "stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def firefox_dirs(home: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
+    """Where Firefox keeps profiles.ini for this user (Linux: Debian's and Snap's)."""
+    del env
+    return [home / ".mozilla" / "firefox", home / "snap" / "firefox" / "common" / ".mozilla" / "firefox"]
+
+
+def all_profiles(home: Path) -> list[Path]:
+    """Every profile listed in the user's profiles.ini files."""
+    out: list[Path] = []
+    for base in firefox_dirs(home):
+        ini = base / "profiles.ini"
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read_string(ini.read_text(encoding="utf-8"))
+        except (OSError, configparser.Error, UnicodeDecodeError):
+            continue
+        for section in parser.sections():
+            if not section.startswith("Profile") or "path" not in parser[section]:
+                continue
+            raw = parser[section]["path"]
+            path = base / raw if parser[section].get("isrelative", "1") == "1" else Path(raw)
+            if path.is_dir() and path not in out:
+                out.append(path)
+    return out
+
+
+def certutil_available() -> bool:
+    return shutil.which(CERTUTIL) is not None
+
+
+def _certutil(args: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    if not certutil_available():
+        raise NssError("certutil is not installed (Debian/Ubuntu: apt install libnss3-tools; "
+                       "Fedora: nss-tools; Arch: nss)")
+    try:
+        return subprocess.run([CERTUTIL, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise NssError(f"certutil failed: {e}") from None
+
+
+def _db(profile: Path) -> str:
+    return f"sql:{profile}"
+
+
+def add_ca(profile: Path, nickname: str, cert_pem_file: Path) -> None:
+    """Trust the CA for TLS servers only ("C,,": not e-mail, not code signing)."""
+    if not (profile / "cert9.db").exists():
+        raise NssError(f"{profile} has no certificate store (cert9.db): start Firefox with it once")
+    r = _certutil(["-A", "-n", nickname, "-t", "C,,", "-i", str(cert_pem_file), "-d", _db(profile)])
+    if r.returncode != 0:
+        raise NssError(f"certutil could not add {nickname!r} to {profile}: {r.stderr.strip() or r.stdout.strip()}")
+
+
+def remove_ca(profile: Path, nickname: str) -> None:
+    """Delete every certificate of this nickname; a missing one is fine (removed already)."""
+    for _ in range(8):  # certutil -D removes one certificate per call
+        if nickname not in lanefetch_nicknames(profile):
+            return
+        r = _certutil(["-D", "-n", nickname, "-d", _db(profile)])
+        if r.returncode != 0:
+            raise NssError(f"certutil could not remove {nickname!r} from {profile}: {r.stderr.strip()}")
+    raise NssError(f"{nickname!r} is still in {profile}")
+
+
+def lanefetch_nicknames(profile: Path) -> list[str]:
+    """The lanefetch CAs in a profile's store."""
+    if not (profile / "cert9.db").exists():
+        return []
+    r = _certutil(["-L", "-d", _db(profile)])
+    if r.returncode != 0:
+        raise NssError(f"certutil could not list {profile}: {r.stderr.strip()}")
+    out = []
+    for line in r.stdout.splitlines():
+        # "[token:]<nickname>   <trust flags>": the flags are the last column.
+        name = line.rsplit(None, 1)[0].strip() if line.strip() else ""
+        name = name.split(":", 1)[1] if name.startswith("NSS Certificate DB:") else name
+        if name.startswith(NICK_PREFIX) and name not in out:
+            out.append(name)
+    return out
+
+
+def now() -> float:
+    return time.time()

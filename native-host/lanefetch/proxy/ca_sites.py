@@ -1,0 +1,288 @@
+"""The sites the user opted into Firefox HTTPS acceleration, made true on disk and in Firefox: one CA per site
+(ca_certs.py), its key readable by the user only under the user's data directory, installed into the Firefox
+profile the extension runs in (ca_firefox.py), removed from both when the site leaves the set.
+
+One CA per site rather than one CA regenerated whenever the set changes: a CA Firefox has not loaded yet (added
+while it runs) is trusted only after a restart, so regenerating would stop every other site until then; per site,
+turning one site on or off touches nothing else, and a stolen key is worth one site.
+
+State per profile (a directory named by a hash of the profile's path): `state.json` and, per CA, `<serial>.pem`
+and `<serial>.key` (mode 0600). Nothing here ever leaves the machine."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from . import ca_firefox
+from .ca_certs import RENEW_BEFORE, Authority, Site, make_authority
+
+SiteStateName = Literal["active", "restart_needed", "failed"]
+_HELPER_STARTED = time.time()
+
+
+def default_data_dir(platform: str = sys.platform, env: Mapping[str, str] = os.environ,
+                     home: Path | None = None) -> Path:
+    """The user's data directory for lanefetch (Linux: $XDG_DATA_HOME/lanefetch, else ~/.local/share/lanefetch)."""
+    home = home if home is not None else Path.home()
+    if platform == "win32":
+        base = env.get("APPDATA")
+        return (Path(base) if base else home / "AppData" / "Roaming") / "lanefetch"
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "lanefetch"
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "lanefetch"
+    return home / ".local" / "share" / "lanefetch"
+
+
+def https_root(data_dir: Path | None = None) -> Path:
+    return (data_dir or default_data_dir()) / "firefox-https"
+
+
+@dataclass
+class InstalledCa:
+    scope: str
+    name: str
+    serial: str  # hex; names the files
+    nickname: str
+    installed_at: float  # epoch seconds
+    not_after: float
+    profiles: list[str] = field(default_factory=list)
+
+    @property
+    def site(self) -> Site:
+        return Site("domain" if self.scope == "domain" else "host", self.name)
+
+
+@dataclass(frozen=True)
+class SiteState:
+    site: Site
+    state: SiteStateName
+    expires: float | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    profiles: list[Path]
+    which: str  # how the profiles were chosen, for the user
+    sites: list[SiteState]
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+class ProfileState:
+    """The CAs lanefetch installed for one Firefox profile (or for 'all profiles')."""
+
+    def __init__(self, root: Path, profile: Path | None) -> None:
+        label = str(profile) if profile is not None else "all-profiles"
+        self.dir = root / "profiles" / hashlib.sha256(label.encode()).hexdigest()[:16]
+        self.profile = profile
+
+    @classmethod
+    def every(cls, root: Path) -> list[ProfileState]:
+        out = []
+        for d in sorted((root / "profiles").glob("*")):
+            try:
+                meta = json.loads((d / "state.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            ps = cls(root, Path(meta["profile"]) if meta.get("profile") else None)
+            ps.dir = d
+            out.append(ps)
+        return out
+
+    def load(self) -> list[InstalledCa]:
+        try:
+            meta = json.loads((self.dir / "state.json").read_text(encoding="utf-8"))
+            return [InstalledCa(**c) for c in meta.get("cas", [])]
+        except (OSError, ValueError, TypeError):
+            return []
+
+    def save(self, cas: list[InstalledCa]) -> None:
+        _private_dir(self.dir)
+        body = json.dumps({"profile": str(self.profile) if self.profile else None,
+                           "cas": [asdict(c) for c in cas]}, indent=1)
+        _write_private(self.dir / "state.json.tmp", body.encode())
+        os.replace(self.dir / "state.json.tmp", self.dir / "state.json")
+
+    def authority(self, ca: InstalledCa) -> Authority | None:
+        try:
+            return Authority.from_pem(ca.site, (self.dir / f"{ca.serial}.pem").read_bytes(),
+                                      (self.dir / f"{ca.serial}.key").read_bytes())
+        except (OSError, ValueError):
+            return None
+
+    def write_authority(self, auth: Authority) -> InstalledCa:
+        _private_dir(self.dir)
+        serial = f"{auth.cert.serial_number:x}"
+        _write_private(self.dir / f"{serial}.key", auth.key_pem())
+        _write_private(self.dir / f"{serial}.pem", auth.cert_pem())
+        return InstalledCa(auth.site.scope, auth.site.name, serial, auth.nickname, time.time(),
+                           auth.not_after.timestamp())
+
+    def uninstall(self, ca: InstalledCa) -> list[str]:
+        """Remove the CA from every profile it went into and delete its files; the problems, if any."""
+        problems = []
+        for p in ca.profiles:
+            try:
+                ca_firefox.remove_ca(Path(p), ca.nickname)
+            except ca_firefox.NssError as e:
+                problems.append(str(e))
+        for suffix in (".key", ".pem"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.dir / f"{ca.serial}{suffix}").unlink()
+        return problems
+
+
+class HttpsSites:
+    """Used by the helper for one Firefox: `sync` makes the opted-in set true, `authority_for` gives the CA a host's
+    certificate is minted from (only CAs this Firefox has loaded, i.e. installed before it started)."""
+
+    def __init__(self, root: Path, firefox: ca_firefox.RunningFirefox | None, home: Path | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.root = root
+        self.firefox = firefox
+        self.home = home if home is not None else Path.home()
+        self.clock = clock
+        self.state = ProfileState(root, firefox.profile if firefox else None)
+        self._loaded: dict[Site, Authority] = {}
+
+    @property
+    def browser_started(self) -> float:
+        # Without /proc (not Linux) the browser's start is unknown: the helper's own start is the best guess.
+        return self.firefox.started if self.firefox else _HELPER_STARTED
+
+    def targets(self) -> tuple[list[Path], str]:
+        if self.firefox is not None:
+            return [self.firefox.profile], f"the Firefox profile lanefetch runs in ({self.firefox.profile})"
+        found = ca_firefox.all_profiles(self.home)
+        return found, ("every Firefox profile of this user (the running one could not be determined): "
+                       + (", ".join(str(p) for p in found) or "none found"))
+
+    def sync(self, wanted: list[Site]) -> SyncResult:
+        now = self.clock()
+        profiles, which = self.targets()
+        kept: list[InstalledCa] = []
+        for ca in self.state.load():
+            if ca.site not in wanted or ca.not_after <= now:
+                self.state.uninstall(ca)
+            else:
+                kept.append(ca)
+        states = []
+        for site in wanted:
+            states.append(self._ensure(site, kept, profiles, now))
+        # Of the CAs this Firefox has loaded the newest serves, older ones go; ones not loaded yet wait for a restart.
+        final = []
+        for site in {c.site for c in kept}:
+            mine = [c for c in kept if c.site == site]
+            loaded = [c for c in mine if c.installed_at < self.browser_started]
+            newest = max(loaded, key=lambda c: c.not_after, default=None)
+            for c in mine:
+                if c in loaded and c is not newest:
+                    self.state.uninstall(c)
+                else:
+                    final.append(c)
+        if final or self.state.dir.exists():
+            self.state.save(final)
+        self._loaded = {}
+        for ca in sorted(final, key=lambda c: c.not_after):
+            if ca.installed_at < self.browser_started and (auth := self.state.authority(ca)) is not None:
+                self._loaded[ca.site] = auth
+        return SyncResult(profiles, which, states)
+
+    def _ensure(self, site: Site, kept: list[InstalledCa], profiles: list[Path], now: float) -> SiteState:
+        mine = [c for c in kept if c.site == site]
+        fresh = [c for c in mine if c.not_after - now > RENEW_BEFORE.total_seconds()]
+        if not fresh:
+            if not profiles:
+                return SiteState(site, "failed", detail="no Firefox profile found to install the certificate into")
+            auth = make_authority(site, datetime.datetime.fromtimestamp(now, datetime.UTC))
+            ca = self.state.write_authority(auth)
+            ca.installed_at = now
+            for p in profiles:
+                try:
+                    ca_firefox.add_ca(p, ca.nickname, self.state.dir / f"{ca.serial}.pem")
+                    ca.profiles.append(str(p))
+                except ca_firefox.NssError as e:
+                    self.state.uninstall(ca)
+                    return SiteState(site, "failed", detail=str(e))
+            kept.append(ca)
+            mine.append(ca)
+        usable = [c for c in mine if c.installed_at < self.browser_started]
+        expires = max((c.not_after for c in mine), default=None)
+        if usable:
+            return SiteState(site, "active", expires)
+        return SiteState(site, "restart_needed", expires,
+                         "Firefox trusts a new certificate authority after it restarts")
+
+    def authority_for(self, host: str) -> Authority | None:
+        """The loaded CA whose site covers host (an exact-host site wins over its domain)."""
+        best: Authority | None = None
+        for site, auth in self._loaded.items():
+            if site.covers(host) and (best is None or site.scope == "host"):
+                best = auth
+        return best
+
+
+def status(root: Path) -> list[dict[str, Any]]:
+    """Everything lanefetch installed, per profile, and whether each CA is still in that profile's store."""
+    out = []
+    for ps in ProfileState.every(root):
+        for ca in ps.load():
+            present = {}
+            for p in ca.profiles:
+                try:
+                    present[p] = ca.nickname in ca_firefox.lanefetch_nicknames(Path(p))
+                except ca_firefox.NssError:
+                    present[p] = False
+            out.append({"site": ca.site.key, "nickname": ca.nickname, "installed_at": ca.installed_at,
+                        "not_after": ca.not_after, "profiles": present,
+                        "key_file": str(ps.dir / f"{ca.serial}.key")})
+    return out
+
+
+def remove_all(root: Path, home: Path) -> list[str]:
+    """Undo everything: every lanefetch CA out of every profile lanefetch used or the user has, every key deleted.
+    Returns what was done (and problems)."""
+    done: list[str] = []
+    profiles: set[Path] = set(ca_firefox.all_profiles(home))
+    for ps in ProfileState.every(root):
+        for ca in ps.load():
+            profiles.update(Path(p) for p in ca.profiles)
+            problems = ps.uninstall(ca)
+            done.append(f"removed {ca.nickname}" + (f" (problems: {'; '.join(problems)})" if problems else ""))
+        for f in ps.dir.iterdir():
+            f.unlink()
+        ps.dir.rmdir()
+    for p in sorted(profiles):
+        try:
+            for nick in ca_firefox.lanefetch_nicknames(p):
+                ca_firefox.remove_ca(p, nick)
+                done.append(f"removed {nick} from {p}")
+        except ca_firefox.NssError as e:
+            done.append(f"problem: {e}")
+    return done

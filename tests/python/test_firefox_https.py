@@ -1,0 +1,339 @@
+"""Firefox HTTPS acceleration: the per-site CAs (name constraints present and critical, short validity, key files
+readable by the user only), a leaf outside the constraints failing verification (cryptography's verifier and
+OpenSSL through Python's ssl), install/removal in a real NSS store with certutil, and the helper's proxy
+terminating TLS for a covered host, tunnelling others untouched, and refusing a bad upstream certificate."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ipaddress
+import os
+import ssl
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
+from lanefetch import doctor
+from lanefetch.engine import Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.proxy import ca_firefox
+from lanefetch.proxy.ca_certs import CA_VALIDITY, Authority, Site, make_authority, make_leaf
+from lanefetch.proxy.ca_sites import HttpsSites, remove_all, status
+from lanefetch.proxy.server import ProxyListener, basic_credentials
+from lanefetch.proxy.tls_terminator import TlsTerminator
+
+NOW = datetime.datetime.now(datetime.UTC)
+LANEFETCH = Path(sys.executable).parent / "lanefetch"
+pytestmark = pytest.mark.skipif(not ca_firefox.certutil_available(), reason="certutil (libnss3-tools) not installed")
+
+
+def verify(ca: Authority, leaf_cert: x509.Certificate, name: x509.DNSName | x509.IPAddress) -> None:
+    verifier = PolicyBuilder().store(Store([ca.cert])).time(NOW).build_server_verifier(name)
+    verifier.verify(leaf_cert, [])
+
+
+def test_a_site_ca_is_name_constrained_short_lived_and_for_tls_servers_only() -> None:
+    ca = make_authority(Site("domain", "example.com"), NOW)
+    nc = ca.cert.extensions.get_extension_for_class(x509.NameConstraints)
+    assert nc.critical
+    permitted = {str(n.value) for n in nc.value.permitted_subtrees or []}
+    assert permitted == {"example.com", "0.0.0.0/32", "::/128"}  # and no IP address anyone uses
+    bc = ca.cert.extensions.get_extension_for_class(x509.BasicConstraints)
+    assert bc.critical and bc.value.ca and bc.value.path_length == 0
+    eku = ca.cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(eku) == [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]
+    assert ca.not_after - NOW <= CA_VALIDITY
+    ip_ca = make_authority(Site("domain", "127.0.0.1"), NOW)
+    permitted = {str(n.value) for n in
+                 ip_ca.cert.extensions.get_extension_for_class(x509.NameConstraints).value.permitted_subtrees or []}
+    assert permitted == {"invalid", "127.0.0.1/32"}
+
+
+def test_leaves_inside_verify_and_leaves_outside_fail_with_cryptography_and_openssl(tmp_path: Path) -> None:
+    ca = make_authority(Site("domain", "example.com"), NOW)
+    good = make_leaf(ca, "www.example.com", NOW)
+    verify(ca, good.cert, x509.DNSName("www.example.com"))
+    assert good.cert.not_valid_after_utc <= ca.not_after
+    with pytest.raises(ValueError, match="not part of"):
+        make_leaf(ca, "evil.test", NOW)
+    for host, name in (("evil.test", x509.DNSName("evil.test")),
+                       ("example.com.evil.test", x509.DNSName("example.com.evil.test")),
+                       ("10.0.0.1", x509.IPAddress(ipaddress.ip_address("10.0.0.1")))):
+        outside = make_leaf(ca, host, NOW, check_coverage=False)  # what a thief of the key could mint
+        with pytest.raises(VerificationError):
+            verify(ca, outside.cert, name)
+        assert _openssl_accepts(tmp_path, ca, outside, host) is False, host
+    assert _openssl_accepts(tmp_path, ca, good, "www.example.com") is True
+
+
+def _openssl_accepts(tmp_path: Path, ca: Authority, leaf: object, host: str) -> bool:
+    """A real TLS handshake in memory: OpenSSL verifies the server's chain against the CA alone."""
+    from lanefetch.proxy.tls_terminator import _load_chain
+
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _load_chain(server, leaf.chain_pem, leaf.key)  # type: ignore[attr-defined]
+    (tmp_path / "ca.pem").write_bytes(ca.cert_pem())
+    client = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+    c_in, c_out, s_in, s_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
+    c = client.wrap_bio(c_in, c_out, server_hostname=host)
+    s = server.wrap_bio(s_in, s_out, server_side=True)
+    for _ in range(10):
+        for side, out, into in ((c, c_out, s_in), (s, s_out, c_in)):
+            try:
+                side.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLCertVerificationError:
+                return False
+            except ssl.SSLError:
+                if side is s:
+                    continue
+                return False
+            into.write(out.read())
+        try:
+            c.do_handshake()
+            return True
+        except ssl.SSLWantReadError:
+            continue
+        except ssl.SSLCertVerificationError:
+            return False
+    return False
+
+
+# -- a real NSS store ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def profile(tmp_path: Path) -> Path:
+    p = tmp_path / "profile"
+    p.mkdir()
+    subprocess.run(["certutil", "-N", "--empty-password", "-d", f"sql:{p}"], check=True, capture_output=True)
+    return p
+
+
+def listed(profile: Path) -> str:
+    return subprocess.run(["certutil", "-L", "-d", f"sql:{profile}"], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_opt_in_installs_a_private_ca_trusted_after_a_restart_and_opt_out_removes_it(
+        tmp_path: Path, profile: Path) -> None:
+    root = tmp_path / "data" / "firefox-https"
+    site = Site("domain", "127.0.0.1")
+    running = HttpsSites(root, ca_firefox.RunningFirefox(profile, started=time.time() - 60), home=tmp_path)
+    r = running.sync([site])
+    assert [s.state for s in r.sites] == ["restart_needed"] and r.profiles == [profile]
+    assert "runs in" in r.which
+    assert running.authority_for("127.0.0.1") is None, "this Firefox has not loaded the CA: nothing is terminated"
+    nick = running.state.load()[0].nickname
+    assert nick in listed(profile) and "C,," in listed(profile)
+    keys = list(root.rglob("*.key"))
+    assert len(keys) == 1 and stat.S_IMODE(keys[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(keys[0].parent.stat().st_mode) == 0o700
+    # Firefox restarted: the CA was there before it started.
+    restarted = HttpsSites(root, ca_firefox.RunningFirefox(profile, started=time.time() + 1), home=tmp_path)
+    assert [s.state for s in restarted.sync([site]).sites] == ["active"]
+    assert restarted.authority_for("127.0.0.1") is not None
+    assert restarted.authority_for("127.0.0.2") is None
+    assert [x["site"] for x in status(root)] == ["domain:127.0.0.1"]
+    assert all(status(root)[0]["profiles"].values())
+    assert len(list(root.rglob("*.key"))) == 1, "no second CA while the first is fresh"
+    # Turning the site off: out of the store, key deleted.
+    restarted.sync([])
+    assert "lanefetch" not in listed(profile) and not list(root.rglob("*.key"))
+    assert restarted.authority_for("127.0.0.1") is None
+
+
+def test_remove_all_undoes_everything(tmp_path: Path, profile: Path) -> None:
+    root = tmp_path / "data" / "firefox-https"
+    HttpsSites(root, ca_firefox.RunningFirefox(profile, time.time()), home=tmp_path).sync(
+        [Site("domain", "example.com"), Site("host", "www.example.org")])
+    assert listed(profile).count("lanefetch") == 2
+    report = doctor.check_firefox_https(root.parent)
+    assert report.status == "ok" and "example.com, www.example.org" in report.detail, report
+    cli = subprocess.run([str(LANEFETCH), "firefox-https", "status", "--data-dir", str(root.parent)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "2 local certificate authorities" in cli and str(profile) in cli and "host:www.example.org" in cli
+    done = remove_all(root, tmp_path)
+    assert len(done) == 2 and "lanefetch" not in listed(profile) and not list(root.rglob("*.key"))
+    assert status(root) == []
+    assert "not enabled" in doctor.check_firefox_https(root.parent).detail
+
+
+def test_without_the_running_firefox_every_profile_of_the_user_is_used(tmp_path: Path) -> None:
+    base = tmp_path / ".mozilla" / "firefox"
+    for name in ("a.default", "b.work"):
+        (base / name).mkdir(parents=True)
+        subprocess.run(["certutil", "-N", "--empty-password", "-d", f"sql:{base / name}"], check=True)
+    (base / "profiles.ini").write_text("[Profile0]\nName=a\nIsRelative=1\nPath=a.default\n\n"
+                                       "[Profile1]\nName=b\nIsRelative=1\nPath=b.work\n")
+    r = HttpsSites(tmp_path / "data", None, home=tmp_path).sync([Site("domain", "example.com")])
+    assert sorted(r.profiles) == [base / "a.default", base / "b.work"] and "every Firefox profile" in r.which
+    assert all("lanefetch" in listed(p) for p in r.profiles)
+
+
+# -- the proxy terminating TLS ---------------------------------------------------------------------------------
+
+class Quiet:
+    async def proxied(self, context_id: str, request: FetchRequest) -> None: ...
+    async def failed(self, request: FetchRequest, error: FetchError) -> None: ...
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None: ...
+
+
+async def _https_server(ca: Authority, host: str) -> tuple[asyncio.Server, int, list[str]]:
+    leaf = make_leaf(ca, host, NOW, check_coverage=False)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    from lanefetch.proxy.tls_terminator import _load_chain
+    _load_chain(ctx, leaf.chain_pem, leaf.key)
+    seen: list[str] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readuntil(b"\r\n\r\n")
+            seen.append(line.split(b"\r\n")[0].decode())
+            body = b"hello over tls"
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            await writer.drain()
+        except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, host, 0, ssl=ctx)
+    return server, server.sockets[0].getsockname()[1], seen
+
+
+@pytest.fixture
+async def setting(tmp_path: Path, profile: Path) -> AsyncIterator[dict[str, object]]:
+    upstream_ca = make_authority(Site("domain", "127.0.0.1"), NOW)  # the origin's own (test) CA
+    rogue_ca = make_authority(Site("domain", "127.0.0.1"), NOW)  # trusted by nobody
+    (tmp_path / "upstream-ca.pem").write_bytes(upstream_ca.cert_pem())
+    good, good_port, good_seen = await _https_server(upstream_ca, "127.0.0.1")
+    bad, bad_port, _ = await _https_server(rogue_ca, "127.0.0.1")
+    sites = HttpsSites(tmp_path / "data", ca_firefox.RunningFirefox(profile, time.time() - 5), home=tmp_path)
+    sites.sync([Site("domain", "127.0.0.1")])
+    sites.firefox = ca_firefox.RunningFirefox(profile, time.time() + 1)  # "restarted"
+    assert [s.state for s in sites.sync([Site("domain", "127.0.0.1")]).sites] == ["active"]
+    engine = Engine(EngineConfig(ca_file=str(tmp_path / "upstream-ca.pem")))
+    listener = ProxyListener(engine, Page(address_space="loopback", top_site="https://127.0.0.1"), "s" * 24, Quiet(),
+                             "c1", tls=TlsTerminator(sites))
+    port = await listener.start()
+    lanefetch_ca = tmp_path / "lanefetch-ca.pem"
+    auth = sites.authority_for("127.0.0.1")
+    assert auth is not None
+    lanefetch_ca.write_bytes(auth.cert_pem())
+    yield {"port": port, "good": good_port, "bad": bad_port, "seen": good_seen, "lanefetch_ca": lanefetch_ca,
+           "upstream_ca": tmp_path / "upstream-ca.pem"}
+    await listener.close()
+    await engine.aclose()
+    for s in (good, bad):
+        s.close()
+
+
+async def _connect(port: int, target: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    auth = base64.b64decode(basic_credentials("s" * 24).split()[1]).decode()
+    writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nProxy-Authorization: Basic "
+                 f"{base64.b64encode(auth.encode()).decode()}\r\n\r\n".encode())
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(1024), 20)
+    return reader, writer, answer
+
+
+async def test_covered_hosts_are_terminated_with_a_lanefetch_leaf_and_fetched_by_the_engine(
+        setting: dict[str, object]) -> None:
+    reader, writer, answer = await _connect(setting["port"], f"127.0.0.1:{setting['good']}")  # type: ignore[arg-type]
+    assert answer.startswith(b"HTTP/1.1 200")
+    ctx = ssl.create_default_context(cafile=str(setting["lanefetch_ca"]))
+    await writer.start_tls(ctx, server_hostname="127.0.0.1")
+    tls = writer.get_extra_info("ssl_object")
+    assert tls.version() in ("TLSv1.2", "TLSv1.3") and tls.selected_alpn_protocol() in (None, "http/1.1")
+    peer = x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+    assert peer.issuer.rfc4514_string().startswith("O=lanefetch") or "lanefetch" in peer.issuer.rfc4514_string()
+    writer.write(f"GET /hello HTTP/1.1\r\nHost: 127.0.0.1:{setting['good']}\r\n\r\n".encode())
+    data = b""
+    while b"hello over tls" not in data:
+        chunk = await asyncio.wait_for(reader.read(4096), 20)
+        assert chunk, data
+        data += chunk
+    assert data.startswith(b"HTTP/1.1 200") and setting["seen"] == ["GET /hello HTTP/1.1"]
+    # Another host on this tunnel is refused: the tunnel serves the host it was certified for.
+    writer.write(b"GET /x HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n")
+    assert (await asyncio.wait_for(reader.read(4096), 20)).startswith(b"HTTP/1.1 421")
+    writer.close()
+
+
+async def test_hosts_not_covered_are_tunnelled_untouched(setting: dict[str, object], tmp_path: Path) -> None:
+    own_ca = make_authority(Site("domain", "127.0.0.2"), NOW)
+    (tmp_path / "own-ca.pem").write_bytes(own_ca.cert_pem())
+    server, port, _ = await _https_server(own_ca, "127.0.0.2")
+    for trusted, ok in ((setting["lanefetch_ca"], False), (tmp_path / "own-ca.pem", True)):
+        _, writer, answer = await _connect(setting["port"], f"127.0.0.2:{port}")  # type: ignore[arg-type]
+        assert answer.startswith(b"HTTP/1.1 200")
+        ctx = ssl.create_default_context(cafile=str(trusted))
+        if ok:  # the origin's own certificate reaches the client
+            await writer.start_tls(ctx, server_hostname="127.0.0.2")
+        else:
+            with pytest.raises(ssl.SSLCertVerificationError):  # never a lanefetch leaf for a host not opted in
+                await writer.start_tls(ctx, server_hostname="127.0.0.2")
+        writer.close()
+    server.close()
+
+
+async def test_a_bad_upstream_certificate_is_never_accepted(setting: dict[str, object]) -> None:
+    reader, writer, answer = await _connect(setting["port"], f"127.0.0.1:{setting['bad']}")  # type: ignore[arg-type]
+    assert answer.startswith(b"HTTP/1.1 200")
+    await writer.start_tls(ssl.create_default_context(cafile=str(setting["lanefetch_ca"])), server_hostname="127.0.0.1")
+    writer.write(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{setting['bad']}\r\n\r\n".encode())
+    assert await asyncio.wait_for(reader.read(4096), 30) == b"", "closed without an answer"
+    writer.close()
+    # The next CONNECT to that origin is closed unanswered: Firefox goes direct and shows the certificate error.
+    _, writer2, answer2 = await _connect(setting["port"], f"127.0.0.1:{setting['bad']}")  # type: ignore[arg-type]
+    assert answer2 == b""
+    writer2.close()
+
+
+# -- the protocol through the real host process ------------------------------------------------------------
+
+@pytest.fixture
+def home_profile(tmp_path: Path) -> Path:
+    base = tmp_path / ".mozilla" / "firefox"
+    (base / "p.default").mkdir(parents=True)
+    subprocess.run(["certutil", "-N", "--empty-password", "-d", f"sql:{base / 'p.default'}"], check=True)
+    (base / "profiles.ini").write_text("[Profile0]\nName=p\nIsRelative=1\nPath=p.default\n")
+    return base
+
+
+async def test_the_extension_sets_the_opted_in_sites_through_the_host(tmp_path: Path, home_profile: Path) -> None:
+    from lanefetch import protocol
+    from test_bridge import HOST, HostProcess
+
+    base = home_profile
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = await asyncio.create_subprocess_exec(str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, env=env)
+    h = HostProcess(proc)
+    try:
+        await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"})
+        assert "https_sites" in (await h.recv())["capabilities"]
+        await h.send({"type": "https_sites", "sites": [{"scope": "domain", "name": "Example.com"}], "nonce": "n1"})
+        state = await h.recv()
+        assert protocol.check(state, "ToExtension") is None, state
+        assert state["nonce"] == "n1" and state["profiles"] == [str(base / "p.default")]
+        assert [(s["name"], s["state"]) for s in state["sites"]] == [("example.com", "restart_needed")]
+        assert "lanefetch domain example.com" in listed(base / "p.default")
+        assert list((tmp_path / "data" / "lanefetch" / "firefox-https").rglob("*.key"))
+        await h.send({"type": "https_sites", "sites": []})
+        assert (await h.recv())["sites"] == []
+        assert "lanefetch" not in listed(base / "p.default")
+    finally:
+        assert proc.stdin
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 20)
