@@ -3,7 +3,8 @@
 With a display: opens Chromium (window) with the extension in a throwaway profile, the helper registered and
 the demo site enabled, on the demo page; closing the window (or Ctrl-C) ends the demo. Without a display or
 with --headless: loads the page with the site OFF and then ON, prints the comparison and lanefetch's
-per-request timing table, and writes a screenshot and the raw timings into the output directory.
+per-request timing table, and writes into the output directory screenshots of the page and of lanefetch's timing
+page for the ON load, its HAR file and the raw timings.
 
 The browser runs in the lab's client namespace, so it (and the helper it starts) reach the site only through
 the emulated link. Everything the demo creates (namespaces, processes, profiles) is removed on exit and Ctrl-C.
@@ -55,10 +56,10 @@ class Demo:
                            check=True, capture_output=True, timeout=60)
         return d
 
-    def _driver(self, name: str, on: bool, window: bool, screenshot: Path | None) -> subprocess.Popen[str]:
-        options = {"url": self.url, "profile": str(self._profile(name, on)), "on": on, "window": window}
-        if screenshot is not None:
-            options["screenshot"] = str(screenshot)
+    def _driver(self, name: str, on: bool, window: bool, files: dict[str, Path]) -> subprocess.Popen[str]:
+        """files: where the driver writes "screenshot", "panel_screenshot" (the timing page), "har"."""
+        options: dict[str, Any] = {"url": self.url, "profile": str(self._profile(name, on)), "on": on, "window": window}
+        options.update({key: str(path) for key, path in files.items()})
         cache = self.work / f"cache-{name}"  # a fresh helper cache: the demo shows the network, not a cache hit
         env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
         return self.client.popen(["node", "--import", "tsx", str(DRIVER), json.dumps(options)], cwd=str(REPO),
@@ -85,22 +86,25 @@ class Demo:
     def _mark(self) -> tuple[int, dict[str, Any]]:
         return len(self.srv.access_log()), self.link.stats() or {}
 
-    def load(self, name: str, on: bool, screenshot: Path | None) -> Load:
+    def load(self, name: str, on: bool, files: dict[str, Path]) -> Load:
         before = self._mark()
-        proc = self._driver(name, on, window=False, screenshot=screenshot)
+        proc = self._driver(name, on, window=False, files=files)
         load = self._read_load(proc, before)
         proc.wait(timeout=60)
         return load
 
     def show(self) -> int:
         before = self._mark()
-        proc = self._driver("window", on=True, window=True, screenshot=None)
+        proc = self._driver("window", on=True, window=True, files={})
         load = self._read_load(proc, before)
         print(f"\nThe demo page loaded in {load.page['load_s']:.2f} s with lanefetch ON "
               f"({load.requests} files over {load.connections} connections, {load.pipelined} of them pipelined).")
         print("What lanefetch did with each file:\n")
         print("\n".join(tables.requests(load.page)))
-        print("\nTurn the site off and on with the lanefetch toolbar button and reload to compare. "
+        print("\nThe browser's second tab is lanefetch's timing page for the demo page: every request as a bar "
+              "(queued, connect, sending, waiting, receiving), grouped by connection; it follows each reload. "
+              "The same view is in DevTools (F12) under the 'lanefetch' panel.")
+        print("Turn the site off and on with the lanefetch toolbar button and reload to compare. "
               "Close the browser window (or press Ctrl-C here) to end the demo.", flush=True)
         return proc.wait()
 
@@ -108,17 +112,22 @@ class Demo:
 def _headless(demo: Demo, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print("Loading the demo page with lanefetch OFF (Chromium alone)…", flush=True)
-    off = demo.load("off", on=False, screenshot=None)
+    off = demo.load("off", on=False, files={})
     print("Loading the demo page with lanefetch ON…", flush=True)
-    on = demo.load("on", on=True, screenshot=out / "page.png")
+    files = {"screenshot": out / "page.png", "panel_screenshot": out / "timing-panel.png", "har": out / "page.har"}
+    on = demo.load("on", on=True, files=files)
     print()
     print("\n".join(tables.comparison(off, on)))
     print("\nWhat lanefetch did with each file of the ON load (ms after the navigation started):\n")
     print("\n".join(tables.requests(on.page)))
     summary = {"url": demo.url, "off": off.__dict__, "on": on.__dict__}
     (out / "timings.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"\nWritten: {out / 'page.png'} (the page, lanefetch ON), {out / 'timings.json'} (both loads, raw records).")
-    print("The timing panel's screenshot and the HAR file come once the timing panel is on main (issue 5).")
+    print(f"\nWritten into {out}/:")
+    print("  page.png          the demo page, loaded with lanefetch ON")
+    print("  timing-panel.png  lanefetch's timing page for that load: one bar per request, grouped by connection")
+    print(f"  page.har          that load as HAR 1.2 ({on.page['har_entries']} requests; checked against the HAR "
+          "schema), for any HAR viewer")
+    print("  timings.json      both loads: the measurements above and lanefetch's raw per-request records")
     return 0
 
 

@@ -1,12 +1,16 @@
 // The browser side of `npm start` (run by tests/demo/__main__.py inside the lab's client namespace, so the
 // browser and the helper it starts reach the demo site only through the emulated link):
-//   node --import tsx tests/demo/demo_driver.ts '{"url": ..., "profile": DIR, "on": true, "window": false, "screenshot": FILE}'
+//   node --import tsx tests/demo/demo_driver.ts '{"url": ..., "profile": DIR, "on": true, "window": false,
+//     "screenshot": FILE, "panel_screenshot": FILE, "har": FILE}'
 // Loads the demo page once, in a throwaway profile (the helper already registered into it when "on"), with the
 // page's site enabled when "on". Prints one JSON line once the page has loaded: load time, resources and, when
-// "on", lanefetch's per-request records. With "window": true Chromium opens a window and this waits until the
-// user closes it; otherwise Chromium is headless, takes a screenshot and exits.
-import type { Page } from "playwright-core";
-import { launch, openPage, setSites, tabIdOf, tabTimings } from "../browser/support/chromium-harness.js";
+// "on", lanefetch's per-request records. When "on", the extension's timing page for the tab opens in a second tab.
+// With "window": true Chromium opens a window and this waits until the user closes it; otherwise Chromium is
+// headless, takes the screenshots (page, timing page), writes the load's HAR (checked against HAR 1.2) and exits.
+import { writeFileSync } from "node:fs";
+import type { BrowserContext, Page } from "playwright-core";
+import type { PageLoadData } from "../../extension/src/timings/timing-store.js";
+import { EXTENSION_ID, launch, openPage, setSites, settledPageLoad, tabIdOf } from "../browser/support/chromium-harness.js";
 
 interface Options {
   url: string;
@@ -14,6 +18,8 @@ interface Options {
   on: boolean;
   window: boolean;
   screenshot?: string;
+  panel_screenshot?: string;
+  har?: string;
 }
 
 async function loaded(page: Page): Promise<{ load_s: number; resources: number; time_origin: number }> {
@@ -30,6 +36,46 @@ async function loaded(page: Page): Promise<{ load_s: number; resources: number; 
   });
 }
 
+/** The timing page for the tab, in a tab of its own, once it shows the tab's finished load. */
+async function openTimingPage(context: BrowserContext, tabId: number, window: boolean): Promise<{ panel: Page; data: PageLoadData }> {
+  const panel = await context.newPage();
+  await panel.goto(`chrome-extension://${EXTENSION_ID}/timing.html?tab=${tabId}`);
+  const data = await settledPageLoad(panel, tabId, 120000);
+  if (!window) await panel.setViewportSize({ width: 1500, height: 900 });
+  await panel.waitForFunction(({ id, version }) => document.body.dataset.loadId === id && Number(document.body.dataset.version) >= version,
+    { id: data.load.id, version: data.load.version }, { timeout: 30000 });
+  return { panel, data };
+}
+
+/**
+ * The timing page as a newcomer should first see it: every row visible (the page grows until the waterfall no
+ * longer scrolls) and, in the details pane, the request that waited deepest in a pipeline.
+ */
+async function panelScreenshot(panel: Page, data: PageLoadData, file: string): Promise<void> {
+  const overflow = await panel.$eval("#waterfall", (w) => w.scrollHeight - w.clientHeight);
+  const viewport = panel.viewportSize() ?? { width: 1500, height: 900 };
+  await panel.setViewportSize({ width: viewport.width, height: Math.min(4000, viewport.height + Math.max(0, overflow) + 4) });
+  const deepest = data.records
+    .filter((r) => r.timing?.connection)
+    .sort((a, b) => (b.timing?.connection?.pipeline_position ?? 0) - (a.timing?.connection?.pipeline_position ?? 0))[0];
+  if (deepest) await panel.click(`#waterfall .row[data-id=${JSON.stringify(deepest.id)}]`);
+  await panel.screenshot({ path: file });
+}
+
+/** The load as HAR 1.2, as the timing page's "Export HAR" builds it; throws if it does not validate. */
+async function writeHar(panel: Page, data: PageLoadData, file: string): Promise<number> {
+  // Imported here: the OFF load needs neither (compiling the HAR schema takes a moment).
+  const { buildHar } = await import("../../extension/src/timings/har.js");
+  const { harErrors } = await import("../browser/support/har-validator.js");
+  const { version, userAgent } = await panel.evaluate(() => ({ version: chrome.runtime.getManifest().version, userAgent: navigator.userAgent }));
+  const browser = /(Chromium|Chrome)\/([\d.]+)/.exec(userAgent);
+  const har = buildHar([data], { version, ...(browser ? { browser: { name: browser[1] ?? "", version: browser[2] ?? "" } } : {}) });
+  const errors = harErrors(har);
+  if (errors.length > 0) throw new Error(`the HAR does not validate: ${errors.join("; ")}`);
+  writeFileSync(file, JSON.stringify(har, null, 2));
+  return har.log.entries.length;
+}
+
 async function main(): Promise<void> {
   const arg = process.argv[2];
   if (arg === undefined) throw new Error("usage: demo_driver.ts JSON-OPTIONS");
@@ -43,9 +89,17 @@ async function main(): Promise<void> {
     else await page.goto(o.url, { waitUntil: "load", timeout: 180000 });
     const timing = await loaded(page);
     const wall = (Date.now() - t0) / 1000;
-    const records = o.on ? (await tabTimings(browser.context, await tabIdOf(browser.worker, o.url))).records : [];
+    let records: unknown[] = [];
+    let harEntries: number | null = null;
+    if (o.on) {
+      const { panel, data } = await openTimingPage(browser.context, await tabIdOf(browser.worker, o.url), o.window);
+      records = data.records;
+      if (o.panel_screenshot) await panelScreenshot(panel, data, o.panel_screenshot);
+      if (o.har) harEntries = await writeHar(panel, data, o.har);
+      await page.bringToFront();
+    }
     if (o.screenshot) await page.screenshot({ path: o.screenshot, fullPage: true });
-    console.log(JSON.stringify({ on: o.on, wall_s: wall, ...timing, records }));
+    console.log(JSON.stringify({ on: o.on, wall_s: wall, ...timing, records, har_entries: harEntries }));
     if (o.window) {
       await new Promise<void>((resolve) => {
         browser.context.on("close", () => resolve());

@@ -64,6 +64,21 @@ def _icon(k: int) -> bytes:
     return png.encode(32, 32, rows)
 
 
+def _tile_path(row: int, col: int) -> str:
+    return f"tiles/t{row}{col}.png"
+
+
+def _icon_path(name: str) -> str:
+    return f"icons/{name}.png"
+
+
+def subresource_paths() -> list[str]:
+    """The URL paths of every file the page loads besides itself (style sheets, scripts, tiles, icons)."""
+    static = sorted(f.relative_to(SITE).as_posix() for f in SITE.rglob("*") if f.is_file() and f.name != "index.html")
+    tiles = [_tile_path(row, col) for row in range(ROWS) for col in range(COLS)]
+    return ["/" + p for p in static + tiles + [_icon_path(name) for name, _ in CARDS]]
+
+
 def build(docroot: Path) -> int:
     """Writes the site into docroot; returns the number of subresources the page loads."""
     shutil.copytree(SITE, docroot, dirs_exist_ok=True)
@@ -72,15 +87,13 @@ def build(docroot: Path) -> int:
     tiles = []
     for row in range(ROWS):
         for col in range(COLS):
-            name = f"tiles/t{row}{col}.png"
+            name = _tile_path(row, col)
             (docroot / name).write_bytes(_tile(col, row))
             tiles.append(f'      <img src="{name}" width="{TILE}" height="{TILE}" alt="">')
     cards = []
     for k, (name, text) in enumerate(CARDS):
-        (docroot / f"icons/{name}.png").write_bytes(_icon(k))
-        cards.append(f'      <div class="card"><img src="icons/{name}.png" alt="{name}"><p>{text}</p></div>')
+        (docroot / _icon_path(name)).write_bytes(_icon(k))
+        cards.append(f'      <div class="card"><img src="{_icon_path(name)}" alt="{name}"><p>{text}</p></div>')
     index = docroot / "index.html"
     index.write_text(index.read_text().replace("TILES", "\n".join(tiles)).replace("CARDS", "\n".join(cards)))
-    css = len(list((docroot / "css").glob("*.css")))
-    js = len(list((docroot / "js").glob("*.js")))
-    return css + js + len(tiles) + len(cards)
+    return len(subresource_paths())

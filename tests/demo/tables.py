@@ -37,9 +37,14 @@ def requests(page: dict[str, Any]) -> list[str]:
     for r in sorted(records, key=lambda r: (r["timing"] or {}).get("timing", {}).get("queued", r["pausedAt"])):
         name = urlsplit(r["url"]).path or "/"
         timing = r["timing"]
-        if timing is None:
-            rows.append([name, f"browser ({r['reason'] or r['outcome']})", _ms(r["pausedAt"], origin), "", "", "",
-                         _ms(r["answeredAt"], origin), "", ""])
+        if timing is None:  # Chromium fetched it itself: its own timing, when it reported it
+            b = r.get("browser") or {}
+            connect = (f"{_ms(b['connectStart'], origin)}–{_ms(b['connectEnd'], origin)}"
+                       if b.get("connectStart") is not None else "reused" if b else "")
+            rows.append([name, f"browser ({r['reason'] or r['outcome']})", _ms(r["pausedAt"], origin), connect,
+                         _ms(b.get("sendStart"), origin), _ms(b.get("headersEnd"), origin),
+                         _ms(b.get("end", r["answeredAt"]), origin), f"browser {b.get('connectionId') or ''}".strip(),
+                         ""])
             continue
         t, conn = timing["timing"], timing.get("connection") or {}
         connect = (f"{_ms(t['connect_start'], origin)}–{_ms(t['connect_end'], origin)}"

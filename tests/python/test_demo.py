@@ -11,8 +11,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from demo import site
+from PIL import Image
 
 pytestmark = [
     pytest.mark.netns,
@@ -48,6 +51,14 @@ def _demo(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _png(path: Path) -> Image.Image:
+    """The decoded picture (raises if the file is not a whole PNG)."""
+    with Image.open(path) as im:
+        assert im.format == "PNG"
+        im.load()
+        return im.convert("RGB")
+
+
 def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = _demo(tmp_path, "--out", str(out))  # no display: headless without being asked
@@ -69,8 +80,28 @@ def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
     # ON: the helper fetched every subresource, and nginx saw some of them pipelined
     helper = [r for r in on["page"]["records"] if r["outcome"] == "fulfilled" and r["timing"] is not None]
     assert len(helper) == SUBRESOURCES, [(r["url"], r["outcome"], r["reason"]) for r in on["page"]["records"]]
+    assert [r["url"] for r in on["page"]["records"] if r not in helper] == [summary["url"]]  # Chromium's own
     assert on["pipelined"] > 0 and on["connections"] <= 4
-    assert (out / "page.png").read_bytes().startswith(b"\x89PNG")
+    assert _png(out / "page.png").size[0] >= 800
+
+    # The timing page's screenshot: every row shown (about 20 px each), and not a blank page.
+    panel = _png(out / "timing-panel.png")
+    assert panel.size[0] == 1500 and panel.size[1] >= 20 * SUBRESOURCES, panel.size
+    colors = panel.getcolors(maxcolors=1 << 16)
+    assert colors is None or len(colors) > 50, "the timing page screenshot looks empty"
+
+    # The HAR (the driver checked it with the panel tests' HAR validator, or the demo would have failed): one
+    # entry per file of the ON load, the document fetched by Chromium, every subresource by the helper.
+    har = json.loads((out / "page.har").read_text())
+    assert har["log"]["version"] == "1.2" and har["log"]["creator"]["name"] == "lanefetch"
+    entries = har["log"]["entries"]
+    files = sorted(["/index.html", *site.subresource_paths()])
+    assert sorted(urlsplit(e["request"]["url"]).path for e in entries) == files
+    for e in entries:
+        document = e["request"]["url"] == summary["url"]
+        assert e["_lanefetch"]["outcome"] == ("passed" if document else "accelerated"), e["request"]["url"]
+        assert e["response"]["status"] == 200 and e["time"] > 0
+    assert f"that load as HAR 1.2 ({len(files)} requests; checked against the HAR schema)" in text
 
     assert _namespaces_of(proc.pid) == []
     assert _processes_mentioning(str(tmp_path)) == []

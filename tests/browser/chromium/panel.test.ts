@@ -11,7 +11,7 @@ import type { Page } from "playwright-core";
 import type { PageLoadReply, PageLoadsReply } from "../../../extension/src/background/popup-api.js";
 import { timelineOf } from "../../../extension/src/timings/phases.js";
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
-import { EXTENSION_ID, openPage, startSiteOn, stopSiteOn, tabIdOf, type Browser } from "../support/chromium-harness.js";
+import { EXTENSION_ID, openPage, settledPageLoad, startSiteOn, stopSiteOn, tabIdOf, type Browser } from "../support/chromium-harness.js";
 import { harErrors } from "../support/har-validator.js";
 import { repoRoot } from "../support/paths.js";
 import { siteOptions, type Sites } from "../support/test-site.js";
@@ -24,22 +24,6 @@ after(async () => {
   siteOptions.delayMs = 0;
   await stopSiteOn({ sites, browser });
 });
-
-/** Waits until the tab's newest load has finished (load event, nothing pending) and returns it. */
-async function finishedLoad(panel: Page, tabId: number): Promise<PageLoadData> {
-  const end = Date.now() + 60000;
-  for (;;) {
-    const data = await panel.evaluate(async (tab) => {
-      const { loads } = await chrome.runtime.sendMessage<unknown, PageLoadsReply>({ type: "lanefetch/page-loads", tabId: tab });
-      const newest = loads[0];
-      return newest ? (await chrome.runtime.sendMessage<unknown, PageLoadReply>({ type: "lanefetch/page-load", id: newest.id })).data : null;
-    }, tabId);
-    const settled = data && data.load.loadedAt !== null && data.records.every((r) => r.outcome !== "pending" && (r.outcome !== "passed" || r.browser));
-    if (data && settled) return data;
-    if (Date.now() > end) throw new Error(`the load never settled: ${JSON.stringify(data?.records.filter((r) => r.outcome === "pending" || !r.browser).map((r) => r.url))}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 async function openTimingPage(tabId: number, data: PageLoadData): Promise<Page> {
   const panel = await browser.context.newPage();
@@ -64,7 +48,7 @@ test("the timing page shows every request of a page with plausible phases, and e
   const tabId = await tabIdOf(browser.worker, url);
   const probe = await browser.context.newPage();
   await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
-  const data = await finishedLoad(probe, tabId);
+  const data = await settledPageLoad(probe, tabId);
   await probe.close();
   siteOptions.delayMs = 0;
 
@@ -162,7 +146,7 @@ test("a 500-request page: every request gets a row; render time reported", async
     throw new Error(`the 500-image page did not load (${data?.load.url}: ${JSON.stringify([...outcomes])}): ${String(e)}`);
   }
   const tabId = await tabIdOf(browser.worker, url);
-  const data = await finishedLoad(probe, tabId);
+  const data = await settledPageLoad(probe, tabId);
   await probe.close();
   console.log(`500-image page: load event after ${(data.load.loadedAt ?? 0) - data.load.startedAt} ms`);
   assert.equal(data.records.length, 501, "the document and 500 images");

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type BrowserContext, type Page, type Worker } from "playwright-core";
 import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
-import type { PopupRequest, StatusReply, TimingsReply } from "../../../extension/src/background/popup-api.js";
+import type { PageLoadReply, PageLoadsReply, PopupRequest, StatusReply, TimingsReply } from "../../../extension/src/background/popup-api.js";
+import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
 import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
 import { startSites, type Sites } from "./test-site.js";
 
@@ -109,6 +110,25 @@ export async function tabStatus(context: BrowserContext, tabId: number): Promise
 /** The per-request records the timing panel reads (what lanefetch did with each request of the tab). */
 export async function tabTimings(context: BrowserContext, tabId: number): Promise<TimingsReply> {
   return askBackground<TimingsReply>(context, { type: "lanefetch/timings", tabId });
+}
+
+/**
+ * The tab's newest page load once it has finished (load event seen, nothing pending, the browser's own timing in for
+ * every request it fetched itself), read from `extensionPage` (any page of the extension) as the timing page reads it.
+ */
+export async function settledPageLoad(extensionPage: Page, tabId: number, timeout = 60000): Promise<PageLoadData> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const data = await extensionPage.evaluate(async (tab) => {
+      const { loads } = await chrome.runtime.sendMessage<unknown, PageLoadsReply>({ type: "lanefetch/page-loads", tabId: tab });
+      const newest = loads[0];
+      return newest ? (await chrome.runtime.sendMessage<unknown, PageLoadReply>({ type: "lanefetch/page-load", id: newest.id })).data : null;
+    }, tabId);
+    const settled = data && data.load.loadedAt !== null && data.records.every((r) => r.outcome !== "pending" && (r.outcome !== "passed" || r.browser));
+    if (data && settled) return data;
+    if (Date.now() > end) throw new Error(`the load never settled: ${JSON.stringify(data?.records.filter((r) => r.outcome === "pending" || !r.browser).map((r) => r.url))}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 export interface SiteOn {
