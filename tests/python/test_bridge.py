@@ -25,6 +25,9 @@ from lanefetch.bridge.framing import (
     MessageTooLarge,
     encode,
 )
+from lanefetch.bridge.host import serve
+from lanefetch.bridge.stdio import open_stdio
+from lanefetch.engine import EngineConfig
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = Path(sys.executable).parent / "lanefetch-host"
@@ -250,3 +253,28 @@ async def test_host_exits_when_the_browser_closes_the_port(host: HostProcess) ->
     assert host.proc.stdin
     host.proc.stdin.close()
     assert await asyncio.wait_for(host.proc.wait(), 10) == 0
+
+
+async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:
+    """The Windows path (a thread on each pipe) carries the protocol like the event-loop pipes do."""
+    to_host_r, to_host_w = os.pipe()
+    from_host_r, from_host_w = os.pipe()
+    reader, writer = await open_stdio(to_host_r, from_host_w, threaded=True)
+    served = asyncio.create_task(serve(reader, writer, EngineConfig(cache_dir=tmp_path / "cache")))
+    hello = {"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"}
+    await asyncio.to_thread(os.write, to_host_w, frame(hello) + frame({"type": "ping", "nonce": "n1"}))
+
+    def read_message() -> dict[str, Any]:
+        (size,) = struct.unpack("=I", os.read(from_host_r, 4))
+        data = b""
+        while len(data) < size:
+            data += os.read(from_host_r, size - len(data))
+        msg: dict[str, Any] = json.loads(data)
+        return msg
+
+    got = [await asyncio.wait_for(asyncio.to_thread(read_message), 20) for _ in range(2)]
+    assert [m["type"] for m in got] == ["hello", "pong"] and got[0]["compatible"]
+    os.close(to_host_w)  # the browser closes the port: the host ends
+    await asyncio.wait_for(served, 20)
+    for fd in (to_host_r, from_host_r, from_host_w):
+        os.close(fd)

@@ -22,6 +22,7 @@ from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchReque
 from ..proxy.ca_certs import Site
 from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
+from .stdio import FrameWriter, open_stdio
 
 log = logging.getLogger("lanefetch.host")
 
@@ -216,7 +217,7 @@ class Host:
         await self.engine.aclose()
 
 
-async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, config: EngineConfig) -> None:
+async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: EngineConfig) -> None:
     lock = asyncio.Lock()
 
     async def send(message: dict[str, Any]) -> None:
@@ -242,13 +243,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conf
 
 
 async def _stdio_main(config: EngineConfig) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=FrameDecoder().max_size)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0))
-    transport, proto = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, proto, None, loop)
+    reader, writer = await open_stdio(limit=FrameDecoder().max_size)
     await serve(reader, writer, config)
 
 

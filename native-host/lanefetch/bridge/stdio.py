@@ -1,0 +1,72 @@
+"""The host's ends of the browser's port: stdin as a StreamReader, stdout as a frame writer.
+
+On POSIX the event loop watches the pipes itself. On Windows browsers hand the host anonymous pipes, which
+the Proactor loop can neither read nor write asynchronously, so there a thread reads stdin into the
+StreamReader and writes go to stdout through a worker thread (`threaded=True`, also usable on POSIX)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import threading
+from typing import Protocol
+
+READ_SIZE = 256 * 1024
+
+
+class FrameWriter(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class ThreadedWriter:
+    """Blocking writes to a file descriptor, off the event loop; `drain` returns once the bytes are written."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self._pending.append(data)
+
+    async def drain(self) -> None:
+        data, self._pending = b"".join(self._pending), []
+        if data:
+            await asyncio.to_thread(_write_all, self._fd, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _pump(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    """Thread body: stdin → reader until EOF or a read error (both end the port)."""
+    try:
+        while data := os.read(fd, READ_SIZE):
+            loop.call_soon_threadsafe(reader.feed_data, data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody is reading any more
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+
+async def open_stdio(
+    read_fd: int = 0, write_fd: int = 1, *, threaded: bool = sys.platform == "win32", limit: int = 2**20
+) -> tuple[asyncio.StreamReader, FrameWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=limit)
+    if threaded:
+        # A daemon thread: a blocked os.read on stdin must not keep the process alive after the port closed.
+        threading.Thread(target=_pump, args=(read_fd, reader, loop), name="stdin", daemon=True).start()
+        return reader, ThreadedWriter(write_fd)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0))
+    transport, proto = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", buffering=0)
+    )
+    return reader, asyncio.StreamWriter(transport, proto, None, loop)
