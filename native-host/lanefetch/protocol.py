@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+import fastjsonschema
 import jsonschema
 
 from . import __version__
@@ -47,8 +49,28 @@ def _validator(definition: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(sub)
 
 
+@cache
+def _fast_accept(definition: str) -> Callable[[Any], Any]:
+    """The same schema compiled to Python (fastjsonschema): accepting a 77-request batch takes ~2 ms instead of
+    jsonschema's ~60 ms, which every batch used to wait for. Compiling takes ~0.1 s: `warm_up` does it early."""
+    root = schema()
+    validate: Callable[[Any], Any] = fastjsonschema.compile({"$defs": root["$defs"], "$ref": f"#/$defs/{definition}"})
+    return validate
+
+
+def warm_up() -> None:
+    """Compile the validator of what the browser sends (the helper calls this right after hello)."""
+    _fast_accept("ToHost")
+
+
 def check(message: Any, definition: str) -> str | None:
-    """None if message is a valid `definition` (e.g. "ToHost"), else a short reason."""
+    """None if message is a valid `definition` (e.g. "ToHost"), else a short reason. The compiled validator
+    accepts valid messages fast; what it rejects goes to jsonschema (the reference) for the reason."""
+    try:
+        _fast_accept(definition)(message)
+        return None
+    except fastjsonschema.JsonSchemaException:
+        pass
     errors = sorted(_validator(definition).iter_errors(message), key=lambda e: len(list(e.absolute_path)))
     if not errors:
         return None

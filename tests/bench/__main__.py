@@ -14,6 +14,7 @@ SCENARIOS = {
     "seed001-hol": "bench.scenario_hol",
     "seed000-pages": "bench.scenario_pages",
     "seed003-delay": "bench.scenario_delay",
+    "chromium-repeat": "bench.scenario_repeat",
 }
 
 

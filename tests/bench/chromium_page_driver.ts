@@ -1,14 +1,74 @@
 // Page loads in real Chromium (run inside the lab's client namespace by bench/page_load.py):
-//   node --import tsx tests/bench/chromium_page_driver.ts URL on|off IMAGES [WARM_URL]
+//   node --import tsx tests/bench/chromium_page_driver.ts URL on|off IMAGES [WARM_URL | --repeat]
 // A fresh profile each run (no HTTP cache); "on" registers the helper and enables the page's host first.
 // Prints one JSON line per load: in-page navigation timing (navigation start → load event end) and the wall clock
 // from page.goto to the load event (for the first "on" load this includes the extension's gate: blocked try,
-// debugger attach, second navigation, and the helper's start). With WARM_URL (a page of the same shape on another
-// origin of the same host) it then reads one line from stdin (the caller has taken its counters) and loads
-// WARM_URL in the same tab: the browser, the extension and the helper are running, the connections are new.
+// debugger attach, second navigation). After the first load it reads one line from stdin (the caller has taken its
+// counters), then: with WARM_URL (a page of the same shape on another origin of the same host) loads it in the
+// same tab: the browser, the extension and the helper are running, the connections are new; with --repeat restarts
+// Chromium on the same profile (its own disk cache warm for OFF, the helper's cache, kept in the profile, warm for
+// ON; the renderer's memory cache gone) and loads URL again in a new tab.
+// LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()).
 import { createInterface } from "node:readline";
 import type { Page } from "playwright-core";
-import { freshProfile, launch, openPage, setSites } from "../browser/support/chromium-harness.js";
+import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, type Browser } from "../browser/support/chromium-harness.js";
+import type { RequestRecord } from "../../extension/src/timings/timing-store.js";
+
+function median(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] ?? null) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
+}
+
+/**
+ * Where an ON load's time went, per request (medians and maxima in ms, from the extension's timing records and the
+ * helper's timing points, all epoch ms on this machine) and for the page (navigation start → first request paused,
+ * last request answered → load event).
+ */
+async function breakdown(browser: Browser, page: Page, url: string): Promise<Record<string, unknown>> {
+  const nav = await page.evaluate(() => {
+    const n = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+    return { start: performance.timeOrigin + n.startTime, responseEnd: performance.timeOrigin + n.responseEnd, load: performance.timeOrigin + n.loadEventEnd };
+  });
+  const tabId = await tabIdOf(browser.worker, url);
+  const { records } = await tabTimings(browser.context, tabId);
+  const mine = records.filter((r: RequestRecord) => r.pausedAt >= nav.start - 5 && r.resourceType !== "Document");
+  const phases: Record<string, number[]> = {};
+  const add = (name: string, a: number | null | undefined, b: number | null | undefined): void => {
+    if (a == null || b == null) return;
+    (phases[name] ??= []).push(b - a);
+  };
+  for (const r of mine) {
+    const t = r.timing?.timing;
+    add("browser_to_paused", r.browser?.start, r.pausedAt);
+    add("paused_to_helper", r.pausedAt, t?.queued);
+    add("helper_queue", t?.queued, t?.sent);
+    add("connect", t?.connect_start, t?.connect_end);
+    add("sent_to_first_byte", t?.sent, t?.first_byte);
+    add("first_to_last_byte", t?.first_byte, t?.last_byte);
+    add("last_byte_to_answered", t?.last_byte ?? (r.outcome === "fulfilled" ? t?.queued : null), r.answeredAt);
+    add("paused_to_answered", r.pausedAt, r.answeredAt);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, xs] of Object.entries(phases)) out[name] = { median: median(xs), max: Math.max(...xs), n: xs.length };
+  const paused = mine.map((r) => r.pausedAt);
+  const answered = mine.flatMap((r) => (r.answeredAt === null ? [] : [r.answeredAt]));
+  const outcomes: Record<string, number> = {};
+  for (const r of mine) outcomes[r.reason ?? r.timing?.cache ?? r.outcome] = (outcomes[r.reason ?? r.timing?.cache ?? r.outcome] ?? 0) + 1;
+  const doc = records.find((r: RequestRecord) => r.resourceType === "Document" && r.pausedAt >= nav.start - 50);
+  const firstTaken = mine.filter((r) => r.outcome === "fulfilled").map((r) => r.pausedAt);
+  return {
+    phases: out,
+    document_connect: doc?.browser ? { connect: doc.browser.connectStart === null ? null : (doc.browser.connectEnd ?? 0) - doc.browser.connectStart, headers_end_to_first_paused: paused.length && doc.browser.headersEnd ? Math.min(...paused) - doc.browser.headersEnd : null } : "no record",
+    last_taken_paused_after_first: firstTaken.length && paused.length ? Math.max(...firstTaken) - Math.min(...paused) : null,
+    outcomes,
+    nav_to_document_end: nav.responseEnd - nav.start,
+    document_end_to_first_paused: paused.length ? Math.min(...paused) - nav.responseEnd : null,
+    first_to_last_paused: paused.length ? Math.max(...paused) - Math.min(...paused) : null,
+    last_answered_to_load: answered.length ? nav.load - Math.max(...answered) : null,
+  };
+}
 
 async function measure(page: Page, images: number, load: () => Promise<void>): Promise<Record<string, unknown>> {
   const t0 = Date.now();
@@ -35,26 +95,35 @@ async function measure(page: Page, images: number, load: () => Promise<void>): P
 }
 
 async function main(): Promise<void> {
-  const [url, mode, imagesArg, warmUrl] = process.argv.slice(2);
-  if (url === undefined || (mode !== "on" && mode !== "off")) throw new Error("usage: URL on|off IMAGES [WARM_URL]");
+  const [url, mode, imagesArg, next] = process.argv.slice(2);
+  if (url === undefined || (mode !== "on" && mode !== "off")) throw new Error("usage: URL on|off IMAGES [WARM_URL | --repeat]");
   const images = Number(imagesArg ?? "80");
   const on = mode === "on";
-  const browser = await launch(freshProfile(on));
+  const explain = on && process.env.LANEFETCH_BENCH_BREAKDOWN ? breakdown : null;
+  let browser = await launch(freshProfile(on));
   try {
-    if (on) await setSites(browser.worker, [{ scope: "host", name: new URL(url).hostname }]);
-    const page = await browser.context.newPage();
-    const first = await measure(page, images, async () => {
-      if (on) await openPage(page, url);
-      else await page.goto(url, { waitUntil: "load", timeout: 120000 });
-    });
-    console.log(JSON.stringify({ mode, ...first }));
-    if (warmUrl !== undefined) {
+    if (on) await setSites(browser.worker, [{ scope: "host", name: new URL(url).hostname }], { accelerateFastLinks: false });
+    let page = await browser.context.newPage();
+    const visit = async (where: string, gate: boolean): Promise<void> => {
+      const r = await measure(page, images, async () => {
+        if (gate) await openPage(page, where);
+        else await page.goto(where, { waitUntil: "load", timeout: 120000 });
+      });
+      const detail = explain ? { breakdown: await explain(browser, page, where) } : {};
+      console.log(JSON.stringify({ mode, ...r, ...detail }));
+    };
+    await visit(url, on);
+    if (next !== undefined) {
       const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
       await lines.next();
-      const warm = await measure(page, images, async () => {
-        await page.goto(warmUrl, { waitUntil: "load", timeout: 120000 });
-      });
-      console.log(JSON.stringify({ mode, ...warm }));
+      if (next === "--repeat") {
+        await browser.quit();
+        browser = await launch(browser.userDataDir);
+        page = await browser.context.newPage();
+        await visit(url, on); // the gate blocks the first try again after a restart
+      } else {
+        await visit(next, false);
+      }
     }
     await page.close();
   } finally {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,7 @@ def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
 class PageLab:
     """A lab (client — link — server) with nginx serving one page per shape."""
 
-    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape]) -> None:
+    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape], nginx_conf: str = "") -> None:
         self.profile = profile
         self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
         self.lab = Lab()
@@ -106,7 +107,7 @@ class PageLab:
             self.client = self.lab.host("client")
             self.link = self.lab.link(self.client, server, profile)
             self.srv = start_nginx(server, self._docroot.name, self.link.b_ip,
-                                   extra_conf=f"listen {self.link.b_ip}:{WARM_PORT};")
+                                   extra_conf=f"listen {self.link.b_ip}:{WARM_PORT};\n{nginx_conf}")
             for shape in shapes:  # the server's page cache warm
                 for warm in (False, True):
                     self.client.run(["curl", "-s", "-o", "/dev/null", self.url(shape, warm)], check=False, timeout=60)
@@ -117,18 +118,19 @@ class PageLab:
     def url(self, shape: PageShape, warm: bool = False) -> str:
         return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
-    def load(self, shape: PageShape, mode: str, warm: bool = False) -> list[Run]:
+    def load(self, shape: PageShape, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
         """One fresh Chromium (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
-        tab; per load what the page, nginx and the link saw."""
+        tab, or with `repeat` the same page again after a browser restart on the same profile (caches warm); per
+        load what the page, nginx and the link saw (for a repeat visit also how many 304s)."""
         argv = ["node", "--import", "tsx", str(DRIVER), self.url(shape), mode, str(shape.images)]
-        argv += [self.url(shape, warm=True)] if warm else []
+        argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else []
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
                 tempfile.TemporaryFile("w+") as err:
             env = {**os.environ, "XDG_CACHE_HOME": cache}
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
-            for k in range(2 if warm else 1):
+            for k in range(2 if warm or repeat else 1):
                 before = len(self.srv.access_log())
                 s0 = self.link.stats() or {}
                 line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
@@ -137,7 +139,13 @@ class PageLab:
                     err.seek(0)
                     raise RuntimeError(f"driver ({mode}, {shape.name}) failed: {err.read().strip()[-2000:]}")
                 data: Run = json.loads(line)
-                recs = self.srv.access_log(wait_for=before + shape.images + 1)[before:]
+                if repeat and k == 1:  # a cache answers an unknown part: wait for the document, then stragglers
+                    recs = self.srv.access_log(wait_for=before + 1)
+                    time.sleep(0.5)
+                    recs = self.srv.access_log()[before:]
+                    data["not_modified"] = sum(1 for r in recs if r.status == 304)
+                else:
+                    recs = self.srv.access_log(wait_for=before + shape.images + 1)[before:]
                 imgs = [r for r in recs if r.path.endswith(".png")]
                 data["img_requests"] = len(imgs)
                 data["img_conns"] = len({r.connection for r in imgs})
@@ -149,7 +157,7 @@ class PageLab:
                     data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
                     data[f"{d}_drops"] = b.get("dropped_queue", 0) - a.get("dropped_queue", 0)
                 runs.append(data)
-                if k == 0 and warm:
+                if k == 0 and (warm or repeat):
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
             proc.stdin.close()

@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const o = JSON.parse(arg) as Options;
   const browser = await launch(o.profile, { headless: !o.window });
   try {
-    if (o.on) await setSites(browser.worker, [{ scope: "host", name: new URL(o.url).hostname }]);
+    if (o.on) await setSites(browser.worker, [{ scope: "host", name: new URL(o.url).hostname }], { accelerateFastLinks: false });
     const page = browser.context.pages()[0] ?? (await browser.context.newPage());
     const t0 = Date.now();
     if (o.on) await openPage(page, o.url);

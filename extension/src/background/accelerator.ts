@@ -6,7 +6,9 @@ import type { HelperState } from "../bridge/helper-state.js";
 import type { Batch, Page } from "../generated/protocol.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
+import { OriginLatency } from "../intercept/origin-latency.js";
 import { decide } from "../intercept/pass-through-policy.js";
+import { stepsAside } from "../intercept/step-aside.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
 import type { AddressSpace } from "../sites/address-space.js";
@@ -60,6 +62,10 @@ export class Accelerator {
   private readonly deliveries = new Map<string, { tabId: number; delivery: RequestDelivery }>();
   /** When set (e.g. the browser uses a proxy the helper cannot honour), every request is passed with this reason. */
   blockedBy: PassReason | null = null;
+  /** Requests to origins whose RTT is below this (ms) go to the browser (step-aside.ts); null: never. */
+  stepAsideBelowRttMs: number | null = null;
+  /** Each origin's RTT, learned from the helper's new connections here and from the browser's by the caller. */
+  readonly latency = new OriginLatency();
 
   constructor(
     private readonly client: HelperClient,
@@ -85,7 +91,13 @@ export class Accelerator {
       this.passNow(id, held, decision.reason, "");
       return;
     }
-    this.batcher.add(`${tabId}|${originOf(paused.url)}`, { id, held });
+    const origin = originOf(paused.url);
+    const rtt = this.latency.rttMs(origin);
+    if (stepsAside(rtt, this.stepAsideBelowRttMs)) {
+      this.passNow(id, held, "low_latency", `round trip to ${origin} ~${rtt?.toFixed(1) ?? "?"} ms`);
+      return;
+    }
+    this.batcher.add(`${tabId}|${origin}`, { id, held });
   }
 
   /** The tab closed or stopped being intercepted: drop what waits and stop what the helper is fetching for it. */
@@ -132,7 +144,13 @@ export class Accelerator {
     for (const item of items) {
       const delivery = new RequestDelivery(item.id, item.held.paused, item.held.responder, {
         done: (result) => this.finished(item.id, item.held.tabId, result),
-        timing: (message) => this.store.update(item.id, { timing: message }),
+        timing: (message) => {
+          this.store.update(item.id, { timing: message });
+          const t = message.timing;
+          if (message.connection?.reused === false && t.connect_start !== null && t.connect_end !== null) {
+            this.latency.observe(originOf(item.held.paused.url), t.connect_end - t.connect_start);
+          }
+        },
         cancel: (id) => this.client.cancel([id]),
       }, this.options.limits);
       this.deliveries.set(item.id, { tabId: item.held.tabId, delivery });

@@ -7,6 +7,7 @@ import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
+import { STEP_ASIDE_BELOW_RTT_MS } from "../intercept/step-aside.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
@@ -40,6 +41,12 @@ const client = new HelperClient(connection);
 const counters = new TabCounters();
 const timings = new TimingStore();
 const accelerator = new Accelerator(client, () => connection.state, counters, timings);
+// Keep the helper: after a crash it comes back at once while a site is on (not with the next page).
+connection.onLost(() => {
+  setTimeout(() => {
+    if (activeRules.length > 0) void connection.ready();
+  }, DEFAULT_CONNECTION.retryCrashMs + 50);
+});
 const gate = new NavigationGate();
 const tabs = new Map<number, TabInfo>();
 /** Tabs the gate lets through: attached ones, and ones where attaching failed (they load unaccelerated). */
@@ -59,7 +66,19 @@ const ready = watchProxy((blocked) => {
   .then(() => refreshRules())
   .then(() => startUp());
 
-const networkLog = new CdpNetworkLog((networkId, url, timing) => timings.browserTiming(networkId, url, timing));
+/** storage.local key: true = take requests even where the link is so fast that lanefetch cannot win (tests). */
+const ACCELERATE_FAST_LINKS_KEY = "accelerateFastLinks";
+
+const networkLog = new CdpNetworkLog(
+  (networkId, url, timing) => timings.browserTiming(networkId, url, timing),
+  (url, connectMs) => {
+    try {
+      accelerator.latency.observe(new URL(url).origin, connectMs);
+    } catch {
+      // not a URL: nothing to learn
+    }
+  },
+);
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
   network: (_tabId, method, params) => networkLog.handle(method, params),
@@ -110,12 +129,18 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
 }
 
 async function refreshRules(): Promise<void> {
-  const [active, off] = await Promise.all([store.activeRules(), store.sessionOff()]);
+  const [active, off, settings] = await Promise.all([
+    store.activeRules(), store.sessionOff(), chrome.storage.local.get(ACCELERATE_FAST_LINKS_KEY),
+  ]);
+  accelerator.stepAsideBelowRttMs = settings[ACCELERATE_FAST_LINKS_KEY] === true ? null : STEP_ASIDE_BELOW_RTT_MS;
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
   activeRules = proxyBlocked ? [] : active;
   sessionOffRules = off;
   enabledRules = active;
   await gate.update(activeRules, [...gateOpen]);
+  // With any site on, the helper starts now (a Python process takes ~0.5–1.5 s to start and answer hello), not when
+  // the first page needs it; the open port keeps it (and this worker) running.
+  if (activeRules.length > 0) void connection.ready();
 }
 
 async function updateBadge(tabId: number): Promise<void> {
@@ -218,7 +243,8 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
 chrome.storage.onChanged.addListener((changes) => {
-  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes)) return;
+  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) &&
+      !(ACCELERATE_FAST_LINKS_KEY in changes)) return;
   void (async () => {
     await ready;
     await refreshRules();

@@ -19,7 +19,8 @@ export interface ConnectionOptions {
 }
 
 export const DEFAULT_CONNECTION: Omit<ConnectionOptions, "extensionVersion" | "browser"> = {
-  helloTimeoutMs: 5000,
+  // A Python process starting on a busy machine (the browser starting at the same time) can take seconds.
+  helloTimeoutMs: 10000,
   retryMissingMs: 5000,
   retryCrashMs: 500,
 };

@@ -17,6 +17,7 @@ export const PASS_REASONS = {
   helper_error: "helper could not fetch it",
   timeout: "helper too slow (timeout)",
   proxy_configured: "browser uses a proxy",
+  low_latency: "fast link to this origin: pipelining cannot win",
 } as const;
 
 export type PassReason = keyof typeof PASS_REASONS;

@@ -5,6 +5,8 @@ import type { Protocol } from "devtools-protocol";
 import type { BrowserTiming } from "./browser-timing.js";
 
 export type FinishedTiming = (networkId: string, url: string, timing: BrowserTiming) => void;
+/** The browser opened a new connection for `url`: its TCP connect took `connectMs` (one round trip). */
+export type ConnectedTiming = (url: string, connectMs: number) => void;
 
 interface Pending {
   url: string;
@@ -39,7 +41,7 @@ function blank(start: number): BrowserTiming {
 export class CdpNetworkLog {
   private readonly pending = new Map<string, Pending>();
 
-  constructor(private readonly finished: FinishedTiming) {}
+  constructor(private readonly finished: FinishedTiming, private readonly connected?: ConnectedTiming) {}
 
   /** Feed one CDP event (method and params as chrome.debugger.onEvent gives them). Unknown methods are ignored. */
   handle(method: string, params: unknown): void {
@@ -123,6 +125,10 @@ export class CdpNetworkLog {
     t.sendStart = at(rt.sendStart);
     t.sendEnd = at(rt.sendEnd);
     t.headersEnd = at(rt.receiveHeadersEnd);
+    // As soon as the response head is in (before the page's subresources): TCP only, TLS excluded.
+    if (rt.connectStart >= 0 && rt.connectEnd >= rt.connectStart) {
+      this.connected?.(p.url, (rt.sslStart >= rt.connectStart ? rt.sslStart : rt.connectEnd) - rt.connectStart);
+    }
   }
 
   private finish(requestId: string, timestamp: number, encodedBytes: number | null, error: string | null): void {

@@ -121,6 +121,13 @@ class Host:
             if item["browser"] == "firefox" and item["protocol"] == protocol.PROTOCOL_VERSION and self.proxy is None:
                 self.proxy = ProxyService(self.engine.config, _ProxyReports(self._send))
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
+            # Before the first batch, not in its way: compile the message validator, open the cache's database.
+            protocol.warm_up()
+            # (Only an existing one: a helper that serves only private browsing creates nothing on disk.)
+            where = self.engine.config.cache_dir
+            cache = self.engine.cache_for(Page(private_browsing=False)) if where and where.exists() else None
+            if cache is not None:
+                cache.submit(lambda _store: None)
         elif kind == "proxy_open":
             if self.proxy is None:
                 reason = "proxy_open needs a Firefox hello first"

@@ -58,10 +58,15 @@ export async function launch(userDataDir: string, { headless = true }: { headles
   };
 }
 
-export async function setSites(worker: Worker, sites: SiteRule[]): Promise<void> {
-  await worker.evaluate(async (s) => {
-    await chrome.storage.local.set({ sites: s.map((x) => ({ ...x, added: Date.now() })) });
-  }, sites);
+/**
+ * Enables these sites. The tests' sites are on loopback, where the extension would step aside (the browser fetches
+ * from a fast origin itself): `accelerateFastLinks` (default true here) makes it take them anyway, so the tests see
+ * the helper at work; benchmarks and the demo pass false, the product's default.
+ */
+export async function setSites(worker: Worker, sites: SiteRule[], { accelerateFastLinks = true } = {}): Promise<void> {
+  await worker.evaluate(async ([s, fast]) => {
+    await chrome.storage.local.set({ sites: s.map((x) => ({ ...x, added: Date.now() })), accelerateFastLinks: fast });
+  }, [sites, accelerateFastLinks] as const);
   await waitForGate(worker, sites.length);
 }
 

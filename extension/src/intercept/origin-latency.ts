@@ -1,0 +1,53 @@
+// What lanefetch knows of each origin's round-trip time: TCP connect times, which take one round trip — the
+// helper's new connections (its timing messages) and the browser's own (CDP Network timing of requests it fetched
+// itself, e.g. the page's document). Bounded, and samples age out: the user's network changes.
+
+export interface LatencyOptions {
+  maxOrigins: number;
+  maxAgeMs: number;
+  /** Recent samples kept per origin. */
+  samples: number;
+}
+
+export const DEFAULT_LATENCY: LatencyOptions = { maxOrigins: 512, maxAgeMs: 5 * 60_000, samples: 4 };
+
+interface Sample {
+  at: number;
+  ms: number;
+}
+
+export class OriginLatency {
+  private readonly byOrigin = new Map<string, Sample[]>();
+
+  constructor(
+    private readonly options: LatencyOptions = DEFAULT_LATENCY,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  /** One connect time (ms) to `origin` (scheme://host:port as URL.origin gives it). Nonsense is ignored. */
+  observe(origin: string, connectMs: number): void {
+    if (!Number.isFinite(connectMs) || connectMs < 0 || origin === "" || origin === "null") return;
+    const samples = this.byOrigin.get(origin) ?? [];
+    this.byOrigin.delete(origin); // re-inserted last: the map's order is least recently observed first
+    samples.push({ at: this.now(), ms: connectMs });
+    if (samples.length > this.options.samples) samples.splice(0, samples.length - this.options.samples);
+    this.byOrigin.set(origin, samples);
+    while (this.byOrigin.size > this.options.maxOrigins) {
+      const oldest = this.byOrigin.keys().next().value;
+      if (oldest === undefined) break;
+      this.byOrigin.delete(oldest);
+    }
+  }
+
+  /** The origin's RTT estimate: the smallest recent connect time (queueing only ever adds to one); null if unknown. */
+  rttMs(origin: string): number | null {
+    const samples = this.byOrigin.get(origin);
+    if (!samples) return null;
+    const fresh = samples.filter((s) => this.now() - s.at <= this.options.maxAgeMs);
+    if (fresh.length === 0) {
+      this.byOrigin.delete(origin);
+      return null;
+    }
+    return Math.min(...fresh.map((s) => s.ms));
+  }
+}

@@ -1,0 +1,71 @@
+// Stepping aside where lanefetch cannot win: each origin's RTT from connect times (helper's and browser's), and
+// the rule that sends requests to fast origins to the browser.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { OriginLatency } from "../../../extension/src/intercept/origin-latency.js";
+import { STEP_ASIDE_BELOW_RTT_MS, stepsAside } from "../../../extension/src/intercept/step-aside.js";
+import { CdpNetworkLog } from "../../../extension/src/timings/cdp-network-log.js";
+
+test("the rule: below the threshold the browser fetches; unknown RTT or rule off: lanefetch takes it", () => {
+  assert.equal(stepsAside(0.4), true);
+  assert.equal(stepsAside(STEP_ASIDE_BELOW_RTT_MS - 0.1), true);
+  assert.equal(stepsAside(STEP_ASIDE_BELOW_RTT_MS), false);
+  assert.equal(stepsAside(60), false);
+  assert.equal(stepsAside(null), false);
+  assert.equal(stepsAside(0.4, null), false);
+  assert.equal(stepsAside(30, 50), true);
+});
+
+test("an origin's RTT is the smallest recent connect time; samples age out; nonsense is ignored", () => {
+  let now = 0;
+  const latency = new OriginLatency({ maxOrigins: 10, maxAgeMs: 1000, samples: 3 }, () => now);
+  assert.equal(latency.rttMs("http://a.test"), null);
+  latency.observe("http://a.test", 40);
+  latency.observe("http://a.test", 12);
+  latency.observe("http://a.test", 90); // queueing only ever adds
+  assert.equal(latency.rttMs("http://a.test"), 12);
+  for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) latency.observe("http://a.test", bad);
+  latency.observe("", 1);
+  latency.observe("null", 1);
+  assert.equal(latency.rttMs("http://a.test"), 12);
+  assert.equal(latency.rttMs("null"), null);
+  // Only the newest `samples` count: the network changed (LAN → mobile) and the old fast sample goes.
+  latency.observe("http://a.test", 400);
+  latency.observe("http://a.test", 410);
+  assert.equal(latency.rttMs("http://a.test"), 90);
+  now = 2000;
+  assert.equal(latency.rttMs("http://a.test"), null, "all samples older than maxAgeMs");
+});
+
+test("bounded: the least recently observed origin goes first", () => {
+  const latency = new OriginLatency({ maxOrigins: 2, maxAgeMs: 1000, samples: 2 }, () => 0);
+  latency.observe("http://a.test", 1);
+  latency.observe("http://b.test", 2);
+  latency.observe("http://a.test", 3);
+  latency.observe("http://c.test", 4);
+  assert.equal(latency.rttMs("http://b.test"), null);
+  assert.equal(latency.rttMs("http://a.test"), 1);
+  assert.equal(latency.rttMs("http://c.test"), 4);
+});
+
+test("the browser's own new connections tell the RTT as soon as the response head is in (TLS excluded)", () => {
+  const seen: [string, number][] = [];
+  const log = new CdpNetworkLog(() => undefined, (url, ms) => seen.push([url, ms]));
+  const timing = (o: Record<string, number>): Record<string, number> => ({
+    requestTime: 100, proxyStart: -1, proxyEnd: -1, dnsStart: -1, dnsEnd: -1, connectStart: -1, connectEnd: -1,
+    sslStart: -1, sslEnd: -1, sendStart: 0, sendEnd: 0, receiveHeadersEnd: 5, ...o,
+  });
+  const response = (url: string, t: Record<string, number>) => ({
+    url, status: 200, statusText: "OK", headers: {}, mimeType: "text/html", connectionId: 1, encodedDataLength: 0,
+    protocol: "http/1.1", timing: t,
+  });
+  for (const [id, url] of [["1", "http://a.test/"], ["2", "https://b.test/"], ["3", "http://a.test/x"]] as const) {
+    log.handle("Network.requestWillBeSent", { requestId: id, timestamp: 100, wallTime: 1_767_000_000, request: { url } });
+  }
+  log.handle("Network.responseReceived", { requestId: "1", timestamp: 100.1, response: response("http://a.test/", timing({ connectStart: 2, connectEnd: 62 })) });
+  log.handle("Network.responseReceived", {
+    requestId: "2", timestamp: 100.1, response: response("https://b.test/", timing({ connectStart: 1, sslStart: 9, sslEnd: 30, connectEnd: 30 })),
+  });
+  log.handle("Network.responseReceived", { requestId: "3", timestamp: 100.1, response: response("http://a.test/x", timing({})) });
+  assert.deepEqual(seen, [["http://a.test/", 60], ["https://b.test/", 8]], "a reused connection (id 3) tells nothing");
+});
