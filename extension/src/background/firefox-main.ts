@@ -5,6 +5,7 @@ import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connectio
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
+import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
 import { SiteStore } from "../sites/site-store.js";
@@ -16,7 +17,8 @@ import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
 import { isPopupRequest, type StatusReply, type TimingsReply } from "./popup-api.js";
 
-export const HTTPS_NOTICE = "HTTPS pages: not accelerated in Firefox yet.";
+export const HTTPS_NOTICE = "HTTPS pages of this site are not accelerated unless you turn on \"Accelerate HTTPS on this site\".";
+export const HTTPS_RESTART_NOTICE = "Restart Firefox to start accelerating HTTPS on this site: Firefox reads new certificate authorities when it starts.";
 /** While sites are enabled and the helper is down, try to reconnect this often. */
 const RECONNECT_MS = 2000;
 
@@ -33,15 +35,23 @@ const tabUrls = new Map<number, string>();
 let activeRules: SiteRule[] = [];
 let enabledRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
+let httpsOptedIn: SiteRule[] = [];
 let proxyBlocked = false;
 
 const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
 const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);
+const httpsSites = new HttpsSites(connection);
+router.setHttpsCovered((url) => httpsSites.covers(url));
 connection.onMessage((m) => records.handle(m));
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
-  if (state.status === "connected" && secret !== null) router.start(secret);
-  else if (state.status !== "connected") router.stop();
+  if (state.status === "connected" && secret !== null) {
+    router.start(secret);
+    httpsSites.send();
+  } else if (state.status !== "connected") {
+    router.stop();
+    httpsSites.forget();
+  }
 });
 connection.onLost(() => router.stop());
 
@@ -78,10 +88,12 @@ const ready = watchProxy((blocked) => {
   .then(() => startUp());
 
 async function refreshRules(): Promise<void> {
-  const [active, off] = await Promise.all([store.activeRules(), store.sessionOff()]);
+  const [active, off, https] = await Promise.all([store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local)]);
   activeRules = proxyBlocked ? [] : active;
   enabledRules = active;
   sessionOffRules = off;
+  httpsOptedIn = https;
+  httpsSites.setWanted(httpsOptedIn, enabledRules);
   for (const tabId of tabUrls.keys()) void updateBadge(tabId);
   keepConnected();
 }
@@ -126,14 +138,14 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
 chrome.storage.onChanged.addListener((changes) => {
-  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes)) return;
+  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) && !(HTTPS_SITES_KEY in changes)) return;
   void ready.then(() => refreshRules());
 });
 
 function problemFor(url: string, rule: SiteRule | null): string | null {
   if (proxyBlocked) return PROXY_NOTICE;
-  if (rule !== null && url.startsWith("https://")) return HTTPS_NOTICE;
-  return null;
+  if (rule === null || !url.startsWith("https://") || httpsSites.covers(url)) return null;
+  return httpsSites.statusFor(rule, httpsOptedIn).state === "restart_needed" ? HTTPS_RESTART_NOTICE : HTTPS_NOTICE;
 }
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
@@ -154,8 +166,9 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
         url,
         rule,
         sessionOff: rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule)),
-        intercepting: router.routing && url.startsWith("http://") && matchingRule(activeRules, url) !== null,
+        intercepting: router.routing && (url.startsWith("http://") || httpsSites.covers(url)) && matchingRule(activeRules, url) !== null,
         problem: problemFor(url, rule),
+        https: url.startsWith("https://") ? httpsSites.statusFor(rule, httpsOptedIn) : undefined,
       },
       counts: counters.get(message.tabId),
       timeSavedModel: TIME_SAVED_MODEL,

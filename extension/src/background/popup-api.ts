@@ -1,6 +1,7 @@
 // Messages between the popup / options / timing pages and the background.
 import type { HelperState } from "../bridge/helper-state.js";
 import type { CacheStats } from "../generated/protocol.js";
+import type { HttpsTabStatus } from "../proxy/https-sites.js";
 import type { SiteRule } from "../sites/site-rule.js";
 import type { TabCounts } from "../timings/tab-counters.js";
 import type { PageLoad, PageLoadData, RequestRecord } from "../timings/timing-store.js";
@@ -40,6 +41,8 @@ export interface TabStatus {
   intercepting: boolean;
   /** Why interception could not start, if it failed. */
   problem: string | null;
+  /** Firefox, https:// page: the site's HTTPS acceleration (absent in Chromium, which needs none). */
+  https?: HttpsTabStatus;
 }
 
 export interface StatusReply {

@@ -12,7 +12,7 @@ export interface ProxyRequestDetails {
 
 export type ProxyInfo =
   | { type: "direct" }
-  | { type: "http"; host: string; port: number; failoverTimeout?: number };
+  | { type: "http"; host: string; port: number; failoverTimeout?: number; proxyAuthorizationHeader?: string };
 
 export interface AuthRequiredDetails {
   requestId: string;

@@ -48,6 +48,8 @@ export class ProxyRouter {
   private readonly contexts = new Map<string, PageContext>();
   private counter = 0;
   private secret: string | null = null;
+  /** https:// URLs whose host an opted-in site's CA (trusted by this Firefox) covers: CONNECT to the helper. */
+  private httpsCovered: (url: string) => boolean = () => false;
 
   constructor(
     private readonly ports: RouterPorts,
@@ -67,23 +69,30 @@ export class ProxyRouter {
     this.contexts.clear();
   }
 
+  /** Firefox HTTPS acceleration (https-sites.ts) says which https:// URLs the helper may terminate. */
+  setHttpsCovered(covered: (url: string) => boolean): void {
+    this.httpsCovered = covered;
+  }
+
   get routing(): boolean {
     return this.secret !== null;
   }
 
   route(details: ProxyRequestDetails): ProxyInfo[] | Promise<ProxyInfo[]> | ProxyInfo {
     if (this.secret === null || details.tabId < 0 || KEPT_TYPES.has(details.type)) return DIRECT;
-    if (!details.url.startsWith("http://")) return DIRECT; // https: not accelerated in Firefox yet
+    const https = details.url.startsWith("https://");
+    // https only for hosts of opted-in sites whose CA this Firefox trusts; everything else https goes direct.
+    if (!details.url.startsWith("http://") && !(https && this.httpsCovered(details.url))) return DIRECT;
     const pageUrl = topLevelUrl(details);
     if (!this.siteActive(pageUrl)) return DIRECT;
     const page = pageOf(pageUrl, details.incognito ?? false);
     const target = addressSpaceOfUrl(details.url);
     if (page === null || target === null || !mayReach(page.address_space, target)) return DIRECT;
     const ctx = this.contextFor(details.tabId, pageUrl, page);
-    if (ctx.port !== null) return this.via(ctx.port);
+    if (ctx.port !== null) return this.via(ctx.port, https);
     ctx.opening ??= this.openContext(ctx);
     const key = this.key(ctx.tabId, page);
-    return ctx.opening.then((port) => (port === null || this.contexts.get(key) !== ctx ? [DIRECT] : this.via(port)));
+    return ctx.opening.then((port) => (port === null || this.contexts.get(key) !== ctx ? [DIRECT] : this.via(port, https)));
   }
 
   /** Credentials for the helper's 407 challenge on one of its listeners; null for anyone else's. */
@@ -113,8 +122,11 @@ export class ProxyRouter {
     return undefined;
   }
 
-  private via(port: number): ProxyInfo[] {
-    return [{ type: "http", host: "127.0.0.1", port, failoverTimeout: FAILOVER_TIMEOUT_S }, DIRECT];
+  private via(port: number, https = false): ProxyInfo[] {
+    const helper: ProxyInfo = { type: "http", host: "127.0.0.1", port, failoverTimeout: FAILOVER_TIMEOUT_S };
+    // Firefox sends an extension's proxyAuthorizationHeader with CONNECT (not with plain http:// requests).
+    if (https && this.secret !== null) helper.proxyAuthorizationHeader = `Basic ${btoa(`lanefetch:${this.secret}`)}`;
+    return [helper, DIRECT];
   }
 
   private key(tabId: number, page: Page): string {

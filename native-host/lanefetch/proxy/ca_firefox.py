@@ -96,10 +96,15 @@ def _certutil(args: list[str], timeout: float = 30.0) -> subprocess.CompletedPro
     if not certutil_available():
         raise NssError("certutil is not installed (Debian/Ubuntu: apt install libnss3-tools; "
                        "Fedora: nss-tools; Arch: nss)")
-    try:
-        return subprocess.run([CERTUTIL, *args], capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise NssError(f"certutil failed: {e}") from None
+    for attempt in range(3):  # the store can be busy for a moment (Firefox or another certutil writing it)
+        try:
+            r = subprocess.run([CERTUTIL, *args], capture_output=True, text=True, timeout=timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise NssError(f"certutil failed: {e}") from None
+        if r.returncode == 0 or attempt == 2 or "-D" in args:
+            return r
+        time.sleep(0.3)
+    raise AssertionError("unreachable")
 
 
 def _db(profile: Path) -> str:

@@ -66,17 +66,27 @@ async function optionsContext(bidi: BidiConnection): Promise<string> {
   }
 }
 
-export async function launchFirefox(home: string): Promise<Firefox> {
+export interface LaunchOptions {
+  /** A profile directory to use (and keep): a restart is a second launch with the same one. */
+  profile?: string;
+  /** More environment for Firefox and so for the helper it starts. */
+  env?: Record<string, string>;
+  /** Leave HOME in place on close (the test launches again with it). */
+  keepHome?: boolean;
+}
+
+export async function launchFirefox(home: string, options: LaunchOptions = {}): Promise<Firefox> {
   const browser = await puppeteer.launch({
     browser: "firefox",
     executablePath: firefoxExecutable,
     headless: true,
     extraPrefsFirefox: PREFS,
-    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache") },
+    ...(options.profile ? { userDataDir: options.profile } : {}),
+    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache"), ...options.env },
   });
   const close = async (): Promise<void> => {
     await browser.close();
-    rmSync(home, { recursive: true, force: true });
+    if (!options.keepHome) rmSync(home, { recursive: true, force: true });
   };
   try {
     await browser.installExtension(firefoxDist);

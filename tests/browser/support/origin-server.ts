@@ -2,6 +2,7 @@
 // client socket (helper or browser), the connection it came on, and how many requests were in flight on that
 // connection when it arrived (>1 means the client pipelined).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { socketOwner, type SocketOwner } from "./socket-owner.js";
 
@@ -14,6 +15,12 @@ export interface LoggedRequest {
   indexOnConnection: number;
   inFlightOnArrival: number;
   owner: SocketOwner;
+}
+
+/** Serve https with this certificate chain and key (PEM). */
+export interface OriginTls {
+  cert: string;
+  key: string;
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
@@ -30,6 +37,8 @@ export class OriginServer {
   private readonly connections = new WeakMap<Socket, ConnectionState>();
   private readonly sockets = new Set<Socket>();
   private connectionCount = 0;
+  /** https: the process behind each TCP connection, handshake completed or not. */
+  readonly tcpOwners: SocketOwner[] = [];
 
   constructor(
     private readonly handler: Handler,
@@ -37,9 +46,13 @@ export class OriginServer {
     private readonly address = "127.0.0.1",
     /** Shared by several servers when a test wants one log of everything. */
     readonly log: LoggedRequest[] = [],
+    private readonly tls?: OriginTls,
   ) {
-    this.server = createServer({ keepAliveTimeout: 30000 }, (req, res) => void this.onRequest(req, res));
-    this.server.on("connection", (socket: Socket) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse): void => void this.onRequest(req, res);
+    this.server = tls ? createTlsServer({ keepAliveTimeout: 30000, ...tls }, onRequest) : createServer({ keepAliveTimeout: 30000 }, onRequest);
+    // Every TCP connection's owner, taken while it is open (a client that refuses the certificate is gone soon).
+    if (tls) this.server.on("connection", (socket: Socket) => this.tcpOwners.push(socketOwner(socket.remotePort ?? 0, this.port)));
+    this.server.on(tls ? "secureConnection" : "connection", (socket: Socket) => {
       this.connectionCount += 1;
       const port = (this.server.address() as AddressInfo).port;
       this.connections.set(socket, {
@@ -63,7 +76,7 @@ export class OriginServer {
   }
 
   get origin(): string {
-    return `http://${this.address}:${this.port}`;
+    return `${this.tls ? "https" : "http"}://${this.address}:${this.port}`;
   }
 
   get port(): number {

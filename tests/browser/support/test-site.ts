@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { iconPng } from "../../../extension/build/icons.js";
-import { OriginServer, type Handler, type LoggedRequest } from "./origin-server.js";
+import { OriginServer, type Handler, type LoggedRequest, type OriginTls } from "./origin-server.js";
 
 export const FONT_FILE = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
@@ -285,12 +285,13 @@ export interface Sites {
   close(): Promise<void>;
 }
 
-/** Three origin servers on loopback addresses sharing one log, with the pages pointed at each other. */
-export async function startSites(): Promise<Sites> {
+/** Three origin servers on loopback addresses sharing one log, with the pages pointed at each other (https with
+ * `tls`: a certificate for 127.0.0.1 and 127.0.0.2). */
+export async function startSites(tls?: OriginTls): Promise<Sites> {
   const log: LoggedRequest[] = [];
-  const a = new OriginServer(testSite, "127.0.0.1", log);
-  const sameSite = new OriginServer(testSite, "127.0.0.1", log);
-  const other = new OriginServer(testSite, "127.0.0.2", log);
+  const a = new OriginServer(testSite, "127.0.0.1", log, tls);
+  const sameSite = new OriginServer(testSite, "127.0.0.1", log, tls);
+  const other = new OriginServer(testSite, "127.0.0.2", log, tls);
   await Promise.all([a.listen(), sameSite.listen(), other.listen()]);
   siteOptions.other = other.origin;
   siteOptions.sameSite = sameSite.origin;

@@ -2,6 +2,7 @@
 // `popup.html?tabId=N` shows tab N instead of the active tab (used by the real-browser tests).
 import type { PopupRequest, StatusReply } from "../../background/popup-api.js";
 import { PASS_REASONS, type PassReason } from "../../intercept/pass-reason.js";
+import { setHttpsSite } from "../../proxy/https-sites.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
 import { byId, formatBytes, formatMs, helperText } from "../format.js";
@@ -11,6 +12,7 @@ const toggle = byId("toggle", HTMLInputElement);
 const exact = byId("exact", HTMLInputElement);
 const notice = byId("notice", HTMLParagraphElement);
 const reload = byId("reload", HTMLButtonElement);
+const https = byId("https", HTMLInputElement);
 
 async function targetTabId(): Promise<number | undefined> {
   const fromQuery = Number(new URLSearchParams(location.search).get("tabId"));
@@ -46,6 +48,7 @@ function render(status: StatusReply): void {
     toggle.checked = rule !== null && !status.tab.sessionOff;
     if (rule) exact.checked = rule.scope === "host";
   }
+  renderHttps(status);
   if (status.tab.sessionOff) say("You cancelled the debugging bar: lanefetch is off for this site for this browser session.");
   else say(status.tab.problem);
 
@@ -68,6 +71,28 @@ function render(status: StatusReply): void {
   );
 }
 
+const HTTPS_STATE_TEXT: Record<string, string> = {
+  active: "HTTPS on this site goes through the helper.",
+  restart_needed: "Installed: restart Firefox to start (Firefox reads new certificate authorities when it starts).",
+  pending: "Installing the certificate authority…",
+  failed: "Could not install the certificate authority",
+};
+
+/** Firefox only, and only for an enabled site's https:// page: one checkbox and one sentence, asked once. */
+function renderHttps(status: StatusReply): void {
+  const info = status.tab.https;
+  const rule = status.tab.rule;
+  byId("https-section", HTMLDivElement).hidden = info === undefined || rule === null || status.tab.sessionOff;
+  if (info === undefined || rule === null) return;
+  https.checked = info.optedIn;
+  byId("https-explain", HTMLParagraphElement).textContent =
+    `Firefox will trust a certificate authority made on this computer that can vouch only for ${rule.name}` +
+    `${rule.scope === "domain" ? " and its subdomains" : ""}, so the lanefetch helper can read and speed up this site's ` +
+    "HTTPS traffic; turning this off (or the site) removes it.";
+  const state = info.state === null ? "" : HTTPS_STATE_TEXT[info.state] ?? info.state;
+  byId("https-state", HTMLParagraphElement).textContent = info.state === "failed" ? `${state}: ${info.detail ?? ""}` : state;
+}
+
 async function main(): Promise<void> {
   const tabId = await targetTabId();
   if (tabId === undefined) return;
@@ -85,12 +110,19 @@ async function main(): Promise<void> {
     if (!choices) return;
     const wanted = exact.checked ? choices.host : choices.domain;
     const current = status.tab.rule;
-    if (current && (!toggle.checked || !sameRule(current, wanted))) await store.disable(current);
+    if (current && (!toggle.checked || !sameRule(current, wanted))) {
+      await store.disable(current);
+      await setHttpsSite(chrome.storage.local, current, false); // the site off: its trust goes too
+    }
     if (toggle.checked) await store.enable(wanted);
     reload.hidden = false;
     status = await refresh();
   };
   toggle.addEventListener("change", () => void apply());
+  https.addEventListener("change", () => {
+    const rule = status.tab.rule;
+    if (rule) void setHttpsSite(chrome.storage.local, rule, https.checked).then(async () => { status = await refresh(); });
+  });
   exact.addEventListener("change", () => {
     if (toggle.checked) void apply();
     else render(status);
