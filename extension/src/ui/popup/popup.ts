@@ -90,7 +90,9 @@ function renderHttps(status: StatusReply): void {
     `${rule.scope === "domain" ? " and its subdomains" : ""}, so the lanefetch helper can read and speed up this site's ` +
     "HTTPS traffic; turning this off (or the site) removes it.";
   const state = info.state === null ? "" : HTTPS_STATE_TEXT[info.state] ?? info.state;
-  byId("https-state", HTMLParagraphElement).textContent = info.state === "failed" ? `${state}: ${info.detail ?? ""}` : state;
+  // When the helper could not tell which profile runs lanefetch it used every profile: say so.
+  const where = info.state !== null && info.which?.startsWith("every") ? ` Installed into ${info.which}.` : "";
+  byId("https-state", HTMLParagraphElement).textContent = (info.state === "failed" ? `${state}: ${info.detail ?? ""}` : state) + where;
 }
 
 async function main(): Promise<void> {
