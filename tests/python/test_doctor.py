@@ -114,11 +114,11 @@ def test_windows_registration_checked_through_the_registry(tmp_path: Path) -> No
     assert warn.status == "warn" and str(elsewhere) in warn.detail and ok.status == "ok"
 
 
-def test_python_version_and_render() -> None:
+def test_python_version_and_render(tmp_path: Path) -> None:
     assert doctor.check_python((3, 11, 0)).status == "ok"
     old = doctor.check_python((3, 10, 12), "/usr/bin/python3")
     assert old.status == "fail" and "3.10.12" in old.detail and "3.11" in old.fix
-    text = doctor.render([old, doctor.check_firefox_https()])
+    text = doctor.render([old, doctor.check_firefox_https(tmp_path)])  # never the runner's own data dir
     assert text.splitlines()[0].startswith("FAIL  Python: 3.10.12")
     assert text.splitlines()[1].startswith("      fix: ")
     assert "Firefox HTTPS: not enabled" in text
