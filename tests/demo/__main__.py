@@ -1,10 +1,10 @@
-"""`npm start`: the demo site on nginx behind an emulated slow link, in Chromium with the extension.
+"""`npm start`: the demo site on nginx behind an emulated slow link, in Chromium (or Firefox) with the extension.
 
-With a display: opens Chromium (window) with the extension in a throwaway profile, the helper registered and
-the demo site enabled, on the demo page; closing the window (or Ctrl-C) ends the demo. Without a display or
-with --headless: loads the page with the site OFF and then ON, prints the comparison and lanefetch's
-per-request timing table, and writes into the output directory screenshots of the page and of lanefetch's timing
-page for the ON load, its HAR file and the raw timings.
+With a display: opens the browser (window) with the extension in a throwaway profile, the helper registered and
+the demo site enabled, on the demo page (Chromium: the timing page in a second tab); closing the window (or
+Ctrl-C) ends the demo. Without a display or with --headless: loads the page with the site OFF and then ON, prints
+the comparison and lanefetch's per-request timing table, and writes into the output directory the page's
+screenshot and the raw timings, and in Chromium the timing page's screenshot and the ON load's HAR file.
 
 The browser runs in the lab's client namespace, so it (and the helper it starts) reach the site only through
 the emulated link. Everything the demo creates (namespaces, processes, profiles) is removed on exit and Ctrl-C.
@@ -29,15 +29,16 @@ from demo import site, tables
 from demo.load import Load
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "tests/demo/demo_driver.ts"
+DRIVERS = {"chromium": REPO / "tests/demo/chromium_driver.ts", "firefox": REPO / "tests/demo/firefox_driver.ts"}
 LANEFETCH = REPO / ".venv/bin/lanefetch"
 DEFAULT_OUT = REPO / "tests/demo/output"
 
 
 class Demo:
-    def __init__(self, lab: Lab, link_name: str, work: Path) -> None:
+    def __init__(self, lab: Lab, link_name: str, work: Path, browser: str) -> None:
         self.lab = lab
         self.work = work
+        self.browser = browser
         self.server = lab.host("server")
         self.client = lab.host("client")
         self.link: Link = lab.link(self.client, self.server, PROFILES[link_name])
@@ -48,10 +49,11 @@ class Demo:
         self.client.run(["curl", "-s", "-o", "/dev/null", self.url], check=False, timeout=60)  # nginx warm
 
     def _profile(self, name: str, on: bool) -> Path:
-        """A throwaway Chromium user-data-dir; for ON the helper is registered into it."""
+        """A throwaway Chromium user-data-dir; for ON the helper is registered into it. (The Firefox driver makes
+        its own throwaway HOME under $TMPDIR and registers the helper there.)"""
         d = self.work / f"profile-{name}"
         d.mkdir()
-        if on:
+        if on and self.browser == "chromium":
             subprocess.run([str(LANEFETCH), "install", "--browser", "chromium", "--chromium-user-data-dir", str(d)],
                            check=True, capture_output=True, timeout=60)
         return d
@@ -62,7 +64,10 @@ class Demo:
         options.update({key: str(path) for key, path in files.items()})
         cache = self.work / f"cache-{name}"  # a fresh helper cache: the demo shows the network, not a cache hit
         env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-        return self.client.popen(["node", "--import", "tsx", str(DRIVER), json.dumps(options)], cwd=str(REPO),
+        if self.browser == "firefox":  # its throwaway HOME goes with the demo's work directory, whatever happens
+            env["TMPDIR"] = str(self.work)
+        driver = DRIVERS[self.browser]
+        return self.client.popen(["node", "--import", "tsx", str(driver), json.dumps(options)], cwd=str(REPO),
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def _read_load(self, proc: subprocess.Popen[str], before: tuple[int, dict[str, Any]]) -> Load:
@@ -101,9 +106,12 @@ class Demo:
               f"({load.requests} files over {load.connections} connections, {load.pipelined} of them pipelined).")
         print("What lanefetch did with each file:\n")
         print("\n".join(tables.requests(load.page)))
-        print("\nThe browser's second tab is lanefetch's timing page for the demo page: every request as a bar "
-              "(queued, connect, sending, waiting, receiving), grouped by connection; it follows each reload. "
-              "The same view is in DevTools (F12) under the 'lanefetch' panel.")
+        if self.browser == "chromium":
+            print("\nThe browser's second tab is lanefetch's timing page for the demo page: every request as a bar "
+                  "(queued, connect, sending, waiting, receiving), grouped by connection; it follows each reload. "
+                  "The same view is in DevTools (F12) under the 'lanefetch' panel.")
+        else:
+            print("\n(Firefox has no lanefetch timing page yet; the table above is what it would show.)")
         print("Turn the site off and on with the lanefetch toolbar button and reload to compare. "
               "Close the browser window (or press Ctrl-C here) to end the demo.", flush=True)
         return proc.wait()
@@ -111,10 +119,15 @@ class Demo:
 
 def _headless(demo: Demo, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    print("Loading the demo page with lanefetch OFF (Chromium alone)…", flush=True)
+    browser = demo.browser.capitalize()
+    print(f"Loading the demo page with lanefetch OFF ({browser} alone)…", flush=True)
     off = demo.load("off", on=False, files={})
     print("Loading the demo page with lanefetch ON…", flush=True)
-    files = {"screenshot": out / "page.png", "panel_screenshot": out / "timing-panel.png", "har": out / "page.har"}
+    files = {"screenshot": out / "page.png"}
+    if demo.browser == "chromium":
+        files |= {"panel_screenshot": out / "timing-panel.png", "har": out / "page.har"}
+    for stale in ("timing-panel.png", "page.har"):  # an earlier run's files must not pass for this one's
+        (out / stale).unlink(missing_ok=True)
     on = demo.load("on", on=True, files=files)
     print()
     print("\n".join(tables.comparison(off, on)))
@@ -123,11 +136,14 @@ def _headless(demo: Demo, out: Path) -> int:
     summary = {"url": demo.url, "off": off.__dict__, "on": on.__dict__}
     (out / "timings.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(f"\nWritten into {out}/:")
-    print("  page.png          the demo page, loaded with lanefetch ON")
-    print("  timing-panel.png  lanefetch's timing page for that load: one bar per request, grouped by connection")
-    print(f"  page.har          that load as HAR 1.2 ({on.page['har_entries']} requests; checked against the HAR "
-          "schema), for any HAR viewer")
+    print(f"  page.png          the demo page, loaded in {browser} with lanefetch ON")
+    if "har" in files:
+        print("  timing-panel.png  lanefetch's timing page for that load: one bar per request, grouped by connection")
+        print(f"  page.har          that load as HAR 1.2 ({on.page['har_entries']} requests; checked against the HAR "
+              "schema), for any HAR viewer")
     print("  timings.json      both loads: the measurements above and lanefetch's raw per-request records")
+    if "har" not in files:
+        print("Firefox has no lanefetch timing page or HAR export yet: no timing-panel.png or page.har.")
     return 0
 
 
@@ -142,10 +158,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--link", choices=sorted(PROFILES), default="wcdma", help="emulated link profile (default wcdma)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where --headless writes (default {DEFAULT_OUT})")
     args = p.parse_args(argv)
-    if args.browser == "firefox":
-        print("npm start: Firefox is not supported yet: its proxy mode (issue 7) is still being built. "
-              "Run `npm start` for the Chromium demo.", file=sys.stderr)
-        return 2
     if os.geteuid() != 0:
         print("npm start needs root: the demo puts the browser and the site in network namespaces joined by an "
               "emulated link. Run it as root (e.g. `sudo npm start`).", file=sys.stderr)
@@ -159,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lf-demo-"))
     try:
         with Lab() as lab:
-            demo = Demo(lab, args.link, work)
+            demo = Demo(lab, args.link, work, args.browser)
             print(f"Demo site: {demo.url} (reachable only inside the demo's network namespaces)", flush=True)
             if window:
                 return demo.show()

@@ -37,7 +37,7 @@ def requests(page: dict[str, Any]) -> list[str]:
     for r in sorted(records, key=lambda r: (r["timing"] or {}).get("timing", {}).get("queued", r["pausedAt"])):
         name = urlsplit(r["url"]).path or "/"
         timing = r["timing"]
-        if timing is None:  # Chromium fetched it itself: its own timing, when it reported it
+        if timing is None:  # the browser fetched it itself: its own timing, when it reported it
             b = r.get("browser") or {}
             connect = (f"{_ms(b['connectStart'], origin)}–{_ms(b['connectEnd'], origin)}"
                        if b.get("connectStart") is not None else "reused" if b else "")
@@ -50,7 +50,8 @@ def requests(page: dict[str, Any]) -> list[str]:
         connect = (f"{_ms(t['connect_start'], origin)}–{_ms(t['connect_end'], origin)}"
                    if t["connect_start"] is not None else "reused")
         rows.append([
-            name, f"helper ({r['status']})", _ms(t["queued"], origin), connect, _ms(t["sent"], origin),
+            name, "helper" if r["status"] is None else f"helper ({r['status']})", _ms(t["queued"], origin), connect,
+            _ms(t["sent"], origin),
             _ms(t["first_byte"], origin), _ms(t["last_byte"], origin), conn.get("id", ""),
             f"{conn['pipeline_position']} / {conn['pipeline_depth']}" if conn else "",
         ])

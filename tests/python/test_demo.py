@@ -1,5 +1,6 @@
-"""`npm start` (tests/demo): the headless demo loads the demo site OFF and ON through the emulated wcdma link,
-prints the comparison, writes its files, and leaves nothing behind, also when interrupted with Ctrl-C."""
+"""`npm start` (tests/demo): the headless demo loads the demo site OFF and ON through the emulated wcdma link in
+Chromium (and on the unshaped link in Firefox), prints the comparison, writes its files, and leaves nothing behind,
+also when interrupted with Ctrl-C."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -59,24 +61,42 @@ def _png(path: Path) -> Image.Image:
         return im.convert("RGB")
 
 
-def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    proc = _demo(tmp_path, "--out", str(out))  # no display: headless without being asked
+def _run_to_end(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = _demo(tmp_path, *args)
     try:
         text, _ = proc.communicate(timeout=400)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    return proc, text
+
+
+def _assert_nothing_left(proc: subprocess.Popen[str], tmp_path: Path) -> None:
+    assert _namespaces_of(proc.pid) == []
+    assert _processes_mentioning(str(tmp_path)) == []
+    assert not list(tmp_path.glob("lf-demo-*"))
+
+
+def _both_loads(out: Path) -> dict[str, Any]:
+    """timings.json, checked for what holds in every browser: both loads got every file, OFF without lanefetch."""
+    summary: dict[str, Any] = json.loads((out / "timings.json").read_text())
+    off, on = summary["off"], summary["on"]
+    assert off["page"]["resources"] == on["page"]["resources"] == SUBRESOURCES
+    assert off["requests"] == on["requests"] == SUBRESOURCES
+    assert off["pipelined"] == 0 and off["page"]["records"] == []
+    return summary
+
+
+def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc, text = _run_to_end(tmp_path, "--out", str(out))  # no display: headless without being asked
     assert proc.returncode == 0, text
     assert "No display" in text and "emulated `wcdma` link" in text
     assert re.search(r"\| page load time \(navigation → load event\) \| [\d.]+ s \| [\d.]+ s \|", text), text
     assert "| file | fetched by | queued | connect | sent | first byte | done | connection |" in text
 
-    summary = json.loads((out / "timings.json").read_text())
-    off, on = summary["off"], summary["on"]
-    assert off["page"]["resources"] == on["page"]["resources"] == SUBRESOURCES
-    assert off["requests"] == on["requests"] == SUBRESOURCES
-    assert off["pipelined"] == 0 and off["page"]["records"] == []
+    summary = _both_loads(out)
+    on = summary["on"]
     # ON: the helper fetched every subresource, and nginx saw some of them pipelined
     helper = [r for r in on["page"]["records"] if r["outcome"] == "fulfilled" and r["timing"] is not None]
     assert len(helper) == SUBRESOURCES, [(r["url"], r["outcome"], r["reason"]) for r in on["page"]["records"]]
@@ -102,10 +122,26 @@ def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
         assert e["_lanefetch"]["outcome"] == ("passed" if document else "accelerated"), e["request"]["url"]
         assert e["response"]["status"] == 200 and e["time"] > 0
     assert f"that load as HAR 1.2 ({len(files)} requests; checked against the HAR schema)" in text
+    _assert_nothing_left(proc, tmp_path)
 
-    assert _namespaces_of(proc.pid) == []
-    assert _processes_mentioning(str(tmp_path)) == []
-    assert not list(tmp_path.glob("lf-demo-*"))
+
+def test_headless_demo_in_firefox(tmp_path: Path) -> None:
+    """Firefox (proxy mode), on the unshaped link to keep CI short: every file of the ON load, the document too,
+    fetched by the helper; the page's screenshot; no timing page or HAR, and the demo says why."""
+    out = tmp_path / "out"
+    proc, text = _run_to_end(tmp_path, "--headless", "--browser", "firefox", "--link", "lan", "--out", str(out))
+    assert proc.returncode == 0, text
+    assert "Loading the demo page with lanefetch OFF (Firefox alone)" in text
+    summary = _both_loads(out)
+    on = summary["on"]
+    fetched = sorted(urlsplit(r["url"]).path for r in on["page"]["records"]
+                     if r["outcome"] == "fulfilled" and r["timing"] is not None)
+    assert fetched == sorted(["/index.html", *site.subresource_paths()]), on["page"]["records"]
+    assert on["connections"] <= 6
+    assert _png(out / "page.png").size[0] >= 800
+    assert not (out / "timing-panel.png").exists() and not (out / "page.har").exists()
+    assert "Firefox has no lanefetch timing page or HAR export yet" in text
+    _assert_nothing_left(proc, tmp_path)
 
 
 def test_ctrl_c_cleans_up(tmp_path: Path) -> None:
@@ -125,6 +161,4 @@ def test_ctrl_c_cleans_up(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, rest
     assert "interrupted" in rest
-    assert _namespaces_of(proc.pid) == []
-    assert _processes_mentioning(str(tmp_path)) == []
-    assert not list(tmp_path.glob("lf-demo-*"))
+    _assert_nothing_left(proc, tmp_path)

@@ -73,13 +73,17 @@ export interface LaunchOptions {
   env?: Record<string, string>;
   /** Leave HOME in place on close (the test launches again with it). */
   keepHome?: boolean;
+  /** false opens a window (the `npm start -- --browser firefox` demo on a display). */
+  headless?: boolean;
 }
 
 export async function launchFirefox(home: string, options: LaunchOptions = {}): Promise<Firefox> {
+  const headless = options.headless ?? true;
   const browser = await puppeteer.launch({
     browser: "firefox",
     executablePath: firefoxExecutable,
-    headless: true,
+    headless,
+    defaultViewport: headless ? undefined : null, // a window: pages take the window's size
     extraPrefsFirefox: PREFS,
     ...(options.profile ? { userDataDir: options.profile } : {}),
     env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache"), ...options.env },

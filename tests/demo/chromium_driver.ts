@@ -1,6 +1,6 @@
 // The browser side of `npm start` (run by tests/demo/__main__.py inside the lab's client namespace, so the
 // browser and the helper it starts reach the demo site only through the emulated link):
-//   node --import tsx tests/demo/demo_driver.ts '{"url": ..., "profile": DIR, "on": true, "window": false,
+//   node --import tsx tests/demo/chromium_driver.ts '{"url": ..., "profile": DIR, "on": true, "window": false,
 //     "screenshot": FILE, "panel_screenshot": FILE, "har": FILE}'
 // Loads the demo page once, in a throwaway profile (the helper already registered into it when "on"), with the
 // page's site enabled when "on". Prints one JSON line once the page has loaded: load time, resources and, when
@@ -11,29 +11,11 @@ import { writeFileSync } from "node:fs";
 import type { BrowserContext, Page } from "playwright-core";
 import type { PageLoadData } from "../../extension/src/timings/timing-store.js";
 import { EXTENSION_ID, launch, openPage, setSites, settledPageLoad, tabIdOf } from "../browser/support/chromium-harness.js";
+import { driverOptions, pageMeasure, pageShown, runDriver, type PageMeasure } from "./demo_page.js";
 
-interface Options {
-  url: string;
-  profile: string;
-  on: boolean;
-  window: boolean;
-  screenshot?: string;
-  panel_screenshot?: string;
-  har?: string;
-}
-
-async function loaded(page: Page): Promise<{ load_s: number; resources: number; time_origin: number }> {
-  // load-time.js fills its box right after the load event: then the page is what the user sees.
-  await page.waitForFunction(() => !document.getElementById("load-time")?.textContent.includes("measuring"),
-    undefined, { timeout: 180000 });
-  return page.evaluate(() => {
-    const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
-    return {
-      load_s: (nav.loadEventEnd - nav.startTime) / 1000,
-      resources: performance.getEntriesByType("resource").length,
-      time_origin: performance.timeOrigin,
-    };
-  });
+async function loaded(page: Page): Promise<PageMeasure> {
+  await page.waitForFunction(pageShown, undefined, { timeout: 180000 });
+  return page.evaluate(pageMeasure);
 }
 
 /** The timing page for the tab, in a tab of its own, once it shows the tab's finished load. */
@@ -77,9 +59,7 @@ async function writeHar(panel: Page, data: PageLoadData, file: string): Promise<
 }
 
 async function main(): Promise<void> {
-  const arg = process.argv[2];
-  if (arg === undefined) throw new Error("usage: demo_driver.ts JSON-OPTIONS");
-  const o = JSON.parse(arg) as Options;
+  const o = driverOptions();
   const browser = await launch(o.profile, { headless: !o.window });
   try {
     if (o.on) await setSites(browser.worker, [{ scope: "host", name: new URL(o.url).hostname }], { accelerateFastLinks: false });
@@ -110,7 +90,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+runDriver(main);
