@@ -157,6 +157,10 @@ def proxied(context_id: str, request: FetchRequest) -> Message:
     return msg
 
 
+def origin_rtt(origin: str, rtt_s: float) -> Message:
+    return {"type": "origin_rtt", "origin": origin, "rtt_ms": round(max(0.0, rtt_s) * 1000.0, 3)}
+
+
 def batch_done(batch_id: str, connections: int, max_concurrent: int) -> Message:
     return {"type": "batch_done", "batch_id": batch_id, "connections": connections,
             "max_concurrent_connections": max_concurrent}

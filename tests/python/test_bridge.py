@@ -10,6 +10,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,23 @@ async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
     assert max(host.sizes) <= TO_BROWSER_MAX
     assert sum(1 for k in per_id["big"] if k == "body") >= 4  # 3 MiB had to be split
     assert msgs[-1]["connections"] >= 1
+
+
+async def test_preconnect_reports_the_round_trip_and_the_batch_finds_the_connection(
+    host: HostProcess, origin: str
+) -> None:
+    await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+    await host.recv()
+    await host.send({"type": "preconnect", "url": f"{origin}/page", "page": {"address_space": "loopback"}})
+    rtt = await host.recv()
+    assert rtt["type"] == "origin_rtt" and rtt["origin"] == origin and 0 <= rtt["rtt_ms"] < 1000
+    await asyncio.sleep(0.05)
+    sent_at = time.time() * 1000
+    await host.send(batch("b1", [("a", f"{origin}/a")]))
+    msgs = await host.until("batch_done")
+    assert not [m for m in msgs if m["type"] == "origin_rtt"], "no new connection was needed"
+    (timing,) = [m for m in msgs if m["type"] == "timing"]
+    assert timing["timing"]["connect_end"] is not None and timing["timing"]["connect_end"] < sent_at
 
 
 async def test_host_survives_bad_input(host: HostProcess, origin: str) -> None:

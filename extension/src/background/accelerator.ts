@@ -48,6 +48,10 @@ function unavailableReason(state: HelperState): PassReason {
   return "helper_unavailable";
 }
 
+function pageField(page: PageInfo): Page {
+  return { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
+}
+
 function originOf(url: string): string {
   try {
     return new URL(url).origin;
@@ -64,7 +68,7 @@ export class Accelerator {
   blockedBy: PassReason | null = null;
   /** Requests to origins whose RTT is below this (ms) go to the browser (step-aside.ts); null: never. */
   stepAsideBelowRttMs: number | null = null;
-  /** Each origin's RTT, learned from the helper's new connections here and from the browser's by the caller. */
+  /** Each origin's RTT, learned from the helper's new connections (origin_rtt) and from the browser's by the caller. */
   readonly latency = new OriginLatency();
 
   constructor(
@@ -75,6 +79,19 @@ export class Accelerator {
     private readonly options: AcceleratorOptions = { batching: DEFAULT_BATCHING, limits: DEFAULT_LIMITS },
   ) {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
+    client.onOriginRtt((origin, rttMs) => this.latency.observe(origin, rttMs));
+  }
+
+  /**
+   * A page of an enabled site starts loading (its document was requested): the helper connects to its origin
+   * while the browser fetches the document, so the page's first batch finds a connection (a round trip saved) and
+   * the origin's RTT is known before its subresources come.
+   */
+  pageStarted(page: PageInfo): void {
+    if (!page.siteActive || this.blockedBy) return;
+    const origin = originOf(page.url);
+    if (!origin.startsWith("http") || stepsAside(this.latency.rttMs(origin), this.stepAsideBelowRttMs)) return;
+    this.client.preconnect(page.url, pageField(page));
   }
 
   handle(held: HeldRequest): void {
@@ -134,23 +151,16 @@ export class Accelerator {
     if (!first) return;
     const { page, tabId } = first.held;
     const batchId = this.client.nextBatchId();
-    const pageField: Page = { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
     const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
     const [head, ...rest] = requests;
     if (!head) return;
-    const batch: Batch = { type: "batch", batch_id: batchId, page: pageField, requests: [head, ...rest] };
+    const batch: Batch = { type: "batch", batch_id: batchId, page: pageField(page), requests: [head, ...rest] };
     const sinks = new Map<string, RequestSink>();
     const deliveries: RequestDelivery[] = [];
     for (const item of items) {
       const delivery = new RequestDelivery(item.id, item.held.paused, item.held.responder, {
         done: (result) => this.finished(item.id, item.held.tabId, result),
-        timing: (message) => {
-          this.store.update(item.id, { timing: message });
-          const t = message.timing;
-          if (message.connection?.reused === false && t.connect_start !== null && t.connect_end !== null) {
-            this.latency.observe(originOf(item.held.paused.url), t.connect_end - t.connect_start);
-          }
-        },
+        timing: (message) => this.store.update(item.id, { timing: message }),
         cancel: (id) => this.client.cancel([id]),
       }, this.options.limits);
       this.deliveries.set(item.id, { tabId: item.held.tabId, delivery });

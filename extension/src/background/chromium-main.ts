@@ -121,11 +121,13 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const isTopDocument =
     source.sessionId === undefined && event.resourceType === "Document" && event.frameId === sessions.mainFrameId(tabId);
   const pageUrl = isTopDocument || info.url === "" ? paused.url : info.url;
+  const page = pageInfo(pageUrl, info.incognito);
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
     timings.newPage(tabId, paused.url);
+    accelerator.pageStarted(page);
   }
-  accelerator.handle({ tabId, paused, responder: responderFor(source), page: pageInfo(pageUrl, info.incognito) });
+  accelerator.handle({ tabId, paused, responder: responderFor(source), page });
 }
 
 async function refreshRules(): Promise<void> {

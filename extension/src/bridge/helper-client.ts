@@ -1,5 +1,5 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
-import type { Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, Timing } from "../generated/protocol.js";
+import type { Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, Page, Timing } from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
 
 export interface RequestSink {
@@ -23,6 +23,7 @@ export class HelperClient {
   private batchCounter = 0;
   private readonly cacheAnswers = new Map<string, (message: CacheStats | null) => void>();
   private cacheCounter = 0;
+  private readonly rttListeners: ((origin: string, rttMs: number) => void)[] = [];
 
   constructor(private readonly connection: HelperConnection) {
     connection.onMessage((message) => {
@@ -53,6 +54,9 @@ export class HelperClient {
           answer?.(message);
           break;
         }
+        case "origin_rtt":
+          for (const l of this.rttListeners) l(message.origin, message.rtt_ms);
+          break;
         case "batch_done": {
           const done = this.batchDone.get(message.batch_id);
           this.batchDone.delete(message.batch_id);
@@ -64,6 +68,16 @@ export class HelperClient {
       }
     });
     connection.onLost(() => this.failAll("connection_lost", "the helper's port closed"));
+  }
+
+  /** The helper opened a connection to `origin` and its TCP connect took `rttMs` (one round trip). */
+  onOriginRtt(listener: (origin: string, rttMs: number) => void): void {
+    this.rttListeners.push(listener);
+  }
+
+  /** Ask the helper to open a connection to url's origin now (a page starts); nothing if it is not connected. */
+  preconnect(url: string, page: Page): void {
+    if (this.connection.state.status === "connected") this.connection.send({ type: "preconnect", url, page });
   }
 
   nextBatchId(): string {

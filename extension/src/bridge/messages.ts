@@ -1,7 +1,10 @@
 // Light run-time checks of messages from the helper (the schema is the contract; this guards the dispatch).
 import type { ToExtension } from "../generated/protocol.js";
 
-const TYPES = new Set(["hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "proxy_ready", "proxied", "https_state"]);
+const TYPES = new Set([
+  "hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "proxy_ready", "proxied", "https_state",
+  "origin_rtt",
+]);
 
 export function asToExtension(message: unknown): ToExtension | null {
   if (message === null || typeof message !== "object") return null;
@@ -12,5 +15,6 @@ export function asToExtension(message: unknown): ToExtension | null {
   if (m.type === "body" && typeof m.data !== "string") return null;
   if (m.type === "batch_done" && typeof m.batch_id !== "string") return null;
   if (m.type === "https_state" && !Array.isArray(m.sites)) return null;
+  if (m.type === "origin_rtt" && (typeof m.origin !== "string" || typeof m.rtt_ms !== "number")) return null;
   return message as ToExtension;
 }

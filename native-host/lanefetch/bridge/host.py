@@ -19,6 +19,7 @@ from .. import protocol
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from ..engine.request import Origin
 from ..proxy.ca_certs import Site
 from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
@@ -107,6 +108,8 @@ class Host:
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
         self._live_ids: set[str] = set()
+        self._reports: set[asyncio.Future[None]] = set()
+        engine.on_connected = self._connected
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
         if isinstance(item, BadFrame):
@@ -145,6 +148,8 @@ class Host:
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])
+        elif kind == "preconnect":
+            self.engine.preconnect(item["url"], _to_page(item["page"]))
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -158,6 +163,13 @@ class Host:
             await self._start_batch(item)
         elif kind == "cache":
             await self._send(await self._cache_command(item["action"], item.get("nonce")))
+
+    def _connected(self, origin: Origin, connect_s: float) -> None:
+        """Tell the extension each origin's round trip as soon as a connection shows it (it steps aside where
+        pipelining cannot pay)."""
+        task = asyncio.ensure_future(self._send(protocol.origin_rtt(str(origin), connect_s)))
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
 
     async def _reject(self, item: dict[str, Any], reason: str) -> None:
         kind = item.get("type")

@@ -66,6 +66,8 @@ class Engine:
         self._tls: ssl.SSLContext | None = None
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
         self._split: SplitFetcher | None = None
+        #: Told each new connection's origin and TCP connect time in seconds (one round trip).
+        self.on_connected: Callable[[Origin, float], None] | None = None
 
     # -- public API ----------------------------------------------------------------------------------------
 
@@ -178,6 +180,9 @@ class Engine:
         return next(self._conn_ids)
 
     def connection_opened(self, conn: Connection) -> None:
+        ct = conn.connect_timing
+        if self.on_connected is not None and ct.connect_start is not None and ct.connect_end is not None:
+            self.on_connected(conn.pool.origin, ct.connect_end - ct.connect_start)
         self._open_connections += 1
         for b in self._batches:
             b.max_concurrent = max(b.max_concurrent, self._open_connections)
