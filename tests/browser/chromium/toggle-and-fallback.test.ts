@@ -27,6 +27,8 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
   let browser = await launch(profile);
   const url = `${sites.a.origin}/plain.html`;
   try {
+    // The test site is on loopback, where lanefetch would leave requests to the browser (low_latency).
+    await browser.worker.evaluate(() => chrome.storage.local.set({ accelerateFastLinks: true }));
     // Off: the page loads from the browser, nothing is intercepted.
     sites.clearLog();
     const page = await browser.context.newPage();
