@@ -103,8 +103,9 @@ def run(rounds: int) -> int:
         "",
         f"Pages: {', '.join(s.name for s in SHAPES)} (PNG images of exactly that size, incompressible). "
         f"{rounds} browser runs per page, link and variant, ON/OFF order alternating round by round. Each run "
-        "loads the page right after the browser started (for ON the extension starts the helper process on this "
-        "first accelerated navigation, so its start-up is inside this load), then the page's copy on another "
+        "loads the page right after the browser started and the site was enabled (for ON the extension starts "
+        "the helper process when a site is enabled, here right before this navigation, so most of its start-up is "
+        "inside this load), then the page's copy on another "
         f"origin (port {WARM_PORT}) in the same tab: the browser and the helper are running, but no connection "
         "or learned pipelining carries over.",
         "",
