@@ -10,6 +10,7 @@ SCENARIOS = {
     "engine": "bench.scenario_engine",
     "seed000-grid": "bench.scenario_grid",
     "chromium-page": "bench.scenario_chromium_page",
+    "firefox-page": "bench.scenario_chromium_page:run_firefox",
     "seed004-split": "bench.scenario_split",
     "seed001-hol": "bench.scenario_hol",
     "seed000-pages": "bench.scenario_pages",
@@ -23,8 +24,9 @@ def main() -> int:
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds per variant (median reported)")
     args = p.parse_args()
-    module = importlib.import_module(SCENARIOS[args.scenario])
-    return int(module.run(args.rounds))
+    module_name, _, function = SCENARIOS[args.scenario].partition(":")
+    module = importlib.import_module(module_name)
+    return int(getattr(module, function or "run")(args.rounds))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 // Page loads in real Chromium (run inside the lab's client namespace by bench/page_load.py):
 //   node --import tsx tests/bench/chromium_page_driver.ts URL on|off IMAGES [WARM_URL | --repeat]
 // A fresh profile each run (no HTTP cache); "on" registers the helper and enables the page's host first.
-// Prints one JSON line per load: in-page navigation timing (navigation start → load event end) and the wall clock
-// from page.goto to the load event (for the first "on" load this includes the extension's gate: blocked try,
+// Prints one JSON line per load (measured as bench/page_measure.ts says): in-page navigation timing (navigation
+// start → load event end) and the wall clock from page.goto to the load event (for the first "on" load this includes the extension's gate: blocked try,
 // debugger attach, second navigation). After the first load it reads one line from stdin (the caller has taken its
 // counters), then: with WARM_URL (a page of the same shape on another origin of the same host) loads it in the
 // same tab: the browser, the extension and the helper are running, the connections are new; with --repeat restarts
@@ -13,6 +13,7 @@ import { createInterface } from "node:readline";
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, type Browser } from "../browser/support/chromium-harness.js";
 import type { RequestRecord } from "../../extension/src/timings/timing-store.js";
+import { exitOnError, loadEnded, measure, readLoad, type PageProbe } from "./page_measure.js";
 
 function median(xs: number[]): number | null {
   if (xs.length === 0) return null;
@@ -70,28 +71,11 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
   };
 }
 
-async function measure(page: Page, images: number, load: () => Promise<void>): Promise<Record<string, unknown>> {
-  const t0 = Date.now();
-  await load();
-  await page.waitForFunction(() => {
-    const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
-    return nav !== undefined && nav.loadEventEnd > 0;
-  }, undefined, { timeout: 120000 });
-  const wall = (Date.now() - t0) / 1000;
-  const r = await page.evaluate(async () => {
-    const imgs = Array.from(document.images);
-    const decoded = await Promise.all(imgs.map((i) => i.decode().then(() => i.naturalWidth > 0, () => false)));
-    const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
-    return {
-      images: imgs.length,
-      decoded: decoded.filter(Boolean).length,
-      load_s: (nav.loadEventEnd - nav.startTime) / 1000,
-      dcl_s: (nav.domContentLoadedEventEnd - nav.startTime) / 1000,
-      response_end_s: (nav.responseEnd - nav.startTime) / 1000,
-    };
-  });
-  if (r.images !== images || r.decoded !== images) throw new Error(`images: ${r.decoded}/${r.images} decoded, want ${images}`);
-  return { wall_s: wall, ...r };
+function probe(page: Page): PageProbe {
+  return {
+    untilLoaded: () => page.waitForFunction(loadEnded, undefined, { timeout: 120000 }),
+    read: () => page.evaluate(readLoad),
+  };
 }
 
 async function main(): Promise<void> {
@@ -105,7 +89,7 @@ async function main(): Promise<void> {
     if (on) await setSites(browser.worker, [{ scope: "host", name: new URL(url).hostname }], { accelerateFastLinks: false });
     let page = await browser.context.newPage();
     const visit = async (where: string, gate: boolean): Promise<void> => {
-      const r = await measure(page, images, async () => {
+      const r = await measure(probe(page), images, async () => {
         if (gate) await openPage(page, where);
         else await page.goto(where, { waitUntil: "load", timeout: 120000 });
       });
@@ -131,7 +115,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+main().catch(exitOnError);

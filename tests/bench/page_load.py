@@ -1,14 +1,14 @@
 """Real-browser page loads over an emulated link, site ON (lanefetch helper) vs OFF: the part the page benchmarks
-share (chromium-page, seed000-pages).
+share (chromium-page, firefox-page, seed000-pages).
 
-    with PageLab(PROFILES["wcdma"], [PageShape(77, 1229)]) as pl:
+    with PageLab(PROFILES["wcdma"], [PageShape(77, 1229)], browser="firefox") as pl:
         run = pl.load(shape, "on")        # one fresh-profile load; nginx's log and the link's counters attached
         runs = pl.alternate(shapes, rounds, log=print)   # {shape: {"on": [...], "off": [...]}}
 
-Every load: a fresh Chromium profile (no HTTP cache) and, for ON, the helper registered into it, the page's host
-enabled and a fresh `XDG_CACHE_HOME` (no helper cache). Load time = `loadEventEnd - startTime` of the page that
-finally loaded, after checking every image decoded. The browser runs in the lab's client namespace; nginx's access
-log tells which connection served each image and whether it came pipelined.
+Every load: a fresh browser profile (no HTTP cache) and, for ON, the helper registered into it and the page's host
+enabled (`method(browser)` says what that means per browser). Load time = `loadEventEnd - startTime` of the page
+that finally loaded, after checking every image decoded. The browser runs in the lab's client namespace; nginx's
+access log tells which connection served each image and whether it came pipelined.
 """
 
 from __future__ import annotations
@@ -28,18 +28,36 @@ from bench.netlab import Lab, LinkProfile
 from bench.servers import start_nginx
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "tests/bench/chromium_page_driver.ts"
+#: The driver per browser (same arguments and output, bench/page_measure.ts).
+DRIVERS = {b: REPO / f"tests/bench/{b}_page_driver.ts" for b in ("chromium", "firefox")}
+BROWSER_NAMES = {"chromium": "Chromium", "firefox": "Firefox"}
 MODES = ("on", "off")
-#: How the page benchmarks measure, for their reports.
-METHOD = (
-    "Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
-    "nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile (no HTTP "
-    "cache) and, for ON, the helper registered into it, the page's host enabled and a fresh `XDG_CACHE_HOME` "
-    "(no helper cache). Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that "
-    "finally loaded, after checking every image decoded (`img.decode()`, `naturalWidth > 0`). The page's "
-    "document is fetched by Chromium itself in both variants (private page). Image connection and pipelining "
-    "counts come from nginx's access log (`$connection`, `$pipe`)."
-)
+_SETUP = {
+    "chromium": (
+        "Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
+        "nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile (no HTTP "
+        "cache) and, for ON, the helper registered into it, the page's host enabled and a fresh `XDG_CACHE_HOME` "
+        "(no helper cache). The page's document is fetched by Chromium itself in both variants (private page)."
+    ),
+    "firefox": (
+        "Real Firefox ESR (headless, `/usr/bin/firefox-esr`, driven over WebDriver BiDi, built extension installed) "
+        "runs in the lab's client namespace; nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every "
+        "run: fresh Firefox profile and HOME (no HTTP cache) and, for ON, the helper registered in that HOME, the "
+        "page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
+        "when a site is enabled); every request of the page, the document included, then goes through the helper's "
+        "proxy (proxy mode has no helper cache: Firefox caches the responses itself)."
+    ),
+}
+
+
+def method(browser: str) -> str:
+    """How the page benchmarks measure in `browser`, for their reports."""
+    return _SETUP[browser] + (
+        " Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that finally loaded, after "
+        "checking every image decoded (`img.decode()`, `naturalWidth > 0`). Image connection and pipelining counts "
+        "come from nginx's access log (`$connection`, `$pipe`)."
+    )
+
 
 Run = dict[str, Any]
 
@@ -94,10 +112,14 @@ def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
 
 
 class PageLab:
-    """A lab (client — link — server) with nginx serving one page per shape."""
+    """A lab (client — link — server) with nginx serving one page per shape, loaded by `browser`."""
 
-    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape], nginx_conf: str = "") -> None:
+    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape], browser: str = "chromium",
+                 nginx_conf: str = "") -> None:
+        if browser not in DRIVERS:
+            raise ValueError(f"no page driver for {browser!r} (have: {', '.join(DRIVERS)})")
         self.profile = profile
+        self.browser = browser
         self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
         self.lab = Lab()
         try:
@@ -119,10 +141,12 @@ class PageLab:
         return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
     def load(self, shape: PageShape, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
-        """One fresh Chromium (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
-        tab, or with `repeat` the same page again after a browser restart on the same profile (caches warm); per
-        load what the page, nginx and the link saw (for a repeat visit also how many 304s)."""
-        argv = ["node", "--import", "tsx", str(DRIVER), self.url(shape), mode, str(shape.images)]
+        """One fresh browser (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
+        tab, or with `repeat` (Chromium only) the same page again after a browser restart on the same profile
+        (caches warm); per load what the page, nginx and the link saw (for a repeat visit also how many 304s)."""
+        if repeat and self.browser != "chromium":
+            raise ValueError(f"repeat visits are measured in Chromium only, not {self.browser}")
+        argv = ["node", "--import", "tsx", str(DRIVERS[self.browser]), self.url(shape), mode, str(shape.images)]
         argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else []
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \

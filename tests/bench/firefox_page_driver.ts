@@ -1,0 +1,40 @@
+// Page loads in real Firefox ESR (run inside the lab's client namespace by bench/page_load.py), over WebDriver BiDi
+// as the Firefox tests drive it:
+//   node --import tsx tests/bench/firefox_page_driver.ts URL on|off IMAGES [WARM_URL]
+// A fresh profile and HOME each run (no HTTP cache), the built extension installed; "on" registers the helper in
+// that HOME, enables the page's host and waits until the extension's native port is up (Firefox opens it as soon as
+// a site is enabled, so the helper's start-up is not inside the load), then every http:// request of the tab goes
+// through the helper's proxy. Prints one JSON line per load (bench/page_measure.ts); with WARM_URL it then loads
+// WARM_URL in the same tab (another origin: no connection carries over, the helper is running).
+import type { Page } from "puppeteer-core";
+import { freshHome, launchFirefox, setSites, waitForHelper } from "../browser/support/firefox-harness.js";
+import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, type PageProbe } from "./page_measure.js";
+
+function probe(page: Page): PageProbe {
+  return {
+    untilLoaded: () => page.waitForFunction(loadEnded, { timeout: 120000 }),
+    read: () => page.evaluate(readLoad),
+  };
+}
+
+async function main(): Promise<void> {
+  const args = driverArgs(process.argv.slice(2));
+  const ff = await launchFirefox(freshHome(args.on));
+  try {
+    if (args.on) {
+      await setSites(ff, [{ scope: "host", name: new URL(args.url).hostname }]);
+      const status = await waitForHelper(ff);
+      if (status.helper.status !== "connected") throw new Error(`helper not connected: ${JSON.stringify(status.helper)}`);
+    }
+    const page = await ff.browser.newPage();
+    const goto = (url: string): Promise<unknown> => page.goto(url, { waitUntil: "load", timeout: 120000 });
+    await runLoads(args,
+      () => measure(probe(page), args.images, () => goto(args.url)),
+      (warmUrl) => measure(probe(page), args.images, () => goto(warmUrl)));
+    await page.close();
+  } finally {
+    await ff.close();
+  }
+}
+
+main().catch(exitOnError);

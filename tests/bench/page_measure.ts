@@ -1,0 +1,82 @@
+// What the page benchmarks' drivers (Chromium over Playwright, Firefox over WebDriver BiDi) measure of one page
+// load, and the stdout/stdin protocol bench/page_load.py speaks with them:
+//   DRIVER URL on|off IMAGES [WARM_URL]
+// One JSON line per load; with WARM_URL the driver then reads one line from stdin (the caller has taken its
+// counters) and loads WARM_URL in the same tab.
+import { createInterface } from "node:readline";
+
+export interface LoadResult {
+  images: number;
+  decoded: number;
+  load_s: number;
+  dcl_s: number;
+  response_end_s: number;
+}
+
+/** How a driver reaches into its page (the in-page functions below run there). */
+export interface PageProbe {
+  /** Resolves once `loadEnded` holds in the page. */
+  untilLoaded(): Promise<unknown>;
+  /** `readLoad` evaluated in the page. */
+  read(): Promise<LoadResult>;
+}
+
+/** In the page: the top-level document's load event has ended. */
+export const loadEnded = (): boolean => {
+  const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
+  return nav !== undefined && nav.loadEventEnd > 0;
+};
+
+/** In the page: navigation timing (navigation start → load event end) after every image decoded. */
+export const readLoad = async (): Promise<LoadResult> => {
+  const imgs = Array.from(document.images);
+  const decoded = await Promise.all(imgs.map((i) => i.decode().then(() => i.naturalWidth > 0, () => false)));
+  const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+  return {
+    images: imgs.length,
+    decoded: decoded.filter(Boolean).length,
+    load_s: (nav.loadEventEnd - nav.startTime) / 1000,
+    dcl_s: (nav.domContentLoadedEventEnd - nav.startTime) / 1000,
+    response_end_s: (nav.responseEnd - nav.startTime) / 1000,
+  };
+};
+
+/** One load: `load` navigates; the wall clock runs from its start to the load event. */
+export async function measure(probe: PageProbe, images: number, load: () => Promise<unknown>): Promise<Record<string, unknown>> {
+  const t0 = Date.now();
+  await load();
+  await probe.untilLoaded();
+  const wall = (Date.now() - t0) / 1000;
+  const r = await probe.read();
+  if (r.images !== images || r.decoded !== images) throw new Error(`images: ${r.decoded}/${r.images} decoded, want ${images}`);
+  return { wall_s: wall, ...r };
+}
+
+export interface DriverArgs {
+  url: string;
+  on: boolean;
+  images: number;
+  warmUrl: string | undefined;
+}
+
+export function driverArgs(argv: string[]): DriverArgs {
+  const [url, mode, imagesArg, warmUrl] = argv;
+  if (url === undefined || (mode !== "on" && mode !== "off")) throw new Error("usage: URL on|off IMAGES [WARM_URL]");
+  return { url, on: mode === "on", images: Number(imagesArg ?? "80"), warmUrl };
+}
+
+/** Prints the first load; with a warm URL waits for the caller's line and prints the warm load. */
+export async function runLoads(args: DriverArgs, first: () => Promise<Record<string, unknown>>,
+  warm: (url: string) => Promise<Record<string, unknown>>): Promise<void> {
+  const mode = args.on ? "on" : "off";
+  console.log(JSON.stringify({ mode, ...(await first()) }));
+  if (args.warmUrl === undefined) return;
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  await lines.next();
+  console.log(JSON.stringify({ mode, ...(await warm(args.warmUrl)) }));
+}
+
+export function exitOnError(e: unknown): never {
+  console.error(e);
+  process.exit(1);
+}
