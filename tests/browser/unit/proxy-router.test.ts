@@ -1,0 +1,157 @@
+// ProxyRouter's routing decisions without a browser: what proxy.onRequest gets for each request, given the helper's
+// answers to proxy_open (RecordingPorts below stands in for the native port, so each answer can be held or refused).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { Page } from "../../../extension/src/generated/protocol.js";
+import type { ProxyInfo, ProxyRequestDetails } from "../../../extension/src/proxy/firefox-proxy-api.js";
+import { DIRECT, ProxyRouter, type RouterPorts } from "../../../extension/src/proxy/proxy-router.js";
+import { matchingRule, type SiteRule } from "../../../extension/src/sites/site-rule.js";
+
+const PAGE = "http://shop.example/index.html";
+
+/** The helper's side of proxy_open / proxy_close: records the calls; each open waits until answered. */
+class RecordingPorts implements RouterPorts {
+  readonly opened: { contextId: string; page: Page; answer: (port: number | null) => void }[] = [];
+  readonly closed: string[] = [];
+  /** Answer every open at once with this port (undefined: hold them until answered by hand). */
+  constructor(private readonly autoPort?: number | null) {}
+
+  open(contextId: string, page: Page): Promise<number | null> {
+    return new Promise((resolve) => {
+      this.opened.push({ contextId, page, answer: resolve });
+      if (this.autoPort !== undefined) resolve(this.autoPort);
+    });
+  }
+
+  close(contextId: string): void {
+    this.closed.push(contextId);
+  }
+}
+
+function setup(rules: SiteRule[] = [{ scope: "domain", name: "shop.example" }], autoPort?: number | null, openTimeoutMs = 200) {
+  const ports = new RecordingPorts(autoPort);
+  const sites = { rules };
+  const router = new ProxyRouter(ports, (url) => matchingRule(sites.rules, url) !== null, openTimeoutMs);
+  router.start("s3cret");
+  return { ports, router, sites };
+}
+
+let nextId = 0;
+function req(url: string, extra: Partial<ProxyRequestDetails> = {}): ProxyRequestDetails {
+  nextId += 1;
+  return { requestId: String(nextId), url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], ...extra };
+}
+
+function viaHelper(port: number): ProxyInfo[] {
+  return [{ type: "http", host: "127.0.0.1", port, failoverTimeout: 1 }, DIRECT];
+}
+
+test("an enabled site's http:// requests go to the helper's listener for the page context, direct as the fail-over", async () => {
+  const { ports, router } = setup(undefined, 41001);
+  assert.deepEqual(await router.route(req(PAGE, { type: "main_frame", documentUrl: undefined })), viaHelper(41001));
+  assert.equal(ports.opened.length, 1);
+  assert.deepEqual(ports.opened[0]?.page, { address_space: "public", top_site: "http://shop.example", private_browsing: false });
+  // Once the listener is known, the answer is immediate (no promise) and no second listener is asked for.
+  assert.deepEqual(router.route(req("http://cdn.other.example/a.png")), viaHelper(41001), "cross-site subresource of the page");
+  assert.deepEqual(router.route(req("http://img.shop.example/b.png")), viaHelper(41001));
+  assert.equal(ports.opened.length, 1);
+  assert.deepEqual(router.credentialsFor("127.0.0.1", 41001), { username: "lanefetch", password: "s3cret" });
+  assert.equal(router.credentialsFor("127.0.0.1", 41002), null, "not one of the helper's listeners");
+  assert.equal(router.credentialsFor("proxy.example", 41001), null);
+});
+
+test("requests arriving while the listener opens share one proxy_open", async () => {
+  const { ports, router } = setup();
+  // (an async callback runs route() at once, synchronously)
+  const pending = ["1", "2"].map(async (n) => router.route(req(`http://shop.example/${n}.png`)));
+  assert.equal(ports.opened.length, 1);
+  ports.opened[0]?.answer(41005);
+  for (const p of await Promise.all(pending)) assert.deepEqual(p, viaHelper(41005));
+});
+
+test("https://, other sites, site off, no tab, kept types and a public page reaching a private address go direct", async () => {
+  const { ports, router, sites } = setup(undefined, 41010);
+  assert.equal(router.route(req("https://shop.example/x.png", { documentUrl: "https://shop.example/" })), DIRECT, "https not accelerated yet");
+  assert.equal(router.route(req("http://news.example/x.png", { documentUrl: "http://news.example/" })), DIRECT, "site not enabled");
+  assert.equal(router.route(req("http://shop.example/x.png", { tabId: -1 })), DIRECT, "no tab (the extension's or the browser's own)");
+  for (const type of ["websocket", "media", "object", "beacon", "speculative"]) {
+    assert.equal(router.route(req("http://shop.example/x", { type })), DIRECT, type);
+  }
+  assert.equal(router.route(req("http://192.168.1.1/x.png")), DIRECT, "public page → private address");
+  assert.equal(router.route(req("http://127.0.0.1/x.png")), DIRECT, "public page → loopback");
+  assert.equal(ports.opened.length, 0);
+  assert.deepEqual(await router.route(req("http://shop.example/y.png")), viaHelper(41010));
+  sites.rules = [];
+  assert.equal(router.route(req("http://shop.example/z.png")), DIRECT, "site turned off: direct at once, listener or not");
+});
+
+test("the native port lost: direct at once, also for requests still waiting for their listener", async () => {
+  const { ports, router } = setup();
+  const waiting = router.route(req("http://shop.example/1.png"));
+  router.stop();
+  assert.equal(router.routing, false);
+  assert.equal(router.route(req("http://shop.example/2.png")), DIRECT);
+  ports.opened[0]?.answer(41020); // a late proxy_ready from the helper that went away
+  assert.deepEqual(await waiting, [DIRECT]);
+  assert.equal(router.credentialsFor("127.0.0.1", 41020), null);
+  // Reconnected: a new session, a new listener.
+  router.start("other");
+  const again = router.route(req("http://shop.example/3.png"));
+  assert.equal(ports.opened.length, 2);
+  ports.opened[1]?.answer(41021);
+  assert.deepEqual(await again, viaHelper(41021));
+  assert.deepEqual(router.credentialsFor("127.0.0.1", 41021), { username: "lanefetch", password: "other" });
+});
+
+test("no listener (refused, or no answer in time): direct, and the next request asks again", async () => {
+  const refused = setup(undefined, null);
+  assert.deepEqual(await refused.router.route(req("http://shop.example/1.png")), [DIRECT]);
+  assert.deepEqual(await refused.router.route(req("http://shop.example/2.png")), [DIRECT]);
+  assert.equal(refused.ports.opened.length, 2);
+
+  const silent = setup(undefined, undefined, 30);
+  assert.deepEqual(await silent.router.route(req("http://shop.example/1.png")), [DIRECT], "timed out");
+  silent.ports.opened[0]?.answer(41030); // too late: not used
+  assert.equal(silent.router.credentialsFor("127.0.0.1", 41030), null);
+});
+
+test("frames: requests of an enabled page's frames follow the top-level page, not the frame's own site", async () => {
+  const { ports, router } = setup(undefined, 41040);
+  const inFrame = req("http://ads.example/pixel.png", {
+    documentUrl: "http://ads.example/frame.html",
+    frameAncestors: [{ url: "http://ads.example/outer.html", frameId: 3 }, { url: PAGE, frameId: 0 }],
+  });
+  assert.deepEqual(await router.route(inFrame), viaHelper(41040));
+  assert.equal(ports.opened[0]?.page.top_site, "http://shop.example");
+  const onOtherTop = req("http://shop.example/x.png", { documentUrl: "http://shop.example/f.html", frameAncestors: [{ url: "http://news.example/", frameId: 0 }] });
+  assert.equal(router.route(onOtherTop), DIRECT, "a frame of an enabled site inside a page that is not");
+});
+
+test("one context per tab, top-level site and private browsing; navigating away or closing the tab closes it", async () => {
+  let port = 41050;
+  const ports = new RecordingPorts();
+  const router = new ProxyRouter(ports, () => true, 200);
+  router.start("s");
+  const open = (details: ProxyRequestDetails): Promise<ProxyInfo | ProxyInfo[]> => {
+    const r = router.route(details);
+    for (const o of ports.opened.splice(0)) o.answer(port++);
+    return Promise.resolve(r);
+  };
+  const a = await open(req(PAGE, { type: "main_frame" }));
+  const sameSite = await open(req("http://www.shop.example/", { type: "main_frame", tabId: 7 }));
+  assert.deepEqual(sameSite, a, "another page of the same site in the tab keeps its listener");
+  const otherTab = await open(req(PAGE, { type: "main_frame", tabId: 8 }));
+  const privateTab = await open(req(PAGE, { type: "main_frame", tabId: 9, incognito: true }));
+  assert.deepEqual(new Set([a, otherTab, privateTab].map((x) => JSON.stringify(x))).size, 3);
+
+  router.tabChanged(7, "about:blank");
+  assert.deepEqual(ports.closed, [], "a non-http page (a tab opening) changes nothing");
+  router.tabChanged(7, "http://www.shop.example/other");
+  assert.deepEqual(ports.closed, [], "same site");
+  router.tabChanged(7, "http://news.example/");
+  assert.equal(ports.closed.length, 1, "another site: the listener is closed");
+  assert.equal(router.credentialsFor("127.0.0.1", 41050), null);
+  router.tabChanged(8, null);
+  assert.equal(ports.closed.length, 2, "tab closed");
+  assert.ok(router.credentialsFor("127.0.0.1", 41052), "the private tab's listener is still in use");
+});
