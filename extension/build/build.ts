@@ -23,6 +23,8 @@ const entries: Record<TargetBrowser, Record<string, string>> = {
     background: join(src, "background/firefox-main.ts"),
     popup: join(src, "ui/popup/popup.ts"),
     options: join(src, "ui/options/options.ts"),
+    timing: join(src, "ui/panel/timing-page.ts"),
+    devtools: join(src, "ui/panel/devtools.ts"),
   },
 };
 const staticFiles = [

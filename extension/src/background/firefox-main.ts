@@ -15,7 +15,7 @@ import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
-import { isPopupRequest, type StatusReply, type TimingsReply } from "./popup-api.js";
+import { isPopupRequest, isTimingRequest, type PageLoadReply, type PageLoadsReply, type StatusReply, type TimingsReply } from "./popup-api.js";
 
 export const HTTPS_NOTICE = "HTTPS pages of this site are not accelerated unless you turn on \"Accelerate HTTPS on this site\".";
 export const HTTPS_RESTART_NOTICE = "Restart Firefox to start accelerating HTTPS on this site: Firefox reads new certificate authorities when it starts.";
@@ -60,12 +60,18 @@ browser.proxy.onRequest.addListener((details) => {
   // Count from the document's request on: its report can arrive before the navigation commits.
   if (details.type === "main_frame" && details.tabId >= 0) counters.newPage(details.tabId, details.url);
   try {
-    return router.route(details);
+    const route = router.route(details);
+    // A page load of an enabled site begins (the timing panel's unit), as in Chromium when the document is paused.
+    if (details.type === "main_frame" && route !== DIRECT) timings.newPage(details.tabId, details.url);
+    return route;
   } catch (e) {
     console.warn("lanefetch: routing failed, going direct", e);
     return DIRECT;
   }
 }, { urls: ["<all_urls>"] });
+chrome.webRequest.onCompleted.addListener((d) => {
+  if (d.tabId >= 0) records.completed(d.tabId, d.url, d.statusCode);
+}, { urls: ["http://*/*"] });
 browser.proxy.onError.addListener((error) => console.warn("lanefetch: proxy error", error.message));
 browser.webRequest.onAuthRequired.addListener((details) => {
   if (!details.isProxy || !details.challenger) return {};
@@ -129,6 +135,18 @@ chrome.webNavigation.onCommitted.addListener((details) => {
   void ready.then(() => updateBadge(details.tabId));
 });
 
+chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
+  if (details.frameId === 0) timings.pageEvent(details.tabId, details.url, "contentLoaded", details.timeStamp);
+});
+
+chrome.webNavigation.onCompleted.addListener((details) => {
+  if (details.frameId !== 0) return;
+  void chrome.tabs.get(details.tabId).then(
+    (tab) => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp, tab.title ?? ""),
+    () => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp),
+  );
+});
+
 chrome.tabs.onRemoved.addListener((tabId) => {
   router.tabChanged(tabId, null);
   counters.forget(tabId);
@@ -149,6 +167,11 @@ function problemFor(url: string, rule: SiteRule | null): string | null {
 }
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
+  if (isTimingRequest(message)) {
+    if (message.type === "lanefetch/page-loads") sendResponse({ loads: timings.pageLoads(message.tabId) } satisfies PageLoadsReply);
+    else sendResponse({ data: timings.pageLoad(message.id) } satisfies PageLoadReply);
+    return false;
+  }
   if (!isPopupRequest(message)) return false;
   void (async () => {
     await ready;

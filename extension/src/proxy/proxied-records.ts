@@ -41,4 +41,17 @@ export class ProxiedRecords {
       if (fulfilled) this.counters.accelerated(record.tabId, m.wire_bytes ?? 0);
     }
   }
+
+  /** Firefox completed a response (webRequest.onCompleted): the status of the tab's newest record of that URL
+   * still without one (the helper's reports carry no status; the browser saw it either way). */
+  completed(tabId: number, url: string, status: number): void {
+    const records = this.timings.forTab(tabId);
+    for (let i = records.length - 1; i >= 0; i--) {
+      const r = records[i];
+      if (r && r.url === url && r.status === null) {
+        this.timings.update(r.id, { status });
+        return;
+      }
+    }
+  }
 }

@@ -107,6 +107,38 @@ test("many images of one origin: Firefox's many proxy connections become few pip
   await page.close();
 });
 
+test("the standalone timing page lists the page load's requests as answered by the helper", async () => {
+  sites.clearLog();
+  const page = await ff.browser.newPage();
+  const url = `${sites.a.origin}/many.html?n=12`;
+  await page.goto(url);
+  await waitForResult<number[]>(page, "window.__widths");
+  const tabId = await tabIdOf(ff, url);
+  // BiDi may not navigate to moz-extension:// URLs, but the extension's own tab may: it becomes the timing page.
+  await ff.inExtension(`(setTimeout(() => location.assign("timing.html?tab=${tabId}"), 0), 1)`);
+  const served = sites.log.map((r) => `http://${r.host}${r.path}`).sort();
+  interface Shown { rows: string[]; statuses: string[]; passed: number; loaded: boolean }
+  let shown: Shown | null = null;
+  for (let i = 0; i < 100; i++) { // the page polls the background once a second
+    await new Promise((ok) => setTimeout(ok, 200));
+    shown = await ff.inExtension<Shown | null>(`location.pathname === "/timing.html" && document.body.dataset.ready === "true"
+      ? chrome.runtime.sendMessage({ type: "lanefetch/page-loads", tabId: ${tabId} }).then(({ loads }) => ({
+          rows: [...document.querySelectorAll("#waterfall .row[data-id] .name")].map((e) => e.title).sort(),
+          statuses: [...new Set([...document.querySelectorAll("#waterfall .row[data-id]")].map((e) => e.children[2]?.textContent))],
+          passed: document.querySelectorAll("#waterfall .row.passed").length,
+          loaded: loads[0]?.url === ${JSON.stringify(url)} && loads[0].loadedAt !== null,
+        }))
+      : null`).catch(() => null); // the realm may be between pages
+    if (shown && shown.loaded && shown.rows.length >= served.length && !shown.statuses.includes("…")) break;
+  }
+  await ff.inExtension(`(setTimeout(() => location.assign("options.html"), 0), 1)`);
+  assert.equal(served.length, 13, "the document and 12 images");
+  assert.deepEqual(shown, { rows: served, statuses: ["200"], passed: 0, loaded: true },
+    "one row per request with Firefox's status, none passed through, the load event known");
+  await page.close();
+  await waitForHelper(ff); // the options page is back
+});
+
 test("site off: Firefox loads everything itself, the popup shows the site off", async () => {
   await setSites(ff, []);
   sites.clearLog();
