@@ -1,7 +1,8 @@
 """seed000-pages: the three realistic page shapes the IE plug-in paper measured (77 objects × 1.2 KB, 24 × 2 KB,
-5 × 6.2 KB) in real Chromium, site ON (lanefetch) vs OFF, on the `wcdma`, `lte`, `sat` and `lan` links, side by
-side in one run (LANEFETCH_BENCH_PROFILES=wcdma,lte,sat,lan to choose). Goal on `lan`: no slower.
-Firefox columns come once Firefox's proxy mode can be driven the same way."""
+5 × 6.2 KB) in real Chromium and real Firefox, site ON (lanefetch) vs OFF, on the `wcdma`, `lte`, `sat` and `lan`
+links, side by side in one run (LANEFETCH_BENCH_PROFILES=wcdma,lte,sat,lan and LANEFETCH_BENCH_BROWSERS=
+chromium,firefox to choose). Goal on `lan`: no slower. One report per browser: `seed000-pages` (Chromium),
+`seed000-pages-firefox`."""
 
 from __future__ import annotations
 
@@ -10,13 +11,20 @@ from pathlib import Path
 
 from bench import report
 from bench.netlab import PROFILES, LinkProfile
-from bench.page_load import METHOD, VARIANT_HEADER, WARM_PORT, PageLab, PageShape, Run, variant_row
+from bench.page_load import BROWSER_NAMES, VARIANT_HEADER, WARM_PORT, PageLab, PageShape, Run, method, variant_row
 
 SHAPES = [PageShape(77, 1200), PageShape(24, 2000), PageShape(5, 6200)]
 NAME = "seed000-pages"
-#: Each browser run loads the page right after the browser started (the extension starts the helper then), and
+#: Each browser run loads the page right after the browser started (HELPER_START: when the helper starts), and
 #: then its warm copy on another origin (helper running, no connection or learned pipelining carried over).
 KINDS = (("", "first page after browser start"), ("-warm", "next page (helper running)"))
+#: When ON's helper process starts, relative to the first page.
+HELPER_START = {
+    "chromium": "for ON the extension starts the helper process when the site is enabled, here right before this "
+                "navigation, so most of its start-up is inside this load",
+    "firefox": "for ON the extension starts the helper when the site is enabled and the driver waits for it, so its "
+               "start-up is not inside this load",
+}
 
 
 def _describe(name: str, p: LinkProfile) -> str:
@@ -25,7 +33,11 @@ def _describe(name: str, p: LinkProfile) -> str:
     return f"`{name}`: RTT {p.rtt_ms:g} ms, {p.down_kbit:g} / {p.up_kbit:g} kbit/s down / up"
 
 
-def _plot(ratios: dict[str, dict[tuple[PageShape, str], float]]) -> Path:
+def _report_name(browser: str) -> str:
+    return NAME if browser == "chromium" else f"{NAME}-{browser}"
+
+
+def _plot(ratios: dict[str, dict[tuple[PageShape, str], float]], browser: str) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -43,14 +55,20 @@ def _plot(ratios: dict[str, dict[tuple[PageShape, str], float]]) -> Path:
         ax.set(title=title)
     axes[0].set(ylabel="OFF median / ON median (higher = ON faster)")
     axes[0].legend(fontsize=8)
-    fig.suptitle("Chromium page load, lanefetch ON vs OFF")
-    return report.save_figure(fig, NAME)
+    fig.suptitle(f"{BROWSER_NAMES[browser]} page load, lanefetch ON vs OFF")
+    return report.save_figure(fig, _report_name(browser))
 
 
 def run(rounds: int) -> int:
+    for browser in os.environ.get("LANEFETCH_BENCH_BROWSERS", "chromium,firefox").split(","):
+        _run_browser(rounds, browser)
+    return 0
+
+
+def _run_browser(rounds: int, browser: str) -> None:
     names = os.environ.get("LANEFETCH_BENCH_PROFILES", "wcdma,lte,sat,lan").split(",")
     report.RESULTS.mkdir(exist_ok=True)
-    log_path = report.RESULTS / f"{NAME}.log"
+    log_path = report.RESULTS / f"{_report_name(browser)}.log"
     summary: list[list[str]] = []
     details: list[str] = []
     ratios: dict[str, dict[tuple[PageShape, str], float]] = {}
@@ -62,7 +80,7 @@ def run(rounds: int) -> int:
 
         for name in names:
             profile = PROFILES[name]
-            with PageLab(profile, SHAPES) as pl:
+            with PageLab(profile, SHAPES, browser) as pl:
                 runs = pl.alternate(SHAPES, rounds, log=lambda line, n=name: log(f"[{n}] {line}"), warm=True)
                 tmins = {s: pl.t_min(runs[s]["on-warm"]) for s in SHAPES}
             ratios[name] = {}
@@ -89,7 +107,7 @@ def run(rounds: int) -> int:
                     ("off", "OFF, first page"), ("on", "ON, first page"),
                     ("off-warm", "OFF, next page"), ("on-warm", "ON, next page"))]
                 details += [f"### {shape.name}", "", *report.table(VARIANT_HEADER, rows), ""]
-    plot = _plot(ratios)
+    plot = _plot(ratios, browser)
     verdict = ""
     if "lan" in ratios:
         parts = []
@@ -99,13 +117,11 @@ def run(rounds: int) -> int:
             parts.append(f"{title}: {', '.join(f'{x:.2f}×' for x in xs)} ({'met' if ok else '**not met**'})")
         verdict = "On `lan` (goal: no slower, within 3 %): " + "; ".join(parts) + "."
     lines = [
-        METHOD + " On `lan` the link is a plain veth pair (no emulation).",
+        method(browser) + " On `lan` the link is a plain veth pair (no emulation).",
         "",
         f"Pages: {', '.join(s.name for s in SHAPES)} (PNG images of exactly that size, incompressible). "
         f"{rounds} browser runs per page, link and variant, ON/OFF order alternating round by round. Each run "
-        "loads the page right after the browser started and the site was enabled (for ON the extension starts "
-        "the helper process when a site is enabled, here right before this navigation, so most of its start-up is "
-        "inside this load), then the page's copy on another "
+        f"loads the page right after the browser started ({HELPER_START[browser]}), then the page's copy on another "
         f"origin (port {WARM_PORT}) in the same tab: the browser and the helper are running, but no connection "
         "or learned pipelining carries over.",
         "",
@@ -123,5 +139,5 @@ def run(rounds: int) -> int:
         "",
         *details,
     ]
-    report.write(NAME, "seed000-pages: three realistic pages in Chromium, site on vs off, four links", lines)
-    return 0
+    report.write(_report_name(browser),
+                 f"seed000-pages: three realistic pages in {BROWSER_NAMES[browser]}, site on vs off, four links", lines)
