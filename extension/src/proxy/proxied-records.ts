@@ -6,7 +6,12 @@ import type { TabCounters } from "../timings/tab-counters.js";
 import type { TimingStore } from "../timings/timing-store.js";
 import type { PageContext } from "./proxy-router.js";
 
+/** Statuses Firefox reported before the helper's `proxied` report of the request arrived (bounded). */
+const EARLY_LIMIT = 500;
+
 export class ProxiedRecords {
+  private readonly early = new Map<string, number>();
+
   constructor(
     private readonly contextById: (contextId: string) => PageContext | undefined,
     private readonly counters: TabCounters,
@@ -21,11 +26,17 @@ export class ProxiedRecords {
       this.timings.add({
         id: m.id, tabId: ctx.tabId, pageUrl: ctx.pageUrl, url: m.url, method: m.method, resourceType: m.resource_type,
         priority: m.priority ?? "Medium", batchId: null, pausedAt: this.now(), answeredAt: null, outcome: "pending",
-        reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+        reason: null, detail: null, status: this.takeEarly(ctx.tabId, m.url), bodyBytes: 0, timing: null,
       });
     } else if (m.type === "error" && m.id !== undefined) {
       const record = this.timings.get(m.id);
       if (!record || record.outcome !== "pending") return;
+      // Firefox itself dropped the request (a CORS failure, the page went away): nothing was passed to it; the
+      // helper's timing follows and settles the record, as it does when the response was complete first.
+      if (m.code === "cancelled") {
+        this.timings.update(m.id, { detail: "cancelled by Firefox" });
+        return;
+      }
       // The helper closed the proxy connection unanswered: Firefox fetched it directly.
       const reason: PassReason = m.code === "blocked_address" ? "blocked_address" : m.code === "timeout" ? "timeout" : "helper_error";
       this.timings.update(m.id, { outcome: "passed", reason, detail: m.message, answeredAt: this.now() });
@@ -53,5 +64,19 @@ export class ProxiedRecords {
         return;
       }
     }
+    // The native port and Firefox's events race: the report may still be on its way.
+    this.early.set(`${tabId} ${url}`, status);
+    if (this.early.size > EARLY_LIMIT) {
+      const oldest = this.early.keys().next().value;
+      if (oldest !== undefined) this.early.delete(oldest);
+    }
+  }
+
+  private takeEarly(tabId: number, url: string): number | null {
+    const key = `${tabId} ${url}`;
+    const status = this.early.get(key);
+    if (status === undefined) return null;
+    this.early.delete(key);
+    return status;
   }
 }

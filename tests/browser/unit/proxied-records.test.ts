@@ -1,0 +1,80 @@
+// The record path of Firefox proxy mode: the helper's proxied / error / timing reports and Firefox's completed
+// responses become the timing store's records and the tab's counters (what the popup and the timing panel read).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { ToExtension } from "../../../extension/src/generated/protocol.js";
+import { ProxiedRecords } from "../../../extension/src/proxy/proxied-records.js";
+import type { PageContext } from "../../../extension/src/proxy/proxy-router.js";
+import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
+import { TimingStore } from "../../../extension/src/timings/timing-store.js";
+
+const PAGE = "http://shop.example/";
+const CONTEXT: PageContext = {
+  contextId: "t7-1", tabId: 7, pageUrl: PAGE, port: 41000, opening: null,
+  page: { address_space: "public", top_site: "http://shop.example", private_browsing: false },
+};
+
+function setup() {
+  const counters = new TabCounters();
+  const timings = new TimingStore();
+  timings.newPage(7, PAGE);
+  counters.newPage(7, PAGE);
+  const records = new ProxiedRecords((id) => (id === CONTEXT.contextId ? CONTEXT : undefined), counters, timings, () => 1000);
+  return { counters, timings, records };
+}
+
+function proxied(id: string, url: string, contextId = CONTEXT.contextId): ToExtension {
+  return { type: "proxied", id, context_id: contextId, method: "GET", url, resource_type: "image", priority: "Low" };
+}
+
+function timing(id: string): ToExtension {
+  return {
+    type: "timing", id, retries: 0, wire_bytes: 2100, connection: null,
+    timing: { queued: 1000, dns_start: null, dns_end: null, connect_start: null, connect_end: null, tls_end: null, sent: 1001, first_byte: 1050, last_byte: 1060 },
+  };
+}
+
+test("proxied then timing: a fulfilled record of the page load, counted as accelerated; Firefox's status joins it", () => {
+  const { counters, timings, records } = setup();
+  records.handle(proxied("r1", `${PAGE}a.png`));
+  assert.equal(timings.get("r1")?.outcome, "pending");
+  records.handle(timing("r1"));
+  records.completed(7, `${PAGE}a.png`, 200);
+  const r = timings.get("r1");
+  assert.deepEqual([r?.outcome, r?.status, r?.bodyBytes, r?.batchId, r?.answeredAt], ["fulfilled", 200, 2100, null, 1000]);
+  assert.equal(timings.pageLoads(7)[0]?.requests, 1);
+  assert.deepEqual([counters.get(7).accelerated, counters.get(7).bytes], [1, 2100]);
+});
+
+test("Firefox's status may come before the helper's report of the request", () => {
+  const { timings, records } = setup();
+  records.completed(7, `${PAGE}b.png`, 404);
+  records.completed(8, `${PAGE}c.png`, 200); // another tab: not this record's
+  records.handle(proxied("r2", `${PAGE}b.png`));
+  records.handle(proxied("r3", `${PAGE}c.png`));
+  assert.equal(timings.get("r2")?.status, 404);
+  assert.equal(timings.get("r3")?.status, null);
+});
+
+test("an error before the timing: passed through (Firefox loaded it directly), counted with its reason", () => {
+  const { counters, timings, records } = setup();
+  records.handle(proxied("r4", `${PAGE}d.png`));
+  records.handle({ type: "error", id: "r4", code: "blocked_address", message: "private address" });
+  records.handle(timing("r4"));
+  const r = timings.get("r4");
+  assert.deepEqual([r?.outcome, r?.reason, r?.detail], ["passed", "blocked_address", "private address"]);
+  assert.deepEqual(counters.get(7).passed, { blocked_address: 1 });
+  assert.equal(counters.get(7).accelerated, 0);
+  records.handle(proxied("r6", `${PAGE}e.png`, "unknown"));
+  assert.equal(timings.get("r6"), undefined, "a context the router no longer knows: no record");
+});
+
+test("Firefox cancelled the request (say, a CORS failure): not a pass; the helper's timing settles it", () => {
+  const { counters, timings, records } = setup();
+  records.handle(proxied("r7", `${PAGE}font.ttf`));
+  records.handle({ type: "error", id: "r7", code: "cancelled", message: "cancelled by the caller" });
+  records.handle(timing("r7"));
+  const r = timings.get("r7");
+  assert.deepEqual([r?.outcome, r?.reason, r?.detail], ["fulfilled", null, "cancelled by Firefox"]);
+  assert.deepEqual([counters.get(7).accelerated, counters.get(7).passed], [1, {}]);
+});
