@@ -69,9 +69,9 @@ test("requests arriving while the listener opens share one proxy_open", async ()
   for (const p of await Promise.all(pending)) assert.deepEqual(p, viaHelper(41005));
 });
 
-test("https://, other sites, site off, no tab, kept types and a public page reaching a private address go direct", async () => {
+test("https:// (not opted in), other sites, site off, no tab, kept types and a public page reaching a private address go direct", async () => {
   const { ports, router, sites } = setup(undefined, 41010);
-  assert.equal(router.route(req("https://shop.example/x.png", { documentUrl: "https://shop.example/" })), DIRECT, "https not accelerated yet");
+  assert.equal(router.route(req("https://shop.example/x.png", { documentUrl: "https://shop.example/" })), DIRECT, "https without the HTTPS opt-in");
   assert.equal(router.route(req("http://news.example/x.png", { documentUrl: "http://news.example/" })), DIRECT, "site not enabled");
   assert.equal(router.route(req("http://shop.example/x.png", { tabId: -1 })), DIRECT, "no tab (the extension's or the browser's own)");
   for (const type of ["websocket", "media", "object", "beacon", "speculative"]) {
@@ -83,6 +83,17 @@ test("https://, other sites, site off, no tab, kept types and a public page reac
   assert.deepEqual(await router.route(req("http://shop.example/y.png")), viaHelper(41010));
   sites.rules = [];
   assert.equal(router.route(req("http://shop.example/z.png")), DIRECT, "site turned off: direct at once, listener or not");
+});
+
+test("https:// of hosts the helper's CA covers: CONNECT to the helper with the secret; other https:// direct", async () => {
+  const { router } = setup(undefined, 41060);
+  router.setHttpsCovered((url) => new URL(url).hostname.endsWith("shop.example"));
+  const top = { documentUrl: "https://shop.example/" };
+  assert.deepEqual(await router.route(req("https://img.shop.example/a.png", top)), [
+    { type: "http", host: "127.0.0.1", port: 41060, failoverTimeout: 1, proxyAuthorizationHeader: `Basic ${btoa("lanefetch:s3cret")}` }, DIRECT,
+  ]);
+  assert.equal(router.route(req("https://cdn.other.example/a.png", top)), DIRECT, "not covered by the site's CA");
+  assert.deepEqual(router.route(req("http://shop.example/b.png", top)), viaHelper(41060), "plain http: no header (the 407 answers it)");
 });
 
 test("the native port lost: direct at once, also for requests still waiting for their listener", async () => {
