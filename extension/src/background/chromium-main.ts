@@ -20,10 +20,7 @@ import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
-import {
-  isCacheRequest, isPopupRequest, isTimingRequest, type CacheReply, type PageLoadReply, type PageLoadsReply, type StatusReply,
-  type TimingsReply,
-} from "./popup-api.js";
+import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
 
 interface TabInfo {
   url: string;
@@ -274,18 +271,10 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
 });
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
-  if (isTimingRequest(message)) {
-    if (message.type === "lanefetch/page-loads") sendResponse({ loads: timings.pageLoads(message.tabId) } satisfies PageLoadsReply);
-    else sendResponse({ data: timings.pageLoad(message.id) } satisfies PageLoadReply);
-    return false;
-  }
+  if (answerTimingRequest(message, timings, sendResponse)) return false;
   if (!isPopupRequest(message)) return false;
   void (async () => {
     await ready;
-    if (message.type === "lanefetch/timings") {
-      sendResponse({ records: timings.forTab(message.tabId) } satisfies TimingsReply);
-      return;
-    }
     if (connection.state.status === "idle") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
     const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", incognito: false, problem: null };
     const rule = matchingRule(enabledRules, info.url) ?? matchingRule(sessionOffRules, info.url);

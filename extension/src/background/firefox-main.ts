@@ -15,7 +15,7 @@ import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
-import { isPopupRequest, isTimingRequest, type PageLoadReply, type PageLoadsReply, type StatusReply, type TimingsReply } from "./popup-api.js";
+import { answerTimingRequest, isPopupRequest, type StatusReply } from "./popup-api.js";
 
 export const HTTPS_NOTICE = "HTTPS pages of this site are not accelerated unless you turn on \"Accelerate HTTPS on this site\".";
 export const HTTPS_RESTART_NOTICE = "Restart Firefox to start accelerating HTTPS on this site: Firefox reads new certificate authorities when it starts.";
@@ -167,18 +167,10 @@ function problemFor(url: string, rule: SiteRule | null): string | null {
 }
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
-  if (isTimingRequest(message)) {
-    if (message.type === "lanefetch/page-loads") sendResponse({ loads: timings.pageLoads(message.tabId) } satisfies PageLoadsReply);
-    else sendResponse({ data: timings.pageLoad(message.id) } satisfies PageLoadReply);
-    return false;
-  }
+  if (answerTimingRequest(message, timings, sendResponse)) return false;
   if (!isPopupRequest(message)) return false;
   void (async () => {
     await ready;
-    if (message.type === "lanefetch/timings") {
-      sendResponse({ records: timings.forTab(message.tabId) } satisfies TimingsReply);
-      return;
-    }
     if (connection.state.status !== "connected") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
     const url = tabUrls.get(message.tabId) ?? (await chrome.tabs.get(message.tabId).catch(() => undefined))?.url ?? "";
     const rule = matchingRule(enabledRules, url) ?? matchingRule(sessionOffRules, url);

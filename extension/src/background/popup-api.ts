@@ -4,7 +4,7 @@ import type { CacheStats } from "../generated/protocol.js";
 import type { HttpsTabStatus } from "../proxy/https-sites.js";
 import type { SiteRule } from "../sites/site-rule.js";
 import type { TabCounts } from "../timings/tab-counters.js";
-import type { PageLoad, PageLoadData, RequestRecord } from "../timings/timing-store.js";
+import type { PageLoad, PageLoadData, RequestRecord, TimingStore } from "../timings/timing-store.js";
 
 export type PopupRequest =
   | { type: "lanefetch/status"; tabId: number }
@@ -60,6 +60,21 @@ export function isPopupRequest(message: unknown): message is PopupRequest {
   if (message === null || typeof message !== "object") return false;
   const m = message as Record<string, unknown>;
   return (m.type === "lanefetch/status" || m.type === "lanefetch/timings") && typeof m.tabId === "number";
+}
+
+/** Answers the timing pages' and the popup's questions about recorded timings at once (the store is in memory:
+ * nothing to wait for); false when the message is none of them. */
+export function answerTimingRequest(message: unknown, timings: TimingStore, sendResponse: (reply: unknown) => void): boolean {
+  if (isTimingRequest(message)) {
+    if (message.type === "lanefetch/page-loads") sendResponse({ loads: timings.pageLoads(message.tabId) } satisfies PageLoadsReply);
+    else sendResponse({ data: timings.pageLoad(message.id) } satisfies PageLoadReply);
+    return true;
+  }
+  if (isPopupRequest(message) && message.type === "lanefetch/timings") {
+    sendResponse({ records: timings.forTab(message.tabId) } satisfies TimingsReply);
+    return true;
+  }
+  return false;
 }
 
 /** The options page asks about (or clears) the helper's HTTP cache. */
