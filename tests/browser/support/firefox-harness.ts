@@ -89,8 +89,11 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
     env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache"), ...options.env },
   });
   const close = async (): Promise<void> => {
-    await browser.close();
-    if (!options.keepHome) rmSync(home, { recursive: true, force: true });
+    try {
+      await browser.close();
+    } finally {
+      if (!options.keepHome) rmSync(home, { recursive: true, force: true }); // also when Firefox did not close cleanly
+    }
   };
   try {
     await browser.installExtension(firefoxDist);
