@@ -29,6 +29,7 @@ from lanefetch.bridge.framing import (
 from lanefetch.bridge.host import serve
 from lanefetch.bridge.stdio import open_stdio
 from lanefetch.engine import EngineConfig
+from local_app import serve_app
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = Path(sys.executable).parent / "lanefetch-host"
@@ -133,13 +134,8 @@ async def origin() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_get("/{name}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 class HostProcess:

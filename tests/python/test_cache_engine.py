@@ -29,6 +29,7 @@ from lanefetch.engine import (
     Page,
     TimingReport,
 )
+from local_app import serve_app
 
 REPO = Path(__file__).resolve().parents[2]
 LANEFETCH = Path(sys.executable).parent / "lanefetch"
@@ -93,14 +94,9 @@ async def origin() -> AsyncIterator[Origin]:
     app = web.Application()
     app.router.add_get("/{name}", handler)
     app.router.add_post("/{name}", post)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    state.url = f"http://127.0.0.1:{port}"
-    yield state
-    await runner.cleanup()
+    async with serve_app(app) as port:
+        state.url = f"http://127.0.0.1:{port}"
+        yield state
 
 
 @dataclass

@@ -26,6 +26,7 @@ from lanefetch.engine.response_parser import BodyData, HeadReceived, MessageEnd,
 from lanefetch.proxy.request_meta import priority, resource_type
 from lanefetch.proxy.request_reader import BadRequest, RequestHead, RequestReader
 from lanefetch.proxy.response_writer import ResponseWriter
+from local_app import serve_app
 from test_bridge import HostProcess, host  # noqa: F401  (fixture)
 
 # -- sans-I/O ------------------------------------------------------------------------------------------------
@@ -127,13 +128,8 @@ async def origin() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_route("*", "/{name}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 class Answer:

@@ -19,6 +19,7 @@ from lanefetch.engine import (
     Page,
     TimingReport,
 )
+from local_app import serve_app
 
 
 def openssl(*args: str, cwd: Path) -> None:
@@ -56,12 +57,8 @@ async def https_origin(pki: Path) -> AsyncIterator[tuple[int, list[str]]]:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
-    await site.start()
-    yield site._server.sockets[0].getsockname()[1], seen_sni  # type: ignore[union-attr]
-    await runner.cleanup()
+    async with serve_app(app, ssl_context=ctx) as port:
+        yield port, seen_sni
 
 
 class Collect:
