@@ -163,12 +163,12 @@ async def _fetch(args: argparse.Namespace) -> int:
             for req in changed:
                 sink.results[req.id] = _Result(req)
             await engine.fetch(changed, sink, Page(address_space=args.as_page))
+        elapsed = time.monotonic() - start  # the last byte; closing connections is not part of the fetch
     except ValueError as e:  # a bad --interface or interface policy
         print(f"lanefetch: {e}", file=sys.stderr)
         return 2
     finally:
         await engine.aclose()
-    elapsed = time.monotonic() - start
     results = [sink.results[r.id] for r in requests]
     if args.json:
         json.dump({

@@ -23,10 +23,15 @@ def main() -> int:
     p = argparse.ArgumentParser(prog="npm run bench --", description="lanefetch benchmarks")
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds per variant (median reported)")
+    p.add_argument("--cases", help="only these cases (seed004-split: e.g. 2x5mbit:1000000,10+5mbit:10000000); "
+                   "printed, the results file is left as it is")
     args = p.parse_args()
     module_name, _, function = SCENARIOS[args.scenario].partition(":")
     module = importlib.import_module(module_name)
-    return int(getattr(module, function or "run")(args.rounds))
+    run = getattr(module, function or "run")
+    if args.cases is not None:
+        return int(run(args.rounds, cases=args.cases))
+    return int(run(args.rounds))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Pure helpers of the benchmarks and the demo: exact-size PNGs that decode, and counting the connections a
-server holds from /proc/net/tcp."""
+"""Pure helpers of the benchmarks and the demo: exact-size PNGs that decode, counting the connections a
+server holds from /proc/net/tcp, and the best possible time of a body over fresh links."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import zlib
 
 import pytest
 from bench import png
+from bench.cli_fetch import IP_OVERHEAD, best_possible
+from bench.netlab import LINK_SETS, LinkProfile
 from bench.server_connections import held
 
 
@@ -60,3 +62,21 @@ def test_held_counts_established_and_close_wait_on_the_port() -> None:
     assert held(80, TCP) == 3
     assert held(8080, TCP) == 1
     assert held(443, TCP) == 0
+
+
+def test_best_possible_over_fresh_links() -> None:
+    lane = LINK_SETS["2x5mbit"][0]  # 5 Mbit/s, 100 ms
+    rate = 5e6 / 8
+    # a body inside the initial window: handshake + request round trip + its serialization
+    assert best_possible(1_000, [lane]) == pytest.approx(0.2 + 1_000 * IP_OVERHEAD / rate, abs=1e-6)
+    # slow start: 14,480 + 28,960 + 57,920 B in the first three round trips, then the full rate
+    one = best_possible(1_000_000, [lane])
+    ramp = 3 * 0.1 - (14_480 + 28_960 + 57_920) / rate
+    assert one == pytest.approx(0.2 + 1_000_000 * IP_OVERHEAD / rate + ramp, abs=1e-6)
+    two, three = best_possible(1_000_000, [lane] * 2), best_possible(1_000_000, [lane] * 3)
+    assert two == pytest.approx(0.2 + 1_000_000 * IP_OVERHEAD / (2 * rate) + ramp, abs=1e-6)
+    assert 1.7 < one / two < 1.72 and 2.2 < one / three < 2.3  # the links cannot give 1.95× / 2.9× on 1 MB
+    # unequal links end together: the faster one starts earlier and carries more
+    fast, slow = LinkProfile(rtt_ms=80, down_kbit=10_000), LinkProfile(rtt_ms=120, down_kbit=5_000)
+    both = best_possible(10_000_000, [fast, slow])
+    assert best_possible(10_000_000, [fast]) > both > 10_000_000 * IP_OVERHEAD / (15e6 / 8)

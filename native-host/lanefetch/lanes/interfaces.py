@@ -125,11 +125,18 @@ class PolicyStore:
         return store
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.write(self.snapshot())
+
+    def snapshot(self) -> str:
+        """The file's text as of now (taken on the event loop; write() may then run in a thread)."""
         data = {"interfaces": {k: asdict(v) for k, v in self.policies.items()},
                 "usage_day": self.usage_day, "usage": self.usage}
+        return json.dumps(data, indent=2)
+
+    def write(self, text: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2))
+        tmp.write_text(text)
         tmp.replace(self.path)
 
     def policy(self, name: str) -> InterfacePolicy:

@@ -119,6 +119,8 @@ class SplitFetcher:
         self.first_bytes = first_bytes
         self.usage = usage
         self._runs: dict[str, _SplitRun] = {}
+        self._saving: asyncio.Task[None] | None = None
+        self._usage_dirty = False
 
     async def fetch(self, request: FetchRequest, sink: Sink, page: Page) -> None:
         run = _SplitRun(self, request, sink, page)
@@ -131,8 +133,20 @@ class SplitFetcher:
                 for lane in self.lanes:
                     if lane.spec.name and run.lane_bytes.get(lane.id):
                         self.usage.count(lane.spec.name, run.lane_bytes[lane.id])
-                with contextlib.suppress(OSError):
-                    self.usage.save()
+                self._save_usage()
+
+    def _save_usage(self) -> None:
+        """Today's byte counts go to disk in a thread, off the fetch's path (a file write costs
+        milliseconds on a busy machine, more than a small body's whole exchange over a fast link)."""
+        self._usage_dirty = True
+        if self._saving is None or self._saving.done():
+            self._saving = asyncio.create_task(self._write_usage())
+
+    async def _write_usage(self) -> None:
+        while self._usage_dirty and self.usage is not None:
+            self._usage_dirty = False
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.usage.write, self.usage.snapshot())
 
     async def cancel(self, request_id: str) -> bool:
         run = self._runs.get(request_id)
@@ -144,6 +158,8 @@ class SplitFetcher:
     async def aclose(self) -> None:
         for lane in self.lanes:
             await lane.engine.aclose()
+        if self._saving is not None:
+            await self._saving
 
     def first_range(self) -> int:
         bdps = [b for lane in self.lanes if (b := lane.estimate.bdp()) is not None]
