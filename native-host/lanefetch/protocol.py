@@ -20,10 +20,11 @@ from .engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from .engine.timing import epoch_ms
 
 if TYPE_CHECKING:
+    from .lanes.interface_report import PolicyAnswer
     from .proxy.ca_sites import SyncResult
 
 PROTOCOL_VERSION = 1
-CAPABILITIES = ["pipelining", "decode", "cache", "split"]
+CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces"]
 
 Message = dict[str, Any]
 
@@ -183,6 +184,24 @@ def cache_stats(nonce: str | None, persistent: StoreStats | None, private: Store
 
 def cache_error(nonce: str | None, reason: str) -> Message:
     msg: Message = {"type": "cache_stats", "error": reason[:4000]}
+    if nonce is not None:
+        msg["nonce"] = nonce
+    return msg
+
+
+def interfaces_state(nonce: str | None, answer: PolicyAnswer) -> Message:
+    msg: Message = {"type": "interfaces_state"}
+    rows, error = answer.rows, answer.error
+    if rows is not None:
+        msg["policy_file"] = answer.policy_file[:4000]
+        msg["interfaces"] = [{
+            "name": r.name, "present": r.present, "up": r.up, "addresses": list(r.addresses[:64]),
+            "enabled": r.policy.enabled, "weight": r.policy.weight, "metered": r.policy.metered,
+            "daily_cap_bytes": r.policy.daily_cap_bytes, "bytes_today": r.bytes_today, "why_not": r.why_not,
+            "binding": r.binding,
+        } for r in rows[:256]]
+    if error is not None:
+        msg["error"] = error[:4000]
     if nonce is not None:
         msg["nonce"] = nonce
     return msg

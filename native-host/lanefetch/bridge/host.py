@@ -20,6 +20,7 @@ from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from ..engine.request import Origin
+from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
 from ..proxy.ca_certs import Site
 from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
@@ -163,6 +164,8 @@ class Host:
             await self._start_batch(item)
         elif kind == "cache":
             await self._send(await self._cache_command(item["action"], item.get("nonce")))
+        elif kind == "interfaces":
+            await self._send(await self._interfaces_command(item))
 
     def _connected(self, origin: Origin, connect_s: float) -> None:
         """Tell the extension each origin's round trip as soon as a connection shows it (it steps aside where
@@ -174,6 +177,10 @@ class Host:
     async def _reject(self, item: dict[str, Any], reason: str) -> None:
         kind = item.get("type")
         await self._send(protocol.error("bad_message", f"invalid {kind!r} message: {reason}"))
+        nonce = item.get("nonce")
+        if kind == "interfaces" and isinstance(nonce, str) and len(nonce) <= 128:
+            # The options page waits for its answer: give it the reason (nothing was changed).
+            await self._send(protocol.interfaces_state(nonce, PolicyAnswer(None, "", f"not changed: {reason}")))
         if kind == "batch" and isinstance(item.get("requests"), list):
             # Name every request we can, so the extension lets the browser fetch them at once.
             for raw in item["requests"]:
@@ -196,6 +203,20 @@ class Host:
             log.warning("cache %s failed: %r", action, e)
             verb = "cleared" if action == "clear" else "read"
             return protocol.cache_error(nonce, f"the helper's cache could not be {verb}: {e}")
+
+    async def _interfaces_command(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The options page lists the interfaces for lanes or sets one's policy: the CLI's code and file (read
+        afresh each time); after a change, later split requests use lanes chosen under the new policy."""
+        change = None
+        if item["action"] == "set":
+            p = item["policy"]
+            cap = p.get("daily_cap_bytes", -1)  # absent: unchanged; null or 0: no cap
+            change = PolicyChange(enabled=p.get("enabled"), weight=p.get("weight"), metered=p.get("metered"),
+                                  daily_cap_bytes=None if cap == -1 else (cap or 0))
+        answer = await asyncio.to_thread(list_or_change, item.get("name"), change)
+        if answer.changed:
+            await self.engine.lanes_changed()
+        return protocol.interfaces_state(item.get("nonce"), answer)
 
     async def _start_batch(self, item: dict[str, Any]) -> None:
         batch_id: str = item["batch_id"]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .address_policy import AddressSpace
+from .address_policy import AddressSpace, address_space_of
 from .config import EngineConfig
 from .connection import Connection
 from .errors import FetchError
@@ -49,6 +50,15 @@ class _BatchTracker:
     max_concurrent: int = 0
 
 
+def _on_this_machine(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return address_space_of(host) == "loopback"
+    except ValueError:  # a name, not an address
+        return False
+
+
 def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
     return lambda _done: timer.cancel()
 
@@ -66,6 +76,9 @@ class Engine:
         self._tls: ssl.SSLContext | None = None
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
         self._split: SplitFetcher | None = None
+        self._split_busy: dict[SplitFetcher, int] = {}  # split requests under way, per fetcher
+        self._split_retired: set[SplitFetcher] = set()  # replaced after a policy change, closed once idle
+        self._split_local: SplitFetcher | None = None  # targets on this machine: one lane, the default route
         #: Told each new connection's origin and TCP connect time in seconds (one round trip).
         self.on_connected: Callable[[Origin, float], None] | None = None
 
@@ -92,7 +105,8 @@ class Engine:
                     continue
                 if req.split and req.method == "GET" and not any(k.lower() == "range" for k, _ in req.headers):
                     # a large body over the lanes, on connections of its own (never behind small requests)
-                    split.append(asyncio.create_task(self.splitter().fetch(req, sink, page)))
+                    fetcher = self._local_splitter() if _on_this_machine(target.origin.host) else self.splitter()
+                    split.append(asyncio.create_task(self._split_fetch(fetcher, req, sink, page)))
                     continue
                 ex = Exchange(req, target, sink, next(self._seq), self.config.max_retries)
                 tracker.exchanges.append(ex)
@@ -130,8 +144,9 @@ class Engine:
             ex = self._by_id.get(rid)
             if ex is not None:
                 await ex.fail(FetchError("cancelled", "cancelled by the caller"))
-            elif self._split is not None:
-                await self._split.cancel(rid)
+            else:
+                for fetcher in [*self._split_busy]:
+                    await fetcher.cancel(rid)
 
     async def aclose(self) -> None:
         for pool in self._pools.values():
@@ -140,9 +155,30 @@ class Engine:
         for cache in self._caches.values():
             await cache.aclose()
         self._caches.clear()
-        if self._split is not None:
-            await self._split.aclose()
-            self._split = None
+        for fetcher in {*self._split_retired, *[f for f in (self._split, self._split_local) if f is not None]}:
+            await fetcher.aclose()
+        self._split, self._split_local, self._split_retired = None, None, set()
+
+    async def lanes_changed(self) -> None:
+        """The interface policy changed: later split requests get lanes chosen anew; those under way finish on the
+        lanes they started on, which close afterwards."""
+        old, self._split = self._split, None
+        if old is not None and old in self._split_busy:
+            self._split_retired.add(old)
+        elif old is not None:
+            await old.aclose()
+
+    async def _split_fetch(self, fetcher: SplitFetcher, req: FetchRequest, sink: Sink, page: Page) -> None:
+        self._split_busy[fetcher] = self._split_busy.get(fetcher, 0) + 1
+        try:
+            await fetcher.fetch(req, sink, page)
+        finally:
+            self._split_busy[fetcher] -= 1
+            if not self._split_busy[fetcher]:
+                del self._split_busy[fetcher]
+                if fetcher in self._split_retired:
+                    self._split_retired.discard(fetcher)
+                    await fetcher.aclose()
 
     def splitter(self) -> SplitFetcher:
         """The lanes for split requests: config.lanes by name, or the interfaces the user's policy allows."""
@@ -151,6 +187,15 @@ class Engine:
 
             self._split = make_fetcher(self.config)
         return self._split
+
+    def _local_splitter(self) -> SplitFetcher:
+        """A socket bound to a network interface cannot reach this machine's own addresses: split requests to
+        loopback use the default route (one lane)."""
+        if self._split_local is None:
+            from ..lanes.split_fetch import make_fetcher
+
+            self._split_local = make_fetcher(dataclasses.replace(self.config, lanes=[]))
+        return self._split_local
 
     def cache_for(self, page: Page) -> HttpCache | None:
         """The HTTP cache this page's requests use: the persistent one, or for private browsing one

@@ -9,14 +9,16 @@ interface's own source address, which only takes that interface if routing sends
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
+import math
 import os
 import socket
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -97,14 +99,47 @@ def config_dir() -> Path:
     return Path(base) / "lanefetch"
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One writer at a time: the CLI and every running helper share the policy file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory lock; each write still replaces the file whole
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class StoreChanges:
+    """What one PolicyStore changed: policies set, bytes counted on usage_day."""
+
+    policies: dict[str, InterfacePolicy]
+    usage_day: str
+    usage: dict[str, int]
+
+
 @dataclass
 class PolicyStore:
-    """The user's interface policy and today's byte counts, in config_dir()/interfaces.json."""
+    """The user's interface policy and today's byte counts, in config_dir()/interfaces.json.
+
+    Several processes write the file (the CLI, each running helper): `save` (or `write(snapshot())` in a thread)
+    merges only what this store changed (policies given to `set_policy`, bytes given to `count`) into the file as it
+    is then, under a lock, so nobody's change is lost."""
 
     path: Path = field(default_factory=lambda: config_dir() / "interfaces.json")
     policies: dict[str, InterfacePolicy] = field(default_factory=dict)
     usage_day: str = ""
     usage: dict[str, int] = field(default_factory=dict)
+    _changed: set[str] = field(default_factory=set, repr=False)
+    _pending_day: str = field(default="", repr=False)
+    _pending: dict[str, int] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, path: Path | None = None) -> PolicyStore:
@@ -115,40 +150,78 @@ class PolicyStore:
             return store
         except (OSError, ValueError) as e:
             raise ValueError(f"cannot read the interface policy {store.path}: {e}") from None
-        for name, p in raw.get("interfaces", {}).items():
-            store.policies[name] = InterfacePolicy(
-                enabled=bool(p.get("enabled", True)), weight=float(p.get("weight", 1.0)),
-                metered=bool(p.get("metered", False)), daily_cap_bytes=p.get("daily_cap_bytes"),
-            )
-        store.usage_day = str(raw.get("usage_day", ""))
-        store.usage = {k: int(v) for k, v in raw.get("usage", {}).items()}
+        try:
+            for name, p in raw.get("interfaces", {}).items():
+                cap = p.get("daily_cap_bytes")
+                policy = InterfacePolicy(
+                    enabled=bool(p.get("enabled", True)), weight=float(p.get("weight", 1.0)),
+                    metered=bool(p.get("metered", False)), daily_cap_bytes=None if cap is None else int(cap),
+                )
+                if not (math.isfinite(policy.weight) and policy.weight > 0):
+                    raise ValueError(f"{name}: weight must be above 0, not {policy.weight}")
+                if policy.daily_cap_bytes is not None and policy.daily_cap_bytes < 0:
+                    raise ValueError(f"{name}: daily_cap_bytes must not be negative")
+                store.policies[name] = policy
+            store.usage_day = str(raw.get("usage_day", ""))
+            store.usage = {k: int(v) for k, v in raw.get("usage", {}).items()}
+        except (AttributeError, TypeError, ValueError) as e:
+            raise ValueError(f"cannot read the interface policy {store.path}: {e}") from None
         return store
 
     def save(self) -> None:
-        self.write(self.snapshot())
+        """Merge this store's changes into the file now, and read back what others wrote."""
+        merged = self.write(self.snapshot())
+        self.policies, self.usage_day, self.usage = merged.policies, merged.usage_day, merged.usage
 
-    def snapshot(self) -> str:
-        """The file's text as of now (taken on the event loop; write() may then run in a thread)."""
-        data = {"interfaces": {k: asdict(v) for k, v in self.policies.items()},
-                "usage_day": self.usage_day, "usage": self.usage}
-        return json.dumps(data, indent=2)
+    def snapshot(self) -> StoreChanges:
+        """This store's changes since the last snapshot (taken on the event loop; write() may then run in a
+        thread), and forgotten here: they are the writer's now."""
+        changes = StoreChanges({n: self.policy(n) for n in self._changed}, self._pending_day, self._pending)
+        self._changed, self._pending = set(), {}
+        return changes
 
-    def write(self, text: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(self.path)
+    def write(self, changes: StoreChanges) -> PolicyStore:
+        """Merge changes into the file as it is now (an unreadable file is left alone: OSError); the result."""
+        with _locked(self.path):
+            try:
+                disk = PolicyStore.load(self.path)
+            except ValueError as e:
+                raise OSError(f"{e} (not overwritten: fix or delete it)") from None
+            disk.policies.update(changes.policies)
+            today = _today()
+            if disk.usage_day != today:
+                disk.usage_day, disk.usage = today, {}
+            if changes.usage_day == today:
+                for name, nbytes in changes.usage.items():
+                    disk.usage[name] = disk.usage.get(name, 0) + nbytes
+            data = {"interfaces": {k: asdict(v) for k, v in disk.policies.items()},
+                    "usage_day": disk.usage_day, "usage": disk.usage}
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=2))
+            tmp.replace(self.path)
+        return disk
+
+    def set_policy(self, name: str, policy: InterfacePolicy) -> None:
+        """Change one interface's policy (written by the next `save`)."""
+        self.policies[name] = policy
+        self._changed.add(name)
 
     def policy(self, name: str) -> InterfacePolicy:
-        return self.policies.get(name, InterfacePolicy())
+        """A copy: change it with set_policy."""
+        p = self.policies.get(name)
+        return InterfacePolicy() if p is None else dataclasses.replace(p)
 
     def used_today(self, name: str) -> int:
         return self.usage.get(name, 0) if self.usage_day == _today() else 0
 
     def count(self, name: str, nbytes: int) -> None:
-        if self.usage_day != _today():
-            self.usage_day, self.usage = _today(), {}
+        today = _today()
+        if self.usage_day != today:
+            self.usage_day, self.usage = today, {}
+        if self._pending_day != today:
+            self._pending_day, self._pending = today, {}
         self.usage[name] = self.usage.get(name, 0) + nbytes
+        self._pending[name] = self._pending.get(name, 0) + nbytes
 
     def why_not(self, iface: Interface, allow_metered: bool) -> str | None:
         """None if the interface may carry a lane now, else why not."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .interface_report import PolicyChange, change_policy, report
 from .interfaces import PolicyStore, binding_for, discover, route_warning
 
 
@@ -36,35 +37,28 @@ def interfaces_command(args: argparse.Namespace) -> int:
         return 1
     found = discover()
     if args.action == "set":
-        if args.weight is not None and not args.weight > 0:
-            print("lanefetch: --weight must be positive")
-            return 2
-        p = store.policy(args.name)
-        if args.weight is not None:
-            p.weight = args.weight
-        if args.enabled is not None:
-            p.enabled = args.enabled
-        if args.metered is not None:
-            p.metered = args.metered
-        if args.daily_cap is not None:
-            p.daily_cap_bytes = args.daily_cap or None
-        store.policies[args.name] = p
-        store.save()
+        change = PolicyChange(enabled=args.enabled, weight=args.weight, metered=args.metered,
+                              daily_cap_bytes=args.daily_cap)
+        try:
+            change_policy(store, args.name, change, found, only_known=False)
+        except (ValueError, OSError) as e:
+            print(f"lanefetch: {e}")
+            return 2 if isinstance(e, ValueError) else 1
         if args.name not in {i.name for i in found}:
             print(f"note: no interface {args.name} here now; the policy applies when it appears")
     print(f"{'interface':<16} {'state':<5} {'lane?':<28} {'weight':>6} {'metered':<7} {'today':>12} {'cap':>12}  "
           "binding  addresses")
-    for iface in found:
-        p = store.policy(iface.name)
-        why = store.why_not(iface, allow_metered=False)
-        use = "yes" if why is None else f"no ({why})"
-        binding = binding_for(iface)
+    by_name = {i.name: i for i in found}
+    for row in report(store, found):
+        p = row.policy
+        use = "yes" if row.why_not is None else f"no ({row.why_not})"
         cap = "-" if p.daily_cap_bytes is None else str(p.daily_cap_bytes)
-        print(f"{iface.name:<16} {'up' if iface.up else 'down':<5} {use:<28} {p.weight:>6g} "
-              f"{'yes' if p.metered else 'no':<7} {store.used_today(iface.name):>12} {cap:>12}  "
-              f"{binding.method:<8} {' '.join(iface.addresses) or '-'}")
-        if args.check_route and why is None:
-            warning = route_warning(binding, args.check_route)
+        state = ("up" if row.up else "down") if row.present else "-"
+        print(f"{row.name:<16} {state:<5} {use:<28} {p.weight:>6g} {'yes' if p.metered else 'no':<7} "
+              f"{row.bytes_today:>12} {cap:>12}  {row.binding or '-':<8} {' '.join(row.addresses) or '-'}")
+        iface = by_name.get(row.name)
+        if args.check_route and row.why_not is None and iface is not None:
+            warning = route_warning(binding_for(iface), args.check_route)
             if warning:
                 print(f"  warning: {warning}")
     print(f"policy: {store.path}")
