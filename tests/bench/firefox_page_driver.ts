@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const ff = await launchFirefox(freshHome(args.on));
   try {
     if (args.on) {
-      await setSites(ff, [{ scope: "host", name: new URL(args.url).hostname }]);
+      await setSites(ff, [{ scope: "host", name: new URL(args.url).hostname }], { accelerateFastLinks: false });
       const status = await waitForHelper(ff);
       if (status.helper.status !== "connected") throw new Error(`helper not connected: ${JSON.stringify(status.helper)}`);
     }

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const ff = await launchFirefox(freshHome(o.on), { headless: !o.window });
   try {
     if (o.on) {
-      await setSites(ff, [{ scope: "host", name: new URL(o.url).hostname }]);
+      await setSites(ff, [{ scope: "host", name: new URL(o.url).hostname }], { accelerateFastLinks: false });
       const { helper } = await waitForHelper(ff);
       if (helper.status !== "connected") throw new Error(`the extension could not reach the helper: ${JSON.stringify(helper)}`);
     }

@@ -126,10 +126,11 @@ def test_headless_demo_compares_off_and_on(tmp_path: Path) -> None:
 
 
 def test_headless_demo_in_firefox(tmp_path: Path) -> None:
-    """Firefox (proxy mode), on the unshaped link to keep CI short: every file of the ON load, the document too,
-    fetched by the helper; the page's screenshot; no timing page or HAR, and the demo says why."""
+    """Firefox (proxy mode), on the `lte` link (short for CI; on `lan` lanefetch would step aside and leave the
+    subresources to Firefox): every file of the ON load, the document too, fetched by the helper; the page's
+    screenshot; no timing page or HAR, and the demo says why."""
     out = tmp_path / "out"
-    proc, text = _run_to_end(tmp_path, "--headless", "--browser", "firefox", "--link", "lan", "--out", str(out))
+    proc, text = _run_to_end(tmp_path, "--headless", "--browser", "firefox", "--link", "lte", "--out", str(out))
     assert proc.returncode == 0, text
     assert "Loading the demo page with lanefetch OFF (Firefox alone)" in text
     summary = _both_loads(out)

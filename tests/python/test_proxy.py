@@ -235,6 +235,23 @@ async def test_responses_stream_back_as_the_origin_sent_them(host: HostProcess, 
     assert {m["id"] for m in msgs if m["type"] == "timing"} == set(proxied)
 
 
+async def test_proxied_fetches_report_each_new_connections_round_trip(host: HostProcess, origin: str) -> None:  # noqa: F811
+    """As in debugger mode: the extension learns the origin's RTT from the proxy's upstream connections (it sends
+    the requests of fast origins direct)."""
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    port = await open_context(host, "c1", "loopback")
+    a = await through_proxy(port, "GET", f"{origin}/first", auth)
+    assert a is not None and a.status == 200
+    msgs = [await host.recv() for _ in range(3)]
+    (rtt,) = [m for m in msgs if m["type"] == "origin_rtt"]
+    assert rtt["origin"] == origin and 0 <= rtt["rtt_ms"] < 1000
+    # The connection is kept: the next request on it reports no new round trip.
+    a = await through_proxy(port, "GET", f"{origin}/second", auth)
+    assert a is not None and a.status == 200
+    msgs = [await host.recv() for _ in range(2)]
+    assert [m["type"] for m in msgs] == ["proxied", "timing"], msgs
+
+
 async def test_a_public_page_cannot_reach_loopback_and_the_browser_is_sent_direct(
     host: HostProcess, origin: str  # noqa: F811
 ) -> None:

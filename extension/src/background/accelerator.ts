@@ -8,7 +8,7 @@ import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
 import { OriginLatency } from "../intercept/origin-latency.js";
 import { decide } from "../intercept/pass-through-policy.js";
-import { stepsAside } from "../intercept/step-aside.js";
+import { stepAsideDetail, stepsAside } from "../intercept/step-aside.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
 import type { AddressSpace } from "../sites/address-space.js";
@@ -108,13 +108,12 @@ export class Accelerator {
       this.passNow(id, held, decision.reason, "");
       return;
     }
-    const origin = originOf(paused.url);
-    const rtt = this.latency.rttMs(origin);
-    if (stepsAside(rtt, this.stepAsideBelowRttMs)) {
-      this.passNow(id, held, "low_latency", `round trip to ${origin} ~${rtt?.toFixed(1) ?? "?"} ms`);
+    const fast = stepAsideDetail(this.latency, paused.url, this.stepAsideBelowRttMs);
+    if (fast !== null) {
+      this.passNow(id, held, "low_latency", fast);
       return;
     }
-    this.batcher.add(`${tabId}|${origin}`, { id, held });
+    this.batcher.add(`${tabId}|${originOf(paused.url)}`, { id, held });
   }
 
   /** The tab closed or stopped being intercepted: drop what waits and stop what the helper is fetching for it. */

@@ -7,7 +7,7 @@ import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
-import { STEP_ASIDE_BELOW_RTT_MS } from "../intercept/step-aside.js";
+import { ACCELERATE_FAST_LINKS_KEY, stepAsideThreshold } from "../intercept/step-aside.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
@@ -62,9 +62,6 @@ const ready = watchProxy((blocked) => {
   .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
   .then(() => refreshRules())
   .then(() => startUp());
-
-/** storage.local key: true = take requests even where the link is so fast that lanefetch cannot win (tests). */
-const ACCELERATE_FAST_LINKS_KEY = "accelerateFastLinks";
 
 const networkLog = new CdpNetworkLog(
   (networkId, url, timing) => timings.browserTiming(networkId, url, timing),
@@ -131,7 +128,7 @@ async function refreshRules(): Promise<void> {
   const [active, off, settings] = await Promise.all([
     store.activeRules(), store.sessionOff(), chrome.storage.local.get(ACCELERATE_FAST_LINKS_KEY),
   ]);
-  accelerator.stepAsideBelowRttMs = settings[ACCELERATE_FAST_LINKS_KEY] === true ? null : STEP_ASIDE_BELOW_RTT_MS;
+  accelerator.stepAsideBelowRttMs = stepAsideThreshold(settings);
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
   activeRules = proxyBlocked ? [] : active;
   sessionOffRules = off;

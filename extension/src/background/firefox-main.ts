@@ -8,6 +8,8 @@ import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
+import { OriginLatency } from "../intercept/origin-latency.js";
+import { ACCELERATE_FAST_LINKS_KEY, stepAsideDetail, stepAsideThreshold, STEP_ASIDE_BELOW_RTT_MS } from "../intercept/step-aside.js";
 import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
@@ -37,12 +39,23 @@ let enabledRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
 let httpsOptedIn: SiteRule[] = [];
 let proxyBlocked = false;
+/** Each origin's RTT from the helper's new upstream connections (origin_rtt), and the step-aside threshold. */
+const latency = new OriginLatency();
+let stepAsideBelowRttMs: number | null = STEP_ASIDE_BELOW_RTT_MS;
 
 const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
 const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);
 const httpsSites = new HttpsSites(connection);
 router.setHttpsCovered((url) => httpsSites.covers(url));
-connection.onMessage((m) => records.handle(m));
+router.setStepAside((url) => stepAsideDetail(latency, url, stepAsideBelowRttMs), (details, pageUrl, detail) => {
+  // The document itself may go direct (its origin known fast): the page load begins all the same.
+  if (details.type === "main_frame") timings.newPage(details.tabId, details.url);
+  records.passed(details.tabId, pageUrl, details, "low_latency", detail);
+});
+connection.onMessage((m) => {
+  if (m.type === "origin_rtt") latency.observe(m.origin, m.rtt_ms);
+  else records.handle(m);
+});
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
   if (state.status === "connected" && secret !== null) {
@@ -70,8 +83,11 @@ browser.proxy.onRequest.addListener((details) => {
   }
 }, { urls: ["<all_urls>"] });
 chrome.webRequest.onCompleted.addListener((d) => {
-  if (d.tabId >= 0) records.completed(d.tabId, d.url, d.statusCode);
-}, { urls: ["http://*/*"] });
+  if (d.tabId >= 0 && !records.firefoxEvent("completed", d)) records.completed(d.tabId, d.url, d.statusCode);
+}, { urls: ["http://*/*", "https://*/*"] });
+// What Firefox shows of the requests it fetched itself (stepped aside): first byte and failures.
+chrome.webRequest.onResponseStarted.addListener((d) => void records.firefoxEvent("started", d), { urls: ["http://*/*", "https://*/*"] });
+chrome.webRequest.onErrorOccurred.addListener((d) => void records.firefoxEvent("failed", d), { urls: ["http://*/*", "https://*/*"] });
 browser.proxy.onError.addListener((error) => console.warn("lanefetch: proxy error", error.message));
 browser.webRequest.onAuthRequired.addListener((details) => {
   if (!details.isProxy || !details.challenger) return {};
@@ -94,7 +110,10 @@ const ready = watchProxy((blocked) => {
   .then(() => startUp());
 
 async function refreshRules(): Promise<void> {
-  const [active, off, https] = await Promise.all([store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local)]);
+  const [active, off, https, settings] = await Promise.all([
+    store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local), chrome.storage.local.get(ACCELERATE_FAST_LINKS_KEY),
+  ]);
+  stepAsideBelowRttMs = stepAsideThreshold(settings);
   activeRules = proxyBlocked ? [] : active;
   enabledRules = active;
   sessionOffRules = off;
@@ -156,7 +175,8 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
 chrome.storage.onChanged.addListener((changes) => {
-  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) && !(HTTPS_SITES_KEY in changes)) return;
+  if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) && !(HTTPS_SITES_KEY in changes) &&
+      !(ACCELERATE_FAST_LINKS_KEY in changes)) return;
   void ready.then(() => refreshRules());
 });
 

@@ -8,9 +8,33 @@ import type { PageContext } from "./proxy-router.js";
 
 /** Statuses Firefox reported before the helper's `proxied` report of the request arrived (bounded). */
 const EARLY_LIMIT = 500;
+/** Firefox's request types (proxy.onRequest / webRequest) in the helper's terms, for requests Firefox fetched itself. */
+const TYPES: Record<string, string> = {
+  main_frame: "document", sub_frame: "document", stylesheet: "stylesheet", script: "script", image: "image",
+  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media",
+};
+
+/** What Firefox's webRequest events tell of a request it fetched itself (no connection phases: it has none). */
+export interface FirefoxResponse {
+  requestId: string;
+  url: string;
+  timeStamp: number;
+  statusCode?: number;
+  statusLine?: string;
+  ip?: string;
+  error?: string;
+}
+
+interface DirectRequest {
+  recordId: string;
+  start: number;
+  headersAt: number | null;
+}
 
 export class ProxiedRecords {
   private readonly early = new Map<string, number>();
+  /** Requests passed to Firefox (stepped aside), by Firefox's request id, until it completed them (bounded). */
+  private readonly direct = new Map<string, DirectRequest>();
 
   constructor(
     private readonly contextById: (contextId: string) => PageContext | undefined,
@@ -51,6 +75,49 @@ export class ProxiedRecords {
       });
       if (fulfilled) this.counters.accelerated(record.tabId, m.wire_bytes ?? 0);
     }
+  }
+
+  /** The router sent a request of an enabled site's page direct (step-aside): a passed record, counted. */
+  passed(tabId: number, pageUrl: string, request: { requestId: string; url: string; method: string; type: string },
+    reason: PassReason, detail: string): void {
+    const at = this.now();
+    const id = `ff${request.requestId}`;
+    if (this.timings.get(id)) return; // Firefox asks again for the same request (a redirect keeps its id)
+    this.timings.add({
+      id, tabId, pageUrl, url: request.url, method: request.method, resourceType: TYPES[request.type] ?? "other",
+      priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",
+      reason, detail, status: null, bodyBytes: 0, timing: null,
+    });
+    this.counters.passed(tabId, reason);
+    this.direct.set(request.requestId, { recordId: id, start: at, headersAt: null });
+    if (this.direct.size > EARLY_LIMIT) {
+      const oldest = this.direct.keys().next().value;
+      if (oldest !== undefined) this.direct.delete(oldest);
+    }
+  }
+
+  /** webRequest.onResponseStarted / onCompleted / onErrorOccurred of any request: the browser's own view of the
+   * ones Firefox fetched itself (start, first byte, end, status, address); true if it was one of them. */
+  firefoxEvent(event: "started" | "completed" | "failed", e: FirefoxResponse): boolean {
+    const d = this.direct.get(e.requestId);
+    if (!d) return false;
+    if (event === "started") {
+      d.headersAt = e.timeStamp;
+      return true;
+    }
+    this.direct.delete(e.requestId);
+    const status = e.statusCode ?? null;
+    this.timings.update(d.recordId, {
+      status,
+      browser: {
+        start: d.start, dnsStart: null, dnsEnd: null, connectStart: null, connectEnd: null, sslStart: null, sslEnd: null,
+        sendStart: null, sendEnd: null, headersEnd: d.headersAt, end: Math.max(d.start, e.timeStamp), status,
+        statusText: e.statusLine?.replace(/^HTTP\/\S+ \d+ ?/, "") ?? "", protocol: null, mimeType: null,
+        responseHeaders: [], remoteAddress: e.ip ?? null, connectionId: null, encodedBytes: null, bodyBytes: null,
+        fromCache: null, error: event === "failed" ? (e.error ?? "failed") : null,
+      },
+    });
+    return true;
   }
 
   /** Firefox completed a response (webRequest.onCompleted): the status of the tab's newest record of that URL

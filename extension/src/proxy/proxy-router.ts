@@ -1,6 +1,7 @@
 // Proxy mode (Firefox): which requests go to the helper's proxy. http:// requests of tabs whose top-level page is an
 // enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
-// private browsing), with direct as the fail-over; everything else goes direct. The helper's port is never used
+// private browsing), with direct as the fail-over; everything else goes direct, and so do requests to origins known
+// to be so close that pipelining cannot win (step-aside.ts). The helper's port is never used
 // while the native port is down: losing it drops every context at once.
 import type { Page } from "../generated/protocol.js";
 import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
@@ -50,6 +51,9 @@ export class ProxyRouter {
   private secret: string | null = null;
   /** https:// URLs whose host an opted-in site's CA (trusted by this Firefox) covers: CONNECT to the helper. */
   private httpsCovered: (url: string) => boolean = () => false;
+  /** Step-aside (step-aside.ts): why a request to this URL's origin goes direct (the origin is fast), or null. */
+  private fastOrigin: (url: string) => string | null = () => null;
+  private steppedAside: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void = () => undefined;
 
   constructor(
     private readonly ports: RouterPorts,
@@ -74,6 +78,13 @@ export class ProxyRouter {
     this.httpsCovered = covered;
   }
 
+  /** Where pipelining cannot win, requests go direct; `passed` hears of each such request (counters, records). */
+  setStepAside(fastOrigin: (url: string) => string | null,
+    passed: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void): void {
+    this.fastOrigin = fastOrigin;
+    this.steppedAside = passed;
+  }
+
   get routing(): boolean {
     return this.secret !== null;
   }
@@ -88,6 +99,12 @@ export class ProxyRouter {
     const page = pageOf(pageUrl, details.incognito ?? false);
     const target = addressSpaceOfUrl(details.url);
     if (page === null || target === null || !mayReach(page.address_space, target)) return DIRECT;
+    // proxy.onRequest asks per request: once the document's connection showed the origin fast, the rest go direct.
+    const fast = this.fastOrigin(details.url);
+    if (fast !== null) {
+      this.steppedAside(details, pageUrl, fast);
+      return DIRECT;
+    }
     const ctx = this.contextFor(details.tabId, pageUrl, page);
     if (ctx.port !== null) return this.via(ctx.port, https);
     ctx.opening ??= this.openContext(ctx);

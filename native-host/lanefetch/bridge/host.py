@@ -124,6 +124,8 @@ class Host:
         if kind == "hello":
             if item["browser"] == "firefox" and item["protocol"] == protocol.PROTOCOL_VERSION and self.proxy is None:
                 self.proxy = ProxyService(self.engine.config, _ProxyReports(self._send))
+                # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
+                self.proxy.engine.on_connected = self._connected
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
             # Before the first batch, not in its way: compile the message validator, open the cache's database.
             protocol.warm_up()

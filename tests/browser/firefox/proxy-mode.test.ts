@@ -4,7 +4,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
-import { startSites, type Sites } from "../support/test-site.js";
+import { OriginServer } from "../support/origin-server.js";
+import { startSites, testSite, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
 let ff: Firefox;
@@ -149,6 +150,50 @@ test("the standalone timing page lists the page load's requests as answered by t
   assert.deepEqual(shown, { rows: served, statuses: ["200"], passed: 0, loaded: true },
     "one row per request with Firefox's status, none passed through, the load event known");
   await page.close();
+});
+
+test("step-aside: once the document's connection shows the origin fast (loopback), Firefox fetches the rest itself", async () => {
+  // An origin the helper never connected to (its RTT unknown), with the rule in force (accelerateFastLinks off).
+  const fresh = new OriginServer(testSite, "127.0.0.3", sites.log);
+  await fresh.listen();
+  await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.3" }], { accelerateFastLinks: false });
+  try {
+    sites.clearLog();
+    const page = await ff.browser.newPage();
+    const url = `${fresh.origin}/many.html?n=20`;
+    await page.goto(url);
+    assert.deepEqual(await waitForResult<number[]>(page, "window.__widths"), Array.from({ length: 20 }, (_, i) => i + 2));
+    await new Promise((ok) => setTimeout(ok, 300));
+    const byOwner = sites.log.map((r) => `${r.path} ${r.owner.kind}`);
+    assert.equal(byOwner[0], "/many.html?n=20 helper", "unknown RTT: the document went through the helper");
+    assert.deepEqual(byOwner.slice(1).filter((x) => !x.endsWith(" browser")), [], "then every image from Firefox itself");
+    assert.equal(byOwner.length, 21);
+    const tabId = await tabIdOf(ff, url);
+    interface Rec { url: string; outcome: string; reason: string | null; status: number | null; browser: { end: number | null } | null }
+    let passed: Rec[] = [];
+    for (let i = 0; i < 50; i++) { // Firefox's onCompleted may still be on its way
+      const { records } = await ff.inExtension<{ records: Rec[] }>(`chrome.runtime.sendMessage({ type: "lanefetch/timings", tabId: ${tabId} })`);
+      passed = records.filter((r) => r.outcome === "passed");
+      if (passed.length === 20 && passed.every((r) => r.status === 200 && r.browser?.end)) break;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    assert.equal(passed.length, 20, "the timing records list the images Firefox fetched");
+    assert.ok(passed.every((r) => r.reason === "low_latency" && r.status === 200 && r.browser?.end), JSON.stringify(passed[0]));
+    assert.equal((await tabStatus(ff, tabId)).counts.passed.low_latency, 20);
+
+    // The tests' flag: everything through the helper again, also on the origin now known fast.
+    await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.3" }], { accelerateFastLinks: true });
+    sites.clearLog();
+    await page.goto(`${fresh.origin}/many.html?n=8`);
+    await waitForResult<number[]>(page, "window.__widths");
+    await new Promise((ok) => setTimeout(ok, 300));
+    assert.deepEqual(sites.log.filter((r) => r.owner.kind !== "helper").map((r) => r.path), []);
+    assert.equal(sites.log.length, 9);
+    await page.close();
+  } finally {
+    await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
+    await fresh.close();
+  }
 });
 
 test("site off: Firefox loads everything itself, the popup shows the site off", async () => {

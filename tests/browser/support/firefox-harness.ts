@@ -115,9 +115,12 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
   }
 }
 
-export async function setSites(ff: Firefox, sites: SiteRule[]): Promise<void> {
+/** Enables `sites`. The test origins are loopback (RTT far below the step-aside threshold, where lanefetch leaves
+ * requests to Firefox): `accelerateFastLinks` (default true here, as in the Chromium harness) makes it take them
+ * anyway, so the tests see the proxy path; benchmarks and the demo pass false (what users get). */
+export async function setSites(ff: Firefox, sites: SiteRule[], { accelerateFastLinks = true } = {}): Promise<void> {
   const stored = sites.map((x) => ({ ...x, added: Date.now() }));
-  await ff.inExtension(`chrome.storage.local.set({ sites: ${JSON.stringify(stored)} })`);
+  await ff.inExtension(`chrome.storage.local.set({ sites: ${JSON.stringify(stored)}, accelerateFastLinks: ${String(accelerateFastLinks)} })`);
   await new Promise((r) => setTimeout(r, 200)); // the background reads the rules on storage.onChanged
 }
 

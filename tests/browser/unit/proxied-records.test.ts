@@ -78,3 +78,27 @@ test("Firefox cancelled the request (say, a CORS failure): not a pass; the helpe
   assert.deepEqual([r?.outcome, r?.reason, r?.detail], ["fulfilled", null, "cancelled by Firefox"]);
   assert.deepEqual([counters.get(7).accelerated, counters.get(7).passed], [1, {}]);
 });
+
+test("a request the router sent direct (step-aside): a passed record with Firefox's own start, first byte, end and status", async () => {
+  const { counters, timings, records } = setup();
+  const { timelineOf } = await import("../../../extension/src/timings/phases.js");
+  const request = { requestId: "91", url: `${PAGE}d.css`, method: "GET", type: "stylesheet" };
+  records.passed(7, PAGE, request, "low_latency", "round trip to http://shop.example ~0.4 ms");
+  records.passed(7, PAGE, request, "low_latency", "asked again after a redirect"); // one record per Firefox request
+  assert.equal(records.firefoxEvent("started", { requestId: "91", url: request.url, timeStamp: 1004 }), true);
+  assert.equal(records.firefoxEvent("completed", { requestId: "91", url: request.url, timeStamp: 1009, statusCode: 200, statusLine: "HTTP/1.1 200 OK", ip: "10.0.0.2" }), true);
+  assert.equal(records.firefoxEvent("completed", { requestId: "92", url: `${PAGE}e.png`, timeStamp: 1009, statusCode: 200 }), false, "not one it fetched itself");
+  const r = timings.get("ff91");
+  assert.deepEqual([r?.outcome, r?.reason, r?.status, r?.resourceType, r?.networkId], ["passed", "low_latency", 200, "stylesheet", "91"]);
+  assert.deepEqual([r?.browser?.start, r?.browser?.headersEnd, r?.browser?.end, r?.browser?.statusText, r?.browser?.remoteAddress], [1000, 1004, 1009, "OK", "10.0.0.2"]);
+  assert.equal(r?.browser?.connectStart, null, "no connection phases: Firefox's webRequest has none");
+  assert.deepEqual(counters.get(7).passed, { low_latency: 1 });
+  assert.ok(r);
+  const timeline = timelineOf(r);
+  assert.deepEqual(timeline.segments.map((s) => [s.phase, s.from, s.to]), [["wait", 1000, 1004], ["receive", 1004, 1009]]);
+  assert.equal(timeline.source, "browser");
+
+  records.passed(7, PAGE, { ...request, requestId: "93", url: `${PAGE}gone.png`, type: "image" }, "low_latency", "");
+  records.firefoxEvent("failed", { requestId: "93", url: `${PAGE}gone.png`, timeStamp: 1003, error: "NS_ERROR_CONNECTION_REFUSED" });
+  assert.equal(timings.get("ff93")?.browser?.error, "NS_ERROR_CONNECTION_REFUSED");
+});

@@ -166,3 +166,20 @@ test("one context per tab, top-level site and private browsing; navigating away 
   assert.equal(ports.closed.length, 2, "tab closed");
   assert.ok(router.credentialsFor("127.0.0.1", 41052), "the private tab's listener is still in use");
 });
+
+test("step-aside: requests to an origin known fast go direct (also the document), the others still via the helper", async () => {
+  const { ports, router } = setup(undefined, 41070);
+  const fast = new Set<string>();
+  const passed: string[] = [];
+  router.setStepAside((url) => (fast.has(new URL(url).origin) ? "fast" : null), (details, pageUrl, detail) =>
+    passed.push(`${details.url} ${pageUrl} ${detail}`));
+  // Unknown RTT: lanefetch takes it (the document's connection will tell).
+  assert.deepEqual(await router.route(req(PAGE, { type: "main_frame", documentUrl: undefined })), viaHelper(41070));
+  fast.add("http://shop.example");
+  assert.equal(router.route(req("http://shop.example/a.png")), DIRECT);
+  assert.deepEqual(router.route(req("http://cdn.other.example/b.png")), viaHelper(41070), "another origin of the page, not known fast");
+  assert.equal(router.route(req(PAGE, { type: "main_frame", documentUrl: undefined })), DIRECT, "the next visit's document too");
+  assert.equal(router.route(req("http://news.example/c.png", { documentUrl: "http://news.example/" })), DIRECT);
+  assert.deepEqual(passed, [`http://shop.example/a.png ${PAGE} fast`, `${PAGE} ${PAGE} fast`], "only enabled sites' requests count as stepped aside");
+  assert.equal(ports.opened.length, 1);
+});

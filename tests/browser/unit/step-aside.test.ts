@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { OriginLatency } from "../../../extension/src/intercept/origin-latency.js";
-import { STEP_ASIDE_BELOW_RTT_MS, stepsAside } from "../../../extension/src/intercept/step-aside.js";
+import { ACCELERATE_FAST_LINKS_KEY, STEP_ASIDE_BELOW_RTT_MS, stepAsideDetail, stepAsideThreshold, stepsAside } from "../../../extension/src/intercept/step-aside.js";
 import { CdpNetworkLog } from "../../../extension/src/timings/cdp-network-log.js";
 
 test("the rule: below the threshold the browser fetches; unknown RTT or rule off: lanefetch takes it", () => {
@@ -14,6 +14,19 @@ test("the rule: below the threshold the browser fetches; unknown RTT or rule off
   assert.equal(stepsAside(null), false);
   assert.equal(stepsAside(0.4, null), false);
   assert.equal(stepsAside(30, 50), true);
+});
+
+test("the rule per URL, as both backgrounds apply it: the pass's detail names the origin and its RTT", () => {
+  const latency = new OriginLatency();
+  latency.observe("http://lan.test:8080", 0.42);
+  latency.observe("http://far.test", 61);
+  assert.equal(stepAsideDetail(latency, "http://lan.test:8080/a.png?x", STEP_ASIDE_BELOW_RTT_MS), "round trip to http://lan.test:8080 ~0.4 ms");
+  assert.equal(stepAsideDetail(latency, "http://far.test/a.png", STEP_ASIDE_BELOW_RTT_MS), null);
+  assert.equal(stepAsideDetail(latency, "http://new.test/a.png", STEP_ASIDE_BELOW_RTT_MS), null, "unknown RTT");
+  assert.equal(stepAsideDetail(latency, "http://lan.test:8080/a.png", null), null, "rule off");
+  assert.equal(stepAsideDetail(latency, "not a url", STEP_ASIDE_BELOW_RTT_MS), null);
+  assert.equal(stepAsideThreshold({}), STEP_ASIDE_BELOW_RTT_MS);
+  assert.equal(stepAsideThreshold({ [ACCELERATE_FAST_LINKS_KEY]: true }), null, "the tests' flag: take fast links too");
 });
 
 test("an origin's RTT is the smallest recent connect time; samples age out; nonsense is ignored", () => {
