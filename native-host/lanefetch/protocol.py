@@ -12,7 +12,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-import jsonschema
 
 from . import __version__
 from .cache.store import StoreStats
@@ -20,6 +19,8 @@ from .engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from .engine.timing import epoch_ms
 
 if TYPE_CHECKING:
+    import jsonschema
+
     from .lanes.interface_report import PolicyAnswer
     from .proxy.ca_sites import SyncResult
 
@@ -45,6 +46,8 @@ def identity() -> dict[str, str]:
 
 @cache
 def _validator(definition: str) -> jsonschema.Draft202012Validator:
+    import jsonschema  # only to word why a message was refused (~0.1 s of start-up otherwise)
+
     root = schema()
     sub = {"$schema": root["$schema"], "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"}
     return jsonschema.Draft202012Validator(sub)
@@ -75,7 +78,9 @@ def check(message: Any, definition: str) -> str | None:
     errors = sorted(_validator(definition).iter_errors(message), key=lambda e: len(list(e.absolute_path)))
     if not errors:
         return None
-    best = jsonschema.exceptions.best_match(errors)
+    from jsonschema.exceptions import best_match
+
+    best = best_match(errors)
     where = "/".join(str(p) for p in best.absolute_path) or "message"
     return f"{where}: {best.message[:300]}"
 

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import protocol
 from ..cache.location import default_cache_dir
@@ -21,10 +21,12 @@ from ..cache.store import StoreStats
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from ..engine.request import Origin
 from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
-from ..proxy.ca_certs import Site
-from ..proxy.service import ProxyService
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 from .stdio import FrameWriter, open_stdio
+
+if TYPE_CHECKING:
+    # Proxy mode (Firefox) pulls in `cryptography` (~0.2 s of start-up): imported when a Firefox says hello.
+    from ..proxy.service import ProxyService
 
 log = logging.getLogger("lanefetch.host")
 
@@ -123,6 +125,8 @@ class Host:
         kind = item["type"]
         if kind == "hello":
             if item["browser"] == "firefox" and item["protocol"] == protocol.PROTOCOL_VERSION and self.proxy is None:
+                from ..proxy.service import ProxyService
+
                 self.proxy = ProxyService(self.engine.config, _ProxyReports(self._send))
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
                 self.proxy.engine.on_connected = self._connected
@@ -146,6 +150,8 @@ class Host:
             if self.proxy is None:
                 await self._send(protocol.error("bad_message", "https_sites needs a Firefox hello first"))
                 return
+            from ..proxy.ca_certs import Site
+
             wanted = [Site(s["scope"], s["name"].lower()) for s in item["sites"]]
             await self._send(protocol.https_state(item.get("nonce"), await self.proxy.sync_https(wanted)))
         elif kind == "proxy_close":
