@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.lanes.reassembly import Reassembly
@@ -54,16 +55,29 @@ class Run:
 
 
 def simulate(size: int, first: int, lanes: list[SimLane], config: ScheduleConfig | None = None,
-             max_seconds: float = 120.0, piece: int = 16384) -> Run:
+             max_seconds: float = 120.0, piece: int = 16384, speculative: int = 0,
+             unusable: frozenset[int] = frozenset()) -> Run:
+    """speculative: bytes each other lane asked for after the first range before the schedule existed
+    (adopted with it); the lanes in `unusable` find theirs unusable when its head arrives (discarded)."""
     body = body_of(size)
     sched = SplitSchedule(size, [LaneState(i) for i in range(len(lanes))], config)
     out = bytearray()
     downs: list[int] = []
     max_buffered = 0
     now = 0.0
+    discards: list[tuple[float, Attempt]] = []
     if size:
         att = sched.adopt(0, 0, min(first, size), 0.0)
         lanes[0].queue.append((att, lanes[0].rtt))
+        start = first
+        for i, sim in enumerate(lanes[1:], 1):
+            if speculative and start < size:
+                att = sched.adopt(i, start, min(start + speculative, size), 0.0)
+                if i in unusable:
+                    discards.append((sim.rtt, att))
+                else:
+                    sim.queue.append((att, sim.rtt))
+                start += speculative
 
     def run(cmds: list[Fetch | Cancel | LaneDown]) -> None:
         for c in cmds:
@@ -80,6 +94,9 @@ def simulate(size: int, first: int, lanes: list[SimLane], config: ScheduleConfig
                 lanes[c.lane].queue.clear()
 
     while not sched.done and not sched.failed and now < max_seconds:
+        for t, att in [d for d in discards if d[0] <= now]:
+            discards.remove((t, att))
+            sched.discard(att.id)
         run(sched.poll(now))
         now += DT
         for i, sim in enumerate(lanes):
@@ -168,6 +185,27 @@ def test_unequal_lanes_split_in_proportion() -> None:
     assert size / 1_875_000 / run.finished_at > 0.9, run.finished_at  # ≥ 90 % of the summed rate
 
 
+def test_speculative_ranges_are_used_or_fetched_again() -> None:
+    lanes = [SimLane(625_000, 0.1), SimLane(625_000, 0.1), SimLane(625_000, 0.1)]
+    run = simulate(1_000_000, 20_480, lanes, speculative=65_536)
+    assert bytes(run.out) == body_of(1_000_000)
+    spec = [a for a in run.schedule.attempts.values() if a.start in (20_480, 86_016)]
+    assert len(spec) == 2 and all(a.pos == a.end for a in spec)  # adopted, delivered, never asked again
+    assert sum(1 for a in run.schedule.attempts.values() if a.start <= 20_480 < a.end) == 1
+    # one lane's speculative answer cannot be used: its bytes are asked for again, the lane stays up
+    lanes = [SimLane(625_000, 0.1), SimLane(625_000, 0.1), SimLane(625_000, 0.1)]
+    run = simulate(1_000_000, 20_480, lanes, speculative=65_536, unusable=frozenset({1}))
+    assert bytes(run.out) == body_of(1_000_000) and not run.downs
+    assert sum(1 for a in run.schedule.attempts.values() if a.start <= 20_480 < a.end) == 2
+    assert run.schedule.lanes[1].bytes > 100_000
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 1001), (1000, 1064), (5, 5)])
+def test_adopt_outside_the_body_is_refused(start: int, end: int) -> None:
+    with pytest.raises(ValueError, match="cannot adopt"):
+        SplitSchedule(1000, [LaneState(0)]).adopt(0, start, end, 0.0)
+
+
 def test_slow_lane_tail_is_stolen() -> None:
     size = 2_000_000
     # lane 1 is ten times slower than the estimate a weight would give it: the fast lane steals its tail
@@ -216,13 +254,17 @@ lane_st = st.builds(
     survivor=st.builds(SimLane, rate=st.floats(50_000, 2_000_000), rtt=st.floats(0.005, 0.4)),
     window=st.integers(64 * 1024, 4 * 1024 * 1024),
     piece=st.integers(1000, 70_000),
+    speculative=st.sampled_from([0, 1, 64 * 1024, 300_000]),
+    unusable=st.frozensets(st.integers(1, 3)),
 )
 def test_every_byte_once_in_order_whatever_lanes_do(
-    size: int, first: int, lanes: list[SimLane], survivor: SimLane, window: int, piece: int
+    size: int, first: int, lanes: list[SimLane], survivor: SimLane, window: int, piece: int, speculative: int,
+    unusable: frozenset[int],
 ) -> None:
     cfg = ScheduleConfig(window=window)
     all_lanes = [*lanes, survivor]  # one lane never dies: the body must arrive
-    run = simulate(size, first, all_lanes, cfg, max_seconds=200.0, piece=piece)
+    run = simulate(size, first, all_lanes, cfg, max_seconds=200.0, piece=piece, speculative=speculative,
+                   unusable=unusable)
     assert run.schedule.done, (run.finished_at, run.schedule.todo, run.downs)
     assert bytes(run.out) == body_of(size)
     assert run.max_buffered <= window

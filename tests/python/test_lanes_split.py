@@ -1,6 +1,8 @@
 """Split fetches on loopback against scripted servers: the split shell's decisions (whole body in the
 first exchange, split with If-Range, Range ignored, resource changed, no validator, empty body) with
-two or three unbound lanes. Real links and real nginx: test_lanes_netns.py."""
+two or three unbound lanes, and the speculative ranges the other lanes send before the first answer
+(unused on small bodies, closed when Range is ignored, fetched again when of another version). Real links
+and real nginx: test_lanes_netns.py."""
 
 from __future__ import annotations
 
@@ -11,16 +13,34 @@ import pytest
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
 from lanefetch.lanes.schedule import ScheduleConfig
 from lanefetch.lanes.split_fetch import LaneSpec, SplitFetcher
-from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, ServerConn, content, etag, response
+from misbehaving_servers import (
+    LOOPBACK,
+    Received,
+    RecordingSink,
+    ScriptedServer,
+    ServerConn,
+    content,
+    etag,
+    response,
+)
 
 SMALL = ScheduleConfig(initial_chunk=64 * 1024, min_chunk=16 * 1024, stall_min=1.0, stall_unknown=3.0)
 
 
+def speculative(req: Received) -> bool:
+    """A range asked for before the first answer: not from byte 0, and without If-Range."""
+    rng = req.header("range") or ""
+    return rng.startswith("bytes=") and not rng.startswith("bytes=0-") and req.header("if-range") is None
+
+
 def ranged(*, ignore_range: bool = False, change_after: int | None = None, validator: bool = True,
-           piece_delay: float = 0.0) -> object:
-    """Answers GETs of /<name>/<size> with content(path), honouring `Range: bytes=a-b` (206 + Content-Range)
-    unless ignore_range; If-Range is checked against the ETag. After `change_after` requests in total, the
-    resource has a new ETag and body (the old one is gone)."""
+           piece_delay: float = 0.0, speculative_answer: str | None = None) -> object:
+    """Answers GETs of /<name>/<size> with content(path), honouring `Range: bytes=a-b` (206 + Content-Range,
+    416 past the end) unless ignore_range; If-Range is checked against the ETag. After `change_after`
+    requests in total, the resource has a new ETag and body (the old one is gone). speculative_answer:
+    "stale" serves speculative ranges from an older version (a stale replica), "whole" answers them 200
+    (Range ignored). A 200 goes out in 16 KB pieces, 10 ms apart, and stops when the client closes;
+    state["sent"] counts the bytes of each 200 per connection."""
 
     async def run(conn: ServerConn) -> None:
         state = conn.server.state
@@ -28,16 +48,28 @@ def ranged(*, ignore_range: bool = False, change_after: int | None = None, valid
             n = int(state.get("n", 0)) + 1  # type: ignore[call-overload]
             state["n"] = n
             changed = change_after is not None and n > change_after
-            body = content(("/v2" if changed else "") + req.path)
-            tag = etag(("/v2" if changed else "") + req.path)
+            version = "/v2" if changed else "/v0" if speculative_answer == "stale" and speculative(req) else ""
+            body = content(version + req.path)
+            tag = etag(version + req.path)
             hdrs = [("ETag", tag)] if validator else []
             rng = req.header("range")
             if_range = req.header("if-range")
             m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng or "")
-            if ignore_range or m is None or (if_range is not None and if_range != tag):
-                data = response(200, body, headers=hdrs)
-            elif not body:
-                data = response(416, b"", headers=[("Content-Range", "bytes */0")])
+            whole = speculative_answer == "whole" and speculative(req)
+            if ignore_range or whole or m is None or (if_range is not None and if_range != tag):
+                await conn.send(response(200, headers=hdrs, length=len(body), with_body=False), completes=0)
+                sent = state.setdefault("sent", {})
+                assert isinstance(sent, dict)
+                for i in range(0, len(body), 16384):
+                    if conn.client_eof:
+                        return
+                    piece = body[i : i + 16384]
+                    await conn.send(piece, begins=False, completes=int(i + len(piece) == len(body)))
+                    sent[conn.index] = sent.get(conn.index, 0) + len(piece)
+                    await asyncio.sleep(0.01)
+                continue
+            if not body or int(m[1]) >= len(body):
+                data = response(416, b"", headers=[("Content-Range", f"bytes */{len(body)}")])
             else:
                 a, b = int(m[1]), min(int(m[2]), len(body) - 1)
                 data = response(206, body[a : b + 1], headers=[*hdrs, ("Content-Range", f"bytes {a}-{b}/{len(body)}")])
@@ -76,7 +108,13 @@ async def test_large_body_split_exact(lanes: int) -> None:
     assert not any(k.lower() == "content-range" for k, _ in rec.head.headers)
     asked = ranges_asked(srv)
     assert asked[0] == "bytes=0-20479" and len(asked) > 2
-    assert all(r.header("if-range") == etag(path) for r in srv.requests[1:])
+    # the other lanes asked for the next 64 KB each before the first answer (so without If-Range) ...
+    early = sorted((r.header("range") for r in srv.requests if speculative(r)), key=lambda h: len(h or ""))
+    assert early == ["bytes=20480-86015", "bytes=86016-151551"][: lanes - 1]
+    # ... and every later range carries the first answer's validator
+    assert all(r.header("if-range") == etag(path) for r in srv.requests[1:] if not speculative(r))
+    # nothing was asked twice: the speculative ranges were used
+    assert sorted(asked, key=str) == sorted(set(asked), key=str)
     assert rec.report is not None and rec.report.lanes is not None and len(rec.report.lanes) == lanes
     assert sum(lane.bytes for lane in rec.report.lanes) >= 1_500_000
     assert len({r.conn for r in srv.requests}) == lanes  # one connection per lane
@@ -91,16 +129,68 @@ async def test_small_body_in_one_exchange(size: int) -> None:
     assert rec.error is None and rec.head is not None and rec.head.status == 200
     assert bytes(rec.body) == content(path)
     # one exchange; an empty body answers 416 to the range and is fetched once more without it
-    assert len(srv.requests) == (2 if size == 0 else 1)
+    first_lane = [r for r in srv.requests if not speculative(r)]
+    assert len(first_lane) == (2 if size == 0 else 1)
+    # the other lane's speculative range lies past the end: it was answered 416 and cost nothing else
+    assert [r.header("range") for r in srv.requests if speculative(r)] in ([], ["bytes=20480-86015"])
 
 
 async def test_range_ignored_is_streamed() -> None:
-    path = "/r/norange/300000"
+    path = "/r/norange/1500000"
     async with ScriptedServer(ranged(ignore_range=True)) as srv:  # type: ignore[arg-type]
         sink = await split_fetch(srv, path)
+        first = next(r.conn for r in srv.requests if not speculative(r))
+        sent = srv.state["sent"]
     rec = sink.records["big"]
     assert rec.error is None and rec.head is not None and rec.head.status == 200
-    assert bytes(rec.body) == content(path) and len(srv.requests) == 1
+    assert bytes(rec.body) == content(path) and len([r for r in srv.requests if not speculative(r)]) == 1
+    # the other lane's speculative range got the whole body too: its connection was closed at once
+    assert isinstance(sent, dict) and sent[first] == 1_500_000
+    assert all(n < 300_000 for conn, n in sent.items() if conn != first), sent
+
+
+async def test_speculative_range_ignored_is_closed_and_fetched_again() -> None:
+    """Only the speculative range is answered 200 (a server that honours Range with If-Range only): that
+    lane's connection is closed at once, its bytes are asked for again with If-Range."""
+    path = "/r/big/1500000"
+    async with ScriptedServer(ranged(speculative_answer="whole")) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+        sent = srv.state["sent"]
+    rec = sink.records["big"]
+    assert rec.error is None and bytes(rec.body) == content(path)
+    assert isinstance(sent, dict) and all(n < 300_000 for n in sent.values()), sent
+    again = [r for r in srv.requests if r.header("if-range") and (r.header("range") or "").startswith("bytes=20480-")]
+    assert again, [(r.header("range"), r.header("if-range")) for r in srv.requests]
+
+
+async def test_speculative_range_of_another_version_is_fetched_again() -> None:
+    """The speculative range comes from another version of the resource (its ETag differs from the first
+    answer's): none of its bytes are used, they are fetched again with If-Range; the body is exact."""
+    path = "/r/big/600000"
+    async with ScriptedServer(ranged(speculative_answer="stale")) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    assert rec.error is None and bytes(rec.body) == content(path)
+    assert content("/v0" + path) != content(path)
+    assert any(r.header("if-range") == etag(path) and (r.header("range") or "").startswith("bytes=20480-")
+               for r in srv.requests)
+
+
+@pytest.mark.parametrize("change_after", [1, 2])
+async def test_resource_changing_while_a_speculative_range_is_out(change_after: int) -> None:
+    """The resource changes between the first request and a speculative one (whichever reaches the server
+    first): never a body mixed from two versions — exactly one version, or resource_changed with a prefix
+    of one version."""
+    path = "/r/flip/800000"
+    async with ScriptedServer(ranged(change_after=change_after)) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    versions = [content(path), content("/v2" + path)]
+    if rec.error is None:
+        assert bytes(rec.body) in versions
+    else:
+        assert rec.error.code == "resource_changed" and rec.end_bytes is None
+        assert any(v.startswith(bytes(rec.body)) for v in versions)
 
 
 async def test_resource_changed_mid_transfer_fails_cleanly() -> None:
@@ -120,7 +210,7 @@ async def test_without_validator_the_rest_goes_on_one_lane() -> None:
         sink = await split_fetch(srv, path, 3)
     rec = sink.records["big"]
     assert rec.error is None and bytes(rec.body) == content(path)
-    assert len({r.conn for r in srv.requests}) == 1
+    assert len({r.conn for r in srv.requests if not speculative(r)}) == 1  # the speculative ranges unused
     assert all(r.header("if-range") is None for r in srv.requests)
 
 

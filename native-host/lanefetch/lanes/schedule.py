@@ -14,8 +14,12 @@ adopted as the first attempt); the rest is cut into chunks as lanes become ready
 - ranges are handed out lowest offset first and never beyond `delivered + window`, so the memory held
   for reordering stays bounded.
 
-The shell feeds events (`adopt`, `receive`, `attempt_done`, `attempt_failed`, `lane_failed`) and carries out
-the commands `poll()` returns (`Fetch`, `Cancel`, `LaneDown`)."""
+Requests the shell sent before the body's size was known (the first partial GET; speculative ranges on the
+other lanes) are adopted as attempts; one whose answer turns out unusable (Range ignored, another version of
+the resource) is discarded: its bytes go back to the pool, its lane stays up.
+
+The shell feeds events (`adopt`, `receive`, `attempt_done`, `discard`, `attempt_failed`, `lane_failed`) and
+carries out the commands `poll()` returns (`Fetch`, `Cancel`, `LaneDown`)."""
 
 from __future__ import annotations
 
@@ -141,10 +145,22 @@ class SplitSchedule:
     # -- events from the shell ---------------------------------------------------------------------------
 
     def adopt(self, lane_id: int, start: int, end: int, sent_at: float) -> Attempt:
-        """A request the shell already sent (the first partial GET) becomes an attempt of this schedule."""
+        """A request the shell already sent (the first partial GET, a speculative range) becomes an attempt
+        of this schedule. It went out before the schedule existed: its first byte is no RTT sample."""
+        if not 0 <= start < end <= self.size:
+            raise ValueError(f"cannot adopt bytes {start}-{end - 1} of a body of {self.size}")
         att = self._new_attempt(lane_id, start, end, sent_at)
+        att.rtt_probe = False
         self.todo = subtract(self.todo, [(start, end)])
         return att
+
+    def discard(self, attempt_id: int) -> None:
+        """The attempt's answer cannot be used (checked before any of its bytes were received): the bytes
+        it was to bring go back to the pool; its lane stays up."""
+        att = self.attempts[attempt_id]
+        if att.live:
+            self._retire(att)
+            self._give_up(att)
 
     def receive(self, attempt_id: int, data: bytes, now: float) -> list[bytes]:
         """Bytes of an attempt's response, in order; returns the body bytes that can now go out in order."""

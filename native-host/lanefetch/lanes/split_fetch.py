@@ -2,7 +2,9 @@
 
 Each lane is an Engine of its own (its own pipelined connection, bound to the lane's interface), so a
 bulk transfer never sits in front of the small requests the main engine pipelines to the same origin.
-The first request asks for bytes 0..T-1; what comes back decides:
+The first request asks for bytes 0..T-1 on the first lane; each other lane, as soon as it is connected, asks
+for the range after it (speculative: the size is not known yet, nor the validator If-Range would need), so
+a body worth splitting finds every lane already receiving. What the first request gets back decides:
   206 for the whole body (small)     -> delivered as a 200 with the body, one exchange, no more requests
   206 with more to come + validator  -> the rest is split over the lanes by SplitSchedule, If-Range on each
   206 without a strong validator     -> the rest is fetched on the first lane only (ranges cannot be proven
@@ -10,7 +12,10 @@ The first request asks for bytes 0..T-1; what comes back decides:
   200 (Range ignored), 3xx, 4xx, 5xx -> streamed to the caller as it is
   416 (an empty body)                -> fetched again without Range and streamed as it is
 Every range's Content-Range and validator are checked; a resource that changed mid-transfer fails with
-`resource_changed` (the caller starts over; the CLI does so once by itself)."""
+`resource_changed` (the caller starts over; the CLI does so once by itself). A speculative range is used only
+when its Content-Range fits the body and its validator is the first response's; else its bytes are fetched
+again properly. One answered 200 (Range ignored) has its lane's connection closed at once, so no second
+copy of the whole body runs; 416 (the body ends before it) is ignored."""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
@@ -35,6 +40,7 @@ from .schedule import Attempt, Cancel, Command, Fetch, LaneDown, LaneState, Sche
 log = logging.getLogger("lanefetch.lanes")
 
 FIRST_BYTES = 20 * 1024  # the first request's range, unless the fastest lane's BDP is larger
+SPECULATIVE_BYTES = 64 * 1024  # a speculative range, unless the lane's BDP is larger: its first round trips
 POLL_INTERVAL = 0.05  # how often stalls and steals are looked at while nothing else happens
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)\s*$", re.I)
 # The caller's own range or conditional fields would change what the pieces mean: the split sets its own.
@@ -67,12 +73,14 @@ class Lane:
         self.engine = Engine(self._config)
         self.estimate = LaneEstimate()  # kept across fetches: the next split starts from what was learned
 
-    async def reset(self) -> None:
-        """Drop this lane's connections (it stalled or failed); the next use connects afresh."""
-        policies = self.engine.policies
-        await self.engine.aclose()
+    def reset(self) -> Coroutine[Any, Any, None]:
+        """Drop this lane's connections (it stalled or failed, or carries an answer not wanted): the next
+        use connects afresh at once; the old engine closes in the coroutine returned (run it as a task of
+        its own: this may be called from inside that engine's connection)."""
+        old = self.engine
         self.engine = Engine(self._config)
-        self.engine.policies = policies
+        self.engine.policies = old.policies
+        return old.aclose()
 
 
 def _content_range(head: DeliveredHead) -> tuple[int, int, int] | None:
@@ -120,6 +128,7 @@ class SplitFetcher:
         self.usage = usage
         self._runs: dict[str, _SplitRun] = {}
         self._saving: asyncio.Task[None] | None = None
+        self.background: set[asyncio.Task[object]] = set()  # speculative ranges no run waits for
         self._usage_dirty = False
 
     async def fetch(self, request: FetchRequest, sink: Sink, page: Page) -> None:
@@ -155,9 +164,19 @@ class SplitFetcher:
         await run.fail(FetchError("cancelled", "cancelled by the caller"))
         return True
 
+    def in_background(self, coro: Coroutine[Any, Any, object]) -> None:
+        """A task no run waits for (a speculative range, a lane's old connections closing); aclose ends it."""
+        task = asyncio.create_task(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
     async def aclose(self) -> None:
         for lane in self.lanes:
             await lane.engine.aclose()
+        while self.background:  # closing engines above may have started more
+            for task in list(self.background):
+                task.cancel()
+            await asyncio.gather(*self.background, return_exceptions=True)
         if self._saving is not None:
             await self._saving
 
@@ -166,11 +185,30 @@ class SplitFetcher:
         return max([self.first_bytes, *bdps])
 
 
+@dataclass
+class _Speculative:
+    """A range sent on another lane before the first answer came back (so without If-Range)."""
+
+    lane: Lane
+    start: int
+    end: int
+    request_id: str
+    sent_at: float
+    head: DeliveredHead | None = None
+    held: list[tuple[float, bytes]] = field(default_factory=list)  # (arrival, bytes) until adopted
+    ended: bool = False
+    error: FetchError | None = None
+    attempt: Attempt | None = None  # once the schedule adopted it
+    usable: bool = False  # adopted and its head checked: its bytes go to the schedule
+    dropped: bool = False  # not used: whatever else arrives is ignored
+
+
 class _PieceSink:
     """Receives one range request's response from a lane engine and hands it to the run."""
 
-    def __init__(self, run: _SplitRun, lane: Lane, attempt: Attempt | None) -> None:
-        self.run, self.lane, self.attempt = run, lane, attempt
+    def __init__(self, run: _SplitRun, lane: Lane, attempt: Attempt | None,
+                 speculative: _Speculative | None = None) -> None:
+        self.run, self.lane, self.attempt, self.speculative = run, lane, attempt, speculative
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
         await self.run.on_head(self, head)
@@ -210,6 +248,7 @@ class _SplitRun:
         self.tasks: set[asyncio.Task[object]] = set()
         self.req_ids: dict[int, tuple[Lane, str]] = {}  # attempt id -> (lane, request id)
         self.cancelled: set[int] = set()
+        self.speculative: list[_Speculative] = []
         self.down: set[int] = set()
         self._out: deque[bytes] = deque()
         self._out_lock = asyncio.Lock()
@@ -225,11 +264,9 @@ class _SplitRun:
         first = self._sub_request([("Range", f"bytes=0-{self.f.first_range() - 1}")])
         self.req_ids[0] = (lane0, first.id)  # attempt ids start at 1: 0 is the first request
         first_task = self._spawn(lane0.engine.fetch([first], _PieceSink(self, lane0, None), self.page))
-        # The other lanes connect while the first answer travels (a body worth splitting finds them ready);
-        # started after the first request's task so nothing of theirs runs ahead of it.
-        loop = asyncio.get_running_loop()
-        for lane in self.f.lanes[1:]:
-            loop.call_soon(lane.engine.preconnect, self.request.url, self.page)
+        # The other lanes connect and ask for the next ranges while the first answer travels; started after
+        # the first request's task so nothing of theirs runs ahead of it.
+        asyncio.get_running_loop().call_soon(self._speculate, self.f.first_range())
         await self.decided.wait()
         if self.mode in ("pass", "whole"):
             await first_task  # the one exchange carries the whole answer
@@ -241,6 +278,21 @@ class _SplitRun:
             await lane0.engine.fetch([plain], self.sink, self.page)
             self.finished = True
         await self._wind_down()
+
+    def _speculate(self, first_end: int) -> None:
+        """Each other lane asks for the range after the previous one, sized to the lane's BDP (its first
+        round trips of slow start) or SPECULATIVE_BYTES, without waiting for the first answer."""
+        if self.mode is not None:
+            return  # the first answer is already here
+        start = first_end
+        for lane in self.f.lanes[1:]:
+            end = start + max(SPECULATIVE_BYTES, lane.estimate.bdp() or 0)
+            req = self._sub_request([("Range", f"bytes={start}-{end - 1}")])
+            spec = _Speculative(lane, start, end, req.id, now())
+            self.speculative.append(spec)
+            # Not awaited by this run: one not needed runs out on its own (a 416 or a short 206).
+            self.f.in_background(lane.engine.fetch([req], _PieceSink(self, lane, None, spec), self.page))
+            start = end
 
     def _pipeline_now(self, lane: Lane) -> None:
         """The first range came back from an HTTP/1.1 server: let the lanes pipeline their next range behind
@@ -289,13 +341,16 @@ class _SplitRun:
                 await known[0].engine.cancel([known[1]])
         elif isinstance(cmd, LaneDown):
             self.down.add(cmd.lane)
-            await self.f.lanes[cmd.lane].reset()
+            self.f.in_background(self.f.lanes[cmd.lane].reset())
 
     async def _wind_down(self) -> None:
         # Duplicates still running (a stolen tail's loser), cancelled attempts: stop them.
         for att_id, (lane, rid) in self.req_ids.items():
             if att_id not in self.cancelled:
                 await lane.engine.cancel([rid])
+        for spec in self.speculative:
+            if spec.attempt is None:
+                await self._drop_speculative(spec, close=False)
         if self.tasks:
             _, pending = await asyncio.wait(list(self.tasks), timeout=5)
             if pending:
@@ -304,6 +359,9 @@ class _SplitRun:
     # -- events from the lanes ---------------------------------------------------------------------------
 
     async def on_head(self, ps: _PieceSink, head: DeliveredHead) -> None:
+        if ps.speculative is not None:
+            await self._speculative_head(ps.speculative, head)
+            return
         if self.finished:
             return
         if ps.attempt is None:
@@ -334,7 +392,12 @@ class _SplitRun:
                 self.validator = _validator(head)
                 self._start_schedule(ps.lane, last + 1, total)
                 await self.sink.head(self.request, _as_whole(head, total))
+                for spec in self.speculative:
+                    await self._adopt_speculative(spec)
         self.decided.set()
+        if self.mode != "split":
+            for spec in self.speculative:
+                await self._drop_speculative(spec, close=False)
 
     def _start_schedule(self, first_lane: Lane, first_end: int, total: int) -> None:
         lanes = self.f.lanes if self.validator else [first_lane]  # unprovable pieces: one lane only
@@ -347,16 +410,23 @@ class _SplitRun:
         self._first_attempt = att
 
     async def on_body(self, ps: _PieceSink, data: bytes) -> None:
+        self.lane_bytes[ps.lane.id] = self.lane_bytes.get(ps.lane.id, 0) + len(data)
         if self.finished:
             return
-        self.lane_bytes[ps.lane.id] = self.lane_bytes.get(ps.lane.id, 0) + len(data)
+        if ps.speculative is not None:
+            spec = ps.speculative
+            if spec.dropped:
+                return
+            if not spec.usable:
+                spec.held.append((now(), data))
+                return
         if self.mode in ("pass", "whole"):
             self.delivered += len(data)
             await self.sink.body(self.request, data)
             return
         if self.mode != "split" or self.schedule is None:
             return
-        att = ps.attempt or self._first_attempt
+        att = self._attempt_of(ps)
         assert att is not None
         if att.pos + len(data) > att.end:
             await self.fail(FetchError("protocol_error", "a range response carried more bytes than asked for"))
@@ -373,6 +443,10 @@ class _SplitRun:
                 await self.sink.body(self.request, piece)
 
     async def on_end(self, ps: _PieceSink, trailers: Headers) -> None:
+        if ps.speculative is not None:
+            ps.speculative.ended = True
+            if not ps.speculative.usable:
+                return
         if self.finished:
             return
         if self.mode in ("pass", "whole"):
@@ -380,13 +454,20 @@ class _SplitRun:
             await self.sink.end(self.request, self.delivered, trailers)
             return
         if self.mode == "split" and self.schedule is not None:
-            att = ps.attempt or self._first_attempt
+            att = self._attempt_of(ps)
             assert att is not None
             self.schedule.attempt_done(att.id, now())
             log.debug("%.3f done %s", now(), att)
             self.wake.set()
 
     async def on_error(self, ps: _PieceSink, error: FetchError) -> None:
+        if ps.speculative is not None:
+            spec = ps.speculative
+            spec.error = error
+            if spec.dropped or self.finished:
+                return
+            if spec.attempt is None:  # not adopted yet: the lane is given up when the schedule starts
+                return
         if self.finished:
             return
         if ps.attempt is None and self.mode is None:  # the first request failed outright
@@ -399,7 +480,7 @@ class _SplitRun:
             return
         if self.schedule is None:
             return
-        att = ps.attempt or self._first_attempt
+        att = self._attempt_of(ps)
         assert att is not None
         if att.id in self.cancelled:
             return
@@ -415,13 +496,87 @@ class _SplitRun:
         if t.connect_start is not None and t.connect_end is not None:
             ps.lane.estimate.rtt_sample(t.connect_end - t.connect_start)
         if ps.attempt is None and t.sent is not None and t.first_byte is not None:
-            ps.lane.estimate.rtt_sample(t.first_byte - t.sent)
+            ps.lane.estimate.rtt_sample(t.first_byte - t.sent)  # the first or a speculative request
+        if ps.speculative is not None:
+            return
         if ps.attempt is None:
             self.first_report = report
             if self.mode in ("pass", "whole") and not self.decided.is_set():
                 self.decided.set()
             if self.mode in ("pass", "whole"):
                 self._spawn(self._report())
+
+    # -- speculative ranges ------------------------------------------------------------------------------
+
+    async def _speculative_head(self, spec: _Speculative, head: DeliveredHead) -> None:
+        spec.head = head
+        if head.status not in (206, 416):
+            # Range ignored: the whole body would follow, a second copy on this lane. Close it now.
+            spec.dropped = True
+            sched = self.schedule
+            if spec.attempt is not None and sched is not None and not self.finished:
+                # Closing the connection ends the ranges pipelined behind it too: back to the pool with them.
+                behind = [a for a in sched.lanes[spec.lane.id].attempts if a is not spec.attempt]
+                for att in [spec.attempt, *behind]:
+                    self.cancelled.add(att.id)
+                    sched.discard(att.id)
+                for att in behind:
+                    await spec.lane.engine.cancel([self.req_ids[att.id][1]])
+                self.wake.set()
+            await self._drop_speculative(spec, close=True)
+            return
+        if self.finished or spec.dropped or spec.attempt is None:
+            return  # checked when the schedule adopts it
+        await self._check_speculative(spec)
+
+    async def _adopt_speculative(self, spec: _Speculative) -> None:
+        """The first answer says split: take what the speculative range brings, if it can be used."""
+        sched = self.schedule
+        assert sched is not None
+        if spec.dropped:
+            return
+        if spec.lane.id not in sched.lanes or spec.start >= self.total:
+            await self._drop_speculative(spec, close=False)  # no validator to prove it / beyond the body
+            return
+        if spec.error is not None:
+            for cmd in sched.lane_failed(spec.lane.id, f"{spec.error.code}: {spec.error.message}"):
+                await self._execute(cmd)
+            return
+        att = sched.adopt(spec.lane.id, spec.start, min(spec.end, self.total), spec.sent_at)
+        spec.attempt = att
+        self.req_ids[att.id] = (spec.lane, spec.request_id)
+        if spec.head is not None:
+            await self._check_speculative(spec)
+
+    async def _check_speculative(self, spec: _Speculative) -> None:
+        """An adopted speculative range's head is here: use its bytes if they are the body's, else discard
+        it (its bytes go back to the pool and are fetched again with If-Range)."""
+        att, head, sched = spec.attempt, spec.head, self.schedule
+        assert att is not None and head is not None and sched is not None
+        if (head.status != 206 or _content_range(head) != (att.start, att.end - 1, self.total)
+                or _validator(head) != self.validator):
+            log.debug("speculative %d-%d not usable: %s %s", att.start, att.end - 1, head.status,
+                      _content_range(head))
+            sched.discard(att.id)
+            await self._drop_speculative(spec, close=False)
+            self.wake.set()
+            return
+        spec.usable = True
+        for t, data in spec.held:
+            self._out.extend(sched.receive(att.id, data, t))
+        spec.held.clear()
+        if spec.ended:
+            sched.attempt_done(att.id, now())
+        self.wake.set()
+
+    async def _drop_speculative(self, spec: _Speculative, *, close: bool) -> None:
+        """Stop using a speculative range. Its answer runs out on its lane (a 416 or a 206 of at most its
+        range), unless close: it is a whole body (Range ignored), and the lane's connection is closed."""
+        spec.dropped = True
+        spec.held.clear()
+        if close and not spec.ended and spec.error is None:
+            await spec.lane.engine.cancel([spec.request_id])
+            self.f.in_background(spec.lane.reset())
 
     # -- endings -----------------------------------------------------------------------------------------
 
@@ -468,6 +623,11 @@ class _SplitRun:
         await self.sink.timing(self.request, report)
 
     # -- helpers -----------------------------------------------------------------------------------------
+
+    def _attempt_of(self, ps: _PieceSink) -> Attempt | None:
+        if ps.speculative is not None:
+            return ps.speculative.attempt
+        return ps.attempt or self._first_attempt
 
     def _lane_name(self, lane_id: int) -> str:
         return self.f.lanes[lane_id].spec.name or "default route"
