@@ -106,12 +106,9 @@ class Demo:
               f"({load.requests} files over {load.connections} connections, {load.pipelined} of them pipelined).")
         print("What lanefetch did with each file:\n")
         print("\n".join(tables.requests(load.page)))
-        if self.browser == "chromium":
-            print("\nThe browser's second tab is lanefetch's timing page for the demo page: every request as a bar "
-                  "(queued, connect, sending, waiting, receiving), grouped by connection; it follows each reload. "
-                  "The same view is in DevTools (F12) under the 'lanefetch' panel.")
-        else:
-            print("\n(Firefox has no lanefetch timing page yet; the table above is what it would show.)")
+        print("\nThe browser's other tab is lanefetch's timing page for the demo page: every request as a bar "
+              "(queued, connect, sending, waiting, receiving), grouped by connection; it follows each reload. "
+              "The same view is in DevTools (F12) under the 'lanefetch' panel.")
         print("Turn the site off and on with the lanefetch toolbar button and reload to compare. "
               "Close the browser window (or press Ctrl-C here) to end the demo.", flush=True)
         return proc.wait()
@@ -123,9 +120,7 @@ def _headless(demo: Demo, out: Path) -> int:
     print(f"Loading the demo page with lanefetch OFF ({browser} alone)…", flush=True)
     off = demo.load("off", on=False, files={})
     print("Loading the demo page with lanefetch ON…", flush=True)
-    files = {"screenshot": out / "page.png"}
-    if demo.browser == "chromium":
-        files |= {"panel_screenshot": out / "timing-panel.png", "har": out / "page.har"}
+    files = {"screenshot": out / "page.png", "panel_screenshot": out / "timing-panel.png", "har": out / "page.har"}
     for stale in ("timing-panel.png", "page.har"):  # an earlier run's files must not pass for this one's
         (out / stale).unlink(missing_ok=True)
     on = demo.load("on", on=True, files=files)
@@ -137,13 +132,10 @@ def _headless(demo: Demo, out: Path) -> int:
     (out / "timings.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(f"\nWritten into {out}/:")
     print(f"  page.png          the demo page, loaded in {browser} with lanefetch ON")
-    if "har" in files:
-        print("  timing-panel.png  lanefetch's timing page for that load: one bar per request, grouped by connection")
-        print(f"  page.har          that load as HAR 1.2 ({on.page['har_entries']} requests; checked against the HAR "
-              "schema), for any HAR viewer")
+    print("  timing-panel.png  lanefetch's timing page for that load: one bar per request, grouped by connection")
+    print(f"  page.har          that load as HAR 1.2 ({on.page['har_entries']} requests; checked against the HAR "
+          "schema), for any HAR viewer")
     print("  timings.json      both loads: the measurements above and lanefetch's raw per-request records")
-    if "har" not in files:
-        print("Firefox has no lanefetch timing page or HAR export yet: no timing-panel.png or page.har.")
     return 0
 
 

@@ -7,11 +7,10 @@
 // "on", lanefetch's per-request records. When "on", the extension's timing page for the tab opens in a second tab.
 // With "window": true Chromium opens a window and this waits until the user closes it; otherwise Chromium is
 // headless, takes the screenshots (page, timing page), writes the load's HAR (checked against HAR 1.2) and exits.
-import { writeFileSync } from "node:fs";
 import type { BrowserContext, Page } from "playwright-core";
 import type { PageLoadData } from "../../extension/src/timings/timing-store.js";
 import { EXTENSION_ID, launch, openPage, setSites, settledPageLoad, tabIdOf } from "../browser/support/chromium-harness.js";
-import { driverOptions, pageMeasure, pageShown, runDriver, type PageMeasure } from "./demo_page.js";
+import { deepestPipelined, driverOptions, pageMeasure, pageShown, PANEL_MAX_HEIGHT, PANEL_WIDTH, runDriver, writeHar, type PageMeasure } from "./demo_page.js";
 
 async function loaded(page: Page): Promise<PageMeasure> {
   await page.waitForFunction(pageShown, undefined, { timeout: 180000 });
@@ -23,7 +22,7 @@ async function openTimingPage(context: BrowserContext, tabId: number, window: bo
   const panel = await context.newPage();
   await panel.goto(`chrome-extension://${EXTENSION_ID}/timing.html?tab=${tabId}`);
   const data = await settledPageLoad(panel, tabId, 120000);
-  if (!window) await panel.setViewportSize({ width: 1500, height: 900 });
+  if (!window) await panel.setViewportSize({ width: PANEL_WIDTH, height: 900 });
   await panel.waitForFunction(({ id, version }) => document.body.dataset.loadId === id && Number(document.body.dataset.version) >= version,
     { id: data.load.id, version: data.load.version }, { timeout: 30000 });
   return { panel, data };
@@ -35,27 +34,11 @@ async function openTimingPage(context: BrowserContext, tabId: number, window: bo
  */
 async function panelScreenshot(panel: Page, data: PageLoadData, file: string): Promise<void> {
   const overflow = await panel.$eval("#waterfall", (w) => w.scrollHeight - w.clientHeight);
-  const viewport = panel.viewportSize() ?? { width: 1500, height: 900 };
-  await panel.setViewportSize({ width: viewport.width, height: Math.min(4000, viewport.height + Math.max(0, overflow) + 4) });
-  const deepest = data.records
-    .filter((r) => r.timing?.connection)
-    .sort((a, b) => (b.timing?.connection?.pipeline_position ?? 0) - (a.timing?.connection?.pipeline_position ?? 0))[0];
-  if (deepest) await panel.click(`#waterfall .row[data-id=${JSON.stringify(deepest.id)}]`);
+  const viewport = panel.viewportSize() ?? { width: PANEL_WIDTH, height: 900 };
+  await panel.setViewportSize({ width: viewport.width, height: Math.min(PANEL_MAX_HEIGHT, viewport.height + Math.max(0, overflow) + 4) });
+  const deepest = deepestPipelined(data);
+  if (deepest) await panel.click(`#waterfall .row[data-id=${JSON.stringify(deepest)}]`);
   await panel.screenshot({ path: file });
-}
-
-/** The load as HAR 1.2, as the timing page's "Export HAR" builds it; throws if it does not validate. */
-async function writeHar(panel: Page, data: PageLoadData, file: string): Promise<number> {
-  // Imported here: the OFF load needs neither (compiling the HAR schema takes a moment).
-  const { buildHar } = await import("../../extension/src/timings/har.js");
-  const { harErrors } = await import("../browser/support/har-validator.js");
-  const { version, userAgent } = await panel.evaluate(() => ({ version: chrome.runtime.getManifest().version, userAgent: navigator.userAgent }));
-  const browser = /(Chromium|Chrome)\/([\d.]+)/.exec(userAgent);
-  const har = buildHar([data], { version, ...(browser ? { browser: { name: browser[1] ?? "", version: browser[2] ?? "" } } : {}) });
-  const errors = harErrors(har);
-  if (errors.length > 0) throw new Error(`the HAR does not validate: ${errors.join("; ")}`);
-  writeFileSync(file, JSON.stringify(har, null, 2));
-  return har.log.entries.length;
 }
 
 async function main(): Promise<void> {
@@ -75,7 +58,10 @@ async function main(): Promise<void> {
       const { panel, data } = await openTimingPage(browser.context, await tabIdOf(browser.worker, o.url), o.window);
       records = data.records;
       if (o.panel_screenshot) await panelScreenshot(panel, data, o.panel_screenshot);
-      if (o.har) harEntries = await writeHar(panel, data, o.har);
+      if (o.har) {
+        const { version, userAgent } = await panel.evaluate(() => ({ version: chrome.runtime.getManifest().version, userAgent: navigator.userAgent }));
+        harEntries = await writeHar(data, version, userAgent, o.har);
+      }
       await page.bringToFront();
     }
     if (o.screenshot) await page.screenshot({ path: o.screenshot, fullPage: true });

@@ -108,20 +108,6 @@ test("many images of one origin: Firefox's many proxy connections become few pip
   await page.close();
 });
 
-/** BiDi may not navigate to moz-extension:// URLs, but the extension's own tab may: it shows `path` (returns once
- * the page has loaded, so what runs next in the tab runs there). */
-async function showInExtensionTab(path: string): Promise<void> {
-  await ff.inExtension(`(setTimeout(() => location.assign(${JSON.stringify(path)}), 0), 1)`);
-  const want = `/${path.split("?")[0] ?? ""}`;
-  for (let i = 0; i < 100; i++) {
-    await new Promise((ok) => setTimeout(ok, 100));
-    const at = await ff.inExtension<boolean>(`location.pathname === ${JSON.stringify(want)} && document.readyState === "complete" && typeof chrome === "object"`)
-      .catch(() => false); // the realm may be between pages
-    if (at) return;
-  }
-  throw new Error(`the extension's tab did not show ${path}`);
-}
-
 test("the standalone timing page lists the page load's requests as answered by the helper", async () => {
   sites.clearLog();
   const page = await ff.browser.newPage();
@@ -129,7 +115,7 @@ test("the standalone timing page lists the page load's requests as answered by t
   await page.goto(url);
   await waitForResult<number[]>(page, "window.__widths");
   const tabId = await tabIdOf(ff, url);
-  await showInExtensionTab(`timing.html?tab=${tabId}`);
+  await ff.showInExtension(`timing.html?tab=${tabId}`);
   const served = sites.log.map((r) => `http://${r.host}${r.path}`).sort();
   interface Shown { rows: string[]; statuses: string[]; passed: number; loaded: boolean }
   let shown: Shown | null = null;
@@ -145,7 +131,7 @@ test("the standalone timing page lists the page load's requests as answered by t
       : null`).catch(() => null); // the realm may be between pages
     if (shown && shown.loaded && shown.rows.length >= served.length && shown.statuses.join() === "200") break;
   }
-  await showInExtensionTab("options.html");
+  await ff.showInExtension("options.html");
   assert.equal(served.length, 13, "the document and 12 images");
   assert.deepEqual(shown, { rows: served, statuses: ["200"], passed: 0, loaded: true },
     "one row per request with Firefox's status, none passed through, the load event known");

@@ -8,6 +8,7 @@ import { chromium, type BrowserContext, type Page, type Worker } from "playwrigh
 import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
 import type { PageLoadReply, PageLoadsReply, PopupRequest, StatusReply, TimingsReply } from "../../../extension/src/background/popup-api.js";
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
+import { untilSettled } from "./page-load-wait.js";
 import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
 import { startSites, type Sites } from "./test-site.js";
 
@@ -122,18 +123,11 @@ export async function tabTimings(context: BrowserContext, tabId: number): Promis
  * every request it fetched itself), read from `extensionPage` (any page of the extension) as the timing page reads it.
  */
 export async function settledPageLoad(extensionPage: Page, tabId: number, timeout = 60000): Promise<PageLoadData> {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const data = await extensionPage.evaluate(async (tab) => {
-      const { loads } = await chrome.runtime.sendMessage<unknown, PageLoadsReply>({ type: "lanefetch/page-loads", tabId: tab });
-      const newest = loads[0];
-      return newest ? (await chrome.runtime.sendMessage<unknown, PageLoadReply>({ type: "lanefetch/page-load", id: newest.id })).data : null;
-    }, tabId);
-    const settled = data && data.load.loadedAt !== null && data.records.every((r) => r.outcome !== "pending" && (r.outcome !== "passed" || r.browser));
-    if (data && settled) return data;
-    if (Date.now() > end) throw new Error(`the load never settled: ${JSON.stringify(data?.records.filter((r) => r.outcome === "pending" || !r.browser).map((r) => r.url))}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  return untilSettled(() => extensionPage.evaluate(async (tab) => {
+    const { loads } = await chrome.runtime.sendMessage<unknown, PageLoadsReply>({ type: "lanefetch/page-loads", tabId: tab });
+    const newest = loads[0];
+    return newest ? (await chrome.runtime.sendMessage<unknown, PageLoadReply>({ type: "lanefetch/page-load", id: newest.id })).data : null;
+  }, tabId), (r) => r.outcome !== "pending" && (r.outcome !== "passed" || r.browser !== null), timeout);
 }
 
 export interface SiteOn {

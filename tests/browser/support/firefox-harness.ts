@@ -42,6 +42,11 @@ export interface Firefox {
    * JSON round-tripped. WebDriver BiDi may not navigate to moz-extension:// URLs and puppeteer lists no such pages,
    * but BiDi does list the open tab and runs script in it, with the extension's APIs. */
   inExtension<T>(expression: string): Promise<T>;
+  /** The extension's tab shows `path` (e.g. "timing.html?tab=3"); returns once it has loaded. BiDi may not navigate
+   * to moz-extension:// URLs, but the extension's own tab may. */
+  showInExtension(path: string): Promise<void>;
+  /** A PNG of the extension's tab at this viewport size (BiDi: puppeteer lists no moz-extension:// pages). */
+  screenshotExtension(width: number, height: number): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -108,7 +113,24 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
       return (text === undefined ? undefined : JSON.parse(text)) as T;
     };
     await inExtension("new Promise((ok) => document.readyState === 'complete' ? ok(1) : addEventListener('load', () => ok(1)))");
-    return { browser, home, inExtension, close };
+    const showInExtension = async (path: string): Promise<void> => {
+      await inExtension(`(setTimeout(() => location.assign(${JSON.stringify(path)}), 0), 1)`);
+      const want = `/${path.split("?")[0] ?? ""}`;
+      for (let i = 0; i < 100; i++) {
+        await new Promise((ok) => setTimeout(ok, 100));
+        const at = await inExtension<boolean>(`location.pathname === ${JSON.stringify(want)} && document.readyState === "complete" && typeof chrome === "object"`)
+          .catch(() => false); // the realm may be between pages
+        if (at) return;
+      }
+      throw new Error(`the extension's tab did not show ${path}`);
+    };
+    const screenshotExtension = async (width: number, height: number): Promise<Buffer> => {
+      await bidi.send("browsingContext.setViewport", { context, viewport: { width, height } });
+      await new Promise((ok) => setTimeout(ok, 300)); // the page lays out at the new size
+      const shot = (await bidi.send("browsingContext.captureScreenshot", { context, origin: "viewport" })).result as { data: string };
+      return Buffer.from(shot.data, "base64");
+    };
+    return { browser, home, inExtension, showInExtension, screenshotExtension, close };
   } catch (e) {
     await close();
     throw e;
