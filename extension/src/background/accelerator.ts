@@ -11,6 +11,7 @@ import { decide } from "../intercept/pass-through-policy.js";
 import { stepAsideDetail, stepsAside } from "../intercept/step-aside.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
+import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
 import type { AddressSpace } from "../sites/address-space.js";
 import type { TabCounters } from "../timings/tab-counters.js";
 import { estimateSavedMs } from "../timings/time-saved-model.js";
@@ -68,6 +69,8 @@ export class Accelerator {
   blockedBy: PassReason | null = null;
   /** Requests to origins whose RTT is below this (ms) go to the browser (step-aside.ts); null: never. */
   stepAsideBelowRttMs: number | null = null;
+  /** The user's "split large downloads": likely large requests go to the helper with split (lanes/split-rule.ts). */
+  splitLarge = false;
   /** Each origin's RTT, learned from the helper's new connections (origin_rtt) and from the browser's by the caller. */
   readonly latency = new OriginLatency();
 
@@ -150,18 +153,23 @@ export class Accelerator {
     if (!first) return;
     const { page, tabId } = first.held;
     const batchId = this.client.nextBatchId();
+    const state = this.helperState();
+    const canSplit = this.splitLarge && state.status === "connected" && state.capabilities.includes("split");
     const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
+    for (const r of requests) if (canSplit && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
     const [head, ...rest] = requests;
     if (!head) return;
     const batch: Batch = { type: "batch", batch_id: batchId, page: pageField(page), requests: [head, ...rest] };
     const sinks = new Map<string, RequestSink>();
     const deliveries: RequestDelivery[] = [];
-    for (const item of items) {
+    for (const [i, item] of items.entries()) {
+      const { limits: base } = this.options;
+      const limits = requests[i]?.split ? { ...base, maxBodyBytes: Math.max(base.maxBodyBytes, SPLIT_MAX_BODY_BYTES) } : base;
       const delivery = new RequestDelivery(item.id, item.held.paused, item.held.responder, {
         done: (result) => this.finished(item.id, item.held.tabId, result),
         timing: (message) => this.store.update(item.id, { timing: message }),
         cancel: (id) => this.client.cancel([id]),
-      }, this.options.limits);
+      }, limits);
       this.deliveries.set(item.id, { tabId: item.held.tabId, delivery });
       this.store.update(item.id, { batchId });
       sinks.set(item.id, delivery);

@@ -17,6 +17,8 @@ import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
+import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
+import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
@@ -126,9 +128,10 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
 
 async function refreshRules(): Promise<void> {
   const [active, off, settings] = await Promise.all([
-    store.activeRules(), store.sessionOff(), chrome.storage.local.get(ACCELERATE_FAST_LINKS_KEY),
+    store.activeRules(), store.sessionOff(), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]),
   ]);
   accelerator.stepAsideBelowRttMs = stepAsideThreshold(settings);
+  accelerator.splitLarge = settings[SPLIT_LARGE_KEY] === true;
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
   activeRules = proxyBlocked ? [] : active;
   sessionOffRules = off;
@@ -240,7 +243,7 @@ chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
 chrome.storage.onChanged.addListener((changes) => {
   if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) &&
-      !(ACCELERATE_FAST_LINKS_KEY in changes)) return;
+      !(ACCELERATE_FAST_LINKS_KEY in changes) && !(SPLIT_LARGE_KEY in changes)) return;
   void (async () => {
     await ready;
     await refreshRules();
@@ -260,6 +263,9 @@ chrome.webNavigation.onCompleted.addListener((details) => {
     () => undefined,
   );
 });
+
+chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =>
+  answerInterfacesRequest(message, client, () => connection.state, sendResponse));
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
   if (!isCacheRequest(message)) return false;

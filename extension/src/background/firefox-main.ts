@@ -3,6 +3,8 @@
 // and the same popup API, badge and timing records as in Chromium. Listeners are registered synchronously.
 import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connection.js";
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
+import { HelperClient } from "../bridge/helper-client.js";
+import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
@@ -185,6 +187,12 @@ function problemFor(url: string, rule: SiteRule | null): string | null {
   if (rule === null || !url.startsWith("https://") || httpsSites.covers(url)) return null;
   return httpsSites.statusFor(rule, httpsOptedIn).state === "restart_needed" ? HTTPS_RESTART_NOTICE : HTTPS_NOTICE;
 }
+
+// The options page's interfaces for lanes (the helper's policy serves `lanefetch fetch --split`; proxied requests are
+// not split).
+const client = new HelperClient(connection);
+chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =>
+  answerInterfacesRequest(message, client, () => connection.state, sendResponse));
 
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) => {
   if (answerTimingRequest(message, timings, sendResponse)) return false;

@@ -1,5 +1,7 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
-import type { Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, Page, Timing } from "../generated/protocol.js";
+import type {
+  Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, Timing,
+} from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
 
 export interface RequestSink {
@@ -21,8 +23,9 @@ export class HelperClient {
   private readonly entries = new Map<string, Entry>();
   private readonly batchDone = new Map<string, (message: BatchDone) => void>();
   private batchCounter = 0;
-  private readonly cacheAnswers = new Map<string, (message: CacheStats | null) => void>();
-  private cacheCounter = 0;
+  /** Commands answered by one message with the same nonce (cache, interfaces), waiting for it. */
+  private readonly answers = new Map<string, (message: CacheStats | InterfacesState | null) => void>();
+  private nonceCounter = 0;
   private readonly rttListeners: ((origin: string, rttMs: number) => void)[] = [];
 
   constructor(private readonly connection: HelperConnection) {
@@ -48,9 +51,10 @@ export class HelperClient {
           }
           break;
         }
-        case "cache_stats": {
-          const answer = this.cacheAnswers.get(message.nonce ?? "");
-          this.cacheAnswers.delete(message.nonce ?? "");
+        case "cache_stats":
+        case "interfaces_state": {
+          const answer = this.answers.get(message.nonce ?? "");
+          this.answers.delete(message.nonce ?? "");
           answer?.(message);
           break;
         }
@@ -110,18 +114,32 @@ export class HelperClient {
    * asked now or does not answer within `timeoutMs`.
    */
   async cache(action: CacheCommand["action"], timeoutMs = 10000): Promise<CacheStats | null> {
+    const answer = await this.ask((nonce) => ({ type: "cache", action, nonce }), timeoutMs);
+    return answer?.type === "cache_stats" ? answer : null;
+  }
+
+  /**
+   * The network interfaces for lanes with their policy, or set one interface's policy first (options page).
+   * Resolves null when the helper cannot be asked now or does not answer within `timeoutMs`.
+   */
+  async interfaces(command: Omit<InterfacesCommand, "type" | "nonce">, timeoutMs = 10000): Promise<InterfacesState | null> {
+    const answer = await this.ask((nonce) => ({ ...command, type: "interfaces", nonce }), timeoutMs);
+    return answer?.type === "interfaces_state" ? answer : null;
+  }
+
+  private async ask(message: (nonce: string) => CacheCommand | InterfacesCommand, timeoutMs: number): Promise<CacheStats | InterfacesState | null> {
     if (!(await this.connection.ready())) return null;
-    this.cacheCounter += 1;
-    const nonce = `c${this.cacheCounter}`;
-    return new Promise<CacheStats | null>((resolve) => {
+    this.nonceCounter += 1;
+    const nonce = `q${this.nonceCounter}`;
+    return new Promise<CacheStats | InterfacesState | null>((resolve) => {
       const timer = setTimeout(() => settle(null), timeoutMs);
-      const settle = (message: CacheStats | null): void => {
+      const settle = (answer: CacheStats | InterfacesState | null): void => {
         clearTimeout(timer);
-        this.cacheAnswers.delete(nonce);
-        resolve(message);
+        this.answers.delete(nonce);
+        resolve(answer);
       };
-      this.cacheAnswers.set(nonce, settle);
-      if (!this.connection.send({ type: "cache", action, nonce })) settle(null);
+      this.answers.set(nonce, settle);
+      if (!this.connection.send(message(nonce))) settle(null);
     });
   }
 
@@ -147,7 +165,7 @@ export class HelperClient {
     const entries = [...this.entries.values()];
     this.entries.clear();
     this.batchDone.clear();
-    for (const answer of [...this.cacheAnswers.values()]) answer(null);
+    for (const answer of [...this.answers.values()]) answer(null);
     for (const entry of entries) if (!entry.finished) entry.sink.error(code, message);
   }
 }

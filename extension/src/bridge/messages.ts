@@ -2,7 +2,7 @@
 import type { ToExtension } from "../generated/protocol.js";
 
 const TYPES = new Set([
-  "hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "proxy_ready", "proxied", "https_state",
+  "hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "interfaces_state", "proxy_ready", "proxied", "https_state",
   "origin_rtt",
 ]);
 

@@ -36,8 +36,8 @@ export async function launch(userDataDir: string, { headless = true }: { headles
     executablePath: chromiumExecutable,
     headless,
     viewport: headless ? { width: 1280, height: 720 } : null,
-    // The helper Chromium starts keeps its HTTP cache with the profile, never in the runner's own cache directory.
-    env: { ...process.env, XDG_CACHE_HOME: join(userDataDir, "helper-cache") },
+    // The helper Chromium starts keeps its HTTP cache and interface policy with the profile, never in the runner's own.
+    env: { ...process.env, XDG_CACHE_HOME: join(userDataDir, "helper-cache"), XDG_CONFIG_HOME: join(userDataDir, "helper-config") },
     args: [
       "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
       "--disable-sync", `--disable-extensions-except=${chromiumDist}`, `--load-extension=${chromiumDist}`,

@@ -169,6 +169,48 @@ window.addEventListener("load", () => { window.__widths = [...document.images].m
 }
 
 
+/** Deterministic bytes (not text: no helper or browser may decode them) for the large-download tests. */
+export function bigBody(size: number): Buffer {
+  const out = Buffer.alloc(size);
+  for (let i = 0; i < size; i++) out[i] = (i * 31 + (i >> 9) + (i >> 17)) & 255;
+  return out;
+}
+
+/** A static file as nginx serves one: a strong ETag, one byte range (bytes=a-b, a-, -n) when asked, If-Range. */
+function sendRanged(req: IncomingMessage, res: ServerResponse, body: Buffer, etag: string): void {
+  const head = { "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", ETag: etag, "Cache-Control": "no-store" };
+  const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? "");
+  const ifRange = req.headers["if-range"];
+  if (!range || (ifRange !== undefined && ifRange !== etag) || (range[1] === "" && range[2] === "")) {
+    res.writeHead(200, { ...head, "Content-Length": body.length });
+    res.end(body);
+    return;
+  }
+  const start = range[1] === "" ? Math.max(0, body.length - Number(range[2])) : Number(range[1]);
+  const end = range[1] === "" || range[2] === "" ? body.length - 1 : Math.min(Number(range[2]), body.length - 1);
+  if (start >= body.length || start > end) {
+    res.writeHead(416, { ...head, "Content-Range": `bytes */${body.length}` });
+    res.end();
+    return;
+  }
+  res.writeHead(206, { ...head, "Content-Length": end - start + 1, "Content-Range": `bytes ${start}-${end}/${body.length}` });
+  res.end(body.subarray(start, end + 1));
+}
+
+/** A page that downloads /big/SIZE.bin with fetch() and puts its size and SHA-256 (hex) into window.__download. */
+function downloadPage(url: URL): string {
+  const size = Number(url.searchParams.get("size") ?? "0");
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}<title>download</title></head><body><script>
+(async () => {
+  try {
+    const data = await (await fetch("/big/${size}.bin")).arrayBuffer();
+    const digest = await crypto.subtle.digest("SHA-256", data);
+    window.__download = { bytes: data.byteLength, sha256: [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("") };
+  } catch (e) { window.__download = { error: String(e) }; }
+})();
+</script></body></html>`;
+}
+
 export const testSite: Handler = async (req, res, url) => {
   if (siteOptions.delayMs) await new Promise((ok) => setTimeout(ok, siteOptions.delayMs));
   const { self } = originOf(req);
@@ -201,6 +243,9 @@ export const testSite: Handler = async (req, res, url) => {
   }
   const data = /^\/data\/(\d+)\.txt$/.exec(path);
   if (data) return send(res, 200, "text/plain", textOf("data", Number(data[1])));
+  const big = /^\/big\/(\d+)\.bin$/.exec(path);
+  if (big) return sendRanged(req, res, bigBody(Number(big[1])), `"big-${big[1]}"`);
+  if (path === "/download.html") return send(res, 200, "text/html; charset=utf-8", downloadPage(url));
   switch (path) {
     case "/":
     case "/index.html":

@@ -1,8 +1,10 @@
-// The options page: every enabled site, with a button to remove it; the helper cache's size, with a button to clear it.
+// The options page: every enabled site, with a button to remove it; the helper cache's size, with a button to clear it;
+// split downloads and the interfaces' policy (lanes-section.ts).
 import type { CacheReply, CacheRequest } from "../../background/popup-api.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { ruleKey } from "../../sites/site-rule.js";
 import { byId, formatBytes, helperText } from "../format.js";
+import { startLanesSection } from "./lanes-section.js";
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
 
@@ -66,3 +68,4 @@ byId("cache-clear", HTMLButtonElement).addEventListener("click", () => void cach
 chrome.storage.onChanged.addListener(() => void render());
 void render();
 void cache("stats");
+startLanesSection();

@@ -1,0 +1,82 @@
+// Split downloads in real Chromium with the real helper: the options page lists the helper's interfaces, refuses bad
+// input with the reason, and saves a policy into the helper's policy file; with "split large downloads" on, a page's
+// fetch of a large file arrives exact, was fetched by the helper as byte ranges, and its timing record has lanes.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabTimings } from "../support/chromium-harness.js";
+import { bigBody, startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+before(async () => {
+  sites = await startSites();
+});
+after(() => sites.close());
+
+const SIZE = 2_500_000;
+
+test("options page: interfaces and their policy through the helper; a large fetch is split over the lanes", async () => {
+  const browser = await launch(freshProfile(true));
+  const policyFile = join(browser.userDataDir, "helper-config", "lanefetch", "interfaces.json");
+  try {
+    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
+    const options = await browser.context.newPage();
+    await options.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    await options.waitForSelector('#interfaces tr[data-name="lo"]', { timeout: 20000 });
+    assert.match((await options.textContent('#interfaces tr[data-name="lo"]')) ?? "", /no \(loopback\)/);
+    assert.match((await options.textContent("#interfaces-file")) ?? "", /helper-config\/lanefetch\/interfaces\.json/);
+
+    // Bad input: the reason in the row, nothing sent, what was typed kept.
+    const lo = '#interfaces tr[data-name="lo"]';
+    await options.fill(`${lo} input.weight`, "0");
+    await options.click(`${lo} button.save`);
+    assert.match((await options.textContent(`${lo} .message`)) ?? "", /Weight must be a number above 0/);
+    assert.equal(await options.inputValue(`${lo} input.weight`), "0");
+    assert.ok(!existsSync(policyFile));
+
+    await options.fill(`${lo} input.weight`, "2");
+    await options.fill(`${lo} input.cap`, "5");
+    await options.click(`${lo} button.save`);
+    // Saved: the row is drawn again from the helper's answer (button enabled, no message).
+    await options.waitForFunction(() => {
+      const row = document.querySelector('#interfaces tr[data-name="lo"]');
+      return row?.querySelector("button.save:enabled") && row.querySelector(".message")?.textContent === "";
+    });
+    assert.equal(await options.inputValue(`${lo} input.cap`), "5");
+    const saved = (JSON.parse(readFileSync(policyFile, "utf8")) as { interfaces: Record<string, unknown> }).interfaces.lo;
+    assert.deepEqual(saved, { enabled: true, weight: 2, metered: false, daily_cap_bytes: 5_000_000 });
+
+    // Off by default; turned on from the options page.
+    assert.equal(await options.isChecked("#split-large"), false);
+    await options.check("#split-large");
+    await browser.worker.evaluate(async () => {
+      for (let i = 0; i < 100 && (await chrome.storage.local.get("splitLargeDownloads")).splitLargeDownloads !== true; i++) await new Promise((r) => setTimeout(r, 50));
+    });
+
+    sites.clearLog();
+    const url = `${sites.a.origin}/download.html?size=${SIZE}`;
+    const page = await browser.context.newPage();
+    await openPage(page, url);
+    const got = (await (await page.waitForFunction(() => (window as { __download?: unknown }).__download, null, { timeout: 60000 })).jsonValue()) as {
+      bytes: number; sha256: string;
+    };
+    assert.deepEqual(got, { bytes: SIZE, sha256: createHash("sha256").update(bigBody(SIZE)).digest("hex") });
+    const hits = sites.log.filter((r) => r.path === `/big/${SIZE}.bin`);
+    assert.ok(hits.length >= 2 && hits.every((r) => r.owner.kind === "helper" && String(r.headers.range).startsWith("bytes=")),
+      JSON.stringify(hits.map((r) => [r.owner.kind, r.headers.range])));
+
+    const tabId = await tabIdOf(browser.worker, url);
+    const end = Date.now() + 20000;
+    let lanes: unknown;
+    while (lanes === undefined && Date.now() < end) {
+      const record = (await tabTimings(browser.context, tabId)).records.find((r) => r.url.endsWith(`/big/${SIZE}.bin`));
+      lanes = record?.timing?.lanes;
+      if (lanes === undefined) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(Array.isArray(lanes) && lanes.length >= 1, "the timing record carries the lanes");
+  } finally {
+    await browser.close();
+  }
+});
