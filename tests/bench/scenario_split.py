@@ -54,6 +54,7 @@ def _check(path: Path, size: int) -> None:
         raise AssertionError(f"{path} is not the served body")
 
 
+SMALL_SIZE, SMALL_ROUNDS = 100_000, 5  # files below SMALL_SIZE run SMALL_ROUNDS × --rounds rounds
 LATE_VALID = 0.05  # more late packets than this share: the emulator was starved of CPU, the run is not valid
 
 
@@ -130,7 +131,8 @@ def run(rounds: int, cases: str | None = None) -> int:
     lines = [
         "Links: `2x5mbit`/`3x5mbit` = 5 Mbit/s down, 1 Mbit/s up, 100 ms RTT each; `10+5mbit` = 10 Mbit/s 80 ms "
         "+ 5 Mbit/s 120 ms (packet-level emulation, drop-tail queues). Server: nginx. "
-        f"{rounds} rounds, variants alternating, medians. Every body SHA-256-checked.",
+        f"{rounds} rounds ({rounds * SMALL_ROUNDS} for files under {SMALL_SIZE // 1000} KB), variants alternating, "
+        "medians. Every body SHA-256-checked.",
         "",
         "- one link: `lanefetch fetch URL` (the first/fastest link); split: `lanefetch fetch --split "
         "--interface A --interface B ...`; aria2: `aria2c --multiple-interface=A,B --split=N "
@@ -182,7 +184,8 @@ def _case(link_set: str, size: int, rounds: int) -> dict[str, Any]:
         url = f"http://{server.ip}/f.bin"
         lanes = [a for link in links for a in ("--interface", link.a_dev)]
         _lanefetch(client, url, out, [])  # warm nginx's page cache
-        for i in range(rounds):
+        # Small files take a fraction of a second: more rounds, or the noise of a busy machine decides.
+        for i in range(rounds * SMALL_ROUNDS if size < SMALL_SIZE else rounds):
             variants = ["one", "split", "aria2"]
             for variant in variants[i % 3:] + variants[:i % 3]:  # the order rotates round by round
                 before = _link_counters(links)
