@@ -252,6 +252,19 @@ async def test_proxied_fetches_report_each_new_connections_round_trip(host: Host
     assert [m["type"] for m in msgs] == ["proxied", "timing"], msgs
 
 
+async def test_a_preconnect_opens_the_connection_the_proxied_page_then_uses(host: HostProcess, origin: str) -> None:  # noqa: F811
+    """Firefox probes a document's origin before routing it: the connection opened is the one its requests use."""
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    port = await open_context(host, "c1", "loopback")
+    await host.send({"type": "preconnect", "url": f"{origin}/", "page": {"address_space": "loopback", "top_site": "http://t"}})
+    rtt = await host.recv()
+    assert rtt["type"] == "origin_rtt" and rtt["origin"] == origin
+    a = await through_proxy(port, "GET", f"{origin}/doc", auth)
+    assert a is not None and a.status == 200
+    msgs = [await host.recv() for _ in range(2)]
+    assert [m["type"] for m in msgs] == ["proxied", "timing"], msgs  # no origin_rtt: no new connection
+
+
 async def test_a_public_page_cannot_reach_loopback_and_the_browser_is_sent_direct(
     host: HostProcess, origin: str  # noqa: F811
 ) -> None:

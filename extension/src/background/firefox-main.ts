@@ -10,6 +10,7 @@ import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
+import { RttProbe } from "../proxy/rtt-probe.js";
 import { OriginLatency } from "../intercept/origin-latency.js";
 import { ACCELERATE_FAST_LINKS_KEY, stepAsideDetail, stepAsideThreshold, STEP_ASIDE_BELOW_RTT_MS } from "../intercept/step-aside.js";
 import { SiteStore } from "../sites/site-store.js";
@@ -54,9 +55,14 @@ router.setStepAside((url) => stepAsideDetail(latency, url, stepAsideBelowRttMs),
   if (details.type === "main_frame") timings.newPage(details.tabId, details.url);
   records.passed(details.tabId, pageUrl, details, "low_latency", detail);
 });
+const probe = new RttProbe((url, page) => connection.state.status === "connected" && connection.send({ type: "preconnect", url, page }));
+router.setRttProbe((url, page) =>
+  stepAsideBelowRttMs === null || latency.rttMs(new URL(url).origin) !== null ? null : probe.probe(url, page));
 connection.onMessage((m) => {
-  if (m.type === "origin_rtt") latency.observe(m.origin, m.rtt_ms);
-  else records.handle(m);
+  if (m.type === "origin_rtt") {
+    latency.observe(m.origin, m.rtt_ms);
+    probe.observed(m.origin);
+  } else records.handle(m);
 });
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
@@ -76,8 +82,13 @@ browser.proxy.onRequest.addListener((details) => {
   if (details.type === "main_frame" && details.tabId >= 0) counters.newPage(details.tabId, details.url);
   try {
     const route = router.route(details);
-    // A page load of an enabled site begins (the timing panel's unit), as in Chromium when the document is paused.
-    if (details.type === "main_frame" && route !== DIRECT) timings.newPage(details.tabId, details.url);
+    // A page load of an enabled site begins (the timing panel's unit), as in Chromium when the document is paused:
+    // routed to the helper here, or sent direct by step-aside (its callback). The route may wait for the RTT probe.
+    if (details.type === "main_frame" && route !== DIRECT) {
+      void Promise.resolve(route).then((r) => {
+        if ((Array.isArray(r) ? r[0] : r)?.type === "http") timings.newPage(details.tabId, details.url);
+      });
+    }
     return route;
   } catch (e) {
     console.warn("lanefetch: routing failed, going direct", e);

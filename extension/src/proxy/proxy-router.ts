@@ -54,6 +54,8 @@ export class ProxyRouter {
   /** Step-aside (step-aside.ts): why a request to this URL's origin goes direct (the origin is fast), or null. */
   private fastOrigin: (url: string) => string | null = () => null;
   private steppedAside: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void = () => undefined;
+  /** rtt-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
+  private probeRtt: (url: string, page: Page) => Promise<void> | null = () => null;
 
   constructor(
     private readonly ports: RouterPorts,
@@ -85,6 +87,11 @@ export class ProxyRouter {
     this.steppedAside = passed;
   }
 
+  /** Documents of origins with an unknown RTT wait for `probe` (the helper's connect time) before they are routed. */
+  setRttProbe(probe: (url: string, page: Page) => Promise<void> | null): void {
+    this.probeRtt = probe;
+  }
+
   get routing(): boolean {
     return this.secret !== null;
   }
@@ -106,10 +113,19 @@ export class ProxyRouter {
       return DIRECT;
     }
     const ctx = this.contextFor(details.tabId, pageUrl, page);
-    if (ctx.port !== null) return this.via(ctx.port, https);
-    ctx.opening ??= this.openContext(ctx);
+    const probing = details.type === "main_frame" ? this.probeRtt(details.url, page) : null;
+    if (ctx.port !== null && probing === null) return this.via(ctx.port, https);
+    const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
     const key = this.key(ctx.tabId, page);
-    return ctx.opening.then((port) => (port === null || this.contexts.get(key) !== ctx ? [DIRECT] : this.via(port, https)));
+    return Promise.all([port, probing]).then(([p]) => {
+      if (p === null || this.contexts.get(key) !== ctx) return [DIRECT];
+      const fastNow = probing === null ? null : this.fastOrigin(details.url);
+      if (fastNow !== null) {
+        this.steppedAside(details, pageUrl, fastNow);
+        return [DIRECT];
+      }
+      return this.via(p, https);
+    });
   }
 
   /** Credentials for the helper's 407 challenge on one of its listeners; null for anyone else's. */

@@ -183,3 +183,28 @@ test("step-aside: requests to an origin known fast go direct (also the document)
   assert.deepEqual(passed, [`http://shop.example/a.png ${PAGE} fast`, `${PAGE} ${PAGE} fast`], "only enabled sites' requests count as stepped aside");
   assert.equal(ports.opened.length, 1);
 });
+
+test("a document of an origin whose RTT is unknown waits for the probe, then goes direct if the origin proved fast", async () => {
+  const { ports, router } = setup(undefined, 41080);
+  const fast = new Set<string>();
+  const passed: string[] = [];
+  const probed: string[] = [];
+  let answer: (() => void) | null = null;
+  router.setStepAside((url) => (fast.has(new URL(url).origin) ? "fast" : null), (details) => passed.push(details.url));
+  router.setRttProbe((url) => {
+    probed.push(url);
+    return new Promise<void>((resolve) => (answer = resolve));
+  });
+  const lan = router.route(req("http://lan.shop.example/", { type: "main_frame", documentUrl: undefined }));
+  assert.ok(lan instanceof Promise);
+  fast.add("http://lan.shop.example"); // the helper's connect time arrived
+  (answer as (() => void) | null)?.();
+  assert.deepEqual(await lan, [DIRECT]);
+  assert.deepEqual(passed, ["http://lan.shop.example/"], "counted as stepped aside");
+  const far = router.route(req(PAGE, { type: "main_frame", documentUrl: undefined }));
+  (answer as (() => void) | null)?.();
+  assert.deepEqual(await far, viaHelper(41080), "not fast: through the helper, whose connection is on its way");
+  assert.deepEqual(probed, ["http://lan.shop.example/", PAGE]);
+  assert.deepEqual(router.route(req("http://shop.example/a.png")), viaHelper(41080), "subresources do not probe");
+  assert.equal(ports.opened.length, 1);
+});
