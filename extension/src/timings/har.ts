@@ -3,6 +3,7 @@
 // Timings follow HAR: blocked, dns, connect (TCP + TLS), ssl (inside connect), send, wait, receive; `time` is their sum.
 // Chrome's fields `_connectionId`, `_resourceType`, `_priority` let HAR viewers draw connections; `_lanefetch` holds
 // what lanefetch did (interface, pipeline position, cache, retries, why a request was passed through).
+import type { LaneTiming } from "../generated/protocol.js";
 import { PASS_REASONS } from "../intercept/pass-reason.js";
 import { phaseTotals, timelineOf } from "./phases.js";
 import type { PageLoadData, RequestRecord } from "./timing-store.js";
@@ -40,6 +41,8 @@ export interface LanefetchEntryFields {
   batchId: string | null;
   /** Time from the helper's last byte until the browser had the response (inside receive). */
   deliverMs: number;
+  /** A split response: what each lane carried (the helper's timing message, as is). */
+  lanes: LaneTiming[] | null;
 }
 
 export interface HarEntry {
@@ -185,6 +188,7 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
       wireBytes: helper?.wire_bytes ?? null,
       batchId: record.batchId,
       deliverMs: round(totals.deliver),
+      lanes: helper?.lanes ?? null,
     },
   };
   if (server !== undefined) entry.serverIPAddress = server;

@@ -612,7 +612,7 @@ class _SplitRun:
         if self.schedule is not None:
             lanes = [
                 LaneReport(
-                    interface=self._lane_name(st.id), bytes=st.bytes, requests=st.requests,
+                    interface=self.f.lanes[st.id].spec.name, bytes=st.bytes, requests=st.requests,
                     rtt_ms=None if st.estimate.srtt is None else round(st.estimate.srtt * 1000, 3),
                     throughput_bps=None if st.estimate.rate is None else round(st.estimate.rate * 8),
                     first_byte=epoch_ms(st.first_byte), last_byte=epoch_ms(st.last_byte), down=st.down_reason,

@@ -69,13 +69,31 @@ test("options page: interfaces and their policy through the helper; a large fetc
 
     const tabId = await tabIdOf(browser.worker, url);
     const end = Date.now() + 20000;
-    let lanes: unknown;
+    let lanes: { interface: string | null; bytes: number }[] | undefined;
+    let recordId = "";
     while (lanes === undefined && Date.now() < end) {
       const record = (await tabTimings(browser.context, tabId)).records.find((r) => r.url.endsWith(`/big/${SIZE}.bin`));
       lanes = record?.timing?.lanes;
+      recordId = record?.id ?? "";
       if (lanes === undefined) await new Promise((r) => setTimeout(r, 200));
     }
     assert.ok(Array.isArray(lanes) && lanes.length >= 1, "the timing record carries the lanes");
+    // Loopback: one lane on the default route (null in the protocol), every body byte on it.
+    assert.deepEqual(lanes.map((l) => [l.interface, l.bytes]), [[null, SIZE]]);
+
+    // The timing page shows the lanes of the selected request, and the HAR carries them.
+    const panel = await browser.context.newPage();
+    await panel.goto(`chrome-extension://${EXTENSION_ID}/timing.html?tab=${tabId}`);
+    await panel.click(`[id="req-${recordId}"]`, { timeout: 20000 });
+    await panel.waitForFunction(() => /Lanes \(split over 1 interface\)/.test(document.querySelector("#details")?.textContent ?? ""));
+    assert.match((await panel.textContent("#details table.lanes")) ?? "", /default route.*ok$/, "one row: the default route lane, not down");
+    const download = panel.waitForEvent("download");
+    await panel.click("#export");
+    const har = JSON.parse(readFileSync(await (await download).path(), "utf8")) as {
+      log: { entries: { request: { url: string }; _lanefetch: { lanes: { interface: string | null; bytes: number }[] | null } }[] };
+    };
+    const entry = har.log.entries.find((e) => e.request.url.endsWith(`/big/${SIZE}.bin`));
+    assert.deepEqual(entry?._lanefetch.lanes?.map((l) => [l.interface, l.bytes]), [[null, SIZE]]);
   } finally {
     await browser.close();
   }

@@ -1,4 +1,5 @@
 // The details of one request (shown for the hovered or selected row): outcome, phases, connection, cache, headers.
+import type { LaneTiming } from "../../generated/protocol.js";
 import { phaseTotals, PHASE_ORDER } from "../../timings/phases.js";
 import { formatBytes } from "../format.js";
 import type { WaterfallRow } from "./waterfall-model.js";
@@ -30,6 +31,33 @@ function headers(title: string, pairs: readonly (readonly [string, string])[]): 
 }
 
 const ms = (v: number): string => `${v.toFixed(1)} ms`;
+
+/** A split response: what each lane (network interface) carried, at what rate, and when. */
+function lanesTable(lanes: readonly LaneTiming[], pageStart: number): HTMLElement {
+  const wrap = el("div");
+  wrap.append(el("h3", `Lanes (split over ${lanes.length} interface${lanes.length === 1 ? "" : "s"})`));
+  const table = el("table", undefined, "lanes");
+  const head = el("tr");
+  for (const h of ["interface", "bytes", "ranges", "RTT", "rate", "first → last byte", "state"]) head.append(el("th", h));
+  table.append(head);
+  for (const lane of lanes) {
+    const tr = el("tr");
+    const when = lane.first_byte !== null && lane.last_byte !== null
+      ? `${ms(lane.first_byte - pageStart)} → ${ms(lane.last_byte - pageStart)}` : "-";
+    tr.append(
+      el("td", lane.interface ?? "default route"),
+      el("td", formatBytes(lane.bytes)),
+      el("td", String(lane.requests)),
+      el("td", lane.rtt_ms !== null ? ms(lane.rtt_ms) : "-"),
+      el("td", lane.throughput_bps !== null ? `${(lane.throughput_bps / 1e6).toFixed(2)} Mbit/s` : "-"),
+      el("td", when),
+      el("td", lane.down ? `down: ${lane.down}` : "ok"),
+    );
+    table.append(tr);
+  }
+  wrap.append(table);
+  return wrap;
+}
 
 export function renderDetails(host: HTMLElement, row: WaterfallRow | null, pageStart: number): void {
   if (!row) {
@@ -87,6 +115,7 @@ export function renderDetails(host: HTMLElement, row: WaterfallRow | null, pageS
       ["Batch", r.batchId],
     ]));
   }
+  if (t?.lanes?.length) parts.push(lanesTable(t.lanes, pageStart));
   if (b) {
     parts.push(el("h3", "Browser"));
     parts.push(list([
