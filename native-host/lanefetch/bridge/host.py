@@ -159,7 +159,8 @@ class Host:
                 await self.proxy.close(item["context_id"])
         elif kind == "preconnect":
             # Firefox: the proxy's engine fetches that page's requests, so its pool is the one to connect.
-            (self.proxy.engine if self.proxy is not None else self.engine).preconnect(item["url"], _to_page(item["page"]))
+            engine = self.proxy.engine if self.proxy is not None else self.engine
+            engine.preconnect(item["url"], _to_page(item["page"]))
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
