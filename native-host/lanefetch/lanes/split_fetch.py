@@ -41,6 +41,7 @@ log = logging.getLogger("lanefetch.lanes")
 
 FIRST_BYTES = 20 * 1024  # the first request's range, unless the fastest lane's BDP is larger
 SPECULATIVE_BYTES = 64 * 1024  # a speculative range, unless the lane's BDP is larger: its first round trips
+USAGE_SAVE_DELAY = 2.0  # seconds after a split fetch before its byte counts are written (or on close)
 POLL_INTERVAL = 0.05  # how often stalls and steals are looked at while nothing else happens
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)\s*$", re.I)
 # The caller's own range or conditional fields would change what the pieces mean: the split sets its own.
@@ -128,6 +129,7 @@ class SplitFetcher:
         self.usage = usage
         self._runs: dict[str, _SplitRun] = {}
         self._saving: asyncio.Task[None] | None = None
+        self._save_timer: asyncio.TimerHandle | None = None
         self.background: set[asyncio.Task[object]] = set()  # speculative ranges no run waits for
         self._usage_dirty = False
 
@@ -145,11 +147,15 @@ class SplitFetcher:
                 self._save_usage()
 
     def _save_usage(self) -> None:
-        """Today's byte counts go to disk in a thread, off the fetch's path (a file write costs
-        milliseconds on a busy machine, more than a small body's whole exchange over a fast link)."""
+        """Today's byte counts go to disk a while after the fetch, in a thread (a file write, and the
+        thread pool's start, cost milliseconds on a busy machine: more than a small body's exchange)."""
         self._usage_dirty = True
-        if self._saving is None or self._saving.done():
-            self._saving = asyncio.create_task(self._write_usage())
+        if self._save_timer is None and (self._saving is None or self._saving.done()):
+            self._save_timer = asyncio.get_running_loop().call_later(USAGE_SAVE_DELAY, self._start_save)
+
+    def _start_save(self) -> None:
+        self._save_timer = None
+        self._saving = asyncio.create_task(self._write_usage())
 
     async def _write_usage(self) -> None:
         while self._usage_dirty and self.usage is not None:
@@ -177,8 +183,15 @@ class SplitFetcher:
             for task in list(self.background):
                 task.cancel()
             await asyncio.gather(*self.background, return_exceptions=True)
+        if self._save_timer is not None:
+            self._save_timer.cancel()
+            self._save_timer = None
         if self._saving is not None:
             await self._saving
+        if self._usage_dirty and self.usage is not None:  # closing: no need to keep off anyone's path
+            self._usage_dirty = False
+            with contextlib.suppress(OSError):
+                self.usage.save()
 
     def first_range(self) -> int:
         bdps = [b for lane in self.lanes if (b := lane.estimate.bdp()) is not None]
