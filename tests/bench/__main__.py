@@ -16,6 +16,7 @@ SCENARIOS = {
     "seed000-pages": "bench.scenario_pages",
     "seed003-delay": "bench.scenario_delay",
     "chromium-repeat": "bench.scenario_repeat",
+    "chromium-debugger-cost": "bench.scenario_debugger_cost",
 }
 
 

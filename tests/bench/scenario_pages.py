@@ -1,8 +1,8 @@
 """seed000-pages: the three realistic page shapes the IE plug-in paper measured (77 objects × 1.2 KB, 24 × 2 KB,
 5 × 6.2 KB) in real Chromium and real Firefox, site ON (lanefetch) vs OFF, on the `wcdma`, `lte`, `sat` and `lan`
-links, side by side in one run (LANEFETCH_BENCH_PROFILES=wcdma,lte,sat,lan and LANEFETCH_BENCH_BROWSERS=
-chromium,firefox to choose). Goal on `lan`: no slower. One report per browser: `seed000-pages` (Chromium),
-`seed000-pages-firefox`."""
+links, side by side in one run (LANEFETCH_BENCH_PROFILES=wcdma,lte,sat,lan, LANEFETCH_BENCH_BROWSERS=
+chromium,firefox and LANEFETCH_BENCH_SHAPES=77,24,5 to choose). Goal on `lan`: no slower. One report per browser:
+`seed000-pages` (Chromium), `seed000-pages-firefox`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from bench import report
 from bench.netlab import PROFILES, LinkProfile
 from bench.page_load import BROWSER_NAMES, VARIANT_HEADER, WARM_PORT, PageLab, PageShape, Run, method, variant_row
 
-SHAPES = [PageShape(77, 1200), PageShape(24, 2000), PageShape(5, 6200)]
+ALL_SHAPES = [PageShape(77, 1200), PageShape(24, 2000), PageShape(5, 6200)]
+#: LANEFETCH_BENCH_SHAPES=77,24 measures only the pages of these object counts (a quick look).
+_CHOSEN = os.environ.get("LANEFETCH_BENCH_SHAPES", "").split(",")
+SHAPES = [s for s in ALL_SHAPES if _CHOSEN == [""] or str(s.images) in _CHOSEN]
 NAME = "seed000-pages"
 #: Each browser run loads the page right after the browser started (HELPER_START: when the helper starts), and
 #: then its warm copy on another origin (helper running, no connection or learned pipelining carried over).

@@ -127,6 +127,11 @@ export class Accelerator {
     this.client.cancel(ids);
   }
 
+  /** Whether requests of this tab wait in a batch or are with the helper (not yet answered). */
+  busyFor(tabId: number): boolean {
+    return this.batcher.hasWhere((key) => key.startsWith(`${tabId}|`)) || [...this.deliveries.values()].some((d) => d.tabId === tabId);
+  }
+
   get inFlight(): number {
     return this.deliveries.size + this.batcher.pending;
   }

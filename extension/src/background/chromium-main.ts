@@ -20,6 +20,7 @@ import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
+import { FastTabs } from "./fast-tabs.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
@@ -66,10 +67,14 @@ const ready = watchProxy((blocked) => {
   .then(() => startUp());
 
 const networkLog = new CdpNetworkLog(
-  (networkId, url, timing) => timings.browserTiming(networkId, url, timing),
+  (networkId, url, timing, request) => {
+    if (!timings.browserTiming(networkId, url, timing)) fastTabs.unpausedFinished(networkId, url, timing, request);
+  },
   (url, connectMs) => {
     try {
-      accelerator.latency.observe(new URL(url).origin, connectMs);
+      const origin = new URL(url).origin;
+      accelerator.latency.observe(origin, connectMs);
+      void fastTabs.learned(origin);
     } catch {
       // not a URL: nothing to learn
     }
@@ -77,9 +82,32 @@ const networkLog = new CdpNetworkLog(
 );
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
-  network: (_tabId, method, params) => networkLog.handle(method, params),
+  network: (tabId, method, params, sessionId) => {
+    fastTabs.networkEvent(tabId, sessionId, method, params);
+    networkLog.handle(method, params, tabId);
+  },
   detached: (tabId, reason) => void onDetached(tabId, reason),
 });
+/** Top-level page loads begun, per tab: the key (network request id) and URL of the newest, so that two sources
+ * start it once. A load begun at navigation start ("nav:" key, no request id known) is the document's if URLs match. */
+const pageKeys = new Map<number, { key: string; url: string }>();
+function startPage(tabId: number, url: string, key: string): void {
+  const current = pageKeys.get(tabId);
+  const sameUrl = current?.url.split("#")[0] === url.split("#")[0];
+  if (current?.key === key || (sameUrl && current?.key.startsWith("nav:"))) {
+    pageKeys.set(tabId, { key, url });
+    return;
+  }
+  pageKeys.set(tabId, { key, url });
+  timings.newPage(tabId, url);
+}
+let stepAsideBelowRttMs: number | null = null;
+const fastTabs = new FastTabs({
+  sessions, latency: accelerator.latency, threshold: () => stepAsideBelowRttMs, counters, timings,
+  pageUrl: (tabId) => tabInfo(tabId).url, startPage, helperBusy: (tabId) => accelerator.busyFor(tabId),
+});
+// The helper measured a new connection (its preconnect to a page's origin comes before the page's subresources).
+client.onOriginRtt((origin) => void fastTabs.learned(origin));
 
 function tabInfo(tabId: number): TabInfo {
   let info = tabs.get(tabId);
@@ -120,7 +148,7 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const page = pageInfo(pageUrl, info.incognito);
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
-    timings.newPage(tabId, paused.url);
+    startPage(tabId, paused.url, paused.networkId ?? paused.interceptionId);
     accelerator.pageStarted(page);
   }
   accelerator.handle({ tabId, paused, responder: responderFor(source), page });
@@ -132,6 +160,7 @@ async function refreshRules(): Promise<void> {
   ]);
   accelerator.stepAsideBelowRttMs = stepAsideThreshold(settings);
   accelerator.splitLarge = settings[SPLIT_LARGE_KEY] === true;
+  stepAsideBelowRttMs = accelerator.stepAsideBelowRttMs;
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
   activeRules = proxyBlocked ? [] : active;
   sessionOffRules = off;
@@ -154,6 +183,7 @@ async function attachTab(tabId: number): Promise<boolean> {
   // unknown counts as private.
   tabInfo(tabId).incognito = await chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true);
   const result = await sessions.attach(tabId);
+  if (result.ok) fastTabs.attached(tabId, tabInfo(tabId).url);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   gateOpen.add(tabId);
   await gate.update(activeRules, [...gateOpen]);
@@ -162,6 +192,7 @@ async function attachTab(tabId: number): Promise<boolean> {
 }
 
 async function releaseTab(tabId: number): Promise<void> {
+  fastTabs.forget(tabId);
   await sessions.detach(tabId);
   accelerator.tabGone(tabId);
   for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
@@ -169,6 +200,7 @@ async function releaseTab(tabId: number): Promise<void> {
 }
 
 async function onDetached(tabId: number, reason: string): Promise<void> {
+  fastTabs.forget(tabId);
   accelerator.tabGone(tabId);
   gateOpen.delete(tabId);
   if (reason === "canceled_by_user") {
@@ -211,6 +243,13 @@ chrome.webNavigation.onErrorOccurred.addListener((details) => {
   })();
 });
 
+// Before the new page asks for subresources: a tab left to the browser is intercepted again for an origin not known
+// fast, and an intercepted tab going to a known-fast origin is left to the browser.
+chrome.webNavigation.onBeforeNavigate.addListener((details) => {
+  if (details.frameId !== 0 || !sessions.isAttached(details.tabId) || !matchingRule(activeRules, details.url)) return;
+  void fastTabs.navigating(details.tabId, details.url);
+});
+
 chrome.webNavigation.onCommitted.addListener((details) => {
   if (details.frameId !== 0) return;
   void (async () => {
@@ -233,6 +272,8 @@ chrome.tabs.onCreated.addListener((tab) => {
 });
 
 chrome.tabs.onRemoved.addListener((tabId) => {
+  fastTabs.forget(tabId);
+  pageKeys.delete(tabId);
   accelerator.tabGone(tabId);
   counters.forget(tabId);
   tabs.delete(tabId);
@@ -257,6 +298,7 @@ chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
 
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
+  void fastTabs.loaded(details.tabId);
   timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
   void chrome.tabs.get(details.tabId).then(
     (tab) => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp, tab.title ?? ""),

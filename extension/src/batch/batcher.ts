@@ -58,6 +58,11 @@ export class Batcher<T> {
     return dropped;
   }
 
+  hasWhere(predicate: (key: string) => boolean): boolean {
+    for (const key of this.groups.keys()) if (predicate(key)) return true;
+    return false;
+  }
+
   get pending(): number {
     let n = 0;
     for (const g of this.groups.values()) n += g.items.length;

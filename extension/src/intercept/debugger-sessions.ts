@@ -12,7 +12,7 @@ const FETCH_CHILD_TYPES = new Set(["iframe", "service_worker", "shared_worker"])
 export interface SessionEvents {
   paused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void;
   /** CDP Network events of the tab and its child sessions (the browser's own timing, for the timing panel). */
-  network?(tabId: number, method: string, params: unknown): void;
+  network?(tabId: number, method: string, params: unknown, sessionId: string | undefined): void;
   detached(tabId: number, reason: string): void;
 }
 
@@ -31,7 +31,7 @@ export class DebuggerSessions {
       if (method === "Fetch.requestPaused") {
         this.events.paused(source.tabId, source, params as unknown as Protocol.Fetch.RequestPausedEvent);
       } else if (method.startsWith("Network.")) {
-        this.events.network?.(source.tabId, method, params);
+        this.events.network?.(source.tabId, method, params, source.sessionId);
       } else if (method === "Target.attachedToTarget") {
         void this.setUpChild(source.tabId, params as unknown as Protocol.Target.AttachedToTargetEvent);
       }
@@ -79,6 +79,22 @@ export class DebuggerSessions {
   async detach(tabId: number): Promise<void> {
     if (!this.attached.delete(tabId)) return;
     await chrome.debugger.detach({ tabId }).catch(() => undefined);
+  }
+
+  /** Fetch on (every request of the tab's page paused for lanefetch) or off (the browser fetches them itself) on the
+   * tab's own session; child sessions keep theirs. Errors are logged: a failed switch leaves the old mode. */
+  async setFetch(tabId: number, on: boolean): Promise<void> {
+    if (!this.attached.has(tabId)) return;
+    const target = { tabId };
+    await (on ? chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE) : chrome.debugger.sendCommand(target, "Fetch.disable"))
+      .catch((e: unknown) => console.warn(`lanefetch: Fetch.${on ? "enable" : "disable"} failed`, e));
+  }
+
+  /** The browser's own timing (CDP Network events) of the tab's own session on or off. */
+  async setNetwork(tabId: number, on: boolean): Promise<void> {
+    if (!this.attached.has(tabId)) return;
+    if (on) await this.enableNetwork({ tabId });
+    else await chrome.debugger.sendCommand({ tabId }, "Network.disable").catch((e: unknown) => console.warn("lanefetch: Network.disable failed", e));
   }
 
   /** Detach sessions this extension left from an earlier run of its service worker (state was lost). */

@@ -2,46 +2,29 @@
 // the same records the Chromium build keeps, so the popup and the timing panel work unchanged.
 import type { ToExtension } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
+import { BrowserFetchedRecords, type BrowserRequest, type WebRequestEvent } from "../timings/browser-fetched.js";
 import type { TabCounters } from "../timings/tab-counters.js";
 import type { TimingStore } from "../timings/timing-store.js";
 import type { PageContext } from "./proxy-router.js";
 
 /** Statuses Firefox reported before the helper's `proxied` report of the request arrived (bounded). */
 const EARLY_LIMIT = 500;
-/** Firefox's request types (proxy.onRequest / webRequest) in the helper's terms, for requests Firefox fetched itself. */
-const TYPES: Record<string, string> = {
-  main_frame: "document", sub_frame: "document", stylesheet: "stylesheet", script: "script", image: "image",
-  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media",
-};
-
 /** What Firefox's webRequest events tell of a request it fetched itself (no connection phases: it has none). */
-export interface FirefoxResponse {
-  requestId: string;
-  url: string;
-  timeStamp: number;
-  statusCode?: number;
-  statusLine?: string;
-  ip?: string;
-  error?: string;
-}
-
-interface DirectRequest {
-  recordId: string;
-  start: number;
-  headersAt: number | null;
-}
+export type FirefoxResponse = WebRequestEvent;
 
 export class ProxiedRecords {
   private readonly early = new Map<string, number>();
-  /** Requests passed to Firefox (stepped aside), by Firefox's request id, until it completed them (bounded). */
-  private readonly direct = new Map<string, DirectRequest>();
+  /** Requests passed to Firefox (stepped aside), until it completed them. */
+  private readonly direct: BrowserFetchedRecords;
 
   constructor(
     private readonly contextById: (contextId: string) => PageContext | undefined,
     private readonly counters: TabCounters,
     private readonly timings: TimingStore,
     private readonly now: () => number = () => Date.now(),
-  ) {}
+  ) {
+    this.direct = new BrowserFetchedRecords(counters, timings, "ff", now);
+  }
 
   handle(m: ToExtension): void {
     if (m.type === "proxied") {
@@ -78,46 +61,14 @@ export class ProxiedRecords {
   }
 
   /** The router sent a request of an enabled site's page direct (step-aside): a passed record, counted. */
-  passed(tabId: number, pageUrl: string, request: { requestId: string; url: string; method: string; type: string },
-    reason: PassReason, detail: string): void {
-    const at = this.now();
-    const id = `ff${request.requestId}`;
-    if (this.timings.get(id)) return; // Firefox asks again for the same request (a redirect keeps its id)
-    this.timings.add({
-      id, tabId, pageUrl, url: request.url, method: request.method, resourceType: TYPES[request.type] ?? "other",
-      priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",
-      reason, detail, status: null, bodyBytes: 0, timing: null,
-    });
-    this.counters.passed(tabId, reason);
-    this.direct.set(request.requestId, { recordId: id, start: at, headersAt: null });
-    if (this.direct.size > EARLY_LIMIT) {
-      const oldest = this.direct.keys().next().value;
-      if (oldest !== undefined) this.direct.delete(oldest);
-    }
+  passed(tabId: number, pageUrl: string, request: BrowserRequest, reason: PassReason, detail: string): void {
+    this.direct.passed(tabId, pageUrl, request, reason, detail);
   }
 
   /** webRequest.onResponseStarted / onCompleted / onErrorOccurred of any request: the browser's own view of the
    * ones Firefox fetched itself (start, first byte, end, status, address); true if it was one of them. */
   firefoxEvent(event: "started" | "completed" | "failed", e: FirefoxResponse): boolean {
-    const d = this.direct.get(e.requestId);
-    if (!d) return false;
-    if (event === "started") {
-      d.headersAt = e.timeStamp;
-      return true;
-    }
-    this.direct.delete(e.requestId);
-    const status = e.statusCode ?? null;
-    this.timings.update(d.recordId, {
-      status,
-      browser: {
-        start: d.start, dnsStart: null, dnsEnd: null, connectStart: null, connectEnd: null, sslStart: null, sslEnd: null,
-        sendStart: null, sendEnd: null, headersEnd: d.headersAt, end: Math.max(d.start, e.timeStamp), status,
-        statusText: e.statusLine?.replace(/^HTTP\/\S+ \d+ ?/, "") ?? "", protocol: null, mimeType: null,
-        responseHeaders: [], remoteAddress: e.ip ?? null, connectionId: null, encodedBytes: null, bodyBytes: null,
-        fromCache: null, error: event === "failed" ? (e.error ?? "failed") : null,
-      },
-    });
-    return true;
+    return this.direct.event(event, e);
   }
 
   /** Firefox completed a response (webRequest.onCompleted): the status of the tab's newest record of that URL

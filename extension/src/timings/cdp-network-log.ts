@@ -4,12 +4,24 @@
 import type { Protocol } from "devtools-protocol";
 import type { BrowserTiming } from "./browser-timing.js";
 
-export type FinishedTiming = (networkId: string, url: string, timing: BrowserTiming) => void;
-/** The browser opened a new connection for `url`: its TCP connect took `connectMs` (one round trip). */
+/** What the request's requestWillBeSent said (for listing requests lanefetch never saw paused). */
+export interface SeenRequest {
+  /** The tab whose session reported it (as given to handle()). */
+  tabId: number;
+  method: string;
+  /** CDP resource type, e.g. "Image". */
+  type: string;
+  priority: string;
+  headers: [string, string][];
+}
+export type FinishedTiming = (networkId: string, url: string, timing: BrowserTiming, request: SeenRequest) => void;
+/** What the browser's timing of `url` tells of its origin's round trip: a TCP connect (one round trip) or a request's
+ * time to the first byte of its response head (at least one). */
 export type ConnectedTiming = (url: string, connectMs: number) => void;
 
 interface Pending {
   url: string;
+  request: SeenRequest;
   /** epoch ms = monotonic s × 1000 + offset */
   offsetMs: number;
   startedAt: number;
@@ -43,11 +55,12 @@ export class CdpNetworkLog {
 
   constructor(private readonly finished: FinishedTiming, private readonly connected?: ConnectedTiming) {}
 
-  /** Feed one CDP event (method and params as chrome.debugger.onEvent gives them). Unknown methods are ignored. */
-  handle(method: string, params: unknown): void {
+  /** Feed one CDP event (method and params as chrome.debugger.onEvent gives them) of `tabId`'s sessions. Unknown
+   * methods are ignored. */
+  handle(method: string, params: unknown, tabId = -1): void {
     switch (method) {
       case "Network.requestWillBeSent":
-        this.willBeSent(params as Protocol.Network.RequestWillBeSentEvent);
+        this.willBeSent(params as Protocol.Network.RequestWillBeSentEvent, tabId);
         break;
       case "Network.responseReceived":
         this.responseReceived(params as Protocol.Network.ResponseReceivedEvent);
@@ -80,7 +93,7 @@ export class CdpNetworkLog {
     return this.pending.size;
   }
 
-  private willBeSent(e: Protocol.Network.RequestWillBeSentEvent): void {
+  private willBeSent(e: Protocol.Network.RequestWillBeSentEvent, tabId: number): void {
     const previous = this.pending.get(e.requestId);
     if (previous && e.redirectResponse) {
       this.applyResponse(previous, e.redirectResponse);
@@ -88,7 +101,12 @@ export class CdpNetworkLog {
     }
     const offsetMs = e.wallTime * 1000 - e.timestamp * 1000;
     const start = e.timestamp * 1000 + offsetMs;
-    this.pending.set(e.requestId, { url: e.request.url, offsetMs, startedAt: start, timing: blank(start) });
+    // Partial: fields a browser may leave out are defaulted (this is only for the panel).
+    const r: Partial<Protocol.Network.Request> = e.request;
+    const request: SeenRequest = {
+      tabId, method: r.method ?? "GET", type: e.type ?? "Other", priority: r.initialPriority ?? "Medium", headers: headerPairs(r.headers ?? {}),
+    };
+    this.pending.set(e.requestId, { url: e.request.url, request, offsetMs, startedAt: start, timing: blank(start) });
     if (this.pending.size > MAX_PENDING) {
       const oldest = this.pending.keys().next().value;
       if (oldest !== undefined) this.pending.delete(oldest);
@@ -129,6 +147,11 @@ export class CdpNetworkLog {
     if (rt.connectStart >= 0 && rt.connectEnd >= rt.connectStart) {
       this.connected?.(p.url, (rt.sslStart >= rt.connectStart ? rt.sslStart : rt.connectEnd) - rt.connectStart);
     }
+    // Request sent → first byte of the head takes at least one round trip (plus the server's time), so it bounds the
+    // RTT from above even on a connection opened earlier (Chromium preconnects a navigation's origin): a page's
+    // document tells that its origin is fast although its connect time is hidden.
+    const headStart = rt.receiveHeadersStart >= 0 ? rt.receiveHeadersStart : rt.receiveHeadersEnd;
+    if (rt.sendEnd >= 0 && headStart >= rt.sendEnd) this.connected?.(p.url, headStart - rt.sendEnd);
   }
 
   private finish(requestId: string, timestamp: number, encodedBytes: number | null, error: string | null): void {
@@ -138,6 +161,6 @@ export class CdpNetworkLog {
     p.timing.end = timestamp * 1000 + p.offsetMs;
     if (encodedBytes !== null) p.timing.encodedBytes = encodedBytes;
     p.timing.error = error;
-    this.finished(requestId, p.url, p.timing);
+    this.finished(requestId, p.url, p.timing, p.request);
   }
 }

@@ -142,16 +142,17 @@ export class TimingStore {
     return record;
   }
 
-  /** What the browser saw of a request (joined by its network id and URL). */
-  browserTiming(networkId: string, url: string, timing: BrowserTiming): void {
+  /** What the browser saw of a request (joined by its network id and URL); false if no record has it (yet). */
+  browserTiming(networkId: string, url: string, timing: BrowserTiming): boolean {
     const key = joinKey(networkId, url);
     const id = this.recordOfNetwork.get(key);
-    if (id !== undefined && this.update(id, { browser: timing })) return;
+    if (id !== undefined && this.update(id, { browser: timing })) return true;
     this.early.set(key, timing);
     if (this.early.size > 1000) {
       const oldest = this.early.keys().next().value;
       if (oldest !== undefined) this.early.delete(oldest);
     }
+    return false;
   }
 
   get(id: string): RequestRecord | undefined {

@@ -75,3 +75,23 @@ test("failed and memory-cache loads", () => {
   assert.equal(done[0]?.error, "net::ERR_ABORTED (cancelled)");
   assert.equal(done[1]?.fromCache, "memory");
 });
+
+test("round trips: a new connection's TCP connect, and request sent → first head byte on a reused one; what was sent", () => {
+  const rtts: [string, number][] = [];
+  const seen: [string, string, number, string][] = [];
+  const log = new CdpNetworkLog((_id, url, _t, r) => seen.push([url, r.type, r.tabId, r.method]), (url, ms) => rtts.push([url, Math.round(ms * 10) / 10]));
+  log.handle("Network.requestWillBeSent", {
+    requestId: "d", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://a.test/", method: "GET", headers: {}, initialPriority: "VeryHigh" },
+  }, 4);
+  log.handle("Network.responseReceived", {
+    requestId: "d", timestamp: 100.01,
+    response: { url: "http://a.test/", status: 200, headers: {}, timing: timing(100.001, { connectStart: 1, connectEnd: 1.4, sendStart: 1.5, sendEnd: 1.6, receiveHeadersStart: 2.5, receiveHeadersEnd: 2.6 }) },
+  });
+  log.handle("Network.requestWillBeSent", { requestId: "p", timestamp: 100, wallTime: WALL, request: { url: "http://b.test/", method: "GET", headers: {} } }, 4);
+  log.handle("Network.responseReceived", {
+    requestId: "p", timestamp: 100.05, response: { url: "http://b.test/", status: 200, headers: {}, timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 40.3 }) },
+  });
+  log.handle("Network.loadingFinished", { requestId: "d", timestamp: 100.02, encodedDataLength: 10 });
+  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]]);
+  assert.deepEqual(seen, [["http://a.test/", "Document", 4, "GET"]]);
+});

@@ -1,0 +1,93 @@
+// Requests of an enabled site's page that the browser fetched itself while lanefetch stepped aside (Firefox: sent
+// direct by the proxy router; Chromium: a tab left to the browser while its origin is fast), as passed records with
+// what chrome.webRequest tells of them: start, first byte, end, status, address. webRequest has no connection
+// phases (DNS, connect, TLS, send), so these records have none; the panel shows them as one "browser" bar.
+import type { PassReason } from "../intercept/pass-reason.js";
+import type { TabCounters } from "./tab-counters.js";
+import type { TimingStore } from "./timing-store.js";
+
+/** Requests followed until the browser completed them (bounded). */
+const LIMIT = 500;
+/** webRequest's request types in the helper's terms. */
+const TYPES: Record<string, string> = {
+  main_frame: "document", sub_frame: "document", stylesheet: "stylesheet", script: "script", image: "image",
+  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media",
+};
+
+/** A webRequest event's details, as far as the records use them. */
+export interface WebRequestEvent {
+  requestId: string;
+  url: string;
+  timeStamp: number;
+  statusCode?: number;
+  statusLine?: string;
+  ip?: string;
+  fromCache?: boolean;
+  error?: string;
+}
+
+export interface BrowserRequest {
+  requestId: string;
+  url: string;
+  method: string;
+  type: string;
+}
+
+interface Followed {
+  recordId: string;
+  start: number;
+  headersAt: number | null;
+}
+
+export class BrowserFetchedRecords {
+  private readonly followed = new Map<string, Followed>();
+
+  /** `idPrefix` keeps the records' ids apart from the other records of the store. */
+  constructor(
+    private readonly counters: TabCounters,
+    private readonly timings: TimingStore,
+    private readonly idPrefix: string,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  /** The browser fetches this request of the tab's page itself: a passed record, counted. `at`: when it started. */
+  passed(tabId: number, pageUrl: string, request: BrowserRequest, reason: PassReason, detail: string, at: number = this.now()): void {
+    const id = `${this.idPrefix}${request.requestId}`;
+    if (this.timings.get(id)) return; // asked again for the same request (a redirect keeps its id)
+    this.timings.add({
+      id, tabId, pageUrl, url: request.url, method: request.method, resourceType: TYPES[request.type] ?? "other",
+      priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",
+      reason, detail, status: null, bodyBytes: 0, timing: null,
+    });
+    this.counters.passed(tabId, reason);
+    this.followed.set(request.requestId, { recordId: id, start: at, headersAt: null });
+    if (this.followed.size > LIMIT) {
+      const oldest = this.followed.keys().next().value;
+      if (oldest !== undefined) this.followed.delete(oldest);
+    }
+  }
+
+  /** webRequest.onResponseStarted / onCompleted / onErrorOccurred of any request: the browser's own view of the
+   * ones it fetched itself; true if it was one of them. */
+  event(kind: "started" | "completed" | "failed", e: WebRequestEvent): boolean {
+    const d = this.followed.get(e.requestId);
+    if (!d) return false;
+    if (kind === "started") {
+      d.headersAt = e.timeStamp;
+      return true;
+    }
+    this.followed.delete(e.requestId);
+    const status = e.statusCode ?? null;
+    this.timings.update(d.recordId, {
+      status,
+      browser: {
+        start: d.start, dnsStart: null, dnsEnd: null, connectStart: null, connectEnd: null, sslStart: null, sslEnd: null,
+        sendStart: null, sendEnd: null, headersEnd: d.headersAt, end: Math.max(d.start, e.timeStamp), status,
+        statusText: e.statusLine?.replace(/^HTTP\/\S+ \d+ ?/, "") ?? "", protocol: null, mimeType: null,
+        responseHeaders: [], remoteAddress: e.ip ?? null, connectionId: null, encodedBytes: null, bodyBytes: null,
+        fromCache: e.fromCache === true ? "disk" : null, error: kind === "failed" ? (e.error ?? "failed") : null,
+      },
+    });
+    return true;
+  }
+}

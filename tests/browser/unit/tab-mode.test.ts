@@ -1,0 +1,43 @@
+// When an accelerated tab's debugger session listens (Fetch, Network) and when the browser is left alone.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { TabModes } from "../../../extension/src/intercept/tab-mode.js";
+
+test("a fast origin: Fetch off at once, Network off once the page loaded, webRequest lists the next pages", () => {
+  const m = new TabModes();
+  m.attached(1, "http://lan.test/a");
+  assert.deepEqual(m.navigating(1, "http://lan.test/a", false), [], "unknown RTT: intercepted as attached");
+  assert.deepEqual(m.tabsOf("http://lan.test"), [1]);
+  assert.deepEqual(m.originFast(1), ["fetch_off"]);
+  assert.equal(m.isBrowser(1), true);
+  assert.deepEqual(m.originFast(1), [], "once");
+  assert.deepEqual(m.loaded(1), ["network_off", "watch_on"]);
+  assert.equal(m.isWatched(1), true);
+  assert.deepEqual(m.loaded(1), []);
+  assert.deepEqual(m.navigating(1, "http://lan.test/b", true), [], "another fast page: nothing to switch");
+});
+
+test("a navigation to an origin not known fast turns Fetch on first, then Network; an intercepted tab stays so", () => {
+  const m = new TabModes();
+  m.attached(1, "http://lan.test/");
+  m.originFast(1);
+  m.loaded(1);
+  assert.deepEqual(m.navigating(1, "http://far.test/", false), ["watch_off", "fetch_on", "network_on"]);
+  assert.equal(m.isBrowser(1), false);
+  assert.equal(m.origin(1), "http://far.test");
+  assert.deepEqual(m.loaded(1), [], "intercepted: Network stays on");
+  assert.deepEqual(m.navigating(1, "http://far.test/next", false), []);
+  // Switched back before its page loaded: Network was still on.
+  assert.deepEqual(m.navigating(1, "http://lan.test/", true), ["fetch_off"]);
+  assert.deepEqual(m.navigating(1, "http://far.test/", false), ["fetch_on"]);
+});
+
+test("unknown tabs and forgotten ones get no commands", () => {
+  const m = new TabModes();
+  assert.deepEqual(m.navigating(5, "http://a.test/", true), []);
+  m.attached(5, "not a url");
+  assert.equal(m.origin(5), "");
+  m.forget(5);
+  assert.deepEqual(m.originFast(5), []);
+  assert.deepEqual(m.loaded(5), []);
+});
