@@ -61,7 +61,7 @@ test("bounded: the least recently observed origin goes first", () => {
   assert.equal(latency.rttMs("http://c.test"), 4);
 });
 
-test("the browser's own new connections tell the RTT as soon as the response head is in (TLS excluded)", () => {
+test("the browser's own new connections tell the RTT as soon as the response head is in (TLS excluded), a reused one an upper bound", () => {
   const seen: [string, number][] = [];
   const log = new CdpNetworkLog(() => undefined, (url, ms) => seen.push([url, ms]));
   const timing = (o: Record<string, number>): Record<string, number> => ({
@@ -75,10 +75,11 @@ test("the browser's own new connections tell the RTT as soon as the response hea
   for (const [id, url] of [["1", "http://a.test/"], ["2", "https://b.test/"], ["3", "http://a.test/x"]] as const) {
     log.handle("Network.requestWillBeSent", { requestId: id, timestamp: 100, wallTime: 1_767_000_000, request: { url } });
   }
-  log.handle("Network.responseReceived", { requestId: "1", timestamp: 100.1, response: response("http://a.test/", timing({ connectStart: 2, connectEnd: 62 })) });
+  log.handle("Network.responseReceived", { requestId: "1", timestamp: 100.1, response: response("http://a.test/", timing({ connectStart: 2, connectEnd: 62, sendStart: 62, sendEnd: 63, receiveHeadersEnd: 140 })) });
   log.handle("Network.responseReceived", {
-    requestId: "2", timestamp: 100.1, response: response("https://b.test/", timing({ connectStart: 1, sslStart: 9, sslEnd: 30, connectEnd: 30 })),
+    requestId: "2", timestamp: 100.1, response: response("https://b.test/", timing({ connectStart: 1, sslStart: 9, sslEnd: 30, connectEnd: 30, sendStart: 30, sendEnd: 30, receiveHeadersEnd: 39 })),
   });
   log.handle("Network.responseReceived", { requestId: "3", timestamp: 100.1, response: response("http://a.test/x", timing({})) });
-  assert.deepEqual(seen, [["http://a.test/", 60], ["https://b.test/", 8]], "a reused connection (id 3) tells nothing");
+  // Request sent → first head byte: at least one round trip (77 and 9 here), so never below the connect times.
+  assert.deepEqual(seen, [["http://a.test/", 60], ["http://a.test/", 77], ["https://b.test/", 8], ["https://b.test/", 9], ["http://a.test/x", 5]]);
 });
