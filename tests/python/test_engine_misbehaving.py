@@ -20,6 +20,7 @@ from misbehaving_servers import (
     RecordingSink,
     Scenario,
     ScriptedServer,
+    ServerConn,
     always_close,
     bulk,
     close_after,
@@ -36,6 +37,7 @@ from misbehaving_servers import (
     keepalive_max,
     limit_then_rst,
     one_off_close,
+    ordinary,
     post_dies,
     rst_when_pipelined,
     stall_then_rst,
@@ -851,3 +853,49 @@ async def test_bulk_never_blocks_small() -> None:
         sink.check_exact([*big, *small], expected)
         on = {r.request.id: r.report.connection.id for r in sink.records.values() if r.report and r.report.connection}
         assert on["s0"] != on["b0"]
+
+
+# ------------------------------------------------------------------------ cancel_and_close (lanes)
+
+
+def paced_big(path: str) -> Scenario:
+    """`path` gets its 200 in 16 KB pieces 10 ms apart (stopping when the client closes); the rest as usual."""
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            full = ordinary(req)
+            if req.path != path:
+                await conn.send(full)
+                continue
+            for i in range(0, len(full), 16384):
+                if conn.client_eof:
+                    return
+                await conn.send(full[i : i + 16384], completes=int(i + 16384 >= len(full)), begins=i == 0)
+                await asyncio.sleep(0.01)
+
+    return run
+
+
+async def test_cancel_and_close_stops_the_answer_and_retries_what_was_behind() -> None:
+    """A whole body nobody wants (a lane's speculative range answered 200): its connection is closed at once,
+    and a request queued or pipelined behind it on that connection still gets its exact answer."""
+    big = "/r/unwanted/5000000"
+    # separate_bulk off (as on a lane): the second request waits on the big one's connection
+    async with setup(paced_big(big), config(separate_bulk=False)) as (srv, engine):
+        reqs = gets(srv, [big, "/r/behind/3000"])
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if (rec := sink.records.get(reqs[0].id)) is not None and rec.head is not None:
+                break
+        await engine.cancel_and_close(reqs[0].id)
+        await asyncio.wait_for(task, 20)
+        assert sink.records[reqs[0].id].error is not None
+        assert sink.records[reqs[0].id].error.code == "cancelled"  # type: ignore[union-attr]
+        assert bytes(sink.records[reqs[1].id].body) == content("/r/behind/3000")
+        assert sink.records[reqs[1].id].error is None
+        await asyncio.sleep(0.3)
+        assert srv.connections[0].client_eof  # closed, not read to its end
+        assert srv.connections[0].bytes_written < 1_000_000  # of 5 MB
+        assert len(srv.connections) == 2  # what waited behind it went on a new connection

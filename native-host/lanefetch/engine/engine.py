@@ -148,6 +148,18 @@ class Engine:
                 for fetcher in [*self._split_busy]:
                     await fetcher.cancel(rid)
 
+    async def cancel_and_close(self, request_id: str) -> None:
+        """Cancel a request whose answer must not be read to its end (a whole body nobody wants): the
+        connection carrying it is closed; requests pipelined behind it are retried on another, as after
+        any lost connection."""
+        ex = self._by_id.get(request_id)
+        carrier = None if ex is None else next(
+            (c for pool in self._pools.values() for c in pool.connections
+             if any(f.token is ex for f in c.state.in_flight)), None)
+        await self.cancel([request_id])
+        if carrier is not None and carrier.transport is not None:
+            carrier.transport.writer.transport.abort()
+
     async def aclose(self) -> None:
         for pool in self._pools.values():
             await pool.aclose()

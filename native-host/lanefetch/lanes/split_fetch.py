@@ -526,15 +526,9 @@ class _SplitRun:
         if head.status not in (206, 416):
             # Range ignored: the whole body would follow, a second copy on this lane. Close it now.
             spec.dropped = True
-            sched = self.schedule
-            if spec.attempt is not None and sched is not None and not self.finished:
-                # Closing the connection ends the ranges pipelined behind it too: back to the pool with them.
-                behind = [a for a in sched.lanes[spec.lane.id].attempts if a is not spec.attempt]
-                for att in [spec.attempt, *behind]:
-                    self.cancelled.add(att.id)
-                    sched.discard(att.id)
-                for att in behind:
-                    await spec.lane.engine.cancel([self.req_ids[att.id][1]])
+            if spec.attempt is not None and self.schedule is not None and not self.finished:
+                self.cancelled.add(spec.attempt.id)
+                self.schedule.discard(spec.attempt.id)  # its bytes back to the pool
                 self.wake.set()
             await self._drop_speculative(spec, close=True)
             return
@@ -588,8 +582,8 @@ class _SplitRun:
         spec.dropped = True
         spec.held.clear()
         if close and not spec.ended and spec.error is None:
-            await spec.lane.engine.cancel([spec.request_id])
-            self.f.in_background(spec.lane.reset())
+            # Only its connection: ranges pipelined behind it (this run's or another's) are retried.
+            await spec.lane.engine.cancel_and_close(spec.request_id)
 
     # -- endings -----------------------------------------------------------------------------------------
 
