@@ -96,7 +96,7 @@ browser.proxy.onRequest.addListener((details) => {
   }
 }, { urls: ["<all_urls>"] });
 chrome.webRequest.onCompleted.addListener((d) => {
-  if (d.tabId >= 0 && !records.firefoxEvent("completed", d)) records.completed(d.tabId, d.url, d.statusCode);
+  if (d.tabId >= 0 && !records.firefoxEvent("completed", d)) records.completed(d.tabId, d.url, d.statusCode, d.timeStamp);
 }, { urls: ["http://*/*", "https://*/*"] });
 // What Firefox shows of the requests it fetched itself (stepped aside): first byte and failures.
 chrome.webRequest.onResponseStarted.addListener((d) => void records.firefoxEvent("started", d), { urls: ["http://*/*", "https://*/*"] });

@@ -13,7 +13,7 @@ const EARLY_LIMIT = 500;
 export type FirefoxResponse = WebRequestEvent;
 
 export class ProxiedRecords {
-  private readonly early = new Map<string, number>();
+  private readonly early = new Map<string, { status: number; at: number | null }>();
   /** Requests passed to Firefox (stepped aside), until it completed them. */
   private readonly direct: BrowserFetchedRecords;
 
@@ -33,8 +33,10 @@ export class ProxiedRecords {
       this.timings.add({
         id: m.id, tabId: ctx.tabId, pageUrl: ctx.pageUrl, url: m.url, method: m.method, resourceType: m.resource_type,
         priority: m.priority ?? "Medium", batchId: null, pausedAt: this.now(), answeredAt: null, outcome: "pending",
-        reason: null, detail: null, status: this.takeEarly(ctx.tabId, m.url), bodyBytes: 0, timing: null,
+        reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
       });
+      const early = this.takeEarly(ctx.tabId, m.url);
+      if (early) this.timings.update(m.id, { status: early.status, answeredAt: early.at });
     } else if (m.type === "error" && m.id !== undefined) {
       const record = this.timings.get(m.id);
       if (!record || record.outcome !== "pending") return;
@@ -53,7 +55,11 @@ export class ProxiedRecords {
       if (!record) return;
       const fulfilled = record.outcome === "pending";
       this.timings.update(m.id, {
-        timing: m, outcome: fulfilled ? "fulfilled" : record.outcome, answeredAt: record.answeredAt ?? this.now(),
+        // Answered when Firefox completed it (onCompleted), else when the helper wrote the last byte to Firefox's
+        // connection: not when this report crossed the native port, which is no part of the delivery in proxy mode.
+        timing: m, outcome: fulfilled ? "fulfilled" : record.outcome, answeredAt: record.answeredAt ?? m.timing.last_byte ?? this.now(),
+        // Seen when the helper queued it: the proxied report crossed the native port after that.
+        pausedAt: Math.min(record.pausedAt, m.timing.queued),
         bodyBytes: m.wire_bytes ?? 0,
       });
       if (fulfilled) this.counters.accelerated(record.tabId, m.wire_bytes ?? 0);
@@ -71,30 +77,31 @@ export class ProxiedRecords {
     return this.direct.event(event, e);
   }
 
-  /** Firefox completed a response (webRequest.onCompleted): the status of the tab's newest record of that URL
-   * still without one (the helper's reports carry no status; the browser saw it either way). */
-  completed(tabId: number, url: string, status: number): void {
+  /** Firefox completed a response (webRequest.onCompleted, at `at` ms since the epoch): the status of the tab's
+   * newest record of that URL still without one (the helper's reports carry no status; the browser saw it either
+   * way), and for one the helper answered, when Firefox had all of it. */
+  completed(tabId: number, url: string, status: number, at: number | null = null): void {
     const records = this.timings.forTab(tabId);
     for (let i = records.length - 1; i >= 0; i--) {
       const r = records[i];
       if (r && r.url === url && r.status === null) {
-        this.timings.update(r.id, { status });
+        this.timings.update(r.id, r.outcome === "passed" || at === null ? { status } : { status, answeredAt: at });
         return;
       }
     }
     // The native port and Firefox's events race: the report may still be on its way.
-    this.early.set(`${tabId} ${url}`, status);
+    this.early.set(`${tabId} ${url}`, { status, at });
     if (this.early.size > EARLY_LIMIT) {
       const oldest = this.early.keys().next().value;
       if (oldest !== undefined) this.early.delete(oldest);
     }
   }
 
-  private takeEarly(tabId: number, url: string): number | null {
+  private takeEarly(tabId: number, url: string): { status: number; at: number | null } | null {
     const key = `${tabId} ${url}`;
-    const status = this.early.get(key);
-    if (status === undefined) return null;
+    const early = this.early.get(key);
+    if (early === undefined) return null;
     this.early.delete(key);
-    return status;
+    return early;
   }
 }

@@ -39,20 +39,27 @@ test("proxied then timing: a fulfilled record of the page load, counted as accel
   records.handle(proxied("r1", `${PAGE}a.png`));
   assert.equal(timings.get("r1")?.outcome, "pending");
   records.handle(timing("r1"));
-  records.completed(7, `${PAGE}a.png`, 200);
+  assert.equal(timings.get("r1")?.answeredAt, 1060, "answered at the helper's last byte, not when the report arrived (now: 1000)");
+  records.completed(7, `${PAGE}a.png`, 200, 1063);
   const r = timings.get("r1");
-  assert.deepEqual([r?.outcome, r?.status, r?.bodyBytes, r?.batchId, r?.answeredAt], ["fulfilled", 200, 2100, null, 1000]);
+  assert.deepEqual([r?.outcome, r?.status, r?.bodyBytes, r?.batchId, r?.answeredAt], ["fulfilled", 200, 2100, null, 1063],
+    "Firefox's own completion time is when the page had it");
   assert.equal(timings.pageLoads(7)[0]?.requests, 1);
   assert.deepEqual([counters.get(7).accelerated, counters.get(7).bytes], [1, 2100]);
+  records.handle(proxied("r9", `${PAGE}late.png`));
+  records.handle({ ...timing("r9"), timing: { ...(timing("r9") as { timing: object }).timing, queued: 990 } } as ToExtension);
+  assert.equal(timings.get("r9")?.pausedAt, 990, "seen when the helper queued it, before its report arrived (1000)");
 });
 
 test("Firefox's status may come before the helper's report of the request", () => {
   const { timings, records } = setup();
-  records.completed(7, `${PAGE}b.png`, 404);
+  records.completed(7, `${PAGE}b.png`, 404, 1070);
   records.completed(8, `${PAGE}c.png`, 200); // another tab: not this record's
   records.handle(proxied("r2", `${PAGE}b.png`));
   records.handle(proxied("r3", `${PAGE}c.png`));
   assert.equal(timings.get("r2")?.status, 404);
+  records.handle(timing("r2"));
+  assert.equal(timings.get("r2")?.answeredAt, 1070, "Firefox's completion time kept");
   assert.equal(timings.get("r3")?.status, null);
 });
 
