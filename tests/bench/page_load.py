@@ -45,7 +45,8 @@ _SETUP = {
         "run: fresh Firefox profile and HOME (no HTTP cache) and, for ON, the helper registered in that HOME, the "
         "page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
         "when a site is enabled); every request of the page, the document included, then goes through the helper's "
-        "proxy (proxy mode has no helper cache: Firefox caches the responses itself)."
+        "proxy (proxy mode has no helper cache: Firefox caches the responses itself), unless the helper's connect "
+        "time shows the origin's round trip below 15 ms (`lan`): then Firefox fetches them all itself (step-aside)."
     ),
 }
 
