@@ -91,7 +91,11 @@ test("round trips: a new connection's TCP connect, and request sent → first he
   log.handle("Network.responseReceived", {
     requestId: "p", timestamp: 100.05, response: { url: "http://b.test/", status: 200, headers: {}, timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 40.3 }) },
   });
+  log.handle("Network.requestWillBeSent", { requestId: "w", timestamp: 100, wallTime: WALL, request: { url: "http://far.test/" } }, 4);
+  log.handle("Network.responseReceived", {
+    requestId: "w", timestamp: 100.002, response: { url: "http://far.test/", status: 200, headers: {}, fromServiceWorker: true, timing: timing(100.001, { sendStart: 0.1, sendEnd: 0.2, receiveHeadersEnd: 1 }) },
+  });
   log.handle("Network.loadingFinished", { requestId: "d", timestamp: 100.02, encodedDataLength: 10 });
-  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]]);
+  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]], "a service worker's answer tells nothing");
   assert.deepEqual(seen, [["http://a.test/", "Document", 4, "GET"]]);
 });
