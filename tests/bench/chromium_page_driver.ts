@@ -50,13 +50,17 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
     add("first_to_last_byte", t?.first_byte, t?.last_byte);
     add("last_byte_to_answered", t?.last_byte ?? (r.outcome === "fulfilled" ? t?.queued : null), r.answeredAt);
     add("paused_to_answered", r.pausedAt, r.answeredAt);
+    add("browser_start_to_end", r.browser?.start, r.browser?.end);
+    add("browser_start_to_first_byte", r.browser?.start, r.browser?.headersEnd);
   }
   const out: Record<string, unknown> = {};
   for (const [name, xs] of Object.entries(phases)) out[name] = { median: median(xs), max: Math.max(...xs), n: xs.length };
   const paused = mine.map((r) => r.pausedAt);
   const answered = mine.flatMap((r) => (r.answeredAt === null ? [] : [r.answeredAt]));
   const outcomes: Record<string, number> = {};
-  for (const r of mine) outcomes[r.reason ?? r.timing?.cache ?? r.outcome] = (outcomes[r.reason ?? r.timing?.cache ?? r.outcome] ?? 0) + 1;
+  // Stepped aside while paused, or never paused (the tab left to the browser: fast-tabs.ts).
+  const kind = (r: RequestRecord): string => (r.detail?.startsWith("tab left") ? `${r.reason ?? ""} unpaused` : r.reason ?? r.timing?.cache ?? r.outcome);
+  for (const r of mine) outcomes[kind(r)] = (outcomes[kind(r)] ?? 0) + 1;
   const doc = records.find((r: RequestRecord) => r.resourceType === "Document" && r.pausedAt >= nav.start - 50);
   const firstTaken = mine.filter((r) => r.outcome === "fulfilled").map((r) => r.pausedAt);
   return {
@@ -68,6 +72,7 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
     document_end_to_first_paused: paused.length ? Math.min(...paused) - nav.responseEnd : null,
     first_to_last_paused: paused.length ? Math.max(...paused) - Math.min(...paused) : null,
     last_answered_to_load: answered.length ? nav.load - Math.max(...answered) : null,
+    last_browser_end_to_load: mine.some((r) => r.browser?.end) ? nav.load - Math.max(...mine.map((r) => r.browser?.end ?? 0)) : null,
   };
 }
 

@@ -205,7 +205,8 @@ class PageLab:
                         log(f"round {r + 1} {shape.name} {key}: load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, "
                             f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} "
                             f"pipelined, link up {d['up_bytes']} B ({d['up_drops']} drops) down {d['down_bytes']} B "
-                            f"({d['down_drops']} drops)")
+                            f"({d['down_drops']} drops)"
+                            + (f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""))
         return runs
 
     def t_min(self, on_runs: Sequence[Run]) -> float | None:

@@ -3,8 +3,8 @@
 // without lanefetch seeing them paused: from CDP Network events while Network is still on (the page that was loading
 // when the origin turned out fast), from chrome.webRequest events of that tab after.
 import type { DebuggerSessions } from "../intercept/debugger-sessions.js";
-import type { OriginLatency } from "../intercept/origin-latency.js";
-import { stepAsideDetail, stepsAside } from "../intercept/step-aside.js";
+import { hostOf, type OriginLatency } from "../intercept/origin-latency.js";
+import { stepsAside } from "../intercept/step-aside.js";
 import { TabModes, type TabCommand } from "../intercept/tab-mode.js";
 import type { BrowserTiming } from "../timings/browser-timing.js";
 import { BrowserFetchedRecords } from "../timings/browser-fetched.js";
@@ -75,10 +75,11 @@ export class FastTabs {
   /** An origin's RTT was observed: tabs showing it go to the browser if it is fast, once the helper answered what
    * it already took of them (Fetch.disable would hand those to the browser a second time). */
   async learned(origin: string): Promise<void> {
-    if (!stepsAside(this.ctx.latency.rttMs(origin), this.ctx.threshold())) return;
-    await Promise.all(this.modes.tabsOf(origin).map(async (tabId) => {
+    const host = hostOf(origin);
+    if (!stepsAside(this.ctx.latency.hostRttMs(host), this.ctx.threshold())) return;
+    await Promise.all(this.modes.tabsOf(host).map(async (tabId) => {
       for (let i = 0; i < IDLE_POLLS && this.ctx.helperBusy(tabId); i++) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
-      if (this.modes.origin(tabId) === origin) await this.run(tabId, this.modes.originFast(tabId));
+      if (this.modes.host(tabId) === host) await this.run(tabId, this.modes.originFast(tabId));
     }));
   }
 
@@ -111,19 +112,15 @@ export class FastTabs {
   }
 
   private isFast(url: string): boolean {
-    try {
-      return stepsAside(this.ctx.latency.rttMs(new URL(url).origin), this.ctx.threshold());
-    } catch {
-      return false;
-    }
+    return stepsAside(this.ctx.latency.hostRttMs(hostOf(url)), this.ctx.threshold());
   }
 
   private detail(tabId: number, webRequest = false): string {
-    const page = this.ctx.pageUrl(tabId);
-    const rtt = stepAsideDetail(this.ctx.latency, page, this.ctx.threshold());
+    const host = hostOf(this.ctx.pageUrl(tabId));
+    const rtt = this.ctx.latency.hostRttMs(host);
     // What the panel cannot show for these (webRequest has no connection phases), said where the record is read.
     const precision = webRequest ? "; timing from webRequest: start, first byte, end (no DNS/connect/TLS phases)" : "";
-    return `tab left to the browser, its page's origin is fast${rtt ? ` (${rtt})` : ""}${precision}`;
+    return `tab left to the browser, its page's host is fast${rtt === null ? "" : ` (round trip to ${host} ~${rtt.toFixed(1)} ms)`}${precision}`;
   }
 
   private run(tabId: number, commands: TabCommand[]): Promise<void> {
@@ -178,3 +175,4 @@ export class FastTabs {
     chrome.webRequest.onErrorOccurred.removeListener(w.failed);
   }
 }
+

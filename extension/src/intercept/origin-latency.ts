@@ -50,4 +50,25 @@ export class OriginLatency {
     }
     return Math.min(...fresh.map((s) => s.ms));
   }
+
+  /** The smallest RTT estimate of any origin on `hostname` (any scheme or port: one machine, one network path);
+   * null if none is known. */
+  hostRttMs(hostname: string): number | null {
+    let best: number | null = null;
+    for (const origin of [...this.byOrigin.keys()]) {
+      if (hostOf(origin) !== hostname) continue;
+      const rtt = this.rttMs(origin);
+      if (rtt !== null && (best === null || rtt < best)) best = rtt;
+    }
+    return best;
+  }
+}
+
+/** The host name of a URL or origin ("" if it is none). */
+export function hostOf(origin: string): string {
+  try {
+    return new URL(origin).hostname;
+  } catch {
+    return "";
+  }
 }

@@ -7,11 +7,13 @@
 // and the browser's requests are listed from chrome.webRequest events instead. A navigation to an origin not known
 // fast turns both back on before the new page asks for its subresources. Pure: the caller runs the commands.
 
+import { hostOf } from "./origin-latency.js";
+
 export type TabCommand = "fetch_on" | "fetch_off" | "network_on" | "network_off" | "watch_on" | "watch_off";
 
 interface TabState {
-  /** The top-level origin the tab shows or navigates to. */
-  origin: string;
+  /** The host of the top-level page the tab shows or navigates to (a round trip belongs to a host, not a port). */
+  host: string;
   /** The browser fetches the tab's requests itself: Fetch is off. */
   browser: boolean;
   network: boolean;
@@ -19,20 +21,13 @@ interface TabState {
   watch: boolean;
 }
 
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "";
-  }
-}
 
 export class TabModes {
   private readonly tabs = new Map<number, TabState>();
 
   /** The session was attached with Fetch and Network on (DebuggerSessions.attach). */
   attached(tabId: number, url: string): void {
-    this.tabs.set(tabId, { origin: originOf(url), browser: false, network: true, watch: false });
+    this.tabs.set(tabId, { host: hostOf(url), browser: false, network: true, watch: false });
   }
 
   forget(tabId: number): void {
@@ -49,24 +44,24 @@ export class TabModes {
     return this.tabs.get(tabId)?.watch === true;
   }
 
-  origin(tabId: number): string | undefined {
-    return this.tabs.get(tabId)?.origin;
+  host(tabId: number): string | undefined {
+    return this.tabs.get(tabId)?.host;
   }
 
-  /** Attached tabs that show `origin`. */
-  tabsOf(origin: string): number[] {
-    return [...this.tabs].filter(([, s]) => s.origin === origin).map(([id]) => id);
+  /** Attached tabs that show a page of `host`. */
+  tabsOf(host: string): number[] {
+    return [...this.tabs].filter(([, s]) => s.host === host).map(([id]) => id);
   }
 
-  /** The tab starts a top-level navigation to `url`; `fast`: its origin is known fast. */
+  /** The tab starts a top-level navigation to `url`; `fast`: its host is known fast. */
   navigating(tabId: number, url: string, fast: boolean): TabCommand[] {
     const s = this.tabs.get(tabId);
     if (!s) return [];
-    s.origin = originOf(url);
+    s.host = hostOf(url);
     return fast ? this.toBrowser(s) : this.toIntercepting(s);
   }
 
-  /** The origin the tab shows was just measured fast (its document's connection, the helper's preconnect). */
+  /** The host the tab shows was just measured fast (its document's timing, the helper's preconnect). */
   originFast(tabId: number): TabCommand[] {
     const s = this.tabs.get(tabId);
     return s ? this.toBrowser(s) : [];

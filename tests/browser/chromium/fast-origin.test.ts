@@ -1,7 +1,7 @@
 // A page of an enabled site whose origin is fast (loopback: RTT < 15 ms) with step-aside on, as in the product: once
 // the origin is known fast the tab stays attached but is no longer intercepted — the browser fetches the page's
-// requests itself and the timing panel still lists every one — and a navigation to an origin not known fast is
-// intercepted again before its subresources are requested.
+// requests itself and the timing panel still lists every one, also on another port of that host — and a navigation
+// to an origin not known fast is intercepted again before its subresources are requested.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -60,6 +60,16 @@ test("a fast origin's tab is left to the browser (listed in the panel), a slow o
     assert.equal(r.browser?.status, 200);
     assert.ok(r.browser.end !== null && r.browser.end >= r.browser.start, JSON.stringify(r.browser));
   }
+
+  // Another port of the same host: the same network path, left to the browser from its document on.
+  sites.clearLog();
+  const samePath = `${sites.sameSite.origin}/many.html?n=25`;
+  await page.goto(samePath, { waitUntil: "load" });
+  await manyImages(page, 25);
+  assert.deepEqual(owners(), ["browser"]);
+  const other = await settledPageLoad(probe, tabId);
+  assert.equal(other.load.url, samePath);
+  assert.equal(other.records.filter((r) => r.url.endsWith("?many") && /tab left to the browser/.test(r.detail ?? "")).length, 25);
 
   // Not known fast any more (step-aside off) and a slow server: the navigation is intercepted again in time.
   await browser.worker.evaluate(() => chrome.storage.local.set({ accelerateFastLinks: true }));

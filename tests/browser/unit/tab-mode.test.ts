@@ -1,13 +1,14 @@
 // When an accelerated tab's debugger session listens (Fetch, Network) and when the browser is left alone.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { OriginLatency } from "../../../extension/src/intercept/origin-latency.js";
 import { TabModes } from "../../../extension/src/intercept/tab-mode.js";
 
 test("a fast origin: Fetch off at once, Network off once the page loaded, webRequest lists the next pages", () => {
   const m = new TabModes();
   m.attached(1, "http://lan.test/a");
   assert.deepEqual(m.navigating(1, "http://lan.test/a", false), [], "unknown RTT: intercepted as attached");
-  assert.deepEqual(m.tabsOf("http://lan.test"), [1]);
+  assert.deepEqual(m.tabsOf("lan.test"), [1], "by host: a round trip belongs to the host, any port");
   assert.deepEqual(m.originFast(1), ["fetch_off"]);
   assert.equal(m.isBrowser(1), true);
   assert.deepEqual(m.originFast(1), [], "once");
@@ -24,7 +25,7 @@ test("a navigation to an origin not known fast turns Fetch on first, then Networ
   m.loaded(1);
   assert.deepEqual(m.navigating(1, "http://far.test/", false), ["watch_off", "fetch_on", "network_on"]);
   assert.equal(m.isBrowser(1), false);
-  assert.equal(m.origin(1), "http://far.test");
+  assert.equal(m.host(1), "far.test");
   assert.deepEqual(m.loaded(1), [], "intercepted: Network stays on");
   assert.deepEqual(m.navigating(1, "http://far.test/next", false), []);
   // Switched back before its page loaded: Network was still on.
@@ -36,8 +37,21 @@ test("unknown tabs and forgotten ones get no commands", () => {
   const m = new TabModes();
   assert.deepEqual(m.navigating(5, "http://a.test/", true), []);
   m.attached(5, "not a url");
-  assert.equal(m.origin(5), "");
+  assert.equal(m.host(5), "");
   m.forget(5);
   assert.deepEqual(m.originFast(5), []);
   assert.deepEqual(m.loaded(5), []);
+});
+
+test("a host's round trip: the best of its origins (any scheme or port), fresh samples only", () => {
+  let now = 0;
+  const latency = new OriginLatency({ maxOrigins: 10, maxAgeMs: 1000, samples: 4 }, () => now);
+  latency.observe("http://lan.test", 3);
+  latency.observe("https://lan.test:8443", 0.5);
+  latency.observe("http://far.test", 80);
+  assert.equal(latency.hostRttMs("lan.test"), 0.5);
+  assert.equal(latency.hostRttMs("far.test"), 80);
+  assert.equal(latency.hostRttMs("other.test"), null);
+  now = 2000;
+  assert.equal(latency.hostRttMs("lan.test"), null, "aged out");
 });
