@@ -263,6 +263,11 @@ async def test_a_preconnect_opens_the_connection_the_proxied_page_then_uses(host
     assert a is not None and a.status == 200
     msgs = [await host.recv() for _ in range(2)]
     assert [m["type"] for m in msgs] == ["proxied", "timing"], msgs  # no origin_rtt: no new connection
+    # The next page's probe finds that connection open: its connect time answers at once, no second connection.
+    await host.send({"type": "preconnect", "url": f"{origin}/next", "page": {"address_space": "loopback", "top_site": "http://t"}})
+    assert await host.recv() == rtt
+    a = await through_proxy(port, "GET", f"{origin}/doc2", auth)
+    assert a is not None and [(await host.recv())["type"] for _ in range(2)] == ["proxied", "timing"]
 
 
 async def test_a_public_page_cannot_reach_loopback_and_the_browser_is_sent_direct(

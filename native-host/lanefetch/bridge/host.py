@@ -19,7 +19,7 @@ from .. import protocol
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
-from ..engine.request import Origin
+from ..engine.request import Origin, parse_target
 from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 from .stdio import FrameWriter, open_stdio
@@ -34,6 +34,7 @@ log = logging.getLogger("lanefetch.host")
 # the rest of the 1 MiB limit (ids are at most 128 characters).
 BODY_CHUNK = 640 * 1024
 TEST_UPSTREAM_CA_ENV = "LANEFETCH_TEST_UPSTREAM_CA_FILE"
+RTT_MEMORY = 512  # origins whose newest connect time is remembered
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -96,6 +97,13 @@ class _ProxyReports:
         await self._send(protocol.timing(request.id, report))
 
 
+def _origin_of(url: str) -> str | None:
+    try:
+        return str(parse_target(url).origin)
+    except FetchError:
+        return None
+
+
 def _to_page(raw: dict[str, Any]) -> Page:
     return Page(
         address_space=raw["address_space"], top_site=raw.get("top_site", ""),
@@ -112,6 +120,7 @@ class Host:
         self._batch_ids: dict[str, list[str]] = {}
         self._live_ids: set[str] = set()
         self._reports: set[asyncio.Future[None]] = set()
+        self._rtts: dict[str, float] = {}  # each origin's newest connect time (s), newest last
         engine.on_connected = self._connected
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
@@ -160,7 +169,11 @@ class Host:
         elif kind == "preconnect":
             # Firefox: the proxy's engine fetches that page's requests, so its pool is the one to connect.
             engine = self.proxy.engine if self.proxy is not None else self.engine
-            engine.preconnect(item["url"], _to_page(item["page"]))
+            if not engine.preconnect(item["url"], _to_page(item["page"])):
+                # A connection is open already: its connect time answers (Firefox waits for one before routing).
+                origin = _origin_of(item["url"])
+                if origin is not None and origin in self._rtts:
+                    self._report_rtt(origin, self._rtts[origin])
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -180,7 +193,15 @@ class Host:
     def _connected(self, origin: Origin, connect_s: float) -> None:
         """Tell the extension each origin's round trip as soon as a connection shows it (it steps aside where
         pipelining cannot pay)."""
-        task = asyncio.ensure_future(self._send(protocol.origin_rtt(str(origin), connect_s)))
+        key = str(origin)
+        self._rtts.pop(key, None)
+        self._rtts[key] = connect_s
+        if len(self._rtts) > RTT_MEMORY:
+            del self._rtts[next(iter(self._rtts))]
+        self._report_rtt(key, connect_s)
+
+    def _report_rtt(self, origin: str, connect_s: float) -> None:
+        task = asyncio.ensure_future(self._send(protocol.origin_rtt(origin, connect_s)))
         self._reports.add(task)
         task.add_done_callback(self._reports.discard)
 

@@ -131,13 +131,14 @@ class Engine:
         used = {ex.connection.id for ex in tracker.exchanges if ex.connection is not None}
         return BatchResult(len(used), tracker.max_concurrent)
 
-    def preconnect(self, url: str, page: Page | None = None) -> None:
-        """Start a connection to url's origin before any request needs it (bad URLs are ignored)."""
+    def preconnect(self, url: str, page: Page | None = None) -> bool:
+        """Start a connection to url's origin before any request needs it (bad URLs are ignored); False when none
+        was started (one is open or opening already, or a bad URL)."""
         try:
             target = parse_target(url)
         except FetchError:
-            return
-        self._pool_for(target.origin, page or Page()).preconnect()
+            return False
+        return self._pool_for(target.origin, page or Page()).preconnect()
 
     async def cancel(self, request_ids: list[str]) -> None:
         for rid in request_ids:

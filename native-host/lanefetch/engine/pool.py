@@ -130,10 +130,12 @@ class OriginPool:
             return False
         return any((f.parser.body_remaining or 0) > BULK_BYTES for f in conn.state.in_flight)
 
-    def preconnect(self) -> None:
-        """Open one connection ahead of work (a lane about to be used), unless one is open or opening."""
-        if not self.connections:
-            self._open()
+    def preconnect(self) -> bool:
+        """Open one connection ahead of work (a lane about to be used), unless one is open or opening; False then."""
+        if self.connections:
+            return False
+        self._open()
+        return True
 
     def _open(self) -> Connection:
         conn = Connection(self, self.engine.next_connection_id())
