@@ -151,8 +151,9 @@ def timing(rid: str, report: TimingReport) -> Message:
     }
 
 
-def proxy_ready(context_id: str, port: int) -> Message:
-    return {"type": "proxy_ready", "context_id": context_id, "host": "127.0.0.1", "port": port}
+def proxy_ready(context_id: str, port: int, split_port: int) -> Message:
+    return {"type": "proxy_ready", "context_id": context_id, "host": "127.0.0.1", "port": port,
+            "split_port": split_port}
 
 
 def proxied(context_id: str, request: FetchRequest) -> Message:

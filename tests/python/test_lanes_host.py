@@ -1,6 +1,7 @@
 """Lanes through the real lanefetch-host process: the options page's interfaces messages (list, set one
 interface's policy, bad input refused with nothing changed) on the same policy file as `lanefetch interfaces`, and a
-split request to a loopback origin (served over the default route: an interface-bound lane cannot reach it)."""
+split request to a loopback origin (served over the default route: an interface-bound lane cannot reach it), also
+through a Firefox page context's split port."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from aiohttp import web
 from lanefetch.lanes.interfaces import InterfacePolicy, PolicyStore
 from local_app import serve_app
 from test_bridge import HOST, HostProcess
+from test_proxy import firefox_hello, through_proxy
 
 
 @pytest.fixture
@@ -161,3 +163,36 @@ async def test_split_to_loopback_uses_the_default_route(
     (lane,) = timing["lanes"]  # one lane, not bound to an interface
     assert lane["interface"] is None and lane["bytes"] >= len(body)
     assert len(ranges) >= 2 and all(r is not None and r.startswith("bytes=") for r in ranges)
+
+
+async def test_firefox_split_port_fetches_as_ranges(
+    host: HostProcess, ranged_origin: tuple[str, bytes, list[str | None]]
+) -> None:
+    """Proxy mode: a GET through the context's split port is fetched as byte ranges and streamed back exact; the same
+    request through its plain port is fetched whole, and one carrying its own Range goes as it is."""
+    url, body, ranges = ranged_origin
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    await host.send({"type": "proxy_open", "context_id": "c1", "page": {"address_space": "loopback", "top_site": "http://t"}})
+    ready = await host.recv()
+    port, split_port = ready["port"], ready["split_port"]
+    assert ready["type"] == "proxy_ready" and split_port != port
+
+    plain = await through_proxy(port, "GET", url, auth)
+    assert plain is not None and plain.body == body and ranges == [None]
+
+    ranges.clear()
+    split = await through_proxy(split_port, "GET", url, auth)
+    assert split is not None and split.status == 200 and split.header("Content-Length") == str(len(body))
+    assert hashlib.sha256(split.body).hexdigest() == hashlib.sha256(body).hexdigest()
+    assert len(ranges) >= 2 and all(r is not None and r.startswith("bytes=") for r in ranges), ranges
+    timings = [m for m in await host.until("timing") if m["type"] == "timing"]
+    timings += [m for m in await host.until("timing") if m["type"] == "timing"]
+    assert [len(t.get("lanes") or []) for t in timings] == [0, 1], "the split request's timing has its lane"
+
+    ranges.clear()
+    own = await through_proxy(split_port, "GET", url, [*auth, ("Range", "bytes=10-19")])
+    assert own is not None and own.status == 206 and own.body == body[10:20] and ranges == ["bytes=10-19"]
+
+    # Only the extension may use the split port too.
+    refused = await through_proxy(split_port, "GET", url, [])
+    assert refused is not None and refused.status == 407

@@ -153,8 +153,8 @@ class Host:
                 await self._send(protocol.error("bad_message", reason, item["context_id"]))
                 return
             page = _to_page(item["page"])
-            port = await self.proxy.open(item["context_id"], page)
-            await self._send(protocol.proxy_ready(item["context_id"], port))
+            listener = await self.proxy.open(item["context_id"], page)
+            await self._send(protocol.proxy_ready(item["context_id"], listener.port, listener.split_port))
         elif kind == "https_sites":
             if self.proxy is None:
                 await self._send(protocol.error("bad_message", "https_sites needs a Firefox hello first"))
@@ -247,6 +247,8 @@ class Host:
         answer = await asyncio.to_thread(list_or_change, item.get("name"), change)
         if answer.changed:
             await self.engine.lanes_changed()
+            if self.proxy is not None:  # Firefox: split requests arrive through the proxy's engine
+                await self.proxy.engine.lanes_changed()
         return protocol.interfaces_state(item.get("nonce"), answer)
 
     async def _start_batch(self, item: dict[str, Any]) -> None:

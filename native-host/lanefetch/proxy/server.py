@@ -1,6 +1,8 @@
 """One proxy listener on 127.0.0.1 (ephemeral port) for one page context (top-level site, address
 space, private browsing): the browser's requests arrive in absolute form, are checked for the
-session secret, handed to the engine and answered as the origin's bytes arrive.
+session secret, handed to the engine and answered as the origin's bytes arrive. A second port of the
+same context takes the requests the extension wants split over the lanes (a proxied request cannot
+carry a flag, so the port says it): each is fetched with `split` (the engine splits GETs without Range).
 
 Failures before any response byte close the connection without an answer: Firefox then retries and
 fails over to the next proxy in `proxy.onRequest`'s list (direct), so the page never sees a proxy
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hmac
 import itertools
 import logging
@@ -131,19 +134,22 @@ class ProxyListener:
         self.tls = tls  # HTTPS sites the user opted into: their CONNECTs are terminated here
         self._credentials = basic_credentials(secret).encode()
         self._gatherer = Gatherer(self._fetch_group)
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._clients: set[asyncio.Task[None]] = set()
         self._failed: dict[str, float] = {}
         self.port = 0
+        self.split_port = 0  # requests arriving here are fetched split over the lanes
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        self.port = int(self._server.sockets[0].getsockname()[1])
+        for split in (False, True):
+            server = await asyncio.start_server(functools.partial(self._client, split=split), "127.0.0.1", 0)
+            self._servers.append(server)
+        self.port, self.split_port = (int(s.sockets[0].getsockname()[1]) for s in self._servers)
         return self.port
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for t in list(self._clients):
             t.cancel()
         await asyncio.gather(*self._clients, return_exceptions=True)
@@ -151,12 +157,12 @@ class ProxyListener:
 
     # -- one browser connection ----------------------------------------------------------------------------
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, split: bool) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._clients.add(task)
         try:
-            await self._serve(reader, writer)
+            await self._serve(reader, writer, split)
         except (OSError, asyncio.IncompleteReadError):
             pass  # the browser went away
         finally:
@@ -165,7 +171,7 @@ class ProxyListener:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, split: bool) -> None:
         rr = RequestReader()
         while True:
             try:
@@ -193,20 +199,20 @@ class ProxyListener:
                 if context is None:
                     await self._tunnel(req, rr.take_rest(), reader, writer)
                 else:
-                    await self._terminate(req, rr.take_rest(), context, reader, writer)
+                    await self._terminate(req, rr.take_rest(), context, reader, writer, split)
                 return
             if not req.head.target.lower().startswith("http://"):
                 writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))
                 await writer.drain()
                 return
-            if not await self._forward(req, writer, req.head.target):
+            if not await self._forward(req, writer, req.head.target, split):
                 return
 
     def _authorized(self, req: Request) -> bool:
         given = (req.head.get("proxy-authorization") or "").encode("latin-1", errors="replace")
         return hmac.compare_digest(given, self._credentials)
 
-    async def _forward(self, req: Request, writer: asyncio.StreamWriter, url: str) -> bool:
+    async def _forward(self, req: Request, writer: asyncio.StreamWriter, url: str, split: bool) -> bool:
         """Answer one request for `url`; False when the connection must close afterwards."""
         head = req.head
         now = time.monotonic()
@@ -217,7 +223,7 @@ class ProxyListener:
             id=f"p{next(_ids)}", method=head.method.upper(), url=url,
             headers=[(k, v) for k, v in head.headers if k.lower() not in ("proxy-authorization", "proxy-connection")],
             body=req.body if req.body is not None and head.method.upper() not in ("GET", "HEAD") else None,
-            resource_type=resource_type(head), priority=priority(head), decode=False,
+            resource_type=resource_type(head), priority=priority(head), decode=False, split=split,
         )
         out = ResponseWriter(request.method, head.http_version, keep_alive=head.keep_alive)
         responder = _Responder(writer, out, self.engine, self.observer)
@@ -245,7 +251,7 @@ class ProxyListener:
     # -- CONNECT of an opted-in HTTPS site: TLS ends here, the requests inside go the same way ----------------
 
     async def _terminate(self, req: Request, early: bytes, context: ssl.SSLContext, reader: asyncio.StreamReader,
-                         writer: asyncio.StreamWriter) -> None:
+                         writer: asyncio.StreamWriter, split: bool) -> None:
         origin = parse_target(f"https://{req.head.target}/").origin
         authority = origin.authority()
         if early or self.tls is None or self.tls.is_rejected(str(origin)):
@@ -280,7 +286,7 @@ class ProxyListener:
                 writer.write(refusal(421, "Misdirected Request", f"this connection serves {authority} only"))
                 await writer.drain()
                 return
-            if not await self._forward(inner, writer, url):
+            if not await self._forward(inner, writer, url, split):
                 return
 
     # -- CONNECT of anything else: tunnelled untouched --------------------------------------------------------

@@ -35,11 +35,11 @@ class ProxyService:
         async with self._sync_lock:
             return await asyncio.to_thread(self.https.sync, sites)
 
-    async def open(self, context_id: str, page: Page) -> int:
-        """The port serving this page context (a context id names one page context for its lifetime)."""
+    async def open(self, context_id: str, page: Page) -> ProxyListener:
+        """The listener serving this page context (a context id names one page context for its lifetime)."""
         existing = self._listeners.get(context_id)
         if existing is not None and existing.page == page:
-            return existing.port
+            return existing
         await self.close(context_id)
         if len(self._listeners) >= MAX_LISTENERS:
             await self.close(next(iter(self._listeners)))
@@ -47,7 +47,7 @@ class ProxyService:
                                  connect_timeout=self.engine.config.connect_timeout, tls=self.tls)
         await listener.start()
         self._listeners[context_id] = listener
-        return listener.port
+        return listener
 
     async def close(self, context_id: str) -> None:
         listener = self._listeners.pop(context_id, None)
