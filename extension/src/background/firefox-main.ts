@@ -5,6 +5,7 @@ import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connectio
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { HelperClient } from "../bridge/helper-client.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
+import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
@@ -124,9 +125,10 @@ const ready = watchProxy((blocked) => {
 
 async function refreshRules(): Promise<void> {
   const [active, off, https, settings] = await Promise.all([
-    store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local), chrome.storage.local.get(ACCELERATE_FAST_LINKS_KEY),
+    store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]),
   ]);
   stepAsideBelowRttMs = stepAsideThreshold(settings);
+  router.splitLarge = settings[SPLIT_LARGE_KEY] === true;
   activeRules = proxyBlocked ? [] : active;
   enabledRules = active;
   sessionOffRules = off;
@@ -189,7 +191,7 @@ chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
 chrome.storage.onChanged.addListener((changes) => {
   if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) && !(HTTPS_SITES_KEY in changes) &&
-      !(ACCELERATE_FAST_LINKS_KEY in changes)) return;
+      !(ACCELERATE_FAST_LINKS_KEY in changes) && !(SPLIT_LARGE_KEY in changes)) return;
   void ready.then(() => refreshRules());
 });
 
@@ -199,8 +201,7 @@ function problemFor(url: string, rule: SiteRule | null): string | null {
   return httpsSites.statusFor(rule, httpsOptedIn).state === "restart_needed" ? HTTPS_RESTART_NOTICE : HTTPS_NOTICE;
 }
 
-// The options page's interfaces for lanes (the helper's policy serves `lanefetch fetch --split`; proxied requests are
-// not split).
+// The options page's interfaces for lanes (the helper's policy: the lanes of split requests, proxied or not).
 const client = new HelperClient(connection);
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =>
   answerInterfacesRequest(message, client, () => connection.state, sendResponse));

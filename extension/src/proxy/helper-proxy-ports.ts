@@ -1,10 +1,10 @@
 // RouterPorts over the native port: proxy_open → proxy_ready (or an error naming the context), proxy_close.
 import type { HelperConnection } from "../bridge/helper-connection.js";
 import type { Page, ToExtension } from "../generated/protocol.js";
-import type { RouterPorts } from "./proxy-router.js";
+import type { ContextPorts, RouterPorts } from "./proxy-router.js";
 
 export class HelperProxyPorts implements RouterPorts {
-  private readonly waiting = new Map<string, (port: number | null) => void>();
+  private readonly waiting = new Map<string, (ports: ContextPorts | null) => void>();
 
   constructor(private readonly connection: HelperConnection) {
     connection.onMessage((m) => this.onMessage(m));
@@ -14,7 +14,7 @@ export class HelperProxyPorts implements RouterPorts {
     });
   }
 
-  open(contextId: string, page: Page): Promise<number | null> {
+  open(contextId: string, page: Page): Promise<ContextPorts | null> {
     return new Promise((resolve) => {
       this.waiting.get(contextId)?.(null);
       this.waiting.set(contextId, resolve);
@@ -27,13 +27,13 @@ export class HelperProxyPorts implements RouterPorts {
   }
 
   private onMessage(m: ToExtension): void {
-    if (m.type === "proxy_ready") this.settle(m.context_id, m.port);
+    if (m.type === "proxy_ready") this.settle(m.context_id, { port: m.port, splitPort: m.split_port ?? null });
     else if (m.type === "error" && m.id !== undefined && this.waiting.has(m.id)) this.settle(m.id, null);
   }
 
-  private settle(contextId: string, port: number | null): void {
+  private settle(contextId: string, ports: ContextPorts | null): void {
     const resolve = this.waiting.get(contextId);
     this.waiting.delete(contextId);
-    resolve?.(port);
+    resolve?.(ports);
   }
 }

@@ -2,8 +2,11 @@
 // enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
 // private browsing), with direct as the fail-over; everything else goes direct, and so do requests to origins known
 // to be so close that pipelining cannot win (step-aside.ts). The helper's port is never used
-// while the native port is down: losing it drops every context at once.
+// while the native port is down: losing it drops every context at once. With "split large downloads" on, requests
+// split-rule.ts marks go to the context's split port instead (a proxied request cannot carry the flag).
 import type { Page } from "../generated/protocol.js";
+import { likelyLarge } from "../lanes/split-rule.js";
+import { webRequestResourceType } from "../timings/browser-fetched.js";
 import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
 import { httpHost, registrableDomain } from "../sites/site-rule.js";
 import type { ProxyInfo, ProxyRequestDetails } from "./firefox-proxy-api.js";
@@ -14,9 +17,15 @@ const FAILOVER_TIMEOUT_S = 1;
 /** Request types the browser keeps: long-lived streams and media (ranges, the media cache). */
 const KEPT_TYPES = new Set(["websocket", "media", "object", "beacon", "speculative"]);
 
+/** A page context's listener: its port, and the port whose requests the helper fetches split (if it offers one). */
+export interface ContextPorts {
+  port: number;
+  splitPort: number | null;
+}
+
 export interface RouterPorts {
-  /** Ask the helper for a listener for this context; resolves to its port, or null if none can be had. */
-  open(contextId: string, page: Page): Promise<number | null>;
+  /** Ask the helper for a listener for this context; resolves to its ports, or null if none can be had. */
+  open(contextId: string, page: Page): Promise<ContextPorts | null>;
   close(contextId: string): void;
 }
 
@@ -26,6 +35,7 @@ export interface PageContext {
   pageUrl: string;
   page: Page;
   port: number | null;
+  splitPort: number | null;
   opening: Promise<number | null> | null;
 }
 
@@ -56,6 +66,8 @@ export class ProxyRouter {
   private steppedAside: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void = () => undefined;
   /** rtt-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
   private probeRtt: (url: string, page: Page) => Promise<void> | null = () => null;
+  /** The options page's "split large downloads" (split-rule.ts). */
+  splitLarge = false;
 
   constructor(
     private readonly ports: RouterPorts,
@@ -114,7 +126,8 @@ export class ProxyRouter {
     }
     const ctx = this.contextFor(details.tabId, pageUrl, page);
     const probing = details.type === "main_frame" ? this.probeRtt(details.url, page) : null;
-    if (ctx.port !== null && probing === null) return this.via(ctx.port, https);
+    const split = this.splitLarge && likelyLarge(details.url, webRequestResourceType(details.type));
+    if (ctx.port !== null && probing === null) return this.via((split && ctx.splitPort) || ctx.port, https);
     const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
     const key = this.key(ctx.tabId, page);
     return Promise.all([port, probing]).then(([p]) => {
@@ -124,7 +137,7 @@ export class ProxyRouter {
         this.steppedAside(details, pageUrl, fastNow);
         return [DIRECT];
       }
-      return this.via(p, https);
+      return this.via((split && ctx.splitPort) || p, https);
     });
   }
 
@@ -132,7 +145,7 @@ export class ProxyRouter {
   credentialsFor(host: string, port: number): { username: string; password: string } | null {
     if (this.secret === null || host !== "127.0.0.1") return null;
     for (const ctx of this.contexts.values()) {
-      if (ctx.port === port) return { username: "lanefetch", password: this.secret };
+      if (ctx.port === port || ctx.splitPort === port) return { username: "lanefetch", password: this.secret };
     }
     return null;
   }
@@ -171,7 +184,7 @@ export class ProxyRouter {
     let ctx = this.contexts.get(key);
     if (!ctx) {
       this.counter += 1;
-      ctx = { contextId: `t${tabId}-${this.counter}`, tabId, pageUrl, page, port: null, opening: null };
+      ctx = { contextId: `t${tabId}-${this.counter}`, tabId, pageUrl, page, port: null, splitPort: null, opening: null };
       this.contexts.set(key, ctx);
     }
     ctx.pageUrl = pageUrl;
@@ -180,9 +193,12 @@ export class ProxyRouter {
 
   private async openContext(ctx: PageContext): Promise<number | null> {
     const timeout = new Promise<null>((r) => setTimeout(() => r(null), this.openTimeoutMs));
-    const port = await Promise.race([this.ports.open(ctx.contextId, ctx.page), timeout]);
+    const ports = await Promise.race([this.ports.open(ctx.contextId, ctx.page), timeout]);
     ctx.opening = null;
-    if (port !== null && this.contexts.get(this.key(ctx.tabId, ctx.page)) === ctx) ctx.port = port;
-    return port;
+    if (ports !== null && this.contexts.get(this.key(ctx.tabId, ctx.page)) === ctx) {
+      ctx.port = ports.port;
+      ctx.splitPort = ports.splitPort;
+    }
+    return ports?.port ?? null;
   }
 }

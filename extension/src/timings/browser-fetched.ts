@@ -2,17 +2,22 @@
 // direct by the proxy router; Chromium: a tab left to the browser while its origin is fast), as passed records with
 // what chrome.webRequest tells of them: start, first byte, end, status, address. webRequest has no connection
 // phases (DNS, connect, TLS, send), so these records have none; the panel shows them as one "browser" bar.
+import type { ResourceType } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import type { TabCounters } from "./tab-counters.js";
 import type { TimingStore } from "./timing-store.js";
 
 /** Requests followed until the browser completed them (bounded). */
 const LIMIT = 500;
-/** webRequest's request types in the helper's terms. */
-const TYPES: Record<string, string> = {
+/** webRequest's request types in the helper's terms (fetch() and XHR are both "xmlhttprequest"). */
+const TYPES: Record<string, ResourceType> = {
   main_frame: "document", sub_frame: "document", stylesheet: "stylesheet", script: "script", image: "image",
   imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media",
 };
+
+export function webRequestResourceType(type: string): ResourceType {
+  return TYPES[type] ?? "other";
+}
 
 /** A webRequest event's details, as far as the records use them. */
 export interface WebRequestEvent {
@@ -55,7 +60,7 @@ export class BrowserFetchedRecords {
     const id = `${this.idPrefix}${request.requestId}`;
     if (this.timings.get(id)) return; // asked again for the same request (a redirect keeps its id)
     this.timings.add({
-      id, tabId, pageUrl, url: request.url, method: request.method, resourceType: TYPES[request.type] ?? "other",
+      id, tabId, pageUrl, url: request.url, method: request.method, resourceType: webRequestResourceType(request.type),
       priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",
       reason, detail, status: null, bodyBytes: 0, timing: null,
     });

@@ -10,7 +10,7 @@ import { TimingStore } from "../../../extension/src/timings/timing-store.js";
 
 const PAGE = "http://shop.example/";
 const CONTEXT: PageContext = {
-  contextId: "t7-1", tabId: 7, pageUrl: PAGE, port: 41000, opening: null,
+  contextId: "t7-1", tabId: 7, pageUrl: PAGE, port: 41000, splitPort: null, opening: null,
   page: { address_space: "public", top_site: "http://shop.example", private_browsing: false },
 };
 

@@ -4,22 +4,23 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "../../../extension/src/generated/protocol.js";
 import type { ProxyInfo, ProxyRequestDetails } from "../../../extension/src/proxy/firefox-proxy-api.js";
-import { DIRECT, ProxyRouter, type RouterPorts } from "../../../extension/src/proxy/proxy-router.js";
+import { DIRECT, ProxyRouter, type ContextPorts, type RouterPorts } from "../../../extension/src/proxy/proxy-router.js";
 import { matchingRule, type SiteRule } from "../../../extension/src/sites/site-rule.js";
 
 const PAGE = "http://shop.example/index.html";
 
 /** The helper's side of proxy_open / proxy_close: records the calls; each open waits until answered. */
 class RecordingPorts implements RouterPorts {
-  readonly opened: { contextId: string; page: Page; answer: (port: number | null) => void }[] = [];
+  readonly opened: { contextId: string; page: Page; answer: (port: number | null, splitPort?: number) => void }[] = [];
   readonly closed: string[] = [];
-  /** Answer every open at once with this port (undefined: hold them until answered by hand). */
-  constructor(private readonly autoPort?: number | null) {}
+  /** Answer every open at once with this port (undefined: hold them until answered by hand); the split port, if any. */
+  constructor(private readonly autoPort?: number | null, private readonly autoSplitPort?: number) {}
 
-  open(contextId: string, page: Page): Promise<number | null> {
+  open(contextId: string, page: Page): Promise<ContextPorts | null> {
     return new Promise((resolve) => {
-      this.opened.push({ contextId, page, answer: resolve });
-      if (this.autoPort !== undefined) resolve(this.autoPort);
+      const answer = (port: number | null, splitPort?: number) => resolve(port === null ? null : { port, splitPort: splitPort ?? null });
+      this.opened.push({ contextId, page, answer });
+      if (this.autoPort !== undefined) answer(this.autoPort, this.autoSplitPort);
     });
   }
 
@@ -207,4 +208,25 @@ test("a document of an origin whose RTT is unknown waits for the probe, then goe
   assert.deepEqual(probed, ["http://lan.shop.example/", PAGE]);
   assert.deepEqual(router.route(req("http://shop.example/a.png")), viaHelper(41080), "subresources do not probe");
   assert.equal(ports.opened.length, 1);
+});
+
+test("split large downloads: requests the split rule marks go to the context's split port, others to its port", async () => {
+  const { router } = setup(undefined, 41090);
+  const ports = new RecordingPorts(41091, 41092);
+  const splitting = new ProxyRouter(ports, () => true, 200);
+  splitting.start("s3cret");
+  const zip = "http://shop.example/files/release.zip";
+  // Off (the default): nothing goes to a split port.
+  assert.deepEqual(await splitting.route(req(zip, { type: "xmlhttprequest" })), viaHelper(41091));
+  splitting.splitLarge = true;
+  assert.deepEqual(splitting.route(req(zip, { type: "xmlhttprequest" })), viaHelper(41092), "fetch()/XHR of an archive");
+  assert.deepEqual(splitting.route(req("http://shop.example/model.gguf?v=2", { type: "other" })), viaHelper(41092), "other (a download)");
+  assert.deepEqual(splitting.route(req("http://shop.example/data.json", { type: "xmlhttprequest" })), viaHelper(41091), "not a large file's name");
+  assert.deepEqual(splitting.route(req("http://shop.example/photo.bin", { type: "image" })), viaHelper(41091), "images are never split");
+  assert.deepEqual(splitting.route(req(zip, { type: "main_frame", documentUrl: undefined })), viaHelper(41091), "nor documents");
+  assert.equal(splitting.route(req("http://shop.example/film.mp4", { type: "media" })), DIRECT, "media stays with Firefox");
+  assert.deepEqual(splitting.credentialsFor("127.0.0.1", 41092), { username: "lanefetch", password: "s3cret" }, "the 407 of the split port");
+  // A helper without a split port: the same request to its one port.
+  router.splitLarge = true;
+  assert.deepEqual(await router.route(req(zip, { type: "xmlhttprequest" })), viaHelper(41090));
 });

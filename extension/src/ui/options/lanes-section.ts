@@ -1,4 +1,4 @@
-// The options page's "Split downloads" section: the switch for splitting large downloads (Chromium), and the
+// The options page's "Split downloads" section: the switch for splitting large downloads, and the
 // helper's network interfaces with their policy, each row editable and saved through the helper (the same policy
 // file as `lanefetch interfaces`). Bad input is refused here with the reason; the row keeps what was typed.
 import type { InterfacesReply, InterfacesRequest } from "../../lanes/interfaces-api.js";
@@ -96,11 +96,8 @@ async function ask(request: InterfacesRequest): Promise<string | null> {
 
 export function startLanesSection(): void {
   const box = byId("split-large", HTMLInputElement);
-  if (inFirefox) {
-    box.disabled = true;
-    byId("split-note", HTMLParagraphElement).textContent =
-      "Not in Firefox yet: the helper does not split requests it proxies. The policy below applies to `lanefetch fetch --split`.";
-  }
+  // Firefox streams proxied bodies to the page: no size limit there.
+  if (inFirefox) byId("split-limit", HTMLSpanElement).textContent = "They arrive as they come, whatever their size.";
   void chrome.storage.local.get(SPLIT_LARGE_KEY).then((s) => {
     box.checked = s[SPLIT_LARGE_KEY] === true;
     box.dataset.ready = "true";
