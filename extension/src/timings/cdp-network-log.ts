@@ -149,11 +149,14 @@ export class CdpNetworkLog {
     }
     // Request sent → first byte of the head takes at least one round trip (plus the server's time), so it bounds the
     // RTT from above even on a connection opened earlier (Chromium preconnects a navigation's origin): a page's
-    // document tells that its origin is fast although its connect time is hidden.
+    // document tells that its origin is fast although its connect time is hidden. Documents only: a page's many
+    // subresources, queued behind each other, would push the origin's few good samples out of its history.
     // Not for answers that did not cross the network (a service worker's, a cache's): they would make a far origin look near.
     const headStart = rt.receiveHeadersStart >= 0 ? rt.receiveHeadersStart : rt.receiveHeadersEnd;
     const local = r.fromServiceWorker === true || r.fromDiskCache === true || r.fromPrefetchCache === true;
-    if (!local && rt.sendEnd >= 0 && headStart >= rt.sendEnd) this.connected?.(p.url, headStart - rt.sendEnd);
+    if (p.request.type === "Document" && !local && rt.sendEnd >= 0 && headStart >= rt.sendEnd) {
+      this.connected?.(p.url, headStart - rt.sendEnd);
+    }
   }
 
   private finish(requestId: string, timestamp: number, encodedBytes: number | null, error: string | null): void {

@@ -76,7 +76,7 @@ test("failed and memory-cache loads", () => {
   assert.equal(done[1]?.fromCache, "memory");
 });
 
-test("round trips: a new connection's TCP connect, and request sent → first head byte on a reused one; what was sent", () => {
+test("round trips: a new connection's TCP connect, and a document's request sent → first head byte; what was sent", () => {
   const rtts: [string, number][] = [];
   const seen: [string, string, number, string][] = [];
   const log = new CdpNetworkLog((_id, url, _t, r) => seen.push([url, r.type, r.tabId, r.method]), (url, ms) => rtts.push([url, Math.round(ms * 10) / 10]));
@@ -87,15 +87,19 @@ test("round trips: a new connection's TCP connect, and request sent → first he
     requestId: "d", timestamp: 100.01,
     response: { url: "http://a.test/", status: 200, headers: {}, timing: timing(100.001, { connectStart: 1, connectEnd: 1.4, sendStart: 1.5, sendEnd: 1.6, receiveHeadersStart: 2.5, receiveHeadersEnd: 2.6 }) },
   });
-  log.handle("Network.requestWillBeSent", { requestId: "p", timestamp: 100, wallTime: WALL, request: { url: "http://b.test/", method: "GET", headers: {} } }, 4);
+  log.handle("Network.requestWillBeSent", { requestId: "p", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://b.test/", method: "GET", headers: {} } }, 4);
+  log.handle("Network.requestWillBeSent", { requestId: "i", timestamp: 100, wallTime: WALL, type: "Image", request: { url: "http://b.test/i.png" } }, 4);
+  log.handle("Network.responseReceived", {
+    requestId: "i", timestamp: 100.05, response: { url: "http://b.test/i.png", status: 200, headers: {}, timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 300 }) },
+  });
   log.handle("Network.responseReceived", {
     requestId: "p", timestamp: 100.05, response: { url: "http://b.test/", status: 200, headers: {}, timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 40.3 }) },
   });
-  log.handle("Network.requestWillBeSent", { requestId: "w", timestamp: 100, wallTime: WALL, request: { url: "http://far.test/" } }, 4);
+  log.handle("Network.requestWillBeSent", { requestId: "w", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://far.test/" } }, 4);
   log.handle("Network.responseReceived", {
     requestId: "w", timestamp: 100.002, response: { url: "http://far.test/", status: 200, headers: {}, fromServiceWorker: true, timing: timing(100.001, { sendStart: 0.1, sendEnd: 0.2, receiveHeadersEnd: 1 }) },
   });
   log.handle("Network.loadingFinished", { requestId: "d", timestamp: 100.02, encodedDataLength: 10 });
-  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]], "a service worker's answer tells nothing");
+  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]], "an image's queueing and a service worker's answer tell nothing");
   assert.deepEqual(seen, [["http://a.test/", "Document", 4, "GET"]]);
 });

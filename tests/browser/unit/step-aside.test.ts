@@ -61,7 +61,7 @@ test("bounded: the least recently observed origin goes first", () => {
   assert.equal(latency.rttMs("http://c.test"), 4);
 });
 
-test("the browser's own new connections tell the RTT as soon as the response head is in (TLS excluded), a reused one an upper bound", () => {
+test("the browser's own new connections tell the RTT as soon as the response head is in (TLS excluded), a document on a reused one an upper bound", () => {
   const seen: [string, number][] = [];
   const log = new CdpNetworkLog(() => undefined, (url, ms) => seen.push([url, ms]));
   const timing = (o: Record<string, number>): Record<string, number> => ({
@@ -73,7 +73,7 @@ test("the browser's own new connections tell the RTT as soon as the response hea
     protocol: "http/1.1", timing: t,
   });
   for (const [id, url] of [["1", "http://a.test/"], ["2", "https://b.test/"], ["3", "http://a.test/x"]] as const) {
-    log.handle("Network.requestWillBeSent", { requestId: id, timestamp: 100, wallTime: 1_767_000_000, request: { url } });
+    log.handle("Network.requestWillBeSent", { requestId: id, timestamp: 100, wallTime: 1_767_000_000, type: "Document", request: { url } });
   }
   log.handle("Network.responseReceived", { requestId: "1", timestamp: 100.1, response: response("http://a.test/", timing({ connectStart: 2, connectEnd: 62, sendStart: 62, sendEnd: 63, receiveHeadersEnd: 140 })) });
   log.handle("Network.responseReceived", {
