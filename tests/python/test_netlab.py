@@ -210,9 +210,11 @@ def test_multi_link_routing_by_source_and_device(lab: Lab) -> None:
     by_dev = [statistics.median(_connect_times(client, (server.ip, PORT), device=ln.a_dev)) for ln in (fast, slow)]
     default = statistics.median(_connect_times(client, (server.ip, PORT)))
     srv.close()
+    # Which link carried it, told apart by round trip (the midpoint 125 ms, so CPU load cannot blur it; the
+    # emulator's own accuracy is checked by the profile tests).
     for ms in (by_src, by_dev):
-        assert 50 <= ms[0] <= 60 and 200 <= ms[1] <= 230, ms
-    assert 50 <= default <= 60  # unbound sockets use the first link
+        assert 50 <= ms[0] < 125 <= 200 <= ms[1] < 300, ms
+    assert 50 <= default < 125, default  # unbound sockets use the first link
     stats = [ln.stats() for ln in (fast, slow)]
     assert all(s is not None and s["up"]["packets"] >= 12 and s["down"]["packets"] >= 12 for s in stats)
 
