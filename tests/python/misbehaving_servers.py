@@ -899,6 +899,11 @@ def limit_then_rst(k: int, settle: float = 0.02) -> Scenario:
         deadline = time.monotonic() + 3
         while unsent_bytes(conn) and time.monotonic() < deadline:
             await asyncio.sleep(0.005)
+        # nginx resets only when unread requests sit in the socket: give a pipelining client (bounded) time to
+        # have sent one past the limit, or the scenario would be a plain close whatever the timing of the run.
+        deadline = time.monotonic() + 1
+        while not conn.outstanding() and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
         conn.server.state.setdefault("unsent_at_rst", []).append(unsent_bytes(conn))  # type: ignore[union-attr]
         conn.server.state.setdefault("unanswered_at_close", []).append(conn.outstanding())  # type: ignore[union-attr]
         conn.reset()
