@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -166,22 +167,33 @@ class HostProcess:
         raise AssertionError(f"no {kind}")
 
 
-@pytest.fixture
-async def host(tmp_path: Path) -> AsyncIterator[HostProcess]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # never the runner's own cache
+@asynccontextmanager
+async def running_host(env: dict[str, str], exit_within: float = 10) -> AsyncIterator[HostProcess]:
+    """The real lanefetch-host as a browser starts it; at the end its stdin is closed (the browser's port closing)
+    and it must exit within `exit_within` seconds (else it is killed and the test fails)."""
     proc = await asyncio.create_subprocess_exec(
         str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         limit=4 * 1024 * 1024, env=env,
     )
-    yield HostProcess(proc)
-    if proc.returncode is None:
-        assert proc.stdin
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+    try:
+        yield HostProcess(proc)
+    finally:
+        if proc.returncode is None:
+            assert proc.stdin
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), exit_within)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+                raise AssertionError(f"lanefetch-host did not exit {exit_within} s after its stdin closed") from None
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[HostProcess]:
+    # never the runner's own cache
+    async with running_host({**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}) as h:
+        yield h
 
 
 def batch(bid: str, reqs: list[tuple[str, str]], space: str = "loopback", **extra: Any) -> dict[str, Any]:

@@ -12,21 +12,14 @@ from typing import Any
 
 import pytest
 from lanefetch.cache.sqlite_store import DB_NAME
-from test_bridge import HOST, HostProcess
+from test_bridge import HostProcess, running_host
 from test_cache_engine import Origin, origin  # noqa: F401 (the fixture)
 
 
 @pytest.fixture
 async def host(tmp_path: Path) -> AsyncIterator[HostProcess]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    proc = await asyncio.create_subprocess_exec(
-        str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    yield HostProcess(proc)
-    assert proc.stdin
-    proc.stdin.close()
-    await asyncio.wait_for(proc.wait(), 10)
+    async with running_host({**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}) as h:
+        yield h
 
 
 def batch(bid: str, url: str, private: bool = False) -> dict[str, Any]:
@@ -104,18 +97,8 @@ async def test_options_page_stats_and_clear(host: HostProcess, origin: Origin, t
 async def test_cache_command_with_an_unusable_store(tmp_path: Path) -> None:
     """A cache directory that cannot hold the database: the answer says so and the host goes on."""
     (tmp_path / "xdg").write_text("not a directory")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    proc = await asyncio.create_subprocess_exec(
-        str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    host = HostProcess(proc)
-    try:
+    async with running_host({**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}) as host:
         answer = await cache_command(host, "clear", "c1")
         assert "could not be cleared" in answer["error"] and "entries" not in answer
         await host.send({"type": "ping", "nonce": "p"})
         assert (await host.until("pong"))[-1]["nonce"] == "p"
-    finally:
-        assert proc.stdin
-        proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), 10)

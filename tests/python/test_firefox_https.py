@@ -312,15 +312,12 @@ def home_profile(tmp_path: Path) -> Path:
 
 async def test_the_extension_sets_the_opted_in_sites_through_the_host(tmp_path: Path, home_profile: Path) -> None:
     from lanefetch import protocol
-    from test_bridge import HOST, HostProcess
+    from test_bridge import running_host
 
     base = home_profile
     env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = await asyncio.create_subprocess_exec(str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE,
-                                                stdout=asyncio.subprocess.PIPE, env=env)
-    h = HostProcess(proc)
-    try:
+    async with running_host(env, exit_within=20) as h:
         await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"})
         assert "https_sites" in (await h.recv())["capabilities"]
         await h.send({"type": "https_sites", "sites": [{"scope": "domain", "name": "Example.com"}], "nonce": "n1"})
@@ -333,7 +330,3 @@ async def test_the_extension_sets_the_opted_in_sites_through_the_host(tmp_path: 
         await h.send({"type": "https_sites", "sites": []})
         assert (await h.recv())["sites"] == []
         assert "lanefetch" not in listed(base / "p.default")
-    finally:
-        assert proc.stdin
-        proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), 20)

@@ -5,7 +5,6 @@ through a Firefox page context's split port."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -20,7 +19,7 @@ import pytest
 from aiohttp import web
 from lanefetch.lanes.interfaces import InterfacePolicy, PolicyStore
 from local_app import serve_app
-from test_bridge import HOST, HostProcess
+from test_bridge import HostProcess, running_host
 from test_proxy import firefox_hello, through_proxy
 
 
@@ -32,18 +31,8 @@ def config_home(tmp_path: Path) -> Path:
 @pytest.fixture
 async def host(tmp_path: Path, config_home: Path) -> AsyncIterator[HostProcess]:
     env = {**os.environ, "XDG_CONFIG_HOME": str(config_home), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = await asyncio.create_subprocess_exec(
-        str(HOST), "manifest.json", "test@ext", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        limit=4 * 1024 * 1024, env=env,
-    )
-    yield HostProcess(proc)
-    assert proc.stdin
-    proc.stdin.close()
-    try:
-        await asyncio.wait_for(proc.wait(), 20)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
+    async with running_host(env, exit_within=20) as h:
+        yield h
 
 
 async def interfaces(host: HostProcess, nonce: str, **command: Any) -> dict[str, Any]:
