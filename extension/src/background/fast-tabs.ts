@@ -25,11 +25,15 @@ export interface FastTabsContext {
   startPage(tabId: number, url: string, key: string): void;
   /** Requests of the tab wait for the helper or are with it. */
   helperBusy(tabId: number): boolean;
+  /** Requests of the tab CDP Network saw start and not finish. */
+  networkPending(tabId: number): number;
 }
 
 /** Waiting for the helper to answer a tab's requests before leaving the tab to the browser: at most 10 s. */
 const IDLE_POLL_MS = 10;
 const IDLE_POLLS = 1000;
+/** Before Network goes off, the requests it saw start may finish: at most 5 s. */
+const NETWORK_POLLS = 500;
 
 interface Watcher {
   before: (d: chrome.webRequest.OnBeforeRequestDetails) => undefined;
@@ -88,9 +92,11 @@ export class FastTabs {
     return this.run(tabId, this.modes.loaded(tabId));
   }
 
-  /** A CDP Network event of an attached tab: in a browser tab, a top-level document request starts its page load. */
+  /** A CDP Network event of an attached tab: in a browser tab, a top-level document request starts its page load
+   * (unless webRequest listens already: it starts it then). */
   networkEvent(tabId: number, sessionId: string | undefined, method: string, params: unknown): void {
     if (sessionId !== undefined || method !== "Network.requestWillBeSent" || !this.modes.isBrowser(tabId)) return;
+    if (this.watchers.has(tabId)) return;
     const e = params as { requestId: string; loaderId: string; frameId?: string; type?: string; request: { url: string } };
     if (e.type === "Document" && e.requestId === e.loaderId && e.frameId === this.ctx.sessions.mainFrameId(tabId)) {
       this.ctx.startPage(tabId, e.request.url, e.requestId);
@@ -101,6 +107,8 @@ export class FastTabs {
   unpausedFinished(networkId: string, url: string, timing: BrowserTiming, request: SeenRequest): void {
     const tabId = request.tabId;
     if (!this.modes.isBrowser(tabId)) return;
+    // While both listen (webRequest on, Network not yet off), webRequest lists what it saw start.
+    if (this.watchers.has(tabId) && this.records.claim(tabId, url)) return;
     this.unpaused += 1;
     this.ctx.timings.add({
       id: `nb${this.unpaused}`, tabId, pageUrl: this.ctx.pageUrl(tabId), url, method: request.method, resourceType: request.type,
@@ -138,7 +146,11 @@ export class FastTabs {
       case "fetch_on": return sessions.setFetch(tabId, true);
       case "fetch_off": return sessions.setFetch(tabId, false);
       case "network_on": return sessions.setNetwork(tabId, true);
-      case "network_off": return sessions.setNetwork(tabId, false);
+      case "network_off": {
+        // webRequest listens already; what only Network saw start is listed when it finishes.
+        for (let i = 0; i < NETWORK_POLLS && this.ctx.networkPending(tabId) > 0; i++) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
+        return sessions.setNetwork(tabId, false);
+      }
       case "watch_on": return this.watch(tabId);
       case "watch_off": return this.unwatch(tabId);
     }
@@ -169,6 +181,7 @@ export class FastTabs {
     const w = this.watchers.get(tabId);
     if (!w) return;
     this.watchers.delete(tabId);
+    this.records.forgetTab(tabId);
     chrome.webRequest.onBeforeRequest.removeListener(w.before);
     chrome.webRequest.onResponseStarted.removeListener(w.started);
     chrome.webRequest.onCompleted.removeListener(w.completed);

@@ -67,14 +67,15 @@ export class TabModes {
     return s ? this.toBrowser(s) : [];
   }
 
-  /** The tab's top-level page finished loading: a browser tab drops Network (its records were complete for this
-   * page) and lists the next pages' requests from webRequest. */
+  /** The tab's top-level page finished loading: a browser tab lists the next pages' requests from webRequest and
+   * then drops Network — in that order, so that the two lists overlap (the caller drops what both list) instead of
+   * leaving a gap that a quick next navigation's requests would fall into unlisted. */
   loaded(tabId: number): TabCommand[] {
     const s = this.tabs.get(tabId);
     if (!s?.browser || !s.network) return [];
     s.network = false;
     s.watch = true;
-    return ["network_off", "watch_on"];
+    return ["watch_on", "network_off"];
   }
 
   private toBrowser(s: TabState): TabCommand[] {

@@ -12,7 +12,7 @@ test("a fast origin: Fetch off at once, Network off once the page loaded, webReq
   assert.deepEqual(m.originFast(1), ["fetch_off"]);
   assert.equal(m.isBrowser(1), true);
   assert.deepEqual(m.originFast(1), [], "once");
-  assert.deepEqual(m.loaded(1), ["network_off", "watch_on"]);
+  assert.deepEqual(m.loaded(1), ["watch_on", "network_off"], "webRequest listens before Network goes: no gap");
   assert.equal(m.isWatched(1), true);
   assert.deepEqual(m.loaded(1), []);
   assert.deepEqual(m.navigating(1, "http://lan.test/b", true), [], "another fast page: nothing to switch");
