@@ -178,6 +178,46 @@ def test_without_the_running_firefox_every_profile_of_the_user_is_used(tmp_path:
     assert all("lanefetch" in listed(p) for p in r.profiles)
 
 
+def _fake_proc(tmp_path: Path, program: str) -> tuple[Path, Path]:
+    """A /proc with process 4242 running `program` and holding nothing open yet; returns it and its fd folder."""
+    proc = tmp_path / "proc"
+    (proc / "4242" / "fd").mkdir(parents=True)
+    (proc / "4242" / "exe").symlink_to(f"/usr/lib/{program}/{program}")
+    (proc / "4242" / "stat").write_text("4242 (" + program + ") S" + " 0" * 18 + " 500 0 0\n")
+    (proc / "stat").write_text("cpu 1 2 3\nbtime 1700000000\n")
+    return proc, proc / "4242" / "fd"
+
+
+def test_the_running_firefox_is_found_once_it_opens_its_certificate_store(tmp_path: Path, profile: Path) -> None:
+    import threading
+
+    proc, fds = _fake_proc(tmp_path, "firefox-esr")
+    assert ca_firefox.parent_firefox(4242, proc) is None, "the store is not open yet"
+    opener = threading.Timer(0.3, lambda: (fds / "31").symlink_to(profile / "cert9.db"))
+    opener.start()
+    try:
+        found = ca_firefox.parent_firefox(4242, proc, wait_s=20.0)
+    finally:
+        opener.join()
+    assert found is not None and found.profile == profile
+    assert found.started == 1700000000 + 500 / os.sysconf("SC_CLK_TCK")
+
+    other, _ = _fake_proc(tmp_path / "other", "python3")
+    begun = time.monotonic()
+    assert ca_firefox.parent_firefox(4242, other, wait_s=20.0) is None
+    assert time.monotonic() - begun < 10, "a parent that is not Firefox is not waited for"
+
+
+def test_a_sync_finds_the_firefox_unknown_at_start_and_installs_into_its_profile(tmp_path: Path,
+                                                                                  profile: Path) -> None:
+    running = ca_firefox.RunningFirefox(profile, time.time() - 60)
+    sites = HttpsSites(tmp_path / "data", None, home=tmp_path, find=lambda: running)
+    r = sites.sync([Site("domain", "example.com")])
+    assert r.profiles == [profile] and "runs in" in r.which
+    assert [s.state for s in r.sites] == ["restart_needed"]
+    assert "lanefetch" in listed(profile)
+
+
 # -- the proxy terminating TLS ---------------------------------------------------------------------------------
 
 class Quiet:

@@ -34,16 +34,34 @@ class RunningFirefox:
     started: float  # epoch seconds: CAs added before this are trusted by this Firefox
 
 
-def parent_firefox(ppid: int | None = None, proc: Path = Path("/proc")) -> RunningFirefox | None:
-    """The Firefox that started this helper (Linux), from the files its process holds open."""
+def parent_firefox(ppid: int | None = None, proc: Path = Path("/proc"), wait_s: float = 0.0) -> RunningFirefox | None:
+    """The Firefox that started this helper (Linux), from the files its process holds open. Firefox may start the
+    helper before it opens its certificate store: with `wait_s`, a parent whose program is Firefox is looked at
+    again (every 0.1 s) until then."""
     ppid = os.getppid() if ppid is None else ppid
-    fd_dir = proc / str(ppid) / "fd"
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = _holding_cert_store(ppid, proc)
+        if found is not None or time.monotonic() >= deadline or not _runs_firefox(ppid, proc):
+            return found
+        time.sleep(0.1)
+
+
+def _runs_firefox(pid: int, proc: Path) -> bool:
+    try:
+        return os.path.basename(os.readlink(proc / str(pid) / "exe")).startswith("firefox")
+    except OSError:
+        return False
+
+
+def _holding_cert_store(pid: int, proc: Path) -> RunningFirefox | None:
+    fd_dir = proc / str(pid) / "fd"
     try:
         links = [os.readlink(fd_dir / fd) for fd in os.listdir(fd_dir)]
     except OSError:
         return None
     profile = next((Path(t).parent for t in links if Path(t).name == "cert9.db"), None)
-    started = process_start(ppid, proc)
+    started = process_start(pid, proc)
     if profile is None or started is None:
         return None
     return RunningFirefox(profile, started)

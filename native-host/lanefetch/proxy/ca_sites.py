@@ -163,9 +163,12 @@ class HttpsSites:
     certificate is minted from (only CAs this Firefox has loaded, i.e. installed before it started)."""
 
     def __init__(self, root: Path, firefox: ca_firefox.RunningFirefox | None, home: Path | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 find: Callable[[], ca_firefox.RunningFirefox | None] | None = None) -> None:
         self.root = root
         self.firefox = firefox
+        # Asked again at each sync while the running Firefox is unknown (it may not hold its store open yet).
+        self._find = find
         self.home = home if home is not None else Path.home()
         self.clock = clock
         self.state = ProfileState(root, firefox.profile if firefox else None)
@@ -184,6 +187,9 @@ class HttpsSites:
                        + (", ".join(str(p) for p in found) or "none found"))
 
     def sync(self, wanted: list[Site]) -> SyncResult:
+        if self.firefox is None and self._find is not None and (found := self._find()) is not None:
+            self.firefox = found
+            self.state = ProfileState(self.root, found.profile)
         now = self.clock()
         profiles, which = self.targets()
         kept: list[InstalledCa] = []

@@ -26,7 +26,9 @@ class ProxyService:
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # HTTPS sites the user opted into (ca_sites.py): nothing is terminated until the extension names them.
-        self.https = HttpsSites(https_data or https_root(), ca_firefox.parent_firefox())
+        # At hello Firefox may not have opened its certificate store yet: the first sync waits for it (≤ 5 s).
+        self.https = HttpsSites(https_data or https_root(), ca_firefox.parent_firefox(),
+                                find=lambda: ca_firefox.parent_firefox(wait_s=5.0))
         self.tls = TlsTerminator(self.https)
         self._sync_lock = asyncio.Lock()
 
