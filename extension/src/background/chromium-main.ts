@@ -105,7 +105,6 @@ let stepAsideBelowRttMs: number | null = null;
 const fastTabs = new FastTabs({
   sessions, latency: accelerator.latency, threshold: () => stepAsideBelowRttMs, counters, timings,
   pageUrl: (tabId) => tabInfo(tabId).url, startPage, helperBusy: (tabId) => accelerator.busyFor(tabId),
-  networkPending: (tabId) => networkLog.pendingOf(tabId),
 });
 // The helper measured a new connection (its preconnect to a page's origin comes before the page's subresources).
 client.onOriginRtt((origin) => void fastTabs.learned(origin));

@@ -1,16 +1,16 @@
-// Chromium: accelerated tabs whose top-level origin is known fast are left to the browser (tab-mode.ts says why and
+// Chromium: accelerated tabs whose top-level host is known fast are left to the browser (tab-mode.ts says why and
 // when); this runs the switches on the tab's debugger session and lists the requests the browser then fetches
-// without lanefetch seeing them paused: from CDP Network events while Network is still on (the page that was loading
-// when the origin turned out fast), from chrome.webRequest events of that tab after.
+// without lanefetch seeing them paused: from CDP Network events while Network is still on, and from the page's own
+// Resource Timing once it loaded (resource-timing.ts), merged into the records of that page load.
 import type { DebuggerSessions } from "../intercept/debugger-sessions.js";
 import { hostOf, type OriginLatency } from "../intercept/origin-latency.js";
 import { stepsAside } from "../intercept/step-aside.js";
 import { TabModes, type TabCommand } from "../intercept/tab-mode.js";
 import type { BrowserTiming } from "../timings/browser-timing.js";
-import { BrowserFetchedRecords } from "../timings/browser-fetched.js";
 import type { SeenRequest } from "../timings/cdp-network-log.js";
+import { browserTimingOf, readResourceTiming, resourceTypeOf, type ResourceEntry } from "../timings/resource-timing.js";
 import type { TabCounters } from "../timings/tab-counters.js";
-import type { TimingStore } from "../timings/timing-store.js";
+import type { RequestRecord, TimingStore } from "../timings/timing-store.js";
 
 export interface FastTabsContext {
   sessions: DebuggerSessions;
@@ -25,34 +25,22 @@ export interface FastTabsContext {
   startPage(tabId: number, url: string, key: string): void;
   /** Requests of the tab wait for the helper or are with it. */
   helperBusy(tabId: number): boolean;
-  /** Requests of the tab CDP Network saw start and not finish. */
-  networkPending(tabId: number): number;
 }
 
 /** Waiting for the helper to answer a tab's requests before leaving the tab to the browser: at most 10 s. */
 const IDLE_POLL_MS = 10;
 const IDLE_POLLS = 1000;
-/** Before Network goes off, the requests it saw start may finish: at most 5 s. */
-const NETWORK_POLLS = 500;
-
-interface Watcher {
-  before: (d: chrome.webRequest.OnBeforeRequestDetails) => undefined;
-  started: (d: chrome.webRequest.OnResponseStartedDetails) => void;
-  completed: (d: chrome.webRequest.OnCompletedDetails) => void;
-  failed: (d: chrome.webRequest.OnErrorOccurredDetails) => void;
-}
+/** A loaded page is read again after this long, for what it fetched after its load event. */
+const RELIST_MS = 3000;
 
 export class FastTabs {
   private readonly modes = new TabModes();
-  private readonly records: BrowserFetchedRecords;
-  private readonly watchers = new Map<number, Watcher>();
   /** Per tab, the switches still being sent (one at a time, in order). */
   private readonly queues = new Map<number, Promise<void>>();
   private unpaused = 0;
+  private listed = 0;
 
-  constructor(private readonly ctx: FastTabsContext) {
-    this.records = new BrowserFetchedRecords(ctx.counters, ctx.timings, "wr");
-  }
+  constructor(private readonly ctx: FastTabsContext) {}
 
   /** The tab's session was attached (Fetch and Network on). */
   attached(tabId: number, url: string): void {
@@ -61,7 +49,6 @@ export class FastTabs {
 
   forget(tabId: number): void {
     this.modes.forget(tabId);
-    this.unwatch(tabId);
   }
 
   isBrowser(tabId: number): boolean {
@@ -72,7 +59,7 @@ export class FastTabs {
   navigating(tabId: number, url: string): Promise<void> {
     const commands = this.modes.navigating(tabId, url, this.isFast(url));
     // The document may already be on its way unpaused: the page load begins now (its paused document joins it).
-    if (commands.includes("fetch_on")) this.ctx.startPage(tabId, url, `nav:${url}`);
+    if (commands.length > 0 || this.modes.isBrowser(tabId)) this.ctx.startPage(tabId, url, `nav:${url}`);
     return this.run(tabId, commands);
   }
 
@@ -89,14 +76,14 @@ export class FastTabs {
 
   /** The tab's top-level page finished loading (webNavigation.onCompleted). */
   loaded(tabId: number): Promise<void> {
-    return this.run(tabId, this.modes.loaded(tabId));
+    const commands = this.modes.loaded(tabId);
+    if (commands.length > 0) setTimeout(() => void this.run(tabId, this.modes.loaded(tabId)), RELIST_MS);
+    return this.run(tabId, commands);
   }
 
-  /** A CDP Network event of an attached tab: in a browser tab, a top-level document request starts its page load
-   * (unless webRequest listens already: it starts it then). */
+  /** A CDP Network event of an attached tab: in a browser tab, a top-level document request starts its page load. */
   networkEvent(tabId: number, sessionId: string | undefined, method: string, params: unknown): void {
     if (sessionId !== undefined || method !== "Network.requestWillBeSent" || !this.modes.isBrowser(tabId)) return;
-    if (this.watchers.has(tabId)) return;
     const e = params as { requestId: string; loaderId: string; frameId?: string; type?: string; request: { url: string } };
     if (e.type === "Document" && e.requestId === e.loaderId && e.frameId === this.ctx.sessions.mainFrameId(tabId)) {
       this.ctx.startPage(tabId, e.request.url, e.requestId);
@@ -107,8 +94,6 @@ export class FastTabs {
   unpausedFinished(networkId: string, url: string, timing: BrowserTiming, request: SeenRequest): void {
     const tabId = request.tabId;
     if (!this.modes.isBrowser(tabId)) return;
-    // While both listen (webRequest on, Network not yet off), webRequest lists what it saw start.
-    if (this.watchers.has(tabId) && this.records.claim(tabId, url)) return;
     this.unpaused += 1;
     this.ctx.timings.add({
       id: `nb${this.unpaused}`, tabId, pageUrl: this.ctx.pageUrl(tabId), url, method: request.method, resourceType: request.type,
@@ -123,11 +108,11 @@ export class FastTabs {
     return stepsAside(this.ctx.latency.hostRttMs(hostOf(url)), this.ctx.threshold());
   }
 
-  private detail(tabId: number, webRequest = false): string {
+  private detail(tabId: number, fromPage = false): string {
     const host = hostOf(this.ctx.pageUrl(tabId));
     const rtt = this.ctx.latency.hostRttMs(host);
-    // What the panel cannot show for these (webRequest has no connection phases), said where the record is read.
-    const precision = webRequest ? "; timing from webRequest: start, first byte, end (no DNS/connect/TLS phases)" : "";
+    // What the panel cannot show for these, said where the record is read.
+    const precision = fromPage ? "; timing from the page's Resource Timing (method not known; a cross-origin request without Timing-Allow-Origin shows no phases or status)" : "";
     return `tab left to the browser, its page's host is fast${rtt === null ? "" : ` (round trip to ${host} ~${rtt.toFixed(1)} ms)`}${precision}`;
   }
 
@@ -146,46 +131,46 @@ export class FastTabs {
       case "fetch_on": return sessions.setFetch(tabId, true);
       case "fetch_off": return sessions.setFetch(tabId, false);
       case "network_on": return sessions.setNetwork(tabId, true);
-      case "network_off": {
-        // webRequest listens already; what only Network saw start is listed when it finishes.
-        for (let i = 0; i < NETWORK_POLLS && this.ctx.networkPending(tabId) > 0; i++) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
-        return sessions.setNetwork(tabId, false);
-      }
-      case "watch_on": return this.watch(tabId);
-      case "watch_off": return this.unwatch(tabId);
+      case "network_off": return sessions.setNetwork(tabId, false);
+      case "list": return this.list(tabId);
     }
   }
 
-  /** webRequest listeners for this tab only (a filter per tab: other tabs' requests never reach this worker). */
-  private watch(tabId: number): void {
-    if (this.watchers.has(tabId)) return;
-    const w: Watcher = {
-      before: (d) => {
-        if (d.type === "main_frame") this.ctx.startPage(tabId, d.url, `wr${d.requestId}`);
-        this.records.passed(tabId, d.type === "main_frame" ? d.url : this.ctx.pageUrl(tabId), d, "low_latency", this.detail(tabId, true), d.timeStamp);
-        return undefined;
-      },
-      started: (d) => void this.records.event("started", d),
-      completed: (d) => void this.records.event("completed", d),
-      failed: (d) => void this.records.event("failed", d),
-    };
-    const filter: chrome.webRequest.RequestFilter = { urls: ["<all_urls>"], tabId };
-    chrome.webRequest.onBeforeRequest.addListener(w.before, filter);
-    chrome.webRequest.onResponseStarted.addListener(w.started, filter);
-    chrome.webRequest.onCompleted.addListener(w.completed, filter);
-    chrome.webRequest.onErrorOccurred.addListener(w.failed, filter);
-    this.watchers.set(tabId, w);
-  }
-
-  private unwatch(tabId: number): void {
-    const w = this.watchers.get(tabId);
-    if (!w) return;
-    this.watchers.delete(tabId);
-    this.records.forgetTab(tabId);
-    chrome.webRequest.onBeforeRequest.removeListener(w.before);
-    chrome.webRequest.onResponseStarted.removeListener(w.started);
-    chrome.webRequest.onCompleted.removeListener(w.completed);
-    chrome.webRequest.onErrorOccurred.removeListener(w.failed);
+  /** The loaded page's Resource Timing (every frame) into the records of its page load: a request already recorded
+   * (paused, or seen by CDP Network) gets the browser's timing if it has none, the others are added as passed. */
+  private async list(tabId: number): Promise<void> {
+    let frames: chrome.scripting.InjectionResult<ResourceEntry[]>[];
+    try {
+      frames = await chrome.scripting.executeScript({ target: { tabId, allFrames: true }, func: readResourceTiming });
+    } catch {
+      return; // the tab closed or shows a page no extension may read
+    }
+    const pageUrl = this.ctx.pageUrl(tabId);
+    const newest = this.ctx.timings.pageLoads(tabId)[0];
+    const load = newest && newest.url.split("#")[0] === pageUrl.split("#")[0] ? this.ctx.timings.pageLoad(newest.id) : null;
+    if (!load) return;
+    const byUrl = new Map<string, RequestRecord[]>();
+    for (const r of load.records) byUrl.set(r.url, [...(byUrl.get(r.url) ?? []), r]);
+    for (const frame of frames) {
+      for (const e of frame.result ?? []) {
+        // A frame's own document is its parent's "iframe" entry; only the top document comes from "navigation".
+        if (e.entryType === "navigation" && frame.frameId !== 0) continue;
+        const known = byUrl.get(e.url)?.shift();
+        const timing = browserTimingOf(e);
+        if (known) {
+          if (known.browser === null) this.ctx.timings.update(known.id, { browser: timing, status: known.status ?? timing.status });
+          continue;
+        }
+        this.listed += 1;
+        const id = `rt${this.listed}`;
+        this.ctx.timings.add({
+          id, tabId, pageUrl, url: e.url, method: "GET", resourceType: resourceTypeOf(e), priority: "Medium", batchId: null,
+          pausedAt: e.start, answeredAt: e.start, outcome: "passed", reason: "low_latency", detail: this.detail(tabId, true),
+          status: timing.status, bodyBytes: 0, timing: null,
+        });
+        this.ctx.timings.update(id, { browser: timing });
+        this.ctx.counters.passed(tabId, "low_latency");
+      }
+    }
   }
 }
-

@@ -12,7 +12,7 @@ import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-site
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
 import { RttProbe } from "../proxy/rtt-probe.js";
-import { OriginLatency } from "../intercept/origin-latency.js";
+import { hostOf, OriginLatency } from "../intercept/origin-latency.js";
 import { ACCELERATE_FAST_LINKS_KEY, stepAsideDetail, stepAsideThreshold, STEP_ASIDE_BELOW_RTT_MS } from "../intercept/step-aside.js";
 import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
@@ -58,7 +58,7 @@ router.setStepAside((url) => stepAsideDetail(latency, url, stepAsideBelowRttMs),
 });
 const probe = new RttProbe((url, page) => connection.state.status === "connected" && connection.send({ type: "preconnect", url, page }));
 router.setRttProbe((url, page) =>
-  stepAsideBelowRttMs === null || latency.rttMs(new URL(url).origin) !== null ? null : probe.probe(url, page));
+  stepAsideBelowRttMs === null || latency.hostRttMs(hostOf(url)) !== null ? null : probe.probe(url, page));
 connection.onMessage((m) => {
   if (m.type === "origin_rtt") {
     latency.observe(m.origin, m.rtt_ms);

@@ -3,7 +3,7 @@
 // native port both ways, the helper, one fulfill). When the origin's round trip is below that, there is nothing
 // to save: measured in real Chromium on the `lan` link (RTT < 1 ms), ON was slower than OFF for every page shape.
 // The threshold comes from tests/bench (seed000-pages and the RTT sweep in README "Performance").
-import type { OriginLatency } from "./origin-latency.js";
+import { hostOf, type OriginLatency } from "./origin-latency.js";
 
 export const STEP_ASIDE_BELOW_RTT_MS = 15;
 
@@ -21,14 +21,12 @@ export function stepAsideThreshold(settings: Record<string, unknown>): number | 
 }
 
 /** Why a request to `url` goes to the browser ("round trip to … ~N ms", the pass's detail), or null: lanefetch
- * takes it. The same rule in both backgrounds (Chromium's accelerator, Firefox's proxy router). */
+ * takes it. A round trip belongs to the host (any scheme or port: the same network path), so another port of a
+ * host known fast needs no new measurement. The same rule in both backgrounds (Chromium's accelerator, Firefox's
+ * proxy router). */
 export function stepAsideDetail(latency: OriginLatency, url: string, belowMs: number | null): string | null {
-  let origin: string;
-  try {
-    origin = new URL(url).origin;
-  } catch {
-    return null;
-  }
-  const rtt = latency.rttMs(origin);
-  return stepsAside(rtt, belowMs) ? `round trip to ${origin} ~${rtt?.toFixed(1) ?? "?"} ms` : null;
+  const host = hostOf(url);
+  if (host === "") return null;
+  const rtt = latency.hostRttMs(host);
+  return stepsAside(rtt, belowMs) ? `round trip to ${host} ~${rtt?.toFixed(1) ?? "?"} ms` : null;
 }

@@ -1,5 +1,5 @@
 // Requests of an enabled site's page that the browser fetched itself while lanefetch stepped aside (Firefox: sent
-// direct by the proxy router; Chromium: a tab left to the browser while its origin is fast), as passed records with
+// direct by the proxy router), as passed records with
 // what chrome.webRequest tells of them: start, first byte, end, status, address. webRequest has no connection
 // phases (DNS, connect, TLS, send), so these records have none; the panel shows them as one "browser" bar.
 import type { ResourceType } from "../generated/protocol.js";
@@ -46,9 +46,6 @@ interface Followed {
 
 export class BrowserFetchedRecords {
   private readonly followed = new Map<string, Followed>();
-  /** Per tab, how many requests of each URL were listed: another source of the same requests (CDP Network while
-   * it overlaps with webRequest) asks with claim() whether one is listed already. */
-  private readonly listed = new Map<number, Map<string, number>>();
 
   /** `idPrefix` keeps the records' ids apart from the other records of the store. */
   constructor(
@@ -68,29 +65,11 @@ export class BrowserFetchedRecords {
       reason, detail, status: null, bodyBytes: 0, timing: null,
     });
     this.counters.passed(tabId, reason);
-    const urls = this.listed.get(tabId) ?? new Map<string, number>();
-    if (urls.size < LIMIT) urls.set(request.url, (urls.get(request.url) ?? 0) + 1);
-    this.listed.set(tabId, urls);
     this.followed.set(request.requestId, { recordId: id, start: at, headersAt: null });
     if (this.followed.size > LIMIT) {
       const oldest = this.followed.keys().next().value;
       if (oldest !== undefined) this.followed.delete(oldest);
     }
-  }
-
-  /** True (once per listed request) if a request of `url` in the tab is listed here already. */
-  claim(tabId: number, url: string): boolean {
-    const urls = this.listed.get(tabId);
-    const n = urls?.get(url) ?? 0;
-    if (n === 0) return false;
-    if (n === 1) urls?.delete(url);
-    else urls?.set(url, n - 1);
-    return true;
-  }
-
-  /** The tab's requests are no longer listed here: later claims find none of them. */
-  forgetTab(tabId: number): void {
-    this.listed.delete(tabId);
   }
 
   /** webRequest.onResponseStarted / onCompleted / onErrorOccurred of any request: the browser's own view of the

@@ -93,13 +93,6 @@ export class CdpNetworkLog {
     return this.pending.size;
   }
 
-  /** Requests of `tabId` seen starting and not yet finished. */
-  pendingOf(tabId: number): number {
-    let n = 0;
-    for (const p of this.pending.values()) if (p.request.tabId === tabId) n += 1;
-    return n;
-  }
-
   private willBeSent(e: Protocol.Network.RequestWillBeSentEvent, tabId: number): void {
     const previous = this.pending.get(e.requestId);
     if (previous && e.redirectResponse) {

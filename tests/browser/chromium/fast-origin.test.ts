@@ -59,7 +59,10 @@ test("a fast origin's tab is left to the browser (listed in the panel), a slow o
     assert.match(r.detail ?? "", /tab left to the browser/);
     assert.equal(r.browser?.status, 200);
     assert.ok(r.browser.end !== null && r.browser.end >= r.browser.start, JSON.stringify(r.browser));
+    assert.match(r.detail ?? "", /Resource Timing/);
   }
+  assert.ok(images.some((r) => r.browser?.connectEnd != null && r.browser.connectStart != null), "new connections show their connect phase");
+  assert.equal(data.records.filter((r) => r.resourceType === "document" && r.url === next).length, 1, "the document, once");
 
   // Another port of the same host: the same network path, left to the browser from its document on.
   sites.clearLog();

@@ -76,18 +76,6 @@ test("failed and memory-cache loads", () => {
   assert.equal(done[1]?.fromCache, "memory");
 });
 
-test("pending requests per tab: seen starting, not yet finished", () => {
-  const log = new CdpNetworkLog(() => undefined);
-  log.handle("Network.requestWillBeSent", { requestId: "1", timestamp: 100, wallTime: WALL, request: { url: "http://a.test/x" } }, 3);
-  log.handle("Network.requestWillBeSent", { requestId: "2", timestamp: 100, wallTime: WALL, request: { url: "http://a.test/y" } }, 3);
-  log.handle("Network.requestWillBeSent", { requestId: "3", timestamp: 100, wallTime: WALL, request: { url: "http://a.test/z" } }, 4);
-  assert.equal(log.pendingOf(3), 2);
-  log.handle("Network.loadingFinished", { requestId: "1", timestamp: 100.1, encodedDataLength: 5 });
-  log.handle("Network.loadingFailed", { requestId: "2", timestamp: 100.1, errorText: "net::ERR_FAILED" });
-  assert.equal(log.pendingOf(3), 0);
-  assert.equal(log.pendingOf(4), 1);
-});
-
 test("round trips: a new connection's TCP connect, and a document's request sent → first head byte; what was sent", () => {
   const rtts: [string, number][] = [];
   const seen: [string, string, number, string][] = [];

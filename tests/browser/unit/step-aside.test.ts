@@ -16,11 +16,12 @@ test("the rule: below the threshold the browser fetches; unknown RTT or rule off
   assert.equal(stepsAside(30, 50), true);
 });
 
-test("the rule per URL, as both backgrounds apply it: the pass's detail names the origin and its RTT", () => {
+test("the rule per URL, as both backgrounds apply it: by host (any port), the pass's detail names the host and its RTT", () => {
   const latency = new OriginLatency();
   latency.observe("http://lan.test:8080", 0.42);
   latency.observe("http://far.test", 61);
-  assert.equal(stepAsideDetail(latency, "http://lan.test:8080/a.png?x", STEP_ASIDE_BELOW_RTT_MS), "round trip to http://lan.test:8080 ~0.4 ms");
+  assert.equal(stepAsideDetail(latency, "http://lan.test:8080/a.png?x", STEP_ASIDE_BELOW_RTT_MS), "round trip to lan.test ~0.4 ms");
+  assert.equal(stepAsideDetail(latency, "https://lan.test:9443/b.png", STEP_ASIDE_BELOW_RTT_MS), "round trip to lan.test ~0.4 ms", "another port");
   assert.equal(stepAsideDetail(latency, "http://far.test/a.png", STEP_ASIDE_BELOW_RTT_MS), null);
   assert.equal(stepAsideDetail(latency, "http://new.test/a.png", STEP_ASIDE_BELOW_RTT_MS), null, "unknown RTT");
   assert.equal(stepAsideDetail(latency, "http://lan.test:8080/a.png", null), null, "rule off");

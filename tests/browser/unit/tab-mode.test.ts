@@ -4,33 +4,31 @@ import assert from "node:assert/strict";
 import { OriginLatency } from "../../../extension/src/intercept/origin-latency.js";
 import { TabModes } from "../../../extension/src/intercept/tab-mode.js";
 
-test("a fast origin: Fetch off at once, Network off once the page loaded, webRequest lists the next pages", () => {
+test("a fast host: Fetch and Network off at once, each loaded page listed from its Resource Timing", () => {
   const m = new TabModes();
   m.attached(1, "http://lan.test/a");
   assert.deepEqual(m.navigating(1, "http://lan.test/a", false), [], "unknown RTT: intercepted as attached");
   assert.deepEqual(m.tabsOf("lan.test"), [1], "by host: a round trip belongs to the host, any port");
-  assert.deepEqual(m.originFast(1), ["fetch_off"]);
+  assert.deepEqual(m.originFast(1), ["fetch_off", "network_off"]);
   assert.equal(m.isBrowser(1), true);
   assert.deepEqual(m.originFast(1), [], "once");
-  assert.deepEqual(m.loaded(1), ["watch_on", "network_off"], "webRequest listens before Network goes: no gap");
-  assert.equal(m.isWatched(1), true);
-  assert.deepEqual(m.loaded(1), []);
+  assert.deepEqual(m.loaded(1), ["list"]);
   assert.deepEqual(m.navigating(1, "http://lan.test/b", true), [], "another fast page: nothing to switch");
+  assert.deepEqual(m.loaded(1), ["list"], "every page of a browser tab");
 });
 
-test("a navigation to an origin not known fast turns Fetch on first, then Network; an intercepted tab stays so", () => {
+test("a navigation to a host not known fast turns Fetch on first, then Network; an intercepted tab stays so", () => {
   const m = new TabModes();
   m.attached(1, "http://lan.test/");
   m.originFast(1);
   m.loaded(1);
-  assert.deepEqual(m.navigating(1, "http://far.test/", false), ["watch_off", "fetch_on", "network_on"]);
+  assert.deepEqual(m.navigating(1, "http://far.test/", false), ["fetch_on", "network_on"]);
   assert.equal(m.isBrowser(1), false);
   assert.equal(m.host(1), "far.test");
   assert.deepEqual(m.loaded(1), [], "intercepted: Network stays on");
   assert.deepEqual(m.navigating(1, "http://far.test/next", false), []);
-  // Switched back before its page loaded: Network was still on.
-  assert.deepEqual(m.navigating(1, "http://lan.test/", true), ["fetch_off"]);
-  assert.deepEqual(m.navigating(1, "http://far.test/", false), ["fetch_on"]);
+  assert.deepEqual(m.navigating(1, "http://lan.test/", true), ["fetch_off", "network_off"]);
+  assert.deepEqual(m.navigating(1, "http://far.test/", false), ["fetch_on", "network_on"]);
 });
 
 test("unknown tabs and forgotten ones get no commands", () => {
