@@ -30,8 +30,6 @@ export interface FastTabsContext {
 /** Waiting for the helper to answer a tab's requests before leaving the tab to the browser: at most 10 s. */
 const IDLE_POLL_MS = 10;
 const IDLE_POLLS = 1000;
-/** A loaded page is read again after this long, for what it fetched after its load event. */
-const RELIST_MS = 3000;
 
 export class FastTabs {
   private readonly modes = new TabModes();
@@ -76,9 +74,7 @@ export class FastTabs {
 
   /** The tab's top-level page finished loading (webNavigation.onCompleted). */
   loaded(tabId: number): Promise<void> {
-    const commands = this.modes.loaded(tabId);
-    if (commands.length > 0) setTimeout(() => void this.run(tabId, this.modes.loaded(tabId)), RELIST_MS);
-    return this.run(tabId, commands);
+    return this.run(tabId, this.modes.loaded(tabId));
   }
 
   /** A CDP Network event of an attached tab: in a browser tab, a top-level document request starts its page load. */
