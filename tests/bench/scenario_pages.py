@@ -36,8 +36,14 @@ def _describe(name: str, p: LinkProfile) -> str:
     return f"`{name}`: RTT {p.rtt_ms:g} ms, {p.down_kbit:g} / {p.up_kbit:g} kbit/s down / up"
 
 
+ALL_PROFILES = "wcdma,lte,sat,lan"
+#: A run on some links only (LANEFETCH_BENCH_PROFILES=lan) writes its own report beside the four-link one.
+_PROFILES = os.environ.get("LANEFETCH_BENCH_PROFILES", ALL_PROFILES)
+
+
 def _report_name(browser: str) -> str:
-    return NAME if browser == "chromium" else f"{NAME}-{browser}"
+    name = NAME if browser == "chromium" else f"{NAME}-{browser}"
+    return name if _PROFILES == ALL_PROFILES else f"{name}-{_PROFILES.replace(',', '-')}"
 
 
 def _plot(ratios: dict[str, dict[tuple[PageShape, str], float]], browser: str) -> Path:
@@ -69,7 +75,7 @@ def run(rounds: int) -> int:
 
 
 def _run_browser(rounds: int, browser: str) -> None:
-    names = os.environ.get("LANEFETCH_BENCH_PROFILES", "wcdma,lte,sat,lan").split(",")
+    names = _PROFILES.split(",")
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{_report_name(browser)}.log"
     summary: list[list[str]] = []
