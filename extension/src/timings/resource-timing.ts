@@ -2,9 +2,9 @@
 // it loaded (chrome.scripting, every frame). Listening while the page loads costs the page: a webRequest listener
 // for the tab made a 77-image page on `lan` ~11 % slower (`npm run bench -- chromium-debugger-cost`, variant
 // "webrequest", 10 runs) and CDP Network more; reading the entries after the load costs the page nothing. They have
-// the connection phases; what they lack: the method (GET assumed, as for subresources), failed requests, and, for
-// cross-origin requests without Timing-Allow-Origin, the phases and status (left unknown); requests after the load event. The buffer
-// holds 250 entries unless the page raised it: more are not listed.
+// the connection phases; what they lack: the method (GET assumed, as for subresources), failed requests, requests
+// after the load event and, for cross-origin requests without Timing-Allow-Origin, the phases and status (left
+// unknown). The buffer holds 250 entries unless the page raised it: more are not listed.
 import type { ResourceType } from "../generated/protocol.js";
 import type { BrowserTiming } from "./browser-timing.js";
 
