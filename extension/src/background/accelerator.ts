@@ -6,9 +6,9 @@ import type { HelperState } from "../bridge/helper-state.js";
 import type { Batch, Page } from "../generated/protocol.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
-import { hostOf, OriginLatency } from "../intercept/origin-latency.js";
+import { OriginLatency } from "../intercept/origin-latency.js";
 import { decide } from "../intercept/pass-through-policy.js";
-import { stepAsideDetail, stepsAside } from "../intercept/step-aside.js";
+import { stepAsideDetail } from "../intercept/step-aside.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
 import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
@@ -93,7 +93,7 @@ export class Accelerator {
   pageStarted(page: PageInfo): void {
     if (!page.siteActive || this.blockedBy) return;
     const origin = originOf(page.url);
-    if (!origin.startsWith("http") || stepsAside(this.latency.hostRttMs(hostOf(origin)), this.stepAsideBelowRttMs)) return;
+    if (!origin.startsWith("http") || stepAsideDetail(this.latency, page.url, this.stepAsideBelowRttMs) !== null) return;
     this.client.preconnect(page.url, pageField(page));
   }
 

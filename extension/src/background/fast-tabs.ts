@@ -4,7 +4,7 @@
 // Resource Timing once it loaded (resource-timing.ts), merged into the records of that page load.
 import type { DebuggerSessions } from "../intercept/debugger-sessions.js";
 import { hostOf, type OriginLatency } from "../intercept/origin-latency.js";
-import { stepsAside } from "../intercept/step-aside.js";
+import { stepAsideDetail } from "../intercept/step-aside.js";
 import { TabModes, type TabCommand } from "../intercept/tab-mode.js";
 import type { BrowserTiming } from "../timings/browser-timing.js";
 import type { SeenRequest } from "../timings/cdp-network-log.js";
@@ -64,8 +64,8 @@ export class FastTabs {
   /** An origin's RTT was observed: tabs showing it go to the browser if it is fast, once the helper answered what
    * it already took of them (Fetch.disable would hand those to the browser a second time). */
   async learned(origin: string): Promise<void> {
+    if (!this.isFast(origin)) return;
     const host = hostOf(origin);
-    if (!stepsAside(this.ctx.latency.hostRttMs(host), this.ctx.threshold())) return;
     await Promise.all(this.modes.tabsOf(host).map(async (tabId) => {
       for (let i = 0; i < IDLE_POLLS && this.ctx.helperBusy(tabId); i++) await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
       if (this.modes.host(tabId) === host) await this.run(tabId, this.modes.originFast(tabId));
@@ -101,7 +101,7 @@ export class FastTabs {
   }
 
   private isFast(url: string): boolean {
-    return stepsAside(this.ctx.latency.hostRttMs(hostOf(url)), this.ctx.threshold());
+    return stepAsideDetail(this.ctx.latency, url, this.ctx.threshold()) !== null;
   }
 
   private detail(tabId: number, fromPage = false): string {
@@ -146,7 +146,11 @@ export class FastTabs {
     const load = newest && newest.url.split("#")[0] === pageUrl.split("#")[0] ? this.ctx.timings.pageLoad(newest.id) : null;
     if (!load) return;
     const byUrl = new Map<string, RequestRecord[]>();
-    for (const r of load.records) byUrl.set(r.url, [...(byUrl.get(r.url) ?? []), r]);
+    for (const r of load.records) {
+      const same = byUrl.get(r.url);
+      if (same) same.push(r);
+      else byUrl.set(r.url, [r]);
+    }
     for (const frame of frames) {
       for (const e of frame.result ?? []) {
         // A frame's own document is its parent's "iframe" entry; only the top document comes from "navigation".

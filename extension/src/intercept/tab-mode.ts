@@ -15,9 +15,8 @@ export type TabCommand = "fetch_on" | "fetch_off" | "network_on" | "network_off"
 interface TabState {
   /** The host of the top-level page the tab shows or navigates to (a round trip belongs to a host, not a port). */
   host: string;
-  /** The browser fetches the tab's requests itself: Fetch is off. */
+  /** The browser fetches the tab's requests itself: Fetch and Network are off (on otherwise). */
   browser: boolean;
-  network: boolean;
 }
 
 
@@ -26,7 +25,7 @@ export class TabModes {
 
   /** The session was attached with Fetch and Network on (DebuggerSessions.attach). */
   attached(tabId: number, url: string): void {
-    this.tabs.set(tabId, { host: hostOf(url), browser: false, network: true });
+    this.tabs.set(tabId, { host: hostOf(url), browser: false });
   }
 
   forget(tabId: number): void {
@@ -69,18 +68,13 @@ export class TabModes {
   private toBrowser(s: TabState): TabCommand[] {
     if (s.browser) return [];
     s.browser = true;
-    if (!s.network) return ["fetch_off"];
-    s.network = false;
     return ["fetch_off", "network_off"];
   }
 
   private toIntercepting(s: TabState): TabCommand[] {
-    // Fetch first: the new page's subresources must find it on (Network.enable took ~0.25 s under load).
-    const out: TabCommand[] = [];
-    if (s.browser) out.push("fetch_on");
-    if (!s.network) out.push("network_on");
+    if (!s.browser) return [];
     s.browser = false;
-    s.network = true;
-    return out;
+    // Fetch first: the new page's subresources must find it on (Network.enable took ~0.25 s under load).
+    return ["fetch_on", "network_on"];
   }
 }

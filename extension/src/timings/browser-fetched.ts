@@ -1,7 +1,7 @@
-// Requests of an enabled site's page that the browser fetched itself while lanefetch stepped aside (Firefox: sent
-// direct by the proxy router), as passed records with
-// what chrome.webRequest tells of them: start, first byte, end, status, address. webRequest has no connection
-// phases (DNS, connect, TLS, send), so these records have none; the panel shows them as one "browser" bar.
+// Requests of an enabled site's page that Firefox fetched itself while lanefetch stepped aside (sent direct by the
+// proxy router), as passed records with what chrome.webRequest tells of them: start, first byte, end, status,
+// address. webRequest has no connection phases (DNS, connect, TLS, send), so these records have none; the panel
+// shows them as one "browser" bar.
 import type { ResourceType } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import type { TabCounters } from "./tab-counters.js";
