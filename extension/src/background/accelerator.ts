@@ -73,6 +73,8 @@ export class Accelerator {
   splitLarge = false;
   /** Each origin's RTT, learned from the helper's new connections (origin_rtt) and from the browser's by the caller. */
   readonly latency = new OriginLatency();
+  /** Batches waiting for the helper to start: each is told when its host is learned fast (see sendBatch). */
+  private readonly waitingForHelper = new Set<{ url: string; fast: (detail: string) => void }>();
 
   constructor(
     private readonly client: HelperClient,
@@ -83,6 +85,12 @@ export class Accelerator {
   ) {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
     client.onOriginRtt((origin, rttMs) => this.latency.observe(origin, rttMs));
+    this.latency.onObserved(() => {
+      for (const waiter of [...this.waitingForHelper]) {
+        const detail = stepAsideDetail(this.latency, waiter.url, this.stepAsideBelowRttMs);
+        if (detail !== null) waiter.fast(detail);
+      }
+    });
   }
 
   /**
@@ -153,6 +161,22 @@ export class Accelerator {
     }
   }
 
+  /** Null once the helper is up (or failed to start: send says so); why to step aside if the host of `url` is
+   * learned fast first. */
+  private helperOrFast(url: string): Promise<string | null> {
+    return new Promise((resolve) => {
+      const waiter = { url, fast: (detail: string) => done(detail) };
+      const done = (result: string | null): void => {
+        if (!this.waitingForHelper.delete(waiter)) return;
+        resolve(result);
+      };
+      this.waitingForHelper.add(waiter);
+      const known = stepAsideDetail(this.latency, url, this.stepAsideBelowRttMs);
+      if (known !== null) done(known);
+      void this.client.ready().then(() => done(null));
+    });
+  }
+
   private async sendBatch(items: Item[]): Promise<void> {
     const first = items[items.length - 1];
     if (!first) return;
@@ -179,6 +203,16 @@ export class Accelerator {
       this.store.update(item.id, { batchId });
       sinks.set(item.id, delivery);
       deliveries.push(delivery);
+    }
+    // A starting helper takes 0.5–1.5 s (a Python process). Meanwhile the page's own document often tells that its
+    // host is fast (CDP connect time): the batch then goes to the browser at once instead of waiting for the helper
+    // only to learn that lanefetch should have stepped aside.
+    if (this.helperState().status !== "connected") {
+      const fast = await this.helperOrFast(first.held.paused.url);
+      if (fast !== null) {
+        for (const d of deliveries) d.pass("low_latency", fast);
+        return;
+      }
     }
     const sent = await this.client.send(batch, sinks, () => {
       const timings = this.store.forBatch(batchId).flatMap((r) => (r.timing ? [r.timing] : []));

@@ -89,6 +89,11 @@ export class HelperClient {
     return `b${this.batchCounter}`;
   }
 
+  /** Whether the helper is (or came) up; starts it if it is not running. */
+  ready(): Promise<boolean> {
+    return this.connection.ready();
+  }
+
   /**
    * Sends `batch` once the helper is ready. Resolves false (and calls no sink) when the helper cannot take it:
    * the caller then lets the browser fetch the requests itself.

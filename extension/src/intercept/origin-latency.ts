@@ -18,6 +18,7 @@ interface Sample {
 
 export class OriginLatency {
   private readonly byOrigin = new Map<string, Sample[]>();
+  private readonly listeners: ((origin: string) => void)[] = [];
 
   constructor(
     private readonly options: LatencyOptions = DEFAULT_LATENCY,
@@ -37,6 +38,12 @@ export class OriginLatency {
       if (oldest === undefined) break;
       this.byOrigin.delete(oldest);
     }
+    for (const listener of this.listeners) listener(origin);
+  }
+
+  /** Called after each sample taken (not for ignored nonsense). */
+  onObserved(listener: (origin: string) => void): void {
+    this.listeners.push(listener);
   }
 
   /** The origin's RTT estimate: the smallest recent connect time (queueing only ever adds to one); null if unknown. */

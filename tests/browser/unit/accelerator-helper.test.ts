@@ -2,7 +2,7 @@
 // real origin server; the only stand-in is the recorder in place of Chrome's Fetch domain.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
@@ -169,6 +169,42 @@ test("a missing helper: everything passes through, quickly, and the state says h
   assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
   assert.equal(s.connection.state.status, "not_installed");
   assert.deepEqual(s.counters.get(4).passed, { helper_missing: 1 });
+});
+
+test("while the helper starts, a batch whose host is learned fast goes to the browser at once; the next ones wait for it", async () => {
+  // The real helper behind a 3 s start (a cold Python start on a busy machine takes 0.5–1.5 s).
+  const dir = mkdtempSync(join(tmpdir(), "lf-slow-start-"));
+  const slowHelper = join(dir, "slow-host");
+  writeFileSync(slowHelper, `#!/bin/sh\nsleep 3\nexec "${helperHost}" "$@"\n`);
+  chmodSync(slowHelper, 0o755);
+  try {
+    const s = setUp(slowHelper);
+    s.accelerator.stepAsideBelowRttMs = 15;
+    const origin = `http://127.0.0.1:${port}`;
+    const start = Date.now();
+    s.accelerator.handle({ tabId: 6, paused: paused(1, "/data/10.txt"), responder: s.recorder, page: page() });
+    s.accelerator.handle({ tabId: 6, paused: paused(2, "/data/20.txt"), responder: s.recorder, page: page() });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(s.recorder.answers.size, 0, "batched, waiting for the helper (the host's RTT is unknown)");
+    assert.ok(s.accelerator.busyFor(6));
+    s.accelerator.latency.observe(origin, 0.4); // the browser's connect time of the page's document
+    await settle(s.recorder, 2);
+    assert.ok(Date.now() - start < 2000, `passed before the helper came up (${Date.now() - start} ms)`);
+    assert.deepEqual([...s.recorder.answers.values()].map((a) => a.kind), ["pass", "pass"]);
+    assert.deepEqual(s.counters.get(6).passed, { low_latency: 2 });
+    assert.equal(s.store.forTab(6).find((r) => r.id === "r1")?.detail, "round trip to 127.0.0.1 ~0.4 ms");
+    assert.ok(!s.accelerator.busyFor(6));
+    // Another host (unknown RTT) still waits for the helper and is fetched by it.
+    const other = `http://localhost:${port}`;
+    s.accelerator.handle({ tabId: 6, paused: paused(3, "/data/30.txt", { url: `${other}/data/30.txt` }), responder: s.recorder, page: page() });
+    await settle(s.recorder, 3);
+    assert.equal(s.recorder.answers.get("i3")?.kind, "fulfill");
+    assert.ok(Date.now() - start >= 3000, "after the helper's start");
+    assert.equal(s.log.sent.filter((m) => (m as { type: string }).type === "batch").length, 1, "only the other host's batch");
+    s.connection.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("a helper crash mid-flight: requests in flight pass through, the next ones reconnect", async () => {
