@@ -1,6 +1,6 @@
 // Page loads in real Chromium (run inside the lab's client namespace by bench/page_load.py):
 //   node --import tsx tests/bench/chromium_page_driver.ts URL on|off IMAGES [WARM_URL | --repeat]
-// A fresh profile each run (no HTTP cache); "on" registers the helper and enables the page's host first.
+// A fresh profile each run (no HTTP cache); "on" registers the helper, enables the page's host and waits for the helper first.
 // Prints one JSON line per load (measured as bench/page_measure.ts says): in-page navigation timing (navigation
 // start → load event end) and the wall clock from page.goto to the load event (for the first "on" load this includes the extension's gate: blocked try,
 // debugger attach, second navigation). After the first load it reads one line from stdin (the caller has taken its
@@ -11,7 +11,7 @@
 // LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()).
 import { createInterface } from "node:readline";
 import type { Page } from "playwright-core";
-import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, type Browser } from "../browser/support/chromium-harness.js";
+import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
 import type { RequestRecord } from "../../extension/src/timings/timing-store.js";
 import { exitOnError, loadEnded, measure, readLoad, type PageProbe } from "./page_measure.js";
 
@@ -92,6 +92,9 @@ async function main(): Promise<void> {
   let browser = await launch(freshProfile(on));
   try {
     if (on) await setSites(browser.worker, [{ scope: "host", name: new URL(url).hostname }], { accelerateFastLinks: false });
+    // As in Firefox's driver, the first page comes once the helper is up (a user's helper starts with the browser);
+    // LANEFETCH_BENCH_COLD_HELPER=1 navigates at once, the helper's start-up inside that load.
+    if (on && !process.env.LANEFETCH_BENCH_COLD_HELPER) await waitForHelper(browser.context);
     let page = await browser.context.newPage();
     const visit = async (where: string, gate: boolean): Promise<void> => {
       const r = await measure(probe(page), images, async () => {

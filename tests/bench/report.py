@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import random
 import statistics
 import subprocess
 from collections.abc import Sequence
@@ -61,3 +62,18 @@ def save_figure(fig: Any, name: str) -> Path:
 
 def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
+
+
+def ratio_interval(off: Sequence[float], on: Sequence[float], level: float = 0.9, resamples: int = 2000,
+                   seed: int = 0) -> tuple[float, float]:
+    """A bootstrap interval (percentile, `level`) for median(off) / median(on): each side resampled with
+    replacement on its own, as the runs are. Says how far a speed-up measured in a few noisy runs can be trusted."""
+    if not off or not on:
+        raise ValueError("both variants need runs")
+    rng = random.Random(seed)
+    ratios = sorted(
+        statistics.median(rng.choices(off, k=len(off))) / statistics.median(rng.choices(on, k=len(on)))
+        for _ in range(resamples)
+    )
+    tail = (1 - level) / 2
+    return ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1))]

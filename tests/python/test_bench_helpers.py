@@ -7,7 +7,7 @@ import struct
 import zlib
 
 import pytest
-from bench import png
+from bench import png, report
 from bench.cli_fetch import IP_OVERHEAD, best_possible
 from bench.netlab import LINK_SETS, LinkProfile
 from bench.server_connections import held
@@ -80,3 +80,17 @@ def test_best_possible_over_fresh_links() -> None:
     fast, slow = LinkProfile(rtt_ms=80, down_kbit=10_000), LinkProfile(rtt_ms=120, down_kbit=5_000)
     both = best_possible(10_000_000, [fast, slow])
     assert best_possible(10_000_000, [fast]) > both > 10_000_000 * IP_OVERHEAD / (15e6 / 8)
+
+
+def test_ratio_interval_brackets_the_ratio_and_narrows_with_runs() -> None:
+    off, on = [1.0, 1.1, 0.9, 1.05, 0.95], [0.5, 0.55, 0.45, 0.52, 0.48]
+    lo, hi = report.ratio_interval(off, on)
+    assert lo <= report.median(off) / report.median(on) <= hi
+    assert lo > 1.6 and hi < 2.5
+    assert report.ratio_interval(off, on) == (lo, hi), "seeded: the same report for the same runs"
+    wide = report.ratio_interval([1.0, 2.0, 0.5], [1.0, 0.6, 1.7])
+    narrow = report.ratio_interval([1.0, 2.0, 0.5] * 10, [1.0, 0.6, 1.7] * 10)
+    assert wide[1] - wide[0] > narrow[1] - narrow[0]
+    assert report.ratio_interval([2.0], [1.0]) == (2.0, 2.0)
+    with pytest.raises(ValueError):
+        report.ratio_interval([], [1.0])

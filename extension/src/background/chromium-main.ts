@@ -7,7 +7,8 @@ import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
-import { ACCELERATE_FAST_LINKS_KEY, stepAsideThreshold } from "../intercept/step-aside.js";
+import { ACCELERATE_FAST_LINKS_KEY, stepAsideDetail, stepAsideThreshold, stepsAside } from "../intercept/step-aside.js";
+import { hostOf } from "../intercept/origin-latency.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
@@ -165,10 +166,72 @@ async function refreshRules(): Promise<void> {
   activeRules = proxyBlocked ? [] : active;
   sessionOffRules = off;
   enabledRules = active;
-  await gate.update(activeRules, [...gateOpen]);
+  await updateGate();
   // With any site on, the helper starts now (a Python process takes ~0.5–1.5 s to start and answer hello), not when
   // the first page needs it; the open port keeps it (and this worker) running.
   if (activeRules.length > 0) void connection.ready();
+}
+
+/** Hosts of active sites known fast now: the gate lets their pages through to the browser, unattached. */
+function fastHosts(): string[] {
+  const latency = accelerator.latency;
+  if (stepAsideBelowRttMs === null || activeRules.length === 0) return [];
+  return latency.hosts().filter((h) =>
+    stepsAside(latency.hostRttMs(h), stepAsideBelowRttMs) && matchingRule(activeRules, `http://${h}/`) !== null);
+}
+
+let gateHosts = "";
+let gateRecheck: ReturnType<typeof setTimeout> | undefined;
+/** Rewrite the gate's rules; while it lets fast hosts through, look again every minute (RTT samples age out). */
+function updateGate(): Promise<void> {
+  const hosts = fastHosts();
+  gateHosts = hosts.join(" ");
+  clearTimeout(gateRecheck);
+  gateRecheck = hosts.length ? setTimeout(() => void updateGate(), 60_000) : undefined;
+  return gate.update(activeRules, [...gateOpen], hosts);
+}
+
+// A host of an active site learned fast (or no longer): the gate follows.
+accelerator.latency.onObserved(() => {
+  if (fastHosts().join(" ") !== gateHosts) void updateGate();
+});
+
+/** How long the gate waits for the helper's connect time: ~10–20 ms on an idle machine, more right after the helper's
+ * start or under load. Waiting costs a slow link nothing: the probe is the page's preconnect, sent before the attach
+ * instead of after it, and the first answer (however slow the RTT) ends the wait. */
+const PROBE_BUDGET_MS = 150;
+/**
+ * A navigation the gate stopped: whether its host is fast, so the tab is left to the browser without attaching.
+ * Unknown yet and the helper running: the helper connects to the page's origin (the preconnect the page would get
+ * anyway) and this waits for its connect time, at most PROBE_BUDGET_MS (no answer by then: the tab is attached, as
+ * on a slow link).
+ */
+async function fastBeforeAttach(tabId: number, url: string): Promise<boolean> {
+  const threshold = stepAsideBelowRttMs;
+  const latency = accelerator.latency;
+  if (threshold === null) return false;
+  const host = hostOf(url);
+  if (latency.hostRttMs(host) !== null || connection.state.status !== "connected") {
+    return stepAsideDetail(latency, url, threshold) !== null;
+  }
+  let stop = (): void => undefined;
+  const learned = new Promise<void>((resolve) => {
+    stop = latency.onObserved((origin) => {
+      if (hostOf(origin) === host) resolve();
+    });
+  });
+  // Whether the tab is private (which connections the helper may share), as seen since the worker started; a tab
+  // not seen counts as private (asking the browser here takes 10–25 ms).
+  accelerator.pageStarted(pageInfo(url, tabs.get(tabId)?.incognito ?? true));
+  await Promise.race([learned, new Promise((r) => setTimeout(r, PROBE_BUDGET_MS))]);
+  stop();
+  return stepAsideDetail(latency, url, threshold) !== null;
+}
+
+/** A tab showing an active site's page without the debugger because its host is fast (the gate let it through). */
+function leftToBrowser(tabId: number, url: string): boolean {
+  return !sessions.isAttached(tabId) && !gateOpen.has(tabId) && matchingRule(activeRules, url) !== null &&
+    stepAsideDetail(accelerator.latency, url, stepAsideBelowRttMs) !== null;
 }
 
 async function updateBadge(tabId: number): Promise<void> {
@@ -186,7 +249,7 @@ async function attachTab(tabId: number): Promise<boolean> {
   if (result.ok) fastTabs.attached(tabId, tabInfo(tabId).url);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   gateOpen.add(tabId);
-  await gate.update(activeRules, [...gateOpen]);
+  await updateGate();
   if (result.ok) void connection.ready();
   return result.ok;
 }
@@ -196,7 +259,7 @@ async function releaseTab(tabId: number): Promise<void> {
   await sessions.detach(tabId);
   accelerator.tabGone(tabId);
   for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
-  if (gateOpen.delete(tabId)) await gate.update(activeRules, [...gateOpen]);
+  if (gateOpen.delete(tabId)) await updateGate();
 }
 
 async function onDetached(tabId: number, reason: string): Promise<void> {
@@ -238,7 +301,8 @@ chrome.webNavigation.onErrorOccurred.addListener((details) => {
   void (async () => {
     await ready;
     if (gateOpen.has(details.tabId) || !matchingRule(activeRules, details.url)) return;
-    await attachTab(details.tabId);
+    if (await fastBeforeAttach(details.tabId, details.url)) await updateGate();
+    else await attachTab(details.tabId);
     await chrome.tabs.update(details.tabId, { url: details.url });
   })();
 });
@@ -261,8 +325,13 @@ chrome.webNavigation.onCommitted.addListener((details) => {
     }
     const onSite = matchingRule(activeRules, details.url) !== null;
     if (sessions.isAttached(details.tabId) && !onSite) await releaseTab(details.tabId);
-    else if (!sessions.isAttached(details.tabId) && gateOpen.delete(details.tabId)) await gate.update(activeRules, [...gateOpen]);
+    else if (!sessions.isAttached(details.tabId) && gateOpen.delete(details.tabId)) await updateGate();
     if (onSite) info.problem = sessions.isAttached(details.tabId) ? null : info.problem;
+    // Its requests are listed from the page's Resource Timing once it loaded (fast-tabs.ts).
+    if (leftToBrowser(details.tabId, details.url)) {
+      info.problem = null;
+      startPage(details.tabId, details.url, `nav:${details.url}`);
+    }
     await updateBadge(details.tabId);
   })();
 });
@@ -277,7 +346,7 @@ chrome.tabs.onRemoved.addListener((tabId) => {
   accelerator.tabGone(tabId);
   counters.forget(tabId);
   tabs.delete(tabId);
-  if (gateOpen.delete(tabId)) void gate.update(activeRules, [...gateOpen]);
+  if (gateOpen.delete(tabId)) void updateGate();
 });
 
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
@@ -299,6 +368,7 @@ chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
   void fastTabs.loaded(details.tabId);
+  if (leftToBrowser(details.tabId, details.url)) void fastTabs.listUnattached(details.tabId);
   timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
   void chrome.tabs.get(details.tabId).then(
     (tab) => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp, tab.title ?? ""),

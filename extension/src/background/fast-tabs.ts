@@ -77,6 +77,12 @@ export class FastTabs {
     return this.run(tabId, this.modes.loaded(tabId));
   }
 
+  /** A tab the gate let through without the debugger (its host is fast) finished loading: its requests are listed
+   * from the page's Resource Timing, as for an attached tab left to the browser. */
+  listUnattached(tabId: number): Promise<void> {
+    return this.list(tabId);
+  }
+
   /** A CDP Network event of an attached tab: in a browser tab, a top-level document request starts its page load. */
   networkEvent(tabId: number, sessionId: string | undefined, method: string, params: unknown): void {
     if (sessionId !== undefined || method !== "Network.requestWillBeSent" || !this.modes.isBrowser(tabId)) return;

@@ -41,9 +41,22 @@ export class OriginLatency {
     for (const listener of this.listeners) listener(origin);
   }
 
-  /** Called after each sample taken (not for ignored nonsense). */
-  onObserved(listener: (origin: string) => void): void {
+  /** Called after each sample taken (not for ignored nonsense); returns how to stop. */
+  onObserved(listener: (origin: string) => void): () => void {
     this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at >= 0) this.listeners.splice(at, 1);
+    };
+  }
+
+  /** The hosts with a fresh RTT estimate, most recently observed first. */
+  hosts(): string[] {
+    const out = new Set<string>();
+    for (const origin of [...this.byOrigin.keys()].reverse()) {
+      if (this.rttMs(origin) !== null) out.add(hostOf(origin));
+    }
+    return [...out].filter((h) => h !== "");
   }
 
   /** The origin's RTT estimate: the smallest recent connect time (queueing only ever adds to one); null if unknown. */

@@ -71,12 +71,36 @@ export async function setSites(worker: Worker, sites: SiteRule[], { accelerateFa
   await waitForGate(worker, sites.length);
 }
 
-/** Waits until the extension's navigation gate holds one DNR session rule per active site. */
+/** Waits until the extension's navigation gate holds one blocking DNR session rule per active site (fast hosts'
+ * allow rules not counted). */
 export async function waitForGate(worker: Worker, rules: number): Promise<void> {
   const end = Date.now() + 10000;
-  while ((await worker.evaluate(async () => (await chrome.declarativeNetRequest.getSessionRules()).length)) !== rules) {
+  const blocks = (): Promise<number> => worker.evaluate(async () =>
+    (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "block").length);
+  while ((await blocks()) !== rules) {
     if (Date.now() > end) throw new Error(`the gate never got ${rules} rule(s)`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Waits until the background says the helper is connected (asked from an extension page, for that page's tab). */
+export async function waitForHelper(context: BrowserContext, timeout = 10000): Promise<void> {
+  const page = await context.newPage();
+  try {
+    await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    const end = Date.now() + timeout;
+    for (;;) {
+      const status = await page.evaluate(async () => {
+        const tab = await chrome.tabs.getCurrent();
+        const reply = await chrome.runtime.sendMessage<unknown, StatusReply>({ type: "lanefetch/status", tabId: tab?.id ?? -1 });
+        return reply.helper.status;
+      });
+      if (status === "connected") return;
+      if (Date.now() > end) throw new Error(`the helper is ${status}, not connected`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await page.close();
   }
 }
 

@@ -19,6 +19,18 @@ test("gate: one blocking main-frame GET rule per site, attached tabs excluded", 
   assert.equal(gateRules([{ scope: "domain", name: "a.test" }], [])[0]?.condition.excludedTabIds, undefined);
 });
 
+test("gate: a fast host gets an allow rule above the blocks, exact to the host (any port), ids after the blocks", () => {
+  const rules = gateRules([{ scope: "domain", name: "a.test" }], [], ["fast.a.test", "10.0.0.2", "[::1]"]);
+  assert.deepEqual(rules.map((r) => [r.id, r.priority, r.action.type]), [[1, 1, "block"], [2, 2, "allow"], [3, 2, "allow"], [4, 2, "allow"]]);
+  const allow = new RegExp(rules[1]?.condition.regexFilter ?? "^$");
+  assert.ok(allow.test("http://fast.a.test:8080/x") && allow.test("https://fast.a.test/"));
+  assert.ok(!allow.test("http://slow.fast.a.test/") && !allow.test("http://fast.a.test.evil/"), "not its subdomains or look-alikes");
+  assert.ok(new RegExp(rules[2]?.condition.regexFilter ?? "^$").test("http://10.0.0.2/") && !new RegExp(rules[2]?.condition.regexFilter ?? "^$").test("http://10.0.0.23/"));
+  assert.ok(new RegExp(rules[3]?.condition.regexFilter ?? "^$").test("http://[::1]:8080/"));
+  assert.deepEqual(rules[1]?.condition.resourceTypes, ["main_frame"]);
+  assert.equal(gateRules([], [], Array.from({ length: 500 }, (_, i) => `h${i}.test`)).length, 200, "bounded");
+});
+
 const t = (queued: number, sent: number, first: number, last: number, connect: [number, number] | null = null) => ({
   timing: { queued, connect_start: connect?.[0] ?? null, connect_end: connect?.[1] ?? null, sent, first_byte: first, last_byte: last },
 });

@@ -51,6 +51,25 @@ test("an origin's RTT is the smallest recent connect time; samples age out; nons
   assert.equal(latency.rttMs("http://a.test"), null, "all samples older than maxAgeMs");
 });
 
+test("hosts with a fresh estimate, most recent first, one per host; listeners hear each sample until they stop", () => {
+  let now = 0;
+  const latency = new OriginLatency({ maxOrigins: 10, maxAgeMs: 1000, samples: 2 }, () => now);
+  const heard: string[] = [];
+  const stop = latency.onObserved((origin) => heard.push(origin));
+  latency.observe("http://a.test", 1);
+  latency.observe("https://a.test:8443", 2);
+  now = 600;
+  latency.observe("http://b.test", 30);
+  latency.observe("http://c.test", Number.NaN);
+  assert.deepEqual(latency.hosts(), ["b.test", "a.test"]);
+  assert.deepEqual(heard, ["http://a.test", "https://a.test:8443", "http://b.test"], "nonsense is not a sample");
+  stop();
+  latency.observe("http://d.test", 5);
+  assert.equal(heard.length, 3);
+  now = 1200;
+  assert.deepEqual(latency.hosts(), ["d.test", "b.test"], "a.test aged out");
+});
+
 test("bounded: the least recently observed origin goes first", () => {
   const latency = new OriginLatency({ maxOrigins: 2, maxAgeMs: 1000, samples: 2 }, () => 0);
   latency.observe("http://a.test", 1);
