@@ -351,12 +351,31 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
+/**
+ * The user just enabled these sites (popup or options): where their round trip is not known, the helper connects to
+ * them now — the tabs showing them (the popup's "reload now" follows), else the site's own name over http — so a
+ * fast one's next navigation passes the gate without a blocked try (which alone costs a 2-core machine ~0.1 s of
+ * page load: an error page, then a renderer for the site). Only after a user's action: never at browser start.
+ */
+async function probeEnabled(rules: readonly SiteRule[]): Promise<void> {
+  if (rules.length === 0 || stepAsideBelowRttMs === null || !(await connection.ready())) return;
+  for (const rule of rules) {
+    const shown = [...tabs.entries()].filter(([, t]) => matchingRule([rule], t.url) !== null);
+    const targets = shown.length ? shown.map(([, t]) => ({ url: t.url, incognito: t.incognito })) : [{ url: `http://${rule.name}/`, incognito: false }];
+    for (const { url, incognito } of targets) {
+      if (accelerator.latency.hostRttMs(hostOf(url)) === null) accelerator.pageStarted(pageInfo(url, incognito));
+    }
+  }
+}
+
 chrome.storage.onChanged.addListener((changes) => {
   if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) &&
       !(ACCELERATE_FAST_LINKS_KEY in changes) && !(SPLIT_LARGE_KEY in changes)) return;
   void (async () => {
     await ready;
+    const before = new Set(activeRules.map(ruleKey));
     await refreshRules();
+    void probeEnabled(activeRules.filter((r) => !before.has(ruleKey(r))));
     await reconcile();
   })();
 });

@@ -115,11 +115,40 @@ test("a fast origin is left to the browser without the debugger (listed in the p
 });
 
 async function waitForAllows(n: number): Promise<void> {
+  let allows = -1;
   for (let i = 0; i < 100; i++) {
-    const allows = await browser.worker.evaluate(async () =>
+    allows = await browser.worker.evaluate(async () =>
       (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "allow").length);
     if (allows === n) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.fail(`the gate never had ${n} allow rule(s)`);
+  assert.fail(`the gate never had ${n} allow rule(s), it has ${allows}`);
 }
+
+test("enabling a site probes the host its open tab shows: a fast one's reload passes the gate, no debugger", async () => {
+  const page = await browser.context.newPage();
+  const url = `${sites.other.origin}/many.html?n=5`;
+  await page.goto(url, { waitUntil: "load" }); // not an enabled site yet
+  await manyImages(page, 5);
+  const tabId = await tabIdOf(browser.worker, url);
+  await waitForHelper(browser.context);
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.2" }], { accelerateFastLinks: false });
+  for (let i = 0; i < 100; i++) {
+    const filters = await browser.worker.evaluate(async () =>
+      (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "allow").map((r) => r.condition.regexFilter ?? ""));
+    if (filters.some((f) => f.includes("127\\.0\\.0\\.2"))) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  sites.clearLog();
+  await page.reload({ waitUntil: "load" });
+  await manyImages(page, 5);
+  // A blocked try would have been followed by the extension's own navigation, not a reload.
+  assert.equal(await page.evaluate(() => (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).type), "reload");
+  assert.deepEqual(owners(), ["browser"]);
+  assert.equal((await tabStatus(browser.context, tabId)).tab.intercepting, false);
+  const probe = await browser.context.newPage();
+  await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
+  await listedByBrowser(probe, tabId, url, 5);
+  await probe.close();
+  await page.close();
+});
