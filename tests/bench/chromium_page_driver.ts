@@ -76,6 +76,8 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
   };
 }
 
+const SETTLE_MS = 2500;
+
 function probe(page: Page): PageProbe {
   return {
     untilLoaded: () => page.waitForFunction(loadEnded, undefined, { timeout: 120000 }),
@@ -91,10 +93,18 @@ async function main(): Promise<void> {
   const explain = on && process.env.LANEFETCH_BENCH_BREAKDOWN ? breakdown : null;
   let browser = await launch(freshProfile(on));
   try {
+    const cold = Boolean(process.env.LANEFETCH_BENCH_COLD_HELPER);
+    // Both variants navigate SETTLE_MS after the browser started (the same idle time for its own start-up work).
+    // ON enables the site meanwhile and, as in Firefox's driver, waits for the helper: a user turns a site on in the
+    // popup and reloads; LANEFETCH_BENCH_COLD_HELPER=1 navigates at once, the helper's start inside that load.
+    // The user's reload comes a second after the helper is up at the earliest (on a loaded machine it starts late).
+    let settled = Date.now() + SETTLE_MS;
     if (on) await setSites(browser.worker, [{ scope: "host", name: new URL(url).hostname }], { accelerateFastLinks: false });
-    // As in Firefox's driver, the first page comes once the helper is up (a user's helper starts with the browser);
-    // LANEFETCH_BENCH_COLD_HELPER=1 navigates at once, the helper's start-up inside that load.
-    if (on && !process.env.LANEFETCH_BENCH_COLD_HELPER) await waitForHelper(browser.context);
+    if (on && !cold) {
+      await waitForHelper(browser.context);
+      settled = Math.max(settled, Date.now() + 1000);
+    }
+    if (!cold) await new Promise((r) => setTimeout(r, Math.max(0, settled - Date.now())));
     let page = await browser.context.newPage();
     const visit = async (where: string, gate: boolean): Promise<void> => {
       const r = await measure(probe(page), images, async () => {

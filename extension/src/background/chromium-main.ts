@@ -167,6 +167,7 @@ async function refreshRules(): Promise<void> {
   sessionOffRules = off;
   enabledRules = active;
   await updateGate();
+  void probeEnabled();
   // With any site on, the helper starts now (a Python process takes ~0.5–1.5 s to start and answer hello), not when
   // the first page needs it; the open port keeps it (and this worker) running.
   if (activeRules.length > 0) void connection.ready();
@@ -351,13 +352,22 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
 
+/** A site enabled this recently counts as just enabled (by the user: the popup, the options page). */
+const JUST_ENABLED_MS = 60_000;
+const probed = new Set<string>();
 /**
  * The user just enabled these sites (popup or options): where their round trip is not known, the helper connects to
  * them now — the tabs showing them (the popup's "reload now" follows), else the site's own name over http — so a
  * fast one's next navigation passes the gate without a blocked try (which alone costs a 2-core machine ~0.1 s of
- * page load: an error page, then a renderer for the site). Only after a user's action: never at browser start.
+ * page load: an error page, then a renderer for the site). Only sites enabled in the last minute (a user's action),
+ * once each: never the sites enabled long ago, at browser start.
  */
-async function probeEnabled(rules: readonly SiteRule[]): Promise<void> {
+async function probeEnabled(): Promise<void> {
+  const now = Date.now();
+  const active = new Set(activeRules.map(ruleKey));
+  const rules = (await store.enabledSites()).filter((s) =>
+    now - s.added < JUST_ENABLED_MS && active.has(ruleKey(s)) && !probed.has(ruleKey(s)));
+  for (const rule of rules) probed.add(ruleKey(rule));
   if (rules.length === 0 || stepAsideBelowRttMs === null || !(await connection.ready())) return;
   for (const rule of rules) {
     const shown = [...tabs.entries()].filter(([, t]) => matchingRule([rule], t.url) !== null);
@@ -373,9 +383,7 @@ chrome.storage.onChanged.addListener((changes) => {
       !(ACCELERATE_FAST_LINKS_KEY in changes) && !(SPLIT_LARGE_KEY in changes)) return;
   void (async () => {
     await ready;
-    const before = new Set(activeRules.map(ruleKey));
     await refreshRules();
-    void probeEnabled(activeRules.filter((r) => !before.has(ruleKey(r))));
     await reconcile();
   })();
 });

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import sys
 from typing import TYPE_CHECKING
 
 from .bulk_window import BulkWindow
@@ -22,7 +21,7 @@ from .pipeline import (
 )
 from .request import serialize
 from .timing import ConnectionInfo, ConnectTiming, now
-from .transport import Transport
+from .transport import Transport, kernel_min_rtt
 
 if TYPE_CHECKING:
     from .pool import OriginPool
@@ -146,7 +145,7 @@ class Connection:
         if self.transport is None or not hasattr(socket, "TCP_WINDOW_CLAMP"):
             return
         sock = self.transport.writer.get_extra_info("socket")
-        min_rtt = _kernel_min_rtt(sock) or self.pool.budget.min_rtt
+        min_rtt = kernel_min_rtt(sock) or self.pool.budget.min_rtt
         bulk = self.pool.carries_bulk(self)
         self._bulk_window.received(t, nbytes, min_rtt, bulk)
         if not bulk:
@@ -180,20 +179,3 @@ class Connection:
         # a response finished or the connection ended: the sender may have room, the pool may re-plan
         self.wakeup.set()
 
-
-_TCPI_MIN_RTT = 148  # offset of tcpi_min_rtt (microseconds, u32) in Linux's struct tcp_info
-
-
-def _kernel_min_rtt(sock: socket.socket | None) -> float | None:
-    """The smallest round trip the kernel measured on this connection (Linux), in seconds. Unlike the
-    connect time seen from Python, it holds no event-loop or scheduling delay of a busy machine."""
-    if sock is None or not hasattr(socket, "TCP_INFO"):
-        return None
-    try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    except OSError:
-        return None
-    if len(info) < _TCPI_MIN_RTT + 4:
-        return None
-    micros = int.from_bytes(info[_TCPI_MIN_RTT : _TCPI_MIN_RTT + 4], sys.byteorder)
-    return micros / 1e6 if 0 < micros < 0xFFFFFFFF else None

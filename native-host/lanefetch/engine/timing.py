@@ -27,6 +27,8 @@ class ConnectTiming:
     connect_start: float | None = None
     connect_end: float | None = None
     tls_end: float | None = None
+    #: The SYN → SYN-ACK round trip as the kernel measured it (Linux), free of the event loop's delays.
+    handshake_rtt: float | None = None
 
 
 @dataclass
