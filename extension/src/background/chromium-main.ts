@@ -365,9 +365,10 @@ const probed = new Set<string>();
 async function probeEnabled(): Promise<void> {
   const now = Date.now();
   const active = new Set(activeRules.map(ruleKey));
+  // Keyed by when it was enabled: turned off and on again, a site is probed again.
   const rules = (await store.enabledSites()).filter((s) =>
-    now - s.added < JUST_ENABLED_MS && active.has(ruleKey(s)) && !probed.has(ruleKey(s)));
-  for (const rule of rules) probed.add(ruleKey(rule));
+    now - s.added < JUST_ENABLED_MS && active.has(ruleKey(s)) && !probed.has(`${ruleKey(s)}@${s.added}`));
+  for (const rule of rules) probed.add(`${ruleKey(rule)}@${rule.added}`);
   if (rules.length === 0 || stepAsideBelowRttMs === null || !(await connection.ready())) return;
   for (const rule of rules) {
     const shown = [...tabs.entries()].filter(([, t]) => matchingRule([rule], t.url) !== null);
