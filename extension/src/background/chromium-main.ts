@@ -7,7 +7,7 @@ import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
-import { ACCELERATE_FAST_LINKS_KEY, stepAsideDetail, stepAsideThreshold, stepsAside } from "../intercept/step-aside.js";
+import { ACCELERATE_FAST_LINKS_KEY, stepAsideThreshold } from "../intercept/step-aside.js";
 import { hostOf } from "../intercept/origin-latency.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
@@ -175,10 +175,8 @@ async function refreshRules(): Promise<void> {
 
 /** Hosts of active sites known fast now: the gate lets their pages through to the browser, unattached. */
 function fastHosts(): string[] {
-  const latency = accelerator.latency;
   if (stepAsideBelowRttMs === null || activeRules.length === 0) return [];
-  return latency.hosts().filter((h) =>
-    stepsAside(latency.hostRttMs(h), stepAsideBelowRttMs) && matchingRule(activeRules, `http://${h}/`) !== null);
+  return accelerator.latency.hosts().filter((h) => fastTabs.isFast(`http://${h}/`) && matchingRule(activeRules, `http://${h}/`) !== null);
 }
 
 let gateHosts = "";
@@ -208,13 +206,10 @@ const PROBE_BUDGET_MS = 150;
  * on a slow link).
  */
 async function fastBeforeAttach(tabId: number, url: string): Promise<boolean> {
-  const threshold = stepAsideBelowRttMs;
   const latency = accelerator.latency;
-  if (threshold === null) return false;
+  if (stepAsideBelowRttMs === null) return false;
   const host = hostOf(url);
-  if (latency.hostRttMs(host) !== null || connection.state.status !== "connected") {
-    return stepAsideDetail(latency, url, threshold) !== null;
-  }
+  if (latency.hostRttMs(host) !== null || connection.state.status !== "connected") return fastTabs.isFast(url);
   let stop = (): void => undefined;
   const learned = new Promise<void>((resolve) => {
     stop = latency.onObserved((origin) => {
@@ -226,13 +221,12 @@ async function fastBeforeAttach(tabId: number, url: string): Promise<boolean> {
   accelerator.pageStarted(pageInfo(url, tabs.get(tabId)?.incognito ?? true));
   await Promise.race([learned, new Promise((r) => setTimeout(r, PROBE_BUDGET_MS))]);
   stop();
-  return stepAsideDetail(latency, url, threshold) !== null;
+  return fastTabs.isFast(url);
 }
 
 /** A tab showing an active site's page without the debugger because its host is fast (the gate let it through). */
 function leftToBrowser(tabId: number, url: string): boolean {
-  return !sessions.isAttached(tabId) && !gateOpen.has(tabId) && matchingRule(activeRules, url) !== null &&
-    stepAsideDetail(accelerator.latency, url, stepAsideBelowRttMs) !== null;
+  return !sessions.isAttached(tabId) && !gateOpen.has(tabId) && matchingRule(activeRules, url) !== null && fastTabs.isFast(url);
 }
 
 async function updateBadge(tabId: number): Promise<void> {

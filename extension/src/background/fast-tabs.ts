@@ -106,7 +106,8 @@ export class FastTabs {
     this.ctx.counters.passed(tabId, "low_latency");
   }
 
-  private isFast(url: string): boolean {
+  /** Whether requests to url's host step aside (its round trip is known and below the threshold in force). */
+  isFast(url: string): boolean {
     return stepAsideDetail(this.ctx.latency, url, this.ctx.threshold()) !== null;
   }
 
