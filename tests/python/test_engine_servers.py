@@ -135,7 +135,9 @@ async def run_against_keepalive_limit(
     site: Site, srv: ServerHandle
 ) -> tuple[RecordingSink, list[FetchRequest], Counter[object], list[AccessRecord]]:
     """60 requests on 2 connections to a server that closes each connection after a few: all arrive exactly
-    once, byte-exact, and the origin is not demoted for the limit."""
+    once, byte-exact, and the origin is not demoted for the limit. The answers a connection held when it
+    closed with requests unanswered are fetched once more (such a close is also how a server out of step
+    ends, pipeline.py); once the limit is learned, no connection runs past it again."""
     paths = sorted(site.files)[:60]
     reqs = requests_for(srv, paths)
     sink, engine = await fetch_all(reqs, EngineConfig(connections_per_origin=2, pipeline_depth=16))
@@ -144,7 +146,10 @@ async def run_against_keepalive_limit(
     assert pol.state is not PipelineState.RED, pol.demotions
     log = srv.access_log(wait_for=60)
     ok = [rec for rec in log if rec.status == 200]
-    assert Counter(rec.path for rec in ok) == Counter(paths), "a request was lost or answered twice"
+    served = Counter(rec.path for rec in ok)
+    assert set(served) == set(paths), "a request was lost"
+    assert all(n <= 2 for n in served.values()), served
+    assert sum(served.values()) - len(paths) <= 2 * 16, "held answers fetched again beyond the first connections"
     return sink, reqs, Counter(rec.connection for rec in log), log
 
 

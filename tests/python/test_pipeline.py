@@ -106,11 +106,11 @@ def test_framing_error_retries_everything_unanswered() -> None:
     assert end.retry == ["b"]
 
 
-def test_unsolicited_bytes_are_a_framing_error() -> None:
+def test_unsolicited_bytes_are_a_desync() -> None:
     conn: PipelineConnection[str] = PipelineConnection()
     send(conn, "a")
     events = conn.receive(ok(b"A") + ok(b"surprise"))
-    assert isinstance(events[-1], ConnectionEnded) and events[-1].misbehaviour is Misbehaviour.FRAMING_ERROR
+    assert isinstance(events[-1], ConnectionEnded) and events[-1].misbehaviour is Misbehaviour.DESYNC
 
 
 def test_post_in_flight_is_failed_not_retried() -> None:

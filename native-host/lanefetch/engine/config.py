@@ -20,6 +20,10 @@ class EngineConfig:
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection
     idle_timeout: float = 30.0  # close a connection idle this long
+    # An idle connection silent this long owes no response: the pipelined answers it held are in step
+    # (pipeline.py). A shifted pipeline's owed response follows the last one at once (the server wrote it
+    # already), so this need not cover a round trip, only the server's gap between two writes.
+    sync_quiet: float = 0.03
     total_timeout: float = 300.0  # one request, queue to last byte
     max_retries: int = 3
     dns_ttl: float = 60.0

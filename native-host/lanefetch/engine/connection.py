@@ -18,8 +18,10 @@ from .pipeline import (
     ResponseBody,
     ResponseComplete,
     ResponseStarted,
+    ResponsesVerified,
 )
 from .request import serialize
+from .response_check import Expectation
 from .timing import ConnectionInfo, ConnectTiming, now
 from .transport import Transport, kernel_min_rtt
 
@@ -66,7 +68,7 @@ class Connection:
                 await sender
             self.transport.close()
             # Whatever is still in flight (cancelled mid-read) goes back to the pool.
-            if self.state.in_flight:
+            if self.state.in_flight or self.state.unverified:
                 await self._handle(self.state.abort("connection closed"))
             self.state.ended = True
             await self.pool.connection_closed(self)
@@ -78,7 +80,8 @@ class Connection:
             self.wakeup.clear()
             batch: list[Exchange] = []
             while (ex := self.pool.take(self)) is not None:
-                flight = self.state.sent(ex, ex.method)
+                expect = Expectation.of(ex.method, ex.wire_request.headers, ex.request.resource_type)
+                flight = self.state.sent(ex, ex.method, expect)
                 ex.connection = ConnectionInfo(
                     id=self.id,
                     local_address=self.transport.local_address,
@@ -109,11 +112,17 @@ class Connection:
         assert self.transport is not None
         cfg = self.pool.config
         while not self.state.ended:
+            # Idle with answers held: listen only for the sync interval (pipeline.py), then prove them.
+            syncing = not self.state.in_flight and bool(self.state.unverified)
             try:
-                data = await asyncio.wait_for(self.transport.reader.read(READ_SIZE), cfg.stall_timeout)
+                data = await asyncio.wait_for(
+                    self.transport.reader.read(READ_SIZE), cfg.sync_quiet if syncing else cfg.stall_timeout)
             except TimeoutError:
                 if self.state.in_flight:
                     await self._handle(self.state.stalled())
+                elif self.state.unverified:
+                    for ev in self.state.quiet():
+                        await self._handle(ev)
                 elif now() - self._last_activity > cfg.idle_timeout:
                     self.state.stop_sending()
                     self.state.ended = True
@@ -139,6 +148,14 @@ class Connection:
             for ev in events:
                 await self._handle(ev)
 
+    def _end_if_used_up(self) -> None:
+        """Used up (its request cap reached, every answer in): end it now so the pool opens a fresh one instead
+        of waiting for the idle timeout; once its held answers are proven, so they are not dropped with it."""
+        if self.state.at_request_cap():
+            self.state.stop_sending()
+            if not self.state.unverified:
+                self.state.ended = True
+
     def _clamp_bulk_window(self, t: float, nbytes: int) -> None:
         """While this connection carries a bulk response, keep its receive window near the link's BDP
         (bulk_window.py): the link stays busy, but other requests over it do not queue behind the download."""
@@ -160,7 +177,7 @@ class Connection:
             ex = ev.token
             if ex.timing.first_byte is None:
                 ex.timing.first_byte = now()
-            await ex.start_response(ev.head, ev.framing)
+            await ex.start_response(ev.head, ev.framing, held=ev.held)
         elif isinstance(ev, ResponseBody):
             await ev.token.body(ev.data)
         elif isinstance(ev, ResponseComplete):
@@ -169,11 +186,12 @@ class Connection:
                 self.pool.policy.learn_request_limit(self.state.request_cap)
             self.pool.budget.response_done(ev.wire_bytes)
             await ev.token.complete(ev.trailers, ev.wire_bytes)
-            if self.state.at_request_cap():
-                # Used up: end it now so the pool opens a fresh one instead of waiting for the idle timeout.
-                self.state.stop_sending()
-                self.state.ended = True
+            self._end_if_used_up()
             self.pool.request_finished()
+        elif isinstance(ev, ResponsesVerified):
+            for done in ev.responses:
+                await done.token.release()
+            self._end_if_used_up()
         elif isinstance(ev, ConnectionEnded):
             await self.pool.connection_ended(self, ev)
         # a response finished or the connection ended: the sender may have room, the pool may re-plan

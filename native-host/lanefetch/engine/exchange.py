@@ -1,12 +1,18 @@
 """One request's life from queue to sink: it delivers a head, body pieces and an end (or one error)
 exactly once, even when the request is retried on another connection after part of the body was
-already delivered (the retry's bytes are checked against the first head and the delivered prefix
-is skipped)."""
+already delivered (resumed with Range + If-Range from a strong validator, or a whole new answer that is
+provably the same representation with the delivered prefix skipped: resume.py).
+
+A response the pipeline holds (its place on the connection not yet proven, pipeline.py) is kept here,
+whole, until the connection proves it (`release`: delivered as if it had just arrived, cache included) or
+drops it (`withdraw`: fetched again, the sink never heard of it). A held response larger than HOLD_MAX
+is let through unproven rather than buffered without bound, and is then never stored in the cache."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .decode import Decoder, decoder_for
@@ -15,13 +21,25 @@ from .fields import Headers
 from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
 from .response_tap import ResponseTap
+from .resume import continues, replaces, resume_headers
 from .timing import ConnectionInfo, LaneReport, RequestTiming, now
 
 _HOP_BY_HOP_RESPONSE = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
      "proxy-authenticate"}
 )
-_RESUME_VALIDATORS = ("etag", "last-modified", "content-length", "content-encoding")
+HOLD_MAX = 16 * 1024 * 1024  # body bytes a held response may buffer before it is let through unproven
+
+
+@dataclass
+class _Held:
+    """A response complete or arriving whose pipeline place is not proven yet."""
+
+    head: ResponseHead
+    framing: Framing
+    body: list[bytes] = field(default_factory=list)
+    size: int = 0
+    end: tuple[Headers, int] | None = None  # trailers and wire bytes once complete
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,9 @@ class Exchange:
         self._upstream_head: ResponseHead | None = None  # the head we delivered (first attempt that got one)
         self._delivered = 0  # body bytes (after decoding) given to the sink
         self._skip = 0  # bytes of a retried body already delivered by an earlier attempt
+        self._received = 0  # body bytes as received (before decoding) that went into what was delivered
+        self._resume_at: int | None = None  # a retry asks for the rest from this byte (resume.py)
+        self._held: _Held | None = None
         self._decoder: Decoder | None = None
         self.tap: ResponseTap | None = None  # the cache watching this response, if any
         self.cache_status = "none"  # "hit" | "revalidated": reported in the timing
@@ -96,19 +117,14 @@ class Exchange:
 
     # -- events from the connection ----------------------------------------------------------------------
 
-    async def start_response(self, head: ResponseHead, framing: Framing) -> None:
+    async def start_response(self, head: ResponseHead, framing: Framing, *, held: bool = False) -> None:
         if self.finished:
             return
+        if held:
+            self._held = _Held(head, framing)
+            return
         if self._upstream_head is not None:
-            try:
-                self._check_same_resource(head)
-                _, self._decoder = delivered_head(head, framing, self.request.decode)
-            except FetchError as e:
-                await self.fail(e)
-                return
-            self._skip = self._delivered
-            if self.tap is not None:
-                self.tap.on_restart()
+            await self._continue_response(head, framing)
             return
         substitute = None
         try:
@@ -133,9 +149,32 @@ class Exchange:
     async def body(self, data: bytes) -> None:
         if self.finished:
             return
+        if self._held is not None:
+            self._held.body.append(data)
+            self._held.size += len(data)
+            if self._held.size > HOLD_MAX:
+                self.tap = None  # unproven: it may reach the page, never the cache
+                await self.release()
+            return
+        self._received += len(data)
         if self.tap is not None:
             self.tap.on_body(data)
         await self._decode_and_deliver(data)
+
+    async def release(self) -> None:
+        """The held response is proven in step (or too large to hold): deliver what arrived as it arrived."""
+        held, self._held = self._held, None
+        if held is None or self.finished:
+            return
+        await self.start_response(held.head, held.framing)
+        for piece in held.body:
+            await self.body(piece)
+        if held.end is not None:
+            await self.complete(*held.end)
+
+    def withdraw(self) -> None:
+        """The held response was never proven: forget it (the request is fetched again)."""
+        self._held = None
 
     async def _decode_and_deliver(self, data: bytes) -> None:
         if self._decoder is not None:
@@ -152,8 +191,12 @@ class Exchange:
     async def complete(self, trailers: Headers, wire_bytes: int) -> None:
         if self.finished:
             return
+        if self.timing.last_byte is None:
+            self.timing.last_byte = now()  # when it arrived, also for a held response delivered later
+        if self._held is not None:
+            self._held.end = (trailers, wire_bytes)
+            return
         self.wire_bytes += wire_bytes
-        self.timing.last_byte = now()
         if self._decoder is not None:
             try:
                 await self._deliver(self._decoder.finish())
@@ -196,23 +239,45 @@ class Exchange:
             return False
         self.timing.reset_for_retry()
         self.connection = None
-        self._decoder = None
+        self._held = None
+        self._resume_at = None
+        if self._upstream_head is not None:
+            # The page has this response's head (and maybe part of its body): ask for the rest where that is
+            # provably the same representation; otherwise for the whole, judged when it arrives.
+            headers = resume_headers(self.request.headers, self._upstream_head, self._received)
+            if headers is not None:
+                self._resume_at = self._received
+                self.wire_request = dataclasses.replace(self.request, headers=headers)
         return True
 
     # -- internals -----------------------------------------------------------------------------------------
 
-    def _check_same_resource(self, head: ResponseHead) -> None:
+    async def _continue_response(self, head: ResponseHead, framing: Framing) -> None:
+        """A retry's answer after the page already has this response's head: the rest of the body (a 206 from
+        where it broke), or a whole answer provably the same (its delivered prefix skipped), or an error."""
         first = self._upstream_head
         assert first is not None
-        same = head.status == first.status and all(
-            head.get(name) == first.get(name) for name in _RESUME_VALIDATORS
-        )
-        has_validator = any(first.get(name) is not None for name in ("etag", "last-modified", "content-length"))
-        if not same or not has_validator:
-            raise FetchError(
+        if self._resume_at is not None and head.status == 206:
+            why = continues(first, head, self._resume_at)
+            if why is not None:
+                await self.fail(FetchError("resource_changed", f"the connection broke mid-body and {why}"))
+            return  # the same decoder and cache recording go on with the rest
+        if not replaces(first, head, self._delivered):
+            await self.fail(FetchError(
                 "resource_changed",
-                "the connection broke mid-body and the retried response cannot be proven identical",
-            )
+                "the connection broke mid-body and the retried response cannot be proven the same "
+                "(it needs a strong ETag or Last-Modified)",
+            ))
+            return
+        try:
+            _, self._decoder = delivered_head(head, framing, self.request.decode)
+        except FetchError as e:
+            await self.fail(e)
+            return
+        self._skip = self._delivered
+        self._received = 0
+        if self.tap is not None:
+            self.tap.on_restart()
 
     async def _deliver(self, data: bytes) -> None:
         if self._skip:

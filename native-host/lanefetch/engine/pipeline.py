@@ -3,6 +3,20 @@
 It decides what may be sent now, matches responses to requests in order, and when the connection
 ends early says which requests were not answered (to retry) and whether the server misbehaved
 (so the origin can be demoted). The asyncio connection only moves bytes and time in and out.
+
+Order is the only thing that ties a pipelined response to its request, so a response is believed
+only once its place is proven (see the integrity notes in docs/architecture.md):
+
+- A response is *in step at once* when its head arrives with its request alone on the connection and
+  every earlier response already proven: exactly what a browser without pipelining relies on.
+- Any other response is *held*: ResponseStarted says so, and the shell keeps it from the sink and the
+  cache. Held responses are proven together at a *sync point*: the connection is idle (everything
+  answered) and stays quiet for a moment (`quiet()`, the shell's timer), or the server closes it with
+  nothing outstanding. A shifted pipeline cannot pass one: the response it still owes arrives as bytes
+  nobody asked for, or a request stays unanswered.
+- A sign of desynchronisation (bytes with nothing outstanding, a head that cannot answer its request
+  (response_check.py), framing that breaks, a connection that ends or stalls with requests unanswered)
+  ends the connection with the held responses as `suspect`: they are fetched again, never delivered.
 """
 
 from __future__ import annotations
@@ -12,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from .response_check import Expectation, implausible
 from .response_parser import (
     BodyData,
     Framing,
@@ -36,6 +51,10 @@ class Misbehaviour(enum.Enum):
     CONNECTION_CLOSE = "answered Connection: close with pipelined requests still unanswered"
     HTTP10 = "answered with HTTP/1.0"
     STALL = "stalled with pipelined requests outstanding"
+    DESYNC = "sent a response out of step with the requests"
+
+# Bytes a server may send between responses without meaning anything (RFC 9112 §2.2 robustness).
+_BLANK = frozenset(b"\r\n")
 
 
 @dataclass
@@ -45,6 +64,8 @@ class InFlight(Generic[T]):
     position: int  # 1-based index among requests sent on this connection
     depth: int  # requests in flight, this one included, when it was sent
     parser: ResponseParser
+    expect: Expectation
+    held: bool = False  # its response's place is not proven yet (decided when its head arrives)
 
 
 @dataclass(frozen=True)
@@ -53,6 +74,7 @@ class ResponseStarted(Generic[T]):
     head: ResponseHead
     framing: Framing
     content_length: int | None
+    held: bool = False  # keep it from the sink until ResponsesVerified names it (or ConnectionEnded drops it)
 
 
 @dataclass(frozen=True)
@@ -71,6 +93,14 @@ class ResponseComplete(Generic[T]):
     position: int
     framing: Framing | None
     wire_bytes: int
+    held: bool = False  # complete on the wire, its place not yet proven
+
+
+@dataclass(frozen=True)
+class ResponsesVerified(Generic[T]):
+    """These held, complete responses are proven in step: deliver them."""
+
+    responses: list[ResponseComplete[T]]
 
 
 @dataclass(frozen=True)
@@ -83,9 +113,10 @@ class ConnectionEnded(Generic[T]):
     retry: list[T] = field(default_factory=list)
     failed: list[T] = field(default_factory=list)
     partial: list[T] = field(default_factory=list)  # subset of retry whose response had begun
+    suspect: list[T] = field(default_factory=list)  # held complete responses never proven: fetch them again
 
 
-Event = ResponseStarted[T] | ResponseBody[T] | ResponseComplete[T] | ConnectionEnded[T]
+Event = ResponseStarted[T] | ResponseBody[T] | ResponseComplete[T] | ResponsesVerified[T] | ConnectionEnded[T]
 
 
 class PipelineConnection(Generic[T]):
@@ -96,6 +127,7 @@ class PipelineConnection(Generic[T]):
         self.closing = False  # no further request may be written
         self.ended = False
         self.request_cap: int | None = None  # total requests this connection may carry (Keep-Alive max)
+        self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -105,22 +137,25 @@ class PipelineConnection(Generic[T]):
             return False
         if self.request_cap is not None and self.requests_sent >= self.request_cap:
             return False
+        if method not in PIPELINABLE_METHODS:
+            # Anything else goes alone, and never while an earlier answer is unproven: were the connection out
+            # of step, its answer would be held and then could not be fetched again.
+            return not self.in_flight and not self.unverified
         if not self.in_flight:
             return True
-        if method not in PIPELINABLE_METHODS:
-            return False  # anything else goes alone
         if any(f.method not in PIPELINABLE_METHODS for f in self.in_flight):
             return False
         if any(f.parser.framing is Framing.CLOSE for f in self.in_flight):
             return False  # that response ends with the connection
         return len(self.in_flight) < allowed_depth
 
-    def sent(self, token: T, method: str) -> InFlight[T]:
+    def sent(self, token: T, method: str, expect: Expectation | None = None) -> InFlight[T]:
         """Record that the request was written; returns its position and depth."""
         assert not self.closing and not self.ended
         method = method.upper()
         self.requests_sent += 1
-        f = InFlight(token, method, self.requests_sent, len(self.in_flight) + 1, ResponseParser(method))
+        f = InFlight(token, method, self.requests_sent, len(self.in_flight) + 1, ResponseParser(method),
+                     expect or Expectation(method))
         self.in_flight.append(f)
         return f
 
@@ -136,9 +171,9 @@ class PipelineConnection(Generic[T]):
         events: list[Event[T]] = []
         while data:
             if not self.in_flight:
-                if self.closing:
-                    return events  # bytes after a closing response: ignore, we are closing
-                return [*events, self._end("received bytes nobody asked for", Misbehaviour.FRAMING_ERROR)]
+                if not set(data) <= _BLANK:
+                    return [*events, self._end("received bytes nobody asked for", Misbehaviour.DESYNC)]
+                return events
             front = self.in_flight[0]
             try:
                 parsed = front.parser.feed(data)
@@ -149,7 +184,10 @@ class PipelineConnection(Generic[T]):
                 if isinstance(ev, Informational):
                     continue
                 if isinstance(ev, HeadReceived):
-                    events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length))
+                    front.held = self._at_risk()
+                    if front.held and (why := implausible(ev.head, front.expect)) is not None:
+                        return [*events, self._end(f"out of step: {why}", Misbehaviour.DESYNC)]
+                    events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
                     self._learn_from_head(ev.head)
                 elif isinstance(ev, BodyData):
                     events.append(ResponseBody(front.token, ev.data))
@@ -165,8 +203,10 @@ class PipelineConnection(Generic[T]):
         if self.ended:
             return []
         if not self.in_flight:
+            # Closed with everything answered and nothing more: whatever was held was in step.
+            verified = self._verify()
             self.ended = True
-            return [ConnectionEnded("server closed the idle connection", None)]
+            return [*verified, ConnectionEnded("server closed the idle connection", None)]
         front = self.in_flight[0]
         try:
             parsed = front.parser.feed_eof()
@@ -180,6 +220,13 @@ class PipelineConnection(Generic[T]):
         if not events or not isinstance(events[-1], ConnectionEnded):
             events.append(self._end("server closed the connection", None))
         return events
+
+    def quiet(self) -> list[Event[T]]:
+        """The shell's sync timer: the connection has been idle (nothing outstanding) and silent for a while,
+        so no response was owed beyond the ones received: those held are in step."""
+        if self.ended or self.in_flight:
+            return []
+        return self._verify()
 
     def stalled(self) -> ConnectionEnded[T]:
         """No byte arrived for too long while requests were outstanding."""
@@ -201,6 +248,17 @@ class PipelineConnection(Generic[T]):
     def _pipelined_in_flight(self) -> bool:
         return any(f.depth > 1 for f in self.in_flight)
 
+    def _at_risk(self) -> bool:
+        """Could the response now arriving belong to another request? Not when its request is the only one
+        out and every earlier answer is proven: then it is the connection's next response, as for a browser."""
+        return len(self.in_flight) > 1 or bool(self.unverified)
+
+    def _verify(self) -> list[Event[T]]:
+        if not self.unverified:
+            return []
+        proven, self.unverified = self.unverified, []
+        return [ResponsesVerified(proven)]
+
     # -- internals ---------------------------------------------------------------------------------------
 
     def _learn_from_head(self, head: ResponseHead) -> None:
@@ -208,7 +266,7 @@ class PipelineConnection(Generic[T]):
         for value in head.get_all("keep-alive"):
             for part in value.split(","):
                 name, _, num = part.strip().partition("=")
-                if name.strip().lower() == "max" and num.strip().isdigit():
+                if name.strip().lower() == "max" and num.strip().isascii() and num.strip().isdigit():
                     cap = self.responses_completed + 1 + int(num.strip())
                     self.request_cap = cap if self.request_cap is None else min(self.request_cap, cap)
 
@@ -220,14 +278,20 @@ class PipelineConnection(Generic[T]):
         keep_alive = front.parser.keep_alive()
         done: ResponseComplete[T] = ResponseComplete(
             front.token, head, trailers, keep_alive, front.depth > 1, front.position,
-            front.parser.framing, front.parser.consumed,
+            front.parser.framing, front.parser.consumed, front.held,
         )
+        if front.held:
+            self.unverified.append(done)
         if keep_alive:
             return [done]
         self.closing = True
         if not self.in_flight:
+            if not set(front.parser.leftover()) <= _BLANK:
+                return [done, self._end("bytes followed the connection's last response", Misbehaviour.DESYNC)]
+            # The server's last word, with nothing owed after it: what it answered before was in step.
+            verified = self._verify()
             self.ended = True
-            return [done, ConnectionEnded("server ended the connection after the response", None)]
+            return [done, *verified, ConnectionEnded("server ended the connection after the response", None)]
         if head.http_version == "1.0":
             kind = Misbehaviour.HTTP10
         elif "close" in head.connection_tokens() and front.parser.framing is not Framing.CLOSE:
@@ -245,9 +309,12 @@ class PipelineConnection(Generic[T]):
         for f in self.in_flight:
             if f.method in PIPELINABLE_METHODS:
                 retry.append(f.token)
-                if f.parser.head is not None:
-                    partial.append(f.token)
+                if f.parser.head is not None and not f.held:
+                    partial.append(f.token)  # a held one's head never reached the sink: it starts over
             else:
                 failed.append(f.token)
         self.in_flight.clear()
-        return ConnectionEnded(reason, misbehaviour, retry, failed, partial)
+        # Held answers never proven: whatever ended the connection, they are fetched again rather than believed.
+        suspect = [r.token for r in self.unverified]
+        self.unverified = []
+        return ConnectionEnded(reason, misbehaviour, retry, failed, partial, suspect)

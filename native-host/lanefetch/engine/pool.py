@@ -203,7 +203,9 @@ class OriginPool:
         self.policy.on_connection_ended(ended.misbehaviour, conn.state.responses_completed)
         for ex in ended.failed:
             await ex.fail(FetchError("connection_lost", f"{ended.reason}; {ex.method} is not retried"))
-        for ex in ended.retry:
+        for ex in ended.suspect:
+            ex.withdraw()  # its held answer was never delivered: fetch it again like an unanswered request
+        for ex in [*ended.suspect, *ended.retry]:
             if ex.may_retry():
                 self._requeue(ex)
             else:

@@ -66,6 +66,7 @@ Event = Informational | HeadReceived | BodyData | MessageEnd
 _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) (\d{3})(?: (.*))?")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?")
+_DIGITS = re.compile(r"[0-9]{1,18}")
 
 
 class _State(enum.Enum):
@@ -287,7 +288,8 @@ class ResponseParser:
             if len(values) != 1:
                 raise ParseError(f"conflicting Content-Length values {sorted(values)}")
             value = values.pop()
-            if not value.isdigit() or len(value) > 18:
+            # ASCII digits only: str.isdigit() also takes "²" and other Unicode digits, which int() refuses.
+            if not _DIGITS.fullmatch(value):
                 raise ParseError(f"invalid Content-Length {value!r}")
             return Framing.LENGTH, int(value)
         return Framing.CLOSE, None
