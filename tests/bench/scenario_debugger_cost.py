@@ -1,7 +1,7 @@
 """chromium-debugger-cost: what a chrome.debugger session costs a page by itself in real Chromium, without lanefetch
 taking any request: no session vs a session with no domain vs + Fetch.enable (every request continued from the
 extension's worker) vs + Network.enable vs both, on seed000-pages' 77 × 1.2 KB page (LANEFETCH_BENCH_PROFILES,
-default `lan,lte`). Explains why stepping aside per request was not enough on `lan` (README "Performance")."""
+default `lan,lte`). Explains why stepping aside per request was not enough on `lan` (docs/performance.md)."""
 
 from __future__ import annotations
 

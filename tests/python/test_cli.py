@@ -54,7 +54,7 @@ async def test_json_report() -> None:
         assert err == ""
         doc: dict[str, Any] = json.loads(out)
         assert {"elapsed_s", "connections", "max_concurrent_connections", "requests"} <= doc.keys()
-        assert isinstance(doc["elapsed_s"], float) and 0 < doc["elapsed_s"] < 30
+        assert isinstance(doc["elapsed_s"], float) and doc["elapsed_s"] > 0
         assert doc["connections"] == 1 == len(srv.connections)
         assert doc["max_concurrent_connections"] == 1
         reqs = doc["requests"]
@@ -75,6 +75,9 @@ async def test_json_report() -> None:
         assert first["connection"]["reused"] is False and first["timing"]["connect_start"] is not None
         assert first["timing"]["connect_start"] <= first["timing"]["connect_end"] <= first["timing"]["sent"]
         assert all(r["connection"]["reused"] for r in reqs[1:])
+        # elapsed_s spans the batch: from before the first request was queued to after the last byte (same clock)
+        span_ms = max(r["timing"]["last_byte"] for r in reqs) - min(r["timing"]["queued"] for r in reqs)
+        assert span_ms <= doc["elapsed_s"] * 1000 + 0.01, (span_ms, doc["elapsed_s"])
         assert sorted(r["connection"]["pipeline_position"] for r in reqs) == list(range(1, 13))
         # pipelined by default: the server saw requests pile up, and the report says so
         assert srv.connections[0].max_outstanding >= 2

@@ -162,9 +162,15 @@ def test_ctrl_c_cleans_up(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 120
+        seen = []
         for line in proc.stdout:  # bounded by the deadline and the child's own end
-            if "lanefetch OFF" in line or time.monotonic() > deadline:
+            seen.append(line)
+            if "lanefetch OFF" in line:
                 break
+            if time.monotonic() > deadline:
+                raise AssertionError("the demo never began its OFF load in 120 s:\n" + "".join(seen))
+        else:
+            raise AssertionError("the demo ended before its OFF load:\n" + "".join(seen))
         time.sleep(3)  # the browser is starting or loading in the client namespace
         assert _namespaces_of(proc.pid), "the demo should be running in its namespaces"
         proc.send_signal(signal.SIGINT)

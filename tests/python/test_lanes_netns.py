@@ -137,9 +137,19 @@ def test_resource_changing_mid_transfer_restarts_cleanly(equal: Net) -> None:
     old = hashlib.shake_256(b"old").digest(2_000_000)
     new = hashlib.shake_256(b"new").digest(2_000_000)
     path.write_bytes(old)
+    def carried() -> int:
+        stats = equal.links[0].stats()
+        return int(stats["down"]["bytes"]) if stats else 0
+
+    start = carried()
     proc = subprocess.Popen(equal.client.argv(argv(equal, ["changing.bin"])), stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.0)
+        for _ in range(400):  # wait (bounded: 20 s) until the old version is on its way, then replace it
+            if carried() - start > 200_000:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"the first lane carried {carried() - start} bytes in 20 s: the fetch never began")
         tmp = path.with_suffix(".tmp")
         tmp.write_bytes(new)
         os.utime(tmp, (time.time() + 5, time.time() + 5))  # a different Last-Modified, so a different ETag
@@ -165,11 +175,12 @@ def test_link_killed_mid_transfer(equal: Net) -> None:
     start = carried()
     proc = subprocess.Popen(equal.client.argv(argv(equal, ["large.bin"])), stdout=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # wait until the doomed lane carries data
+        for _ in range(400):  # wait (bounded: 20 s) until the doomed lane carries data
             if carried() - start > 300_000:
                 break
             time.sleep(0.05)
+        else:
+            raise AssertionError(f"the second lane carried {carried() - start} bytes in 20 s: nothing to kill mid-run")
         equal.links[1].close()
         stdout, _ = proc.communicate(timeout=120)
     finally:

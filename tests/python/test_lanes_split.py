@@ -240,10 +240,12 @@ async def test_cancel_split_request() -> None:
         sink = RecordingSink()
         req = FetchRequest(id="big", method="GET", url=srv.url(path), split=True)
         task = asyncio.create_task(engine.fetch([req], sink, LOOPBACK))
-        for _ in range(100):
+        for _ in range(600):  # bounded: 30 s
             await asyncio.sleep(0.05)
             if sink.records.get("big") and sink.records["big"].head is not None:
                 break
+        else:
+            raise AssertionError("the split request's head never arrived, so it could not be cancelled mid-body")
         await engine.cancel(["big"])
         await asyncio.wait_for(task, 30)
         await engine.aclose()

@@ -2,7 +2,7 @@
 // Pipelining saves round trips, and each request lanefetch takes costs a few ms of its own (batching window, the
 // native port both ways, the helper, one fulfill). When the origin's round trip is below that, there is nothing
 // to save: measured in real Chromium on the `lan` link (RTT < 1 ms), ON was slower than OFF for every page shape.
-// The threshold comes from tests/bench (seed000-pages and the RTT sweep in README "Performance").
+// The threshold comes from tests/bench (seed000-pages and the RTT sweep in docs/performance.md).
 import { hostOf, type OriginLatency } from "./origin-latency.js";
 
 export const STEP_ASIDE_BELOW_RTT_MS = 15;

@@ -14,7 +14,7 @@ class EngineConfig:
     pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
     pipelining: bool = True
     # Keep an origin's unanswered responses near two BDPs (inflight_budget.py). Off by default: it removes the
-    # queue drops on slow links but in real Chromium it cost more than it saved (README "Performance").
+    # queue drops on slow links but in real Chromium it cost more than it saved (docs/performance.md).
     inflight_budget: bool = False
     separate_bulk: bool = True  # nothing is pipelined behind a large response; others get a connection (pool.py)
     connect_timeout: float = 15.0
