@@ -12,7 +12,9 @@ from lanefetch.engine.pipeline import (
     ResponseBody,
     ResponseComplete,
     ResponseStarted,
+    ResponsesVerified,
 )
+from lanefetch.engine.response_check import Expectation
 from lanefetch.engine.response_parser import Framing, ResponseHead
 
 
@@ -216,3 +218,166 @@ def test_policy_pipelining_off() -> None:
     p = OriginPolicy(max_depth=1)
     p.on_response(_head(), Framing.LENGTH, keep_alive=True, pipelined=False)
     assert p.allowed_depth() == 1
+
+
+# ------------------------------------------------------------------------- proving answers in step (integrity)
+
+
+def _body(token: str) -> bytes:
+    return f"<{token}>".encode()
+
+
+def _delivered(events: list[object]) -> dict[str, bytes]:
+    """What a shell would hand the sink: answers not held at once, held ones once ResponsesVerified names them."""
+    bodies: dict[str, bytes] = {}
+    held: set[str] = set()
+    out: dict[str, bytes] = {}
+    for e in events:
+        if isinstance(e, ResponseStarted) and e.held:
+            held.add(e.token)
+        elif isinstance(e, ResponseBody):
+            bodies[e.token] = bodies.get(e.token, b"") + e.data
+        elif isinstance(e, ResponseComplete) and not e.held:
+            out[e.token] = bodies.get(e.token, b"")
+        elif isinstance(e, ResponsesVerified):
+            for r in e.responses:
+                out[r.token] = bodies.get(r.token, b"")
+        elif isinstance(e, ConnectionEnded):
+            for t in [*e.suspect, *e.retry]:
+                bodies.pop(t, None)
+    return out
+
+
+def test_an_answer_alone_on_the_connection_is_in_step_at_once() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a")
+    events = conn.receive(ok(b"A"))
+    started = [e for e in events if isinstance(e, ResponseStarted)]
+    done = [e for e in events if isinstance(e, ResponseComplete)]
+    assert not started[0].held and not done[0].held and not conn.unverified
+
+
+def test_pipelined_answers_are_held_until_the_idle_connection_is_quiet() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a", "b", "c")
+    events = conn.receive(ok(b"A") + ok(b"B") + ok(b"C"))
+    assert all(e.held for e in events if isinstance(e, ResponseStarted | ResponseComplete))
+    assert _delivered(list(events)) == {}
+    verified = conn.quiet()
+    assert len(verified) == 1 and isinstance(verified[0], ResponsesVerified)
+    assert [r.token for r in verified[0].responses] == ["a", "b", "c"]
+    assert conn.quiet() == []  # once
+
+
+def test_quiet_proves_nothing_while_a_request_is_out() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a", "b")
+    conn.receive(ok(b"A"))
+    assert conn.quiet() == []
+    send(conn, "c")  # sent while a's answer is unproven: its answer is held too, even alone
+    events = conn.receive(ok(b"B") + ok(b"C"))
+    assert all(e.held for e in events if isinstance(e, ResponseComplete))
+
+
+def test_a_clean_close_with_nothing_owed_proves_what_was_held() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a", "b")
+    conn.receive(ok(b"A") + ok(b"B"))
+    events = conn.receive_eof()
+    assert isinstance(events[0], ResponsesVerified) and [r.token for r in events[0].responses] == ["a", "b"]
+    assert isinstance(events[-1], ConnectionEnded) and events[-1].suspect == []
+
+
+def test_an_extra_answer_drops_every_held_one_unseen() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a", "b", "c")
+    # the server answers a twice: b gets a's second answer, c gets b's, and c's own arrives with nothing out
+    events = conn.receive(ok(b"A") + ok(b"A") + ok(b"B") + ok(b"C"))
+    end = events[-1]
+    assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC
+    assert end.suspect == ["a", "b", "c"] and _delivered(list(events)) == {}
+
+
+def test_a_skipped_request_drops_every_held_one_when_the_connection_stalls() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a", "b", "c")
+    events = conn.receive(ok(b"B") + ok(b"C"))  # a was never answered
+    end = conn.stalled()
+    assert end.suspect == ["a", "b"] and end.retry == ["c"] and end.misbehaviour is Misbehaviour.STALL
+    assert _delivered([*events, end]) == {}
+
+
+def test_a_head_that_cannot_answer_its_request_is_a_desync() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("css", "GET", Expectation("GET", destination="stylesheet"))
+    conn.sent("img", "GET", Expectation("GET", destination="image"))
+    events = conn.receive(ok(b"p{}", "Content-Type: image/png\r\n"))
+    end = events[-1]
+    assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC
+    assert end.retry == ["css", "img"] and end.partial == []
+
+
+def test_blank_lines_between_answers_are_not_a_desync() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a")
+    events = conn.receive(ok(b"A") + b"\r\n")
+    assert not any(isinstance(e, ConnectionEnded) for e in events)
+
+
+def test_post_waits_for_held_answers_to_be_proven() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, "a", "b")
+    conn.receive(ok(b"A") + ok(b"B"))
+    assert not conn.can_send("POST", 8), "a POST's answer could not be fetched again were it held"
+    conn.quiet()
+    assert conn.can_send("POST", 8)
+
+
+@st.composite
+def _server_scripts(draw: st.DrawFn) -> tuple[int, str, int, list[int]]:
+    n = draw(st.integers(1, 8))
+    fault = draw(st.sampled_from(["none", "extra", "skip", "twice"]))
+    at = draw(st.integers(0, n - 1))
+    cuts = draw(st.lists(st.integers(1, 400), max_size=6))
+    return n, fault, at, cuts
+
+
+@given(_server_scripts(), st.sampled_from(["quiet", "eof", "stall"]))
+@settings(max_examples=400, deadline=None)
+def test_no_answer_is_ever_delivered_to_another_request(script: tuple[int, str, int, list[int]], end: str) -> None:
+    """Whatever one server fault shifts and however the bytes are cut, every answer a shell would deliver is the
+    request's own; when nothing went wrong, every request is answered."""
+    n, fault, at, cuts = script
+    tokens = [f"t{i}" for i in range(n)]
+    conn: PipelineConnection[str] = PipelineConnection()
+    send(conn, *tokens)
+    answers = [ok(_body(t)) for t in tokens]
+    if fault == "extra":  # one answer too many after the at-th (an application writing twice, a short length)
+        answers.insert(at + 1, ok(b"<stray>"))
+    elif fault == "skip":
+        del answers[at]
+    elif fault == "twice":
+        answers.insert(at, answers[at])
+    wire = b"".join(answers)
+    events: list[object] = []
+    pos = 0
+    for cut in [*cuts, len(wire)]:  # the server wrote it all at once; the network cuts it anywhere
+        events += conn.receive(wire[pos : pos + cut])
+        pos += cut
+        if pos >= len(wire):
+            break
+    if end == "quiet":
+        events += conn.quiet() if not conn.in_flight else [conn.stalled()]
+    elif end == "eof":
+        events += conn.receive_eof()
+    else:
+        events += [conn.stalled()] if conn.in_flight else conn.quiet()
+    delivered = _delivered(events)
+    for token, body in delivered.items():
+        assert body == _body(token), (fault, at, token, body)
+    if fault == "none":
+        assert set(delivered) == set(tokens)
+    ended = [e for e in events if isinstance(e, ConnectionEnded)]
+    # nothing is lost: what was not delivered is handed back to be fetched again
+    handed_back = {t for e in ended for t in [*e.retry, *e.suspect, *e.failed]}
+    assert set(tokens) <= set(delivered) | handed_back

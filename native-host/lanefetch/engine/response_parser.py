@@ -269,6 +269,9 @@ class ResponseParser:
         return True
 
     def _framing_for(self, head: ResponseHead) -> tuple[Framing, int | None]:
+        # An invalid Content-Length is an unrecoverable framing error (RFC 9112 §6.3 item 5) even where it does
+        # not frame the body (HEAD, 204, 304): a server that writes one cannot be trusted to frame the next.
+        length = self._content_length(head)
         # RFC 9112 §6.3, in order.
         if self.method == "HEAD" or head.status in (204, 304):
             return Framing.NONE, None
@@ -282,17 +285,23 @@ class ResponseParser:
                     raise ParseError("chunked applied more than once")
                 return Framing.CHUNKED, None
             return Framing.CLOSE, None
-        cl = head.get_all("content-length")
-        if cl:
-            values = {v.strip() for raw in cl for v in raw.split(",")}
-            if len(values) != 1:
-                raise ParseError(f"conflicting Content-Length values {sorted(values)}")
-            value = values.pop()
-            # ASCII digits only: str.isdigit() also takes "²" and other Unicode digits, which int() refuses.
-            if not _DIGITS.fullmatch(value):
-                raise ParseError(f"invalid Content-Length {value!r}")
-            return Framing.LENGTH, int(value)
+        if length is not None:
+            return Framing.LENGTH, length
         return Framing.CLOSE, None
+
+    @staticmethod
+    def _content_length(head: ResponseHead) -> int | None:
+        cl = head.get_all("content-length")
+        if not cl:
+            return None
+        values = {v.strip() for raw in cl for v in raw.split(",")}
+        if len(values) != 1:
+            raise ParseError(f"conflicting Content-Length values {sorted(values)}")
+        value = values.pop()
+        # ASCII digits only: str.isdigit() also takes "²" and other Unicode digits, which int() refuses.
+        if not _DIGITS.fullmatch(value):
+            raise ParseError(f"invalid Content-Length {value!r}")
+        return int(value)
 
     def _take_body(self, events: list[Event], *, final: bool) -> bool:
         if not self._buf:

@@ -1,0 +1,92 @@
+"""Which heads cannot answer which requests (response_check.py), and when a broken body may be finished from
+another response (resume.py): pure rules, table-driven."""
+
+from __future__ import annotations
+
+import pytest
+from lanefetch.engine.response_check import Expectation, implausible
+from lanefetch.engine.response_parser import ResponseHead
+from lanefetch.engine.resume import continues, replaces, resume_headers, strong_validator
+
+
+def head(status: int = 200, **fields: str) -> ResponseHead:
+    return ResponseHead(status, "X", "1.1", [(k.replace("_", "-"), v) for k, v in fields.items()])
+
+
+@pytest.mark.parametrize(("resp", "expect", "bad"), [
+    (head(200, content_type="image/png"), Expectation("GET", destination="image"), False),
+    (head(200, content_type="text/css"), Expectation("GET", destination="image"), True),
+    (head(200, content_type="text/javascript; charset=utf-8"), Expectation("GET", destination="stylesheet"), True),
+    (head(200, content_type="image/webp"), Expectation("GET", destination="script"), True),
+    (head(200, content_type="font/woff2"), Expectation("GET", destination="font"), False),
+    (head(200, content_type="text/css"), Expectation("GET", destination="font"), True),
+    # generic types real servers send for anything: never a finding
+    (head(200, content_type="text/html"), Expectation("GET", destination="image"), False),
+    (head(200, content_type="application/octet-stream"), Expectation("GET", destination="stylesheet"), False),
+    (head(200, content_type="text/plain"), Expectation("GET", destination="script"), False),
+    (head(200), Expectation("GET", destination="image"), False),
+    # an error page may be anything
+    (head(404, content_type="text/css"), Expectation("GET", destination="image"), False),
+    # destinations without a rule
+    (head(200, content_type="image/png"), Expectation("GET", destination="fetch"), False),
+    # ranges and conditions
+    (head(206, content_range="bytes 0-9/100"), Expectation("GET"), True),
+    (head(206, content_range="bytes 0-9/100"), Expectation("GET", ranged=True), False),
+    (head(416), Expectation("GET"), True),
+    (head(200, content_range="bytes 0-9/100"), Expectation("GET"), True),
+    (head(304), Expectation("GET"), True),
+    (head(304), Expectation("GET", conditional=True), False),
+])
+def test_implausible(resp: ResponseHead, expect: Expectation, bad: bool) -> None:
+    assert (implausible(resp, expect) is not None) is bad
+
+
+def test_expectation_of_request_fields() -> None:
+    e = Expectation.of("get", [("Range", "bytes=0-"), ("If-None-Match", '"x"')], "image")
+    assert e == Expectation("GET", True, True, "image")
+
+
+@pytest.mark.parametrize(("resp", "validator"), [
+    (head(200, etag='"abc"'), '"abc"'),
+    (head(200, etag='W/"abc"'), None),  # weak: no If-Range at all
+    (head(200, etag='W/"abc"', last_modified="Mon, 01 Jan 2024 00:00:00 GMT",
+          date="Tue, 02 Jan 2024 00:00:00 GMT"), None),  # a date only when there is no entity tag
+    (head(200, last_modified="Mon, 01 Jan 2024 00:00:00 GMT", date="Mon, 01 Jan 2024 00:00:01 GMT"),
+     "Mon, 01 Jan 2024 00:00:00 GMT"),
+    (head(200, last_modified="Mon, 01 Jan 2024 00:00:00 GMT", date="Mon, 01 Jan 2024 00:00:00 GMT"), None),
+    (head(200, last_modified="Mon, 01 Jan 2024 00:00:00 GMT"), None),  # no Date to judge it by
+    (head(200, last_modified="garbage", date="Mon, 01 Jan 2024 00:00:00 GMT"), None),
+    (head(200, content_length="100"), None),  # a length is no validator
+])
+def test_strong_validator(resp: ResponseHead, validator: str | None) -> None:
+    assert strong_validator(resp) == validator
+
+
+def test_resume_headers() -> None:
+    first = head(200, etag='"v1"', content_length="100")
+    assert resume_headers([("Accept", "*/*"), ("If-None-Match", '"old"')], first, 40) == [
+        ("Accept", "*/*"), ("Range", "bytes=40-"), ("If-Range", '"v1"')]
+    assert resume_headers([], head(200, content_length="100"), 40) is None
+    assert resume_headers([("Range", "bytes=0-9")], first, 5) is None  # the page's own range
+    assert resume_headers([], first, 0) is None
+    assert resume_headers([], head(206, etag='"v1"'), 5) is None
+
+
+def test_continues() -> None:
+    first = head(200, etag='"v1"', content_length="100")
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 40-99/100"), 40) is None
+    assert continues(first, head(206, etag='"v2"', content_range="bytes 40-99/100"), 40) is not None
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 41-99/100"), 40) is not None
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 40-98/100"), 40) is not None
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 40-99/120"), 40) is not None
+    assert continues(first, head(200, etag='"v1"', content_length="100"), 40) is not None
+
+
+def test_replaces() -> None:
+    first = head(200, etag='"v1"', content_length="100")
+    assert replaces(first, head(200, etag='"v1"', content_length="100"), 40)
+    assert not replaces(first, head(200, etag='"v2"', content_length="100"), 40)
+    bare = head(200, content_length="100")
+    assert not replaces(bare, head(200, content_length="100"), 40), "same length is no proof of the same body"
+    assert replaces(bare, head(200, content_length="100"), 0), "nothing delivered: nothing spliced"
+    assert not replaces(bare, head(200, content_length="101"), 0)
