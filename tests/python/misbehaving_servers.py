@@ -556,17 +556,36 @@ def close_after(k: int, settle: float = 0.02, *, rst: bool = False) -> Scenario:
 
 
 def close_mid_body(path: str, cut: int, settle: float = 0.02, *, rst: bool = False, times: int = 1,
-                   changed: bool = False) -> Scenario:
+                   changed: bool = False, ranges: bool = False, validators: bool = True,
+                   same_length_other_body: bool = False) -> Scenario:
     """Answers normally, except the first ``times`` responses for ``path``: head and ``cut`` bytes of the
-    body, then the connection closes. ``changed``: later answers for path carry another ETag."""
+    body, then the connection closes. ``changed``: later answers for path carry another ETag. ``ranges``:
+    a later request with Range and a matching If-Range gets a 206 (recorded in state["ranges"]).
+    ``validators=False``: answers for path carry neither ETag nor Last-Modified, only Content-Length;
+    ``same_length_other_body``: later answers for path are another body of the same length."""
+
+    def answer_for(conn: ServerConn, req: Received) -> bytes:
+        body = content(req.path)
+        if req.path == path and same_length_other_body and _count(conn, "answers") > 1:
+            body = bytes(b ^ 0xFF for b in body)
+        headers = [("ETag", etag(req.path))] if validators or req.path != path else []
+        return response(200, body, headers=[*headers, ("Content-Type", "application/octet-stream")])
 
     async def run(conn: ServerConn) -> None:
         while (req := await conn.next_request()) is not None:
             await conn.settle(settle)
             if req.path == path and req.method == "GET":
                 n = _count(conn, "broken")
+                rng = req.header("Range")
+                if ranges and n > times and rng and req.header("If-Range") == etag(path):
+                    start = int(rng.removeprefix("bytes=").split("-")[0])
+                    body = content(path)
+                    conn.server.state.setdefault("ranges", []).append(rng)  # type: ignore[union-attr]
+                    await conn.answer(req, response(206, body[start:], headers=[
+                        ("ETag", etag(path)), ("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")]))
+                    continue
                 if n <= times:
-                    full = ordinary(req)
+                    full = answer_for(conn, req)
                     head_len = full.index(b"\r\n\r\n") + 4
                     await conn.send(full[: head_len + cut], completes=0)
                     await asyncio.sleep(0.02)
@@ -580,6 +599,8 @@ def close_mid_body(path: str, cut: int, settle: float = 0.02, *, rst: bool = Fal
                     await conn.answer(req, ordinary(req, extra=[("ETag", '"changed"')]).replace(
                         f"ETag: {etag(path)}\r\n".encode(), b"", 1))
                     continue
+                await conn.answer(req, answer_for(conn, req))
+                continue
             await conn.answer(req)
 
     return run
@@ -907,5 +928,62 @@ def limit_then_rst(k: int, settle: float = 0.02) -> Scenario:
         conn.server.state.setdefault("unsent_at_rst", []).append(unsent_bytes(conn))  # type: ignore[union-attr]
         conn.server.state.setdefault("unanswered_at_close", []).append(conn.outstanding())  # type: ignore[union-attr]
         conn.reset()
+
+    return run
+
+
+# ------------------------------------------------------------------------------ out of step (integrity)
+
+CACHEABLE = [("Cache-Control", "max-age=3600")]
+
+
+def _stray(kind: str, req: Received) -> bytes:
+    """One request's answer with one complete response too many after it, written as the faulty server would."""
+    stray = response(200, content("/stray/777"), headers=[("Content-Type", "application/octet-stream"),
+                                                          *CACHEABLE])
+    if kind == "app":  # an application that writes a second response
+        return ordinary(req, extra=CACHEABLE) + stray
+    if kind == "204-body":  # a 204 (or 304) that carries a body, which is a whole response
+        return response(204, headers=CACHEABLE, length=None) + stray
+    if kind == "short-length":  # a Content-Length too short whose excess parses as a response
+        body = content(req.path)
+        return response(200, body + stray, headers=[("ETag", etag(req.path)), *CACHEABLE], length=len(body))
+    raise ValueError(kind)
+
+
+def out_of_step(fault: str, at: str, settle: float = 0.05) -> Scenario:
+    """The first connection waits for what the client pipelines, then writes every answer at once (as a server
+    that has them ready does), with one fault at path ``at``: ``app``, ``204-body`` or ``short-length`` add
+    one complete response after its answer; ``skip`` leaves it unanswered (later ones are answered, then the
+    connection stays open and silent); ``skip-close`` the same, then closes. Later connections behave;
+    every answer is cacheable, so a misattributed one would be stored under the wrong URL."""
+    good = well_behaved(0.01, extra=CACHEABLE)
+
+    async def run(conn: ServerConn) -> None:
+        if conn.index > 0:
+            return await good(conn)
+        first = await conn.next_request()
+        if first is None:
+            return
+        await conn.settle(settle)
+        reqs = [first]
+        while conn.waiting():
+            req = await conn.next_request()
+            if req is None:
+                break
+            reqs.append(req)
+        wire = b""
+        for req in reqs:
+            if req.path != at:
+                wire += ordinary(req, extra=CACHEABLE)
+            elif fault.startswith("skip"):
+                conn.server.state["skipped"] = req.path
+            else:
+                wire += _stray(fault, req)
+        await conn.send(wire, completes=len(reqs))
+        if fault == "skip-close":
+            await conn.close()
+        else:
+            await conn.wait_client_close()
 
     return run

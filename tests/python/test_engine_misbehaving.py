@@ -9,13 +9,16 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
+from lanefetch.engine.pipeline import Misbehaviour
 from lanefetch.engine.request import Origin
 from misbehaving_servers import (
+    CACHEABLE,
     LOOPBACK,
     RecordingSink,
     Scenario,
@@ -38,7 +41,9 @@ from misbehaving_servers import (
     limit_then_rst,
     one_off_close,
     ordinary,
+    out_of_step,
     post_dies,
+    response,
     rst_when_pipelined,
     stall_then_rst,
     well_behaved,
@@ -70,6 +75,11 @@ def path_of(req: FetchRequest) -> str:
 
 def expected(req: FetchRequest) -> bytes:
     return b"" if req.method == "HEAD" else content(path_of(req))
+
+
+def proven(engine: Engine, srv: ScriptedServer) -> None:
+    """As after earlier pages: the origin is known to pipeline right, so a batch pipelines at full depth."""
+    engine.policies[Origin("http", "127.0.0.1", srv.port)] = OriginPolicy(16, PipelineState.GREEN, 16)
 
 
 def policy(engine: Engine, srv: ScriptedServer) -> OriginPolicy:
@@ -350,13 +360,17 @@ async def test_close_delimited_response_mid_pipeline_loses_nothing() -> None:
 
 
 async def test_capped_connection_does_not_hold_the_queue() -> None:
-    async with setup(one_off_close(3), config(idle_timeout=0.7, stall_timeout=0.7)) as (srv, engine):
+    # Timeouts far beyond the bounded wait: the batch can only finish in time if the connection that reached
+    # its cap was given up at once and the queue moved to a fresh one.
+    async with setup(one_off_close(3), config(idle_timeout=60, stall_timeout=60)) as (srv, engine):
         reqs = gets(srv, mixed_paths(15))
-        t0 = time.monotonic()
-        sink = await fetch(engine, reqs)
-        elapsed = time.monotonic() - t0
+        sink = RecordingSink()
+        try:
+            await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
+        except TimeoutError:
+            raise AssertionError("the queue waited behind the capped connection") from None
         sink.check_exact(reqs, expected)
-        assert elapsed < 1.2, f"{elapsed:.1f} s for 15 responses on loopback"
+        assert len(srv.connections) >= 2
 
 
 # ----------------------------------------------------------------------------------------- HTTP/1.0
@@ -498,13 +512,10 @@ async def test_stall_then_rst() -> None:
     cfg = config(stall_timeout=0.5)
     async with setup(stall_then_rst(after=3, stall=3.0), cfg) as (srv, engine):
         reqs = gets(srv, mixed_paths(16))
-        t0 = time.monotonic()
         sink = await fetch(engine, reqs)
-        elapsed = time.monotonic() - t0
         sink.check_exact(reqs, expected)
         assert srv.state["unanswered_at_stall"] >= 2  # type: ignore[operator]
         assert srv.state["client_gave_up_first"] is True, "the client waited for the RST instead of its stall timeout"
-        assert elapsed < 2.5
         pol = policy(engine, srv)
         assert pol.state is PipelineState.RED and any("stall" in d for d in pol.demotions), pol.demotions
 
@@ -687,9 +698,11 @@ async def test_cancel_the_whole_batch() -> None:
 async def test_total_timeout() -> None:
     async with setup(held(), config(total_timeout=0.5, stall_timeout=5, connections_per_origin=2)) as (srv, engine):
         reqs = gets(srv, ["/hold/a/100", "/r/b/100"])
-        t0 = time.monotonic()
-        sink = await fetch(engine, reqs)
-        assert time.monotonic() - t0 < 2
+        sink = RecordingSink()
+        try:  # the held answer never comes and the stall timeout is far: only the total timeout can end it
+            await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
+        except TimeoutError:
+            raise AssertionError("the total timeout did not end the held request") from None
         sink.check_once(reqs)
         assert sink.records["0"].error is not None and sink.records["0"].error.code == "timeout"
         sink.check_exact([reqs[1]], expected)
@@ -928,3 +941,107 @@ async def test_cancel_and_close_stops_the_answer_and_retries_what_was_behind() -
         assert srv.connections[0].client_eof  # closed, not read to its end
         assert srv.connections[0].bytes_written < 1_000_000  # of 5 MB
         assert len(srv.connections) == 2  # what waited behind it went on a new connection
+
+
+# ---------------------------------------------------------------- out of step: never another request's body
+
+
+def _cached_config(cache: Path) -> EngineConfig:
+    return config(cache_dir=cache, stall_timeout=1)
+
+
+@pytest.mark.parametrize("fault", ["app", "204-body", "short-length", "skip", "skip-close"])
+async def test_a_server_out_of_step_never_delivers_or_caches_another_requests_body(
+        fault: str, tmp_path: Path) -> None:
+    """A server that answers one request twice over (or skips one) shifts every later pipelined answer by one.
+    Every request still gets its own bytes (the connection's held answers were dropped and fetched again,
+    alone), the origin stops pipelining, and the cache holds no answer under another URL: a second engine on
+    the same cache gets every body right."""
+    paths = [f"/r/p{i}/{1000 + i}" for i in range(8)]
+    at = paths[2]
+    if fault == "204-body":
+        at = paths[2] = "/status/204"
+    async with setup(out_of_step(fault, at), _cached_config(tmp_path)) as (srv, engine):
+        proven(engine, srv)
+        reqs = gets(srv, paths)
+        sink = await fetch(engine, reqs)
+
+        def want(req: FetchRequest) -> bytes:
+            return b"" if "/status/" in req.url else expected(req)
+
+        sink.check_exact(reqs, want)
+        assert srv.connections[0].max_outstanding >= 4, "the first connection did not pipeline"
+        pol = policy(engine, srv)
+        assert pol.state is PipelineState.RED, pol.demotions
+        assert all(c.max_outstanding <= 1 for c in srv.connections[1:])
+        if fault.startswith("skip"):
+            assert srv.state.get("skipped") == at
+    async with setup(well_behaved(extra=CACHEABLE), _cached_config(tmp_path)) as (srv2, engine2):
+        reqs2 = gets(srv2, [p for p in paths if "/status/" not in p], prefix="again")
+        # the second server has another port: look the first one's URLs up in the shared cache
+        for r, p in zip(reqs2, [p for p in paths if "/status/" not in p], strict=True):
+            r.url = f"http://127.0.0.1:{srv.port}{p}"
+        sink2 = await fetch(engine2, reqs2)
+        sink2.check_once(reqs2)
+        for r in reqs2:
+            rec = sink2.records[r.id]
+            if rec.error is None:  # served from the cache (the first server is gone): must be its own body
+                assert bytes(rec.body) == expected(r), f"{r.url}: the cache served another URL's body"
+        assert sum(1 for r in reqs2 if sink2.records[r.id].error is None) >= len(reqs2) - 1, \
+            "the proven answers were not cached"
+
+
+async def test_a_body_type_that_cannot_answer_the_request_stops_the_pipeline_at_once() -> None:
+    """A shift between answers of different types is caught at the first wrong head: a stylesheet request
+    answered with an image's head."""
+    async def run(conn: ServerConn) -> None:
+        if conn.index > 0:
+            return await well_behaved()(conn)
+        first = await conn.next_request()
+        if first is None:
+            return
+        await conn.settle(0.05)
+        reqs = [first]
+        while conn.waiting() and (req := await conn.next_request()) is not None:
+            reqs.append(req)
+        img = response(200, content("/img/9"), headers=[("Content-Type", "image/png")])
+        wire = img + b"".join(ordinary(r) for r in reqs)  # one image answer too many, ahead of everything
+        await conn.send(wire, completes=len(reqs))
+        await conn.wait_client_close()
+
+    async with setup(run) as (srv, engine):
+        proven(engine, srv)
+        reqs = gets(srv, ["/r/css/300", "/r/js/400", "/r/img/500"], rtype="stylesheet")
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        pol = policy(engine, srv)
+        assert pol.state is PipelineState.RED and Misbehaviour.DESYNC.value in pol.demotions, pol.demotions
+        assert srv.served("/r/css/300") == 2, "the first request's answer was caught, not delivered"
+
+
+async def test_broken_body_resumes_with_range_and_if_range_from_a_strong_etag() -> None:
+    path = "/r/big/300000"
+    async with setup(close_mid_body(path, cut=100_000, ranges=True)) as (srv, engine):
+        reqs = gets(srv, [path])  # alone: its answer reaches the sink as it arrives
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        rec = sink.records[reqs[0].id]
+        assert rec.events.count("head") == 1 and rec.report is not None and rec.report.retries == 1
+        (asked,) = srv.state["ranges"]  # type: ignore[misc]
+        start = int(str(asked).removeprefix("bytes=").rstrip("-"))
+        assert 0 < start <= 100_000, asked
+        assert rec.report.wire_bytes < 300_000 + 2 * 100_000, "the retry fetched the whole body again"
+
+
+async def test_broken_body_without_a_strong_validator_is_never_spliced() -> None:
+    """Only Content-Length: another body of the same length on the retry must not finish the first one."""
+    path = "/r/big/300000"
+    async with setup(close_mid_body(path, cut=100_000, validators=False, same_length_other_body=True)) as (
+            srv, engine):
+        reqs = gets(srv, [path])
+        sink = await fetch(engine, reqs)
+        sink.check_once(reqs)
+        rec = sink.records[reqs[0].id]
+        assert rec.error is not None and rec.error.code == "resource_changed", rec.error
+        assert bytes(rec.body) == content(path)[: len(rec.body)], "the prefix came from the first body only"
+        assert not any(r.header("Range") for r in srv.requests), "asked for a range without a validator"
