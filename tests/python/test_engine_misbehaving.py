@@ -1045,3 +1045,15 @@ async def test_broken_body_without_a_strong_validator_is_never_spliced() -> None
         assert rec.error is not None and rec.error.code == "resource_changed", rec.error
         assert bytes(rec.body) == content(path)[: len(rec.body)], "the prefix came from the first body only"
         assert not any(r.header("Range") for r in srv.requests), "asked for a range without a validator"
+
+
+async def test_decoded_requests_ask_for_compressed_bodies() -> None:
+    """Bytes parity with the browser: a request the helper decodes asks for gzip/deflate (http) itself, and
+    the coded answer arrives decoded; a request delivered as received keeps its own fields."""
+    async with setup(well_behaved()) as (srv, engine):
+        decoded = gets(srv, ["/enc/gzip/a/5000"], decode=True)
+        raw = gets(srv, ["/r/b/100"], prefix="raw")
+        sink = await fetch(engine, [*decoded, *raw])
+        sink.check_exact(decoded, lambda r: content("/enc/gzip/a/5000"))
+        seen = {r.path: r.header("Accept-Encoding") for r in srv.requests}
+        assert seen == {"/enc/gzip/a/5000": "gzip, deflate", "/r/b/100": None}, seen

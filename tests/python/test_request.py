@@ -127,3 +127,24 @@ def test_unknown_coding() -> None:
     with pytest.raises(FetchError) as e:
         decoder_for("compress")
     assert e.value.code == "decode_failed"
+
+
+def test_accept_encoding_as_the_browser_would_ask() -> None:
+    from lanefetch.engine.request import with_accept_encoding
+
+    def ae(req: FetchRequest, scheme: str = "https") -> str | None:
+        with_accept_encoding(req, scheme)
+        values = [v for k, v in req.headers if k.lower() == "accept-encoding"]
+        assert len(values) <= 1
+        return values[0] if values else None
+
+    assert ae(FetchRequest("1", "GET", "https://a.test/x", decode=True)) == "gzip, deflate, br, zstd"
+    assert ae(FetchRequest("1", "GET", "http://a.test/x", decode=True), "http") == "gzip, deflate"
+    assert ae(FetchRequest("1", "HEAD", "https://a.test/x", decode=True)) == "gzip, deflate, br, zstd"
+    # the consumer takes coded bodies as they are (Firefox's proxy: its own header stands)
+    assert ae(FetchRequest("1", "GET", "https://a.test/x")) is None
+    assert ae(FetchRequest("1", "GET", "https://a.test/x", [("Accept-Encoding", "identity")], decode=True)) == \
+        "identity"
+    assert ae(FetchRequest("1", "GET", "https://a.test/x", [("Range", "bytes=0-9")], decode=True)) is None
+    assert ae(FetchRequest("1", "GET", "https://a.test/x", decode=True, split=True)) is None
+    assert ae(FetchRequest("1", "POST", "https://a.test/x", body=b"x", decode=True)) is None

@@ -19,7 +19,7 @@ from .errors import FetchError
 from .exchange import Exchange, Sink
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
-from .request import FetchRequest, Origin, parse_target, validate
+from .request import FetchRequest, Origin, parse_target, validate, with_accept_encoding
 from .transport import make_tls_context
 
 if TYPE_CHECKING:
@@ -98,6 +98,7 @@ class Engine:
                 req.method = req.method.upper()
                 try:
                     target = validate(req)
+                    with_accept_encoding(req, target.origin.scheme)
                 except FetchError as e:
                     ex = Exchange(req, None, sink, next(self._seq), 0)
                     tracker.exchanges.append(ex)

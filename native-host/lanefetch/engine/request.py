@@ -105,6 +105,21 @@ def validate(request: FetchRequest) -> Target:
     return parse_target(request.url)
 
 
+# What Chromium's network stack adds to a request that has no Accept-Encoding of its own: brotli and zstd only
+# over TLS (middleboxes mangle unknown codings in the clear). Every one of them is decoded here (decode.py).
+_ACCEPT_ENCODING = {"https": "gzip, deflate, br, zstd", "http": "gzip, deflate"}
+
+
+def with_accept_encoding(request: FetchRequest, scheme: str) -> None:
+    """Ask for compressed bodies as the browser's own request would (bytes parity): only where the helper
+    decodes for the consumer (decode=True: the renderer's paused request never carried the browser's
+    Accept-Encoding, which its network stack adds later), never over a request with its own Accept-Encoding or
+    a Range (a byte range of a coded body is no range of the body the page asked for)."""
+    names = {k.lower() for k, _ in request.headers}
+    if request.decode and request.idempotent and not request.split and not names & {"accept-encoding", "range"}:
+        request.headers = [*request.headers, ("Accept-Encoding", _ACCEPT_ENCODING.get(scheme, "gzip, deflate"))]
+
+
 def serialize(request: FetchRequest, target: Target) -> bytes:
     """The request on the wire: origin-form, Host first, hop-by-hop fields removed."""
     connection_named = {
