@@ -18,12 +18,13 @@ from urllib.parse import unquote, urlsplit
 from . import __version__
 from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
-from .engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from .engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from .lanes.interfaces import parse_interface_arg
 from .lanes.interfaces_command import interfaces_command, interfaces_parser
 from .lanes.progress import MIN_SIZE as PROGRESS_MIN_SIZE
 from .lanes.progress import ProgressBar
 from .proxy.ca_cli import firefox_https_command, firefox_https_parser
+from .service import FetchService, ServiceConfig
 
 
 class _Result:
@@ -132,12 +133,14 @@ def _request_json(r: _Result) -> dict[str, Any]:
 
 
 async def _fetch(args: argparse.Namespace) -> int:
-    config = EngineConfig(
-        connections_per_origin=args.connections,
-        pipeline_depth=args.depth,
-        pipelining=not args.no_pipeline,
-        inflight_budget=args.inflight_budget,
-        ca_file=args.ca_file,
+    config = ServiceConfig(
+        EngineConfig(
+            connections_per_origin=args.connections,
+            pipeline_depth=args.depth,
+            pipelining=not args.no_pipeline,
+            inflight_budget=args.inflight_budget,
+            ca_file=args.ca_file,
+        ),
         cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
         lanes=[(n, w or 1.0) for n, w in args.interface] if args.interface else None,
     )
@@ -150,7 +153,7 @@ async def _fetch(args: argparse.Namespace) -> int:
                            headers=list(args.header), decode=args.decode, split=args.split)
         sink.results[req.id] = _Result(req)
         requests.append(req)
-    engine = Engine(config)
+    engine = FetchService(config)
     try:
         if args.split:
             engine.splitter()  # named interfaces are checked (and found) before anything is fetched or timed
@@ -206,7 +209,7 @@ def _cache_command(args: argparse.Namespace) -> int:
     from .cache.sqlite_store import SqliteStore
 
     directory: Path = args.cache_dir or default_cache_dir()
-    store = SqliteStore(directory, EngineConfig().cache_max_bytes)
+    store = SqliteStore(directory, ServiceConfig().cache_max_bytes)
     try:
         if args.action == "clear":
             print(f"removed {store.clear()} entries from {store.path}")

@@ -40,11 +40,12 @@ VARIANTS = {
 
 
 async def _client(base: str, variant: str) -> dict[str, Any]:
-    from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
+    from lanefetch.engine import EngineConfig, FetchRequest, Page
+    from lanefetch.service import FetchService, ServiceConfig
     from misbehaving_servers import RecordingSink
 
     page = Page(address_space="private")
-    engine = Engine(EngineConfig(lanes=[], separate_bulk=variant != "mixed"))
+    engine = FetchService(ServiceConfig(EngineConfig(separate_bulk=variant != "mixed"), lanes=[]))
     sink = RecordingSink()
     try:
         warm = [FetchRequest(f"w{i}", "GET", f"{base}/s{i}.bin") for i in range(8)]

@@ -29,7 +29,7 @@ from lanefetch.bridge.framing import (
 )
 from lanefetch.bridge.host import serve
 from lanefetch.bridge.stdio import open_stdio
-from lanefetch.engine import EngineConfig
+from lanefetch.service import ServiceConfig
 from local_app import serve_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -286,7 +286,7 @@ async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:
     to_host_r, to_host_w = os.pipe()
     from_host_r, from_host_w = os.pipe()
     reader, writer = await open_stdio(to_host_r, from_host_w, threaded=True)
-    served = asyncio.create_task(serve(reader, writer, EngineConfig(cache_dir=tmp_path / "cache")))
+    served = asyncio.create_task(serve(reader, writer, ServiceConfig(cache_dir=tmp_path / "cache")))
     hello = {"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"}
     await asyncio.to_thread(os.write, to_host_w, frame(hello) + frame({"type": "ping", "nonce": "n1"}))
 

@@ -29,6 +29,7 @@ from lanefetch.engine import (
     Page,
     TimingReport,
 )
+from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,7 +153,7 @@ async def get(engine: Engine, url: str, page: Page | None = None, headers: list[
 
 @pytest.fixture
 async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
-    e = Engine(EngineConfig(cache_dir=tmp_path / "cache", connections_per_origin=2))
+    e = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2), cache_dir=tmp_path / "cache"))
     yield e
     await e.aclose()
 
@@ -333,11 +334,11 @@ async def test_private_browsing_never_touches_the_persistent_store(
 
 
 async def test_entries_survive_the_engine(tmp_path: Path, origin: Origin) -> None:
-    cfg = EngineConfig(cache_dir=tmp_path / "c")
-    first = Engine(cfg)
+    cfg = ServiceConfig(cache_dir=tmp_path / "c")
+    first = FetchService(cfg)
     await get(first, f"{origin.url}/fresh", SITE)
     await first.aclose()  # waits for the write
-    second = Engine(cfg)
+    second = FetchService(cfg)
     try:
         g = await get(second, f"{origin.url}/fresh", SITE)
         assert g.report is not None and g.report.cache == "hit"

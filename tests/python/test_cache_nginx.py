@@ -14,6 +14,7 @@ import pytest
 from bench.netlab import Lab
 from bench.servers import ServerHandle, start_nginx
 from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
+from lanefetch.service import FetchService, ServiceConfig
 from test_cache_engine import Collect
 
 pytestmark = [
@@ -54,7 +55,7 @@ async def fetch_all(engine: Engine, base: str, prefix: str) -> Collect:
 
 @pytest.mark.parametrize(("prefix", "validator"), [("etag", "ETag"), ("lm", "Last-Modified")])
 async def test_revalidation_against_nginx(nginx: ServerHandle, tmp_path: Path, prefix: str, validator: str) -> None:
-    engine = Engine(EngineConfig(cache_dir=tmp_path / "cache", connections_per_origin=1))
+    engine = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1), cache_dir=tmp_path / "cache"))
     try:
         base = nginx.url("").rstrip("/")
         first = await fetch_all(engine, base, prefix)
@@ -77,7 +78,7 @@ async def test_revalidation_against_nginx(nginx: ServerHandle, tmp_path: Path, p
 async def test_fresh_entries_never_reach_nginx_and_hard_reload_revalidates(
     nginx: ServerHandle, tmp_path: Path
 ) -> None:
-    engine = Engine(EngineConfig(cache_dir=tmp_path / "cache"))
+    engine = FetchService(ServiceConfig(cache_dir=tmp_path / "cache"))
     try:
         base = nginx.url("").rstrip("/")
         await fetch_all(engine, base, "fresh")

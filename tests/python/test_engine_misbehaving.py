@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
+from lanefetch.engine import EngineConfig, FetchRequest, Page
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
 from lanefetch.engine.request import Origin
+from lanefetch.service import FetchService, ServiceConfig
 from misbehaving_servers import (
     CACHEABLE,
     LOOPBACK,
@@ -77,19 +78,20 @@ def expected(req: FetchRequest) -> bytes:
     return b"" if req.method == "HEAD" else content(path_of(req))
 
 
-def proven(engine: Engine, srv: ScriptedServer) -> None:
+def proven(engine: FetchService, srv: ScriptedServer) -> None:
     """As after earlier pages: the origin is known to pipeline right, so a batch pipelines at full depth."""
     engine.policies[Origin("http", "127.0.0.1", srv.port)] = OriginPolicy(16, PipelineState.GREEN, 16)
 
 
-def policy(engine: Engine, srv: ScriptedServer) -> OriginPolicy:
+def policy(engine: FetchService, srv: ScriptedServer) -> OriginPolicy:
     return engine.policies[Origin("http", "127.0.0.1", srv.port)]
 
 
 @asynccontextmanager
-async def setup(scenario: Scenario, cfg: EngineConfig | None = None, **server_kw: Any
-                ) -> AsyncIterator[tuple[ScriptedServer, Engine]]:
-    engine = Engine(cfg or config())
+async def setup(scenario: Scenario, cfg: EngineConfig | None = None, *, cache: Path | None = None,
+                **server_kw: Any) -> AsyncIterator[tuple[ScriptedServer, FetchService]]:
+    """The whole fetching stack as the host composes it (service.py): engine, decoding, and a cache if asked."""
+    engine = FetchService(ServiceConfig(cfg or config(), cache_dir=cache))
     try:
         async with ScriptedServer(scenario, **server_kw) as srv:
             yield srv, engine
@@ -98,7 +100,7 @@ async def setup(scenario: Scenario, cfg: EngineConfig | None = None, **server_kw
         await engine.aclose()
 
 
-async def fetch(engine: Engine, reqs: list[FetchRequest], page: Page = LOOPBACK, timeout: float = 20
+async def fetch(engine: FetchService, reqs: list[FetchRequest], page: Page = LOOPBACK, timeout: float = 20
                 ) -> RecordingSink:
     sink = RecordingSink()
     await asyncio.wait_for(engine.fetch(reqs, sink, page), timeout)
@@ -557,7 +559,7 @@ async def test_out_of_order_answer_is_detected_as_framing_trouble() -> None:
 
 async def test_demotion_is_per_origin() -> None:
     async with ScriptedServer(close_after(3)) as bad, ScriptedServer(well_behaved(settle=0.03)) as good:
-        engine = Engine(config())
+        engine = FetchService(ServiceConfig(config()))
         try:
             reqs = gets(bad, mixed_paths(16), prefix="bad") + gets(good, mixed_paths(16), prefix="good")
             sink = await fetch(engine, reqs)
@@ -842,7 +844,7 @@ async def test_public_page_may_not_reach_loopback() -> None:
     "http:///nohost", "gopher://127.0.0.1:70/",
 ])
 async def test_non_http_urls_are_bad_url(url: str) -> None:
-    engine = Engine(config())
+    engine = FetchService(ServiceConfig(config()))
     try:
         sink = await fetch(engine, [FetchRequest("x", "GET", url)])
         sink.check_once([sink.records["x"].request])
@@ -946,8 +948,6 @@ async def test_cancel_and_close_stops_the_answer_and_retries_what_was_behind() -
 # ---------------------------------------------------------------- out of step: never another request's body
 
 
-def _cached_config(cache: Path) -> EngineConfig:
-    return config(cache_dir=cache, stall_timeout=1)
 
 
 @pytest.mark.parametrize("fault", ["app", "204-body", "short-length", "skip", "skip-close"])
@@ -961,7 +961,7 @@ async def test_a_server_out_of_step_never_delivers_or_caches_another_requests_bo
     at = paths[2]
     if fault == "204-body":
         at = paths[2] = "/status/204"
-    async with setup(out_of_step(fault, at), _cached_config(tmp_path)) as (srv, engine):
+    async with setup(out_of_step(fault, at), config(stall_timeout=1), cache=tmp_path) as (srv, engine):
         proven(engine, srv)
         reqs = gets(srv, paths)
         sink = await fetch(engine, reqs)
@@ -976,7 +976,7 @@ async def test_a_server_out_of_step_never_delivers_or_caches_another_requests_bo
         assert all(c.max_outstanding <= 1 for c in srv.connections[1:])
         if fault.startswith("skip"):
             assert srv.state.get("skipped") == at
-    async with setup(well_behaved(extra=CACHEABLE), _cached_config(tmp_path)) as (srv2, engine2):
+    async with setup(well_behaved(extra=CACHEABLE), config(stall_timeout=1), cache=tmp_path) as (srv2, engine2):
         reqs2 = gets(srv2, [p for p in paths if "/status/" not in p], prefix="again")
         # the second server has another port: look the first one's URLs up in the shared cache
         for r, p in zip(reqs2, [p for p in paths if "/status/" not in p], strict=True):

@@ -10,9 +10,10 @@ import asyncio
 import re
 
 import pytest
-from lanefetch.engine import Engine, EngineConfig, FetchRequest
+from lanefetch.engine import EngineConfig, FetchRequest
 from lanefetch.lanes.schedule import ScheduleConfig
 from lanefetch.lanes.split_fetch import LaneSpec, SplitFetcher
+from lanefetch.service import FetchService, ServiceConfig
 from misbehaving_servers import (
     LOOPBACK,
     Received,
@@ -219,7 +220,7 @@ async def test_engine_routes_split_requests_to_own_connections() -> None:
     small requests (bulk never blocks small)."""
     big, small = "/r/bulk/600000", [f"/r/s{i}/2000" for i in range(6)]
     async with ScriptedServer(ranged()) as srv:  # type: ignore[arg-type]
-        engine = Engine(EngineConfig(lanes=[]))
+        engine = FetchService(ServiceConfig(lanes=[]))
         sink = RecordingSink()
         reqs = [FetchRequest(id="big", method="GET", url=srv.url(big), split=True)]
         reqs += [FetchRequest(id=f"s{i}", method="GET", url=srv.url(p)) for i, p in enumerate(small)]
@@ -236,7 +237,7 @@ async def test_engine_routes_split_requests_to_own_connections() -> None:
 async def test_cancel_split_request() -> None:
     path = "/r/slow/2000000"
     async with ScriptedServer(ranged(piece_delay=0.3)) as srv:  # type: ignore[arg-type]
-        engine = Engine(EngineConfig(lanes=[]))
+        engine = FetchService(ServiceConfig(lanes=[]))
         sink = RecordingSink()
         req = FetchRequest(id="big", method="GET", url=srv.url(path), split=True)
         task = asyncio.create_task(engine.fetch([req], sink, LOOPBACK))

@@ -9,7 +9,6 @@ import brotli
 import pytest
 import zstandard
 from lanefetch.engine.address_policy import address_space_of, may_connect
-from lanefetch.engine.decode import decoder_for
 from lanefetch.engine.errors import FetchError
 from lanefetch.engine.request import (
     FetchRequest,
@@ -18,6 +17,7 @@ from lanefetch.engine.request import (
     serialize,
     validate,
 )
+from lanefetch.stream.decode import decoder_for
 
 
 def test_serialize_strips_hop_by_hop_and_sets_host() -> None:

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from .. import protocol
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
-from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from ..engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from ..engine.request import Origin, parse_target
 from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
+from ..service import FetchService, ServiceConfig
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 from .stdio import FrameWriter, open_stdio
 
@@ -112,8 +113,8 @@ def _to_page(raw: dict[str, Any]) -> Page:
 
 
 class Host:
-    def __init__(self, engine: Engine, send: Send) -> None:
-        self.engine = engine
+    def __init__(self, fetcher: FetchService, send: Send) -> None:
+        self.fetcher = fetcher
         self._send = send
         self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
@@ -121,7 +122,7 @@ class Host:
         self._live_ids: set[str] = set()
         self._reports: set[asyncio.Future[None]] = set()
         self._rtts: dict[str, float] = {}  # each origin's newest connect time (s), newest last
-        engine.on_connected = self._connected
+        fetcher.engine.on_connected = self._connected
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
         if isinstance(item, BadFrame):
@@ -136,15 +137,15 @@ class Host:
             if item["browser"] == "firefox" and item["protocol"] == protocol.PROTOCOL_VERSION and self.proxy is None:
                 from ..proxy.service import ProxyService
 
-                self.proxy = ProxyService(self.engine.config, _ProxyReports(self._send))
+                self.proxy = ProxyService(self.fetcher.config.engine, _ProxyReports(self._send))
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
-                self.proxy.engine.on_connected = self._connected
+                self.proxy.fetcher.engine.on_connected = self._connected
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
             # Before the first batch, not in its way: compile the message validator, open the cache's database.
             protocol.warm_up()
             # (Only an existing one: a helper that serves only private browsing creates nothing on disk.)
-            where = self.engine.config.cache_dir
-            cache = self.engine.cache_for(Page(private_browsing=False)) if where and where.exists() else None
+            where = self.fetcher.config.cache_dir
+            cache = self.fetcher.cache_for(Page(private_browsing=False)) if where and where.exists() else None
             if cache is not None:
                 cache.submit(lambda _store: None)
         elif kind == "proxy_open":
@@ -168,8 +169,8 @@ class Host:
                 await self.proxy.close(item["context_id"])
         elif kind == "preconnect":
             # Firefox: the proxy's engine fetches that page's requests, so its pool is the one to connect.
-            engine = self.proxy.engine if self.proxy is not None else self.engine
-            if not engine.preconnect(item["url"], _to_page(item["page"])):
+            fetcher = self.proxy.fetcher if self.proxy is not None else self.fetcher
+            if not fetcher.preconnect(item["url"], _to_page(item["page"])):
                 # A connection is open already: its connect time answers (Firefox waits for one before routing).
                 origin = _origin_of(item["url"])
                 if origin is not None and origin in self._rtts:
@@ -182,7 +183,7 @@ class Host:
         elif kind == "cancel":
             ids = list(item.get("ids", []))
             ids += self._batch_ids.get(item.get("batch_id", ""), [])
-            await self.engine.cancel(ids)
+            await self.fetcher.cancel(ids)
         elif kind == "batch":
             await self._start_batch(item)
         elif kind == "cache":
@@ -221,8 +222,8 @@ class Host:
 
     async def _cache_command(self, action: str, nonce: str | None) -> dict[str, Any]:
         """Stats of (or, for "clear", empty first) the persistent cache and the private-browsing one."""
-        persistent = self.engine.cache_for(Page(private_browsing=False))
-        private = self.engine.cache_for(Page(private_browsing=True))
+        persistent = self.fetcher.cache_for(Page(private_browsing=False))
+        private = self.fetcher.cache_for(Page(private_browsing=True))
         if persistent is None or private is None:
             return protocol.cache_stats(nonce, None, StoreStats(0, 0, "memory"), 0 if action == "clear" else None)
         try:
@@ -246,9 +247,9 @@ class Host:
                                   daily_cap_bytes=None if cap == -1 else (cap or 0))
         answer = await asyncio.to_thread(list_or_change, item.get("name"), change)
         if answer.changed:
-            await self.engine.lanes_changed()
+            await self.fetcher.lanes_changed()
             if self.proxy is not None:  # Firefox: split requests arrive through the proxy's engine
-                await self.proxy.engine.lanes_changed()
+                await self.proxy.fetcher.lanes_changed()
         return protocol.interfaces_state(item.get("nonce"), answer)
 
     async def _start_batch(self, item: dict[str, Any]) -> None:
@@ -271,7 +272,7 @@ class Host:
 
     async def _run_batch(self, batch_id: str, requests: list[FetchRequest], page: Page) -> None:
         try:
-            result = await self.engine.fetch(requests, _BatchSink(self._send), page)
+            result = await self.fetcher.fetch(requests, _BatchSink(self._send), page)
             await self._send(protocol.batch_done(batch_id, result.connections, result.max_concurrent_connections))
         except Exception as e:  # a bug must not take the host down: report it, the extension falls back
             log.exception("batch %s failed", batch_id)
@@ -287,10 +288,10 @@ class Host:
         await asyncio.gather(*self._batches.values(), return_exceptions=True)
         if self.proxy is not None:
             await self.proxy.aclose()
-        await self.engine.aclose()
+        await self.fetcher.aclose()
 
 
-async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: EngineConfig) -> None:
+async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: ServiceConfig) -> None:
     lock = asyncio.Lock()
 
     async def send(message: dict[str, Any]) -> None:
@@ -302,7 +303,7 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Engin
             writer.write(frame)
             await writer.drain()
 
-    host = Host(Engine(config), send)
+    host = Host(FetchService(config), send)
     decoder = FrameDecoder()
     try:
         while True:
@@ -315,7 +316,7 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Engin
         await host.close()
 
 
-async def _stdio_main(config: EngineConfig) -> None:
+async def _stdio_main(config: ServiceConfig) -> None:
     reader, writer = await open_stdio(limit=FrameDecoder().max_size)
     await serve(reader, writer, config)
 
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     if test_ca:
         log.warning("%s is set: origins are verified against %s only (a test setting)", TEST_UPSTREAM_CA_ENV, test_ca)
     try:
-        asyncio.run(_stdio_main(EngineConfig(cache_dir=default_cache_dir(), ca_file=test_ca)))
+        asyncio.run(_stdio_main(ServiceConfig(EngineConfig(ca_file=test_ca), cache_dir=default_cache_dir())))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -1,9 +1,7 @@
-"""The asyncio shell around the cache: the engine hands it a batch's exchanges before they are
-queued; it looks them all up in one go on its own worker thread (SQLite stays off the event loop),
-serves fresh hits from storage through the exchanges' usual sink calls, turns stale entries into
-conditional requests that ride the same pipelined connections as everything else, and puts a tap
-on what goes to the network so complete, storable responses get stored. Writes run on the same
-worker thread, in order; `aclose` waits for them.
+"""The asyncio shell around one store: looks a batch up in one go on its own worker thread (SQLite stays
+off the event loop) and runs the taps' writes on the same thread, in order; `aclose` waits for them.
+What is done with the answers (hits served, conditional requests, taps on the rest) is
+caching_fetcher.py's.
 
 A store that cannot be opened or fails makes the cache step aside (logged), never the fetch."""
 
@@ -14,24 +12,18 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TypeVar
 from urllib.parse import urldefrag
 
-from ..engine.errors import FetchError
-from ..engine.exchange import Exchange
 from ..engine.fields import Headers
-from ..engine.response_parser import Framing, ResponseHead
-from ..engine.timing import now
 from .entry import StoredHead
-from .policy import Bypass, Decision, Hit, Miss, Revalidate, decide, served_headers
+from .policy import Decision, Hit, Miss, Revalidate, decide
 from .store import EntryStore, StoreStats
-from .tap import CacheTap
+from .tap import Writes
 
 log = logging.getLogger("lanefetch.cache")
 
 T = TypeVar("T")
-HIT_CHUNK = 256 * 1024  # a hit's body goes to the sink in pieces this size (decoding stays incremental)
 
 Plan = tuple[Decision, bytes | None]
 
@@ -69,7 +61,6 @@ class HttpCache:
         self._store: EntryStore | None = None
         self._failed = False
         self._pending: set[asyncio.Future[object]] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- the worker thread ---------------------------------------------------------------------------------
 
@@ -96,36 +87,22 @@ class HttpCache:
         if not fut.cancelled() and fut.exception() is not None:
             log.warning("cache write failed: %r", fut.exception())
 
-    # -- the engine's entry point --------------------------------------------------------------------------
+    # -- what caching_fetcher.py asks ----------------------------------------------------------------------
 
-    async def prepare(self, exchanges: list[Exchange], partition: str) -> list[Exchange]:
-        """Serve what the cache can; return the exchanges that still need the network (some of them
-        now conditional, all of them watched by a tap)."""
-        if self._failed or not exchanges:
-            return exchanges
-        queries = [(ex.request.method, cache_url(ex.request.url), list(ex.request.headers)) for ex in exchanges]
+    async def plan(self, queries: list[tuple[str, str, Headers]], partition: str) -> list[Plan] | None:
+        """One decision per (method, cache URL, request fields), with the stored body of hits and revalidations;
+        None when the store is unusable (the batch goes to the network untouched)."""
+        if self._failed or not queries:
+            return None
         try:
-            plans = await self.run(lambda s: _plan(s, partition, queries))
+            return await self.run(lambda s: _plan(s, partition, queries))
         except Exception as e:
             self._failed = True
             log.warning("cache unavailable, fetching without it: %r", e)
-            return exchanges
-        network: list[Exchange] = []
-        writes = _Writes(self, partition)
-        for ex, (url_method, url, headers), (decision, body) in zip(exchanges, queries, plans, strict=True):
-            if isinstance(decision, Hit) and body is not None:
-                task = asyncio.create_task(_serve_hit(ex, decision, body), name=f"lanefetch-hit-{ex.request.id}")
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-                continue
-            revalidating = None
-            if isinstance(decision, Revalidate) and body is not None:
-                revalidating = (decision.entry, body)
-                ex.wire_request = replace(ex.request, headers=ex.request.headers + decision.conditional)
-            if not (isinstance(decision, Bypass) and url_method == "GET"):
-                ex.tap = CacheTap(writes, url_method, url, headers, ex.timing, self.max_entry_bytes, revalidating)
-            network.append(ex)
-        return network
+            return None
+
+    def writes(self, partition: str) -> Writes:
+        return _Writes(self, partition)
 
     async def stats(self) -> StoreStats:
         return await self.run(lambda s: s.stats())
@@ -134,9 +111,7 @@ class HttpCache:
         return await self.run(lambda s: s.clear())
 
     async def aclose(self) -> None:
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, *self._pending, return_exceptions=True)
+        await asyncio.gather(*self._pending, return_exceptions=True)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._close_store)
         self._executor.shutdown(wait=True)
@@ -164,21 +139,3 @@ def _plan(store: EntryStore, partition: str, queries: list[tuple[str, str, Heade
         plans.append((decision, body))
     store.touch(used)
     return plans
-
-
-async def _serve_hit(ex: Exchange, hit: Hit, body: bytes) -> None:
-    """A fresh stored response through the exchange's usual path: same head/body/end/timing calls."""
-    try:
-        ex.cache_status = "hit"
-        ex.timing.first_byte = now()
-        head = hit.entry.head
-        served = ResponseHead(head.status, head.reason, head.http_version, served_headers(head, hit.age))
-        await ex.start_response(served, Framing.LENGTH)
-        for i in range(0, len(body), HIT_CHUNK):
-            await ex.body(body[i : i + HIT_CHUNK])
-        await ex.complete([], 0)
-    except asyncio.CancelledError:
-        await ex.fail(FetchError("cancelled", "the helper is shutting down"))
-        raise
-    except Exception as e:  # a failing sink must not leave the request hanging
-        await ex.fail(FetchError("internal", f"serving from the cache failed: {e!r}"))

@@ -1,24 +1,31 @@
-"""The cache's side of one request that goes to the network: records the body as received and
-stores the response when it is complete and storable; answers a 304 to the cache's own
+"""The cache's side of one request that goes to the network: records the body as received (as the server
+coded it) and stores the response when it is complete and storable; answers a 304 to the cache's own
 revalidation with the stored response, refreshed; invalidates the URL after a successful unsafe
 request. Sans-I/O: every write it decides on goes through `Writes` (the shell runs them)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..engine.errors import FetchError
 from ..engine.fields import Headers
 from ..engine.response_parser import ResponseHead
-from ..engine.response_tap import Substitute
-from ..engine.timing import RequestTiming, epoch_ms
 from .entry import StoredEntry, StoredHead
 from .freshness import current_age
 from .policy import invalidates, served_headers
 from .storability import may_store, stored_fields
 from .validation import updated_head, validates
 from .vary import request_values, variant_key, vary_fields
+
+
+@dataclass(frozen=True)
+class Substitute:
+    """Deliver this head and body instead of the server's response (a 304 that validated a stored one)."""
+
+    head: ResponseHead
+    body: bytes
 
 
 class Writes(Protocol):
@@ -30,14 +37,14 @@ class Writes(Protocol):
 
 class CacheTap:
     def __init__(
-        self, writes: Writes, method: str, url: str, request_headers: Headers, timing: RequestTiming,
+        self, writes: Writes, method: str, url: str, request_headers: Headers, request_time: float,
         max_entry_bytes: int, revalidating: tuple[StoredEntry, bytes] | None = None,
     ) -> None:
         self._writes = writes
         self._method = method
         self._url = url
         self._request_headers = request_headers
-        self._timing = timing
+        self._request_time = request_time  # epoch seconds, when the request left for the network (§4.2.3)
         self._max_entry = max_entry_bytes
         self._revalidating = revalidating
         self._recording: StoredHead | None = None  # the head to store once the body is complete
@@ -47,8 +54,7 @@ class CacheTap:
 
     def on_head(self, head: ResponseHead) -> Substitute | None:
         response_time = time.time()
-        # request_time (§4.2.3): when this attempt was sent; epoch_ms never returns None for a set time
-        request_time = (epoch_ms(self._timing.sent or self._timing.queued) or response_time * 1000) / 1000
+        request_time = min(self._request_time, response_time)
         if invalidates(self._method, head.status):
             self._writes.delete_url(self._url)
             return None
@@ -78,10 +84,6 @@ class CacheTap:
             self._recording = candidate
             self._variant = variant_key(vary)
         return None
-
-    def on_restart(self) -> None:
-        self._chunks.clear()
-        self._size = 0
 
     def on_body(self, data: bytes) -> None:
         if self._recording is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass
@@ -28,12 +27,8 @@ class EngineConfig:
     max_retries: int = 3
     dns_ttl: float = 60.0
     ca_file: str | None = None  # tests only: trust exactly this CA instead of the system store
-    cache_dir: Path | None = None  # the persistent HTTP cache's directory; None: no cache at all
-    cache_max_bytes: int = 512 * 1024 * 1024  # stored heads and bodies, LRU beyond this
-    private_cache_max_bytes: int = 64 * 1024 * 1024  # in memory, for private-browsing pages only
     interface: str | None = None  # a lane's engine: the interface its sockets leave by (reported in timing)
     socket_setup: Callable[[socket.socket], None] | None = None  # ... and how a socket is bound to it
-    lanes: list[tuple[str, float]] | None = None  # split requests: (interface, weight); None: policy, [] default
 
     @property
     def effective_depth(self) -> int:

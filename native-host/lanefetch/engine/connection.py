@@ -47,6 +47,15 @@ class Connection:
     def open(self) -> bool:
         return self.transport is not None and not self.state.ended
 
+    def carries(self, ex: Exchange) -> bool:
+        """Is this exchange's answer owed by this connection (in flight, or held complete)?"""
+        return any(f.token is ex for f in self.state.in_flight) or any(r.token is ex for r in self.state.unverified)
+
+    def abort(self) -> None:
+        """Drop the connection now (RST): the read loop ends, and what it owed goes back to the pool."""
+        if self.transport is not None:
+            self.transport.writer.transport.abort()
+
     async def run(self) -> None:
         try:
             self.transport = await self.pool.open_transport(self.connect_timing)

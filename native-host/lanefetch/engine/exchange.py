@@ -4,9 +4,13 @@ already delivered (resumed with Range + If-Range from a strong validator, or a w
 provably the same representation with the delivered prefix skipped: resume.py).
 
 A response the pipeline holds (its place on the connection not yet proven, pipeline.py) is kept here,
-whole, until the connection proves it (`release`: delivered as if it had just arrived, cache included) or
-drops it (`withdraw`: fetched again, the sink never heard of it). A held response larger than HOLD_MAX
-is let through unproven rather than buffered without bound, and is then never stored in the cache."""
+whole, until the connection proves it (`release`: delivered as if it had just arrived) or drops it
+(`withdraw`: fetched again, the sink never heard of it). A held response larger than HOLD_MAX is let
+through unproven rather than buffered without bound; its head says so (`DeliveredHead.unproven`), and the
+cache never stores it.
+
+Bodies leave as the server coded them: decoding and the cache are sinks and fetchers around the engine
+(stream/decoding_sink.py, cache/caching_fetcher.py)."""
 
 from __future__ import annotations
 
@@ -15,12 +19,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .decode import Decoder, decoder_for
 from .errors import FetchError
 from .fields import Headers
 from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
-from .response_tap import ResponseTap
 from .resume import continues, replaces, resume_headers
 from .timing import ConnectionInfo, LaneReport, RequestTiming, now
 
@@ -49,6 +51,7 @@ class DeliveredHead:
     http_version: str
     headers: Headers
     decoded: bool
+    unproven: bool = False  # passed on before its pipeline place was proven (too large to hold): never cache it
 
 
 @dataclass
@@ -72,16 +75,11 @@ class Sink(Protocol):
     async def timing(self, request: FetchRequest, report: TimingReport) -> None: ...
 
 
-def delivered_head(head: ResponseHead, framing: Framing, decode: bool) -> tuple[DeliveredHead, Decoder | None]:
-    named = head.connection_tokens()
-    decoder = None
-    if decode and framing is not Framing.NONE:
-        decoder = decoder_for(head.get("content-encoding"))
-    drop = _HOP_BY_HOP_RESPONSE | named
-    if decoder is not None:
-        drop = drop | {"content-encoding", "content-length"}
+def delivered_head(head: ResponseHead) -> DeliveredHead:
+    """The head as the consumer gets it: the server's, without the fields that belonged to the connection."""
+    drop = _HOP_BY_HOP_RESPONSE | head.connection_tokens()
     headers = [(k, v) for k, v in head.headers if k.lower() not in drop]
-    return DeliveredHead(head.status, head.reason, head.http_version, headers, decoder is not None), decoder
+    return DeliveredHead(head.status, head.reason, head.http_version, headers, False)
 
 
 class Exchange:
@@ -99,14 +97,11 @@ class Exchange:
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.wire_bytes = 0
         self._upstream_head: ResponseHead | None = None  # the head we delivered (first attempt that got one)
-        self._delivered = 0  # body bytes (after decoding) given to the sink
+        self._delivered = 0  # body bytes given to the sink (as the server coded them)
         self._skip = 0  # bytes of a retried body already delivered by an earlier attempt
-        self._received = 0  # body bytes as received (before decoding) that went into what was delivered
         self._resume_at: int | None = None  # a retry asks for the rest from this byte (resume.py)
         self._held: _Held | None = None
-        self._decoder: Decoder | None = None
-        self.tap: ResponseTap | None = None  # the cache watching this response, if any
-        self.cache_status = "none"  # "hit" | "revalidated": reported in the timing
+        self._unproven = False  # let through before its place was proven (HOLD_MAX)
 
     @property
     def method(self) -> str:
@@ -126,25 +121,14 @@ class Exchange:
         if self._upstream_head is not None:
             await self._continue_response(head, framing)
             return
-        substitute = None
-        try:
-            if self.tap is not None:
-                substitute = self.tap.on_head(head)
-            if substitute is not None:  # a 304 validated the stored response: deliver that instead
-                head, framing = substitute.head, Framing.LENGTH
-                self.cache_status = "revalidated"
-            out, self._decoder = delivered_head(head, framing, self.request.decode)
-        except FetchError as e:
-            await self.fail(e)
-            return
         self._upstream_head = head
+        out = delivered_head(head)
+        if self._unproven:
+            out = dataclasses.replace(out, unproven=True)
         try:
             await self.sink.head(self.request, out)
         except FetchError as e:  # the consumer cannot take this head (e.g. too large to forward)
             await self.fail(e)
-            return
-        if substitute is not None:
-            await self._decode_and_deliver(substitute.body)
 
     async def body(self, data: bytes) -> None:
         if self.finished:
@@ -153,13 +137,10 @@ class Exchange:
             self._held.body.append(data)
             self._held.size += len(data)
             if self._held.size > HOLD_MAX:
-                self.tap = None  # unproven: it may reach the page, never the cache
+                self._unproven = True
                 await self.release()
             return
-        self._received += len(data)
-        if self.tap is not None:
-            self.tap.on_body(data)
-        await self._decode_and_deliver(data)
+        await self._deliver(data)
 
     async def release(self) -> None:
         """The held response is proven in step (or too large to hold): deliver what arrived as it arrived."""
@@ -176,18 +157,6 @@ class Exchange:
         """The held response was never proven: forget it (the request is fetched again)."""
         self._held = None
 
-    async def _decode_and_deliver(self, data: bytes) -> None:
-        if self._decoder is not None:
-            try:
-                data = self._decoder.decode(data)
-            except FetchError as e:
-                await self.fail(e)
-                return
-            except Exception as e:  # zlib.error, brotli.error, zstd errors: all mean a corrupt body
-                await self.fail(FetchError("decode_failed", f"cannot decode body: {e}"))
-                return
-        await self._deliver(data)
-
     async def complete(self, trailers: Headers, wire_bytes: int) -> None:
         if self.finished:
             return
@@ -197,22 +166,11 @@ class Exchange:
             self._held.end = (trailers, wire_bytes)
             return
         self.wire_bytes += wire_bytes
-        if self._decoder is not None:
-            try:
-                await self._deliver(self._decoder.finish())
-            except FetchError as e:
-                await self.fail(e)
-                return
-            except Exception as e:
-                await self.fail(FetchError("decode_failed", f"cannot decode body: {e}"))
-                return
         if self._cancelled_meanwhile():
             return
         if self._skip > 0:
             await self.fail(FetchError("resource_changed", "the retried response was shorter than the first"))
             return
-        if self.tap is not None:
-            self.tap.on_complete(trailers)
         self.finished = True
         await self.sink.end(self.request, self._delivered, trailers)
         await self._report_timing()
@@ -244,9 +202,9 @@ class Exchange:
         if self._upstream_head is not None:
             # The page has this response's head (and maybe part of its body): ask for the rest where that is
             # provably the same representation; otherwise for the whole, judged when it arrives.
-            headers = resume_headers(self.request.headers, self._upstream_head, self._received)
+            headers = resume_headers(self.request.headers, self._upstream_head, self._delivered)
             if headers is not None:
-                self._resume_at = self._received
+                self._resume_at = self._delivered
                 self.wire_request = dataclasses.replace(self.request, headers=headers)
         return True
 
@@ -261,7 +219,7 @@ class Exchange:
             why = continues(first, head, self._resume_at)
             if why is not None:
                 await self.fail(FetchError("resource_changed", f"the connection broke mid-body and {why}"))
-            return  # the same decoder and cache recording go on with the rest
+            return  # the rest follows the delivered prefix
         if not replaces(first, head, self._delivered):
             await self.fail(FetchError(
                 "resource_changed",
@@ -269,15 +227,7 @@ class Exchange:
                 "(it needs a strong ETag or Last-Modified)",
             ))
             return
-        try:
-            _, self._decoder = delivered_head(head, framing, self.request.decode)
-        except FetchError as e:
-            await self.fail(e)
-            return
-        self._skip = self._delivered
-        self._received = 0
-        if self.tap is not None:
-            self.tap.on_restart()
+        self._skip = self._delivered  # the same representation: its first bytes are the ones delivered
 
     async def _deliver(self, data: bytes) -> None:
         if self._skip:
@@ -289,7 +239,7 @@ class Exchange:
             await self.sink.body(self.request, data)
 
     async def _report_timing(self) -> None:
-        report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes, self.cache_status)
+        report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes)
         try:
             await self.sink.timing(self.request, report)
         finally:

@@ -224,8 +224,7 @@ class OriginPool:
         # Abort the sockets first: a read that completes just as its task is cancelled swallows the cancel
         # (asyncio.wait_for in Python 3.11), and the connection would read on until the server stops.
         for c in self.connections:
-            if c.transport is not None:
-                c.transport.writer.transport.abort()
+            c.abort()
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

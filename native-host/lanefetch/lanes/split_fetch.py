@@ -64,7 +64,7 @@ class Lane:
         self.spec = spec
         self._config = dataclasses.replace(
             config, interface=spec.name, socket_setup=spec.binding.setup if spec.binding else None,
-            connections_per_origin=1, cache_dir=None, lanes=None,
+            connections_per_origin=1,
             # The schedule bounds what a lane has outstanding (the next range only within a round trip of
             # the current one's end); the origin's budget would count a range as one huge response and
             # hold that next range back, idling the lane for a round trip at every chunk.
@@ -662,8 +662,9 @@ class _SplitRun:
 
 
 
-def make_fetcher(config: EngineConfig, warn: Callable[[str], None] | None = None) -> SplitFetcher:
-    """Lanes from config.lanes ((name, weight) pairs; [] = the default route only), or when None from the
+def make_fetcher(config: EngineConfig, lanes: list[tuple[str, float]] | None,
+                 warn: Callable[[str], None] | None = None) -> SplitFetcher:
+    """Lanes by name ((name, weight) pairs; [] = the default route only), or when None from the
     interfaces the user's policy allows (metered ones excluded); no usable interface: the default route."""
     from .interfaces import PolicyStore, binding_for, choose
 
@@ -673,9 +674,9 @@ def make_fetcher(config: EngineConfig, warn: Callable[[str], None] | None = None
         if warn is not None:
             warn(str(e))
         store = None
-    wanted = [(n, w) for n, w in config.lanes] if config.lanes is not None else []
+    wanted = [(n, w) for n, w in lanes] if lanes is not None else []
     chosen = choose(wanted, store or PolicyStore(), allow_metered=bool(wanted), warn=warn)
-    if config.lanes == []:
+    if lanes == []:
         chosen = []
     specs = [LaneSpec(binding_for(iface), weight) for iface, weight in chosen]
     return SplitFetcher(config, specs, usage=store)

@@ -22,7 +22,7 @@ import ssl
 import time
 from typing import Protocol
 
-from ..engine import DeliveredHead, Engine, FetchError, FetchRequest, Page, TimingReport
+from ..engine import DeliveredHead, Fetcher, FetchError, FetchRequest, Page, TimingReport
 from ..engine.address_policy import may_connect
 from ..engine.fields import Headers
 from ..engine.request import parse_target
@@ -55,7 +55,7 @@ def basic_credentials(secret: str) -> str:
 class _Responder:
     """Writes one request's response to the browser's connection (the engine's sink for it)."""
 
-    def __init__(self, writer: asyncio.StreamWriter, out: ResponseWriter, engine: Engine,
+    def __init__(self, writer: asyncio.StreamWriter, out: ResponseWriter, engine: Fetcher,
                  observer: ProxyObserver) -> None:
         self.writer = writer
         self.out = out
@@ -124,7 +124,7 @@ class _MuxSink:
 
 
 class ProxyListener:
-    def __init__(self, engine: Engine, page: Page, secret: str, observer: ProxyObserver, context_id: str,
+    def __init__(self, engine: Fetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
                  *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None) -> None:
         self.engine = engine
         self.page = page

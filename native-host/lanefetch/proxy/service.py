@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import replace
 from pathlib import Path
 
-from ..engine import Engine, EngineConfig, Page
+from ..engine import EngineConfig, Page
+from ..service import FetchService, ServiceConfig
 from . import ca_firefox
 from .ca_certs import Site
 from .ca_sites import HttpsSites, SyncResult, https_root
@@ -22,7 +22,7 @@ MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond t
 class ProxyService:
     def __init__(self, config: EngineConfig, observer: ProxyObserver, https_data: Path | None = None) -> None:
         self.secret = secrets.token_urlsafe(24)
-        self.engine = Engine(replace(config, cache_dir=None))
+        self.fetcher = FetchService(ServiceConfig(config))  # no cache: Firefox keeps its own
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # HTTPS sites the user opted into (ca_sites.py): nothing is terminated until the extension names them.
@@ -45,8 +45,8 @@ class ProxyService:
         await self.close(context_id)
         if len(self._listeners) >= MAX_LISTENERS:
             await self.close(next(iter(self._listeners)))
-        listener = ProxyListener(self.engine, page, self.secret, self._observer, context_id,
-                                 connect_timeout=self.engine.config.connect_timeout, tls=self.tls)
+        listener = ProxyListener(self.fetcher, page, self.secret, self._observer, context_id,
+                                 connect_timeout=self.fetcher.config.engine.connect_timeout, tls=self.tls)
         await listener.start()
         self._listeners[context_id] = listener
         return listener
@@ -59,4 +59,4 @@ class ProxyService:
     async def aclose(self) -> None:
         for cid in list(self._listeners):
             await self.close(cid)
-        await self.engine.aclose()
+        await self.fetcher.aclose()

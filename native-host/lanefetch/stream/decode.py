@@ -10,7 +10,7 @@ from typing import Protocol
 import brotli
 import zstandard
 
-from .errors import FetchError
+from ..engine.errors import FetchError
 
 
 class Decoder(Protocol):

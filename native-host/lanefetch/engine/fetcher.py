@@ -1,0 +1,46 @@
+"""What every layer of fetching offers: a batch of requests in, responses streamed into a sink, for a page.
+
+The engine (pools of connections) implements it at the bottom; the cache (cache/caching_fetcher.py) and
+the split over network interfaces (lanes/splitting_fetcher.py) implement it around another fetcher, and
+lanefetch/service.py composes them once for the host, the CLI and the proxy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .address_policy import AddressSpace
+from .exchange import Sink
+from .request import FetchRequest
+
+
+@dataclass
+class Page:
+    """Who asks: the page's own address space bounds what the helper may reach for it; top_site
+    partitions connections the way the browser partitions its own."""
+
+    address_space: AddressSpace = "public"
+    top_site: str = ""
+    url: str | None = None
+    private_browsing: bool = False
+
+
+@dataclass
+class BatchResult:
+    connections: int
+    max_concurrent_connections: int
+
+
+class Fetcher(Protocol):
+    async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
+        """Fetch every request, streaming into sink (one end or one error per request, then its timing);
+        returns when all have ended."""
+        ...
+
+    def preconnect(self, url: str, page: Page) -> bool:
+        """Open a connection to url's origin ahead of work; False when none was started."""
+        ...
+
+    async def cancel(self, request_ids: list[str]) -> None: ...
+
+    async def aclose(self) -> None: ...

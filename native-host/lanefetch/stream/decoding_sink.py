@@ -1,0 +1,96 @@
+"""A sink wrapped around the consumer's that decodes Content-Encoding to identity for requests that ask for
+it (`decode`: debugger mode, where Chromium does not decode a fulfilled body itself).
+
+The engine below delivers bodies as the server coded them, so the cache stores and a broken body resumes on
+the coded bytes (a Range counts coded bytes); decoding happens once, here, on the way to the consumer. A body
+that cannot be decoded ends its request with `decode_failed`; the rest of its response is dropped here while
+the engine reads it to the end, so the connection stays in step.
+"""
+
+from __future__ import annotations
+
+from ..engine.errors import FetchError
+from ..engine.exchange import DeliveredHead, Sink, TimingReport
+from ..engine.fields import Headers
+from ..engine.request import FetchRequest
+from .decode import Decoder, decoder_for
+
+_NO_BODY = (204, 304)
+
+
+class DecodingSink:
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._decoders: dict[str, Decoder] = {}
+        self._delivered: dict[str, int] = {}
+        self._failed: set[str] = set()
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        decoder = None
+        if request.decode and request.method != "HEAD" and head.status not in _NO_BODY:
+            try:
+                decoder = decoder_for(next((v for k, v in head.headers if k.lower() == "content-encoding"), None))
+            except FetchError as e:
+                await self._fail(request, e)
+                return
+        if decoder is None:
+            await self._sink.head(request, head)
+            return
+        self._decoders[request.id] = decoder
+        self._delivered[request.id] = 0
+        drop = ("content-encoding", "content-length")
+        headers = [(k, v) for k, v in head.headers if k.lower() not in drop]
+        await self._sink.head(request, DeliveredHead(head.status, head.reason, head.http_version, headers, True))
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        if request.id in self._failed:
+            return
+        decoder = self._decoders.get(request.id)
+        if decoder is None:
+            await self._sink.body(request, data)
+            return
+        try:
+            out = decoder.decode(data)
+        except Exception as e:  # zlib.error, brotli.error, zstd errors: all mean a corrupt body
+            await self._fail(request, _decode_error(e))
+            return
+        if out:
+            self._delivered[request.id] += len(out)
+            await self._sink.body(request, out)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        if request.id in self._failed:
+            return
+        decoder = self._decoders.pop(request.id, None)
+        if decoder is None:
+            await self._sink.end(request, body_bytes, trailers)
+            return
+        try:
+            out = decoder.finish()
+        except Exception as e:
+            await self._fail(request, _decode_error(e))
+            return
+        delivered = self._delivered.pop(request.id) + len(out)
+        if out:
+            await self._sink.body(request, out)
+        await self._sink.end(request, delivered, trailers)
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        self._decoders.pop(request.id, None)
+        self._delivered.pop(request.id, None)
+        if request.id not in self._failed:
+            await self._sink.error(request, error)
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self._failed.discard(request.id)  # the request's last call: forget it
+        await self._sink.timing(request, report)
+
+    async def _fail(self, request: FetchRequest, error: FetchError) -> None:
+        self._decoders.pop(request.id, None)
+        self._delivered.pop(request.id, None)
+        self._failed.add(request.id)
+        await self._sink.error(request, error)
+
+
+def _decode_error(e: Exception) -> FetchError:
+    return e if isinstance(e, FetchError) else FetchError("decode_failed", f"cannot decode body: {e}")
