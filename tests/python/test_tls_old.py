@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from lanefetch.engine.tls_diagnosis import REQUIRED, handshake_failure
+from lanefetch.engine.tls_diagnosis import REQUIRED, closed_without_a_word, handshake_failure
 from test_tls import fetch, pki  # noqa: F401  (fixture)
 
 
@@ -116,3 +116,9 @@ def _ssl_error(reason: str) -> ssl.SSLError:
 ])
 def test_the_words_for_each_failure_are_never_empty(error: BaseException, old: str | None, words: str) -> None:
     assert handshake_failure(error, "a.test", old).startswith(words)
+
+
+def test_only_a_wordless_close_is_probed() -> None:
+    assert closed_without_a_word(ConnectionResetError()) and closed_without_a_word(ssl.SSLEOFError())
+    assert not closed_without_a_word(TimeoutError())  # a silent server would keep the probe waiting as long
+    assert not closed_without_a_word(_ssl_error("TLSV1_ALERT_PROTOCOL_VERSION"))  # the alert says it already

@@ -33,7 +33,10 @@ def old_version_message(host: str, version: str | None = None) -> str:
 
 
 def closed_without_a_word(error: BaseException) -> bool:
-    """The server ended the handshake by closing or resetting the connection: the cause is worth a probe."""
+    """The server ended the handshake by closing or resetting the connection: the cause is worth a probe. Not a
+    timeout (an OSError without words too): a server that stays silent would only keep the probe waiting as long."""
+    if isinstance(error, TimeoutError):
+        return False
     return isinstance(error, _CLOSED) or (isinstance(error, OSError) and not str(error))
 
 
