@@ -1,5 +1,5 @@
 // A site the user enabled: a registrable domain (with its subdomains) or one exact host.
-import { getDomain } from "tldts";
+import { getDomain, getPublicSuffix } from "tldts";
 
 export type SiteScope = "domain" | "host";
 
@@ -25,6 +25,16 @@ export function httpHost(url: string): string | null {
 export function registrableDomain(host: string): string {
   const bare = host.startsWith("[") ? host : host.replace(/\.$/, "");
   return getDomain(bare, { allowPrivateDomains: true }) ?? bare;
+}
+
+/**
+ * Whether a rule's name is a public suffix ("com", "co.uk", "github.io"; a name on no rule counts, as in the
+ * list's default rule): HTTPS acceleration refuses such a site, whose certificate authority would be trusted for
+ * every site under it (the helper refuses it too). IP addresses are not.
+ */
+export function isPublicSuffix(name: string): boolean {
+  const bare = name.replace(/\.$/, "");
+  return bare === "" || getPublicSuffix(bare, { allowPrivateDomains: true }) === bare;
 }
 
 /** The two rules a user can choose for the page at `url`: its registrable domain, or its exact host. */

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import tls_diagnosis
 from .errors import FetchError
 from .timing import ConnectTiming, now
 
@@ -128,7 +129,11 @@ async def open_transport(
             raise FetchError("tls_failed", f"certificate of {server_hostname} rejected: {e.verify_message}") from None
         except (ssl.SSLError, OSError, TimeoutError) as e:
             sock.close()
-            raise FetchError("tls_failed", f"TLS handshake with {server_hostname} failed: {e}") from None
+            # An unexplained close may be a server of TLS 1.1 or older: one more handshake asks (tls_diagnosis.py).
+            old = (await tls_diagnosis.probe_old_tls(family, sockaddr, server_hostname, connect_timeout, setup)
+                   if tls is not None and tls_diagnosis.closed_without_a_word(e) else None)
+            detail = tls_diagnosis.handshake_failure(e, server_hostname or remote, old)
+            raise FetchError("tls_failed", detail) from None
         return Transport(reader, writer, local, remote, interface)
     if isinstance(last, TimeoutError):
         raise FetchError("timeout", f"connecting timed out after {connect_timeout:g} s")

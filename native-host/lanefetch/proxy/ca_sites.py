@@ -6,6 +6,10 @@ One CA per site rather than one CA regenerated whenever the set changes: a CA Fi
 while it runs) is trusted only after a restart, so regenerating would stop every other site until then; per site,
 turning one site on or off touches nothing else, and a stolen key is worth one site.
 
+A site that is a public suffix (`com`, `co.uk`, `github.io`: names under which unrelated parties register their
+own) is refused, and a CA installed for one earlier is removed: its name constraint would cover every site under
+it, and so would its key. Either scope: an X.509 dNSName constraint always covers the subdomains too.
+
 State per profile (a directory named by a hash of the profile's path): `state.json` and, per CA, `<serial>.pem`
 and `<serial>.key` (mode 0600). Nothing here ever leaves the machine."""
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from publicsuffixlist import PublicSuffixList
 
 from . import ca_firefox
 from .ca_certs import RENEW_BEFORE, Authority, Site, make_authority
@@ -77,6 +84,28 @@ class SyncResult:
     profiles: list[Path]
     which: str  # how the profiles were chosen, for the user
     sites: list[SiteState]
+
+
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    # The Public Suffix List bundled in the `publicsuffixlist` package (pinned in pyproject.toml, refreshed with
+    # its releases): read from the installed package, never fetched at run time. Chosen over tldextract, which
+    # fetches the list over the network unless told not to, and over reading the extension's tldts data, whose
+    # list is compiled into JavaScript. Both ICANN and private entries count (github.io is a private one), and
+    # a name on no rule is a public suffix too (the list's default rule "*"), as browsers treat it.
+    return PublicSuffixList()
+
+
+def public_suffix_problem(site: Site) -> str | None:
+    """Why `site` may not get a CA (its name is a public suffix), or None. Addresses are no domain names."""
+    if site.address() is not None:
+        return None
+    name = site.name.lower().rstrip(".")
+    if not name or _public_suffixes().is_public(name):
+        example = f"example.{name}" if name else "example.com"
+        return (f"{name or '(empty)'} is a public suffix (Public Suffix List): a certificate authority for it "
+                f"would be trusted for every site under it; choose one site, such as {example}, instead")
+    return None
 
 
 def _private_dir(path: Path) -> Path:
@@ -192,15 +221,19 @@ class HttpsSites:
             self.state = ProfileState(self.root, found.profile)
         now = self.clock()
         profiles, which = self.targets()
+        refused = {site: problem for site in wanted if (problem := public_suffix_problem(site)) is not None}
         kept: list[InstalledCa] = []
         for ca in self.state.load():
-            if ca.site not in wanted or ca.not_after <= now:
+            if ca.site not in wanted or ca.site in refused or ca.not_after <= now:
                 self.state.uninstall(ca)
             else:
                 kept.append(ca)
         states = []
         for site in wanted:
-            states.append(self._ensure(site, kept, profiles, now))
+            if site in refused:
+                states.append(SiteState(site, "failed", detail=refused[site]))
+            else:
+                states.append(self._ensure(site, kept, profiles, now))
         # Of the CAs this Firefox has loaded the newest serves, older ones go; ones not loaded yet wait for a restart.
         final = []
         for site in {c.site for c in kept}:

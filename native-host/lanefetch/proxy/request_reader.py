@@ -1,6 +1,9 @@
 """Sans-I/O reader of the requests a browser sends to its proxy (RFC 9112 §3.2.2: absolute-form, and
 authority-form for CONNECT), one after another on one connection. Feed bytes, get events; the bytes
-after a request stay buffered until the caller asks for the next one."""
+after a request stay buffered until the caller asks for the next one.
+
+The head of a request is available (`head()`) before its body: the proxy checks the credentials on the head
+and refuses without reading a body that may be 64 MiB from any local program."""
 
 from __future__ import annotations
 
@@ -68,44 +71,63 @@ class RequestReader:
         self._buf.clear()
         return data
 
+    @property
+    def buffered(self) -> bool:
+        """Bytes of a request that is not whole yet are waiting (a partial head, or a head and part of its body)."""
+        return self._head is not None or bool(self._buf.strip(b"\r\n"))
+
+    @property
+    def body_length(self) -> int:
+        """Content-Length of the request whose head `head()` returned (-1: no body framing)."""
+        return self._need
+
+    def head(self) -> RequestHead | None:
+        """The head of the next request once it is whole (its body may still be on its way), else None.
+        Raises BadRequest."""
+        if self._head is None:
+            self._head = self._parse_head()
+        return self._head
+
+    def _parse_head(self) -> RequestHead | None:
+        while self._buf[:2] == b"\r\n" or self._buf[:1] == b"\n":
+            del self._buf[: 2 if self._buf[:1] == b"\r" else 1]
+        end = _find_block_end(self._buf)
+        if end is None:
+            if len(self._buf) > MAX_HEAD_BYTES:
+                raise BadRequest(431, "request head too large")
+            return None
+        block_end, after = end
+        if block_end > MAX_HEAD_BYTES:
+            raise BadRequest(431, "request head too large")
+        lines = _split_lines(bytes(self._buf[:block_end]))
+        del self._buf[:after]
+        if lines and lines[-1] == b"":
+            lines.pop()
+        m = _REQUEST_LINE.fullmatch(lines[0]) if lines else None
+        if m is None:
+            raise BadRequest(400, f"malformed request line {(lines or [b''])[0][:80]!r}")
+        try:
+            headers = _parse_fields(lines[1:])
+        except ParseError as e:
+            raise BadRequest(400, str(e)) from None
+        head = RequestHead(m.group(1).decode("ascii"), m.group(2).decode("latin-1"),
+                           "1." + m.group(3).decode(), headers)
+        if head.get("transfer-encoding") is not None:
+            raise BadRequest(501, "chunked request bodies are not taken by the helper's proxy")
+        lengths = {v.strip() for v in head.get_all("content-length")}
+        if len(lengths) > 1 or any(not v.isdigit() for v in lengths):
+            raise BadRequest(400, "invalid Content-Length")
+        self._need = int(lengths.pop()) if lengths else -1
+        if self._need > MAX_BODY_BYTES:
+            raise BadRequest(413, "request body too large for the helper's proxy")
+        return head
+
     def next_request(self) -> Request | None:
         """The next complete request, or None until more bytes arrive. Raises BadRequest."""
-        if self._head is None:
-            while self._buf[:2] == b"\r\n" or self._buf[:1] == b"\n":
-                del self._buf[: 2 if self._buf[:1] == b"\r" else 1]
-            end = _find_block_end(self._buf)
-            if end is None:
-                if len(self._buf) > MAX_HEAD_BYTES:
-                    raise BadRequest(431, "request head too large")
-                return None
-            block_end, after = end
-            if block_end > MAX_HEAD_BYTES:
-                raise BadRequest(431, "request head too large")
-            lines = _split_lines(bytes(self._buf[:block_end]))
-            del self._buf[:after]
-            if lines and lines[-1] == b"":
-                lines.pop()
-            m = _REQUEST_LINE.fullmatch(lines[0]) if lines else None
-            if m is None:
-                raise BadRequest(400, f"malformed request line {(lines or [b''])[0][:80]!r}")
-            try:
-                headers = _parse_fields(lines[1:])
-            except ParseError as e:
-                raise BadRequest(400, str(e)) from None
-            head = RequestHead(m.group(1).decode("ascii"), m.group(2).decode("latin-1"),
-                               "1." + m.group(3).decode(), headers)
-            if head.get("transfer-encoding") is not None:
-                raise BadRequest(501, "chunked request bodies are not taken by the helper's proxy")
-            lengths = {v.strip() for v in head.get_all("content-length")}
-            if len(lengths) > 1 or any(not v.isdigit() for v in lengths):
-                raise BadRequest(400, "invalid Content-Length")
-            self._need = int(lengths.pop()) if lengths else -1
-            if self._need > MAX_BODY_BYTES:
-                raise BadRequest(413, "request body too large for the helper's proxy")
-            self._head = head
-        if self._need > len(self._buf):
+        head = self.head()
+        if head is None or self._need > len(self._buf):
             return None
-        head, self._head = self._head, None
+        self._head = None
         if self._need < 0:
             return Request(head, None)
         body = bytes(self._buf[: self._need])

@@ -6,7 +6,12 @@ carry a flag, so the port says it): each is fetched with `split` (the engine spl
 
 Failures before any response byte close the connection without an answer: Firefox then retries and
 fails over to the next proxy in `proxy.onRequest`'s list (direct), so the page never sees a proxy
-error. The URL is remembered briefly so those retries fail at once instead of fetching again."""
+error. The URL is remembered briefly so those retries fail at once instead of fetching again.
+
+Any local program can connect to these ports, so nothing is spent on a connection before it shows the secret:
+the credentials are checked on each request's head, before its body is read (a refused request with a body
+closes the connection unread); a connection has HEAD_TIMEOUT_S to deliver a whole head; and admission.py caps
+how many connections are open, unauthenticated ones apart and closed oldest first."""
 
 from __future__ import annotations
 
@@ -26,9 +31,10 @@ from ..engine import DeliveredHead, Fetcher, FetchError, FetchRequest, Page, Tim
 from ..engine.address_policy import may_connect
 from ..engine.fields import Headers
 from ..engine.request import parse_target
+from .admission import Admission
 from .gather import Gatherer
 from .request_meta import priority, resource_type
-from .request_reader import BadRequest, Request, RequestReader
+from .request_reader import BadRequest, Request, RequestHead, RequestReader
 from .response_writer import ResponseWriter, refusal
 from .tls_terminator import TlsTerminator
 
@@ -37,6 +43,14 @@ log = logging.getLogger("lanefetch.proxy")
 PROXY_USER = "lanefetch"
 REALM = "lanefetch"
 FAILED_MEMORY_S = 10.0
+# A browser writes a request's head in one go as soon as its connection to the proxy is up (the request exists
+# before the connection is opened), so on loopback a whole head takes milliseconds. 10 s leaves a loaded or
+# swapping machine plenty of room while bounding how long a silent or trickling socket holds a descriptor. It runs
+# from accept (or the end of the previous request) until the head is whole for a connection that has not yet
+# shown the secret, and from the first byte of a head for one that has: Firefox keeps its idle connections to a
+# proxy open between requests (115 s), which is not a stall. A closed idle connection costs Firefox only a new one.
+HEAD_TIMEOUT_S = 10.0
+READ_SIZE = 64 * 1024
 _ids = itertools.count(1)
 
 
@@ -125,12 +139,17 @@ class _MuxSink:
 
 class ProxyListener:
     def __init__(self, engine: Fetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
-                 *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None) -> None:
+                 *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None,
+                 head_timeout: float = HEAD_TIMEOUT_S,
+                 admission: Admission[asyncio.StreamWriter] | None = None) -> None:
         self.engine = engine
         self.page = page
         self.context_id = context_id
         self.observer = observer
         self.connect_timeout = connect_timeout
+        self.head_timeout = head_timeout
+        # Shared by all listeners of a session (ProxyService) so the total caps hold; a lone listener has its own.
+        self.admission: Admission[asyncio.StreamWriter] = admission if admission is not None else Admission()
         self.tls = tls  # HTTPS sites the user opted into: their CONNECTs are terminated here
         self._credentials = basic_credentials(secret).encode()
         self._gatherer = Gatherer(self._fetch_group)
@@ -161,11 +180,14 @@ class ProxyListener:
         task = asyncio.current_task()
         assert task is not None
         self._clients.add(task)
+        for evicted in self.admission.opened(writer, self):
+            evicted.transport.abort()  # its task sees the end of its stream and finishes
         try:
             await self._serve(reader, writer, split)
         except (OSError, asyncio.IncompleteReadError):
             pass  # the browser went away
         finally:
+            self.admission.closed(writer)
             self._clients.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
@@ -173,27 +195,36 @@ class ProxyListener:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, split: bool) -> None:
         rr = RequestReader()
+        refused = False  # a request of this connection was refused for its credentials
+        authenticated = False  # one was accepted: counted as the browser's (admission.py)
         while True:
             try:
-                req = rr.next_request()
-                while req is None:
-                    data = await reader.read(64 * 1024)
-                    if not data:
-                        return
-                    rr.feed(data)
-                    req = rr.next_request()
+                head = await self._next_head(rr, reader, authenticated=authenticated)
             except BadRequest as e:
                 writer.write(refusal(e.status, "Bad Request" if e.status == 400 else "Refused", str(e)))
                 await writer.drain()
                 return
-            if not self._authorized(req):
-                # Keep the connection: Firefox answers with the credentials the extension gives it.
+            if head is None:
+                return
+            if not self._authorized(head):
+                # Firefox sends a plain http:// request without credentials first and repeats it with those the
+                # extension gives it: the first refusal keeps the connection when that costs nothing. A body is
+                # never read for a refusal: the connection closes with it unread.
+                keep = not refused and rr.body_length <= 0 and head.keep_alive
                 writer.write(refusal(407, "Proxy Authentication Required", "lanefetch: proxy credentials required",
-                                     [("Proxy-Authenticate", f'Basic realm="{REALM}"')], close=False))
+                                     [("Proxy-Authenticate", f'Basic realm="{REALM}"')], close=not keep))
                 await writer.drain()
-                if not req.head.keep_alive:
+                if not keep:
                     return
+                refused = True
+                rr.next_request()  # the bodiless request just refused
                 continue
+            if not self.admission.authenticated(writer):
+                return  # over the caps: closed unanswered, the browser fails over to a direct connection
+            authenticated = True
+            req = await _read_request(rr, reader)
+            if req is None:
+                return
             if req.head.method == "CONNECT":
                 context = self.tls.context_for(_connect_host(req.head.target)) if self.tls is not None else None
                 if context is None:
@@ -208,8 +239,32 @@ class ProxyListener:
             if not await self._forward(req, writer, req.head.target, split):
                 return
 
-    def _authorized(self, req: Request) -> bool:
-        given = (req.head.get("proxy-authorization") or "").encode("latin-1", errors="replace")
+    async def _next_head(self, rr: RequestReader, reader: asyncio.StreamReader, *,
+                         authenticated: bool) -> RequestHead | None:
+        """The next request's head, or None when the connection ended or the head did not come in time."""
+        head = rr.head()
+        if head is not None:
+            return head
+        if authenticated and not rr.buffered:
+            # Idle between requests: the browser's to keep (the caps bound how many such connections there are).
+            data = await reader.read(READ_SIZE)
+            if not data:
+                return None
+            rr.feed(data)
+        try:
+            async with asyncio.timeout(self.head_timeout):
+                while (head := rr.head()) is None:
+                    data = await reader.read(READ_SIZE)
+                    if not data:
+                        return None
+                    rr.feed(data)
+        except TimeoutError:
+            log.debug("proxy connection closed: no whole request head within %g s", self.head_timeout)
+            return None
+        return head
+
+    def _authorized(self, head: RequestHead) -> bool:
+        given = (head.get("proxy-authorization") or "").encode("latin-1", errors="replace")
         return hmac.compare_digest(given, self._credentials)
 
     async def _forward(self, req: Request, writer: asyncio.StreamWriter, url: str, split: bool) -> bool:
@@ -267,13 +322,12 @@ class ProxyListener:
         rr = RequestReader()
         while True:
             try:
-                inner = rr.next_request()
-                while inner is None:
-                    data = await reader.read(64 * 1024)
-                    if not data:
-                        return
-                    rr.feed(data)
-                    inner = rr.next_request()
+                # The tunnel was authenticated by its CONNECT; a head that starts must still finish in time.
+                if await self._next_head(rr, reader, authenticated=True) is None:
+                    return
+                inner = await _read_request(rr, reader)
+                if inner is None:
+                    return
             except BadRequest as e:
                 writer.write(refusal(e.status, "Bad Request" if e.status == 400 else "Refused", str(e)))
                 await writer.drain()
@@ -313,6 +367,16 @@ class ProxyListener:
             await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
         finally:
             up_writer.close()
+
+
+async def _read_request(rr: RequestReader, reader: asyncio.StreamReader) -> Request | None:
+    """The request whose head was read, with its body (only ever read for an authenticated request)."""
+    while (req := rr.next_request()) is None:
+        data = await reader.read(READ_SIZE)
+        if not data:
+            return None
+        rr.feed(data)
+    return req
 
 
 def _connect_host(target: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..engine import EngineConfig, Page
 from ..service import FetchService, ServiceConfig
 from . import ca_firefox
+from .admission import Admission
 from .ca_certs import Site
 from .ca_sites import HttpsSites, SyncResult, https_root
 from .server import ProxyListener, ProxyObserver
@@ -25,6 +26,8 @@ class ProxyService:
         self.fetcher = FetchService(ServiceConfig(config))  # no cache: Firefox keeps its own
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
+        # One count of connections for all listeners: the total caps hold however many contexts are open.
+        self.admission: Admission[asyncio.StreamWriter] = Admission()
         # HTTPS sites the user opted into (ca_sites.py): nothing is terminated until the extension names them.
         # At hello Firefox may not have opened its certificate store yet: the first sync waits for it (≤ 5 s).
         self.https = HttpsSites(https_data or https_root(), ca_firefox.parent_firefox(),
@@ -46,7 +49,8 @@ class ProxyService:
         if len(self._listeners) >= MAX_LISTENERS:
             await self.close(next(iter(self._listeners)))
         listener = ProxyListener(self.fetcher, page, self.secret, self._observer, context_id,
-                                 connect_timeout=self.fetcher.config.engine.connect_timeout, tls=self.tls)
+                                 connect_timeout=self.fetcher.config.engine.connect_timeout, tls=self.tls,
+                                 admission=self.admission)
         await listener.start()
         self._listeners[context_id] = listener
         return listener

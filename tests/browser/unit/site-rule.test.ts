@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { matchingRule, registrableDomain, ruleChoicesFor, ruleMatchesHost } from "../../../extension/src/sites/site-rule.js";
+import { isPublicSuffix, matchingRule, registrableDomain, ruleChoicesFor, ruleMatchesHost } from "../../../extension/src/sites/site-rule.js";
 
 test("registrable domain follows the public suffix list (private entries too)", () => {
   assert.equal(registrableDomain("www.bbc.co.uk"), "bbc.co.uk");
@@ -35,4 +35,11 @@ test("an exact-host rule wins over a domain rule; other schemes never match", ()
   assert.deepEqual(matchingRule(rules, "http://cdn.example.com/"), rules[0]);
   assert.equal(matchingRule(rules, "ftp://www.example.com/"), null);
   assert.equal(matchingRule(rules, "http://example.org/"), null);
+});
+
+test("public suffixes (refused for HTTPS acceleration) per the list, private entries too; addresses are none", () => {
+  for (const name of ["com", "co.uk", "github.io", "foo.ck", "com.", ""]) assert.equal(isPublicSuffix(name), true, name);
+  for (const name of ["example.com", "bbc.co.uk", "user.github.io", "www.ck", "127.0.0.1", "[::1]"]) {
+    assert.equal(isPublicSuffix(name), false, name);
+  }
 });

@@ -4,7 +4,7 @@ import type { PopupRequest, StatusReply } from "../../background/popup-api.js";
 import { PASS_REASONS, type PassReason } from "../../intercept/pass-reason.js";
 import { setHttpsSite } from "../../proxy/https-sites.js";
 import { SiteStore } from "../../sites/site-store.js";
-import { ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
+import { isPublicSuffix, ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
 import { byId, formatBytes, formatMs, helperText } from "../format.js";
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
@@ -85,8 +85,13 @@ function renderHttps(status: StatusReply): void {
   byId("https-section", HTMLDivElement).hidden = info === undefined || rule === null || status.tab.sessionOff;
   if (info === undefined || rule === null) return;
   https.checked = info.optedIn;
-  byId("https-explain", HTMLParagraphElement).textContent =
-    `Firefox will trust a certificate authority made on this computer that can vouch only for ${rule.name}` +
+  // A public suffix cannot be opted in (only out, if it was before): its authority would vouch for every site under it.
+  const suffix = isPublicSuffix(rule.name);
+  https.disabled = suffix && !info.optedIn;
+  byId("https-explain", HTMLParagraphElement).textContent = suffix
+    ? `${rule.name} is a public suffix (or a top-level name): a certificate authority for it would vouch for every ` +
+      "site under it, so HTTPS acceleration is not offered for it."
+    : `Firefox will trust a certificate authority made on this computer that can vouch only for ${rule.name}` +
     `${rule.scope === "domain" ? " and its subdomains" : ""}, so the lanefetch helper can read and speed up this site's ` +
     "HTTPS traffic; turning this off (or the site) removes it.";
   const state = info.state === null ? "" : HTTPS_STATE_TEXT[info.state] ?? info.state;

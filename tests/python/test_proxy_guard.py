@@ -1,0 +1,204 @@
+"""The proxy ports against any local program (issue 15): credentials are checked on the head before a body is
+read, a connection that sends no whole head in time is closed, and idle unauthenticated connections neither
+exhaust the helper's descriptors nor keep the browser's authenticated requests out. The admission core alone,
+then a listener in this process, then the real lanefetch-host."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from lanefetch.engine import Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.proxy.admission import Admission, Caps
+from lanefetch.proxy.request_reader import MAX_BODY_BYTES, RequestReader
+from lanefetch.proxy.server import HEAD_TIMEOUT_S, ProxyListener, basic_credentials
+from local_app import serve_app
+from test_bridge import HostProcess, host  # noqa: F401  (fixture)
+from test_proxy import firefox_hello, open_context, through_proxy
+
+# -- sans-I/O ------------------------------------------------------------------------------------------------
+
+
+def test_unauthenticated_connections_push_out_the_oldest_and_never_an_authenticated_one() -> None:
+    a: Admission[str] = Admission(Caps(unauthenticated_per_listener=3, unauthenticated_total=5,
+                                       authenticated_per_listener=2, authenticated_total=3))
+    assert a.opened("browser", "L1") == []
+    assert a.authenticated("browser")
+    evicted = [c for i in range(10) for c in a.opened(f"idle{i}", "L1")]
+    assert evicted == [f"idle{i}" for i in range(7)]  # oldest first, three left
+    assert a.counts("L1") == (3, 1)
+    # The total cap spans listeners: L2's newcomers push out L1's oldest idle ones.
+    evicted = [c for i in range(3) for c in a.opened(f"other{i}", "L2")]
+    assert evicted == ["idle7"] and a.counts() == (5, 1)
+    # Authenticated: capped per listener and in total; the newcomer is refused, nothing open is taken away.
+    assert a.authenticated("idle9")
+    assert not a.authenticated("idle8") and a.counts("L1") == (0, 2)
+    assert a.authenticated("other0") and not a.authenticated("other1") and a.counts() == (1, 3)
+    assert not a.authenticated("gone")  # closed to make room meanwhile, or never opened
+    a.closed("browser")
+    assert a.authenticated("other2") and a.counts() == (0, 3)
+
+
+def test_the_head_is_there_before_the_body() -> None:
+    rr = RequestReader()
+    rr.feed(b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\npart")
+    head = rr.head()
+    assert head is not None and head.method == "POST" and rr.body_length == 1000 and rr.buffered
+    assert rr.next_request() is None and rr.head() is head
+    rr.feed(b"x" * 996)
+    req = rr.next_request()
+    assert req is not None and req.head is head and req.body == b"part" + b"x" * 996
+    assert not rr.buffered and rr.head() is None
+
+
+# -- one listener in this process ------------------------------------------------------------------------------
+
+WAIT_S = 10.0  # generous bound for what takes milliseconds; reaching it fails the test
+
+
+class Quiet:
+    async def proxied(self, context_id: str, request: FetchRequest) -> None: ...
+    async def failed(self, request: FetchRequest, error: FetchError) -> None: ...
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None: ...
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[tuple[str, list[int]]]:
+    bodies: list[int] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        body = await request.read()
+        bodies.append(len(body))
+        return web.Response(text=f"got {len(body)}")
+
+    app = web.Application(client_max_size=2 * MAX_BODY_BYTES)
+    app.router.add_route("*", "/{name}", handler)
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}", bodies
+
+
+@pytest.fixture
+async def listener() -> AsyncIterator[ProxyListener]:
+    engine = Engine(EngineConfig(cache_dir=None))
+    proxy = ProxyListener(engine, Page(address_space="loopback"), "s3cret", Quiet(), "c1", head_timeout=0.5)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()
+        await engine.aclose()
+
+
+async def answer_or_close(reader: asyncio.StreamReader, what: str) -> bytes:
+    """Everything the proxy sends until it closes; fails loudly if it neither answers nor closes in time."""
+    try:
+        return await asyncio.wait_for(reader.read(), WAIT_S)
+    except TimeoutError:
+        raise AssertionError(f"the proxy kept the connection open after {what}") from None
+
+
+async def test_a_body_is_not_read_before_the_credentials_are_checked(
+        listener: ProxyListener, origin: tuple[str, list[int]]) -> None:
+    url, bodies = origin
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        # The head announces the largest body taken, and only a little of it follows: the refusal must not wait.
+        writer.write(f"POST {url}/x HTTP/1.1\r\nHost: a\r\nContent-Length: {MAX_BODY_BYTES}\r\n\r\n".encode()
+                     + b"x" * 1000)
+        await writer.drain()
+        got = await answer_or_close(reader, "a POST without credentials whose body never ends")
+        assert got.startswith(b"HTTP/1.1 407 ") and b"Connection: close" in got, got[:200]
+    finally:
+        writer.close()
+    assert bodies == []
+    # With the credentials the same request goes through whole.
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        body = b"y" * 100_000
+        writer.write(f"POST {url}/x HTTP/1.1\r\nHost: a\r\nProxy-Authorization: {basic_credentials('s3cret')}\r\n"
+                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        got = await answer_or_close(reader, "an authenticated POST")
+        assert got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"got 100000"), got[:200]
+    finally:
+        writer.close()
+    assert bodies == [100_000]
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET http://127.0.0.1/x HTTP/1.1\r\nHost: 127.0.0"])
+async def test_a_connection_without_a_whole_head_in_time_is_closed(listener: ProxyListener, sent: bytes) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        writer.write(sent)
+        assert await answer_or_close(reader, f"{len(sent)} bytes of a head and silence") == b""
+    finally:
+        writer.close()
+
+
+async def test_an_authenticated_connection_may_idle_between_requests_but_not_stall_in_a_head(
+        listener: ProxyListener, origin: tuple[str, list[int]]) -> None:
+    url, _ = origin
+    auth = basic_credentials("s3cret")
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        request = f"GET {url}/a HTTP/1.1\r\nHost: a\r\nProxy-Authorization: {auth}\r\n\r\n".encode()
+        writer.write(request)
+        first = await asyncio.wait_for(reader.readuntil(b"got 0"), WAIT_S)
+        assert first.startswith(b"HTTP/1.1 200 ")
+        # Idle for several head timeouts: still open (the event loop's own clock, nothing is measured).
+        await asyncio.sleep(listener.head_timeout * 4)
+        writer.write(request)
+        again = await asyncio.wait_for(reader.readuntil(b"got 0"), WAIT_S)
+        assert again.startswith(b"HTTP/1.1 200 ")
+        writer.write(request[:20])  # a head that starts and stalls
+        assert await answer_or_close(reader, "a stalled head on an authenticated connection") == b""
+    finally:
+        writer.close()
+
+
+# -- the real helper -------------------------------------------------------------------------------------------
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+async def test_idle_sockets_neither_exhaust_the_helper_nor_keep_the_browser_out(
+        host: HostProcess, origin: tuple[str, list[int]]) -> None:  # noqa: F811
+    from lanefetch.proxy.admission import UNAUTHENTICATED_PER_LISTENER
+
+    url, _ = origin
+    auth = [("Proxy-Authorization", await firefox_hello(host))]
+    port = await open_context(host, "c1", "loopback")
+    warm = await asyncio.wait_for(through_proxy(port, "GET", f"{url}/warm", auth), WAIT_S)
+    assert warm is not None and warm.status == 200
+    pid = host.proc.pid
+    before = open_fds(pid)
+    idle: list[asyncio.StreamWriter] = []
+    readers: list[asyncio.StreamReader] = []
+    try:
+        for _ in range(4 * UNAUTHENTICATED_PER_LISTENER):
+            r, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), WAIT_S)
+            readers.append(r)
+            idle.append(w)
+        # Accepted in order: once this one is answered, the helper has taken (and trimmed) all of the idle ones.
+        a = await asyncio.wait_for(through_proxy(port, "GET", f"{url}/after", auth), WAIT_S)
+        assert a is not None and a.status == 200 and a.body == b"got 0"
+        bound = before + UNAUTHENTICATED_PER_LISTENER + 8  # a few for the request just served and the engine
+
+        def still_open() -> int:
+            return sum(1 for r in readers if not r.at_eof())
+
+        # The head timeout closes idle sockets too, after HEAD_TIMEOUT_S: the caps must have done it well before.
+        for _ in range(int(HEAD_TIMEOUT_S / 4 / 0.05)):
+            if open_fds(pid) <= bound and still_open() <= UNAUTHENTICATED_PER_LISTENER:
+                break
+            await asyncio.sleep(0.05)
+        assert open_fds(pid) <= bound, f"helper holds {open_fds(pid)} descriptors, {before} before the idle sockets"
+        assert still_open() <= UNAUTHENTICATED_PER_LISTENER  # the others were closed by the helper, oldest first
+        assert all(r.at_eof() for r in readers[:-UNAUTHENTICATED_PER_LISTENER])
+    finally:
+        for w in idle:
+            w.close()
