@@ -82,7 +82,7 @@ async def origin() -> AsyncIterator[tuple[str, list[int]]]:
 
 @pytest.fixture
 async def listener() -> AsyncIterator[ProxyListener]:
-    engine = Engine(EngineConfig(cache_dir=None))
+    engine = Engine(EngineConfig())
     proxy = ProxyListener(engine, Page(address_space="loopback"), "s3cret", Quiet(), "c1", head_timeout=0.5)
     await proxy.start()
     try:

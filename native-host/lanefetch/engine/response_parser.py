@@ -12,13 +12,11 @@ import re
 from dataclasses import dataclass, field
 
 from .fields import FieldLookup, Headers
+from .message_block import ParseError as ParseError  # raised by the parser: re-exported for its users
+from .message_block import find_block_end, parse_fields, split_lines
 
 MAX_HEAD_BYTES = 256 * 1024  # a head (status line + fields) larger than this is a protocol error
 MAX_CHUNK_LINE = 4096
-
-
-class ParseError(Exception):
-    """The server's bytes are not a valid HTTP/1.x response (framing can no longer be trusted)."""
 
 
 class Framing(enum.Enum):
@@ -64,7 +62,6 @@ class MessageEnd:
 Event = Informational | HeadReceived | BodyData | MessageEnd
 
 _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) (\d{3})(?: (.*))?")
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?")
 _DIGITS = re.compile(r"[0-9]{1,18}")
 
@@ -78,40 +75,6 @@ class _State(enum.Enum):
     TRAILERS = 6
     BODY_CLOSE = 7
     DONE = 8
-
-
-def _split_lines(block: bytes) -> list[bytes]:
-    # RFC 9112 §2.2: a recipient MAY accept a bare LF as line terminator.
-    return [line[:-1] if line.endswith(b"\r") else line for line in block.split(b"\n")]
-
-
-def _parse_fields(lines: list[bytes]) -> Headers:
-    headers: Headers = []
-    for line in lines:
-        if line[:1] in (b" ", b"\t"):
-            # obs-fold: RFC 9112 §5.2 lets a user agent replace it with a space.
-            if not headers:
-                raise ParseError("header continuation line before any header")
-            prev_name, prev_value = headers[-1]
-            headers[-1] = (prev_name, f"{prev_value} {line.strip().decode('latin-1')}")
-            continue
-        name, sep, value = line.partition(b":")
-        if not sep or not _TOKEN.fullmatch(name):
-            raise ParseError(f"malformed header line {line[:80]!r}")
-        headers.append((name.decode("ascii"), value.strip(b" \t").decode("latin-1")))
-    return headers
-
-
-def _find_block_end(buf: bytearray) -> tuple[int, int] | None:
-    """Where the first empty line of buf starts, and the index after it (ends a head or trailer block)."""
-    start = 0
-    while True:
-        j = buf.find(b"\n", start)
-        if j < 0:
-            return None
-        if j == start or (j == start + 1 and buf[start] == 0x0D):
-            return start, j + 1
-        start = j + 1
 
 
 class ResponseParser:
@@ -220,7 +183,7 @@ class ResponseParser:
         # Tolerate empty lines before the status line (RFC 9112 §2.2 robustness).
         while self._buf[:2] == b"\r\n" or self._buf[:1] == b"\n":
             del self._buf[: 2 if self._buf[:1] == b"\r" else 1]
-        end = _find_block_end(self._buf)
+        end = find_block_end(self._buf)
         if end is None:
             if len(self._buf) > self.max_head_bytes:
                 raise ParseError("response head too large")
@@ -230,7 +193,7 @@ class ResponseParser:
         block_end, after = end
         if block_end > self.max_head_bytes:
             raise ParseError("response head too large")
-        lines = _split_lines(bytes(self._buf[:block_end]))
+        lines = split_lines(bytes(self._buf[:block_end]))
         del self._buf[:after]
         if lines and lines[-1] == b"":
             lines.pop()
@@ -242,7 +205,7 @@ class ResponseParser:
         version = "1." + m.group(1).decode()
         status = int(m.group(2))
         reason = (m.group(3) or b"").decode("latin-1")
-        head = ResponseHead(status, reason, version, _parse_fields(lines[1:]))
+        head = ResponseHead(status, reason, version, parse_fields(lines[1:]))
         if 100 <= status < 200:
             if status == 101:
                 raise ParseError("unexpected 101 Switching Protocols")
@@ -339,16 +302,16 @@ class ResponseParser:
         return True
 
     def _parse_trailers(self, events: list[Event]) -> bool:
-        end = _find_block_end(self._buf)
+        end = find_block_end(self._buf)
         if end is None:
             if len(self._buf) > self.max_head_bytes:
                 raise ParseError("trailer section too large")
             return False
         block_end, after = end
-        lines = _split_lines(bytes(self._buf[:block_end]))
+        lines = split_lines(bytes(self._buf[:block_end]))
         del self._buf[:after]
         if lines and lines[-1] == b"":
             lines.pop()
         self._state = _State.DONE
-        events.append(MessageEnd(_parse_fields(lines)))
+        events.append(MessageEnd(parse_fields(lines)))
         return False

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..engine.fields import FieldLookup, Headers
-from ..engine.response_parser import ParseError, _find_block_end, _parse_fields, _split_lines
+from ..engine.message_block import ParseError, find_block_end, parse_fields, split_lines
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024  # request bodies are held whole: the engine sends them in one piece
@@ -91,7 +91,7 @@ class RequestReader:
     def _parse_head(self) -> RequestHead | None:
         while self._buf[:2] == b"\r\n" or self._buf[:1] == b"\n":
             del self._buf[: 2 if self._buf[:1] == b"\r" else 1]
-        end = _find_block_end(self._buf)
+        end = find_block_end(self._buf)
         if end is None:
             if len(self._buf) > MAX_HEAD_BYTES:
                 raise BadRequest(431, "request head too large")
@@ -99,7 +99,7 @@ class RequestReader:
         block_end, after = end
         if block_end > MAX_HEAD_BYTES:
             raise BadRequest(431, "request head too large")
-        lines = _split_lines(bytes(self._buf[:block_end]))
+        lines = split_lines(bytes(self._buf[:block_end]))
         del self._buf[:after]
         if lines and lines[-1] == b"":
             lines.pop()
@@ -107,7 +107,7 @@ class RequestReader:
         if m is None:
             raise BadRequest(400, f"malformed request line {(lines or [b''])[0][:80]!r}")
         try:
-            headers = _parse_fields(lines[1:])
+            headers = parse_fields(lines[1:])
         except ParseError as e:
             raise BadRequest(400, str(e)) from None
         head = RequestHead(m.group(1).decode("ascii"), m.group(2).decode("latin-1"),
