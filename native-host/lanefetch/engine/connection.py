@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .bulk_window import BulkWindow
+from .config import EngineConfig
 from .errors import FetchError
 from .exchange import Exchange
+from .inflight_budget import InflightBudget
+from .origin_policy import OriginPolicy
 from .pipeline import (
     ConnectionEnded,
     Event,
@@ -20,19 +23,35 @@ from .pipeline import (
     ResponseStarted,
     ResponsesVerified,
 )
-from .request import serialize
+from .request import Origin, serialize
 from .response_check import Expectation
 from .timing import ConnectionInfo, ConnectTiming, now
 from .transport import Transport, kernel_min_rtt
 
-if TYPE_CHECKING:
-    from .pool import OriginPool
+
+class ConnectionOwner(Protocol):
+    """What a connection needs from the pool that owns it (pool.py): work, the origin's shared state, and where
+    to report its life. Declared here so the connection depends on this, not on the pool."""
+
+    origin: Origin
+    config: EngineConfig
+    policy: OriginPolicy
+    budget: InflightBudget
+
+    def take(self, conn: Connection) -> Exchange | None: ...
+    def carries_bulk(self, conn: Connection) -> bool: ...
+    async def open_transport(self, timing: ConnectTiming) -> Transport: ...
+    def connection_opened(self, conn: Connection) -> None: ...
+    async def connection_failed(self, conn: Connection, error: FetchError) -> None: ...
+    async def connection_ended(self, conn: Connection, ended: ConnectionEnded[Exchange]) -> None: ...
+    async def connection_closed(self, conn: Connection) -> None: ...
+    def request_finished(self) -> None: ...
 
 READ_SIZE = 64 * 1024
 
 
 class Connection:
-    def __init__(self, pool: OriginPool, conn_id: int) -> None:
+    def __init__(self, pool: ConnectionOwner, conn_id: int) -> None:
         self.pool = pool
         self.id = conn_id
         self.state: PipelineConnection[Exchange] = PipelineConnection()

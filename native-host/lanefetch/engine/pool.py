@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import ipaddress
-import math
 import socket
 import ssl
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .address_policy import AddressSpace, may_connect
 from .config import EngineConfig
@@ -26,23 +25,28 @@ from .exchange import Exchange
 from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
+from .pool_plan import allowed_depth, carries_bulk, connections_to_open, over_budget
 from .request import Origin
 from .timing import ConnectTiming, now
 from .transport import Transport, open_transport
 
-if TYPE_CHECKING:
-    from .engine import Engine
 
-# A response with more than this still to come is bulk: at 5 Mbit/s, 256 KB is 0.4 s a small request
-# would wait behind it (config.separate_bulk).
-BULK_BYTES = 256 * 1024
+class PoolOwner(Protocol):
+    """What a pool needs from the engine that owns it (engine.py): settings, connection ids, and where to report
+    connections opening and closing (the batch's connection counts, the round-trip samples)."""
+
+    config: EngineConfig
+
+    def next_connection_id(self) -> int: ...
+    def connection_opened(self, conn: Connection) -> None: ...
+    def connection_closed(self, conn: Connection) -> None: ...
 
 _AddrInfo = tuple[int, int, int, str, tuple[object, ...]]  # one getaddrinfo entry
 
 
 class OriginPool:
     def __init__(
-        self, engine: Engine, origin: Origin, address_space: AddressSpace, policy: OriginPolicy,
+        self, engine: PoolOwner, origin: Origin, address_space: AddressSpace, policy: OriginPolicy,
         tls: ssl.SSLContext | None,
     ) -> None:
         self.engine = engine
@@ -88,24 +92,15 @@ class OriginPool:
         if self.policy.request_limit is not None:
             cap = self.policy.request_limit
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
-        if not conn.state.can_send(ex.method, self._allowed_depth()):
+        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, self.outstanding(),
+                              len(self.connections))
+        if not conn.state.can_send(ex.method, depth):
             return None
-        if conn.state.in_flight and self._over_budget():
+        budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
+        if over_budget(len(conn.state.in_flight), sum(len(c.state.in_flight) for c in self.connections), budget):
             return None
         heapq.heappop(self._queue)
         return ex
-
-    def _over_budget(self) -> bool:
-        """Enough responses already asked for across the origin's connections (inflight_budget.py says why)."""
-        if not self.config.inflight_budget:
-            return False
-        limit = self.budget.max_unanswered(now())
-        return limit is not None and sum(len(c.state.in_flight) for c in self.connections) >= limit
-
-    def _allowed_depth(self) -> int:
-        depth = min(self.policy.allowed_depth(), self.config.effective_depth)
-        share = math.ceil(self.outstanding() / max(1, len(self.connections)))
-        return max(1, min(depth, share))
 
     # -- connection lifecycle --------------------------------------------------------------------------------
 
@@ -120,15 +115,13 @@ class OriginPool:
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
         serving = [c for c in self.connections if not self.carries_bulk(c)]
         work = self.queued() + sum(len(c.state.in_flight) for c in serving)
-        while len(serving) < min(self.config.connections_per_origin, work):
-            serving.append(self._open())
+        for _ in range(connections_to_open(len(serving), work, self.config.connections_per_origin)):
+            self._open()
 
     def carries_bulk(self, conn: Connection) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything
         pipelined behind it would wait for all of that."""
-        if not self.config.separate_bulk:
-            return False
-        return any((f.parser.body_remaining or 0) > BULK_BYTES for f in conn.state.in_flight)
+        return carries_bulk((f.parser.body_remaining for f in conn.state.in_flight), self.config.separate_bulk)
 
     def preconnect(self) -> bool:
         """Open one connection ahead of work (a lane about to be used), unless one is open or opening; False then."""

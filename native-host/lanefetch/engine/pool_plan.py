@@ -1,0 +1,47 @@
+"""The pool's decisions, pure (like httpcore's `_assign_requests_to_connections`): how deep a connection may
+pipeline, whether it is tied up by a bulk body, whether the origin has asked for enough answers already, and
+how many connections the waiting work calls for. pool.py feeds them numbers and acts on the answers.
+
+- **Fair share.** A connection takes no more than its share of what is outstanding (queued + in flight, over
+  the connections): otherwise the first connection to wake would pipeline everything and the last answers of a
+  batch would all wait behind one connection while others sit idle.
+- **Bulk never blocks small.** A connection receiving a body with more than BULK_BYTES still to come takes
+  nothing more (anything pipelined behind it would wait for all of that) and does not count against the
+  connection limit: the work gets a connection of its own.
+- **Budget.** With the in-flight budget on, a connection that already has answers out takes no more once the
+  origin's unanswered requests reach the budget (inflight_budget.py); an idle connection always may.
+- **Open for work.** Connections serving small work are opened up to the per-origin limit, never more than
+  there are requests to serve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+# A response with more than this still to come is bulk: at 5 Mbit/s, 256 KB is 0.4 s a small request
+# would wait behind it (config.separate_bulk).
+BULK_BYTES = 256 * 1024
+
+
+def allowed_depth(policy_depth: int, config_depth: int, outstanding: int, connections: int) -> int:
+    """Requests one connection may have in flight now: the origin's learned depth, capped by the configured one
+    and by the connection's fair share of the outstanding work; at least 1."""
+    share = math.ceil(outstanding / max(1, connections))
+    return max(1, min(policy_depth, config_depth, share))
+
+
+def carries_bulk(bodies_remaining: Iterable[int | None], separate_bulk: bool) -> bool:
+    """Is the connection receiving a body with more than BULK_BYTES still to come (None: not a length body)?"""
+    return separate_bulk and any((r or 0) > BULK_BYTES for r in bodies_remaining)
+
+
+def over_budget(in_flight_here: int, in_flight_origin: int, budget: int | None) -> bool:
+    """Must a connection with answers out wait because the origin asked for enough already? (None: no budget)"""
+    return in_flight_here > 0 and budget is not None and in_flight_origin >= budget
+
+
+def connections_to_open(serving: int, work: int, per_origin: int) -> int:
+    """New connections to open: up to the per-origin limit, no more than the work (queued + in flight on the
+    connections serving small requests) can use."""
+    return max(0, min(per_origin, work) - serving)

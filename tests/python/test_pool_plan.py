@@ -1,0 +1,52 @@
+"""The pool's pure decisions (engine/pool_plan.py), table-driven."""
+
+from __future__ import annotations
+
+import pytest
+from lanefetch.engine.pool_plan import BULK_BYTES, allowed_depth, carries_bulk, connections_to_open, over_budget
+
+
+@pytest.mark.parametrize(("policy", "config", "outstanding", "conns", "depth"), [
+    (16, 16, 40, 4, 10),  # fair share: 40 over 4 connections
+    (16, 16, 100, 4, 16),  # the learned depth caps it
+    (2, 16, 100, 4, 2),  # an origin still probing
+    (16, 8, 100, 1, 8),  # the configured cap
+    (16, 16, 0, 4, 1),  # nothing outstanding: still one may go
+    (16, 16, 5, 0, 5),  # no connection yet: the first one's share is everything
+    (1, 16, 100, 4, 1),  # demoted: one at a time
+])
+def test_allowed_depth(policy: int, config: int, outstanding: int, conns: int, depth: int) -> None:
+    assert allowed_depth(policy, config, outstanding, conns) == depth
+
+
+@pytest.mark.parametrize(("remaining", "separate", "bulk"), [
+    ([], True, False),
+    ([None, 10], True, False),  # chunked or close-delimited (unknown) and small
+    ([BULK_BYTES], True, False),  # exactly at the threshold is not bulk
+    ([10, BULK_BYTES + 1], True, True),
+    ([BULK_BYTES * 10], False, False),  # separation off
+])
+def test_carries_bulk(remaining: list[int | None], separate: bool, bulk: bool) -> None:
+    assert carries_bulk(remaining, separate) is bulk
+
+
+@pytest.mark.parametrize(("here", "origin", "budget", "wait"), [
+    (0, 100, 10, False),  # an idle connection always may take one
+    (1, 9, 10, False),
+    (1, 10, 10, True),
+    (3, 50, None, False),  # no budget
+])
+def test_over_budget(here: int, origin: int, budget: int | None, wait: bool) -> None:
+    assert over_budget(here, origin, budget) is wait
+
+
+@pytest.mark.parametrize(("serving", "work", "limit", "new"), [
+    (0, 10, 4, 4),
+    (2, 10, 4, 2),
+    (0, 1, 4, 1),  # no more connections than requests
+    (4, 10, 4, 0),
+    (5, 10, 4, 0),  # over the limit (bulk ones left the serving set and came back): never negative
+    (0, 0, 4, 0),
+])
+def test_connections_to_open(serving: int, work: int, limit: int, new: int) -> None:
+    assert connections_to_open(serving, work, limit) == new
