@@ -1,6 +1,6 @@
 // `npm run version -- X.Y.Z`: writes one release version everywhere it lives — package.json (the extension
 // build reads it into manifest.json), package-lock.json and the helper's lanefetch/__init__.py (the wheel's
-// version). tests/python/test_packaging.py checks they agree. The protocol number is separate: it changes only
+// version). tests/python/integration/test_packaging.py checks they agree. The protocol number is separate: it changes only
 // when shared/protocol.schema.json's ProtocolVersion const does.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";

@@ -277,7 +277,7 @@ def test_sigterm_cleans_up_and_stale_cleanup_removes_dead_leftovers(tmp_path: Pa
             time.sleep(60)
         """
     )
-    tests_dir = Path(__file__).resolve().parents[1]
+    tests_dir = Path(__file__).resolve().parents[2]
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(tests_dir)})
     try:

@@ -8,7 +8,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "native-host" / "lanefetch"
+ROOT = Path(__file__).resolve().parents[3] / "native-host" / "lanefetch"
 
 # package -> packages it may never import (the engine is the bottom; stream/cache/lanes sit on it; the host,
 # proxy, CLI and composition root on top)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from misbehaving_servers import ScriptedServer, content, well_behaved, wrong_length
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LANEFETCH = REPO / ".venv" / "bin" / "lanefetch"
 TIMING_POINTS = {"queued", "dns_start", "dns_end", "connect_start", "connect_end", "tls_end", "sent", "first_byte",
                  "last_byte"}

@@ -32,7 +32,7 @@ from lanefetch.engine import (
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LANEFETCH = Path(sys.executable).parent / "lanefetch"
 LAST_MODIFIED = formatdate(1_600_000_000, usegmt=True)
 TEXT = b"The quick brown fox jumps over the lazy dog. " * 200

@@ -20,7 +20,7 @@ from lanefetch.cache.memory_store import MemoryStore
 from lanefetch.cache.sqlite_store import DB_NAME, SqliteStore
 from lanefetch.cache.store import EntryStore
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HEAD = StoredHead(200, "OK", "1.1", [("ETag", '"e"')], 1.0, 2.0, {"accept": "x"}, True)
 HEAD_BYTES = len(HEAD.to_json())
 

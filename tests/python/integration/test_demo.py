@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces and TUN devices"),
 ]
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 SUBRESOURCES = 68  # 4 style sheets, 4 scripts, 48 tiles, 12 icons (tests/demo/site.py)
 
 

@@ -32,7 +32,7 @@ from lanefetch.bridge.stdio import open_stdio
 from lanefetch.service import ServiceConfig
 from local_app import serve_app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HOST = Path(sys.executable).parent / "lanefetch-host"
 
 

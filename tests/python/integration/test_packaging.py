@@ -18,7 +18,7 @@ import pytest
 from lanefetch import __version__, protocol
 from tools.build_helper_dist import build
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHARED = {"identity.json", "protocol.schema.json"}
 
 

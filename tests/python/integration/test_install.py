@@ -16,7 +16,7 @@ from lanefetch.bridge import browsers as catalogue
 from lanefetch.bridge import install as installer
 from lanefetch.bridge.registry import Hive
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HOST = Path(sys.executable).parent / "lanefetch-host"
 LANEFETCH = Path(sys.executable).parent / "lanefetch"
 NAME = protocol.identity()["native_host_name"]
