@@ -7,11 +7,15 @@ Firefox proxy alike.
                      →  Engine (engine/)                 pools → connections → HTTP/1.1 pipelining
 
 Each layer is a Fetcher (engine/fetcher.py) around the next; none of them builds another. What the helper
-asks of a request before any layer sees it (Accept-Encoding as the browser would) is done here too.
+asks of a request before any layer sees it (Accept-Encoding as the browser would) is done here too, and so is
+remembering what was learned about each origin across helper restarts (cache/origin_memory.py: kept in the
+cache's store, per top-level site, never for private browsing).
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,13 +24,15 @@ from urllib.parse import urlsplit
 from .cache.caching_fetcher import CachingFetcher
 from .cache.http_cache import HttpCache
 from .cache.memory_store import MemoryStore
+from .cache.origin_memory import policy_from, record_of
 from .cache.sqlite_store import SqliteStore
 from .engine.config import EngineConfig
 from .engine.engine import Engine
+from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
 from .engine.origin_policy import OriginPolicy
-from .engine.request import FetchRequest, Origin, with_accept_encoding
+from .engine.request import FetchRequest, Origin, parse_target, with_accept_encoding
 from .lanes.split_fetch import SplitFetcher
 from .lanes.splitting_fetcher import SplittingFetcher
 from .stream.decoding_sink import DecodingSink
@@ -56,10 +62,53 @@ class FetchService:
         return self.engine.policies
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page | None = None) -> BatchResult:
+        page = page or Page()
         for req in requests:
             req.method = req.method.upper()
             with_accept_encoding(req, urlsplit(req.url).scheme.lower())
-        return await self._splitting.fetch(requests, DecodingSink(sink), page or Page())
+        origins = await self._recall(requests, page)
+        try:
+            return await self._splitting.fetch(requests, DecodingSink(sink), page)
+        finally:
+            self._remember(origins, page)
+
+    async def _recall(self, requests: list[FetchRequest], page: Page) -> list[Origin]:
+        """Start each origin this session has not met yet from what an earlier session learned under this site."""
+        cache = self.cache_for(page)
+        origins: list[Origin] = []
+        for req in requests:
+            try:
+                origin = parse_target(req.url).origin
+            except FetchError:  # a bad URL: the engine answers it with its error
+                continue
+            if origin not in origins:
+                origins.append(origin)
+        if cache is None or page.private_browsing:
+            return origins
+        unmet = [o for o in origins if o not in self.engine.policies]
+        now = time.time()
+        for name, raw in (await cache.learned(page.top_site, [str(o) for o in unmet])).items():
+            origin = next(o for o in unmet if str(o) == name)
+            try:
+                policy = policy_from(json.loads(raw), self.config.engine.effective_depth, now)
+            except ValueError:
+                policy = None
+            if policy is not None and origin not in self.engine.policies:
+                self.engine.policies[origin] = policy
+        return origins
+
+    def _remember(self, origins: list[Origin], page: Page) -> None:
+        cache = self.cache_for(page)
+        if cache is None or page.private_browsing:
+            return
+        now = time.time()
+        records = {}
+        for origin in origins:
+            policy = self.engine.policies.get(origin)
+            record = None if policy is None else record_of(policy, now)
+            if record is not None:
+                records[str(origin)] = json.dumps(record)
+        cache.learn(page.top_site, records)
 
     def preconnect(self, url: str, page: Page | None = None) -> bool:
         return self._splitting.preconnect(url, page or Page())

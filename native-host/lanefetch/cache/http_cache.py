@@ -101,6 +101,20 @@ class HttpCache:
             log.warning("cache unavailable, fetching without it: %r", e)
             return None
 
+    async def learned(self, partition: str, origins: list[str]) -> dict[str, str]:
+        """Origin records kept under this partition (origin_memory.py); {} when the store is unusable."""
+        if self._failed or not origins:
+            return {}
+        try:
+            return await self.run(lambda s: s.learned(partition, origins))
+        except Exception as e:
+            log.warning("cache unavailable, learning nothing from it: %r", e)
+            return {}
+
+    def learn(self, partition: str, records: dict[str, str]) -> None:
+        if records:
+            self.submit(lambda s: s.learn(partition, records))
+
     def writes(self, partition: str) -> Writes:
         return _Writes(self, partition)
 

@@ -29,6 +29,7 @@ class MemoryStore:
         self._by_key: dict[tuple[str, str, str, str], int] = {}
         self._ids = itertools.count(1)
         self._total = 0
+        self._origins: dict[tuple[str, str], str] = {}
 
     def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]:
         return [StoredEntry(i, r.head) for i, r in self._rows.items() if r.key[:3] == (partition, method, url)]
@@ -77,11 +78,18 @@ class MemoryStore:
     def stats(self) -> StoreStats:
         return StoreStats(len(self._rows), self._total, "memory")
 
+    def learned(self, partition: str, origins: list[str]) -> dict[str, str]:
+        return {o: self._origins[(partition, o)] for o in origins if (partition, o) in self._origins}
+
+    def learn(self, partition: str, records: dict[str, str]) -> None:
+        self._origins.update({(partition, o): r for o, r in records.items()})
+
     def clear(self) -> int:
         n = len(self._rows)
         self._rows.clear()
         self._by_key.clear()
         self._total = 0
+        self._origins.clear()
         return n
 
     def close(self) -> None:

@@ -41,6 +41,12 @@ CREATE TABLE IF NOT EXISTS entries (
     UNIQUE (partition, method, url, variant)
 );
 CREATE INDEX IF NOT EXISTS entries_lru ON entries (last_used, id);
+CREATE TABLE IF NOT EXISTS origins (
+    partition TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (partition, origin)
+);
 """
 
 
@@ -183,10 +189,25 @@ class SqliteStore:
         with self._write() as db:
             db.execute("DELETE FROM entries WHERE partition = ? AND url = ?", (partition, url))
 
+    def learned(self, partition: str, origins: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for origin in origins:
+            row = self._db.execute("SELECT record FROM origins WHERE partition = ? AND origin = ?",
+                                   (partition, origin)).fetchone()
+            if row is not None:
+                out[origin] = str(row[0])
+        return out
+
+    def learn(self, partition: str, records: dict[str, str]) -> None:
+        with self._write() as db:
+            db.executemany("INSERT OR REPLACE INTO origins (partition, origin, record) VALUES (?, ?, ?)",
+                           [(partition, o, r) for o, r in records.items()])
+
     def clear(self) -> int:
         with self._write() as db:
             n = int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
             db.execute("DELETE FROM entries")
+            db.execute("DELETE FROM origins")
         self._db.execute("PRAGMA incremental_vacuum")
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return n

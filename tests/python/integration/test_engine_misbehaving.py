@@ -1057,3 +1057,43 @@ async def test_decoded_requests_ask_for_compressed_bodies() -> None:
         sink.check_exact(decoded, lambda r: content("/enc/gzip/a/5000"))
         seen = {r.path: r.header("Accept-Encoding") for r in srv.requests}
         assert seen == {"/enc/gzip/a/5000": "gzip, deflate", "/r/b/100": None}, seen
+
+
+async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Path) -> None:
+    """A helper started anew pipelines to an origin it proved before from the first request; a private page
+    teaches the store nothing; clearing the cache forgets it."""
+    paths = [f"/r/k{i}/{2000 + i}" for i in range(8)]
+    site = Page(address_space="loopback", top_site="http://site.test")
+    async with setup(well_behaved(settle=0.05), cache=tmp_path) as (srv, first):
+        reqs = gets(srv, paths)
+        await fetch(first, reqs, site)
+        assert policy(first, srv).state is PipelineState.GREEN
+        await first.aclose()
+        second = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
+        try:
+            before = len(srv.connections)
+            again = gets(srv, [p + "?again" for p in paths], prefix="again")
+            await fetch(second, again, site)
+            new = srv.connections[before:]
+            assert new[0].received[1].unanswered_at_arrival >= 1, "the first requests went one at a time again"
+            # another top-level site does not inherit it
+            other = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
+            try:
+                before = len(srv.connections)
+                await fetch(other, gets(srv, [p + "?other" for p in paths], prefix="other"),
+                            Page(address_space="loopback", top_site="http://other.test"))
+                assert srv.connections[before].received[1].unanswered_at_arrival == 0, "learned under another site"
+            finally:
+                await other.aclose()
+            cache = second.cache_for(site)
+            assert cache is not None
+            await cache.clear()
+        finally:
+            await second.aclose()
+        third = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
+        try:
+            before = len(srv.connections)
+            await fetch(third, gets(srv, [p + "?third" for p in paths], prefix="third"), site)
+            assert srv.connections[before].received[1].unanswered_at_arrival == 0, "cleared, yet remembered"
+        finally:
+            await third.aclose()

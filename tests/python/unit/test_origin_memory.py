@@ -1,0 +1,62 @@
+"""What is kept about an origin across helper restarts (cache/origin_memory.py), table-driven."""
+
+from __future__ import annotations
+
+import pytest
+from lanefetch.cache.origin_memory import BAD_TTL, RECORD_TTL, policy_from, record_of
+from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
+
+NOW = 1_800_000_000.0
+
+
+def test_nothing_learned_nothing_kept() -> None:
+    assert record_of(OriginPolicy(16), NOW) is None
+
+
+def test_a_proven_origin_starts_where_it_left_off() -> None:
+    record = record_of(OriginPolicy(16, PipelineState.GREEN, 16, request_limit=100), NOW)
+    assert record is not None
+    policy = policy_from(record, 16, NOW + 3600)
+    assert policy is not None
+    assert policy.state is PipelineState.GREEN and policy.allowed_depth() == 16 and policy.request_limit == 100
+
+
+def test_a_keepalive_limit_alone_is_kept() -> None:
+    record = record_of(OriginPolicy(16, request_limit=10), NOW)
+    assert record is not None and record["request_limit"] == 10
+
+
+@pytest.mark.parametrize(("state", "age", "kept"), [
+    (PipelineState.GREEN, RECORD_TTL - 1, True),
+    (PipelineState.GREEN, RECORD_TTL + 1, False),
+    (PipelineState.RED, BAD_TTL - 1, True),
+    (PipelineState.RED, BAD_TTL + 1, False),  # a fixed server gets another chance sooner
+    (PipelineState.GREEN, -60, False),  # learned in the future: a clock jump, not knowledge
+])
+def test_records_expire(state: PipelineState, age: float, kept: bool) -> None:
+    record = record_of(OriginPolicy(16, state, 8), NOW)
+    assert record is not None
+    assert (policy_from(record, 16, NOW + age) is not None) is kept
+
+
+def test_a_demoted_origin_stays_demoted_and_says_why() -> None:
+    record = record_of(OriginPolicy(16, PipelineState.RED, 1), NOW)
+    assert record is not None
+    policy = policy_from(record, 16, NOW)
+    assert policy is not None and policy.allowed_depth() == 1 and policy.demotions
+
+
+@pytest.mark.parametrize("record", [
+    {}, {"state": "purple", "depth": 4, "learned_at": NOW}, {"state": "green", "depth": "x", "learned_at": NOW},
+    {"state": "green", "depth": 4, "learned_at": NOW, "request_limit": 0},
+    {"state": "green", "depth": 4, "learned_at": NOW, "request_limit": "10"},
+])
+def test_a_record_that_is_not_ours_is_ignored(record: dict[str, object]) -> None:
+    assert policy_from(record, 16, NOW) is None
+
+
+def test_depth_never_beyond_this_sessions_maximum() -> None:
+    record = record_of(OriginPolicy(32, PipelineState.GREEN, 32), NOW)
+    assert record is not None
+    policy = policy_from(record, 8, NOW)
+    assert policy is not None and policy.allowed_depth() == 8
