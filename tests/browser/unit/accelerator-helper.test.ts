@@ -6,6 +6,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
+import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
 import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
@@ -19,6 +20,13 @@ import { OriginServer } from "../support/origin-server.js";
 import { ProcessNativePort, type ProcessPortLog } from "../support/process-native-port.js";
 import { helperHost } from "../support/paths.js";
 import { testSite, textOf } from "../support/test-site.js";
+
+/** The loopback test server is "fast": these tests take its requests unless one turns step-aside on. */
+function takingFastLinks(): HostSpeed {
+  const speed = new HostSpeed();
+  speed.setThreshold(null);
+  return speed;
+}
 
 type Answer = { kind: "fulfill"; params: Protocol.Fetch.FulfillRequestRequest } | { kind: "pass"; id: string };
 
@@ -53,7 +61,7 @@ function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.Proces
   const client = new HelperClient(connection);
   const counters = new TabCounters();
   const store = new TimingStore();
-  const accelerator = new Accelerator(client, () => connection.state, counters, store, { batching: DEFAULT_BATCHING, limits });
+  const accelerator = new Accelerator(takingFastLinks(), client, () => connection.state, counters, store, { batching: DEFAULT_BATCHING, limits });
   const recorder = new Recorder();
   return { log, ports, connection, counters, store, accelerator, recorder };
 }
@@ -123,14 +131,14 @@ test("pass-through requests never reach the helper", async () => {
 
 test("a page starts: the helper preconnects and reports the RTT; a loopback-fast origin's requests then go to the browser", async () => {
   const s = setUp();
-  s.accelerator.stepAsideBelowRttMs = 15;
+  s.accelerator.speed.setThreshold(15);
   server.clearLog();
   const origin = `http://127.0.0.1:${port}`;
   assert.ok(await s.connection.ready());
   s.accelerator.pageStarted(page());
   const end = Date.now() + 10000;
-  while (s.accelerator.latency.rttMs(origin) === null && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-  const rtt = s.accelerator.latency.rttMs(origin);
+  while (s.accelerator.speed.verdict(origin).rttMs === null && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  const rtt = s.accelerator.speed.verdict(origin).rttMs;
   assert.ok(rtt !== null && rtt < 15, `loopback connect time from the helper's origin_rtt: ${String(rtt)}`);
   assert.ok(s.log.sent.some((m) => (m as { type: string }).type === "preconnect"));
   s.accelerator.handle({ tabId: 5, paused: paused(1, "/data/10.txt"), responder: s.recorder, page: page() });
@@ -138,7 +146,7 @@ test("a page starts: the helper preconnects and reports the RTT; a loopback-fast
   assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
   assert.deepEqual(s.counters.get(5).passed, { low_latency: 1 });
   assert.ok(!s.log.sent.some((m) => (m as { type: string }).type === "batch"), "nothing went to the helper");
-  s.accelerator.stepAsideBelowRttMs = null;
+  s.accelerator.speed.setThreshold(null);
   s.accelerator.handle({ tabId: 5, paused: paused(2, "/data/20.txt"), responder: s.recorder, page: page() });
   await settle(s.recorder, 2);
   assert.equal(s.recorder.answers.get("i2")?.kind, "fulfill", "with the rule off the helper takes it");
@@ -179,7 +187,7 @@ test("while the helper starts, a batch whose host is learned fast goes to the br
   chmodSync(slowHelper, 0o755);
   try {
     const s = setUp(slowHelper);
-    s.accelerator.stepAsideBelowRttMs = 15;
+    s.accelerator.speed.setThreshold(15);
     const origin = `http://127.0.0.1:${port}`;
     const start = Date.now();
     s.accelerator.handle({ tabId: 6, paused: paused(1, "/data/10.txt"), responder: s.recorder, page: page() });
@@ -187,7 +195,7 @@ test("while the helper starts, a batch whose host is learned fast goes to the br
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(s.recorder.answers.size, 0, "batched, waiting for the helper (the host's RTT is unknown)");
     assert.ok(s.accelerator.busyFor(6));
-    s.accelerator.latency.observe(origin, 0.4); // the browser's connect time of the page's document
+    s.accelerator.speed.observe({ url: origin, ms: 0.4, source: "browser_connect" }); // the browser's connect time of the page's document
     await settle(s.recorder, 2);
     assert.ok(Date.now() - start < 2000, `passed before the helper came up (${Date.now() - start} ms)`);
     assert.deepEqual([...s.recorder.answers.values()].map((a) => a.kind), ["pass", "pass"]);

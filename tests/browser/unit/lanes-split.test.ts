@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
+import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { DEFAULT_BATCHING } from "../../../extension/src/batch/batcher.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
@@ -24,6 +25,13 @@ import { OriginServer } from "../support/origin-server.js";
 import { helperHost } from "../support/paths.js";
 import { ProcessNativePort, type ProcessPortLog } from "../support/process-native-port.js";
 import { bigBody, testSite } from "../support/test-site.js";
+
+/** The loopback test server is "fast": these tests take its requests unless one turns step-aside on. */
+function takingFastLinks(): HostSpeed {
+  const speed = new HostSpeed();
+  speed.setThreshold(null);
+  return speed;
+}
 
 test("only fetch/XHR/other requests for usually large files are marked for splitting", () => {
   const yes = [["https://a.example/dl/linux.iso", "fetch"], ["https://a.example/x/model.GGUF?v=2", "xhr"],
@@ -78,7 +86,7 @@ async function run(splitLarge: boolean): Promise<{ recorder: Recorder; batch: Ba
   const connection = new HelperConnection(() => new ProcessNativePort(helperHost, log, env),
     { extensionVersion: "0.1.0", browser: "chromium", helloTimeoutMs: 10000, retryMissingMs: 5000, retryCrashMs: 0 });
   const store = new TimingStore();
-  const accelerator = new Accelerator(new HelperClient(connection), () => connection.state, new TabCounters(), store,
+  const accelerator = new Accelerator(takingFastLinks(), new HelperClient(connection), () => connection.state, new TabCounters(), store,
     { batching: DEFAULT_BATCHING, limits: DEFAULT_LIMITS });
   accelerator.splitLarge = splitLarge;
   assert.ok(await connection.ready());
