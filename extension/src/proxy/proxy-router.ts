@@ -64,7 +64,7 @@ export class ProxyRouter {
   /** Step-aside (host-speed.ts): why a request to this URL's origin goes direct (the origin is fast), or null. */
   private fastOrigin: (url: string) => string | null = () => null;
   private steppedAside: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void = () => undefined;
-  /** rtt-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
+  /** speed-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
   private probeRtt: (url: string, page: Page) => Promise<void> | null = () => null;
   /** The options page's "split large downloads" (split-rule.ts). */
   splitLarge = false;

@@ -142,7 +142,7 @@ test("the standalone timing page lists the page load's requests as answered by t
 
 test("step-aside: the helper's connect time shows the origin fast (loopback) before the document is routed: Firefox fetches everything itself", async () => {
   // An origin the helper never connected to (its RTT unknown), with the rule in force (accelerateFastLinks off): the
-  // document waits for the helper's preconnect to that origin (rtt-probe.ts), which shows a loopback round trip.
+  // document waits for the helper's preconnect to that origin (speed-probe.ts), which shows a loopback round trip.
   const fresh = new OriginServer(testSite, "127.0.0.3", sites.log);
   await fresh.listen();
   await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.3" }], { accelerateFastLinks: false });
