@@ -23,6 +23,7 @@ import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
 import { OriginServer } from "../support/origin-server.js";
 import { helperHost } from "../support/paths.js";
+import { eventually } from "../support/eventually.js";
 import { ProcessNativePort, type ProcessPortLog } from "../support/process-native-port.js";
 import { bigBody, testSite } from "../support/test-site.js";
 
@@ -98,11 +99,10 @@ async function run(splitLarge: boolean): Promise<{ recorder: Recorder; batch: Ba
   });
   const requests = [paused(1, `/big/${BIG}.bin`, "Fetch"), paused(2, "/img/3.png", "Image"), paused(3, "/big/300000.bin", "Image")];
   for (const p of requests) accelerator.handle({ tabId: 1, paused: p, responder: recorder, page });
-  const end = Date.now() + 60000;
-  while (recorder.answers.size < requests.length && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-  await new Promise((r) => setTimeout(r, 200)); // the timing messages follow the end
+  await eventually("every request answered", () => recorder.answers.size === requests.length, { timeoutMs: 60000, everyMs: 20 });
+  // The helper's timing messages follow each request's end.
+  await eventually("the helper's timing of every fetched request", () => store.forTab(1).every((r) => r.outcome !== "fulfilled" || r.timing !== null), { everyMs: 20 });
   connection.close();
-  assert.equal(recorder.answers.size, requests.length, "every request answered");
   assert.deepEqual(log.schemaViolations, []);
   const batch = log.sent.find((m) => (m as { type: string }).type === "batch") as Batch;
   return { recorder, batch, accelerator, store };
