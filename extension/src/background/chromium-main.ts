@@ -172,9 +172,11 @@ async function execute(command: TabCommand): Promise<void> {
       return;
     }
     case "preconnect": {
+      // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
       const { url, tabId } = command;
-      if (!(await connection.ready()) || speed.verdict(url).state !== "unknown") return;
-      accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
+      void connection.ready().then((up) => {
+        if (up && speed.verdict(url).state === "unknown") accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
+      });
       return;
     }
     case "navigate":
@@ -189,6 +191,7 @@ async function execute(command: TabCommand): Promise<void> {
   }
 }
 
+const idleWaiters: { tabId: number; done: () => void }[] = [];
 /** Resolves once the helper answered every request it holds of the tab (at most IDLE_WAIT_MS). */
 function helperIdle(tabId: number): Promise<void> {
   if (!accelerator.busyFor(tabId)) return Promise.resolve();
@@ -197,7 +200,6 @@ function helperIdle(tabId: number): Promise<void> {
     idleWaiters.push({ tabId, done: () => (clearTimeout(timer), resolve()) });
   });
 }
-const idleWaiters: { tabId: number; done: () => void }[] = [];
 accelerator.onIdle((tabId) => {
   for (const w of idleWaiters.filter((x) => x.tabId === tabId)) {
     idleWaiters.splice(idleWaiters.indexOf(w), 1);

@@ -69,6 +69,11 @@ interface Kept {
   ms: number;
 }
 
+interface OriginSamples {
+  host: string;
+  kept: Kept[];
+}
+
 /** The host name of a URL or origin ("" if it is none). */
 export function hostOf(url: string): string {
   try {
@@ -98,7 +103,10 @@ export function rejectReason(sample: SpeedSample): string | null {
 }
 
 export class HostSpeed {
-  private readonly byOrigin = new Map<string, Kept[]>();
+  /** Least recently observed first. */
+  private readonly byOrigin = new Map<string, OriginSamples>();
+  /** Each host's origins (a host's verdict reads only these). */
+  private readonly originsOf = new Map<string, Set<string>>();
   private readonly listeners: ((host: string) => void)[] = [];
   private belowMs: number | null = STEP_ASIDE_BELOW_RTT_MS;
 
@@ -124,17 +132,18 @@ export class HostSpeed {
   observe(sample: SpeedSample): boolean {
     if (rejectReason(sample) !== null) return false;
     const origin = originOf(sample.url);
-    const kept = this.byOrigin.get(origin) ?? [];
+    const entry = this.byOrigin.get(origin) ?? { host: hostOf(origin), kept: [] };
     this.byOrigin.delete(origin); // re-inserted last: the map's order is least recently observed first
-    kept.push({ at: this.now(), ms: sample.ms });
-    if (kept.length > this.options.samples) kept.splice(0, kept.length - this.options.samples);
-    this.byOrigin.set(origin, kept);
+    entry.kept.push({ at: this.now(), ms: sample.ms });
+    if (entry.kept.length > this.options.samples) entry.kept.splice(0, entry.kept.length - this.options.samples);
+    this.byOrigin.set(origin, entry);
+    this.originsOf.set(entry.host, (this.originsOf.get(entry.host) ?? new Set()).add(origin));
     while (this.byOrigin.size > this.options.maxOrigins) {
       const oldest = this.byOrigin.keys().next().value;
       if (oldest === undefined) break;
-      this.byOrigin.delete(oldest);
+      this.drop(oldest);
     }
-    this.tell(hostOf(origin));
+    this.tell(entry.host);
     return true;
   }
 
@@ -186,21 +195,30 @@ export class HostSpeed {
   /** Hosts with a fresh sample, most recently observed first; origins with none left are dropped. */
   knownHosts(): string[] {
     const out = new Set<string>();
-    for (const origin of [...this.byOrigin.keys()].reverse()) {
-      if (this.freshOf(origin).length > 0) out.add(hostOf(origin));
+    for (const [origin, { host }] of [...this.byOrigin].reverse()) {
+      if (this.freshOf(origin).length > 0) out.add(host);
     }
     return [...out].filter((h) => h !== "");
   }
 
   private freshSamples(host: string): Kept[] {
     if (host === "") return [];
-    return [...this.byOrigin.keys()].filter((o) => hostOf(o) === host).flatMap((o) => this.freshOf(o));
+    return [...(this.originsOf.get(host) ?? [])].flatMap((o) => this.freshOf(o));
   }
 
   private freshOf(origin: string): Kept[] {
-    const fresh = (this.byOrigin.get(origin) ?? []).filter((s) => this.now() - s.at <= this.options.maxAgeMs);
-    if (fresh.length === 0) this.byOrigin.delete(origin);
+    const fresh = (this.byOrigin.get(origin)?.kept ?? []).filter((s) => this.now() - s.at <= this.options.maxAgeMs);
+    if (fresh.length === 0) this.drop(origin);
     return fresh;
+  }
+
+  private drop(origin: string): void {
+    const entry = this.byOrigin.get(origin);
+    if (!entry) return;
+    this.byOrigin.delete(origin);
+    const origins = this.originsOf.get(entry.host);
+    origins?.delete(origin);
+    if (origins?.size === 0) this.originsOf.delete(entry.host);
   }
 
   private tell(host: string): void {
