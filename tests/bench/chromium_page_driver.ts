@@ -58,7 +58,7 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
   const paused = mine.map((r) => r.pausedAt);
   const answered = mine.flatMap((r) => (r.answeredAt === null ? [] : [r.answeredAt]));
   const outcomes: Record<string, number> = {};
-  // Stepped aside while paused, or never paused (the tab left to the browser: fast-tabs.ts).
+  // Stepped aside while paused, or never paused (the tab left to the browser: tab-policy.ts).
   const kind = (r: RequestRecord): string => (r.detail?.startsWith("tab left") ? `${r.reason ?? ""} unpaused` : r.reason ?? r.timing?.cache ?? r.outcome);
   for (const r of mine) outcomes[kind(r)] = (outcomes[kind(r)] ?? 0) + 1;
   const doc = records.find((r: RequestRecord) => r.resourceType === "Document" && r.pausedAt >= nav.start - 50);

@@ -6,9 +6,8 @@ import type { HelperState } from "../bridge/helper-state.js";
 import type { Batch, Page } from "../generated/protocol.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
-import { OriginLatency } from "../intercept/origin-latency.js";
+import type { HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
-import { stepAsideDetail } from "../intercept/step-aside.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
 import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
@@ -67,16 +66,16 @@ export class Accelerator {
   private readonly deliveries = new Map<string, { tabId: number; delivery: RequestDelivery }>();
   /** When set (e.g. the browser uses a proxy the helper cannot honour), every request is passed with this reason. */
   blockedBy: PassReason | null = null;
-  /** Requests to origins whose RTT is below this (ms) go to the browser (step-aside.ts); null: never. */
-  stepAsideBelowRttMs: number | null = null;
   /** The user's "split large downloads": likely large requests go to the helper with split (lanes/split-rule.ts). */
   splitLarge = false;
-  /** Each origin's RTT, learned from the helper's new connections (origin_rtt) and from the browser's by the caller. */
-  readonly latency = new OriginLatency();
   /** Batches waiting for the helper to start: each is told when its host is learned fast (see sendBatch). */
   private readonly waitingForHelper = new Set<{ url: string; fast: (detail: string) => void }>();
+  private readonly idleListeners: ((tabId: number) => void)[] = [];
 
   constructor(
+    /** Hosts' speed: requests to fast ones go to the browser. The helper's connect times (origin_rtt) are fed here;
+     * the browser's by the caller. */
+    readonly speed: HostSpeed,
     private readonly client: HelperClient,
     private readonly helperState: () => HelperState,
     private readonly counters: TabCounters,
@@ -84,10 +83,10 @@ export class Accelerator {
     private readonly options: AcceleratorOptions = { batching: DEFAULT_BATCHING, limits: DEFAULT_LIMITS },
   ) {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
-    client.onOriginRtt((origin, rttMs) => this.latency.observe(origin, rttMs));
-    this.latency.onObserved(() => {
+    client.onOriginRtt((origin, rttMs) => void speed.observe({ url: origin, ms: rttMs, source: "helper_connect" }));
+    speed.onVerdict(() => {
       for (const waiter of [...this.waitingForHelper]) {
-        const detail = stepAsideDetail(this.latency, waiter.url, this.stepAsideBelowRttMs);
+        const detail = speed.stepAsideDetail(waiter.url);
         if (detail !== null) waiter.fast(detail);
       }
     });
@@ -96,13 +95,14 @@ export class Accelerator {
   /**
    * A page of an enabled site starts loading (its document was requested): the helper connects to its origin
    * while the browser fetches the document, so the page's first batch finds a connection (a round trip saved) and
-   * the origin's RTT is known before its subresources come.
+   * the origin's RTT is known before its subresources come. False: nothing was asked (not an active site's http
+   * page, its host known fast, or the helper not connected).
    */
-  pageStarted(page: PageInfo): void {
-    if (!page.siteActive || this.blockedBy) return;
+  pageStarted(page: PageInfo): boolean {
+    if (!page.siteActive || this.blockedBy) return false;
     const origin = originOf(page.url);
-    if (!origin.startsWith("http") || stepAsideDetail(this.latency, page.url, this.stepAsideBelowRttMs) !== null) return;
-    this.client.preconnect(page.url, pageField(page));
+    if (!origin.startsWith("http") || this.speed.isFast(page.url)) return false;
+    return this.client.preconnect(page.url, pageField(page));
   }
 
   handle(held: HeldRequest): void {
@@ -119,7 +119,7 @@ export class Accelerator {
       this.passNow(id, held, decision.reason, "");
       return;
     }
-    const fast = stepAsideDetail(this.latency, paused.url, this.stepAsideBelowRttMs);
+    const fast = this.speed.stepAsideDetail(paused.url);
     if (fast !== null) {
       this.passNow(id, held, "low_latency", fast);
       return;
@@ -133,6 +133,12 @@ export class Accelerator {
     const ids = [...this.deliveries].filter(([, d]) => d.tabId === tabId).map(([id]) => id);
     for (const id of ids) this.deliveries.delete(id);
     this.client.cancel(ids);
+    for (const listener of this.idleListeners) listener(tabId);
+  }
+
+  /** Called when a tab's last request waiting for the helper or with it was answered (or the tab went). */
+  onIdle(listener: (tabId: number) => void): void {
+    this.idleListeners.push(listener);
   }
 
   /** Whether requests of this tab wait in a batch or are with the helper (not yet answered). */
@@ -151,7 +157,7 @@ export class Accelerator {
   }
 
   private finished(id: string, tabId: number, result: DeliveryResult): void {
-    this.deliveries.delete(id);
+    const wasDelivering = this.deliveries.delete(id);
     if (result.outcome === "fulfilled") {
       this.counters.accelerated(tabId, result.bodyBytes);
       this.store.update(id, { outcome: "fulfilled", status: result.status, bodyBytes: result.bodyBytes, answeredAt: Date.now() });
@@ -159,6 +165,7 @@ export class Accelerator {
       this.counters.passed(tabId, result.reason);
       this.store.update(id, { outcome: "passed", reason: result.reason, detail: result.detail, answeredAt: Date.now() });
     }
+    if (wasDelivering && !this.busyFor(tabId)) for (const listener of this.idleListeners) listener(tabId);
   }
 
   /** Null once the helper is up (or failed to start: send says so); why to step aside if the host of `url` is
@@ -171,7 +178,7 @@ export class Accelerator {
         resolve(result);
       };
       this.waitingForHelper.add(waiter);
-      const known = stepAsideDetail(this.latency, url, this.stepAsideBelowRttMs);
+      const known = this.speed.stepAsideDetail(url);
       if (known !== null) done(known);
       void this.client.ready().then(() => done(null));
     });

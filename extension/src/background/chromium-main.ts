@@ -7,9 +7,10 @@ import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
-import { ACCELERATE_FAST_LINKS_KEY, stepAsideThreshold } from "../intercept/step-aside.js";
-import { hostOf } from "../intercept/origin-latency.js";
+import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
+import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
+import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type Speed, type TabCommand, type TabEvent } from "../intercept/tab-policy.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { SiteStore } from "../sites/site-store.js";
@@ -21,7 +22,7 @@ import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
-import { FastTabs } from "./fast-tabs.js";
+import { BrowserTabRecords } from "./browser-tab-records.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
@@ -41,7 +42,8 @@ const connection = new HelperConnection(() => connectChromeNative(__LANEFETCH_NA
 const client = new HelperClient(connection);
 const counters = new TabCounters();
 const timings = new TimingStore();
-const accelerator = new Accelerator(client, () => connection.state, counters, timings);
+const speed = new HostSpeed();
+const accelerator = new Accelerator(speed, client, () => connection.state, counters, timings);
 // Keep the helper: after a crash it comes back at once while a site is on (not with the next page).
 connection.onLost(() => {
   setTimeout(() => {
@@ -50,8 +52,6 @@ connection.onLost(() => {
 });
 const gate = new NavigationGate();
 const tabs = new Map<number, TabInfo>();
-/** Tabs the gate lets through: attached ones, and ones where attaching failed (they load unaccelerated). */
-const gateOpen = new Set<number>();
 const responders = new Map<string, FetchResponder>();
 let activeRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
@@ -61,7 +61,7 @@ let enabledRules: SiteRule[] = [];
 const ready = watchProxy((blocked) => {
   if (blocked === proxyBlocked) return;
   proxyBlocked = blocked;
-  void refreshRules().then(() => reconcile());
+  void refreshRules().then(() => updateBadges());
 })
   .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
   .then(() => refreshRules())
@@ -69,22 +69,14 @@ const ready = watchProxy((blocked) => {
 
 const networkLog = new CdpNetworkLog(
   (networkId, url, timing, request) => {
-    if (!timings.browserTiming(networkId, url, timing)) fastTabs.unpausedFinished(networkId, url, timing, request);
+    if (!timings.browserTiming(networkId, url, timing)) browserTabs.unpausedFinished(networkId, url, timing, request);
   },
-  (url, connectMs) => {
-    try {
-      const origin = new URL(url).origin;
-      accelerator.latency.observe(origin, connectMs);
-      void fastTabs.learned(origin);
-    } catch {
-      // not a URL: nothing to learn
-    }
-  },
+  (sample) => void speed.observe(sample),
 );
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
   network: (tabId, method, params, sessionId) => {
-    fastTabs.networkEvent(tabId, sessionId, method, params);
+    browserTabs.networkEvent(tabId, sessionId, method, params);
     networkLog.handle(method, params, tabId);
   },
   detached: (tabId, reason) => void onDetached(tabId, reason),
@@ -102,14 +94,118 @@ function startPage(tabId: number, url: string, key: string): void {
   pageKeys.set(tabId, { key, url });
   timings.newPage(tabId, url);
 }
-let stepAsideBelowRttMs: number | null = null;
-const fastTabs = new FastTabs({
-  sessions, latency: accelerator.latency, threshold: () => stepAsideBelowRttMs, counters, timings,
-  pageUrl: (tabId) => tabInfo(tabId).url, startPage, helperBusy: (tabId) => accelerator.busyFor(tabId),
+const browserTabs = new BrowserTabRecords({
+  sessions, speed, counters, timings, pageUrl: (tabId) => tabInfo(tabId).url, startPage,
+  attachedButLeft: (tabId) => attachedButLeft(policy, tabId),
 });
-// The helper measured a new connection (its preconnect to a page's origin comes before the page's subresources).
-client.onOriginRtt((origin) => void fastTabs.learned(origin));
 
+// The tab policy (intercept/tab-policy.ts) decides; what follows turns browser events into its events and runs its
+// commands: per tab in order, each awaited (the gate is rewritten before the navigation it lets through); the
+// commands that ask for something (attach, probe, await_idle) answer with an event and hold no queue. A page load's
+// start is only bookkeeping and runs at once: the document's own network events must find it begun.
+let policy = INITIAL_POLICY;
+const queues = new Map<number, Promise<void>>();
+const GLOBAL_QUEUE = -1;
+function dispatch(event: TabEvent): Promise<void> {
+  const { state, commands } = reduce(policy, event);
+  policy = state;
+  for (const c of commands) if (c.kind === "page_start") startPage(c.tabId, c.url, `nav:${c.url}`);
+  const key = "tabId" in event ? event.tabId : GLOBAL_QUEUE;
+  const next = (queues.get(key) ?? Promise.resolve()).then(async () => {
+    for (const command of commands) {
+      try {
+        await execute(command);
+      } catch (e) {
+        console.warn("lanefetch: tab command failed", command, e);
+      }
+    }
+  });
+  queues.set(key, next);
+  return next;
+}
+function speedOf(url: string): Speed {
+  return speed.verdict(url).state;
+}
+
+// Every sample (and threshold change) of a host: the policy hears its verdict; a fast verdict's end is told too.
+let expiryTimer: ReturnType<typeof setTimeout> | undefined;
+speed.onVerdict((host) => {
+  void dispatch({ type: "verdict", host, speed: speed.verdict(host).state });
+  armExpiry();
+});
+function armExpiry(): void {
+  clearTimeout(expiryTimer);
+  const at = speed.nextExpiry();
+  if (at === null) return;
+  expiryTimer = setTimeout(() => {
+    for (const host of policy.fastHosts) {
+      const state = speed.verdict(host).state;
+      if (state !== "fast") void dispatch({ type: "verdict", host, speed: state });
+    }
+    armExpiry();
+  }, Math.max(0, at - Date.now()) + 1);
+}
+connection.onStateChange((state) => void dispatch({ type: "helper", up: state.status === "connected" }));
+
+const probe = new SpeedProbe<PageInfo>(speed, (_url, page) => accelerator.pageStarted(page), PROBE_WAIT_MS.chromium);
+/** Waiting for the helper to answer a tab's requests before leaving the tab to the browser: at most this long. */
+const IDLE_WAIT_MS = 10_000;
+
+async function execute(command: TabCommand): Promise<void> {
+  switch (command.kind) {
+    case "gate":
+      return gate.update(command.rules, command.openTabs, command.fastHosts);
+    case "attach":
+      return void attachTab(command.tabId);
+    case "detach":
+      return releaseTab(command.tabId);
+    case "intercept":
+      // Fetch first: the new page's subresources must find it on (Network.enable took ~0.25 s under load).
+      await sessions.setFetch(command.tabId, command.on);
+      return sessions.setNetwork(command.tabId, command.on);
+    case "probe": {
+      const { tabId, url } = command;
+      // Whether the tab is private (which connections the helper may share), as seen since the worker started; a tab
+      // not seen counts as private (asking the browser here takes 10–25 ms).
+      const waiting = probe.probe(url, pageInfo(url, tabs.get(tabId)?.incognito ?? true));
+      void (waiting ?? Promise.resolve()).then(() => dispatch({ type: "probe_ended", tabId, url, speed: speedOf(url) }));
+      return;
+    }
+    case "preconnect": {
+      // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
+      const { url, tabId } = command;
+      void connection.ready().then((up) => {
+        if (up && speed.verdict(url).state === "unknown") accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
+      });
+      return;
+    }
+    case "navigate":
+      await chrome.tabs.update(command.tabId, { url: command.url });
+      return;
+    case "await_idle":
+      return void helperIdle(command.tabId).then(() => dispatch({ type: "helper_idle", tabId: command.tabId }));
+    case "page_start":
+      return; // done in dispatch
+    case "list":
+      return browserTabs.list(command.tabId);
+  }
+}
+
+const idleWaiters: { tabId: number; done: () => void }[] = [];
+/** Resolves once the helper answered every request it holds of the tab (at most IDLE_WAIT_MS). */
+function helperIdle(tabId: number): Promise<void> {
+  if (!accelerator.busyFor(tabId)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, IDLE_WAIT_MS);
+    idleWaiters.push({ tabId, done: () => (clearTimeout(timer), resolve()) });
+  });
+}
+accelerator.onIdle((tabId) => {
+  for (const w of idleWaiters.filter((x) => x.tabId === tabId)) {
+    idleWaiters.splice(idleWaiters.indexOf(w), 1);
+    w.done();
+  }
+});
 function tabInfo(tabId: number): TabInfo {
   let info = tabs.get(tabId);
   if (!info) {
@@ -156,77 +252,24 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
 }
 
 async function refreshRules(): Promise<void> {
-  const [active, off, settings] = await Promise.all([
-    store.activeRules(), store.sessionOff(), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]),
+  const [active, off, settings, enabled] = await Promise.all([
+    store.activeRules(), store.sessionOff(), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]), store.enabledSites(),
   ]);
-  accelerator.stepAsideBelowRttMs = stepAsideThreshold(settings);
+  speed.setThreshold(thresholdFromSettings(settings));
   accelerator.splitLarge = settings[SPLIT_LARGE_KEY] === true;
-  stepAsideBelowRttMs = accelerator.stepAsideBelowRttMs;
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
   activeRules = proxyBlocked ? [] : active;
   sessionOffRules = off;
   enabledRules = active;
-  await updateGate();
-  void probeEnabled();
+  await dispatch({ type: "rules", active: activeRules, enabled, now: Date.now() });
   // With any site on, the helper starts now (a Python process takes ~0.5–1.5 s to start and answer hello), not when
   // the first page needs it; the open port keeps it (and this worker) running.
   if (activeRules.length > 0) void connection.ready();
 }
 
-/** Hosts of active sites known fast now: the gate lets their pages through to the browser, unattached. */
-function fastHosts(): string[] {
-  if (stepAsideBelowRttMs === null || activeRules.length === 0) return [];
-  return accelerator.latency.hosts().filter((h) => fastTabs.isFast(`http://${h}/`) && matchingRule(activeRules, `http://${h}/`) !== null);
-}
-
-let gateHosts = "";
-let gateRecheck: ReturnType<typeof setTimeout> | undefined;
-/** Rewrite the gate's rules; while it lets fast hosts through, look again every minute (RTT samples age out). */
-function updateGate(): Promise<void> {
-  const hosts = fastHosts();
-  gateHosts = hosts.join(" ");
-  clearTimeout(gateRecheck);
-  gateRecheck = hosts.length ? setTimeout(() => void updateGate(), 60_000) : undefined;
-  return gate.update(activeRules, [...gateOpen], hosts);
-}
-
-// A host of an active site learned fast (or no longer): the gate follows.
-accelerator.latency.onObserved(() => {
-  if (fastHosts().join(" ") !== gateHosts) void updateGate();
-});
-
-/** How long the gate waits for the helper's connect time: ~10–20 ms on an idle machine, more right after the helper's
- * start or under load. Waiting costs a slow link nothing: the probe is the page's preconnect, sent before the attach
- * instead of after it, and the first answer (however slow the RTT) ends the wait. */
-const PROBE_BUDGET_MS = 150;
-/**
- * A navigation the gate stopped: whether its host is fast, so the tab is left to the browser without attaching.
- * Unknown yet and the helper running: the helper connects to the page's origin (the preconnect the page would get
- * anyway) and this waits for its connect time, at most PROBE_BUDGET_MS (no answer by then: the tab is attached, as
- * on a slow link).
- */
-async function fastBeforeAttach(tabId: number, url: string): Promise<boolean> {
-  const latency = accelerator.latency;
-  if (stepAsideBelowRttMs === null) return false;
-  const host = hostOf(url);
-  if (latency.hostRttMs(host) !== null || connection.state.status !== "connected") return fastTabs.isFast(url);
-  let stop = (): void => undefined;
-  const learned = new Promise<void>((resolve) => {
-    stop = latency.onObserved((origin) => {
-      if (hostOf(origin) === host) resolve();
-    });
-  });
-  // Whether the tab is private (which connections the helper may share), as seen since the worker started; a tab
-  // not seen counts as private (asking the browser here takes 10–25 ms).
-  accelerator.pageStarted(pageInfo(url, tabs.get(tabId)?.incognito ?? true));
-  await Promise.race([learned, new Promise((r) => setTimeout(r, PROBE_BUDGET_MS))]);
-  stop();
-  return fastTabs.isFast(url);
-}
-
-/** A tab showing an active site's page without the debugger because its host is fast (the gate let it through). */
-function leftToBrowser(tabId: number, url: string): boolean {
-  return !sessions.isAttached(tabId) && !gateOpen.has(tabId) && matchingRule(activeRules, url) !== null && fastTabs.isFast(url);
+/** Every tab's badge (after the rules changed: the policy released the tabs no longer on an active site). */
+function updateBadges(): void {
+  for (const tabId of tabs.keys()) void updateBadge(tabId);
 }
 
 async function updateBadge(tabId: number): Promise<void> {
@@ -235,32 +278,26 @@ async function updateBadge(tabId: number): Promise<void> {
   await showBadge(tabId, state);
 }
 
-async function attachTab(tabId: number): Promise<boolean> {
+async function attachTab(tabId: number): Promise<void> {
   // Whether the tab is incognito decides which helper cache its pages use (memory only): ask the browser rather
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
   // unknown counts as private.
   tabInfo(tabId).incognito = await chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true);
   const result = await sessions.attach(tabId);
-  if (result.ok) fastTabs.attached(tabId, tabInfo(tabId).url);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
-  gateOpen.add(tabId);
-  await updateGate();
+  await dispatch({ type: "attached", tabId, ok: result.ok });
   if (result.ok) void connection.ready();
-  return result.ok;
 }
 
 async function releaseTab(tabId: number): Promise<void> {
-  fastTabs.forget(tabId);
   await sessions.detach(tabId);
   accelerator.tabGone(tabId);
   for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
-  if (gateOpen.delete(tabId)) await updateGate();
 }
 
 async function onDetached(tabId: number, reason: string): Promise<void> {
-  fastTabs.forget(tabId);
   accelerator.tabGone(tabId);
-  gateOpen.delete(tabId);
+  void dispatch({ type: "detached", tabId });
   if (reason === "canceled_by_user") {
     const rule = matchingRule(activeRules, tabInfo(tabId).url);
     tabInfo(tabId).problem = "You cancelled the debugging bar: lanefetch is off for this site until you turn it on again.";
@@ -268,14 +305,6 @@ async function onDetached(tabId: number, reason: string): Promise<void> {
   }
   await refreshRules();
   await updateBadge(tabId);
-}
-
-/** Bring attached tabs in line with the rules: attach tabs showing active sites, release the others. */
-async function reconcile(): Promise<void> {
-  for (const tabId of sessions.tabIds) {
-    if (!matchingRule(activeRules, tabInfo(tabId).url)) await releaseTab(tabId);
-  }
-  for (const tabId of tabs.keys()) void updateBadge(tabId);
 }
 
 async function startUp(): Promise<void> {
@@ -286,27 +315,21 @@ async function startUp(): Promise<void> {
     const info = tabInfo(tab.id);
     info.url = tab.url ?? "";
     info.incognito = tab.incognito;
-    if (tab.url && matchingRule(activeRules, tab.url)) await attachTab(tab.id);
+    await dispatch({ type: "tab_found", tabId: tab.id, url: info.url });
     void updateBadge(tab.id);
   }
 }
 
 chrome.webNavigation.onErrorOccurred.addListener((details) => {
   if (details.frameId !== 0 || details.error !== BLOCKED_BY_GATE) return;
-  void (async () => {
-    await ready;
-    if (gateOpen.has(details.tabId) || !matchingRule(activeRules, details.url)) return;
-    if (await fastBeforeAttach(details.tabId, details.url)) await updateGate();
-    else await attachTab(details.tabId);
-    await chrome.tabs.update(details.tabId, { url: details.url });
-  })();
+  void ready.then(() => dispatch({ type: "navigation_blocked", tabId: details.tabId, url: details.url, speed: speedOf(details.url) }));
 });
 
-// Before the new page asks for subresources: a tab left to the browser is intercepted again for an origin not known
-// fast, and an intercepted tab going to a known-fast origin is left to the browser.
+// Before the new page asks for subresources: a tab left to the browser is intercepted again for a host not known
+// fast, and an intercepted tab going to a known-fast host is left to the browser.
 chrome.webNavigation.onBeforeNavigate.addListener((details) => {
-  if (details.frameId !== 0 || !sessions.isAttached(details.tabId) || !matchingRule(activeRules, details.url)) return;
-  void fastTabs.navigating(details.tabId, details.url);
+  if (details.frameId !== 0) return;
+  void dispatch({ type: "navigation_started", tabId: details.tabId, url: details.url, speed: speedOf(details.url) });
 });
 
 chrome.webNavigation.onCommitted.addListener((details) => {
@@ -318,15 +341,11 @@ chrome.webNavigation.onCommitted.addListener((details) => {
     if (!sessions.isAttached(details.tabId) || counters.get(details.tabId).pageUrl !== details.url) {
       counters.newPage(details.tabId, details.url);
     }
-    const onSite = matchingRule(activeRules, details.url) !== null;
-    if (sessions.isAttached(details.tabId) && !onSite) await releaseTab(details.tabId);
-    else if (!sessions.isAttached(details.tabId) && gateOpen.delete(details.tabId)) await updateGate();
-    if (onSite) info.problem = sessions.isAttached(details.tabId) ? null : info.problem;
-    // Its requests are listed from the page's Resource Timing once it loaded (fast-tabs.ts).
-    if (leftToBrowser(details.tabId, details.url)) {
-      info.problem = null;
-      startPage(details.tabId, details.url, `nav:${details.url}`);
-    }
+    const verdict = speedOf(details.url);
+    await dispatch({ type: "navigation_committed", tabId: details.tabId, url: details.url, speed: verdict });
+    if (matchingRule(activeRules, details.url) !== null && sessions.isAttached(details.tabId)) info.problem = null;
+    // Its requests are listed from the page's Resource Timing once it loaded (browser-tab-records.ts).
+    if (leftToBrowser(policy, details.tabId, details.url, verdict)) info.problem = null;
     await updateBadge(details.tabId);
   })();
 });
@@ -336,42 +355,14 @@ chrome.tabs.onCreated.addListener((tab) => {
 });
 
 chrome.tabs.onRemoved.addListener((tabId) => {
-  fastTabs.forget(tabId);
   pageKeys.delete(tabId);
   accelerator.tabGone(tabId);
   counters.forget(tabId);
   tabs.delete(tabId);
-  if (gateOpen.delete(tabId)) void updateGate();
+  void dispatch({ type: "tab_removed", tabId });
 });
 
 chrome.tabs.onActivated.addListener(({ tabId }) => void updateBadge(tabId));
-
-/** A site enabled this recently counts as just enabled (by the user: the popup, the options page). */
-const JUST_ENABLED_MS = 60_000;
-const probed = new Set<string>();
-/**
- * The user just enabled these sites (popup or options): where their round trip is not known, the helper connects to
- * them now — the tabs showing them (the popup's "reload now" follows), else the site's own name over http — so a
- * fast one's next navigation passes the gate without a blocked try (which alone costs a 2-core machine ~0.1 s of
- * page load: an error page, then a renderer for the site). Only sites enabled in the last minute (a user's action),
- * once each: never the sites enabled long ago, at browser start.
- */
-async function probeEnabled(): Promise<void> {
-  const now = Date.now();
-  const active = new Set(activeRules.map(ruleKey));
-  // Keyed by when it was enabled: turned off and on again, a site is probed again.
-  const rules = (await store.enabledSites()).filter((s) =>
-    now - s.added < JUST_ENABLED_MS && active.has(ruleKey(s)) && !probed.has(`${ruleKey(s)}@${s.added}`));
-  for (const rule of rules) probed.add(`${ruleKey(rule)}@${rule.added}`);
-  if (rules.length === 0 || stepAsideBelowRttMs === null || !(await connection.ready())) return;
-  for (const rule of rules) {
-    const shown = [...tabs.entries()].filter(([, t]) => matchingRule([rule], t.url) !== null);
-    const targets = shown.length ? shown.map(([, t]) => ({ url: t.url, incognito: t.incognito })) : [{ url: `http://${rule.name}/`, incognito: false }];
-    for (const { url, incognito } of targets) {
-      if (accelerator.latency.hostRttMs(hostOf(url)) === null) accelerator.pageStarted(pageInfo(url, incognito));
-    }
-  }
-}
 
 chrome.storage.onChanged.addListener((changes) => {
   if (!(SiteStore.storageKeys.sites in changes) && !(SiteStore.storageKeys.sessionOff in changes) &&
@@ -379,7 +370,7 @@ chrome.storage.onChanged.addListener((changes) => {
   void (async () => {
     await ready;
     await refreshRules();
-    await reconcile();
+    updateBadges();
   })();
 });
 
@@ -389,8 +380,7 @@ chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
 
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
-  void fastTabs.loaded(details.tabId);
-  if (leftToBrowser(details.tabId, details.url)) void fastTabs.listUnattached(details.tabId);
+  void dispatch({ type: "page_loaded", tabId: details.tabId, url: details.url, speed: speedOf(details.url) });
   timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
   void chrome.tabs.get(details.tabId).then(
     (tab) => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp, tab.title ?? ""),

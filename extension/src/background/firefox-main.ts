@@ -4,6 +4,7 @@
 import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connection.js";
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { HelperClient } from "../bridge/helper-client.js";
+import type { Page } from "../generated/protocol.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
@@ -11,9 +12,8 @@ import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
-import { RttProbe } from "../proxy/rtt-probe.js";
-import { hostOf, OriginLatency } from "../intercept/origin-latency.js";
-import { ACCELERATE_FAST_LINKS_KEY, stepAsideDetail, stepAsideThreshold, STEP_ASIDE_BELOW_RTT_MS } from "../intercept/step-aside.js";
+import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
+import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
 import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
@@ -43,27 +43,24 @@ let enabledRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
 let httpsOptedIn: SiteRule[] = [];
 let proxyBlocked = false;
-/** Each origin's RTT from the helper's new upstream connections (origin_rtt), and the step-aside threshold. */
-const latency = new OriginLatency();
-let stepAsideBelowRttMs: number | null = STEP_ASIDE_BELOW_RTT_MS;
+/** Each host's speed from the helper's new upstream connections (origin_rtt), and the step-aside threshold. */
+const speed = new HostSpeed();
+const client = new HelperClient(connection);
+client.onOriginRtt((origin, rttMs) => void speed.observe({ url: origin, ms: rttMs, source: "helper_connect" }));
 
 const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
 const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);
 const httpsSites = new HttpsSites(connection);
 router.setHttpsCovered((url) => httpsSites.covers(url));
-router.setStepAside((url) => stepAsideDetail(latency, url, stepAsideBelowRttMs), (details, pageUrl, detail) => {
+router.setStepAside((url) => speed.stepAsideDetail(url), (details, pageUrl, detail) => {
   // The document itself may go direct (its origin known fast): the page load begins all the same.
   if (details.type === "main_frame") timings.newPage(details.tabId, details.url);
   records.passed(details.tabId, pageUrl, details, "low_latency", detail);
 });
-const probe = new RttProbe((url, page) => connection.state.status === "connected" && connection.send({ type: "preconnect", url, page }));
-router.setRttProbe((url, page) =>
-  stepAsideBelowRttMs === null || latency.hostRttMs(hostOf(url)) !== null ? null : probe.probe(url, page));
+const probe = new SpeedProbe<Page>(speed, (url, page) => client.preconnect(url, page), PROBE_WAIT_MS.firefox);
+router.setRttProbe((url, page) => probe.probe(url, page));
 connection.onMessage((m) => {
-  if (m.type === "origin_rtt") {
-    latency.observe(m.origin, m.rtt_ms);
-    probe.observed(m.origin);
-  } else records.handle(m);
+  if (m.type !== "origin_rtt") records.handle(m);
 });
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
@@ -127,7 +124,7 @@ async function refreshRules(): Promise<void> {
   const [active, off, https, settings] = await Promise.all([
     store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]),
   ]);
-  stepAsideBelowRttMs = stepAsideThreshold(settings);
+  speed.setThreshold(thresholdFromSettings(settings));
   router.splitLarge = settings[SPLIT_LARGE_KEY] === true;
   activeRules = proxyBlocked ? [] : active;
   enabledRules = active;
@@ -202,7 +199,6 @@ function problemFor(url: string, rule: SiteRule | null): string | null {
 }
 
 // The options page's interfaces for lanes (the helper's policy: the lanes of split requests, proxied or not).
-const client = new HelperClient(connection);
 chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =>
   answerInterfacesRequest(message, client, () => connection.state, sendResponse));
 

@@ -79,9 +79,10 @@ export class HelperClient {
     this.rttListeners.push(listener);
   }
 
-  /** Ask the helper to open a connection to url's origin now (a page starts); nothing if it is not connected. */
-  preconnect(url: string, page: Page): void {
-    if (this.connection.state.status === "connected") this.connection.send({ type: "preconnect", url, page });
+  /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not
+   * connected. */
+  preconnect(url: string, page: Page): boolean {
+    return this.connection.state.status === "connected" && this.connection.send({ type: "preconnect", url, page });
   }
 
   nextBatchId(): string {

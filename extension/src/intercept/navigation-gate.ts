@@ -1,7 +1,7 @@
 // The DNR main-frame gate: top-level GET navigations to enabled sites are blocked in tabs the debugger has not
 // attached to yet; the block (ERR_BLOCKED_BY_CLIENT) tells us to attach and navigate again, so not even the first
 // subresource escapes interception. POST navigations go through unaccelerated (re-navigating would lose the body).
-// Hosts known fast (step-aside.ts) are let through by a higher-priority allow rule: their pages are the browser's
+// Hosts known fast (host-speed.ts) are let through by a higher-priority allow rule: their pages are the browser's
 // alone, with no debugger attached (attaching and intercepting the document cost more than a fast page takes).
 import type { SiteRule } from "../sites/site-rule.js";
 

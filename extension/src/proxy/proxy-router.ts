@@ -1,7 +1,7 @@
 // Proxy mode (Firefox): which requests go to the helper's proxy. http:// requests of tabs whose top-level page is an
 // enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
 // private browsing), with direct as the fail-over; everything else goes direct, and so do requests to origins known
-// to be so close that pipelining cannot win (step-aside.ts). The helper's port is never used
+// to be so close that pipelining cannot win (host-speed.ts). The helper's port is never used
 // while the native port is down: losing it drops every context at once. With "split large downloads" on, requests
 // split-rule.ts marks go to the context's split port instead (a proxied request cannot carry the flag).
 import type { Page } from "../generated/protocol.js";
@@ -61,10 +61,10 @@ export class ProxyRouter {
   private secret: string | null = null;
   /** https:// URLs whose host an opted-in site's CA (trusted by this Firefox) covers: CONNECT to the helper. */
   private httpsCovered: (url: string) => boolean = () => false;
-  /** Step-aside (step-aside.ts): why a request to this URL's origin goes direct (the origin is fast), or null. */
+  /** Step-aside (host-speed.ts): why a request to this URL's origin goes direct (the origin is fast), or null. */
   private fastOrigin: (url: string) => string | null = () => null;
   private steppedAside: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void = () => undefined;
-  /** rtt-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
+  /** speed-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
   private probeRtt: (url: string, page: Page) => Promise<void> | null = () => null;
   /** The options page's "split large downloads" (split-rule.ts). */
   splitLarge = false;

@@ -2,6 +2,7 @@
 // BrowserTiming per (network request id, URL) when the request finishes. A redirect keeps its network id, so each
 // hop is keyed by its URL too. Pure: the caller feeds events and gets finished timings back.
 import type { Protocol } from "devtools-protocol";
+import type { SpeedSample } from "../intercept/host-speed.js";
 import type { BrowserTiming } from "./browser-timing.js";
 
 /** What the request's requestWillBeSent said (for listing requests lanefetch never saw paused). */
@@ -15,9 +16,9 @@ export interface SeenRequest {
   headers: [string, string][];
 }
 export type FinishedTiming = (networkId: string, url: string, timing: BrowserTiming, request: SeenRequest) => void;
-/** What the browser's timing of `url` tells of its origin's round trip: a TCP connect (one round trip) or a request's
- * time to the first byte of its response head (at least one). */
-export type ConnectedTiming = (url: string, connectMs: number) => void;
+/** What the browser's timing of a request tells of its host's round trip: a TCP connect (one round trip) or the
+ * request's time to the first byte of its response head (at least one). HostSpeed decides which samples count. */
+export type ConnectedTiming = (sample: SpeedSample) => void;
 
 interface Pending {
   url: string;
@@ -144,18 +145,16 @@ export class CdpNetworkLog {
     t.sendEnd = at(rt.sendEnd);
     t.headersEnd = at(rt.receiveHeadersEnd);
     // As soon as the response head is in (before the page's subresources): TCP only, TLS excluded.
-    if (rt.connectStart >= 0 && rt.connectEnd >= rt.connectStart) {
-      this.connected?.(p.url, (rt.sslStart >= rt.connectStart ? rt.sslStart : rt.connectEnd) - rt.connectStart);
+    if (rt.connectStart >= 0 && rt.connectEnd >= 0) {
+      const ms = (rt.sslStart >= rt.connectStart ? rt.sslStart : rt.connectEnd) - rt.connectStart;
+      this.connected?.({ url: p.url, ms, source: "browser_connect" });
     }
-    // Request sent → first byte of the head takes at least one round trip (plus the server's time), so it bounds the
-    // RTT from above even on a connection opened earlier (Chromium preconnects a navigation's origin): a page's
-    // document tells that its origin is fast although its connect time is hidden. Documents only: a page's many
-    // subresources, queued behind each other, would push the origin's few good samples out of its history.
-    // Not for answers that did not cross the network (a service worker's, a cache's): they would make a far origin look near.
+    // Request sent → first byte of the head: an upper bound even on a connection opened earlier (Chromium preconnects
+    // a navigation's origin), so a page's document tells that its host is fast although its connect time is hidden.
     const headStart = rt.receiveHeadersStart >= 0 ? rt.receiveHeadersStart : rt.receiveHeadersEnd;
-    const local = r.fromServiceWorker === true || r.fromDiskCache === true || r.fromPrefetchCache === true;
-    if (p.request.type === "Document" && !local && rt.sendEnd >= 0 && headStart >= rt.sendEnd) {
-      this.connected?.(p.url, headStart - rt.sendEnd);
+    if (rt.sendEnd >= 0 && headStart >= 0) {
+      const local = r.fromServiceWorker === true || r.fromDiskCache === true || r.fromPrefetchCache === true;
+      this.connected?.({ url: p.url, ms: headStart - rt.sendEnd, source: "browser_first_byte", document: p.request.type === "Document", local });
     }
   }
 

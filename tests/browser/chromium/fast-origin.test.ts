@@ -10,6 +10,7 @@ import type { Page } from "playwright-core";
 import {
   EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf, tabStatus, waitForHelper, type Browser,
 } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
 import { siteOptions, startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -59,8 +60,11 @@ test("a fast origin is left to the browser without the debugger (listed in the p
   await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
   await waitForHelper(browser.context);
   // Right after its hello the helper opens its cache (~0.3 s): a probe then can miss the gate's budget (the tab is
-  // attached, as on a slow link), which is not what this test is about.
-  await new Promise((r) => setTimeout(r, 500));
+  // attached, as on a slow link), which is not what this test is about. Its cache stats name a location once open.
+  await eventually("the helper's cache is open", () => probe.evaluate(async () => {
+    const reply = await chrome.runtime.sendMessage<unknown, { stats: { location?: string | null } | null }>({ type: "lanefetch/cache", action: "stats" });
+    return reply.stats?.location ?? null;
+  }));
 
   // First visit: the gate stops it, the helper's connect time says fast, the page loads without the debugger.
   const page = await browser.context.newPage();
@@ -114,15 +118,15 @@ test("a fast origin is left to the browser without the debugger (listed in the p
   await page.close();
 });
 
+/** The gate's allow rules' URL filters (one per fast host of an enabled site). */
+function allowFilters(): Promise<string[]> {
+  return browser.worker.evaluate(async () =>
+    (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "allow").map((r) => r.condition.regexFilter ?? ""));
+}
+
 async function waitForAllows(n: number): Promise<void> {
-  let allows = -1;
-  for (let i = 0; i < 100; i++) {
-    allows = await browser.worker.evaluate(async () =>
-      (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "allow").length);
-    if (allows === n) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`the gate never had ${n} allow rule(s), it has ${allows}`);
+  let last: string[] = [];
+  await eventually(`the gate has ${n} allow rule(s)`, async () => (last = await allowFilters()).length === n, {}, () => last);
 }
 
 test("enabling a site probes the host its open tab shows: a fast one's reload passes the gate, no debugger", async () => {
@@ -133,12 +137,9 @@ test("enabling a site probes the host its open tab shows: a fast one's reload pa
   const tabId = await tabIdOf(browser.worker, url);
   await waitForHelper(browser.context);
   await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.2" }], { accelerateFastLinks: false });
-  for (let i = 0; i < 100; i++) {
-    const filters = await browser.worker.evaluate(async () =>
-      (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "allow").map((r) => r.condition.regexFilter ?? ""));
-    if (filters.some((f) => f.includes("127\\.0\\.0\\.2"))) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let last: string[] = [];
+  await eventually("the enabled site's host is probed fast and let through by the gate",
+    async () => (last = await allowFilters()).some((f) => f.includes("127\\.0\\.0\\.2")), {}, () => last);
   sites.clearLog();
   await page.reload({ waitUntil: "load" });
   await manyImages(page, 5);

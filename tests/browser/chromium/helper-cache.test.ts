@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { TimingsReply } from "../../../extension/src/background/popup-api.js";
 import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, type Browser } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -25,15 +26,13 @@ async function cacheOf(browser: Browser, tabId: number, url: string): Promise<Re
   const page = await browser.context.newPage();
   try {
     await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
-    const end = Date.now() + 10000;
-    for (;;) {
+    let latest = new Map<string, string>();
+    return await eventually("the helper's timing of every image", async () => {
       const reply: TimingsReply = await page.evaluate((id) => chrome.runtime.sendMessage({ type: "lanefetch/timings", tabId: id }), tabId);
       const mine = reply.records.filter((r) => r.pageUrl === url && IMAGES.includes(new URL(r.url).pathname));
-      const latest = new Map(mine.map((r) => [new URL(r.url).pathname, r.timing?.cache ?? "pending"]));
-      if (latest.size === IMAGES.length && ![...latest.values()].includes("pending")) return Object.fromEntries(latest);
-      if (Date.now() > end) throw new Error(`timing records incomplete: ${JSON.stringify(Object.fromEntries(latest))}`);
-      await page.waitForTimeout(100);
-    }
+      latest = new Map(mine.map((r) => [new URL(r.url).pathname, r.timing?.cache ?? "pending"]));
+      return latest.size === IMAGES.length && ![...latest.values()].includes("pending") && Object.fromEntries(latest);
+    }, { everyMs: 100 }, () => Object.fromEntries(latest));
   } finally {
     await page.close();
   }

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabTimings } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
 import { bigBody, startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -51,9 +52,8 @@ test("options page: interfaces and their policy through the helper; a large fetc
     // Off by default; turned on from the options page.
     assert.equal(await options.isChecked("#split-large"), false);
     await options.check("#split-large");
-    await browser.worker.evaluate(async () => {
-      for (let i = 0; i < 100 && (await chrome.storage.local.get("splitLargeDownloads")).splitLargeDownloads !== true; i++) await new Promise((r) => setTimeout(r, 50));
-    });
+    await eventually("the options page stored the switch", () => browser.worker.evaluate(async () =>
+      (await chrome.storage.local.get("splitLargeDownloads")).splitLargeDownloads === true));
 
     sites.clearLog();
     const url = `${sites.a.origin}/download.html?size=${SIZE}`;
@@ -68,16 +68,13 @@ test("options page: interfaces and their policy through the helper; a large fetc
       JSON.stringify(hits.map((r) => [r.owner.kind, r.headers.range])));
 
     const tabId = await tabIdOf(browser.worker, url);
-    const end = Date.now() + 20000;
-    let lanes: { interface: string | null; bytes: number }[] | undefined;
     let recordId = "";
-    while (lanes === undefined && Date.now() < end) {
+    const lanes = await eventually("the timing record carries the lanes", async () => {
       const record = (await tabTimings(browser.context, tabId)).records.find((r) => r.url.endsWith(`/big/${SIZE}.bin`));
-      lanes = record?.timing?.lanes;
       recordId = record?.id ?? "";
-      if (lanes === undefined) await new Promise((r) => setTimeout(r, 200));
-    }
-    assert.ok(Array.isArray(lanes) && lanes.length >= 1, "the timing record carries the lanes");
+      return record?.timing?.lanes;
+    }, { timeoutMs: 20000, everyMs: 200 });
+    assert.ok(lanes.length >= 1, "the timing record carries the lanes");
     // Loopback: one lane on the default route (null in the protocol), every body byte on it.
     assert.deepEqual(lanes.map((l) => [l.interface, l.bytes]), [[null, SIZE]]);
 

@@ -2,7 +2,8 @@
 // nothing but CORS preflights (and, for a loopback page, its document) reaches the origin servers from the browser itself.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { openPage, startSiteOn, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import { EXTENSION_ID, openPage, settledPageLoad, startSiteOn, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
 import type { Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -43,7 +44,12 @@ test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, r
   assert.equal(r.cssBackground, `url("${other}/img/bg.png")`, "relative url() resolved against the stylesheet");
   assert.equal(r.cssRule, "applied");
   assert.equal(r.module, "dep+cross");
-  await page.waitForTimeout(300);
+  // Every request of the load answered (the counters are kept as each is): nothing is still on its way.
+  const tab = await tabIdOf(browser.worker, url);
+  const probe = await browser.context.newPage();
+  await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
+  await settledPageLoad(probe, tab);
+  await probe.close();
 
   const seen = sites.log.map((x) => `${x.method} ${x.host}${x.path}`);
   const a = new URL(url).host;
@@ -52,7 +58,6 @@ test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, r
     `${b}/font/cors.ttf`, `${b}/font/nocors.ttf`, `${a}/js/sri-bad.js`, `${a}/js/gzip.js`, `${a}/js/br.js`, `${a}/echo-cookie`]) {
     assert.ok(seen.includes(`GET ${p}`), `${p} requested (got ${seen.join(", ")})`);
   }
-  const tab = await tabIdOf(browser.worker, url);
   const s = await tabStatus(browser.context, tab);
   assert.deepEqual(notFromHelper().sort(), [`GET ${a}/index.html (browser)`, `OPTIONS ${b}/cors/data.txt (browser)`],
     `only the loopback page's document and the CORS preflight went from the browser (tab status: ${JSON.stringify(s)})`);
@@ -78,9 +83,9 @@ test("same-site and cross-site (out-of-process) iframes load through the helper"
   for (const name of ["same", "cross"]) {
     assert.deepEqual(frames[name], { name, img: 31, script: "frame script", fetch: true }, name);
   }
-  await page.waitForTimeout(200);
-  const crossFrameRequests = sites.log.filter((r) => r.host === sites.other.url().host && /frame=cross/.test(r.path));
-  assert.equal(crossFrameRequests.length, 2, "the cross-site frame's image and fetch reached the server");
+  const crossFrameRequests = (): number => sites.log.filter((r) => r.host === sites.other.url().host && /frame=cross/.test(r.path)).length;
+  await eventually("the cross-site frame's image and fetch reached the server", () => crossFrameRequests() >= 2, {}, () => sites.log.map((r) => r.path));
+  assert.equal(crossFrameRequests(), 2);
   assert.deepEqual(notFromHelper().sort(), [
     `GET ${sites.a.url().host}/frames.html (browser)`,
     `GET ${sites.other.url().host}/frame.html?name=cross (browser)`,
@@ -106,7 +111,8 @@ test("a CSP page: allowed resources via the helper, blocked ones never requested
   sites.clearLog();
   const page = await browser.context.newPage();
   await openPage(page, `${sites.a.origin}/csp.html`);
-  await page.waitForTimeout(500);
+  // Loaded (openPage waits for the load event: both images settled) and the allowed script ran.
+  await page.waitForFunction(() => (window as unknown as { __cspScript?: string }).__cspScript !== undefined, undefined, { timeout: 20000 });
   const state = await page.evaluate(() => ({
     self: (document.getElementById("self") as HTMLImageElement).naturalWidth,
     blocked: (document.getElementById("blocked") as HTMLImageElement).naturalWidth,

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, waitForGate } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -22,6 +23,11 @@ function imageOwner(path: string): string[] {
   return sites.log.filter((r) => r.path === path).map((r) => r.owner.kind);
 }
 
+/** Who fetched the page's image, once the server saw it (the page loaded: its request arrived before). */
+async function imageFetchedBy(path = "/img/9.png"): Promise<string[]> {
+  return eventually(`the server saw ${path}`, () => imageOwner(path).length > 0 && imageOwner(path), {}, () => sites.log.map((r) => r.path));
+}
+
 test("popup toggle turns the site on (reload now → via helper), persists across a restart, and turns it off", async () => {
   const profile = freshProfile(true);
   let browser = await launch(profile);
@@ -33,8 +39,7 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     sites.clearLog();
     const page = await browser.context.newPage();
     await openPage(page, url);
-    await page.waitForTimeout(200);
-    assert.deepEqual(imageOwner("/img/9.png"), ["browser"]);
+    assert.deepEqual(await imageFetchedBy(), ["browser"]);
     const tabId = await tabIdOf(browser.worker, url);
     const popup = await browser.context.newPage();
     await openPopup(popup, tabId);
@@ -51,8 +56,7 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     sites.clearLog();
     await popup.click("#reload");
     await page.waitForFunction(() => document.readyState === "complete" && (document.images[0]?.naturalWidth ?? 0) === 9);
-    await page.waitForTimeout(300);
-    assert.deepEqual(imageOwner("/img/9.png"), ["helper"]);
+    assert.deepEqual(await imageFetchedBy(), ["helper"]);
     const on = await tabStatus(browser.context, tabId);
     assert.equal(on.tab.intercepting, true);
     assert.equal(on.helper.status, "connected");
@@ -67,9 +71,9 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     sites.clearLog();
     const again = await browser.context.newPage();
     await openPage(again, url);
-    await again.waitForTimeout(300);
+    const owners = await imageFetchedBy();
     const afterRestart = await tabStatus(browser.context, await tabIdOf(browser.worker, url));
-    assert.deepEqual(imageOwner("/img/9.png"), ["helper"], `still on after a restart: ${JSON.stringify(afterRestart)}`);
+    assert.deepEqual(owners, ["helper"], `still on after a restart: ${JSON.stringify(afterRestart)}`);
 
     // Off again from the popup: the next load is the browser's own.
     const tab2 = await tabIdOf(browser.worker, url);
@@ -79,12 +83,10 @@ test("popup toggle turns the site on (reload now → via helper), persists acros
     assert.match((await popup2.textContent("#helper")) ?? "", /Helper connected \(version /);
     await popup2.click("#toggle");
     await popup2.waitForFunction(() => !(document.getElementById("toggle") as HTMLInputElement).checked);
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal((await tabStatus(browser.context, tab2)).tab.intercepting, false, "detached when the site went off");
+    await eventually("detached when the site went off", async () => !(await tabStatus(browser.context, tab2)).tab.intercepting);
     sites.clearLog();
     await again.reload();
-    await again.waitForTimeout(300);
-    assert.deepEqual(imageOwner("/img/9.png"), ["browser"]);
+    assert.deepEqual(await imageFetchedBy(), ["browser"]);
   } finally {
     await browser.quit();
     rmSync(profile, { recursive: true, force: true });
@@ -135,8 +137,7 @@ test("a proxy set in the browser keeps lanefetch off, and the popup says why", a
     const page = await browser.context.newPage();
     const url = `${sites.a.origin}/plain.html`;
     await openPage(page, url);
-    await page.waitForTimeout(200);
-    assert.deepEqual(imageOwner("/img/9.png"), ["browser"]);
+    assert.deepEqual(await imageFetchedBy(), ["browser"]);
     const tabId = await tabIdOf(browser.worker, url);
     const s = await tabStatus(browser.context, tabId);
     assert.equal(s.tab.intercepting, false);
@@ -151,8 +152,7 @@ test("a proxy set in the browser keeps lanefetch off, and the popup says why", a
     sites.clearLog();
     const again = await browser.context.newPage();
     await openPage(again, `${sites.a.origin}/plain.html?2`);
-    await again.waitForTimeout(200);
-    assert.deepEqual(imageOwner("/img/9.png"), ["helper"]);
+    assert.deepEqual(await imageFetchedBy(), ["helper"]);
   } finally {
     await browser.close();
   }

@@ -6,6 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
+import { eventually } from "../support/eventually.js";
 import { OriginServer } from "../support/origin-server.js";
 import { bigBody, startSites, testSite, type Sites } from "../support/test-site.js";
 
@@ -57,21 +58,22 @@ test("main page: document, img, scripts, modules, CSS url(), fonts, fetch, XHR, 
   assert.equal(r.cssBackground, `url("${other}/img/bg.png")`, "relative url() resolved against the stylesheet");
   assert.equal(r.cssRule, "applied");
   assert.equal(r.module, "dep+cross");
-  await new Promise((ok) => setTimeout(ok, 300));
-  const seen = sites.log.map((x) => `${x.method} ${x.host}${x.path}`);
+  const seen = (): string[] => sites.log.map((x) => `${x.method} ${x.host}${x.path}`);
   const a = new URL(url).host;
   const b = new URL(other).host;
   for (const p of [`${a}/index.html`, `${b}/img/bg.png`, `${b}/mod/cross.mjs`, `${a}/redirect?to=/img/29.png`, `${a}/img/29.png`,
     `${b}/font/cors.ttf`, `${a}/js/gzip.js`, `${a}/echo-cookie`]) {
-    assert.ok(seen.includes(`GET ${p}`), `${p} requested (got ${seen.join(", ")})`);
+    await eventually(`${p} requested`, () => seen().includes(`GET ${p}`), {}, seen);
   }
   assert.deepEqual(notFromHelper(), [], "Firefox itself made no request to the origins");
   const tabId = await tabIdOf(ff, url);
-  let s = await tabStatus(ff, tabId);
-  for (let i = 0; i < 30 && s.counts.accelerated < sites.log.length; i++) {
-    await new Promise((ok) => setTimeout(ok, 100)); // the last timing reports may still be on their way
-    s = await tabStatus(ff, tabId);
-  }
+  // The last reports may still be on their way.
+  let counts = {};
+  const s = await eventually("every request the servers saw counted as accelerated", async () => {
+    const status = await tabStatus(ff, tabId);
+    counts = status.counts;
+    return status.counts.accelerated >= sites.log.length && status;
+  }, { everyMs: 100 }, () => counts);
   const passed = (await ff.inExtension<{ records: { url: string; outcome: string; detail: string | null }[] }>(
     `chrome.runtime.sendMessage({ type: "lanefetch/timings", tabId: ${tabId} })`)).records.filter((x) => x.outcome !== "fulfilled");
   assert.deepEqual(passed, [], "every proxied request was answered by the helper");
@@ -87,8 +89,9 @@ test("same-site and cross-site iframes load through the helper", async () => {
   await page.goto(`${sites.a.origin}/frames.html`);
   const frames = await waitForResult<Record<string, unknown>>(page, "window.__frames && window.__frames.same && window.__frames.cross && window.__frames");
   for (const name of ["same", "cross"]) assert.deepEqual(frames[name], { name, img: 31, script: "frame script", fetch: true }, name);
-  await new Promise((ok) => setTimeout(ok, 200));
-  assert.equal(sites.log.filter((r) => /frame=cross/.test(r.path)).length, 2, "the cross-site frame's image and fetch reached the server");
+  const crossFrame = (): number => sites.log.filter((r) => /frame=cross/.test(r.path)).length;
+  await eventually("the cross-site frame's image and fetch reached the server", () => crossFrame() >= 2, {}, () => sites.log.map((r) => r.path));
+  assert.equal(crossFrame(), 2);
   assert.deepEqual(notFromHelper(), [], "frames of an enabled top-level site go through the helper too");
   await page.close();
 });
@@ -142,7 +145,7 @@ test("the standalone timing page lists the page load's requests as answered by t
 
 test("step-aside: the helper's connect time shows the origin fast (loopback) before the document is routed: Firefox fetches everything itself", async () => {
   // An origin the helper never connected to (its RTT unknown), with the rule in force (accelerateFastLinks off): the
-  // document waits for the helper's preconnect to that origin (rtt-probe.ts), which shows a loopback round trip.
+  // document waits for the helper's preconnect to that origin (speed-probe.ts), which shows a loopback round trip.
   const fresh = new OriginServer(testSite, "127.0.0.3", sites.log);
   await fresh.listen();
   await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.3" }], { accelerateFastLinks: false });

@@ -11,6 +11,7 @@ import type { PageLoadData } from "../../../extension/src/timings/timing-store.j
 import { untilSettled } from "./page-load-wait.js";
 import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
 import { startSites, type Sites } from "./test-site.js";
+import { eventually } from "./eventually.js";
 
 const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { chromium_extension_id: string };
 export const EXTENSION_ID = identity.chromium_extension_id;
@@ -74,13 +75,9 @@ export async function setSites(worker: Worker, sites: SiteRule[], { accelerateFa
 /** Waits until the extension's navigation gate holds one blocking DNR session rule per active site (fast hosts'
  * allow rules not counted). */
 export async function waitForGate(worker: Worker, rules: number): Promise<void> {
-  const end = Date.now() + 10000;
-  const blocks = (): Promise<number> => worker.evaluate(async () =>
-    (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "block").length);
-  while ((await blocks()) !== rules) {
-    if (Date.now() > end) throw new Error(`the gate never got ${rules} rule(s)`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let blocks = -1;
+  await eventually(`the gate has ${rules} blocking rule(s)`, async () => (blocks = await worker.evaluate(async () =>
+    (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "block").length)) === rules, {}, () => blocks);
 }
 
 /** Waits until the background says the helper is connected (asked from an extension page, for that page's tab). */
@@ -88,17 +85,12 @@ export async function waitForHelper(context: BrowserContext, timeout = 10000): P
   const page = await context.newPage();
   try {
     await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
-    const end = Date.now() + timeout;
-    for (;;) {
-      const status = await page.evaluate(async () => {
-        const tab = await chrome.tabs.getCurrent();
-        const reply = await chrome.runtime.sendMessage<unknown, StatusReply>({ type: "lanefetch/status", tabId: tab?.id ?? -1 });
-        return reply.helper.status;
-      });
-      if (status === "connected") return;
-      if (Date.now() > end) throw new Error(`the helper is ${status}, not connected`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let status = "";
+    await eventually("the helper is connected", async () => (status = await page.evaluate(async () => {
+      const tab = await chrome.tabs.getCurrent();
+      const reply = await chrome.runtime.sendMessage<unknown, StatusReply>({ type: "lanefetch/status", tabId: tab?.id ?? -1 });
+      return reply.helper.status;
+    })) === "connected", { timeoutMs: timeout, everyMs: 100 }, () => status);
   } finally {
     await page.close();
   }

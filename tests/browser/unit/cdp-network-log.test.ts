@@ -2,6 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { BrowserTiming } from "../../../extension/src/timings/browser-timing.js";
+import { rejectReason } from "../../../extension/src/intercept/host-speed.js";
 import { CdpNetworkLog } from "../../../extension/src/timings/cdp-network-log.js";
 
 const WALL = 1_767_000_000; // s since the epoch at monotonic 100 s
@@ -79,7 +80,10 @@ test("failed and memory-cache loads", () => {
 test("round trips: a new connection's TCP connect, and a document's request sent → first head byte; what was sent", () => {
   const rtts: [string, number][] = [];
   const seen: [string, string, number, string][] = [];
-  const log = new CdpNetworkLog((_id, url, _t, r) => seen.push([url, r.type, r.tabId, r.method]), (url, ms) => rtts.push([url, Math.round(ms * 10) / 10]));
+  const log = new CdpNetworkLog((_id, url, _t, r) => seen.push([url, r.type, r.tabId, r.method]), (sample) => {
+    // What HostSpeed keeps of what the log reports.
+    if (rejectReason(sample) === null) rtts.push([sample.url, Math.round(sample.ms * 10) / 10]);
+  });
   log.handle("Network.requestWillBeSent", {
     requestId: "d", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://a.test/", method: "GET", headers: {}, initialPriority: "VeryHigh" },
   }, 4);

@@ -1,0 +1,288 @@
+// Chromium: which tab is intercepted, and when it is left to the browser. A reducer: (state, event) → (state,
+// commands); no chrome.* here — chromium-main.ts turns browser events into TabEvents and runs the TabCommands.
+//
+// Theory of operation. Tabs showing an enabled ("active") site are intercepted through a debugger session; the DNR
+// main-frame gate (navigation-gate.ts) blocks a top-level navigation in a tab not attached yet, and the block is the
+// cue to attach and navigate again, so not even the first subresource escapes. A host known fast (host-speed.ts) is
+// where lanefetch cannot win, and a debugger session with Fetch or Network enabled costs such a page more than
+// lanefetch could save (`npm run bench -- chromium-debugger-cost`), whereas an unattached tab costs nothing. So:
+// - a blocked navigation to a fast host is navigated again unattached, and an allow rule above the block (one per
+//   fast host of an active site) lets that host's later navigations through while its verdict holds;
+// - a blocked navigation to a host of unknown speed, with the helper up, waits for a probe (speed-probe.ts) first;
+//   a slow host (or no answer in time, or no helper) gets the debugger attached, then the navigation again;
+// - an attached tab is never detached for speed (the debugging bar would flicker): while its top-level host is fast
+//   it stays attached with Fetch and Network off ("intercept off"), switched off once the helper answered what it
+//   already took of the tab (Fetch.disable would hand those to the browser a second time), and on again from the
+//   start of a navigation to a host not known fast (before the new page asks for subresources);
+// - a page the browser fetched alone (attached with interception off, or unattached behind the allow rule) is listed
+//   from its Resource Timing once loaded ("list"), and its page load begins at navigation ("page_start").
+// A site enabled in the last minute (the user's action) has the hosts of its open tabs, else its own name, probed
+// once, so the reload after enabling is not stopped by the gate when the host is fast.
+// Which *request* of an intercepted tab goes to the helper is the accelerator's (background/accelerator.ts).
+import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
+import { hostOf, type Verdict } from "./host-speed.js";
+
+export type Speed = Verdict["state"];
+
+/** A site rule with when it was enabled (epoch ms), as the site store keeps it. */
+export interface EnabledSite extends SiteRule {
+  added: number;
+}
+
+export type TabEvent =
+  /** The active rules changed (or were read): `enabled` with their enable times, `now` the clock. */
+  | { type: "rules"; active: readonly SiteRule[]; enabled: readonly EnabledSite[]; now: number }
+  /** A tab that was open before this worker started. */
+  | { type: "tab_found"; tabId: number; url: string }
+  /** The gate blocked a top-level navigation (ERR_BLOCKED_BY_CLIENT). */
+  | { type: "navigation_blocked"; tabId: number; url: string; speed: Speed }
+  /** A probe asked for by a "probe" command ended (the host's speed now). */
+  | { type: "probe_ended"; tabId: number; url: string; speed: Speed }
+  /** A top-level navigation starts (webNavigation.onBeforeNavigate). */
+  | { type: "navigation_started"; tabId: number; url: string; speed: Speed }
+  | { type: "navigation_committed"; tabId: number; url: string; speed: Speed }
+  | { type: "page_loaded"; tabId: number; url: string; speed: Speed }
+  /** A host's verdict (after each sample of it, on a threshold change, when a fast verdict expired). */
+  | { type: "verdict"; host: string; speed: Speed }
+  /** An "attach" command finished: ok, or the tab loads unaccelerated. */
+  | { type: "attached"; tabId: number; ok: boolean }
+  /** The browser detached the session (the user cancelled the debugging bar, the tab crashed). */
+  | { type: "detached"; tabId: number }
+  | { type: "tab_removed"; tabId: number }
+  /** The helper answered every request of the tab it had (after an "await_idle"). */
+  | { type: "helper_idle"; tabId: number }
+  | { type: "helper"; up: boolean };
+
+export type TabCommand =
+  | { kind: "attach"; tabId: number }
+  | { kind: "detach"; tabId: number }
+  /** Fetch and Network on (Fetch first: the new page's subresources must find it) or off, on the tab's session. */
+  | { kind: "intercept"; tabId: number; on: boolean }
+  /** Ask the helper to connect to url's origin and wait briefly for the host's speed; then a "probe_ended". */
+  | { kind: "probe"; tabId: number; url: string }
+  /** Ask the helper to connect (a just-enabled site's host of unknown speed), nothing to wait for. */
+  | { kind: "preconnect"; url: string; tabId: number | null }
+  | { kind: "navigate"; tabId: number; url: string }
+  /** Rewrite the gate: block active sites in tabs not `openTabs`, allow `fastHosts` (most recent first). */
+  | { kind: "gate"; rules: readonly SiteRule[]; openTabs: number[]; fastHosts: string[] }
+  /** Tell "helper_idle" once the helper answered what it holds of the tab. */
+  | { kind: "await_idle"; tabId: number }
+  /** A page load the browser fetches alone begins (its document is not paused). */
+  | { kind: "page_start"; tabId: number; url: string }
+  /** List the loaded page's requests from its Resource Timing. */
+  | { kind: "list"; tabId: number };
+
+export interface TabState {
+  /** The top-level page the tab shows or navigates to. */
+  url: string;
+  /** A debugger session is attached. */
+  attached: boolean;
+  /** Attached with Fetch and Network on; false while attached but left to the browser. */
+  intercepting: boolean;
+  /** The gate lets the tab through: attached, or attaching failed (it loads unaccelerated). */
+  gateOpen: boolean;
+  /** Navigate here once the session is attached or the probe ended (the gate blocked it). */
+  renavigate: string | null;
+  probing: string | null;
+  /** Going to the browser (fast host) once the helper answered what it holds of the tab: that host. */
+  awaitingIdle: string | null;
+}
+
+export interface PolicyState {
+  tabs: ReadonlyMap<number, Readonly<TabState>>;
+  active: readonly SiteRule[];
+  /** Hosts known fast, most recently learned first (all sites: the gate keeps those of active ones). */
+  fastHosts: readonly string[];
+  /** The fast hosts the gate was last written with (space-separated). */
+  gateHosts: string;
+  helperUp: boolean;
+  /** Just-enabled sites already probed, keyed by rule and enable time (turned off and on again: probed again). */
+  probed: readonly string[];
+}
+
+/** A site enabled this recently counts as just enabled (by the user: the popup, the options page). */
+export const JUST_ENABLED_MS = 60_000;
+/** At most this many just-enabled keys are remembered (older ones are past JUST_ENABLED_MS anyway). */
+const MAX_PROBED = 256;
+
+export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], gateHosts: "", helperUp: false, probed: [] };
+
+function newTab(url: string): TabState {
+  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, probing: null, awaitingIdle: null };
+}
+
+/** The tab shows an active site's page without the debugger because its host is fast (the gate let it through). */
+export function leftToBrowser(state: PolicyState, tabId: number, url: string, speed: Speed): boolean {
+  const tab = state.tabs.get(tabId);
+  return !tab?.attached && !tab?.gateOpen && speed === "fast" && matchingRule(state.active, url) !== null;
+}
+
+/** The tab is attached but its requests are the browser's (interception off). */
+export function attachedButLeft(state: PolicyState, tabId: number): boolean {
+  const tab = state.tabs.get(tabId);
+  return tab?.attached === true && !tab.intercepting;
+}
+
+/** The gate's allow list: fast hosts of active sites. */
+function gateHosts(s: PolicyState): string[] {
+  return s.fastHosts.filter((h) => matchingRule(s.active, `http://${h}/`) !== null);
+}
+
+export function reduce(state: PolicyState, event: TabEvent): { state: PolicyState; commands: TabCommand[] } {
+  const s: PolicyState = { ...state, tabs: new Map(state.tabs) };
+  const tabs = s.tabs as Map<number, TabState>;
+  const commands: TabCommand[] = [];
+  /** A mutable copy of the tab (created if unknown). */
+  const tab = (tabId: number): TabState => {
+    const copy = { ...(tabs.get(tabId) ?? newTab("")) };
+    tabs.set(tabId, copy);
+    return copy;
+  };
+  const gate = (): void => {
+    const fastHosts = gateHosts(s);
+    s.gateHosts = fastHosts.join(" ");
+    const openTabs = [...tabs].filter(([, t]) => t.gateOpen).map(([id]) => id);
+    commands.push({ kind: "gate", rules: s.active, openTabs, fastHosts });
+  };
+  const onSite = (url: string): boolean => matchingRule(s.active, url) !== null;
+  const attach = (tabId: number, t: TabState, renavigate: string | null): void => {
+    t.renavigate = renavigate;
+    commands.push({ kind: "attach", tabId });
+  };
+  const letThrough = (tabId: number, url: string): void => {
+    gate();
+    commands.push({ kind: "navigate", tabId, url });
+  };
+  const release = (tabId: number, t: TabState): void => {
+    const wasOpen = t.gateOpen;
+    Object.assign(tab(tabId), { attached: false, intercepting: false, gateOpen: false, awaitingIdle: null });
+    commands.push({ kind: "detach", tabId });
+    if (wasOpen) gate();
+  };
+
+  switch (event.type) {
+    case "rules": {
+      s.active = [...event.active];
+      gate();
+      for (const [tabId, t] of tabs) {
+        if (t.attached && !onSite(t.url)) release(tabId, t);
+      }
+      const activeKeys = new Set(s.active.map(ruleKey));
+      const justEnabled = event.enabled.filter((site) => event.now - site.added < JUST_ENABLED_MS && activeKeys.has(ruleKey(site)) &&
+        !s.probed.includes(`${ruleKey(site)}@${site.added}`));
+      s.probed = [...s.probed, ...justEnabled.map((site) => `${ruleKey(site)}@${site.added}`)].slice(-MAX_PROBED);
+      for (const site of justEnabled) {
+        const shown = [...tabs].filter(([, t]) => matchingRule([site], t.url) !== null);
+        if (shown.length === 0) commands.push({ kind: "preconnect", url: `http://${site.name}/`, tabId: null });
+        for (const [tabId, t] of shown) commands.push({ kind: "preconnect", url: t.url, tabId });
+      }
+      break;
+    }
+    case "tab_found": {
+      const t = tab(event.tabId);
+      t.url = event.url;
+      if (onSite(event.url)) attach(event.tabId, t, null);
+      break;
+    }
+    case "navigation_blocked": {
+      const t = tab(event.tabId);
+      // A second blocked navigation while the first one's probe runs supersedes it (probe_ended checks the URL).
+      if (t.gateOpen || !onSite(event.url)) break;
+      if (event.speed === "fast") letThrough(event.tabId, event.url);
+      else if (event.speed === "unknown" && s.helperUp) {
+        t.probing = event.url;
+        commands.push({ kind: "probe", tabId: event.tabId, url: event.url });
+      } else attach(event.tabId, t, event.url);
+      break;
+    }
+    case "probe_ended": {
+      const t = tab(event.tabId);
+      if (t.probing !== event.url) break;
+      t.probing = null;
+      if (event.speed === "fast") letThrough(event.tabId, event.url);
+      else attach(event.tabId, t, event.url);
+      break;
+    }
+    case "attached": {
+      const t = tab(event.tabId);
+      t.attached = event.ok;
+      t.intercepting = event.ok;
+      t.gateOpen = true;
+      gate();
+      if (t.renavigate !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: t.renavigate });
+      t.renavigate = null;
+      break;
+    }
+    case "navigation_started": {
+      const t = tabs.get(event.tabId);
+      if (!t?.attached || !onSite(event.url)) break;
+      const next = tab(event.tabId);
+      next.url = event.url;
+      next.awaitingIdle = null;
+      const toBrowser = event.speed === "fast";
+      if (toBrowser === next.intercepting) {
+        next.intercepting = !toBrowser;
+        commands.push({ kind: "intercept", tabId: event.tabId, on: !toBrowser });
+      }
+      // The document may already be on its way unpaused: its page load begins now (a paused document joins it).
+      if (toBrowser || commands.length > 0) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
+      break;
+    }
+    case "navigation_committed": {
+      const t = tab(event.tabId);
+      t.url = event.url;
+      if (t.attached && !onSite(event.url)) release(event.tabId, t);
+      else if (!t.attached && t.gateOpen) {
+        t.gateOpen = false;
+        gate();
+      }
+      if (leftToBrowser(s, event.tabId, event.url, event.speed)) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
+      break;
+    }
+    case "page_loaded": {
+      if (attachedButLeft(s, event.tabId) || leftToBrowser(s, event.tabId, event.url, event.speed)) {
+        commands.push({ kind: "list", tabId: event.tabId });
+      }
+      break;
+    }
+    case "verdict": {
+      const others = s.fastHosts.filter((h) => h !== event.host);
+      s.fastHosts = event.speed === "fast" ? [event.host, ...others] : others;
+      if (gateHosts(s).join(" ") !== s.gateHosts) gate();
+      if (event.speed !== "fast") break;
+      for (const [tabId, t] of tabs) {
+        if (!t.attached || !t.intercepting || hostOf(t.url) !== event.host || t.awaitingIdle === event.host) continue;
+        tab(tabId).awaitingIdle = event.host;
+        commands.push({ kind: "await_idle", tabId });
+      }
+      break;
+    }
+    case "helper_idle": {
+      const t = tabs.get(event.tabId);
+      if (!t || t.awaitingIdle === null) break;
+      const next = tab(event.tabId);
+      next.awaitingIdle = null;
+      // Still on the host that was learned fast (not navigated elsewhere meanwhile).
+      if (next.attached && next.intercepting && hostOf(next.url) === t.awaitingIdle) {
+        next.intercepting = false;
+        commands.push({ kind: "intercept", tabId: event.tabId, on: false });
+      }
+      break;
+    }
+    case "detached": {
+      const t = tab(event.tabId);
+      Object.assign(t, { attached: false, intercepting: false, gateOpen: false, awaitingIdle: null });
+      break;
+    }
+    case "tab_removed": {
+      const wasOpen = tabs.get(event.tabId)?.gateOpen === true;
+      tabs.delete(event.tabId);
+      if (wasOpen) gate();
+      break;
+    }
+    case "helper":
+      s.helperUp = event.up;
+      break;
+  }
+  return { state: s, commands };
+}

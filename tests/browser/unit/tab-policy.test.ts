@@ -1,0 +1,171 @@
+// The Chromium tab policy, table-driven: each case is a sequence of events, each with the commands it must give.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { INITIAL_POLICY, JUST_ENABLED_MS, attachedButLeft, leftToBrowser, reduce, type PolicyState, type TabCommand, type TabEvent } from "../../../extension/src/intercept/tab-policy.js";
+
+const SITE = { scope: "domain" as const, name: "lan.test" };
+const RULES: TabEvent = { type: "rules", active: [SITE], enabled: [{ ...SITE, added: 0 }], now: JUST_ENABLED_MS };
+const LAN = "http://lan.test/a";
+const FAR = "http://far.lan.test/b";
+const gate = (openTabs: number[] = [], fastHosts: string[] = []): TabCommand => ({ kind: "gate", rules: [SITE], openTabs, fastHosts });
+
+type Step = [TabEvent, TabCommand[]];
+
+function play(steps: Step[], start: PolicyState = INITIAL_POLICY): PolicyState {
+  let state = start;
+  for (const [i, [event, expected]] of steps.entries()) {
+    const out = reduce(state, event);
+    assert.deepEqual(out.commands, expected, `step ${i}: ${JSON.stringify(event)}`);
+    state = out.state;
+  }
+  return state;
+}
+
+const on: Step = [RULES, [gate()]];
+const up: Step = [{ type: "helper", up: true }, []];
+
+const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[] = [
+  {
+    name: "a blocked navigation to a slow host: attach, open the gate for the tab, navigate again",
+    steps: [on, up,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, []],
+      [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "slow" }, []],
+      [{ type: "page_loaded", tabId: 1, url: LAN, speed: "slow" }, []]],
+    check: (s) => assert.equal(attachedButLeft(s, 1), false),
+  },
+  {
+    name: "attaching fails: the gate still lets the tab through (it loads unaccelerated)",
+    steps: [on,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: false }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []]],
+  },
+  {
+    name: "unknown speed with the helper up: probe first; fast → unattached behind an allow rule, listed once loaded",
+    steps: [on, up,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+      [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([], ["lan.test"])]],
+      [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []],
+      [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "page_start", tabId: 1, url: LAN }]],
+      [{ type: "page_loaded", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "list", tabId: 1 }]]],
+    check: (s) => assert.equal(leftToBrowser(s, 1, LAN, "fast"), true),
+  },
+  {
+    name: "no answer in time: the probe ends unknown and the tab is attached; a stale probe's end is ignored",
+    steps: [on, up,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+      [{ type: "navigation_blocked", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: FAR }]],
+      [{ type: "probe_ended", tabId: 1, url: LAN, speed: "unknown" }, []],
+      [{ type: "probe_ended", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: FAR }]]],
+  },
+  {
+    name: "helper down: no probe, attach at once; a known-fast host is let through at once",
+    steps: [on,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "fast" }, [gate(), { kind: "navigate", tabId: 2, url: LAN }]]],
+  },
+  {
+    name: "blocked navigations of tabs already let through, or off the active sites, are not ours",
+    steps: [on,
+      [{ type: "navigation_blocked", tabId: 1, url: "http://other.test/", speed: "slow" }, []],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []]],
+  },
+  {
+    name: "an intercepted tab's host learned fast: off once the helper answered what it holds, unless it navigated away",
+    steps: [on,
+      [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
+      [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([1], ["lan.test"]), { kind: "await_idle", tabId: 1 }]],
+      [{ type: "verdict", host: "lan.test", speed: "fast" }, []],
+      [{ type: "helper_idle", tabId: 1 }, [{ kind: "intercept", tabId: 1, on: false }]],
+      [{ type: "helper_idle", tabId: 1 }, []],
+      [{ type: "page_loaded", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "list", tabId: 1 }]],
+      // A navigation to a host not known fast: Fetch and Network on before the new page asks for subresources.
+      [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "intercept", tabId: 1, on: true }, { kind: "page_start", tabId: 1, url: FAR }]],
+      [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, []],
+      [{ type: "verdict", host: "far.lan.test", speed: "fast" }, [gate([1], ["far.lan.test", "lan.test"]), { kind: "await_idle", tabId: 1 }]],
+      [{ type: "navigation_started", tabId: 1, url: "http://slow.lan.test/", speed: "slow" }, []],
+      [{ type: "helper_idle", tabId: 1 }, []]],
+    check: (s) => assert.equal(attachedButLeft(s, 1), false),
+  },
+  {
+    name: "an attached tab navigating to a known-fast host is left to the browser at once, its page load begun",
+    steps: [on,
+      [{ type: "tab_found", tabId: 1, url: FAR }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "intercept", tabId: 1, on: false }, { kind: "page_start", tabId: 1, url: LAN }]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "page_start", tabId: 1, url: LAN }]]],
+    check: (s) => assert.equal(attachedButLeft(s, 1), true),
+  },
+  {
+    name: "a fast verdict that ends drops the allow rule; other sites' fast hosts never get one",
+    steps: [on,
+      [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "elsewhere.test", speed: "fast" }, []],
+      [{ type: "verdict", host: "lan.test", speed: "unknown" }, [gate()]],
+      [{ type: "verdict", host: "lan.test", speed: "slow" }, []]],
+  },
+  {
+    name: "a tab that commits another site is released; an unattached tab's open gate closes at its next commit",
+    steps: [on,
+      [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
+      [{ type: "navigation_committed", tabId: 1, url: "http://other.test/", speed: "unknown" }, [{ kind: "detach", tabId: 1 }, gate()]],
+      [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 2 }]],
+      [{ type: "attached", tabId: 2, ok: false }, [gate([2]), { kind: "navigate", tabId: 2, url: LAN }]],
+      [{ type: "navigation_committed", tabId: 2, url: LAN, speed: "slow" }, [gate()]]],
+  },
+  {
+    name: "rules turned off: attached tabs off the active sites are released; a removed tab leaves the gate",
+    steps: [on,
+      [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
+      [{ type: "tab_found", tabId: 2, url: LAN }, [{ kind: "attach", tabId: 2 }]],
+      [{ type: "attached", tabId: 2, ok: true }, [gate([1, 2])]],
+      [{ type: "tab_removed", tabId: 2 }, [gate([1])]],
+      [{ type: "rules", active: [], enabled: [], now: 0 },
+        [{ kind: "gate", rules: [], openTabs: [1], fastHosts: [] }, { kind: "detach", tabId: 1 }, { kind: "gate", rules: [], openTabs: [], fastHosts: [] }]]],
+  },
+  {
+    name: "the user cancelled the debugging bar: the tab is detached and no longer let through",
+    steps: [on,
+      [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
+      [{ type: "detached", tabId: 1 }, []],
+      [RULES, [gate()]]],
+    check: (s) => assert.equal(s.tabs.get(1)?.attached, false),
+  },
+  {
+    name: "a site enabled in the last minute: its open tabs' hosts (else its name) are asked for, once per enabling",
+    steps: [
+      [{ type: "tab_found", tabId: 3, url: "http://www.lan.test/p" }, []],
+      [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 1000 }], now: 2000 },
+        [gate(), { kind: "preconnect", url: "http://www.lan.test/p", tabId: 3 }]],
+      [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 1000 }], now: 3000 }, [gate()]],
+      [{ type: "tab_removed", tabId: 3 }, []],
+      [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 5000 }], now: 6000 }, [gate(), { kind: "preconnect", url: "http://lan.test/", tabId: null }]],
+      [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 7000 }], now: 7000 + JUST_ENABLED_MS }, [gate()]]],
+  },
+];
+
+for (const c of cases) {
+  test(c.name, () => {
+    const state = play(c.steps);
+    c.check?.(state);
+  });
+}
+
+test("pure: the state given is never changed", () => {
+  const before = reduce(INITIAL_POLICY, RULES).state;
+  const snapshot = JSON.stringify([...before.tabs]);
+  reduce(before, { type: "tab_found", tabId: 1, url: LAN });
+  reduce(before, { type: "verdict", host: "lan.test", speed: "fast" });
+  assert.equal(JSON.stringify([...before.tabs]), snapshot);
+  assert.deepEqual(before.fastHosts, []);
+});
