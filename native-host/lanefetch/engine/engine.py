@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import logging
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from .transport import make_tls_context
 if TYPE_CHECKING:
     from ..cache.http_cache import HttpCache
     from ..lanes.split_fetch import SplitFetcher
+
+log = logging.getLogger("lanefetch.engine")
 
 
 @dataclass
@@ -98,7 +101,10 @@ class Engine:
                 req.method = req.method.upper()
                 try:
                     target = validate(req)
-                except FetchError as e:
+                except Exception as e:  # this request's error; the batch goes on
+                    if not isinstance(e, FetchError):
+                        log.exception("validating request %.128r", req.id)
+                        e = FetchError("internal", f"request not fetched: {e!r}")
                     ex = Exchange(req, None, sink, next(self._seq), 0)
                     tracker.exchanges.append(ex)
                     await ex.fail(e)
