@@ -257,6 +257,8 @@ class Host:
 
     async def _reject(self, item: dict[str, Any], reason: str) -> None:
         kind = item.get("type")
+        if kind == "batch" and await self._start_valid_part(item):
+            return
         await self._send(protocol.error("bad_message", f"invalid {kind!r} message: {reason}"))
         nonce = item.get("nonce")
         if kind == "interfaces" and isinstance(nonce, str) and len(nonce) <= 128:
@@ -268,6 +270,27 @@ class Host:
                 rid = raw.get("id") if isinstance(raw, dict) else None
                 if isinstance(rid, str) and 0 < len(rid) <= 128:
                     await self._send(protocol.error("bad_message", f"not fetched: {reason}", rid))
+
+    async def _start_valid_part(self, item: dict[str, Any]) -> bool:
+        """A batch whose only faults are in some of its requests: those get their error, the others are fetched.
+        False (nothing done) when the batch itself is at fault or none of its requests is valid."""
+        raws = item.get("requests")
+        if not isinstance(raws, list):
+            return False
+        ok = [protocol.valid(raw, "Request") for raw in raws]
+        good = [raw for raw, fine in zip(raws, ok, strict=True) if fine]
+        if not good or not protocol.valid({**item, "requests": good}, "ToHost"):
+            return False
+        answered = {raw["id"] for raw in good} | self._live_ids  # an invalid copy of their id says nothing
+        worded = 0  # the reason costs a few ms per request (jsonschema): the first ones are worded
+        for raw, fine in zip(raws, ok, strict=True):
+            rid = raw.get("id") if isinstance(raw, dict) else None
+            if not fine and isinstance(rid, str) and 0 < len(rid) <= 128 and rid not in answered:
+                worded += 1
+                why = protocol.check(raw, "Request") if worded <= 20 else "see the batch's first invalid requests"
+                await self._send(protocol.error("bad_message", f"invalid request: {why}", rid))
+        await self._start_batch({**item, "requests": good})
+        return True
 
     async def _cache_command(self, action: str, nonce: str | None) -> dict[str, Any]:
         """Stats of (or, for "clear", empty first) the persistent cache and the private-browsing one."""
