@@ -55,10 +55,12 @@ MAX_IDS = 2000  # ids named by one refused frame (a batch has at most 2000 reque
 _ID_CHARS = 128  # an id is 1–128 characters (the schema's Id)
 
 _LEN = struct.Struct("=I")  # native byte order, as both browsers write it
-# A key named id with a string value without escapes; up to 4 bytes per character of UTF-8.
-_ID = re.compile(rb'"id"[ \t\r\n]*:[ \t\r\n]*"([^"\\\x00-\x1f]{1,%d})"' % (4 * _ID_CHARS))
-_ID_TEXT = re.compile(r'"id"[ \t\r\n]*:[ \t\r\n]*"([^"\\\x00-\x1f]{1,' + str(_ID_CHARS) + '})"')
-_ID_TAIL = 4 * _ID_CHARS + 64  # bytes kept between chunks so a match across a chunk boundary is found whole
+# A key named id with a string value (escapes included: JSON.stringify leaves non-ASCII as it is, others write
+# \u escapes); at most 12 bytes per character (a surrogate pair as two \u escapes).
+_ID_BYTES = 12 * _ID_CHARS
+_ID = re.compile(rb'"id"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\\x00-\x1f]|\\.){1,%d}")' % _ID_BYTES)
+_ID_TEXT = re.compile(r'"id"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\\x00-\x1f]|\\.){1,' + str(_ID_BYTES) + '}")')
+_ID_TAIL = _ID_BYTES + 64  # bytes kept between chunks so a match across a chunk boundary is found whole
 
 
 class MessageTooLarge(ValueError):
@@ -102,24 +104,28 @@ class _IdScan:
         # Keep enough to find a match the next piece completes, but nothing of a match already counted.
         keep_from = max(0, len(buf) - _ID_TAIL)
         for m in _ID.finditer(buf):
-            self._add(m.group(1).decode("utf-8", errors="replace"))
+            self.add(m.group(1))
             keep_from = max(keep_from, m.end())
         self._tail = buf[keep_from:]
 
-    def _add(self, rid: str) -> None:
-        if len(self.ids) < MAX_IDS and len(rid) <= _ID_CHARS and "\ufffd" not in rid:
+    def add(self, token: bytes | str) -> None:
+        """One id as its JSON string token (quotes and escapes included)."""
+        if len(self.ids) >= MAX_IDS:
+            return
+        try:
+            rid = json.loads(token)
+        except ValueError:  # bad UTF-8 or a bad escape: not an id the extension could have sent
+            return
+        if isinstance(rid, str) and 0 < len(rid) <= _ID_CHARS:
             self.ids.setdefault(rid)
 
 
 def ids_in(raw: bytes | bytearray | str) -> tuple[str, ...]:
     """The request ids a whole frame (its bytes or its decoded text) names."""
     scan = _IdScan()
-    if isinstance(raw, str):
-        for found in _ID_TEXT.finditer(raw):
-            scan._add(found.group(1))
-    else:  # no copy of the frame: the pattern runs over its buffer
-        for m in _ID.finditer(raw):
-            scan._add(m.group(1).decode("utf-8", errors="replace"))
+    # no copy of the frame: the pattern runs over its buffer
+    for m in _ID_TEXT.finditer(raw) if isinstance(raw, str) else _ID.finditer(raw):
+        scan.add(m.group(1))
     return tuple(scan.ids)
 
 
