@@ -243,6 +243,30 @@ async def test_a_bad_host_fails_only_its_own_request(origin: str) -> None:
         await engine.aclose()
 
 
+async def test_an_unexpected_error_with_one_request_fails_only_it(origin: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lanefetch.engine import engine as engine_module
+
+    real = engine_module.validate
+
+    def bug_for_one(req: FetchRequest) -> Any:
+        if req.id == "unlucky":
+            raise RuntimeError("a bug in validation")
+        return real(req)
+
+    monkeypatch.setattr(engine_module, "validate", bug_for_one)
+    engine = Engine(EngineConfig(total_timeout=60))
+    try:
+        reqs = [FetchRequest("unlucky", "GET", f"{origin}/u"), FetchRequest("fine", "GET", f"{origin}/f")]
+        sink = RecordingSink()
+        await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), WAIT)
+        sink.check_once(reqs)
+        error = sink.records["unlucky"].error
+        assert error is not None and error.code == "internal" and "a bug in validation" in error.message
+        assert bytes(sink.records["fine"].body) == b"hello f"
+    finally:
+        await engine.aclose()
+
+
 async def test_an_unexpected_connect_failure_fails_its_requests_and_the_pool_recovers(
     origin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
