@@ -462,3 +462,12 @@ def test_the_reason_for_a_message_full_of_errors_looks_at_few_of_them(monkeypatc
     reason = protocol.check(a_batch("b", reqs), "ToHost")
     assert reason is not None and "headers" in reason
     assert made < 5000, f"{made} errors made to word one reason"
+
+
+def test_the_protocol_definition_states_the_limits() -> None:
+    """shared/protocol.schema.json is the one definition: its description says what the helper accepts."""
+    said = protocol.schema()["description"]
+    for limit in (framing.FROM_BROWSER_MAX, framing.FROM_BROWSER_MAX_WIDE, framing.MAX_VALUES):
+        assert f"{limit:,}" in said, limit
+    assert f"nest at most {framing.MAX_DEPTH} levels" in said
+    assert f"numbers of at most {framing.MAX_NUMBER_CHARS} characters" in said
