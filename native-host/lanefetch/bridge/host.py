@@ -155,7 +155,14 @@ class Host:
         except Exception as e:
             kind = item.get("type") if isinstance(item, dict) else None
             log.exception("handling a %.40r message failed", kind)
-            await self._send(protocol.error("internal", f"the helper failed to handle a {kind!r:.40} message: {e!r}"))
+            said = f"the helper failed to handle a {kind!r:.40} message: {e!r}"
+            await self._send(protocol.error("internal", said))
+            nonce = item.get("nonce") if isinstance(item, dict) else None
+            if isinstance(nonce, str) and len(nonce) <= 128:  # the pages that wait for an answer get theirs
+                if kind == "cache":
+                    await self._send(protocol.cache_error(nonce, said))
+                elif kind == "interfaces":
+                    await self._send(protocol.interfaces_state(nonce, PolicyAnswer(None, "", said)))
 
     async def _handle(self, item: dict[str, Any] | BadFrame) -> None:
         if isinstance(item, BadFrame):
