@@ -39,7 +39,8 @@ TO_BROWSER_MAX = 1024 * 1024  # exactly 1,048,576 bytes of JSON; one more and th
 # maxItems); each carries a URL of at most 64 KiB (the schema's cap) and the browser's request headers, which
 # servers refuse beyond 8–64 KiB. 200 × (64 + 64 + 1) KiB is about 25 MiB: 32 MiB stays above it (the schema's
 # description states the limit). Parsing such a frame peaks at about twice its size: the frame, then its text
-# and the parsed strings (60 MiB used to peak at ~460 MB; tests/python/test_frame_limits.py measures it).
+# and the parsed strings (measured: +64 MB for 32 MiB, the host at 96 MB in all; it was 3×, and a 60 MiB frame
+# was accepted and took the host to 210 MB; tests/python/test_hostile_input.py checks the ratio).
 FROM_BROWSER_MAX = 32 * 1024 * 1024
 # Python keeps a text of one width: a single character beyond Latin-1 (or a \u escape of one) makes every
 # character of the frame's text, and of the string holding it, 2 or 4 bytes. A frame that is not plain ASCII or
