@@ -65,7 +65,11 @@ class FetchService:
         page = page or Page()
         for req in requests:
             req.method = req.method.upper()
-            with_accept_encoding(req, urlsplit(req.url).scheme.lower())
+            try:
+                scheme = urlsplit(req.url).scheme.lower()
+            except ValueError:  # not a URL: the engine answers this request with its error, the others go on
+                continue
+            with_accept_encoding(req, scheme)
         origins = await self._recall(requests, page)
         try:
             return await self._splitting.fetch(requests, DecodingSink(sink), page)

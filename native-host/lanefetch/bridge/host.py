@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import logging
 import os
 import sys
@@ -19,7 +20,7 @@ from .. import protocol
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
-from ..engine.request import Origin, parse_target
+from ..engine.request import Origin, parse_target, site_name_problem
 from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
 from ..service import FetchService, ServiceConfig
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
@@ -41,12 +42,17 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class _BatchSink:
-    """Turns engine callbacks for one batch into protocol messages."""
+    """Turns engine callbacks for one batch into protocol messages; remembers which requests were answered (end or
+    error), so a batch that fails anyway answers exactly the others."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
+        self.answered: set[str] = set()
+        self.given_up: set[str] = set()  # answered by the failed batch: whatever the engine still says is dropped
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        if request.id in self.given_up:
+            return
         msg = protocol.head(request.id, head)
         try:
             encode(msg)
@@ -55,17 +61,35 @@ class _BatchSink:
         await self._send(msg)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
+        if request.id in self.given_up:
+            return
         for i in range(0, len(data), BODY_CHUNK):
             await self._send(protocol.body(request.id, data[i : i + BODY_CHUNK]))
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        if request.id in self.given_up:
+            return
+        self.answered.add(request.id)
         await self._send(protocol.end(request.id, body_bytes, trailers))
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
+        if request.id in self.given_up:
+            return
+        self.answered.add(request.id)
         await self._send(protocol.request_error(request.id, error))
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        if request.id in self.given_up:
+            return
         await self._send(protocol.timing(request.id, report))
+
+    async def give_up(self, requests: list[FetchRequest], why: str) -> None:
+        """The batch failed: every request not answered yet gets `internal` with its id, and nothing more."""
+        for r in requests:
+            if r.id not in self.answered:
+                self.answered.add(r.id)
+                self.given_up.add(r.id)
+                await self._send(protocol.error("internal", why, r.id))
 
 
 def _to_request(raw: dict[str, Any]) -> FetchRequest:
@@ -125,8 +149,31 @@ class Host:
         fetcher.engine.on_connected = self._connected
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
+        """One message from the browser. Whatever goes wrong with it is answered and ends nothing else: a bug
+        in handling one message is logged and reported as `internal`, and the host reads the next."""
+        try:
+            await self._handle(item)
+        except Exception as e:
+            kind = item.get("type") if isinstance(item, dict) else None
+            log.exception("handling a %.40r message failed", kind)
+            said = f"the helper failed to handle a {kind!r:.40} message: {e!r}"
+            await self._send(protocol.error("internal", said))
+            nonce = item.get("nonce") if isinstance(item, dict) else None
+            if isinstance(nonce, str) and len(nonce) <= 128:  # the pages that wait for an answer get theirs
+                if kind == "cache":
+                    await self._send(protocol.cache_error(nonce, said))
+                elif kind == "interfaces":
+                    await self._send(protocol.interfaces_state(nonce, PolicyAnswer(None, "", said)))
+
+    async def _handle(self, item: dict[str, Any] | BadFrame) -> None:
         if isinstance(item, BadFrame):
-            await self._send(protocol.error(item.code, item.reason))
+            if item.report:
+                await self._send(protocol.error(item.code, item.reason))
+            # Name every request the frame named (not those of other batches under way): the extension lets the
+            # browser fetch them at once instead of waiting for its timeout.
+            for rid in item.ids:
+                if rid not in self._live_ids:
+                    await self._send(protocol.error(item.code, f"not fetched: {item.reason}", rid))
             return
         reason = protocol.check(item, "ToHost")
         if reason is not None:
@@ -161,9 +208,19 @@ class Host:
                 await self._send(protocol.error("bad_message", "https_sites needs a Firefox hello first"))
                 return
             from ..proxy.ca_certs import Site
+            from ..proxy.ca_sites import SiteState
 
-            wanted = [Site(s["scope"], s["name"].lower()) for s in item["sites"]]
-            await self._send(protocol.https_state(item.get("nonce"), await self.proxy.sync_https(wanted)))
+            wanted, refused = [], []
+            for s in item["sites"]:
+                site = Site(s["scope"], s["name"].lower())
+                problem = site_name_problem(site.name)
+                if problem is None:
+                    wanted.append(site)
+                else:  # never reaches certutil or X.509 (a non-ASCII name or a NUL there raised)
+                    refused.append(SiteState(site, "failed", detail=f"not a host name: {problem}"))
+            result = await self.proxy.sync_https(wanted)
+            result = dataclasses.replace(result, sites=[*result.sites, *refused])
+            await self._send(protocol.https_state(item.get("nonce"), result))
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])
@@ -208,6 +265,8 @@ class Host:
 
     async def _reject(self, item: dict[str, Any], reason: str) -> None:
         kind = item.get("type")
+        if kind == "batch" and await self._start_valid_part(item):
+            return
         await self._send(protocol.error("bad_message", f"invalid {kind!r} message: {reason}"))
         nonce = item.get("nonce")
         if kind == "interfaces" and isinstance(nonce, str) and len(nonce) <= 128:
@@ -219,6 +278,27 @@ class Host:
                 rid = raw.get("id") if isinstance(raw, dict) else None
                 if isinstance(rid, str) and 0 < len(rid) <= 128:
                     await self._send(protocol.error("bad_message", f"not fetched: {reason}", rid))
+
+    async def _start_valid_part(self, item: dict[str, Any]) -> bool:
+        """A batch whose only faults are in some of its requests: those get their error, the others are fetched.
+        False (nothing done) when the batch itself is at fault or none of its requests is valid."""
+        raws = item.get("requests")
+        if not isinstance(raws, list):
+            return False
+        ok = [protocol.valid(raw, "Request") for raw in raws]
+        good = [raw for raw, fine in zip(raws, ok, strict=True) if fine]
+        if not good or not protocol.valid({**item, "requests": good}, "ToHost"):
+            return False
+        answered = {raw["id"] for raw in good} | self._live_ids  # an invalid copy of their id says nothing
+        worded = 0  # the reason costs a few ms per request (jsonschema): the first ones are worded
+        for raw, fine in zip(raws, ok, strict=True):
+            rid = raw.get("id") if isinstance(raw, dict) else None
+            if not fine and isinstance(rid, str) and 0 < len(rid) <= 128 and rid not in answered:
+                worded += 1
+                why = protocol.check(raw, "Request") if worded <= 20 else "see the batch's first invalid requests"
+                await self._send(protocol.error("bad_message", f"invalid request: {why}", rid))
+        await self._start_batch({**item, "requests": good})
+        return True
 
     async def _cache_command(self, action: str, nonce: str | None) -> dict[str, Any]:
         """Stats of (or, for "clear", empty first) the persistent cache and the private-browsing one."""
@@ -263,6 +343,9 @@ class Host:
                 requests.append(_to_request(raw))
             except FetchError as e:
                 await self._send(protocol.request_error(raw["id"], e))
+            except Exception as e:  # a bug with this request: its error, the others go on
+                log.exception("request %.128r of batch %.128r", raw["id"], batch_id)
+                await self._send(protocol.error("internal", f"request not taken: {e!r}", raw["id"]))
         page = _to_page(item["page"])
         ids = [r.id for r in requests]
         self._live_ids.update(ids)
@@ -271,16 +354,19 @@ class Host:
         self._batches[batch_id] = task
 
     async def _run_batch(self, batch_id: str, requests: list[FetchRequest], page: Page) -> None:
+        sink = _BatchSink(self._send)
+        connections = max_concurrent = 0
         try:
-            result = await self.fetcher.fetch(requests, _BatchSink(self._send), page)
-            await self._send(protocol.batch_done(batch_id, result.connections, result.max_concurrent_connections))
-        except Exception as e:  # a bug must not take the host down: report it, the extension falls back
+            result = await self.fetcher.fetch(requests, sink, page)
+            connections, max_concurrent = result.connections, result.max_concurrent_connections
+        except Exception as e:  # a bug must not take the host down: each request not answered yet gets its error
             log.exception("batch %s failed", batch_id)
-            await self._send(protocol.error("internal", f"batch {batch_id} failed: {e!r}"))
+            await sink.give_up(requests, f"batch {batch_id} failed: {e!r}")
         finally:
             self._live_ids.difference_update(r.id for r in requests)
             self._batch_ids.pop(batch_id, None)
             self._batches.pop(batch_id, None)
+        await self._send(protocol.batch_done(batch_id, connections, max_concurrent))
 
     async def close(self) -> None:
         for task in list(self._batches.values()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from typing import Protocol
 
@@ -78,7 +79,10 @@ class Connection:
     async def run(self) -> None:
         try:
             self.transport = await self.pool.open_transport(self.connect_timing)
-        except FetchError as e:
+        except Exception as e:  # anything else too: a task that died silently left its origin's requests waiting
+            if not isinstance(e, FetchError):
+                logging.getLogger("lanefetch.engine").exception("connection %d to %s", self.id, self.pool.origin)
+                e = FetchError("internal", f"cannot connect to {self.pool.origin}: {e!r}")
             self.state.ended = True
             await self.pool.connection_failed(self, e)
             return

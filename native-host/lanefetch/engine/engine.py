@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from .origin_policy import OriginPolicy
 from .pool import OriginPool
 from .request import FetchRequest, Origin, parse_target, validate
 from .transport import make_tls_context
+
+log = logging.getLogger("lanefetch.engine")
 
 
 @dataclass(eq=False)
@@ -63,7 +66,10 @@ class Engine:
                 req.method = req.method.upper()
                 try:
                     target = validate(req)
-                except FetchError as e:
+                except Exception as e:  # this request's error; the batch goes on
+                    if not isinstance(e, FetchError):
+                        log.exception("validating request %.128r", req.id)
+                        e = FetchError("internal", f"request not fetched: {e!r}")
                     ex = Exchange(req, None, sink, next(self._seq), 0)
                     tracker.exchanges.append(ex)
                     await ex.fail(e)

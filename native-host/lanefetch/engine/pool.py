@@ -163,7 +163,7 @@ class OriginPool:
                         loop.getaddrinfo(self.origin.host, self.origin.port, type=socket.SOCK_STREAM),
                         self.config.connect_timeout,
                     )
-            except (OSError, TimeoutError) as e:
+            except (OSError, TimeoutError, ValueError) as e:  # ValueError: UnicodeError of the resolver's IDNA step
                 raise FetchError("dns_failed", f"cannot resolve {self.origin.host}: {e}") from None
             finally:
                 timing.dns_end = now()

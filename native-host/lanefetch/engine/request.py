@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -11,6 +12,9 @@ from .fields import Headers
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\r\n\x00]")
+# What a host name never holds: the URL standard's forbidden host code points (browsers refuse them too), C0
+# controls and DEL, and % (a browser decodes percent-escapes in a host before it sends the URL anywhere).
+_FORBIDDEN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
 
 # Hop-by-hop (RFC 9110 §7.6.1) and fields the engine itself owns for the connection it uses.
 _DROP_REQUEST = frozenset(
@@ -81,17 +85,58 @@ def parse_target(url: str) -> Target:
         raise FetchError("bad_url", f"URL has no host: {url[:200]!r}")
     if parts.username is not None or parts.password is not None:
         raise FetchError("bad_url", "URLs with credentials are not fetched by the helper")
-    host = parts.hostname.lower()
     try:
-        host.encode("ascii")
-    except UnicodeEncodeError:
-        host = host.encode("idna").decode("ascii")
+        host = wire_host(parts.hostname.lower())
+    except ValueError as e:
+        raise FetchError("bad_url", f"URL host {parts.hostname[:200]!r} {e}") from None
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     if any(c in path for c in " \r\n\x00"):
         raise FetchError("bad_url", "URL path contains characters that cannot be sent")
     return Target(Origin(scheme, host, port or (443 if scheme == "https" else 80)), path)
+
+
+def wire_host(host: str) -> str:
+    """The host (lower case, IPv6 without brackets) as it goes to the resolver and into Host:; ValueError saying
+    what is wrong with it otherwise. A name becomes ASCII (IDNA A-labels); each label must be 1–63 characters and
+    the name at most 253 (DNS's limits): the resolver's own IDNA step raises UnicodeError beyond them, which is
+    not an OSError and used to escape the connect task."""
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError("is not an IPv6 address") from None
+        return host
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as e:
+            raise ValueError(f"is not a valid international domain name ({e})") from None
+    if _FORBIDDEN_HOST.search(host):
+        raise ValueError("holds characters a host name cannot hold")
+    name = host.removesuffix(".")  # a fully qualified name's final dot
+    if len(name) > 253 or not all(1 <= len(label) <= 63 for label in name.split(".")):
+        raise ValueError("is not a DNS name (labels of 1–63 characters, 253 in all)")
+    return host
+
+
+def site_name_problem(name: str) -> str | None:
+    """None if `name` (an https site as the extension names it: a DNS name in ASCII, an IPv4 address, or an
+    IPv6 address in brackets) can be given a certificate authority; else what is wrong with it."""
+    if name.startswith("[") and name.endswith("]"):
+        try:
+            ipaddress.IPv6Address(name[1:-1])
+        except ValueError:
+            return "not an IPv6 address in brackets"
+        return None
+    if not name.isascii():
+        return "not ASCII (a name in IDNA A-labels is)"
+    try:
+        host = wire_host(name)
+    except ValueError as e:
+        return str(e)
+    return None if host == name else "not a host name in its ASCII form"
 
 
 def validate(request: FetchRequest) -> Target:
