@@ -150,6 +150,8 @@ class Connection:
                 data = await asyncio.wait_for(
                     self.transport.reader.read(READ_SIZE), cfg.sync_quiet if syncing else cfg.stall_timeout)
             except TimeoutError:
+                if self.state.in_flight and syncing:
+                    continue  # a request went out during the short sync wait: listen again, for the stall timeout
                 if self.state.in_flight:
                     await self._handle(self.state.stalled())
                 elif self.state.unverified:

@@ -1097,3 +1097,33 @@ async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Pa
             assert srv.connections[before].received[1].unanswered_at_arrival == 0, "cleared, yet remembered"
         finally:
             await third.aclose()
+
+
+async def test_a_request_sent_while_held_answers_wait_for_their_sync_point_is_no_stall() -> None:
+    """Held answers wait for the idle connection to stay quiet; a request of the next batch sent meanwhile must
+    not turn that short wait into a stall (it did: the held answers were dropped and fetched again)."""
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            batch = [req]
+            await conn.settle(0.05)
+            while conn.waiting() and (more := await conn.next_request()) is not None:
+                batch.append(more)
+            if any(r.path == "/r/d/400" for r in batch):
+                await conn.hold(1.0)  # past the sync wait the next batch's request went out in
+            conn.server.state["answered"] = conn.server.state.get("answered", 0) + len(batch)  # type: ignore[operator]
+            await conn.send(b"".join(ordinary(r) for r in batch), completes=len(batch))
+
+    async with setup(run, config(sync_quiet=0.5)) as (srv, engine):
+        proven(engine, srv)
+        first = gets(srv, ["/r/a/100", "/r/b/200", "/r/c/300"])
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(first, sink, LOOPBACK))
+        deadline = time.monotonic() + 10
+        while srv.state.get("answered") != 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        assert srv.state.get("answered") == 3, "the server never answered the first batch"
+        second = await fetch(engine, gets(srv, ["/r/d/400"], prefix="next"))  # sent inside the sync wait
+        await asyncio.wait_for(task, 10)
+        sink.check_exact(first, expected)
+        second.check_exact(list(second.records[r].request for r in second.records), expected)
+        assert [answers(srv).count(p) for p in ("/r/a/100", "/r/b/200", "/r/c/300")] == [1, 1, 1], answers(srv)
