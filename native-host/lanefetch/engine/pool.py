@@ -25,7 +25,7 @@ from .exchange import Exchange
 from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
-from .pool_plan import allowed_depth, carries_bulk, connections_to_open, over_budget
+from .pool_plan import allowed_depth, carries_bulk, connections_to_open, may_join, over_budget
 from .request import Origin
 from .timing import ConnectTiming, now
 from .transport import Transport, open_transport
@@ -95,6 +95,10 @@ class OriginPool:
         depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, self.outstanding(),
                               len(self.connections))
         if not conn.state.can_send(ex.method, depth):
+            return None
+        carried = {f.token.sort_key()[0] for f in conn.state.in_flight} | {
+            r.token.sort_key()[0] for r in conn.state.unverified}
+        if not may_join(carried, ex.sort_key()[0]):
             return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(len(c.state.in_flight) for c in self.connections), budget):

@@ -12,6 +12,10 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   origin's unanswered requests reach the budget (inflight_budget.py); an idle connection always may.
 - **Open for work.** Connections serving small work are opened up to the per-origin limit, never more than
   there are requests to serve.
+- **Render-blocking apart.** A pipelined answer reaches the page only when its connection has drained and gone
+  quiet (pipeline.py), so a stylesheet or script pipelined with images waits for the last image on its
+  connection, and the page's next wave (what the stylesheet imports, what the script loads) with it. Render-blocking
+  requests are therefore pipelined only with each other: such a connection drains after a few small answers.
 """
 
 from __future__ import annotations
@@ -39,6 +43,17 @@ def carries_bulk(bodies_remaining: Iterable[int | None], separate_bulk: bool) ->
 def over_budget(in_flight_here: int, in_flight_origin: int, budget: int | None) -> bool:
     """Must a connection with answers out wait because the origin asked for enough already? (None: no budget)"""
     return in_flight_here > 0 and budget is not None and in_flight_origin >= budget
+
+
+RENDER_BLOCKING = 0  # the first priority class of request.priority_key: document, stylesheet, script, font
+
+
+def may_join(carried: set[int], incoming: int) -> bool:
+    """May a request of priority class `incoming` be pipelined on a connection whose in-flight or held answers are
+    of these classes? Render-blocking work and other work never share a connection's pipeline."""
+    if not carried:
+        return True
+    return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
 
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from lanefetch.engine.pool_plan import BULK_BYTES, allowed_depth, carries_bulk, connections_to_open, over_budget
+from lanefetch.engine.pool_plan import (
+    BULK_BYTES,
+    allowed_depth,
+    carries_bulk,
+    connections_to_open,
+    may_join,
+    over_budget,
+)
 
 
 @pytest.mark.parametrize(("policy", "config", "outstanding", "conns", "depth"), [
@@ -50,3 +57,16 @@ def test_over_budget(here: int, origin: int, budget: int | None, wait: bool) -> 
 ])
 def test_connections_to_open(serving: int, work: int, limit: int, new: int) -> None:
     assert connections_to_open(serving, work, limit) == new
+
+
+@pytest.mark.parametrize(("carried", "incoming", "joins"), [
+    (set(), 0, True),
+    (set(), 2, True),
+    ({0}, 0, True),  # stylesheets and scripts together: the connection drains after a few small answers
+    ({0}, 2, False),  # an image behind a stylesheet would hold the stylesheet until the image is in
+    ({2}, 0, False),  # a stylesheet behind images would wait for all of them
+    ({1, 2}, 2, True),
+    ({0, 2}, 0, False),
+])
+def test_render_blocking_is_pipelined_only_with_its_own(carried: set[int], incoming: int, joins: bool) -> None:
+    assert may_join(carried, incoming) is joins
