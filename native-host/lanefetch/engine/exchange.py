@@ -119,7 +119,7 @@ class Exchange:
             self._held = _Held(head, framing)
             return
         if self._upstream_head is not None:
-            await self._continue_response(head, framing)
+            await self._continue_response(head)
             return
         self._upstream_head = head
         out = delivered_head(head)
@@ -210,7 +210,7 @@ class Exchange:
 
     # -- internals -----------------------------------------------------------------------------------------
 
-    async def _continue_response(self, head: ResponseHead, framing: Framing) -> None:
+    async def _continue_response(self, head: ResponseHead) -> None:
         """A retry's answer after the page already has this response's head: the rest of the body (a 206 from
         where it broke), or a whole answer provably the same (its delivered prefix skipped), or an error."""
         first = self._upstream_head

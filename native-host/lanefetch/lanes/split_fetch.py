@@ -32,6 +32,8 @@ from typing import Any
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
 from ..engine.fields import Headers
 from ..engine.request import parse_target
+from ..engine.response_parser import ResponseHead
+from ..engine.resume import strong_validator
 from ..engine.timing import LaneReport, epoch_ms, now
 from .estimate import LaneEstimate
 from .interfaces import Binding, PolicyStore
@@ -99,11 +101,9 @@ def _field(head: DeliveredHead, name: str) -> str | None:
 
 
 def _validator(head: DeliveredHead) -> str | None:
-    """What If-Range can carry: a strong ETag, else Last-Modified."""
-    etag = _field(head, "etag")
-    if etag and not etag.startswith("W/"):
-        return etag
-    return _field(head, "last-modified")
+    """What If-Range can carry, so pieces from different lanes provably belong to one representation: a strong
+    ETag, else a strong Last-Modified (engine/resume.py: RFC 9110's rules); None: the pieces cannot be proven."""
+    return strong_validator(ResponseHead(head.status, head.reason, head.http_version, head.headers))
 
 
 def _as_whole(head: DeliveredHead, total: int) -> DeliveredHead:
