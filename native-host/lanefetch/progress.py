@@ -30,6 +30,8 @@ class DownloadProgress:
             TransferSpeedColumn(),
             TimeRemainingColumn(),
             console=Console(file=stream),
+            # Standard output carries bodies or the report: rich must never route it through the progress.
+            redirect_stdout=False,
         )
         self._requests = requests
         self._rows: dict[str, TaskID] = {}
