@@ -315,7 +315,7 @@ def _cache_command(args: argparse.Namespace) -> int:
     store = SqliteStore(directory, ServiceConfig().cache_max_bytes)
     try:
         if args.action == "clear":
-            print(f"removed {store.clear()} entries from {store.path}")
+            print(f"removed {_plural(store.clear(), 'entry', 'entries')} from {store.path}")
         else:
             st = store.stats()
             print(f"location: {st.location}\nentries:  {st.entries}\nbytes:    {st.bytes}")
