@@ -182,15 +182,16 @@ def _where_bodies_go(args: argparse.Namespace) -> str | None:
 def _check_split(args: argparse.Namespace, service: FetchService) -> None:
     """--interface and --split each do nothing without the other's conditions: say so rather than fetch as if
     all were well."""
+    warn = (lambda _: None) if args.quiet else _warn
     if args.interface and not args.split:
-        _warn("--interface is used only with --split; fetching over the default route. Add --split to fetch "
+        warn("--interface is used only with --split; fetching over the default route. Add --split to fetch "
               "large bodies as byte ranges over the named interfaces")
     if not args.split:
         return
     lanes = service.splitter().lanes  # named interfaces are checked (and found) before anything is fetched
     if len(lanes) < 2:
         name = (lanes[0].spec.name if lanes else None) or "the default route"
-        _warn(f"--split has one interface to use ({name}), so each body comes over it alone. Name two or more "
+        warn(f"--split has one interface to use ({name}), so each body comes over it alone. Name two or more "
               "with --interface NAME --interface NAME2, or allow more with `lanefetch interfaces set NAME "
               "--enable` (see `lanefetch interfaces`)")
 

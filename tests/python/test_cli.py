@@ -423,3 +423,12 @@ async def test_plurals_in_the_report() -> None:
         port = closed_port()
         code, _, err = await run_cli(f"http://127.0.0.1:{port}/x")
         assert code == 1 and "1 of 1 request failed" in err, err
+
+
+async def test_quiet_drops_warnings_and_notices_not_errors(tmp_path: Path) -> None:
+    async with ScriptedServer(missing_pages()) as srv:
+        url = srv.url("/missing/page")
+        code, _, err = await run_cli("-s", "--interface", "lo", "--json", url, env=own_config(tmp_path))
+        assert code == 0 and err == "", err
+        code, _, err = await run_cli("-s", "-f", url)
+        assert code == 22 and url in err, err
