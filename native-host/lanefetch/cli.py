@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
@@ -21,30 +23,46 @@ from .cache.location import default_cache_dir
 from .engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from .lanes.interfaces import parse_interface_arg
 from .lanes.interfaces_command import interfaces_command, interfaces_parser
-from .lanes.progress import MIN_SIZE as PROGRESS_MIN_SIZE
-from .lanes.progress import ProgressBar
+from .progress import DownloadProgress
 from .proxy.ca_cli import firefox_https_command, firefox_https_parser
 from .service import FetchService, ServiceConfig
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def _is_binary(data: bytes) -> bool:
+    return b"\0" in data  # curl's test: text on a terminal has no NUL byte, nearly every binary format has some
 
 
 class _Result:
     def __init__(self, request: FetchRequest) -> None:
         self.request = request
         self.status: int | None = None
+        self.reason = ""
         self.bytes = 0
         self.error: FetchError | None = None
         self.report: TimingReport | None = None
         self.file: IO[bytes] | None = None
         self.path: Path | None = None
-        self.progress: ProgressBar | None = None
+        self.withheld = False  # an HTTP error's body under --fail: not written anywhere
+        self.refused = False  # a binary body not written to the terminal
 
 
 class _CliSink:
-    """Collects results; with an output directory, streams each body into its file."""
+    """Collects results; with an output directory, streams each body into its file; with `stdout`, the one
+    body to standard output."""
 
-    def __init__(self, out_dir: Path | None, progress: bool = False) -> None:
+    def __init__(self, out_dir: Path | None, *, stdout: IO[bytes] | None = None, fail: bool = False,
+                 progress: DownloadProgress | None = None, stop: Callable[[str], None] | None = None) -> None:
         self.out_dir = out_dir
-        self.show_progress = progress  # a bar on stderr for large split downloads
+        self.stdout = stdout
+        self.stdout_is_terminal = stdout is not None and stdout.isatty()
+        self.fail = fail
+        self.progress = progress
+        self.stop = stop  # abandon a request whose body has nowhere to go
+        self.stdout_closed = False
         self.results: dict[str, _Result] = {}
         self._names: set[str] = set()
 
@@ -61,21 +79,35 @@ class _CliSink:
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
         r = self.results[request.id]
-        r.status = head.status
+        r.status, r.reason = head.status, head.reason
+        r.withheld = self.fail and head.status >= 400  # like curl -f: an error page is not the file asked for
         size = next((int(v) for k, v in head.headers if k.lower() == "content-length" and v.isdigit()), None)
-        if self.show_progress and request.split and (size or 0) >= PROGRESS_MIN_SIZE:
-            r.progress = ProgressBar(sys.stderr, request.url, size)
-        if self.out_dir is not None:
-            r.path = self.out_dir / self._name_for(request.url)
+        if self.progress is not None:
+            label = unquote(urlsplit(request.url).path.rsplit("/", 1)[-1]) or request.url
+            self.progress.begin(request.id, label, None if head.decoded or request.method == "HEAD" else size)
+        if self.out_dir is not None and not r.withheld:
+            if r.path is None:
+                r.path = self.out_dir / self._name_for(request.url)
             r.file = r.path.open("wb")
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         r = self.results[request.id]
         r.bytes += len(data)
-        if r.progress is not None:
-            r.progress.update(len(data))
+        if self.progress is not None:
+            self.progress.advance(request.id, len(data))
         if r.file is not None:
             r.file.write(data)
+        elif self.stdout is not None and not (r.withheld or r.refused or self.stdout_closed):
+            if self.stdout_is_terminal and _is_binary(data):
+                r.refused = True
+                self._stop(request)
+                return
+            try:
+                self.stdout.write(data)
+                self.stdout.flush()  # a pipe's reader sees the body as it arrives
+            except BrokenPipeError:
+                self.stdout_closed = True  # the reader is gone (`| head`): nothing more to fetch for it
+                self._stop(request)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
         self._close(self.results[request.id])
@@ -90,11 +122,13 @@ class _CliSink:
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
         self.results[request.id].report = report
 
-    @staticmethod
-    def _close(r: _Result) -> None:
-        if r.progress is not None:
-            r.progress.finish()
-            r.progress = None
+    def _stop(self, request: FetchRequest) -> None:
+        if self.stop is not None:
+            self.stop(request.id)
+
+    def _close(self, r: _Result) -> None:
+        if self.progress is not None:
+            self.progress.end(r.request.id)
         if r.file is not None:
             r.file.close()
             r.file = None
@@ -132,6 +166,36 @@ def _request_json(r: _Result) -> dict[str, Any]:
     }
 
 
+def _warn(text: str) -> None:
+    print(f"lanefetch: warning: {text}", file=sys.stderr)
+
+
+def _where_bodies_go(args: argparse.Namespace) -> str | None:
+    """None when the bodies have a place (a directory, standard output, nowhere for --json or --head);
+    else why not and what to do."""
+    if args.out is not None or args.json or args.head or len(args.urls) == 1:
+        return None
+    return (f"{len(args.urls)} URLs and no --out: standard output takes one body. Give --out DIR to keep each "
+            "body in DIR, or --json for the report alone (the bodies are then not kept)")
+
+
+def _check_split(args: argparse.Namespace, service: FetchService) -> None:
+    """--interface and --split each do nothing without the other's conditions: say so rather than fetch as if
+    all were well."""
+    warn = (lambda _: None) if args.quiet else _warn
+    if args.interface and not args.split:
+        warn("--interface is used only with --split; fetching over the default route. Add --split to fetch "
+              "large bodies as byte ranges over the named interfaces")
+    if not args.split:
+        return
+    lanes = service.splitter().lanes  # named interfaces are checked (and found) before anything is fetched
+    if len(lanes) < 2:
+        name = (lanes[0].spec.name if lanes else None) or "the default route"
+        warn(f"--split has one interface to use ({name}), so each body comes over it alone. Name two or more "
+              "with --interface NAME --interface NAME2, or allow more with `lanefetch interfaces set NAME "
+              "--enable` (see `lanefetch interfaces`)")
+
+
 async def _fetch(args: argparse.Namespace) -> int:
     config = ServiceConfig(
         EngineConfig(
@@ -144,34 +208,55 @@ async def _fetch(args: argparse.Namespace) -> int:
         cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
         lanes=[(n, w or 1.0) for n, w in args.interface] if args.interface else None,
     )
+    to_stdout = args.out is None and not args.json and not args.head
+    show = not args.quiet and sys.stderr.isatty()
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-    sink = _CliSink(args.out, progress=args.split and sys.stderr.isatty())
-    requests = []
-    for i, url in enumerate(args.urls):
-        req = FetchRequest(id=str(i), method="HEAD" if args.head else "GET", url=url,
-                           headers=list(args.header), decode=args.decode, split=args.split)
-        sink.results[req.id] = _Result(req)
-        requests.append(req)
-    engine = FetchService(config)
+    service = FetchService(config, warn=None if args.quiet else _warn)
+    stops: set[asyncio.Task[None]] = set()
+
+    def stop(request_id: str) -> None:
+        # From inside the sink's callback: the cancel runs after it returns, as the engine expects.
+        task = asyncio.get_running_loop().create_task(service.cancel_and_close(request_id))
+        stops.add(task)
+        task.add_done_callback(stops.discard)
+
+    progress: DownloadProgress | None = None
     try:
-        if args.split:
-            engine.splitter()  # named interfaces are checked (and found) before anything is fetched or timed
+        try:
+            _check_split(args, service)
+        except ValueError as e:  # a bad --interface or interface policy
+            print(f"lanefetch: {e}", file=sys.stderr)
+            return 2
+        if show:
+            progress = DownloadProgress(sys.stderr, len(args.urls))
+        sink = _CliSink(args.out, stdout=sys.stdout.buffer if to_stdout else None, fail=args.fail,
+                        progress=progress, stop=stop)
+        requests = []
+        for i, url in enumerate(args.urls):
+            req = FetchRequest(id=str(i), method="HEAD" if args.head else "GET", url=url,
+                               headers=list(args.header), decode=args.decode, split=args.split)
+            sink.results[req.id] = _Result(req)
+            requests.append(req)
         start = time.monotonic()
-        result = await engine.fetch(requests, sink, Page(address_space=args.as_page))
+        result = await service.fetch(requests, sink, Page(address_space=args.as_page))
         # A resource that changed during a split fetch starts over once, from scratch.
         changed = [r.request for r in sink.results.values()
                    if r.request.split and r.error is not None and r.error.code == "resource_changed"]
         if changed:
             for req in changed:
-                sink.results[req.id] = _Result(req)
-            await engine.fetch(changed, sink, Page(address_space=args.as_page))
+                old, sink.results[req.id] = sink.results[req.id], _Result(req)
+                sink.results[req.id].path = old.path  # the same file name as the first attempt's
+            await service.fetch(changed, sink, Page(address_space=args.as_page))
         elapsed = time.monotonic() - start  # the last byte; closing connections is not part of the fetch
-    except ValueError as e:  # a bad --interface or interface policy
-        print(f"lanefetch: {e}", file=sys.stderr)
-        return 2
+        if stops:
+            await asyncio.gather(*stops)
     finally:
-        await engine.aclose()
+        if progress is not None:
+            progress.close()
+        await service.aclose()
+    if sink.stdout_closed:
+        raise BrokenPipeError  # main() ends quietly, as after any write to a closed standard output
     results = [sink.results[r.id] for r in requests]
     if args.json:
         json.dump({
@@ -181,28 +266,47 @@ async def _fetch(args: argparse.Namespace) -> int:
             "requests": [_request_json(r) for r in results],
         }, sys.stdout, indent=2)
         print()
-    else:
+    elif not to_stdout or show:
+        # With the body on standard output the report goes to the terminal watching, and only there.
+        report = sys.stderr if to_stdout else sys.stdout
         for r in results:
             conn = r.report.connection if r.report else None
             where = f"conn {conn.id} #{conn.pipeline_position} depth {conn.pipeline_depth}" if conn else "-"
             if r.report is not None and r.report.cache != "none":
                 where = f"cache {r.report.cache}" if conn is None else f"{where} ({r.report.cache})"
             status = r.status if r.error is None else f"ERR {r.error.code}"
-            print(f"{status!s:>8} {r.bytes:>10} B  {where:<26} {r.request.url}")
+            print(f"{status!s:>8} {r.bytes:>10} B  {where:<26} {r.request.url}", file=report)
             for lane in (r.report.lanes or []) if r.report else []:
                 rate = "-" if lane.throughput_bps is None else f"{lane.throughput_bps / 1e6:.2f} Mbit/s"
                 state = f"  down: {lane.down}" if lane.down else ""
-                print(f"{'':>8} {lane.bytes:>10} B  lane {lane.interface} ({lane.requests} requests, {rate}){state}")
-        print(f"{len(results)} requests in {elapsed:.3f} s over {result.connections} connections "
-              f"(at most {result.max_concurrent_connections} at once)")
-    failed = [r for r in results if r.error is not None]
+                print(f"{'':>8} {lane.bytes:>10} B  lane {lane.interface} "
+                      f"({_plural(lane.requests, 'request')}, {rate}){state}", file=report)
+        print(f"{_plural(len(results), 'request')} in {elapsed:.3f} s over "
+              f"{_plural(result.connections, 'connection')} (at most {result.max_concurrent_connections} at once)",
+              file=report)
+    sys.stdout.flush()  # here, where a closed standard output is caught, not at the interpreter's exit
+    refused = [r for r in results if r.refused]
+    for r in refused:
+        print(f"lanefetch: {r.request.url}: the body is binary; not writing it to the terminal. Give --out DIR, "
+              "or send standard output to a file or program (> FILE, | PROGRAM)", file=sys.stderr)
+    failed = [r for r in results if r.error is not None and not r.refused]
     if failed:
         first = failed[0]
         assert first.error is not None
-        print(f"lanefetch: {len(failed)} of {len(results)} requests failed; first: {first.request.url}: "
+        print(f"lanefetch: {len(failed)} of {_plural(len(results), 'request')} failed; first: {first.request.url}: "
               f"{first.error.code}: {first.error.message}", file=sys.stderr)
         return 1
-    return 0
+    if refused:
+        return 1
+    http_errors = [r for r in results if r.status is not None and r.status >= 400]
+    for r in http_errors:
+        status = f"HTTP {r.status} {r.reason}".rstrip()
+        if args.fail:
+            print(f"lanefetch: {r.request.url}: {status}", file=sys.stderr)
+        elif not args.quiet:
+            print(f"lanefetch: {r.request.url}: {status} (exit status 0 all the same; --fail makes it 22)",
+                  file=sys.stderr)
+    return 22 if args.fail and http_errors else 0
 
 
 def _cache_command(args: argparse.Namespace) -> int:
@@ -212,7 +316,7 @@ def _cache_command(args: argparse.Namespace) -> int:
     store = SqliteStore(directory, ServiceConfig().cache_max_bytes)
     try:
         if args.action == "clear":
-            print(f"removed {store.clear()} entries from {store.path}")
+            print(f"removed {_plural(store.clear(), 'entry', 'entries')} from {store.path}")
         else:
             st = store.stats()
             print(f"location: {st.location}\nentries:  {st.entries}\nbytes:    {st.bytes}")
@@ -231,6 +335,16 @@ def _install(args: argparse.Namespace, remove: bool) -> int:
         return 2
     for s in p.sandboxed:
         print(f"note: {s.advice}")
+    if p.not_found and not remove:
+        # A registration for a browser that is not there does nothing, and nothing would ever say so: refuse
+        # unless the user insists (a browser installed somewhere lanefetch does not look).
+        for b in p.not_found:
+            reason = p.why_not_found(b)
+            if not args.force:
+                print(f"lanefetch: not registering for {b.name}: {reason}. Install or start {b.name} first, or "
+                      "pass --force if it is installed where lanefetch does not look", file=sys.stderr)
+                return 1
+            print(f"lanefetch: warning: registering for {b.name} as asked (--force): {reason}", file=sys.stderr)
     if not p.targets:
         print("lanefetch: found no browser for this user (looked for " + ", ".join(b.name for b in BROWSERS)
               + "); name one with --browser", file=sys.stderr)
@@ -250,15 +364,44 @@ def _install(args: argparse.Namespace, remove: bool) -> int:
     return 0
 
 
+FETCH_EXAMPLES = """\
+examples:
+  lanefetch fetch https://example.org/file.iso > file.iso
+      one URL: its body goes to standard output, like curl
+  lanefetch fetch --out pages https://example.org/ https://example.org/style.css https://example.org/app.js
+      several URLs: each body into the folder pages/ (named after the URL's last path segment)
+  lanefetch fetch --split --interface eth0 --interface wlan0 --out . https://example.org/big.iso
+      one large body as byte ranges over two network interfaces at once
+  lanefetch fetch --json https://example.org/ https://example.org/a.css
+      a JSON report (status, bytes, timings, connection) per URL; the bodies are not kept
+  lanefetch fetch --fail https://example.org/missing || echo "not there"
+      an HTTP status of 400 or more exits with status 22
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lanefetch", description="Pipelined HTTP/1.1 fetching for slow links.")
+    raw = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(prog="lanefetch", description="Pipelined HTTP/1.1 fetching for slow links.",
+                                epilog=FETCH_EXAMPLES + "  lanefetch install\n      register the helper with "
+                                "the browsers found for this user\n\nlanefetch COMMAND --help: that "
+                                "command's options.", formatter_class=raw)
     p.add_argument("--version", action="version", version=f"lanefetch {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    f = sub.add_parser("fetch", help="fetch URLs as one batch over pipelined persistent connections")
+    f = sub.add_parser("fetch", help="fetch URLs as one batch over pipelined persistent connections",
+                       description="Fetch URLs as one batch over pipelined persistent connections. One URL's "
+                       "body goes to standard output unless --out is given.", epilog=FETCH_EXAMPLES,
+                       formatter_class=raw)
     f.add_argument("urls", nargs="+", metavar="URL")
-    f.add_argument("--json", action="store_true", help="print one JSON object with timings per request")
-    f.add_argument("--out", type=Path, help="write each body to DIR/<basename of the URL path>")
+    f.add_argument("--json", action="store_true",
+                   help="print one JSON object with timings per request (bodies go only to --out)")
+    f.add_argument("--out", type=Path, metavar="DIR", help="write each body to DIR/<basename of the URL path> "
+                   "(needed for several URLs; without it one URL's body goes to standard output)")
+    f.add_argument("-f", "--fail", action="store_true",
+                   help="an HTTP status of 400 or more: exit status 22, the body not written (like curl -f)")
+    f.add_argument("-s", "--quiet", action="store_true",
+                   help="no progress, report or warnings on stderr (errors still); progress shows only when "
+                   "stderr is a terminal anyway")
     f.add_argument("--no-pipeline", action="store_true", help="one request at a time per connection")
     f.add_argument("--connections", type=int, default=4, metavar="N", help="connections per origin (4)")
     f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
@@ -293,22 +436,53 @@ def build_parser() -> argparse.ArgumentParser:
         i.add_argument("--chromium-user-data-dir", type=Path, metavar="DIR",
                        help="a Chromium --user-data-dir: the manifest goes to DIR/NativeMessagingHosts")
         i.add_argument("--home", type=Path, default=Path.home(), help=argparse.SUPPRESS)
+        if name == "install":
+            i.add_argument("--force", action="store_true",
+                           help="register the browser named by --browser even though it was not found for this "
+                           "user (installed where lanefetch does not look); without it such a name is refused, "
+                           "since a registration nobody reads would fail silently")
     d = sub.add_parser("doctor", help="check the helper's registration with each browser and say how to fix it")
     d.add_argument("--browser", choices=["all", *(b.id for b in BROWSERS)], default="all")
     d.add_argument("--chromium-user-data-dir", type=Path, metavar="DIR",
                    help="check the registration for a Chromium --user-data-dir")
     d.add_argument("--home", type=Path, default=Path.home(), help=argparse.SUPPRESS)
+    for command_parser in sub.choices.values():
+        command_parser.set_defaults(command_parser=command_parser)  # its errors print its own usage
     return p
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse leaves a subcommand's unknown arguments to the top-level parser, whose usage says nothing
+        # about the subcommand's options: let the subcommand's own parser complain.
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Standard output was closed (`lanefetch fetch --json ... | head`): end quietly like other Unix tools.
+        # Python would report the failed flush again at exit, so standard output now goes nowhere.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE: what a shell reports for a tool ended by a closed pipe
+
+
+def _main(argv: list[str] | None) -> int:
+    args = _parse(argv)
     if os.environ.get("LANEFETCH_LOG"):
         logging.basicConfig(level=os.environ["LANEFETCH_LOG"], stream=sys.stderr, format="%(name)s %(message)s")
     if args.command == "fetch":
         if args.connections < 1 or args.depth < 1:
-            print("lanefetch: --connections and --depth must be at least 1", file=sys.stderr)
-            return 2
+            args.command_parser.error("--connections and --depth must be at least 1")
+        refusal = _where_bodies_go(args)
+        if refusal is not None:
+            args.command_parser.error(refusal)
         try:
             return asyncio.run(_fetch(args))
         except KeyboardInterrupt:

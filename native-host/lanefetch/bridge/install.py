@@ -147,6 +147,15 @@ class Plan:
     targets: list[Target]
     sandboxed: tuple[catalogue.Sandboxed, ...]
     detected: bool  # targets are the browsers found (not ones the user named)
+    not_found: tuple[catalogue.Browser, ...] = ()  # named by the user, yet not found for this user
+
+    def why_not_found(self, browser: catalogue.Browser) -> str:
+        """Why a named browser looks absent, and what would change that."""
+        boxed = [s for s in self.sandboxed if s.browser.id == browser.id]
+        if boxed:
+            return boxed[0].advice
+        return (f"it was not found for this user (no profile directory, no {' or '.join(browser.executables)} "
+                "on PATH)")
 
 
 def plan(choice: str, home: Path, chromium_user_data_dir: Path | None, *, system: bool = False,
@@ -155,11 +164,15 @@ def plan(choice: str, home: Path, chromium_user_data_dir: Path | None, *, system
     since other users' browsers cannot be seen)."""
     os_ = catalogue.current_os(platform)
     found = catalogue.detect(os_, home, env)
+    not_found: tuple[catalogue.Browser, ...] = ()
     if choice != "all":
         ids = [choice]
+        # A named user-data-dir is where that Chromium keeps its profile: the user has shown where it is.
+        if chromium_user_data_dir is None and catalogue.browser(choice) not in found.native:
+            not_found = (catalogue.browser(choice),)
     elif system:
         ids = [b.id for b in catalogue.BROWSERS]
     else:
         ids = [b.id for b in found.native]
     return Plan(targets(ids, home, chromium_user_data_dir, system=system, platform=platform, env=env),
-                found.sandboxed, choice == "all")
+                found.sandboxed, choice == "all", not_found)

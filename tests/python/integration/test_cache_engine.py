@@ -383,8 +383,8 @@ async def test_cli_fetch_with_cache_then_stats_and_clear(tmp_path: Path, origin:
     code, out, _ = await run("cache", "stats", "--cache-dir", where)
     assert code == 0 and "entries:  1" in out and where in out
     code, out, _ = await run("cache", "clear", "--cache-dir", where)
-    assert code == 0 and "removed 1 entries" in out
+    assert code == 0 and "removed 1 entry from" in out
     code, out, _ = await run("cache", "stats", "--cache-dir", where)
     assert "entries:  0" in out and "bytes:    0" in out
-    code, out, _ = await run("fetch", "--cache", "--cache-dir", where, url)
+    code, out, _ = await run("fetch", "--cache", "--cache-dir", where, "--out", str(tmp_path / "bodies"), url)
     assert code == 0 and "cache" not in out.split()[2:3]  # fetched again: no "cache hit" column

@@ -5,14 +5,28 @@ server's side."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
+import pty
 import socket
+import struct
 import sys
+import termios
 from pathlib import Path
 from typing import Any
 
 import pytest
-from misbehaving_servers import ScriptedServer, content, well_behaved, wrong_length
+from misbehaving_servers import (
+    Scenario,
+    ScriptedServer,
+    ServerConn,
+    content,
+    ordinary,
+    response,
+    well_behaved,
+    wrong_length,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 LANEFETCH = REPO / ".venv" / "bin" / "lanefetch"
@@ -20,19 +34,61 @@ TIMING_POINTS = {"queued", "dns_start", "dns_end", "connect_start", "connect_end
                  "last_byte"}
 
 
-async def run_cli(*args: str, timeout: float = 30) -> tuple[int, str, str]:
+async def run_lanefetch(*args: str, timeout: float = 30, tty: str | None = None, stdout: int | None = None,
+                        env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:
+    """The CLI's exit status, stdout and stderr. tty="stdout" or "stderr": that stream is a terminal (a pty of
+    120 columns), whose bytes are returned in its place; stdout: a file descriptor to give it instead."""
     argv = [str(LANEFETCH)] if LANEFETCH.exists() else [sys.executable, "-m", "lanefetch"]
+    master = slave = None
+    if tty is not None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        env = {**(env or os.environ), "TERM": "xterm-256color", "COLUMNS": "120"}
+    pipe = asyncio.subprocess.PIPE
     proc = await asyncio.create_subprocess_exec(
-        *argv, "fetch", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO,
+        *argv, *args, cwd=REPO, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=slave if tty == "stdout" else pipe if stdout is None else stdout,
+        stderr=slave if tty == "stderr" else pipe,
     )
+    terminal = b""
     try:
+        if slave is not None:
+            os.close(slave)  # the child's copy is the last: reading the pty ends when the child is gone
+        reading = asyncio.create_task(asyncio.to_thread(_read_pty, master)) if master is not None else None
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        if reading is not None:
+            terminal = await asyncio.wait_for(reading, timeout)
     except TimeoutError:
         proc.kill()
         await proc.wait()
         raise
+    finally:
+        if master is not None:
+            os.close(master)
     assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    if tty == "stdout":
+        out = terminal
+    elif tty == "stderr":
+        err = terminal
+    return proc.returncode, out or b"", err or b""
+
+
+def _read_pty(fd: int) -> bytes:
+    data = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+async def run_cli(*args: str, timeout: float = 30, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    code, out, err = await run_lanefetch("fetch", *args, timeout=timeout, env=env)
+    return code, out.decode(errors="replace"), err.decode()
 
 
 def paths(n: int, prefix: str = "/r") -> list[str]:
@@ -84,9 +140,9 @@ async def test_json_report() -> None:
         assert max(r["connection"]["pipeline_depth"] for r in reqs) >= 2
 
 
-async def test_text_output_and_success_exit() -> None:
+async def test_text_output_and_success_exit(tmp_path: Path) -> None:
     async with ScriptedServer(well_behaved()) as srv:
-        code, out, err = await run_cli(srv.url("/r/a/10"), srv.url("/r/b/20"))
+        code, out, err = await run_cli("--out", str(tmp_path), srv.url("/r/a/10"), srv.url("/r/b/20"))
         assert code == 0 and err == ""
         lines = out.strip().splitlines()
         assert len(lines) == 3 and "2 requests" in lines[-1]
@@ -195,7 +251,7 @@ async def test_no_pipeline_six_connections_baseline() -> None:
 
 async def test_depth_limits_the_pipeline() -> None:
     async with ScriptedServer(well_behaved(settle=0.03)) as srv:
-        code, _, err = await run_cli("--depth", "3", "--connections", "1", *(srv.url(p) for p in paths(20)))
+        code, _, err = await run_cli("--json", "--depth", "3", "--connections", "1", *(srv.url(p) for p in paths(20)))
         assert code == 0, err
         assert srv.connections[0].max_outstanding == 3, srv.connections[0].outstanding_at_answer
 
@@ -203,7 +259,7 @@ async def test_depth_limits_the_pipeline() -> None:
 async def test_header_option_forwards_end_to_end_headers_only() -> None:
     async with ScriptedServer(well_behaved()) as srv:
         code, _, err = await run_cli("--header", "X-Test: one two", "--header", "Connection: close",
-                                     "--header", "Upgrade: h2c", srv.url("/r/a/10"))
+                                     "--header", "Upgrade: h2c", "--json", srv.url("/r/a/10"))
         assert code == 0, err
         got = srv.requests[0]
         assert got.header("X-Test") == "one two"
@@ -215,3 +271,164 @@ async def test_bad_arguments() -> None:
     assert code == 2 and err.strip()
     code, _, err = await run_cli("--header", "no colon", "http://127.0.0.1:1/")
     assert code == 2 and "header" in err
+
+
+# ------------------------------------------------------------------------------ as a person meets it (issue 19)
+
+
+def missing_pages() -> Scenario:
+    """Ordinary answers, except 404 with a small HTML body for /missing/..."""
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            if req.path.startswith("/missing/"):
+                await conn.answer(req, response(404, b"<h1>no such page</h1>\n"))
+            else:
+                await conn.answer(req, ordinary(req))
+
+    return run
+
+
+def own_config(tmp_path: Path) -> dict[str, str]:
+    """The interface policy of a fresh user, not this machine's."""
+    return {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+async def test_progress_on_a_terminal_stderr(tmp_path: Path) -> None:
+    big, small = "/r/big/3000000", "/r/small/5000"
+    async with ScriptedServer(well_behaved()) as srv:
+        code, _, tty = await run_lanefetch("fetch", "--out", str(tmp_path), srv.url(big), srv.url(small),
+                                           tty="stderr")
+        assert code == 0, tty
+        text = tty.decode(errors="replace")
+        # the batch's row at its end: both bodies' bytes of both bodies' total, a speed, a time left
+        assert "2 files" in text and "3.0/3.0 MB" in text, text
+        assert "/s" in text and "0:00:00" in text, text
+        assert "3000000" in text  # a body's own row, named after it
+        assert (tmp_path / "3000000").read_bytes() == content(big)
+
+        for quiet in ("--quiet", "-s"):
+            code, _, tty = await run_lanefetch("fetch", quiet, "--out", str(tmp_path / "q"), srv.url(big),
+                                               tty="stderr")
+            assert code == 0 and tty == b"", tty
+
+
+async def test_one_url_body_goes_to_stdout() -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        code, out, err = await run_lanefetch("fetch", srv.url("/r/a/70000"))
+        assert code == 0 and err == b"", err
+        assert out == content("/r/a/70000")
+        # --json: the report alone, the body is not mixed into it
+        code, out, err = await run_lanefetch("fetch", "--json", srv.url("/r/a/70000"))
+        assert code == 0, err
+        assert json.loads(out)["requests"][0]["bytes"] == 70000
+
+
+async def test_several_urls_without_out_are_refused() -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        code, out, err = await run_cli(srv.url("/r/a/10"), srv.url("/r/b/20"))
+        assert code == 2 and out == ""
+        assert err.startswith("usage: lanefetch fetch") and "--out DIR" in err and "--json" in err, err
+        assert srv.connections == []
+
+
+async def test_binary_body_is_not_written_to_a_terminal() -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        url = srv.url("/r/a/70000")
+        assert b"\0" in content("/r/a/70000")
+        code, tty, err = await run_lanefetch("fetch", url, tty="stdout")
+        assert code == 1
+        assert tty == b"", tty[:200]
+        message = err.decode()
+        assert url in message and "binary" in message and "--out DIR" in message and "> FILE" in message, message
+
+
+async def test_http_error_status_is_printed_and_fail_exits_22(tmp_path: Path) -> None:
+    async with ScriptedServer(missing_pages()) as srv:
+        url = srv.url("/missing/page")
+        code, out, err = await run_lanefetch("fetch", url)
+        assert code == 0  # like curl without -f: the server answered
+        assert out == b"<h1>no such page</h1>\n"
+        assert f"{url}: HTTP 404 Not Found" in err.decode() and "--fail" in err.decode(), err
+
+        for flag in ("--fail", "-f"):
+            code, out, err = await run_lanefetch("fetch", flag, url)
+            assert code == 22, err
+            assert out == b""  # the error page is not the body asked for
+            assert err.decode().strip() == f"lanefetch: {url}: HTTP 404 Not Found"
+
+        # in a batch with --out: the good body is kept, the error page is not written, the exit status is 22
+        good = srv.url("/r/good/5000")
+        code, _, err = await run_lanefetch("fetch", "--fail", "--out", str(tmp_path), good, url)
+        assert code == 22 and url in err.decode(), err
+        assert sorted(os.listdir(tmp_path)) == ["5000"]
+
+
+async def test_interface_without_split_warns(tmp_path: Path) -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        code, _, err = await run_cli("--interface", "lo", "--json", srv.url("/r/a/10"), env=own_config(tmp_path))
+        assert code == 0, err
+        assert "warning: --interface is used only with --split" in err and "Add --split" in err, err
+
+
+async def test_split_with_one_usable_interface_warns(tmp_path: Path) -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        # loopback is never a lane: what is left is the default route alone
+        code, _, err = await run_cli("--split", "--interface", "lo", "--json", srv.url("/r/a/10"),
+                                     env=own_config(tmp_path))
+        assert code == 0, err
+        assert "interface lo not used" in err, err
+        assert "--split has one interface to use (the default route)" in err, err
+        assert "--interface NAME --interface NAME2" in err, err
+
+
+@pytest.mark.parametrize("args", [["--json"], []])
+async def test_closed_stdout_ends_quietly(args: list[str]) -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # `| head` that has already gone
+        try:
+            code, _, err = await run_lanefetch("fetch", *args, srv.url("/r/a/200000"), stdout=write_end)
+        finally:
+            os.close(write_end)
+        assert err == b"", err.decode()
+        assert code == 141
+
+
+async def test_bad_flag_prints_the_subcommands_usage() -> None:
+    code, _, err = await run_lanefetch("fetch", "--bogus", "http://127.0.0.1:1/")
+    text = err.decode()
+    assert code == 2 and text.startswith("usage: lanefetch fetch ") and "--split" in text, text
+    assert "lanefetch fetch: error: unrecognized arguments: --bogus" in text
+    code, _, err = await run_lanefetch("cache", "stats", "--bogus")
+    assert code == 2 and err.decode().startswith("usage: lanefetch cache "), err
+
+
+async def test_help_has_examples() -> None:
+    for args in (["--help"], ["fetch", "--help"]):
+        code, out, _ = await run_lanefetch(*args)
+        text = out.decode()
+        assert code == 0 and "examples:" in text, text
+        assert "lanefetch fetch https://example.org/file.iso > file.iso" in text
+        assert "--out pages https://" in text
+        assert "--split --interface eth0 --interface wlan0" in text
+        assert "lanefetch fetch --json " in text
+
+
+async def test_plurals_in_the_report() -> None:
+    async with ScriptedServer(well_behaved()) as srv:
+        code, out, err = await run_cli("--head", srv.url("/r/a/10"))
+        assert code == 0, err
+        assert "1 request in" in out and "over 1 connection (" in out, out
+        port = closed_port()
+        code, _, err = await run_cli(f"http://127.0.0.1:{port}/x")
+        assert code == 1 and "1 of 1 request failed" in err, err
+
+
+async def test_quiet_drops_warnings_and_notices_not_errors(tmp_path: Path) -> None:
+    async with ScriptedServer(missing_pages()) as srv:
+        url = srv.url("/missing/page")
+        code, _, err = await run_cli("-s", "--interface", "lo", "--json", url, env=own_config(tmp_path))
+        assert code == 0 and err == "", err
+        code, _, err = await run_cli("-s", "-f", url)
+        assert code == 22 and url in err, err

@@ -187,6 +187,25 @@ def test_cli_with_no_browser_found_says_so(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "found no browser" in out.stderr and "--browser" in out.stderr
     assert list(tmp_path.iterdir()) == []
+    # a browser named but not found: refused with the reason and what to do, nothing written
     named = run("install", "--browser", "vivaldi", home=tmp_path, path=str(tmp_path))
-    assert named.returncode == 0, named.stderr
+    assert named.returncode == 1
+    assert "not registering for Vivaldi: it was not found for this user" in named.stderr, named.stderr
+    assert "vivaldi or vivaldi-stable on PATH" in named.stderr and "--force" in named.stderr
+    assert list(tmp_path.iterdir()) == []
+    # --force: registered as asked, with the warning
+    forced = run("install", "--browser", "vivaldi", "--force", home=tmp_path, path=str(tmp_path))
+    assert forced.returncode == 0, forced.stderr
+    assert "warning: registering for Vivaldi as asked (--force)" in forced.stderr
     assert (tmp_path / ".config/vivaldi/NativeMessagingHosts" / f"{NAME}.json").exists()
+    # a named Chromium user-data-dir says where that browser is: no --force needed
+    udd = run("install", "--chromium-user-data-dir", str(tmp_path / "udd"), home=tmp_path, path=str(tmp_path))
+    assert udd.returncode == 0 and udd.stderr == "", udd.stderr
+
+
+def test_cli_named_browser_found_only_as_flatpak_is_refused_with_the_sandbox_reason(tmp_path: Path) -> None:
+    (tmp_path / ".var/app/com.google.Chrome").mkdir(parents=True)
+    out = run("install", "--browser", "chrome", home=tmp_path, path=str(tmp_path))
+    assert out.returncode == 1
+    assert "not registering for Google Chrome" in out.stderr and "sandbox" in out.stderr, out.stderr
+    assert not list(tmp_path.rglob("*.json"))
