@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .response_check import Expectation, implausible
+from .response_check import Expectation, implausible, proves_itself
 from .response_parser import (
     BodyData,
     Framing,
@@ -184,7 +184,7 @@ class PipelineConnection(Generic[T]):
                 if isinstance(ev, Informational):
                     continue
                 if isinstance(ev, HeadReceived):
-                    front.held = self._at_risk()
+                    front.held = self._at_risk() and not proves_itself(ev.head, front.expect)
                     if front.held and (why := implausible(ev.head, front.expect)) is not None:
                         return [*events, self._end(f"out of step: {why}", Misbehaviour.DESYNC)]
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))

@@ -7,11 +7,17 @@ protocol says so. Most of those shifts end in a check the pipeline makes anyway 
 outstanding, a request left unanswered); this module adds the checks a single head allows, so a shift
 is often caught at the first wrong head, before anything was delivered:
 
-- a partial answer (206, 416, Content-Range) to a request that asked for no range;
+- a partial answer (206, 416, Content-Range) to a request that asked for no range, or a range starting elsewhere
+  than the one asked for;
 - 304 Not Modified to a request that was not conditional;
 - a successful body whose media type cannot serve the request's destination (a stylesheet answered with
   an image, an image with a script): only clear contradictions, never generic types (text/html for a
   soft 404, text/plain, application/octet-stream), which real servers send for anything.
+
+One kind of answer proves its own place: a 206 whose Content-Range is exactly the single range its request
+asked for (`proves_itself`). The split over interfaces pipelines ranges of one body, each a different range, so
+such an answer cannot be another request's; the pipeline passes it on at once instead of holding it until the
+connection drains (which a lane that always has its next range queued would never do).
 
 A finding is a sign of desynchronisation, not proof; the pipeline treats it as one (pipeline.py): the
 connection is dropped, everything on it not yet proven in step is fetched again alone, and the origin
@@ -20,12 +26,15 @@ stops pipelining. A false alarm therefore costs a refetch, never a wrong body.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .fields import Headers
 from .response_parser import ResponseHead
 
 _CONDITIONAL = frozenset({"if-none-match", "if-modified-since"})
+_RANGE = re.compile(r"bytes=([0-9]{1,18})-([0-9]{1,18})?")
+_CONTENT_RANGE = re.compile(r"bytes ([0-9]{1,18})-([0-9]{1,18})/([0-9]{1,18}|\*)")
 
 # Media-type families each destination can never be served by (RFC 9110 §8.3 types, by their top level or
 # full name). Browsers refuse these outright (stylesheets and scripts under strict MIME checking; images and
@@ -48,11 +57,30 @@ class Expectation:
     ranged: bool = False  # it carries Range
     conditional: bool = False  # it carries If-None-Match or If-Modified-Since
     destination: str = "other"  # the browser's resource type: image, stylesheet, script, font, ...
+    byte_range: tuple[int, int | None] | None = None  # the one range asked for (first, last or open)
 
     @classmethod
     def of(cls, method: str, headers: Headers, destination: str) -> Expectation:
         names = {k.lower() for k, _ in headers}
-        return cls(method.upper(), "range" in names, bool(names & _CONDITIONAL), destination)
+        ranges = [v for k, v in headers if k.lower() == "range"]
+        byte_range = None
+        if len(ranges) == 1 and (m := _RANGE.fullmatch(ranges[0].strip())):
+            byte_range = (int(m[1]), int(m[2]) if m[2] else None)
+        return cls(method.upper(), "range" in names, bool(names & _CONDITIONAL), destination, byte_range)
+
+
+def proves_itself(head: ResponseHead, expect: Expectation) -> bool:
+    """Is this a 206 carrying exactly the one byte range its request asked for?"""
+    if head.status != 206 or expect.byte_range is None:
+        return False
+    m = _CONTENT_RANGE.fullmatch((head.get("content-range") or "").strip())
+    if m is None:
+        return False
+    first, last = expect.byte_range
+    total = None if m[3] == "*" else int(m[3])
+    want_last = last if last is not None and (total is None or last < total) else (
+        None if total is None else total - 1)
+    return int(m[1]) == first and want_last is not None and int(m[2]) == want_last
 
 
 def implausible(head: ResponseHead, expect: Expectation) -> str | None:
@@ -62,6 +90,10 @@ def implausible(head: ResponseHead, expect: Expectation) -> str | None:
             return f"a {head.status} answered a request without Range"
         if 200 <= head.status < 300 and head.get("content-range") is not None:
             return "a Content-Range answered a request without Range"
+    elif head.status == 206 and expect.byte_range is not None:
+        m = _CONTENT_RANGE.fullmatch((head.get("content-range") or "").strip())
+        if m is not None and int(m[1]) != expect.byte_range[0]:
+            return f"a range from byte {m[1]} answered a request for one from byte {expect.byte_range[0]}"
     if head.status == 304 and not expect.conditional:
         return "a 304 answered a request that was not conditional"
     foreign = _FOREIGN.get(expect.destination)

@@ -381,3 +381,15 @@ def test_no_answer_is_ever_delivered_to_another_request(script: tuple[int, str, 
     # nothing is lost: what was not delivered is handed back to be fetched again
     handed_back = {t for e in ended for t in [*e.retry, *e.suspect, *e.failed]}
     assert set(tokens) <= set(delivered) | handed_back
+
+
+def test_pipelined_ranges_that_prove_themselves_are_not_held() -> None:
+    conn: PipelineConnection[str] = PipelineConnection()
+    for i in range(3):
+        conn.sent(f"r{i}", "GET", Expectation.of("GET", [("Range", f"bytes={2 * i}-{2 * i + 1}")], "other"))
+    events = conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-1/6\r\nContent-Length: 2\r\n\r\nAB")
+    started = [e for e in events if isinstance(e, ResponseStarted)]
+    assert not started[0].held, "a lane's range would wait for its whole pipeline to drain"
+    events = conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-1/6\r\nContent-Length: 2\r\n\r\nAB")
+    end = events[-1]  # the first range again, where the second was asked for: out of step
+    assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC

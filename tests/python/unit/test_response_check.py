@@ -43,7 +43,7 @@ def test_implausible(resp: ResponseHead, expect: Expectation, bad: bool) -> None
 
 def test_expectation_of_request_fields() -> None:
     e = Expectation.of("get", [("Range", "bytes=0-"), ("If-None-Match", '"x"')], "image")
-    assert e == Expectation("GET", True, True, "image")
+    assert e == Expectation("GET", True, True, "image", (0, None))
 
 
 @pytest.mark.parametrize(("resp", "validator"), [
@@ -90,3 +90,19 @@ def test_replaces() -> None:
     assert not replaces(bare, head(200, content_length="100"), 40), "same length is no proof of the same body"
     assert replaces(bare, head(200, content_length="100"), 0), "nothing delivered: nothing spliced"
     assert not replaces(bare, head(200, content_length="101"), 0)
+
+
+@pytest.mark.parametrize(("rng", "content_range", "status", "proven"), [
+    ("bytes=0-65535", "bytes 0-65535/300000", 206, True),
+    ("bytes=65536-", "bytes 65536-299999/300000", 206, True),
+    ("bytes=65536-", "bytes 65536-299999/*", 206, False),  # open-ended with an unknown total: no end to check
+    ("bytes=0-999999", "bytes 0-299999/300000", 206, True),  # asked past the end: the server stops at it
+    ("bytes=0-65535", "bytes 65536-131071/300000", 206, False),  # another range: another request's answer
+    ("bytes=0-65535", "bytes 0-65535/300000", 200, False),
+    ("bytes=0-1,5-9", "bytes 0-1/300000", 206, False),  # several ranges: not one to match
+])
+def test_a_range_answer_proves_its_own_place(rng: str, content_range: str, status: int, proven: bool) -> None:
+    from lanefetch.engine.response_check import proves_itself
+
+    expect = Expectation.of("GET", [("Range", rng)], "other")
+    assert proves_itself(head(status, content_range=content_range), expect) is proven
