@@ -11,8 +11,9 @@ adopted as the first attempt); the rest is cut into chunks as lanes become ready
 - when nothing is left to hand out, an idle lane steals the tail of the slowest outstanding range
   (a duplicate request; whichever bytes arrive first are used, the other request is cancelled);
 - a lane that stalls or fails is given up for this body and its missing ranges go back to the pool;
-- ranges are handed out lowest offset first and never beyond `delivered + window`, so the memory held
-  for reordering stays bounded.
+- ranges are handed out lowest offset first and never beyond `delivered + window` (stolen tails included),
+  so the memory held for reordering stays bounded: by the window, plus the adopted ranges below, which the
+  shell sent before the schedule existed and which may reach past it by their own size.
 
 Requests the shell sent before the body's size was known (the first partial GET; speculative ranges on the
 other lanes) are adopted as attempts; one whose answer turns out unusable (Range ignored, another version of
@@ -351,13 +352,17 @@ class SplitSchedule:
         if lane.attempts:
             return None
         best: tuple[float, Attempt, int] | None = None
+        # A stolen tail is handed out like any range: never beyond the reordering window (an adopted speculative
+        # range can reach past it; its tail waits until the in-order point comes near, or its lane stalls and
+        # gives the bytes back to the pool).
+        limit = self.output.delivered + self.config.window
         for victim_lane in self.lanes.values():
             if victim_lane is lane:
                 continue
             ahead = 0  # bytes the victim's lane receives before this attempt's next byte
             for att in victim_lane.attempts:
                 here = self.output.covered(att.pos)
-                if att.steal_of is None and not att.stolen and here < att.end:
+                if att.steal_of is None and not att.stolen and here < att.end <= limit:
                     choice = self._steal_split(lane, victim_lane, att, here, ahead, now)
                     if choice is not None and (best is None or choice[0] > best[0]):
                         best = (choice[0], att, choice[1])
