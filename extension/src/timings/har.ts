@@ -2,9 +2,9 @@
 // Node script can import it and feed it page loads read from the extension (`{type: "lanefetch/page-load", id}`).
 // Timings follow HAR: blocked, dns, connect (TCP + TLS), ssl (inside connect), send, wait, receive; `time` is their sum.
 // Chrome's fields `_connectionId`, `_resourceType`, `_priority` let HAR viewers draw connections; `_lanefetch` holds
-// what lanefetch did (interface, pipeline position, cache, retries, why a request was passed through).
+// what lanefetch did (interface, pipeline position, cache, retries, why a request was left to the browser).
 import type { LaneTiming } from "../generated/protocol.js";
-import { PASS_REASONS } from "../intercept/pass-reason.js";
+import { reasonInPlainWords } from "./left-to-browser.js";
 import { phaseTotals, timelineOf } from "./phases.js";
 import type { PageLoadData, RequestRecord } from "./timing-store.js";
 
@@ -21,7 +21,7 @@ export interface HarTimings {
 }
 
 export interface LanefetchEntryFields {
-  /** "accelerated": the helper fetched it and the browser got its response; "passed": the browser fetched it. */
+  /** "accelerated": the helper fetched it and the browser got its response; "passed": left to the browser. */
   outcome: "accelerated" | "passed" | "pending";
   passReason: string | null;
   passReasonText: string | null;
@@ -173,7 +173,7 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
     _lanefetch: {
       outcome: record.outcome === "fulfilled" ? "accelerated" : record.outcome,
       passReason: record.reason,
-      passReasonText: record.reason ? PASS_REASONS[record.reason] : null,
+      passReasonText: record.reason ? reasonInPlainWords(record.reason) : null,
       detail: record.detail || null,
       timingSource: timeline.source,
       connectionId: conn?.id ?? null,

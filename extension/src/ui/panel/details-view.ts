@@ -1,6 +1,7 @@
 // The details of one request (shown for the hovered or selected row): outcome, phases, connection, cache, headers.
 import type { LaneTiming } from "../../generated/protocol.js";
 import { phaseTotals, PHASE_ORDER } from "../../timings/phases.js";
+import { LEFT_TO_BROWSER } from "../../timings/left-to-browser.js";
 import { formatBytes } from "../format.js";
 import type { WaterfallRow } from "./waterfall-model.js";
 import { PHASE_LABELS } from "./waterfall-view.js";
@@ -69,8 +70,8 @@ export function renderDetails(host: HTMLElement, row: WaterfallRow | null, pageS
   const conn = t?.connection ?? null;
   const b = r.browser;
   const outcome = r.outcome === "fulfilled" ? "accelerated: fetched by the lanefetch helper"
-    : r.outcome === "passed" ? `passed through to the browser: ${row.passed ?? r.reason ?? "?"}` : "pending";
-  const parts: HTMLElement[] = [el("h2", r.url)];
+    : r.outcome === "passed" ? `${LEFT_TO_BROWSER}: ${row.passed ?? "no reason recorded"}` : "pending";
+  const parts: HTMLElement[] = [el("h2", r.url, "url")];
   parts.push(list([
     ["Outcome", outcome],
     ["Detail", r.detail],
