@@ -9,10 +9,12 @@ import type { TimingStore } from "./timing-store.js";
 
 /** Requests followed until the browser completed them (bounded). */
 const LIMIT = 500;
-/** webRequest's request types in the helper's terms (fetch() and XHR are both "xmlhttprequest"). */
+/** webRequest's request types in the helper's (DevTools') terms. fetch() and XHR are both "xmlhttprequest" there:
+ * "fetch" for both. */
 const TYPES: Record<string, ResourceType> = {
   main_frame: "document", sub_frame: "document", stylesheet: "stylesheet", script: "script", image: "image",
-  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media",
+  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media", xslt: "stylesheet", beacon: "ping",
+  ping: "ping", csp_report: "cspviolationreport", websocket: "websocket", web_manifest: "manifest",
 };
 
 export function webRequestResourceType(type: string): ResourceType {

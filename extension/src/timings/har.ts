@@ -145,7 +145,9 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
   const b = record.browser;
   const helper = record.timing;
   const conn = helper?.connection ?? null;
-  const responseHeaders = b?.responseHeaders ?? [];
+  // The page's view of the head when the browser showed it (Chromium); else what the helper wrote to the browser
+  // (Firefox proxy mode, whose webRequest shows the extension no head).
+  const responseHeaders = b?.responseHeaders.length ? b.responseHeaders : (helper?.response?.headers ?? []);
   const status = record.status ?? b?.status ?? 0;
   const connectionId = conn ? `lanefetch-${conn.id}` : (b?.connectionId ?? undefined);
   const server = bareAddress(conn?.remote_address ?? b?.remoteAddress);
@@ -164,7 +166,9 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
         size: record.outcome === "fulfilled" ? record.bodyBytes : (b?.bodyBytes ?? 0),
         mimeType: headerOf(responseHeaders, "content-type") ?? b?.mimeType ?? "x-unknown",
       },
-      redirectURL: headerOf(responseHeaders, "location") ?? "", headersSize: -1, bodySize: -1, _transferSize: transfer,
+      redirectURL: headerOf(responseHeaders, "location") ?? "", headersSize: -1,
+      // The body as it crossed to the browser (coded); content.size is it decoded.
+      bodySize: helper?.response?.body_bytes ?? -1, _transferSize: transfer,
     },
     cache: {},
     timings,
