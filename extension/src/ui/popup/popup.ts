@@ -23,9 +23,14 @@ async function targetTabId(): Promise<number | undefined> {
   return tab?.id;
 }
 
+/** Writes only a change: the popup re-renders every second, and a rewritten live region is read out again. */
+function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}
+
 function say(text: string | null): void {
   notice.hidden = text === null;
-  notice.textContent = text ?? "";
+  setText(notice, text ?? "");
 }
 
 function render(status: StatusReply): void {
@@ -36,10 +41,10 @@ function render(status: StatusReply): void {
     problem: status.tab.problem, counts: status.counts,
   });
   byId("state", HTMLElement).className = `state ${state.tone}`;
-  byId("state-line", HTMLParagraphElement).textContent = state.headline;
+  setText(byId("state-line", HTMLParagraphElement), state.headline);
   const detail = byId("state-detail", HTMLParagraphElement);
   detail.hidden = state.detail === null;
-  detail.textContent = state.detail ?? "";
+  setText(detail, state.detail ?? "");
   const saved = status.counts.savedMs;
   detail.title = saved > 0 ? status.timeSavedModel : "";
 
