@@ -50,6 +50,10 @@ test("an accelerated page: how many requests went through lanefetch; the switch 
   assert.equal(await popup.isChecked("#toggle"), true);
   await screenshot(popup, "popup-faster");
   await noSeriousViolations(popup, "faster");
+  await popup.emulateMedia({ colorScheme: "dark" });
+  await screenshot(popup, "popup-faster-dark");
+  await noSeriousViolations(popup, "faster, dark");
+  await popup.emulateMedia({ colorScheme: "light" });
 
   // Keyboard only: the switch is the first thing Tab reaches, Space turns the site off.
   await popup.keyboard.press("Tab");
