@@ -97,7 +97,8 @@ test("no helper installed: the popup's first line says what to run", async () =>
     const url = `${sites.a.origin}/plain.html`;
     await openPage(page, url);
     const popup = await openPopup(bare.context, await tabIdOf(bare.worker, url));
-    assert.equal(await stateLineMatching(popup, /^Helper/), "Helper not installed — run `lanefetch install`");
+    assert.equal(await stateLineMatching(popup, /^Helper/), "Helper not installed — run lanefetch install");
+    assert.equal(await popup.textContent("#state-line code"), "lanefetch install", "the command to type, as code");
     await screenshot(popup, "popup-no-helper");
     await noSeriousViolations(popup, "no helper");
   } finally {

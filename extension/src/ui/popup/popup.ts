@@ -28,6 +28,18 @@ function setText(el: HTMLElement, text: string): void {
   if (el.textContent !== text) el.textContent = text;
 }
 
+/** Like setText, with `backticked` parts (a command to type) shown as code. */
+function setTextWithCode(el: HTMLElement, text: string): void {
+  if (el.dataset.text === text) return;
+  el.dataset.text = text;
+  el.replaceChildren(...text.split("`").map((part, i) => {
+    if (i % 2 === 0) return part;
+    const code = document.createElement("code");
+    code.textContent = part;
+    return code;
+  }));
+}
+
 function say(text: string | null): void {
   notice.hidden = text === null;
   setText(notice, text ?? "");
@@ -41,7 +53,7 @@ function render(status: StatusReply): void {
     problem: status.tab.problem, counts: status.counts,
   });
   byId("state", HTMLElement).className = `state ${state.tone}`;
-  setText(byId("state-line", HTMLParagraphElement), state.headline);
+  setTextWithCode(byId("state-line", HTMLParagraphElement), state.headline);
   const detail = byId("state-detail", HTMLParagraphElement);
   detail.hidden = state.detail === null;
   setText(detail, state.detail ?? "");
