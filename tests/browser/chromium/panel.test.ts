@@ -15,7 +15,7 @@ import { EXTENSION_ID, openPage, settledPageLoad, startSiteOn, stopSiteOn, tabId
 import { harErrors } from "../support/har-validator.js";
 import { repoRoot } from "../support/paths.js";
 import { siteOptions, type Sites } from "../support/test-site.js";
-import { screenshot } from "../support/ui-checks.js";
+import { screenshot, seriousAxeViolations } from "../support/ui-checks.js";
 
 let sites: Sites;
 let browser: Browser;
@@ -135,6 +135,7 @@ test("the timing page shows every request of a page with plausible phases, and e
     await screenshot(panel, `timing-${width}`);
   }
   await panel.setViewportSize({ width: 1500, height: 820 });
+  assert.deepEqual(await seriousAxeViolations(panel), [], "axe-core on the timing page");
   await panel.screenshot({ path: join(tmpdir(), "lanefetch-timing-panel.png") });
   if (process.env.LANEFETCH_DOCS_SCREENSHOT === "1") await panel.screenshot({ path: join(repoRoot, "docs/timing-panel.png") });
   await panel.emulateMedia({ colorScheme: "dark" });
