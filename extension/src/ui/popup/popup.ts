@@ -57,8 +57,8 @@ function render(status: StatusReply): void {
   const detail = byId("state-detail", HTMLParagraphElement);
   detail.hidden = state.detail === null;
   setText(detail, state.detail ?? "");
-  const saved = status.counts.savedMs;
-  detail.title = saved > 0 ? status.timeSavedModel : "";
+  // With accelerated requests the only second line is the time saved: its model on hover.
+  detail.title = status.counts.accelerated > 0 && state.detail !== null ? status.timeSavedModel : "";
 
   // The helper's own line only when it says something the state line does not.
   const helper = helperText(status.helper);
