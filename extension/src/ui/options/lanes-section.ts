@@ -30,6 +30,11 @@ function cell(...content: (Node | string)[]): HTMLTableCellElement {
   return td;
 }
 
+function policyFromFormOrNull(enabled: HTMLInputElement, metered: HTMLInputElement, weight: HTMLInputElement, cap: HTMLInputElement): unknown {
+  const checked = policyFromForm({ enabled: enabled.checked, metered: metered.checked, weight: weight.value, capMb: cap.value });
+  return "error" in checked ? null : checked.policy;
+}
+
 function newRow(name: string): { tr: HTMLTableRowElement; update(i: InterfaceState): void } {
   const tr = document.createElement("tr");
   tr.dataset.name = name;
@@ -60,18 +65,28 @@ function newRow(name: string): { tr: HTMLTableRowElement; update(i: InterfaceSta
     else delete tr.dataset.error;
   };
   let saves = 0;
+  /** The policy last sent (or drawn from the helper): a change event that changes nothing sends nothing. */
+  let known = "";
   const save = (): void => {
-    const attempt = ++saves;
     for (const f of fields) delete f.dataset.dirty;
     const checked = policyFromForm({ enabled: enabled.checked, metered: metered.checked, weight: weight.value, capMb: cap.value });
     if ("error" in checked) return say(checked.error, "error");
+    if (JSON.stringify(checked.policy) === known) {
+      if (tr.dataset.saved === undefined) say("", null); // back to what the helper has: nothing to say
+      return;
+    }
+    known = JSON.stringify(checked.policy);
+    const attempt = ++saves;
     say("Saving…", null);
     void chrome.runtime.sendMessage<InterfacesRequest, InterfacesReply>({ type: "lanefetch/interfaces", name, policy: checked.policy })
       .then((reply) => {
         const refused = show(reply);
         if (attempt !== saves) return; // a later change is on its way: it says how that went
         // Refused: nothing changed, the row keeps what was typed.
-        if (refused !== null) say(refused, "error");
+        if (refused !== null) {
+          known = ""; // not what the helper has: the same change may be tried again
+          say(refused, "error");
+        }
         else if (!fields.some((f) => f.dataset.dirty)) say("Saved", "saved");
       });
   };
@@ -101,6 +116,7 @@ function newRow(name: string): { tr: HTMLTableRowElement; update(i: InterfaceSta
       if (untouched(metered)) metered.checked = i.metered;
       if (untouched(weight)) weight.value = String(i.weight);
       if (untouched(cap)) cap.value = capToForm(i.daily_cap_bytes);
+      if (saves === 0) known = JSON.stringify(policyFromFormOrNull(enabled, metered, weight, cap));
     },
   };
 }

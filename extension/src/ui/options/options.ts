@@ -61,10 +61,11 @@ async function cache(action: CacheRequest["action"]): Promise<void> {
   button.disabled = true;
   const reply = await chrome.runtime.sendMessage<CacheRequest, CacheReply>({ type: "lanefetch/cache", action });
   state.textContent = cacheText(reply);
-  // Where it is kept only for who asks (a path means nothing to most people).
+  // Where it is kept only for who asks (a path means nothing to most people). Shown from the start, so the page does
+  // not move under the pointer when the answer comes; hidden only when there is no such place.
   const location = reply.stats?.location ?? null;
-  byId("cache-where", HTMLDetailsElement).hidden = location === null;
-  byId("cache-file", HTMLElement).textContent = location ?? "";
+  byId("cache-where", HTMLDetailsElement).hidden = reply.stats !== null && location === null;
+  byId("cache-file", HTMLElement).textContent = location ?? "unknown: the helper did not answer";
   state.dataset.entries = String(reply.stats?.entries ?? "");
   button.disabled = reply.stats === null || reply.stats.error !== undefined;
 }
