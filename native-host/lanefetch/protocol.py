@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from .lanes.interface_report import PolicyAnswer
     from .proxy.ca_sites import SyncResult
+    from .proxy.response_tally import DeliveredResponse
 
 PROTOCOL_VERSION = 1
 CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces"]
@@ -174,9 +175,10 @@ def request_error(rid: str, e: FetchError) -> Message:
     return error(e.code, e.message, rid)
 
 
-def timing(rid: str, report: TimingReport) -> Message:
+def timing(rid: str, report: TimingReport, response: DeliveredResponse | None = None) -> Message:
+    """`response`: proxy mode only, what the helper wrote to the browser (Firefox shows the extension no head)."""
     conn = report.connection
-    return {
+    msg: Message = {
         "type": "timing",
         "id": rid,
         "timing": report.timing.as_epoch_ms(),
@@ -186,6 +188,12 @@ def timing(rid: str, report: TimingReport) -> Message:
         "cache": report.cache,
         **({"lanes": [asdict(lane) for lane in report.lanes]} if report.lanes is not None else {}),
     }
+    if response is not None:
+        msg["response"] = {
+            "status": response.status, "headers": [[k, v] for k, v in response.headers],
+            "body_bytes": response.body_bytes, "decoded_body_bytes": response.decoded_body_bytes,
+        }
+    return msg
 
 
 def proxy_ready(context_id: str, port: int, split_port: int) -> Message:
@@ -194,8 +202,11 @@ def proxy_ready(context_id: str, port: int, split_port: int) -> Message:
 
 
 def proxied(context_id: str, request: FetchRequest) -> Message:
+    # The request's header fields as Firefox sent them (less the proxy's own credentials, never in request.headers):
+    # the extension's record of a proxied request has no other source for them.
     msg: Message = {"type": "proxied", "id": request.id, "context_id": context_id, "method": request.method,
-                    "url": request.url, "resource_type": request.resource_type}
+                    "url": request.url, "resource_type": request.resource_type,
+                    "request_headers": [[k, v] for k, v in request.headers]}
     if request.priority is not None:
         msg["priority"] = request.priority
     return msg

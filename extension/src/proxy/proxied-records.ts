@@ -2,7 +2,7 @@
 // the same records the Chromium build keeps, so the popup and the timing panel work unchanged.
 import type { ToExtension } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
-import { BrowserFetchedRecords, type BrowserRequest, type WebRequestEvent } from "../timings/browser-fetched.js";
+import { BrowserFetchedRecords, webRequestResourceType, type BrowserRequest, type WebRequestEvent } from "../timings/browser-fetched.js";
 import type { TabCounters } from "../timings/tab-counters.js";
 import type { TimingStore } from "../timings/timing-store.js";
 import type { PageContext } from "./proxy-router.js";
@@ -30,10 +30,13 @@ export class ProxiedRecords {
     if (m.type === "proxied") {
       const ctx = this.contextById(m.context_id);
       if (!ctx) return;
+      // Firefox's own type of the request when the router saw it; else the helper's guess from its fields.
+      const seen = ctx.routedTypes.get(m.url);
+      const resourceType = seen !== undefined && webRequestResourceType(seen) !== "other" ? webRequestResourceType(seen) : m.resource_type;
       this.timings.add({
-        id: m.id, tabId: ctx.tabId, pageUrl: ctx.pageUrl, url: m.url, method: m.method, resourceType: m.resource_type,
-        priority: m.priority ?? "Medium", batchId: null, pausedAt: this.now(), answeredAt: null, outcome: "pending",
-        reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+        id: m.id, tabId: ctx.tabId, pageUrl: ctx.pageUrl, url: m.url, method: m.method, resourceType,
+        priority: m.priority ?? "Medium", requestHeaders: (m.request_headers ?? []).map(([k, v]) => [k, v]), batchId: null,
+        pausedAt: this.now(), answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
       });
       const early = this.takeEarly(ctx.tabId, m.url);
       if (early) this.timings.update(m.id, { status: early.status, answeredAt: early.at });
@@ -54,13 +57,18 @@ export class ProxiedRecords {
       const record = this.timings.get(m.id);
       if (!record) return;
       const fulfilled = record.outcome === "pending";
+      // The body as the page has it (decoded, as Chromium's records and HAR's content.size count it); the wire
+      // size (head and coded body) stays in the timing. A helper that does not say falls back on the wire size.
+      const response = m.response;
+      const body = response ? (response.decoded_body_bytes ?? response.body_bytes) : (m.wire_bytes ?? 0);
       this.timings.update(m.id, {
         // Answered when Firefox completed it (onCompleted), else when the helper wrote the last byte to Firefox's
         // connection: not when this report crossed the native port, which is no part of the delivery in proxy mode.
         timing: m, outcome: fulfilled ? "fulfilled" : record.outcome, answeredAt: record.answeredAt ?? m.timing.last_byte ?? this.now(),
         // Seen when the helper queued it: the proxied report crossed the native port after that.
         pausedAt: Math.min(record.pausedAt, m.timing.queued),
-        bodyBytes: m.wire_bytes ?? 0,
+        bodyBytes: body,
+        ...(record.status === null && response ? { status: response.status } : {}),
       });
       if (fulfilled) this.counters.accelerated(record.tabId, m.wire_bytes ?? 0);
     }

@@ -37,6 +37,21 @@ export interface PageContext {
   port: number | null;
   splitPort: number | null;
   opening: Promise<number | null> | null;
+  /** The webRequest type of requests routed to this context's listener, by URL (recent ones): the helper can only
+   * guess a request's type from its fields (an http:// script sends no Sec-Fetch-Dest), Firefox knows it. */
+  routedTypes: Map<string, string>;
+}
+
+/** Routed types remembered per context: enough for a page's requests in flight. */
+const ROUTED_TYPES_LIMIT = 300;
+
+function rememberType(ctx: PageContext, details: ProxyRequestDetails): void {
+  ctx.routedTypes.delete(details.url);
+  ctx.routedTypes.set(details.url, details.type);
+  if (ctx.routedTypes.size > ROUTED_TYPES_LIMIT) {
+    const oldest = ctx.routedTypes.keys().next().value;
+    if (oldest !== undefined) ctx.routedTypes.delete(oldest);
+  }
 }
 
 /** The top-level page a request belongs to, from what proxy.onRequest tells. */
@@ -127,7 +142,10 @@ export class ProxyRouter {
     const ctx = this.contextFor(details.tabId, pageUrl, page);
     const probing = details.type === "main_frame" ? this.probeRtt(details.url, page) : null;
     const split = this.splitLarge && likelyLarge(details.url, webRequestResourceType(details.type));
-    if (ctx.port !== null && probing === null) return this.via((split && ctx.splitPort) || ctx.port, https);
+    if (ctx.port !== null && probing === null) {
+      rememberType(ctx, details);
+      return this.via((split && ctx.splitPort) || ctx.port, https);
+    }
     const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
     const key = this.key(ctx.tabId, page);
     return Promise.all([port, probing]).then(([p]) => {
@@ -137,6 +155,7 @@ export class ProxyRouter {
         this.steppedAside(details, pageUrl, fastNow);
         return [DIRECT];
       }
+      rememberType(ctx, details);
       return this.via((split && ctx.splitPort) || p, https);
     });
   }
@@ -184,7 +203,9 @@ export class ProxyRouter {
     let ctx = this.contexts.get(key);
     if (!ctx) {
       this.counter += 1;
-      ctx = { contextId: `t${tabId}-${this.counter}`, tabId, pageUrl, page, port: null, splitPort: null, opening: null };
+      ctx = {
+        contextId: `t${tabId}-${this.counter}`, tabId, pageUrl, page, port: null, splitPort: null, opening: null, routedTypes: new Map(),
+      };
       this.contexts.set(key, ctx);
     }
     ctx.pageUrl = pageUrl;

@@ -9,10 +9,12 @@ import type { TimingStore } from "./timing-store.js";
 
 /** Requests followed until the browser completed them (bounded). */
 const LIMIT = 500;
-/** webRequest's request types in the helper's terms (fetch() and XHR are both "xmlhttprequest"). */
+/** webRequest's request types in the helper's (DevTools') terms. fetch() and XHR are both "xmlhttprequest" there:
+ * "fetch" for both. */
 const TYPES: Record<string, ResourceType> = {
   main_frame: "document", sub_frame: "document", stylesheet: "stylesheet", script: "script", image: "image",
-  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media",
+  imageset: "image", font: "font", xmlhttprequest: "fetch", media: "media", xslt: "stylesheet", beacon: "ping",
+  ping: "ping", csp_report: "cspviolationreport", websocket: "websocket", web_manifest: "manifest",
 };
 
 export function webRequestResourceType(type: string): ResourceType {
@@ -29,6 +31,8 @@ export interface WebRequestEvent {
   ip?: string;
   fromCache?: boolean;
   error?: string;
+  /** Present when the listener asked for them (extraInfoSpec ["responseHeaders"]). */
+  responseHeaders?: { name: string; value?: string }[];
 }
 
 export interface BrowserRequest {
@@ -42,6 +46,11 @@ interface Followed {
   recordId: string;
   start: number;
   headersAt: number | null;
+}
+
+function mimeTypeOf(headers: readonly (readonly [string, string])[]): string | null {
+  const type = headers.find(([n]) => n.toLowerCase() === "content-type")?.[1];
+  return type === undefined ? null : (type.split(";")[0]?.trim() ?? null);
 }
 
 export class BrowserFetchedRecords {
@@ -83,13 +92,14 @@ export class BrowserFetchedRecords {
     }
     this.followed.delete(e.requestId);
     const status = e.statusCode ?? null;
+    const headers: [string, string][] = (e.responseHeaders ?? []).map((h) => [h.name, h.value ?? ""]);
     this.timings.update(d.recordId, {
       status,
       browser: {
         start: d.start, dnsStart: null, dnsEnd: null, connectStart: null, connectEnd: null, sslStart: null, sslEnd: null,
         sendStart: null, sendEnd: null, headersEnd: d.headersAt, end: Math.max(d.start, e.timeStamp), status,
-        statusText: e.statusLine?.replace(/^HTTP\/\S+ \d+ ?/, "") ?? "", protocol: null, mimeType: null,
-        responseHeaders: [], remoteAddress: e.ip ?? null, connectionId: null, encodedBytes: null, bodyBytes: null,
+        statusText: e.statusLine?.replace(/^HTTP\/\S+ \d+ ?/, "") ?? "", protocol: null, mimeType: mimeTypeOf(headers),
+        responseHeaders: headers, remoteAddress: e.ip ?? null, connectionId: null, encodedBytes: null, bodyBytes: null,
         fromCache: e.fromCache === true ? "disk" : null, error: kind === "failed" ? (e.error ?? "failed") : null,
       },
     });

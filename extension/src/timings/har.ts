@@ -2,9 +2,9 @@
 // Node script can import it and feed it page loads read from the extension (`{type: "lanefetch/page-load", id}`).
 // Timings follow HAR: blocked, dns, connect (TCP + TLS), ssl (inside connect), send, wait, receive; `time` is their sum.
 // Chrome's fields `_connectionId`, `_resourceType`, `_priority` let HAR viewers draw connections; `_lanefetch` holds
-// what lanefetch did (interface, pipeline position, cache, retries, why a request was passed through).
+// what lanefetch did (interface, pipeline position, cache, retries, why a request was left to the browser).
 import type { LaneTiming } from "../generated/protocol.js";
-import { PASS_REASONS } from "../intercept/pass-reason.js";
+import { reasonInPlainWords } from "./left-to-browser.js";
 import { phaseTotals, timelineOf } from "./phases.js";
 import type { PageLoadData, RequestRecord } from "./timing-store.js";
 
@@ -21,7 +21,7 @@ export interface HarTimings {
 }
 
 export interface LanefetchEntryFields {
-  /** "accelerated": the helper fetched it and the browser got its response; "passed": the browser fetched it. */
+  /** "accelerated": the helper fetched it and the browser got its response; "passed": left to the browser. */
   outcome: "accelerated" | "passed" | "pending";
   passReason: string | null;
   passReasonText: string | null;
@@ -145,7 +145,9 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
   const b = record.browser;
   const helper = record.timing;
   const conn = helper?.connection ?? null;
-  const responseHeaders = b?.responseHeaders ?? [];
+  // The page's view of the head when the browser showed it (Chromium); else what the helper wrote to the browser
+  // (Firefox proxy mode, whose webRequest shows the extension no head).
+  const responseHeaders = b?.responseHeaders.length ? b.responseHeaders : (helper?.response?.headers ?? []);
   const status = record.status ?? b?.status ?? 0;
   const connectionId = conn ? `lanefetch-${conn.id}` : (b?.connectionId ?? undefined);
   const server = bareAddress(conn?.remote_address ?? b?.remoteAddress);
@@ -164,7 +166,9 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
         size: record.outcome === "fulfilled" ? record.bodyBytes : (b?.bodyBytes ?? 0),
         mimeType: headerOf(responseHeaders, "content-type") ?? b?.mimeType ?? "x-unknown",
       },
-      redirectURL: headerOf(responseHeaders, "location") ?? "", headersSize: -1, bodySize: -1, _transferSize: transfer,
+      redirectURL: headerOf(responseHeaders, "location") ?? "", headersSize: -1,
+      // The body as it crossed to the browser (coded); content.size is it decoded.
+      bodySize: helper?.response?.body_bytes ?? -1, _transferSize: transfer,
     },
     cache: {},
     timings,
@@ -173,7 +177,7 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
     _lanefetch: {
       outcome: record.outcome === "fulfilled" ? "accelerated" : record.outcome,
       passReason: record.reason,
-      passReasonText: record.reason ? PASS_REASONS[record.reason] : null,
+      passReasonText: record.reason ? reasonInPlainWords(record.reason) : null,
       detail: record.detail || null,
       timingSource: timeline.source,
       connectionId: conn?.id ?? null,

@@ -1,7 +1,8 @@
 // The numbers above the waterfall (and in the copied text summary) for one page load, with an estimate of how long the
 // accelerated requests would have taken without pipelining. The estimate's model is stated in NO_PIPELINING_MODEL
 // and shown in the panel. Pure.
-import { PASS_REASONS, type PassReason } from "../intercept/pass-reason.js";
+import type { PassReason } from "../intercept/pass-reason.js";
+import { LEFT_TO_BROWSER, reasonInPlainWords } from "./left-to-browser.js";
 import { timelineOf } from "./phases.js";
 import type { PageLoadData, RequestRecord } from "./timing-store.js";
 
@@ -227,14 +228,14 @@ function kib(bytes: number): string {
 
 /** Plain text for bug reports (the panel's "Copy summary"). */
 export function summaryText(s: PageSummary, version: string): string {
-  const reasons = Object.entries(s.passedByReason).map(([r, n]) => `    ${n} × ${PASS_REASONS[r as PassReason]}`);
+  const reasons = Object.entries(s.passedByReason).map(([r, n]) => `    ${n} because ${reasonInPlainWords(r)} (${r})`);
   const lines = [
     `lanefetch ${version} — ${s.url}`,
     `started: ${new Date(s.startedAt).toISOString()}`,
     `page load (load event): ${s.pageLoadMs === null ? "not finished" : ms(s.pageLoadMs)}; last response at ${ms(s.lastResponseMs)}`,
-    `requests: ${s.requests} — accelerated ${s.accelerated}, passed through ${s.passed}, from helper cache ${s.fromHelperCache}` +
+    `requests: ${s.requests} — accelerated ${s.accelerated}, ${LEFT_TO_BROWSER} ${s.passed}, from helper cache ${s.fromHelperCache}` +
       ` (revalidated ${s.revalidated})${s.pending ? `, pending ${s.pending}` : ""}; retries ${s.retries}`,
-    ...(reasons.length ? ["  passed through because:", ...reasons] : []),
+    ...(reasons.length ? [`  ${LEFT_TO_BROWSER}:`, ...reasons] : []),
     `bytes: ${s.bytesByInterface.map((b) => `${b.name} ${kib(b.bytes)}`).join(", ") || "none"}`,
     `helper connections: ${s.connections} (max ${s.maxConcurrentConnections} at once), pipelined requests ${s.pipelined},` +
       ` max pipeline depth ${s.maxPipelineDepth}; browser connections: ${s.browserConnections}`,

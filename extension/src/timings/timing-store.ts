@@ -36,12 +36,22 @@ export interface RequestRecord {
 export type NewRecord = Omit<RequestRecord, "pageLoadId" | "browser" | "networkId" | "requestHeaders"> &
   Partial<Pick<RequestRecord, "networkId" | "requestHeaders">>;
 
+/**
+ * One page load of a tab: what the timing pages list as one entry. Its identity is explicit: the top-level document
+ * request that began it (`documentRequest`, the browser's own id of it) and when it began. A later top-level
+ * document of the tab is another load even where the background did not say a new page started (its navigation
+ * bookkeeping merges a navigation with the document request it expects, by URL): one with another request id, or
+ * one asked for after this load's load event. Two loads of one URL, one left to the browser and one through the
+ * helper 3 s later, are two entries, never one.
+ */
 export interface PageLoad {
   id: string;
   tabId: number;
   url: string;
   title: string;
   startedAt: number;
+  /** The browser's id of the top-level document request (CDP requestId, webRequest requestId) once recorded. */
+  documentRequest: string | null;
   /** DOMContentLoaded and load of the top-level document (ms since the epoch), once they happened. */
   contentLoadedAt: number | null;
   loadedAt: number | null;
@@ -67,6 +77,26 @@ export interface StoreLimits {
 
 export const DEFAULT_STORE_LIMITS: StoreLimits = { pageLoads: 30, recordsPerLoad: 3000 };
 
+function withoutFragment(url: string): string {
+  const hash = url.indexOf("#");
+  return hash === -1 ? url : url.slice(0, hash);
+}
+
+/** The request of the page's own top-level document (not a frame's, not a fetch of the page's URL). */
+export function isTopDocument(r: Pick<NewRecord, "resourceType" | "url" | "pageUrl">): boolean {
+  return r.resourceType.toLowerCase() === "document" && withoutFragment(r.url) === withoutFragment(r.pageUrl);
+}
+
+/** Whether this record's top-level document is another navigation than the one `load` is of (see PageLoad). */
+export function beginsAnotherLoad(load: PageLoad, fresh: NewRecord): boolean {
+  if (!isTopDocument(fresh)) return false;
+  // The same request id is the same navigation (a redirect keeps it); another id is another navigation.
+  if (load.documentRequest !== null && fresh.networkId) return load.documentRequest !== fresh.networkId;
+  // Without ids to compare: a document asked for after the load event is the next load (the page's own entries,
+  // listed after its load, began before it).
+  return load.loadedAt !== null && fresh.pausedAt > load.loadedAt;
+}
+
 function joinKey(networkId: string, url: string): string {
   const hash = url.indexOf("#");
   return `${networkId} ${hash === -1 ? url : url.slice(0, hash)}`;
@@ -87,7 +117,8 @@ export class TimingStore {
   newPage(tabId: number, url: string, at: number = Date.now()): PageLoad {
     this.loadCounter += 1;
     const load: PageLoad = {
-      id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, contentLoadedAt: null, loadedAt: null, requests: 0, version: 0,
+      id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, documentRequest: null, contentLoadedAt: null, loadedAt: null,
+      requests: 0, version: 0,
     };
     this.loads.set(load.id, { load, records: new Map() });
     this.current.set(tabId, load.id);
@@ -111,8 +142,9 @@ export class TimingStore {
 
   add(fresh: NewRecord): RequestRecord {
     let bucket = this.currentBucket(fresh.tabId);
-    bucket ??= this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);
+    if (!bucket || beginsAnotherLoad(bucket.load, fresh)) bucket = this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);
     if (!bucket) throw new Error("page load vanished");
+    if (isTopDocument(fresh) && bucket.load.documentRequest === null && fresh.networkId) bucket.load.documentRequest = fresh.networkId;
     const record: RequestRecord = {
       ...fresh, pageLoadId: bucket.load.id, networkId: fresh.networkId ?? null, requestHeaders: fresh.requestHeaders ?? [], browser: null,
     };

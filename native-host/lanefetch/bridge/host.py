@@ -28,6 +28,7 @@ from .stdio import FrameWriter, open_stdio
 
 if TYPE_CHECKING:
     # Proxy mode (Firefox) pulls in `cryptography` (~0.2 s of start-up): imported when a Firefox says hello.
+    from ..proxy.response_tally import DeliveredResponse
     from ..proxy.service import ProxyService
 
 log = logging.getLogger("lanefetch.host")
@@ -118,8 +119,9 @@ class _ProxyReports:
     async def failed(self, request: FetchRequest, error: FetchError) -> None:
         await self._send(protocol.request_error(request.id, error))
 
-    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
-        await self._send(protocol.timing(request.id, report))
+    async def timing(self, request: FetchRequest, report: TimingReport,
+                     response: DeliveredResponse | None = None) -> None:
+        await self._send(protocol.timing(request.id, report, response))
 
 
 def _origin_of(url: str) -> str | None:

@@ -35,6 +35,7 @@ from .admission import Admission
 from .gather import Gatherer
 from .request_meta import priority, resource_type
 from .request_reader import BadRequest, Request, RequestHead, RequestReader
+from .response_tally import DeliveredResponse, ResponseTally
 from .response_writer import ResponseWriter, refusal
 from .tls_terminator import TlsTerminator
 
@@ -59,7 +60,8 @@ class ProxyObserver(Protocol):
 
     async def proxied(self, context_id: str, request: FetchRequest) -> None: ...
     async def failed(self, request: FetchRequest, error: FetchError) -> None: ...
-    async def timing(self, request: FetchRequest, report: TimingReport) -> None: ...
+    async def timing(self, request: FetchRequest, report: TimingReport,
+                     response: DeliveredResponse | None = None) -> None: ...
 
 
 def basic_credentials(secret: str) -> str:
@@ -79,6 +81,7 @@ class _Responder:
         self.ok = False
         self.error_kind: str | None = None
         self.broken = False  # the browser went away
+        self.tally = ResponseTally()  # what the browser got, for the extension's record (it sees no head itself)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def _write(self, data: bytes, request: FetchRequest) -> None:
@@ -94,9 +97,11 @@ class _Responder:
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
         self.started = True
+        self.tally.head(head)
         await self._write(self.out.head(head), request)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.tally.body(data)
         await self._write(self.out.body(data), request)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
@@ -109,7 +114,7 @@ class _Responder:
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
         try:
-            await self.observer.timing(request, report)
+            await self.observer.timing(request, report, self.tally.result())
         finally:
             if not self.done.done():
                 self.done.set_result(None)

@@ -77,10 +77,11 @@ test("a repeat visit comes from the helper's cache (hit / revalidated 304), and 
     await options.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
     await options.waitForSelector("#cache-state[data-entries]");
     assert.equal(await options.getAttribute("#cache-state", "data-entries"), "4");
-    assert.match((await options.textContent("#cache-state")) ?? "", /^4 entries, .* in .*helper-cache\/lanefetch\//);
+    assert.match((await options.textContent("#cache-state")) ?? "", /^4 entries, [\d.]+ (B|KiB|MiB)\.$/, "no file path unless asked");
+    assert.match((await options.textContent("#cache-file")) ?? "", /helper-cache\/lanefetch\//, "where it is kept, folded away");
     await options.click("#cache-clear");
     await options.waitForFunction(() => document.getElementById("cache-state")?.textContent.startsWith("Removed"));
-    assert.match((await options.textContent("#cache-state")) ?? "", /^Removed 4 entries\. 0 entries, 0 B in /);
+    assert.match((await options.textContent("#cache-state")) ?? "", /^Removed 4 entries\. 0 entries, 0 B\./);
 
     // After clearing, every image goes to the network again, unconditionally.
     sites.clearLog();

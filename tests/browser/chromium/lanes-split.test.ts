@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabTimings } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
+import { screenshot, seriousAxeViolations } from "../support/ui-checks.js";
 import { bigBody, startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -26,27 +27,41 @@ test("options page: interfaces and their policy through the helper; a large fetc
     const options = await browser.context.newPage();
     await options.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
     await options.waitForSelector('#interfaces tr[data-name="lo"]', { timeout: 20000 });
-    assert.match((await options.textContent('#interfaces tr[data-name="lo"]')) ?? "", /no \(loopback\)/);
-    assert.match((await options.textContent("#interfaces-file")) ?? "", /helper-config\/lanefetch\/interfaces\.json/);
-
-    // Bad input: the reason in the row, nothing sent, what was typed kept.
+    // Loopback can never carry a lane: greyed, the reason in plain words, nothing to change.
     const lo = '#interfaces tr[data-name="lo"]';
-    await options.fill(`${lo} input.weight`, "0");
-    await options.click(`${lo} button.save`);
-    assert.match((await options.textContent(`${lo} .message`)) ?? "", /Weight must be a number above 0/);
-    assert.equal(await options.inputValue(`${lo} input.weight`), "0");
+    assert.match((await options.textContent(lo)) ?? "", /internal connection, which never reaches the internet/);
+    assert.equal(await options.getAttribute(lo, "class"), "unusable");
+    assert.equal(await options.isDisabled(`${lo} input.weight`), true);
+    assert.doesNotMatch((await options.textContent("main")) ?? "", /\(loopback\)/);
+    assert.match((await options.textContent("#interfaces-file")) ?? "", /helper-config\/lanefetch\/interfaces\.json/);
+    assert.equal(await options.isVisible("#interfaces-file"), false, "the file's path only for who asks");
+    // Every input has an accessible name; axe-core finds nothing serious.
+    const unnamed = await options.$$eval("#interfaces input", (els) => els.filter((e) => !e.getAttribute("aria-label")).length);
+    assert.equal(unnamed, 0);
+    assert.deepEqual(await seriousAxeViolations(options), []);
+    await screenshot(options, "options");
+
+    // A connection that can carry lanes (this machine's first other than loopback).
+    const name = await options.$eval('#interfaces tr[data-name]:not([data-permanent])', (e) => (e as HTMLElement).dataset.name ?? "");
+    const row = `#interfaces tr[data-name="${name}"]`;
+    // Bad input: the reason in the row, nothing sent, what was typed kept.
+    await options.fill(`${row} input.weight`, "0");
+    assert.match((await options.textContent(`${row} .message`)) ?? "", /Not saved yet/, "typing shows the change is not saved yet");
+    await options.press(`${row} input.weight`, "Enter");
+    assert.match((await options.textContent(`${row} .message`)) ?? "", /Weight must be a number above 0/);
+    assert.equal(await options.inputValue(`${row} input.weight`), "0");
     assert.ok(!existsSync(policyFile));
 
-    await options.fill(`${lo} input.weight`, "2");
-    await options.fill(`${lo} input.cap`, "5");
-    await options.click(`${lo} button.save`);
-    // Saved: the row is drawn again from the helper's answer (button enabled, no message).
-    await options.waitForFunction(() => {
-      const row = document.querySelector('#interfaces tr[data-name="lo"]');
-      return row?.querySelector("button.save:enabled") && row.querySelector(".message")?.textContent === "";
-    });
-    assert.equal(await options.inputValue(`${lo} input.cap`), "5");
-    const saved = (JSON.parse(readFileSync(policyFile, "utf8")) as { interfaces: Record<string, unknown> }).interfaces.lo;
+    // Saved as it changes: the row is drawn again from the helper's answer and says "Saved".
+    await options.fill(`${row} input.weight`, "2");
+    await options.fill(`${row} input.cap`, "5");
+    await options.press(`${row} input.cap`, "Enter");
+    await options.waitForSelector(`${row}[data-saved]`, { timeout: 20000 });
+    assert.equal(await options.textContent(`${row} .message`), "Saved");
+    assert.equal(await options.inputValue(`${row} input.cap`), "5");
+    assert.equal(await options.inputValue(`${row} input.weight`), "2");
+    await screenshot(options, "options-saved");
+    const saved = (JSON.parse(readFileSync(policyFile, "utf8")) as { interfaces: Record<string, unknown> }).interfaces[name];
     assert.deepEqual(saved, { enabled: true, weight: 2, metered: false, daily_cap_bytes: 5_000_000 });
 
     // Off by default; turned on from the options page.

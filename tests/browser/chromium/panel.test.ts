@@ -15,6 +15,7 @@ import { EXTENSION_ID, openPage, settledPageLoad, startSiteOn, stopSiteOn, tabId
 import { harErrors } from "../support/har-validator.js";
 import { repoRoot } from "../support/paths.js";
 import { siteOptions, type Sites } from "../support/test-site.js";
+import { screenshot, seriousAxeViolations } from "../support/ui-checks.js";
 
 let sites: Sites;
 let browser: Browser;
@@ -100,7 +101,7 @@ test("the timing page shows every request of a page with plausible phases, and e
   for (const r of data.records) assert.ok(rows.some((row) => row.url === r.url), `row for ${r.url}`);
   assert.ok(rows.every((row) => row.segments >= 2), "every bar has its phases");
   for (const r of passed) {
-    assert.ok(rows.some((row) => row.url === r.url && row.pass?.startsWith("passed: ")), `${r.url} shows why it was passed through`);
+    assert.ok(rows.some((row) => row.url === r.url && row.pass?.startsWith("left to the browser: ")), `${r.url} shows why it was left to the browser`);
   }
   const listed = await panel.$$eval("#loads button[data-id]", (els) => els.map((e) => e.getAttribute("aria-current")));
   assert.deepEqual(listed, ["true", "false"], "both loads listed, the newest selected");
@@ -122,6 +123,21 @@ test("the timing page shows every request of a page with plausible phases, and e
   assert.equal(har.log.entries.length, data.records.length);
   assert.equal(har.log.entries.filter((e) => e._lanefetch.outcome === "accelerated").length, data.records.length - passed.length);
 
+  const legend = (await panel.textContent("#legend")) ?? "";
+  assert.match(legend, /DOMContentLoaded/, "the legend names the DOMContentLoaded line");
+  assert.match(legend, /\bload \(/, "the legend names the load line");
+  // From a docked DevTools panel's width down to 600 px: Size, Time and the waterfall stay on screen.
+  for (const width of [1400, 900, 600]) {
+    await panel.setViewportSize({ width, height: 820 });
+    const edges = await panel.$$eval("#waterfall .row.head > .c-size, #waterfall .row.head > .c-time, #waterfall .row.head > .track",
+      (els) => els.map((e) => { const r = e.getBoundingClientRect(); return { left: r.left, right: r.right, width: r.width }; }));
+    assert.equal(edges.length, 3);
+    for (const e of edges) assert.ok(e.width > 0 && e.right <= width, `at ${width} px: ${JSON.stringify(edges)}`);
+    assert.ok((edges[2]?.width ?? 0) >= 140, `at ${width} px the waterfall keeps room: ${JSON.stringify(edges)}`);
+    await screenshot(panel, `timing-${width}`);
+  }
+  await panel.setViewportSize({ width: 1500, height: 820 });
+  assert.deepEqual(await seriousAxeViolations(panel), [], "axe-core on the timing page");
   await panel.screenshot({ path: join(tmpdir(), "lanefetch-timing-panel.png") });
   if (process.env.LANEFETCH_DOCS_SCREENSHOT === "1") await panel.screenshot({ path: join(repoRoot, "docs/timing-panel.png") });
   await panel.emulateMedia({ colorScheme: "dark" });

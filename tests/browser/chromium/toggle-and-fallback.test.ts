@@ -117,7 +117,8 @@ test("no helper installed: an enabled site still loads completely, from the brow
     assert.ok((s.counts.passed.helper_missing ?? 0) > 10, JSON.stringify(s.counts));
     const popup = await browser.context.newPage();
     await openPopup(popup, tabId);
-    assert.equal(await popup.textContent("#helper"), "Helper not installed: run `lanefetch install`");
+    assert.equal(await popup.textContent("#state-line"), "Helper not installed — run lanefetch install");
+    assert.equal(await popup.textContent("#state-line code"), "lanefetch install");
     assert.equal(await popup.isChecked("#toggle"), true);
   } finally {
     await browser.close();

@@ -5,6 +5,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { harEntry } from "../../../extension/src/timings/har.js";
+import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
 import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
 import { eventually } from "../support/eventually.js";
 import { OriginServer } from "../support/origin-server.js";
@@ -140,6 +142,21 @@ test("the standalone timing page lists the page load's requests as answered by t
   assert.equal(served.length, 13, "the document and 12 images");
   assert.deepEqual(shown, { rows: served, statuses: ["200"], passed: 0, loaded: true },
     "one row per request with Firefox's status, none passed through, the load event known");
+  // The records (and so the panel and the HAR) are as complete as Chromium's: both heads, Firefox's own types, the
+  // MIME type, and the body's size apart from the wire's.
+  const data = await ff.inExtension<PageLoadData | null>(`chrome.runtime.sendMessage({ type: "lanefetch/page-loads", tabId: ${tabId} })
+    .then(({ loads }) => chrome.runtime.sendMessage({ type: "lanefetch/page-load", id: loads[0].id })).then((r) => r.data)`);
+  assert.ok(data);
+  const types = data.records.map((r) => r.resourceType).sort();
+  assert.deepEqual([...new Set(types)], ["document", "image"], JSON.stringify(types));
+  for (const r of data.records) {
+    const entry = harEntry(r);
+    assert.ok(entry.request.headers.some((h) => h.name.toLowerCase() === "host"), `${r.url}: request headers`);
+    assert.ok(entry.response.headers.length > 0, `${r.url}: response headers`);
+    assert.notEqual(entry.response.content.mimeType, "x-unknown", r.url);
+    assert.ok(entry.response._transferSize > entry.response.content.size, `${r.url}: the wire has the head too`);
+    assert.equal(entry.response.content.size, entry.response.bodySize, `${r.url}: not coded, so decoded = sent`);
+  }
   await page.close();
 });
 

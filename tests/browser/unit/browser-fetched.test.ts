@@ -22,3 +22,19 @@ test("a listed request gets the browser's start, first byte, end and status", ()
   assert.equal(r.outcome, "passed");
   assert.deepEqual([r.browser.start, r.browser.headersEnd, r.browser.end, r.status, r.browser.remoteAddress], [1001, 1004, 1009, 200, "10.0.0.1"]);
 });
+
+test("response headers, when the listener asked for them, give the record its head and MIME type", () => {
+  const timings = new TimingStore();
+  const records = new BrowserFetchedRecords(new TabCounters(), timings, "wr", () => 1000);
+  timings.newPage(1, "http://lan.test/", 990);
+  records.passed(1, "http://lan.test/", request("7", "http://lan.test/app.js", "script"), "low_latency", "left", 1001);
+  records.event("completed", {
+    requestId: "7", url: "http://lan.test/app.js", timeStamp: 1009, statusCode: 200,
+    responseHeaders: [{ name: "Content-Type", value: "text/javascript; charset=utf-8" }, { name: "X-Empty" }],
+  });
+  const r = timings.forTab(1).at(0);
+  assert.ok(r?.browser);
+  assert.equal(r.resourceType, "script");
+  assert.deepEqual(r.browser.responseHeaders, [["Content-Type", "text/javascript; charset=utf-8"], ["X-Empty", ""]]);
+  assert.equal(r.browser.mimeType, "text/javascript");
+});

@@ -80,7 +80,7 @@ function samplePage(): PageLoadData {
     base("waiting"),
   ];
   return {
-    load: { id: "p1", tabId: 3, url: "http://a.test/", title: "A test", startedAt: T0 - 50, contentLoadedAt: T0 + 200, loadedAt: T0 + 320, requests: records.length, version: 9 },
+    load: { id: "p1", tabId: 3, url: "http://a.test/", title: "A test", startedAt: T0 - 50, documentRequest: null, contentLoadedAt: T0 + 200, loadedAt: T0 + 320, requests: records.length, version: 9 },
     records,
   };
 }
@@ -138,7 +138,7 @@ test("passed-through requests: the browser's own phases, connection and reason; 
   assert.equal(preflight.response.content.size, 700);
   assert.deepEqual(preflight.response.headers, [{ name: "Content-Type", value: "text/html" }]);
   assert.equal(preflight._lanefetch.passReason, "preflight");
-  assert.equal(preflight._lanefetch.passReasonText, "CORS preflight");
+  assert.equal(preflight._lanefetch.passReasonText, "it is a permission check the browser makes itself");
   assert.equal(preflight._lanefetch.timingSource, "browser");
   const untimed = harEntry(page.records[6] as RequestRecord);
   assert.deepEqual(untimed.timings, { blocked: 3, dns: -1, connect: -1, ssl: -1, send: 0, wait: 0, receive: 0 });
@@ -190,8 +190,8 @@ test("page summary: counts, bytes per interface, connections, concurrency, text"
   assert.equal(s.pipelined, 2);
   assert.equal(s.acceleratedSpanMs, 300);
   const text = summaryText(s, "0.1.0");
-  assert.match(text, /accelerated 5, passed through 2, from helper cache 1/);
-  assert.match(text, /1 × CORS preflight/);
+  assert.match(text, /accelerated 5, left to the browser 2, from helper cache 1/);
+  assert.match(text, /1 because it is a permission check the browser makes itself \(preflight\)/);
   assert.match(text, /model: Without pipelining/);
 });
 

@@ -6,11 +6,12 @@ import type { ToExtension } from "../../../extension/src/generated/protocol.js";
 import { ProxiedRecords } from "../../../extension/src/proxy/proxied-records.js";
 import type { PageContext } from "../../../extension/src/proxy/proxy-router.js";
 import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
+import { harEntry } from "../../../extension/src/timings/har.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
 
 const PAGE = "http://shop.example/";
 const CONTEXT: PageContext = {
-  contextId: "t7-1", tabId: 7, pageUrl: PAGE, port: 41000, splitPort: null, opening: null,
+  contextId: "t7-1", tabId: 7, pageUrl: PAGE, port: 41000, splitPort: null, opening: null, routedTypes: new Map(),
   page: { address_space: "public", top_site: "http://shop.example", private_browsing: false },
 };
 
@@ -108,4 +109,45 @@ test("a request the router sent direct (step-aside): a passed record with Firefo
   records.passed(7, PAGE, { ...request, requestId: "93", url: `${PAGE}gone.png`, type: "image" }, "low_latency", "");
   records.firefoxEvent("failed", { requestId: "93", url: `${PAGE}gone.png`, timeStamp: 1003, error: "NS_ERROR_CONNECTION_REFUSED" });
   assert.equal(timings.get("ff93")?.browser?.error, "NS_ERROR_CONNECTION_REFUSED");
+});
+
+test("a Firefox record has what Chromium's has: Firefox's type, both heads, the MIME type, decoded vs wire size (panel and HAR)", () => {
+  const { timings, records } = setup();
+  const url = `${PAGE}app.js`;
+  // The router saw Firefox call it a script; the helper, without Sec-Fetch-Dest (http://), could only say "other".
+  CONTEXT.routedTypes.set(url, "script");
+  CONTEXT.routedTypes.set(`${PAGE}data`, "xmlhttprequest");
+  try {
+    records.handle({ ...proxied("s1", url), resource_type: "other", request_headers: [["Host", "shop.example"], ["Accept", "*/*"]] } as ToExtension);
+    records.handle({ ...proxied("s2", `${PAGE}data`), resource_type: "other" } as ToExtension);
+    records.handle({
+      ...(timing("s1") as object), wire_bytes: 1432,
+      response: { status: 200, headers: [["Content-Type", "text/javascript; charset=utf-8"], ["Content-Encoding", "gzip"]], body_bytes: 1195, decoded_body_bytes: 4210 },
+    } as ToExtension);
+    const r = timings.get("s1");
+    assert.ok(r);
+    assert.equal(r.resourceType, "script");
+    assert.equal(timings.get("s2")?.resourceType, "fetch", "xmlhttprequest: fetch() or XHR");
+    assert.deepEqual(r.requestHeaders, [["Host", "shop.example"], ["Accept", "*/*"]]);
+    assert.equal(r.bodyBytes, 4210, "the body as the page has it, decoded");
+    assert.equal(r.status, 200, "the status the helper wrote, before Firefox's completion says it");
+    const entry = harEntry(r);
+    assert.deepEqual(entry.request.headers, [{ name: "Host", value: "shop.example" }, { name: "Accept", value: "*/*" }]);
+    assert.deepEqual(entry.response.headers.map((h) => h.name), ["Content-Type", "Content-Encoding"]);
+    assert.deepEqual(entry.response.content, { size: 4210, mimeType: "text/javascript; charset=utf-8" });
+    assert.deepEqual([entry.response.bodySize, entry.response._transferSize], [1195, 1432], "coded body; head and body on the wire");
+    assert.equal((entry as unknown as { _resourceType: string })._resourceType, "script");
+  } finally {
+    CONTEXT.routedTypes.clear();
+  }
+});
+
+test("an identity body: the same size in the panel as in Chromium (not the wire's head and body)", () => {
+  const { timings, records } = setup();
+  records.handle(proxied("i1", `${PAGE}favicon.ico`));
+  records.handle({
+    ...(timing("i1") as object), wire_bytes: 432,
+    response: { status: 200, headers: [["Content-Type", "image/x-icon"], ["Content-Length", "195"]], body_bytes: 195, decoded_body_bytes: 195 },
+  } as ToExtension);
+  assert.equal(timings.get("i1")?.bodyBytes, 195);
 });

@@ -233,6 +233,17 @@ async def test_responses_stream_back_as_the_origin_sent_them(host: HostProcess, 
     assert all(m["context_id"] == "c1" for m in proxied.values())
     assert next(m for m in proxied.values() if m["url"].endswith("/gz"))["resource_type"] == "script"
     assert {m["id"] for m in msgs if m["type"] == "timing"} == set(proxied)
+    # What Firefox's webRequest does not show the extension: the request's fields (never the proxy's credentials),
+    # and the response as written: head, body as sent (coded) and decoded size.
+    gz_id = next(i for i, m in proxied.items() if m["url"].endswith("/gz"))
+    assert ["Sec-Fetch-Dest", "script"] in proxied[gz_id]["request_headers"]
+    assert all(k.lower() != "proxy-authorization" for m in proxied.values() for k, _ in m["request_headers"])
+    gz_timing = next(m for m in msgs if m["type"] == "timing" and m["id"] == gz_id)["response"]
+    assert gz_timing["status"] == 200 and ["Content-Encoding", "gzip"] in gz_timing["headers"]
+    assert (gz_timing["body_bytes"], gz_timing["decoded_body_bytes"]) == (len(GZ), len(gzip.decompress(GZ)))
+    big_id = next(i for i, m in proxied.items() if m["url"].endswith("/big"))
+    big_timing = next(m for m in msgs if m["type"] == "timing" and m["id"] == big_id)["response"]
+    assert (big_timing["body_bytes"], big_timing["decoded_body_bytes"]) == (len(BIG), len(BIG))
 
 
 async def test_proxied_fetches_report_each_new_connections_round_trip(host: HostProcess, origin: str) -> None:  # noqa: F811

@@ -33,6 +33,7 @@ async function render(): Promise<void> {
     const remove = document.createElement("button");
     remove.type = "button";
     remove.textContent = "Remove";
+    remove.setAttribute("aria-label", `Remove ${site.name}`);
     remove.addEventListener("click", () => void store.disable(site));
     action.append(remove);
     tr.append(name, covers, since, action);
@@ -48,7 +49,7 @@ function cacheText(reply: CacheReply): string {
   if (stats.error !== undefined) return `Cache unavailable: ${stats.error}`;
   const persistent = stats.location === null
     ? "This helper runs without a persistent cache."
-    : `${stats.entries ?? 0} entries, ${formatBytes(stats.bytes ?? 0)} in ${stats.location}.`;
+    : `${stats.entries ?? 0} entries, ${formatBytes(stats.bytes ?? 0)}.`;
   const privately = stats.private_entries ? ` Private windows: ${stats.private_entries} entries, ${formatBytes(stats.private_bytes ?? 0)} in memory.` : "";
   const cleared = stats.cleared !== undefined ? `Removed ${stats.cleared} entries. ` : "";
   return `${cleared}${persistent}${privately}`;
@@ -60,6 +61,11 @@ async function cache(action: CacheRequest["action"]): Promise<void> {
   button.disabled = true;
   const reply = await chrome.runtime.sendMessage<CacheRequest, CacheReply>({ type: "lanefetch/cache", action });
   state.textContent = cacheText(reply);
+  // Where it is kept only for who asks (a path means nothing to most people). Shown from the start, so the page does
+  // not move under the pointer when the answer comes; hidden only when there is no such place.
+  const location = reply.stats?.location ?? null;
+  byId("cache-where", HTMLDetailsElement).hidden = reply.stats !== null && location === null;
+  byId("cache-file", HTMLElement).textContent = location ?? "unknown: the helper did not answer";
   state.dataset.entries = String(reply.stats?.entries ?? "");
   button.disabled = reply.stats === null || reply.stats.error !== undefined;
 }

@@ -1,6 +1,7 @@
 // The details of one request (shown for the hovered or selected row): outcome, phases, connection, cache, headers.
 import type { LaneTiming } from "../../generated/protocol.js";
 import { phaseTotals, PHASE_ORDER } from "../../timings/phases.js";
+import { LEFT_TO_BROWSER } from "../../timings/left-to-browser.js";
 import { formatBytes } from "../format.js";
 import type { WaterfallRow } from "./waterfall-model.js";
 import { PHASE_LABELS } from "./waterfall-view.js";
@@ -31,6 +32,12 @@ function headers(title: string, pairs: readonly (readonly [string, string])[]): 
 }
 
 const ms = (v: number): string => `${v.toFixed(1)} ms`;
+
+function mimeTypeOf(r: WaterfallRow["record"]): string | null {
+  const fields = r.browser?.responseHeaders.length ? r.browser.responseHeaders : (r.timing?.response?.headers ?? []);
+  const type = fields.find(([n]) => n.toLowerCase() === "content-type")?.[1] ?? r.browser?.mimeType ?? null;
+  return type === null ? null : (type.split(";")[0]?.trim() ?? null);
+}
 
 /** A split response: what each lane (network interface) carried, at what rate, and when. */
 function lanesTable(lanes: readonly LaneTiming[], pageStart: number): HTMLElement {
@@ -69,14 +76,15 @@ export function renderDetails(host: HTMLElement, row: WaterfallRow | null, pageS
   const conn = t?.connection ?? null;
   const b = r.browser;
   const outcome = r.outcome === "fulfilled" ? "accelerated: fetched by the lanefetch helper"
-    : r.outcome === "passed" ? `passed through to the browser: ${row.passed ?? r.reason ?? "?"}` : "pending";
-  const parts: HTMLElement[] = [el("h2", r.url)];
+    : r.outcome === "passed" ? `${LEFT_TO_BROWSER}: ${row.passed ?? "no reason recorded"}` : "pending";
+  const parts: HTMLElement[] = [el("h2", r.url, "url")];
   parts.push(list([
     ["Outcome", outcome],
     ["Detail", r.detail],
     ["Method", r.method],
     ["Status", r.status ?? b?.status ?? (b?.error ? `failed: ${b.error}` : null)],
     ["Type", r.resourceType.toLowerCase()],
+    ["MIME type", mimeTypeOf(r)],
     ["Priority", r.priority],
     ["Body", r.outcome === "fulfilled" ? formatBytes(r.bodyBytes) : b?.bodyBytes != null ? formatBytes(b.bodyBytes) : null],
     ["On the wire", t?.wire_bytes != null ? formatBytes(t.wire_bytes) : b?.encodedBytes != null ? formatBytes(b.encodedBytes) : null],
@@ -128,5 +136,6 @@ export function renderDetails(host: HTMLElement, row: WaterfallRow | null, pageS
   }
   parts.push(headers("Request headers", r.requestHeaders));
   if (b && b.responseHeaders.length) parts.push(headers("Response headers (as the page got them)", b.responseHeaders));
+  else if (t?.response) parts.push(headers("Response headers (as the helper wrote them to the browser)", t.response.headers));
   host.replaceChildren(...parts);
 }

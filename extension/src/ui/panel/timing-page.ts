@@ -4,6 +4,7 @@
 // `timing.html?tab=N` preselects tab N's newest load, `?load=ID` a given load.
 import type { PageLoadReply, PageLoadsReply, TimingRequest } from "../../background/popup-api.js";
 import { buildHar } from "../../timings/har.js";
+import { LEFT_TO_BROWSER, reasonInPlainWords } from "../../timings/left-to-browser.js";
 import { NO_PIPELINING_MODEL, summarize, summaryText, type PageSummary } from "../../timings/page-summary.js";
 import type { PageLoad, PageLoadData } from "../../timings/timing-store.js";
 import { byId, formatBytes, formatMs } from "../format.js";
@@ -49,11 +50,10 @@ function loadLabel(l: PageLoad): string {
 }
 
 function renderLoadList(current: string | null): void {
-  if (devtoolsTab !== undefined) {
-    select.replaceChildren(...loads.map((l) => new Option(`${loadLabel(l)} · ${l.url}`, l.id, false, l.id === current)));
-    (select.parentElement as HTMLElement).hidden = loads.length < 2;
-    return;
-  }
+  // The select stands in for the list in DevTools and where the page is too narrow for it (timing.css decides).
+  select.replaceChildren(...loads.map((l) => new Option(`${loadLabel(l)} · ${l.url}`, l.id, false, l.id === current)));
+  (select.parentElement as HTMLElement).hidden = loads.length < 2;
+  if (devtoolsTab !== undefined) return;
   nav.replaceChildren(...loads.map((l) => {
     const b = document.createElement("button");
     b.type = "button";
@@ -95,8 +95,8 @@ function renderSummary(s: PageSummary): void {
     stat(s.pageLoadMs === null ? "loading…" : formatMs(s.pageLoadMs), "page load (load event)"),
     stat(String(s.requests), "requests"),
     stat(String(s.accelerated), "accelerated"),
-    stat(String(s.passed), "passed through",
-      Object.entries(s.passedByReason).map(([r, n]) => `${n} × ${r}`).join("\n")),
+    stat(String(s.passed), LEFT_TO_BROWSER,
+      Object.entries(s.passedByReason).map(([r, n]) => `${n} because ${reasonInPlainWords(r)}`).join("\n")),
     stat(String(s.fromHelperCache), "from helper cache", `${s.revalidated} revalidated`),
     stat(s.bytesByInterface.map((b) => `${b.name} ${formatBytes(b.bytes)}`).join(" · ") || "–", "bytes per route"),
     stat(`${s.connections} (max ${s.maxConcurrentConnections} at once)`, "helper connections",

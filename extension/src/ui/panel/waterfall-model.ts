@@ -1,7 +1,7 @@
 // What the waterfall shows, without the DOM: one row per request with its phases, grouped by connection or by
 // network interface (or not at all), each group with a colour. Pure.
-import { PASS_REASONS } from "../../intercept/pass-reason.js";
 import { timelineOf, type RequestTimeline } from "../../timings/phases.js";
+import { reasonInPlainWords } from "../../timings/left-to-browser.js";
 import { BROWSER_ROUTE, DEFAULT_ROUTE } from "../../timings/page-summary.js";
 import type { PageLoadData, RequestRecord } from "../../timings/timing-store.js";
 
@@ -16,7 +16,7 @@ export interface WaterfallRow {
   /** "position/depth" on a helper connection, else "". */
   pipeline: string;
   route: string;
-  /** Why the browser fetched it, for passed-through requests. */
+  /** Why it was left to the browser (in plain words), for requests lanefetch did not take. */
   passed: string | null;
   /** Colour of the row's connection (or interface) group: an HSL hue. */
   hue: number;
@@ -84,7 +84,7 @@ export function buildWaterfall(data: PageLoadData, by: GroupBy): Waterfall {
       connection: connectionKey(record),
       pipeline: conn ? `${conn.pipeline_position}/${conn.pipeline_depth}` : "",
       route: routeOf(record),
-      passed: record.outcome === "passed" && record.reason ? PASS_REASONS[record.reason] : null,
+      passed: record.outcome === "passed" ? reasonInPlainWords(record.reason) : null,
       hue: 0,
     };
   });

@@ -1,6 +1,7 @@
 // The waterfall's DOM: a header with the time axis, group rows, and one row per request with its phase segments.
 // Plain DOM built once per change (500 requests ≈ 5,000 elements); text always via textContent.
 import { PHASE_ORDER, type Phase } from "../../timings/phases.js";
+import { LEFT_TO_BROWSER, reasonShort } from "../../timings/left-to-browser.js";
 import type { PageLoad } from "../../timings/timing-store.js";
 import { formatBytes, formatMs } from "../format.js";
 import type { Waterfall, WaterfallRow } from "./waterfall-model.js";
@@ -24,12 +25,24 @@ function tickStep(span: number): number {
   return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? power * 10;
 }
 
+/** The page's own moments, drawn as dashed lines across the waterfall. */
+export const MARKS = [
+  { cls: "dcl", label: "DOMContentLoaded (page parsed)" },
+  { cls: "load", label: "load (page and its images loaded)" },
+] as const;
+
 export function legend(): HTMLElement[] {
-  return PHASE_ORDER.map((phase) => {
+  const phases = PHASE_ORDER.map((phase) => {
     const item = el("span", "");
     item.append(el("i", `p-${phase}`), PHASE_LABELS[phase]);
     return item;
   });
+  const marks = MARKS.map(({ cls, label }) => {
+    const item = el("span", "");
+    item.append(el("i", `line ${cls}`), label);
+    return item;
+  });
+  return [...phases, ...marks];
 }
 
 function sizeOf(row: WaterfallRow): string {
@@ -54,8 +67,8 @@ export function renderWaterfall(host: HTMLElement, w: Waterfall, load: PageLoad,
 
   const head = el("div", "row head");
   head.setAttribute("role", "presentation");
-  head.append(el("span", "stripe"), el("span", "", "Request"), el("span", "num", "Status"), el("span", "", "Type"),
-    el("span", "", "Pos/depth"), el("span", "", "Route"), el("span", "num", "Size"), el("span", "num", "Time"));
+  head.append(el("span", "stripe"), el("span", "", "Request"), el("span", "num c-status", "Status"), el("span", "c-type", "Type"),
+    el("span", "c-pipe", "Pos/depth"), el("span", "c-route", "Route"), el("span", "num c-size", "Size"), el("span", "num c-time", "Time"));
   const axis = el("span", "track");
   const step = tickStep(span);
   for (let t = 0; t <= span; t += step) {
@@ -67,7 +80,7 @@ export function renderWaterfall(host: HTMLElement, w: Waterfall, load: PageLoad,
   frag.append(head);
 
   const marks: [string, number | null, string][] = [
-    ["dcl", load.contentLoadedAt, "DOMContentLoaded"], ["load", load.loadedAt, "load"],
+    ["dcl", load.contentLoadedAt, MARKS[0].label], ["load", load.loadedAt, MARKS[1].label],
   ];
   const rows: HTMLElement[] = [];
   for (const group of w.groups) {
@@ -86,14 +99,14 @@ export function renderWaterfall(host: HTMLElement, w: Waterfall, load: PageLoad,
       line.dataset.id = r.id;
       line.setAttribute("role", "option");
       line.setAttribute("aria-selected", "false");
-      if (row.passed) line.dataset.pass = `passed: ${row.passed}`;
+      if (row.passed) line.dataset.pass = `${LEFT_TO_BROWSER}: ${row.passed}`;
       const stripe = el("span", "stripe");
       stripe.style.background = `hsl(${row.hue} 65% 50%)`;
       stripe.title = row.connection;
       const name = el("span", "name");
-      name.title = row.passed ? `${r.url}\npassed through: ${row.passed}` : r.url;
-      // The reason first, so a narrow column still shows it.
-      if (row.passed) name.append(el("span", "pass", `passed: ${(r.reason ?? "").replace(/_/g, " ")}`));
+      name.title = row.passed ? `${r.url}\n${LEFT_TO_BROWSER}: ${row.passed}` : r.url;
+      // The reason first, so a narrow column still shows it (in a few words; the details say it in full).
+      if (row.passed) name.append(el("span", "pass", reasonShort(r.reason) || LEFT_TO_BROWSER));
       name.append(row.name);
       const track = el("span", "track");
       for (const s of row.timeline.segments) {
@@ -109,9 +122,9 @@ export function renderWaterfall(host: HTMLElement, w: Waterfall, load: PageLoad,
         m.title = title;
         track.append(m);
       }
-      line.append(stripe, name, el("span", "num", statusOf(row)), el("span", "", r.resourceType.toLowerCase()),
-        el("span", "", row.pipeline), el("span", "", row.route), el("span", "num", sizeOf(row)),
-        el("span", "num", formatMs(row.timeline.end - row.timeline.start)), track);
+      line.append(stripe, name, el("span", "num c-status", statusOf(row)), el("span", "c-type", r.resourceType.toLowerCase()),
+        el("span", "c-pipe", row.pipeline), el("span", "c-route", row.route), el("span", "num c-size", sizeOf(row)),
+        el("span", "num c-time", formatMs(row.timeline.end - row.timeline.start)), track);
       frag.append(line);
       rows.push(line);
     }

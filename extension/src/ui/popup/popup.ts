@@ -1,11 +1,13 @@
-// The toolbar popup: the tab's site, the toggle, the helper's state, the tab's counters, "reload now".
+// The toolbar popup: one line saying what lanefetch does on this tab (state-line.ts), the site's switch, why requests
+// were left to the browser, the helper's state, "reload now".
 // `popup.html?tabId=N` shows tab N instead of the active tab (used by the real-browser tests).
 import type { PopupRequest, StatusReply } from "../../background/popup-api.js";
-import { PASS_REASONS, type PassReason } from "../../intercept/pass-reason.js";
 import { setHttpsSite } from "../../proxy/https-sites.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { isPublicSuffix, ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
-import { byId, formatBytes, formatMs, helperText } from "../format.js";
+import { LEFT_TO_BROWSER } from "../../timings/left-to-browser.js";
+import { byId, helperText } from "../format.js";
+import { reasonLines, stateLine } from "./state-line.js";
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
 const toggle = byId("toggle", HTMLInputElement);
@@ -21,54 +23,80 @@ async function targetTabId(): Promise<number | undefined> {
   return tab?.id;
 }
 
+/** Writes only a change: the popup re-renders every second, and a rewritten live region is read out again. */
+function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+/** Like setText, with `backticked` parts (a command to type) shown as code. */
+function setTextWithCode(el: HTMLElement, text: string): void {
+  if (el.dataset.text === text) return;
+  el.dataset.text = text;
+  el.replaceChildren(...text.split("`").map((part, i) => {
+    if (i % 2 === 0) return part;
+    const code = document.createElement("code");
+    code.textContent = part;
+    return code;
+  }));
+}
+
 function say(text: string | null): void {
   notice.hidden = text === null;
-  notice.textContent = text ?? "";
+  setText(notice, text ?? "");
 }
 
 function render(status: StatusReply): void {
+  const choices = ruleChoicesFor(status.tab.url);
+  const rule = status.tab.rule;
+  const state = stateLine({
+    helper: status.helper, webPage: choices !== null, siteOn: rule !== null, sessionOff: status.tab.sessionOff,
+    problem: status.tab.problem, counts: status.counts,
+  });
+  byId("state", HTMLElement).className = `state ${state.tone}`;
+  setTextWithCode(byId("state-line", HTMLParagraphElement), state.headline);
+  const detail = byId("state-detail", HTMLParagraphElement);
+  detail.hidden = state.detail === null;
+  setText(detail, state.detail ?? "");
+  // With accelerated requests the only second line is the time saved: its model on hover.
+  detail.title = status.counts.accelerated > 0 && state.detail !== null ? status.timeSavedModel : "";
+
+  // The helper's own line only when it says something the state line does not.
   const helper = helperText(status.helper);
   const helperEl = byId("helper", HTMLParagraphElement);
   helperEl.textContent = helper.text;
-  helperEl.className = `helper ${helper.ok ? "ok" : "bad"}`;
+  helperEl.hidden = status.helper.status === "not_installed" && rule !== null;
 
-  const choices = ruleChoicesFor(status.tab.url);
-  const rule = status.tab.rule;
   toggle.disabled = choices === null;
   exact.disabled = choices === null;
+  byId("host", HTMLSpanElement).textContent = choices?.host.name ?? "";
+  (exact.parentElement as HTMLElement).hidden = choices === null || choices.host.name === choices.domain.name;
   if (choices === null) {
-    byId("site-name", HTMLSpanElement).textContent = "lanefetch works on http(s) pages only";
+    byId("site-name", HTMLParagraphElement).textContent = "This tab shows no web page.";
     toggle.checked = false;
   } else {
     const shown: SiteRule = rule ?? (exact.checked ? choices.host : choices.domain);
     const isAddress = /^[\d.]+$|^\[/.test(shown.name);
-    byId("site-name", HTMLSpanElement).textContent =
-      shown.scope === "domain" && !isAddress ? `${shown.name} (and its subdomains)` : shown.name;
-    byId("host", HTMLSpanElement).textContent = choices.host.name;
+    byId("site-name", HTMLParagraphElement).textContent =
+      shown.scope === "domain" && !isAddress ? `${shown.name} and its subdomains` : shown.name;
     toggle.checked = rule !== null && !status.tab.sessionOff;
     if (rule) exact.checked = rule.scope === "host";
   }
   renderHttps(status);
-  if (status.tab.sessionOff) say("You cancelled the debugging bar: lanefetch is off for this site for this browser session.");
-  else say(status.tab.problem);
+  // The session switch-off is the state line's own subject; anything else wrong is said here in full.
+  say(status.tab.sessionOff ? null : status.tab.problem);
 
-  const c = status.counts;
-  const passedTotal = Object.values(c.passed).reduce((a, b) => a + b, 0);
-  byId("accelerated", HTMLElement).textContent = String(c.accelerated);
-  byId("passed", HTMLElement).textContent = String(passedTotal);
-  byId("bytes", HTMLElement).textContent = formatBytes(c.bytes);
-  const saved = byId("saved", HTMLElement);
-  saved.textContent = formatMs(c.savedMs);
-  saved.title = status.timeSavedModel;
-  const reasons = byId("reasons", HTMLUListElement);
-  reasons.replaceChildren(
-    ...Object.entries(c.passed).map(([reason, n]) => {
-      const li = document.createElement("li");
-      li.textContent = `${n} × ${PASS_REASONS[reason as PassReason]}`;
-      li.dataset.reason = reason;
-      return li;
-    }),
-  );
+  const lines = reasonLines(status.counts.passed);
+  const left = Object.values(status.counts.passed).reduce((a, b) => a + b, 0);
+  const section = byId("left-section", HTMLDetailsElement);
+  // Worth a breakdown only next to accelerated requests, or when more than one reason applies.
+  section.hidden = rule === null || lines.length === 0 || (status.counts.accelerated === 0 && lines.length === 1);
+  byId("left-summary", HTMLElement).textContent = `${left} ${left === 1 ? "request" : "requests"} ${LEFT_TO_BROWSER}`;
+  byId("reasons", HTMLUListElement).replaceChildren(...lines.map(({ reason, text }) => {
+    const li = document.createElement("li");
+    li.textContent = text;
+    li.dataset.reason = reason;
+    return li;
+  }));
 }
 
 const HTTPS_STATE_TEXT: Record<string, string> = {
@@ -90,7 +118,7 @@ function renderHttps(status: StatusReply): void {
   https.disabled = suffix && !info.optedIn;
   byId("https-explain", HTMLParagraphElement).textContent = suffix
     ? `${rule.name} is a public suffix (or a top-level name): a certificate authority for it would vouch for every ` +
-      "site under it, so HTTPS acceleration is not offered for it."
+      "site under it, so lanefetch does not offer HTTPS for it."
     : `Firefox will trust a certificate authority made on this computer that can vouch only for ${rule.name}` +
     `${rule.scope === "domain" ? " and its subdomains" : ""}, so the lanefetch helper can read and speed up this site's ` +
     "HTTPS traffic; turning this off (or the site) removes it.";

@@ -1,0 +1,67 @@
+"""What the browser got of one proxied response, for the extension's timing record: Firefox's webRequest shows the
+extension no head and no sizes in proxy mode, so the helper, which wrote the response, says what it wrote: the
+status and header fields, the body's bytes as sent (coded, as the origin sent them: the proxy does not decode) and
+the body's decoded size (DevTools' and HAR's `content.size`; the panel's "Body"). The decoded size is counted by
+running the body through a decoder on the side, only for a coded body and only up to DECODE_COUNT_LIMIT coded bytes
+(above: unknown, null), so a large download costs no decompression the browser does not need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine import DeliveredHead, FetchError
+from ..engine.fields import Headers
+from ..stream.decode import Decoder, decoder_for
+
+DECODE_COUNT_LIMIT = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DeliveredResponse:
+    status: int
+    headers: Headers
+    body_bytes: int
+    decoded_body_bytes: int | None  # None: not known (a coding that failed, or a body above the limit)
+
+
+class ResponseTally:
+    def __init__(self) -> None:
+        self._head: DeliveredHead | None = None
+        self._body = 0
+        self._decoded: int | None = 0
+        self._decoder: Decoder | None = None
+
+    def head(self, head: DeliveredHead) -> None:
+        self._head = head
+        coding = next((v for k, v in head.headers if k.lower() == "content-encoding"), None)
+        try:
+            self._decoder = decoder_for(coding)
+        except FetchError:
+            self._decoded = None  # a coding the helper does not know: Firefox may; the size stays unknown
+
+    def body(self, data: bytes) -> None:
+        self._body += len(data)
+        if self._decoded is None:
+            return
+        if self._decoder is None:
+            self._decoded += len(data)
+            return
+        if self._body > DECODE_COUNT_LIMIT:
+            self._decoded, self._decoder = None, None
+            return
+        try:
+            self._decoded += len(self._decoder.decode(data))
+        except Exception:  # zlib.error, brotli.error, zstd errors: a corrupt body; Firefox will say so itself
+            self._decoded, self._decoder = None, None
+
+    def result(self) -> DeliveredResponse | None:
+        """None before a head was written (the request failed before its response)."""
+        if self._head is None:
+            return None
+        decoded = self._decoded
+        if self._decoder is not None and decoded is not None:
+            try:
+                decoded += len(self._decoder.finish())
+            except FetchError:
+                decoded = None
+        return DeliveredResponse(self._head.status, list(self._head.headers), self._body, decoded)

@@ -1,0 +1,107 @@
+// The popup as a person meets it, in real Chromium: the state line for an accelerated page, a page left to the
+// browser on a fast connection and a missing helper; the switch works from the keyboard; axe-core finds nothing
+// serious or critical. Screenshots: tests/artifacts/popup-*.png.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import type { BrowserContext, Page } from "playwright-core";
+import {
+  EXTENSION_ID, freshProfile, launch, openPage, setSites, startSiteOn, stopSiteOn, tabIdOf, waitForHelper, type Browser,
+} from "../support/chromium-harness.js";
+import type { Sites } from "../support/test-site.js";
+import { pollUntil, screenshot, seriousAxeViolations } from "../support/ui-checks.js";
+
+let sites: Sites;
+let browser: Browser;
+
+before(async () => ({ sites, browser } = await startSiteOn()));
+after(async () => stopSiteOn({ sites, browser }));
+
+async function openPopup(context: BrowserContext, tabId: number): Promise<Page> {
+  const popup = await context.newPage();
+  await popup.setViewportSize({ width: 340, height: 420 });
+  await popup.goto(`chrome-extension://${EXTENSION_ID}/popup.html?tabId=${tabId}`);
+  await popup.waitForSelector("body[data-ready]");
+  return popup;
+}
+
+async function stateLineMatching(popup: Page, pattern: RegExp): Promise<string> {
+  return pollUntil(`the popup's state line matching ${String(pattern)}`, async () => {
+    const text = (await popup.textContent("#state-line")) ?? "";
+    return pattern.test(text) ? text : undefined;
+  });
+}
+
+async function noSeriousViolations(popup: Page, state: string): Promise<void> {
+  const violations = await seriousAxeViolations(popup);
+  assert.deepEqual(violations, [], `axe-core, popup ${state}: ${JSON.stringify(violations, null, 1)}`);
+}
+
+test("an accelerated page: how many requests went through lanefetch; the switch works from the keyboard", async () => {
+  await waitForHelper(browser.context);
+  const page = await browser.context.newPage();
+  const url = `${sites.a.origin}/many.html?n=12`;
+  await openPage(page, url);
+  const tabId = await tabIdOf(browser.worker, url);
+  const popup = await openPopup(browser.context, tabId);
+  const line = await stateLineMatching(popup, /^Faster: /);
+  assert.match(line, /^Faster: (all \d+|\d+ of \d+) requests through lanefetch$/);
+  assert.doesNotMatch((await popup.textContent("main")) ?? "", /\b0 ms\b/, "no zero time saved");
+  assert.equal(await popup.getAttribute("#toggle", "role"), "switch");
+  assert.equal(await popup.isChecked("#toggle"), true);
+  await screenshot(popup, "popup-faster");
+  await noSeriousViolations(popup, "faster");
+  await popup.emulateMedia({ colorScheme: "dark" });
+  await screenshot(popup, "popup-faster-dark");
+  await noSeriousViolations(popup, "faster, dark");
+  await popup.emulateMedia({ colorScheme: "light" });
+
+  // Keyboard only: the switch is the first thing Tab reaches, Space turns the site off.
+  await popup.keyboard.press("Tab");
+  assert.equal(await popup.evaluate(() => document.activeElement?.id), "toggle");
+  await popup.keyboard.press("Space");
+  await stateLineMatching(popup, /^Off for this site$/);
+  assert.equal(await popup.isChecked("#toggle"), false);
+  await screenshot(popup, "popup-off");
+  await noSeriousViolations(popup, "off");
+  await popup.keyboard.press("Space");
+  await pollUntil("the site on again", async () => ((await popup.isChecked("#toggle")) && !(await popup.isHidden("#reload"))) || undefined);
+  await popup.close();
+  await page.close();
+});
+
+test("a fast connection: the page is left to the browser and the popup says it is not needed here", async () => {
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }], { accelerateFastLinks: false });
+  try {
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/many.html?n=6`;
+    await openPage(page, url);
+    const tabId = await tabIdOf(browser.worker, url);
+    const popup = await openPopup(browser.context, tabId);
+    const line = await stateLineMatching(popup, /^Not needed here/);
+    assert.equal(line, "Not needed here: this connection is already fast");
+    assert.doesNotMatch((await popup.textContent("main")) ?? "", /pipelin|latency|loopback|fast link/i, "plain words");
+    await screenshot(popup, "popup-not-needed");
+    await noSeriousViolations(popup, "not needed");
+    await popup.close();
+    await page.close();
+  } finally {
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+  }
+});
+
+test("no helper installed: the popup's first line says what to run", async () => {
+  const bare = await launch(freshProfile(false));
+  try {
+    await setSites(bare.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+    const page = await bare.context.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await openPage(page, url);
+    const popup = await openPopup(bare.context, await tabIdOf(bare.worker, url));
+    assert.equal(await stateLineMatching(popup, /^Helper/), "Helper not installed — run lanefetch install");
+    assert.equal(await popup.textContent("#state-line code"), "lanefetch install", "the command to type, as code");
+    await screenshot(popup, "popup-no-helper");
+    await noSeriousViolations(popup, "no helper");
+  } finally {
+    await bare.close();
+  }
+});

@@ -1,0 +1,58 @@
+// Page loads are never merged: a page load's identity is its top-level document request (and, without ids, the
+// load event it had), not the tab and URL it is of.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { TimingStore, type NewRecord, type PageLoad } from "../../../extension/src/timings/timing-store.js";
+
+const PAGE = "http://shop.example/";
+const T0 = 1_700_000_000_000;
+
+function record(id: string, change: Partial<NewRecord>): NewRecord {
+  return {
+    id, tabId: 7, pageUrl: PAGE, url: `${PAGE}img.png`, method: "GET", resourceType: "image", priority: "Medium", batchId: null,
+    pausedAt: T0, answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+    ...change,
+  };
+}
+
+function idsByLoad(store: TimingStore): string[][] {
+  return store.pageLoads(7).reverse().map((l) => store.pageLoad(l.id)?.records.map((r) => r.id) ?? []);
+}
+
+test("a load left to the browser, then an accelerated load of the same URL 3 s later: two entries", () => {
+  const store = new TimingStore();
+  // The left-to-browser load: begun from its navigation, listed from the page's own Resource Timing after its load.
+  store.newPage(7, PAGE, T0);
+  store.pageEvent(7, PAGE, "loaded", T0 + 200);
+  store.add(record("rt1", { url: PAGE, resourceType: "document", pausedAt: T0 + 5, outcome: "passed", reason: "low_latency" }));
+  store.add(record("rt2", { pausedAt: T0 + 50, outcome: "passed", reason: "low_latency" }));
+  // 3 s later the same URL through the helper; nobody said a new page started (the navigation was merged by URL).
+  store.add(record("r1", { url: PAGE, resourceType: "Document", networkId: "N2", pausedAt: T0 + 3200 }));
+  store.add(record("r2", { networkId: "N3", pausedAt: T0 + 3300 }));
+  assert.deepEqual(idsByLoad(store), [["rt1", "rt2"], ["r1", "r2"]]);
+  const [newest, older] = store.pageLoads(7) as [PageLoad, PageLoad];
+  assert.equal(newest.documentRequest, "N2");
+  assert.equal(newest.startedAt, T0 + 3200);
+  assert.equal(older.loadedAt, T0 + 200, "the first load keeps its own load event");
+});
+
+test("another document request id is another load, even before any load event", () => {
+  const store = new TimingStore();
+  store.newPage(7, PAGE, T0);
+  store.add(record("a", { url: PAGE, resourceType: "Document", networkId: "N1" }));
+  store.add(record("b", { url: PAGE, resourceType: "Document", networkId: "N9", pausedAt: T0 + 900 }));
+  assert.deepEqual(idsByLoad(store), [["a"], ["b"]]);
+});
+
+test("one navigation stays one load: its redirect (same request id), frames, the page's own listing after load", () => {
+  const store = new TimingStore();
+  store.newPage(7, PAGE, T0);
+  store.add(record("doc", { url: PAGE, resourceType: "Document", networkId: "N1" }));
+  store.add(record("moved", { url: `${PAGE}#top`, pageUrl: `${PAGE}#top`, resourceType: "Document", networkId: "N1", pausedAt: T0 + 10 }));
+  store.add(record("frame", { url: "http://ads.example/frame.html", resourceType: "Document", networkId: "N4", pausedAt: T0 + 20 }));
+  store.pageEvent(7, PAGE, "loaded", T0 + 300);
+  // Listed after the load event, but asked for before it, without an id: the same load.
+  store.add(record("late", { url: PAGE, resourceType: "document", pausedAt: T0 + 1 }));
+  store.add(record("xhr", { url: PAGE, resourceType: "fetch", pausedAt: T0 + 5000 }));
+  assert.deepEqual(idsByLoad(store), [["doc", "moved", "frame", "late", "xhr"]]);
+});

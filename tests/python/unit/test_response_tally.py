@@ -1,0 +1,71 @@
+"""What the proxy tells the extension about a response it wrote to Firefox (proxy/response_tally.py): the head, the
+body as sent, and the body's decoded size, counted on the side."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import brotli
+import pytest
+from lanefetch import protocol
+from lanefetch.engine import DeliveredHead
+from lanefetch.proxy import response_tally
+from lanefetch.proxy.response_tally import DeliveredResponse, ResponseTally
+
+TEXT = b"console.log('zipped');" * 50
+
+
+def tally(headers: list[tuple[str, str]], chunks: list[bytes], status: int = 200) -> DeliveredResponse | None:
+    t = ResponseTally()
+    t.head(DeliveredHead(status, "OK", "1.1", headers, False))
+    for c in chunks:
+        t.body(c)
+    return t.result()
+
+
+def test_identity_body_sizes_are_the_bytes_sent() -> None:
+    got = tally([("Content-Type", "image/png")], [b"x" * 100, b"y" * 95])
+    assert got == DeliveredResponse(200, [("Content-Type", "image/png")], 195, 195)
+
+
+def test_coded_bodies_report_sent_and_decoded_sizes_across_chunks() -> None:
+    codings = (("gzip", gzip.compress(TEXT)), ("br", brotli.compress(TEXT)), ("deflate", zlib.compress(TEXT)))
+    for coding, coded in codings:
+        got = tally([("Content-Encoding", coding)], [coded[:7], coded[7:]])
+        assert got is not None and (got.body_bytes, got.decoded_body_bytes) == (len(coded), len(TEXT)), coding
+
+
+def test_unknown_sizes_stay_unknown_never_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = tally([("Content-Encoding", "gzip")], [b"not gzip at all"])
+    assert r is not None and r.decoded_body_bytes is None
+    assert (r := tally([("Content-Encoding", "x-custom")], [b"abc"])) is not None and r.decoded_body_bytes is None
+    cut = gzip.compress(TEXT)[:-8]
+    assert (r := tally([("Content-Encoding", "gzip")], [cut])) is not None and r.decoded_body_bytes is None
+    monkeypatch.setattr(response_tally, "DECODE_COUNT_LIMIT", 10)
+    big = gzip.compress(TEXT)
+    assert (r := tally([("Content-Encoding", "gzip")], [big[:8], big[8:]])) is not None
+    assert (r.body_bytes, r.decoded_body_bytes) == (len(big), None)
+
+
+def test_no_head_no_report_and_a_head_only_response() -> None:
+    assert ResponseTally().result() is None
+    got = tally([("Content-Encoding", "gzip")], [], status=304)
+    assert got == DeliveredResponse(304, [("Content-Encoding", "gzip")], 0, 0)
+
+
+def test_the_protocol_messages_carry_them_and_validate() -> None:
+    from lanefetch.engine import FetchRequest, TimingReport
+    from lanefetch.engine.timing import RequestTiming
+
+    request = FetchRequest(id="p1", method="GET", url="http://a.test/app.js", headers=[("Accept", "*/*")],
+                           resource_type="script")
+    proxied = protocol.proxied("c1", request)
+    assert proxied["request_headers"] == [["Accept", "*/*"]]
+    assert protocol.check(proxied, "ToExtension") is None
+    report = TimingReport(RequestTiming(queued=0.0), None, 0, 300)
+    message = protocol.timing("p1", report, DeliveredResponse(200, [("Content-Encoding", "gzip")], 120, 400))
+    assert message["response"] == {"status": 200, "headers": [["Content-Encoding", "gzip"]], "body_bytes": 120,
+                                   "decoded_body_bytes": 400}
+    assert protocol.check(message, "ToExtension") is None
+    assert "response" not in protocol.timing("p1", report)
