@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from lanefetch.engine.pool_plan import BULK_BYTES, allowed_depth, carries_bulk, connections_to_open, over_budget
+from lanefetch.engine.pool_plan import (
+    BULK_BYTES,
+    allowed_depth,
+    carries_bulk,
+    connection_limit,
+    connections_to_open,
+    over_budget,
+)
 
 
 @pytest.mark.parametrize(("policy", "config", "outstanding", "conns", "depth"), [
@@ -50,3 +57,14 @@ def test_over_budget(here: int, origin: int, budget: int | None, wait: bool) -> 
 ])
 def test_connections_to_open(serving: int, work: int, limit: int, new: int) -> None:
     assert connections_to_open(serving, work, limit) == new
+
+
+@pytest.mark.parametrize(("per_origin", "protocol", "may_speak_h2", "limit"), [
+    (4, "h2", True, 1),  # streams multiplex: one connection
+    (4, None, True, 1),  # TLS with h2 offered, protocol not known yet: one until its handshake says
+    (4, "http/1.1", True, 4),  # the handshake said HTTP/1.1: the usual limit
+    (4, None, False, 4),  # http:// (or http2 off): HTTP/1.1 from the start
+    (1, None, True, 1),
+])
+def test_connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, limit: int) -> None:
+    assert connection_limit(per_origin, protocol, may_speak_h2) == limit

@@ -76,7 +76,8 @@ class H2Request(Generic[T]):
 
 @dataclass(frozen=True)
 class StreamsReturned(Generic[T]):
-    """These requests were not processed by the server (refused) and the connection lives on: `retry` may be sent again (GET/HEAD), `failed` must not be."""
+    """These requests were not processed by the server (refused) and the connection lives on: `retry` may be
+    sent again (GET/HEAD), `failed` must not be."""
 
     reason: str
     retry: list[T] = field(default_factory=list)

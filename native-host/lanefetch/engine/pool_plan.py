@@ -12,6 +12,9 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   origin's unanswered requests reach the budget (inflight_budget.py); an idle connection always may.
 - **Open for work.** Connections serving small work are opened up to the per-origin limit, never more than
   there are requests to serve.
+- **One for HTTP/2.** An origin that speaks h2 gets one connection (its streams multiplex; more would only
+  split the congestion window, as browsers also hold). Over TLS with HTTP/2 offered, while the origin's protocol
+  is not known yet, one connection too: its handshake says, and an HTTP/1.1 origin then gets the others.
 """
 
 from __future__ import annotations
@@ -39,6 +42,14 @@ def carries_bulk(bodies_remaining: Iterable[int | None], separate_bulk: bool) ->
 def over_budget(in_flight_here: int, in_flight_origin: int, budget: int | None) -> bool:
     """Must a connection with answers out wait because the origin asked for enough already? (None: no budget)"""
     return in_flight_here > 0 and budget is not None and in_flight_origin >= budget
+
+
+def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool) -> int:
+    """Connections an origin may have serving it: one for h2, one until a TLS origin that may speak h2 has
+    said which it speaks, else the per-origin limit."""
+    if protocol == "h2" or (protocol is None and may_speak_h2):
+        return min(1, per_origin)
+    return per_origin
 
 
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:
