@@ -112,6 +112,11 @@ class H2Connection:
             if not batch:
                 continue
             sent = self.session.send(batch)
+            if len(sent) < len(batch):
+                # Not expected (only what can_open allowed was taken), but a taken request must never be lost.
+                done = {id(req.token) for req, _, _ in sent}
+                unsent = [r.token for r in batch if id(r.token) not in done]
+                await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
             t = now()
             for req, sid, depth in sent:
                 ex = req.token

@@ -310,7 +310,7 @@ class H2Session(Generic[T]):
 
     def _send_bodies(self) -> None:
         """Request bodies go out as the peer's windows allow (WindowUpdated makes room; checked on every read)."""
-        if self.closing and self.ended:
+        if self.ended:
             return
         for sid, s in list(self._streams.items()):
             while s.body:
