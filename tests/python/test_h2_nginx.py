@@ -78,7 +78,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_nginx(tmp: Path, pki: Path, http2: bool) -> Iterator[Nginx]:
+def _start_nginx(tmp: Path, pki: Path, http2: bool, keepalive_requests: int = 1000) -> Iterator[Nginx]:
     root = tmp / "www"
     root.mkdir()
     for name, data in FILES.items():
@@ -100,6 +100,7 @@ http {{
     default_type application/octet-stream;
     log_format t "$connection\\t$server_protocol\\t$status\\t$pipe\\t$request";
     access_log {work}/access.log t;
+    keepalive_requests {keepalive_requests};  # over h2: GOAWAY after this many streams on a connection
     client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work};
     uwsgi_temp_path {work}; scgi_temp_path {work};
     server {{
@@ -137,6 +138,11 @@ http {{
 @pytest.fixture
 def nginx_h2(tmp_path: Path, pki: Path) -> Iterator[Nginx]:
     yield from _start_nginx(tmp_path, pki, http2=True)
+
+
+@pytest.fixture
+def nginx_h2_goaway(tmp_path: Path, pki: Path) -> Iterator[Nginx]:
+    yield from _start_nginx(tmp_path, pki, http2=True, keepalive_requests=7)
 
 
 @pytest.fixture
@@ -278,3 +284,22 @@ async def test_http11_only_tls_server_is_pipelined_through_the_same_pool(nginx_h
     assert {line[1] for line in log} == {"HTTP/1.1"}
     assert any(line[3] == "p" for line in log), "requests were pipelined"
     assert engine.policies[next(iter(engine.policies))].protocol == "http/1.1"
+
+
+async def test_goaway_moves_the_rest_to_a_new_h2_connection(nginx_h2_goaway: Nginx, pki: Path) -> None:
+    # nginx ends an h2 connection with GOAWAY after 7 streams: h2 reads nothing after a GOAWAY, so what was not
+    # complete by then is fetched again on the next connection (resumed or replaced, never spliced or doubled).
+    engine = Engine(config(pki))
+    sink = Collect()
+    names = list(FILES)[:30]
+    try:
+        connections = await fetch(engine, [FetchRequest(n, "GET", nginx_h2_goaway.url(n)) for n in names], sink)
+    finally:
+        await engine.aclose()
+    for name in names:
+        g = sink.got[name]
+        assert g.error is None and g.ended and g.body == FILES[name], name
+    assert connections >= 2
+    log = nginx_h2_goaway.access_log(len(names))
+    assert {line[1] for line in log} == {"HTTP/2.0"}
+    assert len({line[0] for line in log}) >= 2

@@ -192,8 +192,7 @@ class H2Connection:
             await ev.token.fail(FetchError("protocol_error", ev.reason))
             self.pool.request_finished()
         elif isinstance(ev, StreamsReturned):
-            # The pool re-queues what a connection did not answer; a refused stream is just that.
-            await self.pool.connection_ended(self, ConnectionEnded(ev.reason, None, ev.retry, ev.failed))
+            await self.pool.not_processed(self, ev.reason, ev.retry, ev.failed)
         elif isinstance(ev, ConnectionEnded):
             await self.pool.connection_ended(self, ev)
         self.wakeup.set()

@@ -10,9 +10,10 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   `held`, and nothing here needs pipeline.py's sync points.
 - **Events.** ResponseStarted (a ResponseHead with http_version "2" and the fields without pseudo-headers),
   ResponseBody, ResponseComplete as in pipeline.py; a stream refused (RST_STREAM REFUSED_STREAM: the server
-  did not process it, RFC 9113 §8.7) comes back as StreamsReturned to be sent again; any other reset ends that
-  request alone (StreamFailed); a GOAWAY, a connection error or close ends them all (ConnectionEnded, GET/HEAD
-  to retry, others failed, as pipeline.py does).
+  did not process it, RFC 9113 §8.7) or above a graceful GOAWAY's last stream id comes back as StreamsReturned to
+  be sent again (those at or below it are still read: GOAWAY frames are parsed here, never given to h2, which
+  would stop reading); any other reset ends that request alone (StreamFailed); an error GOAWAY, a connection
+  error or close ends them all (ConnectionEnded, GET/HEAD to retry, others failed, as pipeline.py does).
 - **Flow control.** Connection and stream windows are WINDOW (16 MiB): the 64 KiB default caps a connection
   at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Received data is acknowledged only when the shell says
   the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
@@ -51,6 +52,7 @@ from .response_parser import Framing, ResponseHead
 T = TypeVar("T")
 
 WINDOW = 16 * 1024 * 1024  # per stream and per connection: a 10 Mbit/s × 600 ms link needs 750 KB in flight
+_GOAWAY = 0x7  # frame type
 STREAMS_BEFORE_SETTINGS = 100  # RFC 9113 §6.5.2: a server should allow at least 100 concurrent streams
 _NO_LIMIT = 2**31  # h2 reports "unlimited" (no SETTINGS yet) as 2**32 + 1
 
@@ -76,7 +78,8 @@ class H2Request(Generic[T]):
 
 @dataclass(frozen=True)
 class StreamsReturned(Generic[T]):
-    """These requests were not processed by the server (refused) and the connection lives on: `retry` may be
+    """These requests were not processed by the server (refused, or above a GOAWAY's last stream id) and the
+    connection lives on: `retry` may be
     sent again (GET/HEAD), `failed` must not be."""
 
     reason: str
@@ -115,7 +118,7 @@ class H2Session(Generic[T]):
         self._streams: dict[int, _Stream[T]] = {}
         self._by_token: dict[T, int] = {}  # token -> stream id (exchanges hash by identity)
         self._pings: dict[bytes, float] = {}
-        self._settings_seen = False
+        self._inbuf = bytearray()  # received bytes not yet a whole frame
         self.requests_sent = 0
         self.responses_completed = 0
         self.closing = False  # no new stream may be opened (GOAWAY received or sent)
@@ -199,6 +202,52 @@ class H2Session(Generic[T]):
     def receive(self, data: bytes, at: float = 0.0) -> list[H2Event[T]]:
         if self.ended:
             return []
+        self._inbuf += data
+        out: list[H2Event[T]] = []
+        for piece in self._frames():
+            if isinstance(piece, tuple):
+                out.extend(self._goaway(*piece))
+            else:
+                out.extend(self._receive_frames(piece, at))
+            if self._over():
+                return out
+        self._send_bodies()
+        if self.closing and not self._streams:
+            out.append(self._end("the server ended the connection (GOAWAY) and every stream it kept is answered"))
+        return out
+
+    def _over(self) -> bool:
+        return self.ended  # a method: mypy would otherwise keep `ended` narrowed to False across the loop
+
+    def _frames(self) -> list[bytes | tuple[int, int]]:
+        """Split what arrived at frame boundaries: runs of frames for h2, and each GOAWAY as (last stream id, error
+        code) for us. h2 reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181),
+        but the streams at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
+        out: list[bytes | tuple[int, int]] = []
+        run = bytearray()
+        buf = self._inbuf
+        while len(buf) >= 9:
+            length = int.from_bytes(buf[0:3], "big")
+            if length > self._h2.max_inbound_frame_size:
+                run += buf  # h2 rejects it (FRAME_SIZE_ERROR): no need to wait for all of it
+                buf.clear()
+                break
+            if len(buf) < 9 + length:
+                break
+            frame = bytes(buf[: 9 + length])
+            del buf[: 9 + length]
+            if frame[3] == _GOAWAY and length >= 8 and int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF == 0:
+                if run:
+                    out.append(bytes(run))
+                    run.clear()
+                out.append((int.from_bytes(frame[9:13], "big") & 0x7FFFFFFF, int.from_bytes(frame[13:17], "big")))
+            else:
+                run += frame
+        if run:
+            out.append(bytes(run))
+        return out
+
+    def _receive_frames(self, data: bytes, at: float) -> list[H2Event[T]]:
         try:
             h2_events = self._h2.receive_data(data)
         except H2Error as e:
@@ -246,14 +295,12 @@ class H2Session(Generic[T]):
                 else:
                     code = ev.error_code.name if isinstance(ev.error_code, ErrorCodes) else str(ev.error_code)
                     out.append(StreamFailed(s.token, f"the server reset the stream ({code})"))
-            elif isinstance(ev, ConnectionTerminated):
-                out.append(self._goaway(ev))
-                return out
+            elif isinstance(ev, ConnectionTerminated):  # not expected: GOAWAY frames are kept from h2
+                return [*out, self._end("the server ended the connection")]
             elif isinstance(ev, PingAckReceived):
                 sent_at = self._pings.pop(bytes(ev.ping_data or b""), None)
                 if sent_at is not None:
                     self.rtt = max(0.0, at - sent_at)
-        self._send_bodies()
         return out
 
     def receive_eof(self) -> list[H2Event[T]]:
@@ -267,14 +314,19 @@ class H2Session(Generic[T]):
 
     # -- internals ---------------------------------------------------------------------------------------
 
-    def _goaway(self, ev: ConnectionTerminated) -> ConnectionEnded[T]:
-        # h2 reads nothing after a GOAWAY (its connection state machine is closed), so even the streams at or
-        # below last_stream_id, which the server would still answer, cannot be read here: all go back, GET and
-        # HEAD to be sent again on a new connection, others failed (those above last_stream_id were not
-        # processed, but RFC 9113 §6.8 only promises that; being wrong about a POST costs more).
-        last = ev.last_stream_id if ev.last_stream_id is not None else 0
-        code = ev.error_code.name if isinstance(ev.error_code, ErrorCodes) else str(ev.error_code)
-        return self._end(f"the server is going away ({code}, last stream {last})")
+    def _goaway(self, last: int, code: int) -> list[H2Event[T]]:
+        """The server goes away: streams above `last` were not processed (sent again, GET/HEAD only: being wrong
+        about a POST costs more than a retry saves); with NO_ERROR the rest are still answered, so the connection
+        lives until they are; with an error code it ends now and they all go back."""
+        self.closing = True
+        try:
+            name = ErrorCodes(code).name
+        except ValueError:
+            name = str(code)
+        if code != ErrorCodes.NO_ERROR:
+            return [self._end(f"the server ended the connection ({name}, last stream {last})")]
+        unprocessed = [s for sid in sorted(self._streams) if sid > last and (s := self._forget(sid)) is not None]
+        return [self._returned(f"the server is going away (last stream {last})", unprocessed)] if unprocessed else []
 
     def _returned(self, reason: str, streams: list[_Stream[T]]) -> StreamsReturned[T]:
         return StreamsReturned(

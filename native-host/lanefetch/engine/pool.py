@@ -233,6 +233,20 @@ class OriginPool:
             else:
                 await ex.fail(FetchError("connection_lost", f"{ended.reason} (after {ex.retries - 1} retries)"))
 
+    async def not_processed(self, conn: Carrier, reason: str, again: list[Exchange], failed: list[Exchange]) -> None:
+        """The server did not process these (HTTP/2: refused, or above a GOAWAY's last stream id) and the
+        connection lives on: `again` go back to the queue without counting a retry (while they may), `failed`
+        (not GET/HEAD) fail."""
+        for ex in failed:
+            await ex.fail(FetchError("connection_lost", f"{reason}; {ex.method} is not sent again"))
+        rest = [ex for ex in again if not ex.may_send_again()]
+        for ex in again:
+            if ex not in rest:
+                self._requeue(ex)
+        if rest:
+            await self.connection_ended(conn, ConnectionEnded(reason, None, rest))
+        self._plan()
+
     async def connection_closed(self, conn: Carrier) -> None:
         self.connections.discard(conn)
         self.engine.connection_closed(conn)
