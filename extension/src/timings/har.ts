@@ -125,7 +125,8 @@ const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 function httpVersionOf(record: RequestRecord): string {
   const protocol = record.browser?.protocol;
   if (!record.timing && protocol) return protocol.toLowerCase() === "h2" ? "HTTP/2.0" : protocol.toUpperCase();
-  return "HTTP/1.1";
+  // The helper's connection says which protocol carried it (absent from helpers before HTTP/2: HTTP/1.1).
+  return record.timing?.connection?.protocol === "h2" ? "HTTP/2.0" : "HTTP/1.1";
 }
 
 export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
@@ -157,7 +158,7 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
     startedDateTime: new Date(timeline.start).toISOString(),
     time,
     request: {
-      method: record.method, url: record.url, httpVersion: "HTTP/1.1", cookies: [], headers: headers(record.requestHeaders, sensitive),
+      method: record.method, url: record.url, httpVersion: record.timing ? httpVersionOf(record) : "HTTP/1.1", cookies: [], headers: headers(record.requestHeaders, sensitive),
       queryString: queryString(record.url), headersSize: -1, bodySize: record.method === "GET" || record.method === "HEAD" ? 0 : -1,
     },
     response: {

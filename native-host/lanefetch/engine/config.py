@@ -12,6 +12,9 @@ class EngineConfig:
     connections_per_origin: int = 4
     pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
     pipelining: bool = True
+    # Offer HTTP/2 in TLS (ALPN h2): an origin that takes it gets one multiplexed connection (h2_connection.py);
+    # http:// origins always speak HTTP/1.1.
+    http2: bool = True
     # Keep an origin's unanswered responses near two BDPs (inflight_budget.py). Off by default: it removes the
     # queue drops on slow links but in real Chromium it cost more than it saved (docs/performance.md).
     inflight_budget: bool = False

@@ -1,5 +1,9 @@
 """The asyncio shell around one PipelineConnection: writes what the pool hands it, reads responses,
-and turns the state machine's events into exchange calls. All decisions live in pipeline.py."""
+and turns the state machine's events into exchange calls. All decisions live in pipeline.py.
+
+The protocol is decided after the TLS handshake: when the server chose h2 (ALPN), this connection hands its
+transport to the pool (`serve_h2`), which runs it as an H2Connection (h2_connection.py) in its place; both
+have the outward shape `Carrier` describes, so the pool and the engine treat them alike."""
 
 from __future__ import annotations
 
@@ -30,6 +34,26 @@ from .timing import ConnectionInfo, ConnectTiming, now
 from .transport import Transport, kernel_min_rtt
 
 
+class Carrier(Protocol):
+    """What the pool and the engine see of a connection, HTTP/1.1 (Connection) or HTTP/2 (H2Connection)."""
+
+    id: int
+    pool: ConnectionOwner
+    wakeup: asyncio.Event
+    transport: Transport | None
+    connect_timing: ConnectTiming
+
+    @property
+    def open(self) -> bool: ...
+    @property
+    def responses_completed(self) -> int: ...
+    def unanswered(self) -> int: ...
+    def carries(self, ex: Exchange) -> bool: ...
+    def abort(self) -> None: ...
+    def abandon(self, ex: Exchange) -> None: ...
+    async def run(self) -> None: ...
+
+
 class ConnectionOwner(Protocol):
     """What a connection needs from the pool that owns it (pool.py): work, the origin's shared state, and where
     to report its life. Declared here so the connection depends on this, not on the pool."""
@@ -39,13 +63,16 @@ class ConnectionOwner(Protocol):
     policy: OriginPolicy
     budget: InflightBudget
 
-    def take(self, conn: Connection) -> Exchange | None: ...
-    def carries_bulk(self, conn: Connection) -> bool: ...
+    def take(self, conn: Carrier) -> Exchange | None: ...
+    def carries_bulk(self, conn: Carrier) -> bool: ...
     async def open_transport(self, timing: ConnectTiming) -> Transport: ...
-    def connection_opened(self, conn: Connection) -> None: ...
-    async def connection_failed(self, conn: Connection, error: FetchError) -> None: ...
-    async def connection_ended(self, conn: Connection, ended: ConnectionEnded[Exchange]) -> None: ...
-    async def connection_closed(self, conn: Connection) -> None: ...
+    async def serve_h2(self, conn: Connection, transport: Transport) -> None: ...
+    def connection_opened(self, conn: Carrier) -> None: ...
+    async def connection_failed(self, conn: Carrier, error: FetchError) -> None: ...
+    async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None: ...
+    async def not_processed(self, conn: Carrier, reason: str, again: list[Exchange], failed: list[Exchange]) -> None:
+        ...
+    async def connection_closed(self, conn: Carrier) -> None: ...
     def request_finished(self) -> None: ...
 
 READ_SIZE = 64 * 1024
@@ -71,10 +98,22 @@ class Connection:
         """Is this exchange's answer owed by this connection (in flight, or held complete)?"""
         return any(f.token is ex for f in self.state.in_flight) or any(r.token is ex for r in self.state.unverified)
 
+    @property
+    def responses_completed(self) -> int:
+        return self.state.responses_completed
+
+    def unanswered(self) -> int:
+        return len(self.state.in_flight)
+
     def abort(self) -> None:
         """Drop the connection now (RST): the read loop ends, and what it owed goes back to the pool."""
         if self.transport is not None:
             self.transport.writer.transport.abort()
+
+    def abandon(self, ex: Exchange) -> None:
+        """Nobody wants ex's answer, which must not be read to its end: HTTP/1.1 can only drop the connection
+        (what was pipelined behind it is retried elsewhere)."""
+        self.abort()
 
     async def run(self) -> None:
         try:
@@ -85,6 +124,12 @@ class Connection:
                 e = FetchError("internal", f"cannot connect to {self.pool.origin}: {e!r}")
             self.state.ended = True
             await self.pool.connection_failed(self, e)
+            return
+        if self.transport.alpn == "h2":
+            # The server chose HTTP/2: the pool runs this transport as an H2Connection in this one's place.
+            transport, self.transport = self.transport, None
+            self.state.ended = True
+            await self.pool.serve_h2(self, transport)
             return
         self.pool.connection_opened(self)
         ct = self.connect_timing

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .address_policy import AddressSpace
 from .config import EngineConfig
-from .connection import Connection
+from .connection import Carrier
 from .errors import FetchError
 from .exchange import Exchange, Sink
 from .fetcher import BatchResult, Page
@@ -108,15 +108,16 @@ class Engine:
                 await ex.fail(FetchError("cancelled", "cancelled by the caller"))
 
     async def cancel_and_close(self, request_id: str) -> None:
-        """Cancel a request whose answer must not be read to its end (a whole body nobody wants): the
-        connection carrying it is closed; requests pipelined behind it are retried on another, as after
-        any lost connection."""
+        """Cancel a request whose answer must not be read to its end (a whole body nobody wants): over HTTP/1.1
+        the connection carrying it is closed (requests pipelined behind it are retried on another, as after any
+        lost connection); over HTTP/2 only its stream is reset."""
         ex = self._by_id.get(request_id)
-        carriers = [] if ex is None else [c for pool in self._pools.values() for c in pool.connections
-                                          if c.carries(ex)]
+        if ex is None:
+            return
+        carriers = [c for pool in self._pools.values() for c in pool.connections if c.carries(ex)]
         await self.cancel([request_id])
         for carrier in carriers:
-            carrier.abort()
+            carrier.abandon(ex)
 
     async def aclose(self) -> None:
         for pool in self._pools.values():
@@ -128,7 +129,7 @@ class Engine:
     def next_connection_id(self) -> int:
         return next(self._conn_ids)
 
-    def connection_opened(self, conn: Connection) -> None:
+    def connection_opened(self, conn: Carrier) -> None:
         ct = conn.connect_timing
         if self.on_connected is not None and ct.connect_start is not None and ct.connect_end is not None:
             # The connect time seen from Python holds a busy machine's scheduling delay (15 ms and more while the
@@ -139,7 +140,7 @@ class Engine:
         for b in self._batches:
             b.max_concurrent = max(b.max_concurrent, self._open_connections)
 
-    def connection_closed(self, conn: Connection) -> None:
+    def connection_closed(self, conn: Carrier) -> None:
         if conn.transport is not None:
             self._open_connections -= 1
 
@@ -153,7 +154,7 @@ class Engine:
             tls = None
             if origin.scheme == "https":
                 if self._tls is None:
-                    self._tls = make_tls_context(self.config.ca_file)
+                    self._tls = make_tls_context(self.config.ca_file, http2=self.config.http2)
                 tls = self._tls
             pool = OriginPool(self, origin, page.address_space, policy, tls)
             self._pools[key] = pool

@@ -31,6 +31,10 @@ _HOP_BY_HOP_RESPONSE = frozenset(
      "proxy-authenticate"}
 )
 HOLD_MAX = 16 * 1024 * 1024  # body bytes a held response may buffer before it is let through unproven
+# Times a request the server did not process (an HTTP/2 stream refused, or above a GOAWAY's last stream id) is sent
+# again without counting as a retry: a server cycling connections (keep-alive limits) must not use up the
+# retries of the requests it never looked at, but one refusing everything must not loop until the total timeout.
+MAX_SENT_BACK = 16
 
 
 @dataclass
@@ -92,6 +96,7 @@ class Exchange:
         self.max_retries = max_retries
         self.timing = RequestTiming(queued=now())
         self.retries = 0
+        self.sent_back = 0
         self.connection: ConnectionInfo | None = None
         self.finished = False
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -187,6 +192,16 @@ class Exchange:
             self.timing.last_byte = now()
         await self.sink.error(self.request, error)
         await self._report_timing()
+
+    def may_send_again(self) -> bool:
+        """The server did not process this request: may it go back to the queue as if never sent (no retry
+        counted)? False once it was sent back MAX_SENT_BACK times, or is over."""
+        if self.finished or self._upstream_head is not None or self.sent_back >= MAX_SENT_BACK:
+            return False
+        self.sent_back += 1
+        self.timing.reset_for_retry()
+        self.connection = None
+        return True
 
     def may_retry(self) -> bool:
         """Count a retry; False once the request has used up its retries (or is over)."""

@@ -29,6 +29,11 @@ class OriginPolicy:
     depth: int = 1
     request_limit: int | None = None  # learned per-connection request limit (server keep-alive cap)
     demotions: list[str] = field(default_factory=list)
+    protocol: str | None = None  # what its TLS handshakes chose: "h2" or "http/1.1"; None before the first one
+
+    def learn_protocol(self, alpn: str | None) -> None:
+        """The server chose this in the TLS handshake (None: no ALPN, HTTP/1.1)."""
+        self.protocol = "h2" if alpn == "h2" else "http/1.1"
 
     def allowed_depth(self) -> int:
         if self.max_depth <= 1 or self.state in (PipelineState.UNKNOWN, PipelineState.RED):

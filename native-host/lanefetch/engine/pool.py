@@ -5,7 +5,12 @@ outstanding, so the last responses do not all queue behind one connection), pipe
 a response still carrying a bulk body (the request goes on another connection, and the bulk one's
 receive window is clamped near the link's BDP, bulk_window.py: bulk never blocks small), opens
 connections while there is work, re-queues what a broken connection did not answer, and fails the
-queue only when no connection can be had at all."""
+queue only when no connection can be had at all.
+
+HTTP/2 is a second kind of connection under the same pool: when a TLS handshake chooses h2, the connection
+hands its transport over (`serve_h2`) and an H2Connection runs in its place. The origin's policy remembers
+the protocol, so an h2 origin gets one connection (pool_plan.connection_limit) that takes every queued request
+its stream limit allows; depth, bulk and budget are HTTP/1.1 pipelining matters and do not apply to it."""
 
 from __future__ import annotations
 
@@ -19,13 +24,14 @@ from typing import Protocol
 
 from .address_policy import AddressSpace, may_connect
 from .config import EngineConfig
-from .connection import Connection
+from .connection import Carrier, Connection
 from .errors import FetchError
 from .exchange import Exchange
+from .h2_connection import H2Connection
 from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
-from .pool_plan import allowed_depth, carries_bulk, connections_to_open, may_join, over_budget
+from .pool_plan import allowed_depth, carries_bulk, connection_limit, connections_to_open, may_join, over_budget
 from .request import Origin
 from .timing import ConnectTiming, now
 from .transport import Transport, open_transport
@@ -38,8 +44,8 @@ class PoolOwner(Protocol):
     config: EngineConfig
 
     def next_connection_id(self) -> int: ...
-    def connection_opened(self, conn: Connection) -> None: ...
-    def connection_closed(self, conn: Connection) -> None: ...
+    def connection_opened(self, conn: Carrier) -> None: ...
+    def connection_closed(self, conn: Carrier) -> None: ...
 
 _AddrInfo = tuple[int, int, int, str, tuple[object, ...]]  # one getaddrinfo entry
 
@@ -55,7 +61,7 @@ class OriginPool:
         self.address_space = address_space
         self.policy = policy
         self.tls = tls
-        self.connections: set[Connection] = set()
+        self.connections: set[Connection | H2Connection] = set()
         self.budget = InflightBudget()
         self._queue: list[tuple[tuple[int, int, int], Exchange]] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -76,15 +82,19 @@ class OriginPool:
         return sum(1 for _, ex in self._queue if not ex.finished)
 
     def outstanding(self) -> int:
-        return self.queued() + sum(len(c.state.in_flight) for c in self.connections)
+        return self.queued() + sum(c.unanswered() for c in self.connections)
 
     # -- connections pull -----------------------------------------------------------------------------------
 
-    def take(self, conn: Connection) -> Exchange | None:
+    def take(self, conn: Carrier) -> Exchange | None:
         while self._queue and self._queue[0][1].finished:
             heapq.heappop(self._queue)  # cancelled while queued
         if not self._queue:
             return None
+        if isinstance(conn, H2Connection):
+            # Streams multiplex: no depth, no bulk, no order to keep; only the peer's stream limit.
+            return heapq.heappop(self._queue)[1] if conn.can_take() else None
+        assert isinstance(conn, Connection)
         if self.carries_bulk(conn):
             self._open_for_work()  # bulk never blocks small: the request waits for (or gets) another connection
             return None
@@ -101,7 +111,7 @@ class OriginPool:
         if not may_join(carried, ex.sort_key()[0]):
             return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
-        if over_budget(len(conn.state.in_flight), sum(len(c.state.in_flight) for c in self.connections), budget):
+        if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
             return None
         heapq.heappop(self._queue)
         return ex
@@ -117,14 +127,20 @@ class OriginPool:
     def _open_for_work(self) -> None:
         # A connection busy with a bulk response neither takes work nor counts against the limit: at most
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
-        serving = [c for c in self.connections if not self.carries_bulk(c)]
-        work = self.queued() + sum(len(c.state.in_flight) for c in serving)
-        for _ in range(connections_to_open(len(serving), work, self.config.connections_per_origin)):
+        # An h2 connection that got a GOAWAY takes no new streams: it does not serve the queue either.
+        serving = [c for c in self.connections
+                   if not self.carries_bulk(c) and not (isinstance(c, H2Connection) and c.draining)]
+        work = self.queued() + sum(c.unanswered() for c in serving)
+        limit = connection_limit(self.config.connections_per_origin, self.policy.protocol,
+                                 self.tls is not None and self.config.http2)
+        for _ in range(connections_to_open(len(serving), work, limit)):
             self._open()
 
-    def carries_bulk(self, conn: Connection) -> bool:
+    def carries_bulk(self, conn: Carrier) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything
-        pipelined behind it would wait for all of that."""
+        pipelined behind it would wait for all of that. (Never an h2 connection: its streams do not wait.)"""
+        if not isinstance(conn, Connection):
+            return False
         return carries_bulk((f.parser.body_remaining for f in conn.state.in_flight), self.config.separate_bulk)
 
     def preconnect(self) -> bool:
@@ -144,7 +160,7 @@ class OriginPool:
 
     async def open_transport(self, timing: ConnectTiming) -> Transport:
         addresses = await self._resolve(timing)
-        return await open_transport(
+        transport = await open_transport(
             addresses,
             server_hostname=self.origin.host if self.tls is not None else None,
             tls=self.tls,
@@ -153,6 +169,19 @@ class OriginPool:
             interface=self.config.interface,
             setup=self.config.socket_setup,
         )
+        if self.tls is not None:
+            known = self.policy.protocol
+            self.policy.learn_protocol(transport.alpn)
+            if known is None and self.policy.protocol != "h2":
+                self._plan()  # HTTP/1.1 after all: the connections held back for the answer may open now
+        return transport
+
+    async def serve_h2(self, conn: Connection, transport: Transport) -> None:
+        """conn's TLS handshake chose h2: run its transport as an H2Connection in its place (in conn's task)."""
+        self.connections.discard(conn)
+        h2 = H2Connection(self, conn.id, transport, conn.connect_timing)
+        self.connections.add(h2)
+        await h2.run()
 
     async def _resolve(self, timing: ConnectTiming) -> list[tuple[int, tuple[object, ...]]]:
         async with self._dns_lock:
@@ -184,10 +213,10 @@ class OriginPool:
             self._dns = (now(), allowed)
             return allowed
 
-    def connection_opened(self, conn: Connection) -> None:
+    def connection_opened(self, conn: Carrier) -> None:
         self.engine.connection_opened(conn)
 
-    async def connection_failed(self, conn: Connection, error: FetchError) -> None:
+    async def connection_failed(self, conn: Carrier, error: FetchError) -> None:
         self.connections.discard(conn)
         if any(c.open or c.transport is None for c in self.connections):
             return  # others are up or still connecting: they serve the queue
@@ -196,8 +225,8 @@ class OriginPool:
             _, ex = heapq.heappop(self._queue)
             await ex.fail(error)
 
-    async def connection_ended(self, conn: Connection, ended: ConnectionEnded[Exchange]) -> None:
-        self.policy.on_connection_ended(ended.misbehaviour, conn.state.responses_completed)
+    async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None:
+        self.policy.on_connection_ended(ended.misbehaviour, conn.responses_completed)
         for ex in ended.failed:
             await ex.fail(FetchError("connection_lost", f"{ended.reason}; {ex.method} is not retried"))
         for ex in ended.suspect:
@@ -208,7 +237,21 @@ class OriginPool:
             else:
                 await ex.fail(FetchError("connection_lost", f"{ended.reason} (after {ex.retries - 1} retries)"))
 
-    async def connection_closed(self, conn: Connection) -> None:
+    async def not_processed(self, conn: Carrier, reason: str, again: list[Exchange], failed: list[Exchange]) -> None:
+        """The server did not process these (HTTP/2: refused, or above a GOAWAY's last stream id) and the
+        connection lives on: `again` go back to the queue without counting a retry (while they may), `failed`
+        (not GET/HEAD) fail."""
+        for ex in failed:
+            await ex.fail(FetchError("connection_lost", f"{reason}; {ex.method} is not sent again"))
+        rest = [ex for ex in again if not ex.may_send_again()]
+        for ex in again:
+            if ex not in rest:
+                self._requeue(ex)
+        if rest:
+            await self.connection_ended(conn, ConnectionEnded(reason, None, rest))
+        self._plan()
+
+    async def connection_closed(self, conn: Carrier) -> None:
         self.connections.discard(conn)
         self.engine.connection_closed(conn)
         self._plan()

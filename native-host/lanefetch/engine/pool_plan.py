@@ -16,6 +16,9 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   quiet (pipeline.py), so a stylesheet or script pipelined with images waits for the last image on its
   connection, and the page's next wave (what the stylesheet imports, what the script loads) with it. Render-blocking
   requests are therefore pipelined only with each other: such a connection drains after a few small answers.
+- **One for HTTP/2.** An origin that speaks h2 gets one connection (its streams multiplex; more would only
+  split the congestion window, as browsers also hold). Over TLS with HTTP/2 offered, while the origin's protocol
+  is not known yet, one connection too: its handshake says, and an HTTP/1.1 origin then gets the others.
 """
 
 from __future__ import annotations
@@ -54,6 +57,13 @@ def may_join(carried: set[int], incoming: int) -> bool:
     if not carried:
         return True
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
+
+def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool) -> int:
+    """Connections an origin may have serving it: one for h2, one until a TLS origin that may speak h2 has
+    said which it speaks, else the per-origin limit."""
+    if protocol == "h2" or (protocol is None and may_speak_h2):
+        return min(1, per_origin)
+    return per_origin
 
 
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:

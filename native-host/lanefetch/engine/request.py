@@ -185,3 +185,11 @@ def serialize(request: FetchRequest, target: Target) -> bytes:
 def priority_key(request: FetchRequest) -> tuple[int, int]:
     """Lower sorts first: the resource type's class, then the browser's own priority."""
     return _TYPE_CLASS.get(request.resource_type, 3), _PRIORITY_RANK.get(request.priority or "Medium", 2)
+
+
+def urgency(request: FetchRequest) -> tuple[int, bool]:
+    """RFC 9218 priority for HTTP/2: urgency 0..7 from the same class and rank as priority_key (render-blocking
+    VeryHigh is 0, an unprioritised "other" VeryLow 7), incremental for images and media (partial bodies are
+    useful as they arrive, so they may share the link)."""
+    cls, rank = priority_key(request)
+    return min(7, cls + rank), request.resource_type in ("image", "media")

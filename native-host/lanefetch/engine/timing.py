@@ -77,5 +77,7 @@ class ConnectionInfo:
     remote_address: str | None
     interface: str | None
     reused: bool
-    pipeline_position: int
-    pipeline_depth: int
+    pipeline_position: int  # HTTP/2: the stream's index among the connection's streams
+    pipeline_depth: int  # HTTP/2: streams open when it was sent, this one included
+    protocol: str = "http/1.1"  # or "h2"
+    stream_id: int | None = None  # HTTP/2 only

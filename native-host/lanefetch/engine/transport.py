@@ -52,6 +52,7 @@ class Transport:
     local_address: str | None
     remote_address: str | None
     interface: str | None
+    alpn: str | None = None  # the protocol the server chose in the TLS handshake ("h2", "http/1.1"), None if none
 
     def close(self) -> None:
         if not self.writer.is_closing():
@@ -63,9 +64,10 @@ def _fmt(addr: tuple[object, ...]) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def make_tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLContext:
     """Strict verification against the system trust store (truststore), or only ca_file when given
-    (tests with their own CA: never both, so a test CA is never trusted in normal use)."""
+    (tests with their own CA: never both, so a test CA is never trusted in normal use). ALPN offers h2 first
+    when http2 (the server picks; the pool runs whichever it chose)."""
     if ca_file is not None:
         ctx = ssl.create_default_context(cafile=ca_file)
     else:
@@ -73,7 +75,7 @@ def make_tls_context(ca_file: str | None = None) -> ssl.SSLContext:
 
         ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return ctx
 
 
@@ -112,6 +114,7 @@ async def open_transport(
         timing.handshake_rtt = kernel_min_rtt(sock)
         local = _fmt(sock.getsockname())
         remote = _fmt(sock.getpeername())
+        alpn: str | None = None
         try:
             if tls is not None:
                 reader, writer = await asyncio.wait_for(
@@ -119,9 +122,9 @@ async def open_transport(
                 )
                 timing.tls_end = now()
                 alpn = writer.get_extra_info("ssl_object").selected_alpn_protocol()
-                if alpn not in (None, "http/1.1"):
+                if alpn not in (None, "http/1.1", "h2"):
                     writer.close()
-                    raise FetchError("tls_failed", f"server chose ALPN {alpn!r}, expected http/1.1")
+                    raise FetchError("tls_failed", f"server chose ALPN {alpn!r}, expected h2 or http/1.1")
             else:
                 reader, writer = await _streams(sock, None, None, connect_timeout)
         except ssl.SSLCertVerificationError as e:
@@ -134,7 +137,7 @@ async def open_transport(
                    if tls is not None and tls_diagnosis.closed_without_a_word(e) else None)
             detail = tls_diagnosis.handshake_failure(e, server_hostname or remote, old)
             raise FetchError("tls_failed", detail) from None
-        return Transport(reader, writer, local, remote, interface)
+        return Transport(reader, writer, local, remote, interface, alpn)
     if isinstance(last, TimeoutError):
         raise FetchError("timeout", f"connecting timed out after {connect_timeout:g} s")
     raise FetchError("connect_failed", f"cannot connect: {last}")

@@ -7,6 +7,7 @@ from lanefetch.engine.pool_plan import (
     BULK_BYTES,
     allowed_depth,
     carries_bulk,
+    connection_limit,
     connections_to_open,
     may_join,
     over_budget,
@@ -70,3 +71,13 @@ def test_connections_to_open(serving: int, work: int, limit: int, new: int) -> N
 ])
 def test_render_blocking_is_pipelined_only_with_its_own(carried: set[int], incoming: int, joins: bool) -> None:
     assert may_join(carried, incoming) is joins
+
+@pytest.mark.parametrize(("per_origin", "protocol", "may_speak_h2", "limit"), [
+    (4, "h2", True, 1),  # streams multiplex: one connection
+    (4, None, True, 1),  # TLS with h2 offered, protocol not known yet: one until its handshake says
+    (4, "http/1.1", True, 4),  # the handshake said HTTP/1.1: the usual limit
+    (4, None, False, 4),  # http:// (or http2 off): HTTP/1.1 from the start
+    (1, None, True, 1),
+])
+def test_connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, limit: int) -> None:
+    assert connection_limit(per_origin, protocol, may_speak_h2) == limit

@@ -1,0 +1,198 @@
+"""The asyncio shell around one H2Session (h2_session.py): one TLS connection on which the server chose h2.
+
+It has Connection's outward shape (connection.py's Carrier: run(), open, carries(), abort(), abandon(), the
+same ConnectionOwner), so the pool treats both alike; unlike an HTTP/1.1 connection it takes every request the
+pool offers while the peer's stream limit allows (`take` until none), and a request that is cancelled has only
+its stream reset. All decisions live in h2_session.py; this moves bytes, time and sink calls.
+
+Backpressure: events are handled one at a time and the sink is awaited before the next read, and received data
+is acknowledged to the server only once the sink took it, so a slow consumer slows the server (for the whole
+connection: its streams share one reader)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from .connection import ConnectionOwner
+from .errors import FetchError
+from .exchange import Exchange
+from .h2_session import H2Event, H2Request, H2Session, StreamFailed, StreamsReturned
+from .pipeline import ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
+from .request import urgency
+from .timing import ConnectionInfo, ConnectTiming, now
+from .transport import Transport
+
+READ_SIZE = 64 * 1024
+
+
+class H2Connection:
+    def __init__(self, pool: ConnectionOwner, conn_id: int, transport: Transport, timing: ConnectTiming) -> None:
+        self.pool = pool
+        self.id = conn_id
+        self.session: H2Session[Exchange] = H2Session()
+        self.wakeup = asyncio.Event()
+        self.transport: Transport | None = transport
+        self.connect_timing = timing
+        self._first_request = True
+        self._last_activity = now()
+
+    @property
+    def open(self) -> bool:
+        return self.transport is not None and not self.session.ended
+
+    @property
+    def draining(self) -> bool:
+        """Takes no new streams (GOAWAY, or ended): the pool opens another connection for new work."""
+        return self.session.closing or self.session.ended
+
+    @property
+    def responses_completed(self) -> int:
+        return self.session.responses_completed
+
+    def unanswered(self) -> int:
+        return self.session.open_streams()
+
+    def can_take(self) -> bool:
+        return self.session.can_open()
+
+    def carries(self, ex: Exchange) -> bool:
+        return self.session.carries(ex)
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.writer.transport.abort()
+
+    def abandon(self, ex: Exchange) -> None:
+        """Nobody wants ex's answer: reset its stream (CANCEL); the other streams go on."""
+        self.session.cancel(ex)
+        self._flush()
+
+    async def run(self) -> None:
+        assert self.transport is not None
+        self.pool.connection_opened(self)
+        ct = self.connect_timing
+        if ct.connect_start is not None and ct.connect_end is not None:
+            self.pool.budget.observe_rtt(ct.connect_end - ct.connect_start)
+        self.session.start(now())
+        self._flush()
+        self.wakeup.set()
+        sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-h2-send-{self.id}")
+        try:
+            await self._read_loop()
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+            self.transport.close()
+            if self.session.open_streams():
+                await self._handle(self.session.abort("connection closed"))
+            self.session.ended = True
+            await self.pool.connection_closed(self)
+
+    def _flush(self) -> None:
+        data = self.session.data_to_send()
+        if data and self.transport is not None and not self.transport.writer.is_closing():
+            self.transport.writer.write(data)
+
+    async def _send_loop(self) -> None:
+        assert self.transport is not None
+        while not self.session.ended:
+            await self.wakeup.wait()
+            self.wakeup.clear()
+            batch: list[H2Request[Exchange]] = []
+            # The session may open this many more streams; the pool hands them over in its priority order.
+            room = self.session.stream_limit() - self.session.open_streams()
+            while len(batch) < room and self.session.can_open() and (ex := self.pool.take(self)) is not None:
+                if ex.target is None:
+                    continue
+                u, incremental = urgency(ex.request)
+                batch.append(H2Request(ex, ex.method, ex.target.origin.scheme, ex.target.origin.authority(),
+                                       ex.target.path, ex.wire_request.headers, ex.wire_request.body, u, incremental))
+            if not batch:
+                continue
+            sent = self.session.send(batch)
+            if len(sent) < len(batch):
+                # Not expected (only what can_open allowed was taken), but a taken request must never be lost.
+                done = {id(req.token) for req, _, _ in sent}
+                unsent = [r.token for r in batch if id(r.token) not in done]
+                await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
+            t = now()
+            for req, sid, depth in sent:
+                ex = req.token
+                ex.connection = ConnectionInfo(
+                    id=self.id, local_address=self.transport.local_address,
+                    remote_address=self.transport.remote_address, interface=self.transport.interface,
+                    reused=not self._first_request, pipeline_position=(sid + 1) // 2, pipeline_depth=depth,
+                    protocol="h2", stream_id=sid,
+                )
+                if self._first_request:
+                    ex.timing.take_connect(self.connect_timing)
+                    self._first_request = False
+                ex.timing.sent = t
+            self.session.ping(t)  # a fresh RTT sample per batch (one PING out at a time)
+            try:
+                self._flush()
+                await self.transport.writer.drain()
+            except (OSError, RuntimeError):
+                return  # the read loop sees the broken connection and re-queues
+            self._last_activity = t
+
+    async def _read_loop(self) -> None:
+        assert self.transport is not None
+        cfg = self.pool.config
+        while not self.session.ended:
+            try:
+                data = await asyncio.wait_for(self.transport.reader.read(READ_SIZE), cfg.stall_timeout)
+            except TimeoutError:
+                if self.session.open_streams():
+                    await self._handle(self.session.abort("no data from the server in time"))
+                elif now() - self._last_activity > cfg.idle_timeout:
+                    self.session.close()
+                    self._flush()
+                    self.session.ended = True
+                continue
+            except (OSError, asyncio.IncompleteReadError) as e:
+                await self._handle(self.session.abort(f"connection error: {e}"))
+                continue
+            t = now()
+            self._last_activity = t
+            if data:
+                self.pool.budget.received(t, len(data))
+                events = self.session.receive(data, t)
+            elif self.transport.reader.transport_error is not None:
+                events = [self.session.abort(f"connection error: {self.transport.reader.transport_error}")]
+            else:
+                events = self.session.receive_eof()
+            if self.session.rtt is not None:
+                self.pool.budget.observe_rtt(self.session.rtt)
+            for ev in events:
+                await self._handle(ev)
+            self._flush()
+
+    async def _handle(self, ev: H2Event[Exchange]) -> None:
+        if isinstance(ev, ResponseStarted):
+            ex = ev.token
+            if ex.timing.first_byte is None:
+                ex.timing.first_byte = now()
+            await ex.start_response(ev.head, ev.framing)
+            if ex.finished:
+                self.abandon(ex)  # cancelled meanwhile, or the sink refused the head
+        elif isinstance(ev, ResponseBody):
+            ex = ev.token
+            await ex.body(ev.data)
+            self.session.consumed(ex, len(ev.data))  # the sink took it: the server may send that much more
+            if ex.finished:
+                self.abandon(ex)
+        elif isinstance(ev, ResponseComplete):
+            self.pool.budget.response_done(ev.wire_bytes)
+            await ev.token.complete(ev.trailers, ev.wire_bytes)
+            self.pool.request_finished()
+        elif isinstance(ev, StreamFailed):
+            await ev.token.fail(FetchError("protocol_error", ev.reason))
+            self.pool.request_finished()
+        elif isinstance(ev, StreamsReturned):
+            await self.pool.not_processed(self, ev.reason, ev.retry, ev.failed)
+        elif isinstance(ev, ConnectionEnded):
+            await self.pool.connection_ended(self, ev)
+        self.wakeup.set()

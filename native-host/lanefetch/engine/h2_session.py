@@ -1,0 +1,417 @@
+"""Sans-I/O client side of one HTTP/2 connection (RFC 9113), built on python-hyper's h2 for framing and HPACK.
+
+It has the same contract as pipeline.py, so the asyncio shell (h2_connection.py) and the exchanges see one kind
+of event whichever protocol carries a request: requests go in (`send`), bytes come in (`receive`,
+`receive_eof`), events come out, and `data_to_send()` is what the shell writes.
+
+- **Streams, not a pipeline.** Every request is its own stream, opened at once while the peer's
+  SETTINGS_MAX_CONCURRENT_STREAMS allows (`can_open`; 100 until its SETTINGS arrive, the floor RFC 9113
+  recommends). Each answer is tied to its request by the stream id, never by order: ResponseStarted is never
+  `held`, and nothing here needs pipeline.py's sync points.
+- **Events.** ResponseStarted (a ResponseHead with http_version "2" and the fields without pseudo-headers),
+  ResponseBody, ResponseComplete as in pipeline.py; a stream refused (RST_STREAM REFUSED_STREAM: the server
+  did not process it, RFC 9113 §8.7) or above a graceful GOAWAY's last stream id comes back as StreamsReturned to
+  be sent again (those at or below it are still read: GOAWAY frames are parsed here, never given to h2, which
+  would stop reading); any other reset ends that request alone (StreamFailed); an error GOAWAY, a connection
+  error or close ends them all (ConnectionEnded, GET/HEAD to retry, others failed, as pipeline.py does).
+- **Flow control.** Connection and stream windows are WINDOW (16 MiB): the 64 KiB default caps a connection
+  at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Received data is acknowledged only when the shell says
+  the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
+- **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
+  request.py `urgency`; images and media incremental); the shell hands requests over in the pool's priority
+  order, so render-blocking streams are also opened first.
+- **RTT.** A PING goes out with the preface and whenever the shell asks (`ping`); its ACK gives `rtt`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from h2.config import H2Configuration
+from h2.connection import H2Connection
+from h2.errors import ErrorCodes
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    PingAckReceived,
+    ResponseReceived,
+    StreamEnded,
+    StreamReset,
+    TrailersReceived,
+)
+from h2.exceptions import H2Error
+from h2.settings import SettingCodes
+
+from .fields import Headers
+from .pipeline import PIPELINABLE_METHODS, ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
+from .response_parser import Framing, ResponseHead
+
+T = TypeVar("T")
+
+WINDOW = 16 * 1024 * 1024  # per stream and per connection: a 10 Mbit/s × 600 ms link needs 750 KB in flight
+_GOAWAY = 0x7  # frame type
+STREAMS_BEFORE_SETTINGS = 100  # RFC 9113 §6.5.2: a server should allow at least 100 concurrent streams
+_NO_LIMIT = 2**31  # h2 reports "unlimited" (no SETTINGS yet) as 2**32 + 1
+
+# Fields that belong to an HTTP/1.1 connection and are malformed in HTTP/2 (RFC 9113 §8.2.2).
+_CONNECTION_FIELDS = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "te",
+     "content-length", "trailer", "proxy-authorization"}
+)
+
+
+@dataclass(frozen=True)
+class H2Request(Generic[T]):
+    token: T
+    method: str
+    scheme: str
+    authority: str
+    path: str
+    headers: Headers
+    body: bytes | None = None
+    urgency: int = 3  # RFC 9218 u=0..7, lower first
+    incremental: bool = False
+
+
+@dataclass(frozen=True)
+class StreamsReturned(Generic[T]):
+    """These requests were not processed by the server (refused, or above a GOAWAY's last stream id) and the
+    connection lives on: `retry` may be
+    sent again (GET/HEAD), `failed` must not be."""
+
+    reason: str
+    retry: list[T] = field(default_factory=list)
+    failed: list[T] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StreamFailed(Generic[T]):
+    """The server reset this request's stream (not a refusal): it ends with an error."""
+
+    token: T
+    reason: str
+
+
+H2Event = (ResponseStarted[T] | ResponseBody[T] | ResponseComplete[T] | StreamsReturned[T] | StreamFailed[T]
+           | ConnectionEnded[T])
+
+
+@dataclass
+class _Stream(Generic[T]):
+    token: T
+    method: str
+    position: int
+    body: bytes = b""  # request body not yet sent (waits for the peer's flow-control window)
+    head: ResponseHead | None = None
+    framing: Framing = Framing.LENGTH
+    trailers: Headers = field(default_factory=list)
+    wire_bytes: int = 0
+
+
+class H2Session(Generic[T]):
+    def __init__(self, window: int = WINDOW) -> None:
+        self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None))
+        self._window = window
+        self._streams: dict[int, _Stream[T]] = {}
+        self._by_token: dict[T, int] = {}  # token -> stream id (exchanges hash by identity)
+        self._pings: dict[bytes, float] = {}
+        self._inbuf = bytearray()  # received bytes not yet a whole frame
+        self.requests_sent = 0
+        self.responses_completed = 0
+        self.closing = False  # no new stream may be opened (GOAWAY received or sent)
+        self.ended = False
+        self.rtt: float | None = None  # the last PING round trip, seconds
+
+    # -- set-up and sending ----------------------------------------------------------------------------------
+
+    def start(self, at: float = 0.0) -> None:
+        """The connection preface: our SETTINGS (large windows, no push), the connection window, a PING."""
+        self._h2.initiate_connection()
+        self._h2.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: self._window, SettingCodes.ENABLE_PUSH: 0})
+        self._h2.increment_flow_control_window(self._window - 65535)
+        self.ping(at)
+
+    def ping(self, at: float) -> None:
+        """Measure a round trip (its ACK sets `rtt`); one PING out at a time."""
+        if self._pings or self.ended:
+            return
+        payload = os.urandom(8)
+        self._pings[payload] = at
+        self._h2.ping(payload)
+
+    def stream_limit(self) -> int:
+        limit = self._h2.remote_settings.max_concurrent_streams
+        return STREAMS_BEFORE_SETTINGS if limit >= _NO_LIMIT else limit
+
+    def can_open(self) -> bool:
+        return not self.closing and not self.ended and len(self._streams) < self.stream_limit()
+
+    def open_streams(self) -> int:
+        return len(self._streams)
+
+    def carries(self, token: T) -> bool:
+        return token in self._by_token
+
+    def send(self, requests: list[H2Request[T]]) -> list[tuple[H2Request[T], int, int]]:
+        """Open a stream per request, most urgent first, while the peer's limit allows; returns what was sent as
+        (request, stream id, streams open then, this one included). Requests beyond the limit are not sent
+        (the shell takes only what `can_open` allows, so none should be)."""
+        sent: list[tuple[H2Request[T], int, int]] = []
+        for req in sorted(requests, key=lambda r: r.urgency):  # stable: the pool's order within one urgency
+            if not self.can_open():
+                break
+            sid = self._h2.get_next_available_stream_id()
+            self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body)
+            self.requests_sent += 1
+            self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"")
+            self._by_token[req.token] = sid
+            sent.append((req, sid, len(self._streams)))
+        self._send_bodies()
+        return sent
+
+    def cancel(self, token: T) -> None:
+        """We no longer want this answer: reset its stream (CANCEL) and forget it; what still arrives for it is
+        acknowledged and dropped."""
+        sid = self._by_token.pop(token, None)
+        if sid is None or self.ended:
+            return
+        del self._streams[sid]
+        with contextlib.suppress(H2Error):  # already closed on the wire: nothing to reset
+            self._h2.reset_stream(sid, ErrorCodes.CANCEL)
+
+    def consumed(self, token: T, nbytes: int) -> None:
+        """The sink took nbytes of this stream's body: hand that much window back to the server."""
+        sid = self._by_token.get(token)
+        if sid is not None:
+            self._ack(nbytes, sid)
+
+    def close(self) -> None:
+        """Ask the server to end the connection gracefully (GOAWAY, NO_ERROR): no new streams."""
+        if not self.ended:
+            self.closing = True
+            self._h2.close_connection()
+
+    def data_to_send(self) -> bytes:
+        return bytes(self._h2.data_to_send())
+
+    # -- receiving -----------------------------------------------------------------------------------------
+
+    def receive(self, data: bytes, at: float = 0.0) -> list[H2Event[T]]:
+        if self.ended:
+            return []
+        self._inbuf += data
+        out: list[H2Event[T]] = []
+        for piece in self._frames():
+            if isinstance(piece, tuple):
+                out.extend(self._goaway(*piece))
+            else:
+                out.extend(self._receive_frames(piece, at))
+            if self._over():
+                return out
+        self._send_bodies()
+        if self.closing and not self._streams:
+            out.append(self._end("the server ended the connection (GOAWAY) and every stream it kept is answered"))
+        return out
+
+    def _over(self) -> bool:
+        return self.ended  # a method: mypy would otherwise keep `ended` narrowed to False across the loop
+
+    def _frames(self) -> list[bytes | tuple[int, int]]:
+        """Split what arrived at frame boundaries: runs of frames for h2, and each GOAWAY as (last stream id, error
+        code) for us. h2 reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181),
+        but the streams at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
+        out: list[bytes | tuple[int, int]] = []
+        run = bytearray()
+        buf = self._inbuf
+        while len(buf) >= 9:
+            length = int.from_bytes(buf[0:3], "big")
+            if length > self._h2.max_inbound_frame_size:
+                run += buf  # h2 rejects it (FRAME_SIZE_ERROR): no need to wait for all of it
+                buf.clear()
+                break
+            if len(buf) < 9 + length:
+                break
+            frame = bytes(buf[: 9 + length])
+            del buf[: 9 + length]
+            if frame[3] == _GOAWAY and length >= 8 and int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF == 0:
+                if run:
+                    out.append(bytes(run))
+                    run.clear()
+                out.append((int.from_bytes(frame[9:13], "big") & 0x7FFFFFFF, int.from_bytes(frame[13:17], "big")))
+            else:
+                run += frame
+        if run:
+            out.append(bytes(run))
+        return out
+
+    def _receive_frames(self, data: bytes, at: float) -> list[H2Event[T]]:
+        try:
+            h2_events = self._h2.receive_data(data)
+        except H2Error as e:
+            return [self._end(f"HTTP/2 protocol error: {e}")]
+        out: list[H2Event[T]] = []
+        for ev in h2_events:
+            if isinstance(ev, ResponseReceived) and ev.stream_id is not None:
+                s = self._streams.get(ev.stream_id)
+                if s is None:
+                    continue  # cancelled by us
+                s.head, s.framing = _head(ev.headers or [], s.method)
+                out.append(ResponseStarted(s.token, s.head, s.framing, _content_length(s.head), held=False))
+            elif isinstance(ev, DataReceived) and ev.stream_id is not None:
+                s = self._streams.get(ev.stream_id)
+                flow = ev.flow_controlled_length or 0
+                data = ev.data or b""
+                if s is None:
+                    self._ack(flow, ev.stream_id)  # a stream we reset: nobody will consume it
+                    continue
+                s.wire_bytes += flow
+                if flow > len(data):
+                    self._ack(flow - len(data), ev.stream_id)  # padding: nothing for the sink to take
+                if data:
+                    out.append(ResponseBody(s.token, data))
+            elif isinstance(ev, TrailersReceived) and ev.stream_id is not None:
+                s = self._streams.get(ev.stream_id)
+                if s is not None:
+                    s.trailers = [(_text(k), _text(v)) for k, v in ev.headers or [] if not _text(k).startswith(":")]
+            elif isinstance(ev, StreamEnded) and ev.stream_id is not None:
+                s = self._forget(ev.stream_id)
+                if s is None:
+                    continue
+                if s.head is None:  # ended without a final response: malformed (RFC 9113 §8.1.1)
+                    out.append(StreamFailed(s.token, "the server ended the stream without a response"))
+                    continue
+                self.responses_completed += 1
+                out.append(ResponseComplete(s.token, s.head, s.trailers, True, False, s.position, s.framing,
+                                            s.wire_bytes))
+            elif isinstance(ev, StreamReset) and ev.stream_id is not None:
+                s = self._forget(ev.stream_id)
+                if s is None:
+                    continue
+                if ev.error_code == ErrorCodes.REFUSED_STREAM and s.head is None:
+                    out.append(self._returned("the server refused the stream", [s]))
+                else:
+                    code = ev.error_code.name if isinstance(ev.error_code, ErrorCodes) else str(ev.error_code)
+                    out.append(StreamFailed(s.token, f"the server reset the stream ({code})"))
+            elif isinstance(ev, ConnectionTerminated):  # not expected: GOAWAY frames are kept from h2
+                return [*out, self._end("the server ended the connection")]
+            elif isinstance(ev, PingAckReceived):
+                sent_at = self._pings.pop(bytes(ev.ping_data or b""), None)
+                if sent_at is not None:
+                    self.rtt = max(0.0, at - sent_at)
+        return out
+
+    def receive_eof(self) -> list[H2Event[T]]:
+        if self.ended:
+            return []
+        return [self._end("the server closed the connection")]
+
+    def abort(self, reason: str) -> ConnectionEnded[T]:
+        """The connection is gone (reset, stall, our own close): every open stream goes back."""
+        return self._end(reason)
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    def _goaway(self, last: int, code: int) -> list[H2Event[T]]:
+        """The server goes away: streams above `last` were not processed (sent again, GET/HEAD only: being wrong
+        about a POST costs more than a retry saves); with NO_ERROR the rest are still answered, so the connection
+        lives until they are; with an error code it ends now and they all go back."""
+        self.closing = True
+        try:
+            name = ErrorCodes(code).name
+        except ValueError:
+            name = str(code)
+        if code != ErrorCodes.NO_ERROR:
+            return [self._end(f"the server ended the connection ({name}, last stream {last})")]
+        unprocessed = [s for sid in sorted(self._streams) if sid > last and (s := self._forget(sid)) is not None]
+        return [self._returned(f"the server is going away (last stream {last})", unprocessed)] if unprocessed else []
+
+    def _returned(self, reason: str, streams: list[_Stream[T]]) -> StreamsReturned[T]:
+        return StreamsReturned(
+            reason,
+            retry=[s.token for s in streams if s.method in PIPELINABLE_METHODS],
+            failed=[s.token for s in streams if s.method not in PIPELINABLE_METHODS],
+        )
+
+    def _end(self, reason: str) -> ConnectionEnded[T]:
+        self.ended = True
+        self.closing = True
+        streams = [self._streams[sid] for sid in sorted(self._streams)]
+        self._streams.clear()
+        self._by_token.clear()
+        return ConnectionEnded(
+            reason, None,
+            retry=[s.token for s in streams if s.method in PIPELINABLE_METHODS],
+            failed=[s.token for s in streams if s.method not in PIPELINABLE_METHODS],
+            partial=[s.token for s in streams if s.method in PIPELINABLE_METHODS and s.head is not None],
+        )
+
+    def _forget(self, sid: int) -> _Stream[T] | None:
+        s = self._streams.pop(sid, None)
+        if s is not None:
+            self._by_token.pop(s.token, None)
+        return s
+
+    def _ack(self, nbytes: int, sid: int) -> None:
+        if nbytes <= 0 or self.ended:
+            return
+        with contextlib.suppress(H2Error):  # the connection is closing: no window to hand back
+            self._h2.acknowledge_received_data(nbytes, sid)
+
+    def _send_bodies(self) -> None:
+        """Request bodies go out as the peer's windows allow (WindowUpdated makes room; checked on every read)."""
+        if self.ended:
+            return
+        for sid, s in list(self._streams.items()):
+            while s.body:
+                room = min(self._h2.local_flow_control_window(sid), self._h2.max_outbound_frame_size)
+                if room <= 0:
+                    break
+                piece, s.body = s.body[:room], s.body[room:]
+                try:
+                    self._h2.send_data(sid, piece, end_stream=not s.body)
+                except H2Error:
+                    s.body = b""
+                    break
+
+
+def _text(b: bytes | str) -> str:
+    return b.decode("latin-1") if isinstance(b, bytes) else b
+
+
+def _wire_headers(req: H2Request[T]) -> list[tuple[bytes, bytes]]:
+    out = [(b":method", req.method.encode()), (b":scheme", req.scheme.encode()),
+           (b":authority", req.authority.encode("ascii")), (b":path", req.path.encode("latin-1"))]
+    named = {t.strip().lower() for k, v in req.headers if k.lower() == "connection" for t in v.split(",")}
+    for name, value in req.headers:
+        lname = name.lower()
+        if lname in _CONNECTION_FIELDS or lname in named or lname == "priority":
+            continue
+        out.append((lname.encode("latin-1"), value.encode("latin-1", errors="replace")))
+    out.append((b"priority", f"u={req.urgency}{', i' if req.incremental else ''}".encode()))
+    if req.body:
+        out.append((b"content-length", str(len(req.body)).encode()))
+    return out
+
+
+def _head(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], method: str) -> tuple[ResponseHead, Framing]:
+    status = 0
+    fields: Headers = []
+    for k, v in headers:
+        name, value = _text(k), _text(v)
+        if name == ":status":
+            status = int(value) if value.isdigit() else 0
+        elif not name.startswith(":"):
+            fields.append((name, value))
+    head = ResponseHead(status, "", "2", fields)
+    # HTTP/2 frames bodies itself; Framing only says whether one follows and whether its length is announced.
+    if method == "HEAD" or status in (204, 304):
+        return head, Framing.NONE
+    return head, Framing.LENGTH if head.get("content-length") is not None else Framing.CHUNKED
+
+
+def _content_length(head: ResponseHead) -> int | None:
+    value = head.get("content-length")
+    return int(value) if value is not None and value.isdigit() else None
