@@ -132,9 +132,6 @@ class Connection:
             await self.pool.serve_h2(self, transport)
             return
         self.pool.connection_opened(self)
-        ct = self.connect_timing
-        if ct.connect_start is not None and ct.connect_end is not None:
-            self.pool.budget.observe_rtt(ct.connect_end - ct.connect_start)
         self.wakeup.set()
         sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-send-{self.id}")
         try:

@@ -71,9 +71,6 @@ class H2Connection:
     async def run(self) -> None:
         assert self.transport is not None
         self.pool.connection_opened(self)
-        ct = self.connect_timing
-        if ct.connect_start is not None and ct.connect_end is not None:
-            self.pool.budget.observe_rtt(ct.connect_end - ct.connect_start)
         self.session.start(now())
         self._flush()
         self.wakeup.set()

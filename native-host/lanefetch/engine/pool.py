@@ -214,6 +214,9 @@ class OriginPool:
             return allowed
 
     def connection_opened(self, conn: Carrier) -> None:
+        ct = conn.connect_timing
+        if ct.connect_start is not None and ct.connect_end is not None:
+            self.budget.observe_rtt(ct.connect_end - ct.connect_start)  # the handshake is one round trip
         self.engine.connection_opened(conn)
 
     async def connection_failed(self, conn: Carrier, error: FetchError) -> None:

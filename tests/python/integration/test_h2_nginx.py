@@ -25,6 +25,7 @@ from lanefetch.engine import (
     Page,
     TimingReport,
 )
+from tls_pki import make_test_pki
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None or shutil.which("openssl") is None,
                                 reason="needs nginx and openssl")
@@ -35,22 +36,9 @@ BIG = "big.bin"
 BIG_BYTES = os.urandom(1024) * 8 * 1024  # 8 MiB: still arriving when it is cancelled
 
 
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-            "-subj", "/CN=lanefetch h2 test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign", cwd=d)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
-            "-subj", "/CN=localhost", cwd=d)
-    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
-    return d
+    return make_test_pki(tmp_path_factory.mktemp("pki"), "lanefetch h2 test CA")
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,24 +20,12 @@ from lanefetch.engine import (
     TimingReport,
 )
 from local_app import serve_app
-
-
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+from tls_pki import make_test_pki
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-            "-subj", "/CN=lanefetch test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign", cwd=d)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
-            "-subj", "/CN=localhost", cwd=d)
-    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
-    return d
+    return make_test_pki(tmp_path_factory.mktemp("pki"), "lanefetch test CA")
 
 
 @pytest.fixture(params=[["http/1.1"], ["h2", "http/1.1"]], ids=["alpn-http1", "alpn-h2-too"])
