@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { TimingsReply } from "../../../extension/src/background/popup-api.js";
-import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, type Browser } from "../support/chromium-harness.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, waitForGate, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
@@ -42,6 +42,9 @@ async function cacheOf(browser: Browser, tabId: number, url: string): Promise<Re
 async function visitAfterRestart(browser: Browser, url: string): Promise<{ browser: Browser; tabId: number }> {
   await browser.quit();
   const next = await launch(browser.userDataDir);
+  // Session rules do not outlive the browser: the worker puts the gate back at startup, and a navigation before that
+  // would be the browser's own (as toggle-and-fallback's restart waits too).
+  await waitForGate(next.worker, 1);
   const page = await next.context.newPage();
   await openPage(page, url);
   await imagesShown(page);
