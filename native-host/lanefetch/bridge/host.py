@@ -203,7 +203,12 @@ class Host:
                 await self._send(protocol.error("bad_message", reason, item["context_id"]))
                 return
             page = _to_page(item["page"])
-            listener = await self.proxy.open(item["context_id"], page)
+            try:
+                listener = await self.proxy.open(item["context_id"], page)
+            except Exception as e:  # e.g. no file descriptor left to listen with: the context's own error
+                log.exception("proxy_open %.128r", item["context_id"])
+                await self._send(protocol.error("internal", f"no proxy for this page: {e!r}", item["context_id"]))
+                return
             await self._send(protocol.proxy_ready(item["context_id"], listener.port, listener.split_port))
         elif kind == "https_sites":
             if self.proxy is None:
@@ -336,6 +341,13 @@ class Host:
 
     async def _start_batch(self, item: dict[str, Any]) -> None:
         batch_id: str = item["batch_id"]
+        if batch_id in self._batches:
+            # Its requests would be filed under the running batch's id (a cancel by batch id would miss one of
+            # them): refused whole, each request answered, the running batch untouched.
+            for raw in item["requests"]:
+                if raw["id"] not in self._live_ids:
+                    await self._send(protocol.error("bad_message", "batch id already in use", raw["id"]))
+            return
         requests: list[FetchRequest] = []
         for raw in item["requests"]:
             if raw["id"] in self._live_ids or any(r.id == raw["id"] for r in requests):

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -304,3 +305,72 @@ async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:
     await asyncio.wait_for(served, 20)
     for fd in (to_host_r, from_host_r, from_host_w):
         os.close(fd)
+
+
+@pytest.fixture
+async def held_origin() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+    """An origin whose /hold answers only once the test releases it (and says when the request arrived)."""
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.match_info["name"] == "hold":
+            arrived.set()
+            await asyncio.wait_for(release.wait(), 20)
+        return web.Response(text=f"hello {request.match_info['name']}")
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}", arrived, release
+
+
+async def test_a_batch_id_in_use_is_refused_whole_and_the_running_batch_goes_on(
+    host: HostProcess, held_origin: tuple[str, asyncio.Event, asyncio.Event]
+) -> None:
+    origin, arrived, release = held_origin
+    await host.send(batch("b1", [("h", f"{origin}/hold")]))
+    await asyncio.wait_for(arrived.wait(), 20)
+    # Same batch id while b1 runs: each of its requests gets its error; an id of b1 ("h") is not answered here.
+    await host.send(batch("b1", [("x", f"{origin}/x"), ("h", f"{origin}/y")]))
+    await host.send({"type": "ping", "nonce": "after"})
+    meanwhile = [m for m in await host.until("pong") if m["type"] != "origin_rtt"]
+    assert meanwhile == [{"type": "error", "code": "bad_message", "message": "batch id already in use", "id": "x"},
+                         {"type": "pong", "nonce": "after"}]
+    release.set()
+    msgs = await host.until("batch_done")
+    assert {m.get("id") for m in msgs if m["type"] != "batch_done"} == {"h"}
+    body = b"".join(base64.b64decode(m["data"]) for m in msgs if m["type"] == "body")
+    assert body == b"hello hold"
+    # b1 is over: its id may be used again.
+    await host.send(batch("b1", [("x", f"{origin}/x")]))
+    again = await host.until("batch_done")
+    assert next(m["type"] for m in again if m.get("id") == "x") == "head"
+
+
+async def test_a_proxy_that_cannot_open_is_that_page_contexts_error(tmp_path: Path) -> None:
+    """A Firefox page context whose listener cannot be opened (no file descriptor left) gets an error naming it,
+    and the host goes on: contexts closed free descriptors and the next open works."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    async with running_host(env) as h:
+        await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"})
+        assert (await h.recv())["type"] == "hello"
+        await h.send({"type": "ping", "nonce": "warm"})  # the cache and validator are open before the limit drops
+        await h.until("pong")
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        used = len(os.listdir(f"/proc/{h.proc.pid}/fd"))
+        limit = used + 8  # room for three contexts' two listeners each, not for 20
+        resource.prlimit(h.proc.pid, resource.RLIMIT_NOFILE, (limit, hard))
+        ready, failed = [], []
+        for i in range(20):
+            await h.send({"type": "proxy_open", "context_id": f"c{i}", "page": {"address_space": "public"}})
+            m = await h.recv()
+            (ready if m["type"] == "proxy_ready" else failed).append(m)
+        assert ready and failed, (ready, failed)
+        assert all(m["type"] == "error" and m["code"] == "internal" and m["id"].startswith("c") for m in failed)
+        assert {m["id"] for m in failed}.isdisjoint(m["context_id"] for m in ready)
+        for m in ready:
+            await h.send({"type": "proxy_close", "context_id": m["context_id"]})
+        await h.send({"type": "proxy_open", "context_id": "after", "page": {"address_space": "public"}})
+        m = await h.recv()
+        assert m["type"] == "proxy_ready" and m["context_id"] == "after"
+        resource.prlimit(h.proc.pid, resource.RLIMIT_NOFILE, (soft, hard))
