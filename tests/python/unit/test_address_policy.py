@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from lanefetch.engine.address_policy import (
     _RANK,
@@ -86,6 +86,9 @@ FORMS = ["mapped", "translated", "compatible", "nat64", "nat64-local", "6to4", "
 def test_an_ipv6_form_carrying_a_non_public_ipv4_is_non_public(form: str, data: st.DataObject) -> None:
     r = data.draw(st.sampled_from(PRIVATE_V4))
     v4 = ipaddress.IPv4Address(_address_in(r.network, data.draw(st.integers(min_value=0, max_value=2**32))))
+    # the registry's public exceptions nested in a non-public range (192.0.0.9 and .10 in 192.0.0.0/24) are public
+    # inside any form too: test_an_ipv6_form_carrying_a_public_ipv4_is_public covers them
+    assume(not any(v4 in p.network for p in _nested_public(r)))
     inner = address_space_of(str(v4))
     for address in _embed(form, int(v4)):
         space = address_space_of(address)
