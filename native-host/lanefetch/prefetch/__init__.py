@@ -15,6 +15,8 @@ decisions a prefetch flight needs, each sans-I/O and tested on its own, in the o
 - budget.py: how many bytes a page may fetch that the browser has not asked for.
 - learned.py: per page and per page template, which subresources the last few loads requested and which are
   stable; persisted as opaque records in the cache's SQLite store (table `pages`), partitioned by top-level site.
+- plan.py: what one page's flight fetches: learned (stable: confident; the newest load's others: guesses) and
+  discovered (only with fields a learned load showed for that origin, destination and mode), never credentialed.
 - flight.py: the asyncio shell: one page's flight through a Fetcher into a holding area, answering later batches
   only through fidelity.py.
 

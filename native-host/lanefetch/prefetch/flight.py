@@ -42,20 +42,11 @@ from ..engine.request import FetchRequest, with_accept_encoding
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
 from .fidelity import MAX_AGE, Prefetched, may_answer
+from .plan import Planned
 
 CHUNK = 256 * 1024
 _NEVER_SENT = frozenset({"cookie", "authorization"})
 _ids = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class Planned:
-    url: str
-    headers: Headers
-    resource_type: str = "other"
-    confident: bool = True
-    expected_size: int | None = None
-    decode: bool = True
 
 
 @dataclass

@@ -12,7 +12,9 @@ the same set of stylesheets (what makes pages of one template look alike; the se
 is parsed, so the template is looked up after the exact key). A load is remembered under both, so a first visit
 to another article of a known template still finds the template's shared assets.
 
-*Stable* (stable()): requested in at least STABLE_MIN of the kept loads, one of them the most recent. The
+*Stable* (stable()): requested in at least STABLE_MIN of the kept loads, one of them the most recent (for a
+template: in loads of at least STABLE_MIN distinct pages, so one article's own images never become the
+template's). The
 latter is stricter than "≥ 2 of the last N" alone on purpose: after a deploy renames `app.3f2a.js`, the old URL
 is still in older loads but will never be requested again; fetching it would be pure waste. Everything else a
 load saw is a *guess* (budget.py limits those).
@@ -116,30 +118,34 @@ def page_keys(url: str, stylesheets: list[str] | None = None) -> PageKeys | None
 class History:
     loads: list[list[Observed]] = field(default_factory=list)  # newest first
     updated_at: float = 0.0
+    pages: list[str] = field(default_factory=list)  # the exact page key of each load (same order)
 
 
-def remember(history: History | None, load: list[Observed], now: float) -> History:
-    """The history after one more load (its requests in the order they were made; repeats dropped)."""
+def remember(history: History | None, load: list[Observed], now: float, page: str = "") -> History:
+    """The history after one more load of `page` (its requests in the order they were made; repeats dropped)."""
     seen: set[tuple[str, str, str]] = set()
     kept: list[Observed] = []
     for item in load:
         if item.key not in seen and len(kept) < MAX_ITEMS:
             seen.add(item.key)
             kept.append(item)
-    previous = history.loads if history is not None else []
-    return History([kept, *previous][:MAX_LOADS], now)
+    loads = history.loads if history is not None else []
+    pages = history.pages if history is not None else []
+    return History([kept, *loads][:MAX_LOADS], now, [page, *pages][:MAX_LOADS])
 
 
-def stable(history: History) -> list[Observed]:
+def stable(history: History, *, across_pages: bool = False) -> list[Observed]:
     """The stable requests (see the module's docstring) as the most recent load made them, by wave, then in the
-    order that load made them."""
+    order that load made them. For a template's history (across_pages) the loads that count must be of distinct
+    pages: two loads of one article do not make its own images the template's."""
     if not history.loads:
         return []
-    counts: dict[tuple[str, str, str], int] = {}
-    for load in history.loads:
-        for key in {item.key for item in load}:
-            counts[key] = counts.get(key, 0) + 1
-    newest = [item for item in history.loads[0] if counts[item.key] >= STABLE_MIN]
+    sources: dict[tuple[str, str, str], set[str]] = {}
+    for n, load in enumerate(history.loads):
+        source = history.pages[n] if across_pages and n < len(history.pages) else str(n)
+        for item in load:
+            sources.setdefault(item.key, set()).add(source)
+    newest = [item for item in history.loads[0] if len(sources[item.key]) >= STABLE_MIN]
     return sorted(newest, key=lambda item: item.wave)  # sorted() is stable: the load's order within a wave
 
 
@@ -157,7 +163,7 @@ def encode(history: History) -> str:
     loads = [[[i.url, i.destination, i.mode, i.wave, header_sets.setdefault(i.headers, len(header_sets)),
                i.credentialed, i.size] for i in load] for load in history.loads]
     return json.dumps({"v": 1, "at": history.updated_at, "h": [[list(p) for p in h] for h in header_sets],
-                       "loads": loads}, separators=(",", ":"))
+                       "loads": loads, "p": history.pages}, separators=(",", ":"))
 
 
 def _observed(raw: Any, header_sets: list[tuple[tuple[str, str], ...]]) -> Observed:
@@ -188,8 +194,11 @@ def decode(record: str, now: float) -> History | None:
         at = float(raw["at"])
         header_sets = [_header_set(h) for h in raw["h"]]
         loads = [[_observed(item, header_sets) for item in load][:MAX_ITEMS] for load in raw["loads"]][:MAX_LOADS]
+        pages = [p for p in raw["p"] if isinstance(p, str)][:MAX_LOADS]
+        if len(pages) != len(loads):
+            return None
     except (KeyError, TypeError, ValueError, IndexError):
         return None
     if not 0 <= now - at <= RECORD_TTL:
         return None
-    return History(loads, at)
+    return History(loads, at, pages)

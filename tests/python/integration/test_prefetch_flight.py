@@ -14,7 +14,8 @@ import pytest
 from aiohttp import web
 from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from lanefetch.prefetch.budget import Ledger, Limits
-from lanefetch.prefetch.flight import Flight, FlightAnswers, Planned
+from lanefetch.prefetch.flight import Flight, FlightAnswers
+from lanefetch.prefetch.plan import Planned
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 
