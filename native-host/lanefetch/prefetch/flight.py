@@ -20,6 +20,9 @@ run against the real engine. Two parts:
   and served whole (head, body, end, timing with cache "prefetch"). Everything else, and every request of a
   page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request only.
 
+A request waiting on a prefetch can be cancelled like any other (it ends as `cancelled` at once), and a flight
+whose batch ends without answering an item (a fetcher that raised, a cancel) leaves no request waiting on it.
+
 `Flight.close()` ends the page: fetches still running are cancelled, everything unclaimed is discarded as waste,
 and the report says how many requests were answered from the flight, and the bytes claimed and wasted.
 Counting is in body bytes as the sink sees them (decoded where the request decodes), so waste is over- rather
@@ -30,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +47,8 @@ from ..engine.timing import RequestTiming, now
 from .budget import Ledger
 from .fidelity import MAX_AGE, Prefetched, may_answer
 from .plan import Planned
+
+log = logging.getLogger(__name__)
 
 CHUNK = 256 * 1024
 _NEVER_SENT = frozenset({"cookie", "authorization"})
@@ -115,6 +121,17 @@ class Flight:
         self.report.sent = len(requests)
         self._task = asyncio.create_task(self._fetcher.fetch(requests, _HoldSink(self), self.page),
                                          name="lanefetch-prefetch-flight")
+        self._task.add_done_callback(self._batch_ended)
+
+    def _batch_ended(self, task: asyncio.Task[BatchResult]) -> None:
+        """However the batch ended (a fetcher that raised or was cancelled included), no browser request may wait
+        on a prefetch forever: whatever did not end is an error, never an answer."""
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("prefetch batch failed: %r", task.exception())
+        for held in self._held.values():
+            if not held.done.is_set():
+                held.error = held.error or FetchError("internal", "the prefetch batch ended without an answer")
+                held.done.set()
 
     async def wait(self) -> None:
         """Until every prefetch of the flight has ended (for tests and the page report)."""
@@ -222,6 +239,8 @@ class FlightAnswers:
     def __init__(self, inner: Fetcher, flight_for: Callable[[Page], Flight | None]) -> None:
         self.inner = inner
         self._flight_for = flight_for
+        self._waiting: dict[str, asyncio.Task[None]] = {}  # requests waiting on a prefetch, by id
+        self._cancelled: set[str] = set()
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         flight = self._flight_for(page)
@@ -239,7 +258,20 @@ class FlightAnswers:
         return result
 
     async def _from_flight(self, flight: Flight, request: FetchRequest, sink: Sink, page: Page) -> None:
-        held = await flight.take(request)
+        task = asyncio.current_task()
+        assert task is not None
+        self._waiting[request.id] = task
+        try:
+            held = await flight.take(request)
+        except asyncio.CancelledError:
+            if request.id not in self._cancelled:
+                raise
+            self._cancelled.discard(request.id)  # the caller cancelled this request while it waited
+            await sink.error(request, FetchError("cancelled", "cancelled by the caller"))
+            await sink.timing(request, TimingReport(RequestTiming(queued=now()), None, 0, 0))
+            return
+        finally:
+            self._waiting.pop(request.id, None)
         if held is None or held.head is None:
             await self.inner.fetch([request], sink, page)
             return
@@ -263,6 +295,13 @@ class FlightAnswers:
         return self.inner.preconnect(url, page)
 
     async def cancel(self, request_ids: list[str]) -> None:
+        """A request still waiting on a prefetch ends at once as cancelled; one already handed to the inner
+        fetcher (or not known here) is the inner fetcher's to cancel."""
+        for rid in request_ids:
+            task = self._waiting.get(rid)
+            if task is not None and not task.done():
+                self._cancelled.add(rid)
+                task.cancel()
         await self.inner.cancel(request_ids)
 
     async def aclose(self) -> None:

@@ -6,13 +6,23 @@ unsent and cancels one that grows past it."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import web
-from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.engine import (
+    BatchResult,
+    DeliveredHead,
+    EngineConfig,
+    FetchError,
+    FetchRequest,
+    Page,
+    Sink,
+    TimingReport,
+)
 from lanefetch.prefetch.budget import Ledger, Limits
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.plan import Planned
@@ -34,6 +44,7 @@ IMAGE = [(k, {"Accept": "image/*", "Sec-Fetch-Dest": "image"}.get(k, v)) for k, 
 class Server:
     url: str = ""
     seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    release: asyncio.Event = field(default_factory=asyncio.Event)  # /slow.js answers once this is set
 
     def count(self, path: str) -> int:
         return sum(1 for p, _ in self.seen if p == path)
@@ -55,13 +66,19 @@ async def server() -> AsyncIterator[Server]:
             return web.Response(body=PNG, headers={"Content-Type": "image/png", "Vary": "X-Variant"})
         if name == "big.bin":
             return web.Response(body=BIG, headers={"Content-Type": "image/png"})
+        if name == "slow.js":
+            await state.release.wait()
+            return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
         return web.Response(status=404)
 
     app = web.Application()
     app.router.add_get("/{name}", handler)
     async with serve_app(app) as port:
         state.url = f"http://127.0.0.1:{port}"
-        yield state
+        try:
+            yield state
+        finally:
+            state.release.set()  # a failed test must not leave /slow.js holding the server's cleanup
 
 
 @dataclass
@@ -193,3 +210,51 @@ async def test_the_budget_keeps_unaffordable_guesses_unsent_and_cancels_one_that
     await answers.fetch([_browser("big", f"{server.url}/big.bin", IMAGE)], sink, PAGE)
     assert sink.got["big"].body == BIG and sink.got["big"].report is not None
     assert sink.got["big"].report.cache == "none"
+
+
+async def until(condition: Callable[[], bool], what: str, seen: Callable[[], object]) -> None:
+    for _ in range(500):  # 5 s at most
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}; seen: {seen()!r}")
+
+
+async def test_a_request_waiting_on_a_prefetch_can_be_cancelled(server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+    flight.start([Planned(f"{server.url}/slow.js", SCRIPT, "script")])
+    await until(lambda: server.count("/slow.js") == 1, "the prefetch reached the server", lambda: server.seen)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    batch = asyncio.create_task(answers.fetch([_browser("w", f"{server.url}/slow.js", SCRIPT)], sink, PAGE))
+    await until(lambda: "w" in answers._waiting, "the browser request waits on the prefetch", lambda: sink.got)
+    await answers.cancel(["w"])
+    await asyncio.wait_for(batch, 5)
+    got = sink.got["w"]
+    assert got.error is not None and got.error.code == "cancelled" and got.head is None
+    assert got.report is not None
+    server.release.set()
+    await flight.wait()
+    assert (await flight.close()).answered == 0
+    assert server.count("/slow.js") == 1  # cancelled, not fetched again
+
+
+class Raising:
+    """A fetcher whose batch fails outright (the real ones answer each request; this is the fault a flight must
+    survive without leaving a browser request waiting)."""
+
+    async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
+        raise RuntimeError("broken fetcher")
+
+    async def cancel(self, request_ids: list[str]) -> None:
+        pass
+
+
+async def test_a_flight_whose_batch_fails_leaves_no_request_waiting(server: Server, service: FetchService) -> None:
+    flight = Flight(Raising(), PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))  # type: ignore[arg-type]
+    flight.start([Planned(f"{server.url}/b.js", SCRIPT, "script")])
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await asyncio.wait_for(answers.fetch([_browser("b", f"{server.url}/b.js", SCRIPT)], sink, PAGE), 10)
+    assert sink.got["b"].body == JS and sink.got["b"].report is not None and sink.got["b"].report.cache == "none"
+    assert server.count("/b.js") == 1
