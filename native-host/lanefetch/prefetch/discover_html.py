@@ -81,9 +81,15 @@ def _walk(root: ET.Element) -> Iterator[tuple[ET.Element, ET.Element | None]]:
 
 
 def _script_kind(element: ET.Element) -> str | None:
-    """'classic', 'module' or None (not fetched) for a <script>, by HTML's "prepare the script element"."""
-    if "nomodule" in element.attrib:
+    """'classic', 'module' or None (not fetched) for a <script>, by HTML's "prepare the script element"
+    (`nomodule` skips classic scripts only)."""
+    kind = _script_type(element)
+    if kind == "classic" and "nomodule" in element.attrib:
         return None
+    return kind
+
+
+def _script_type(element: ET.Element) -> str | None:
     kind = element.get("type")
     if kind is None or kind == "":
         language = element.get("language")

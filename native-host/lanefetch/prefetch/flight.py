@@ -9,7 +9,9 @@ run against the real engine. Two parts:
   through the page's budget ledger (budget.py) in plan order, sends the admitted ones as ONE batch through the
   fetcher it was given (the service's: same pools, pipelining or h2, address policy, Accept-Encoding as the
   helper asks for the browser), and keeps every response whole in memory (head, body, trailers, when its head
-  arrived on the injected clock). Body bytes are counted as they arrive; when the ledger says an item's class is
+  arrived on the injected clock), never in the HTTP cache (`cache_store=False`: a stored prefetch would answer,
+  through the cache, a request the fidelity rule refused it to; a fresh cache hit may still answer a prefetch).
+  Body bytes are counted as they arrive; when the ledger says an item's class is
   over its limit the fetch is cancelled and the item discarded. Never sent: anything but GET, and any request
   with Cookie or Authorization (the helper holds no credentials of the user's; a prefetch must not carry any
   the browser would not send, and one without them would never match a credentialed request anyway).
@@ -110,7 +112,7 @@ class Flight:
             if any(k.lower() in _NEVER_SENT for k, _ in item.headers):
                 continue
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
-                                   resource_type=item.resource_type, decode=item.decode)
+                                   resource_type=item.resource_type, decode=item.decode, cache_store=False)
             if not self.ledger.admit(request.id, confident=item.confident, expected_size=item.expected_size):
                 self.report.refused_by_budget += 1
                 continue
@@ -246,8 +248,8 @@ class FlightAnswers:
         flight = self._flight_for(page)
         if flight is None:
             return await self.inner.fetch(requests, sink, page)
-        direct = [r for r in requests if not flight.holds(r.url)]
-        maybe = [r for r in requests if flight.holds(r.url)]
+        maybe = [r for r in requests if r.method.upper() == "GET" and flight.holds(r.url)]
+        direct = [r for r in requests if r not in maybe]
         tasks = [asyncio.create_task(self._from_flight(flight, r, sink, page), name=f"lanefetch-flight-{r.id}")
                  for r in maybe]
         try:

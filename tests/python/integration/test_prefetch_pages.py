@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
-from lanefetch.prefetch.budget import Ledger
+from lanefetch.prefetch.budget import Ledger, limits_for
 from lanefetch.prefetch.discover_html import discover_html
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.learned import Observed, observe
 from lanefetch.prefetch.page_memory import PageMemory, Recalled
-from lanefetch.prefetch.plan import plan
+from lanefetch.prefetch.plan import Planned, plan
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 
@@ -57,6 +57,8 @@ async def server() -> AsyncIterator[Server]:
             name = request.path.rsplit("/", 1)[1].removesuffix(".html")
             return web.Response(body=PAGE_HTML % name.encode(), content_type="text/html",
                                 headers={"Cache-Control": "no-store"})
+        if request.path == "/static/cacheable.js":
+            return web.Response(body=b"cacheable();", headers={"Cache-Control": "max-age=600"})
         body = BODIES.get(request.path)
         if body is None:
             return web.Response(status=404)
@@ -175,6 +177,30 @@ async def test_learned_and_discovered_page_flies_and_answers(server: Server, ser
     assert recalled.exact is None and recalled.template is not None
     assert [i.url.removeprefix(server.url) for i in plan(None, recalled.template, []).items] == [
         "/static/site.css", "/static/app.js", "/static/logo.png"]
+
+
+async def test_a_prefetch_the_fidelity_rule_refused_is_not_served_from_the_http_cache(
+        server: Server, service: FetchService) -> None:
+    """The flight goes through the service's HTTP cache, but never stores there: a cacheable prefetch refused to
+    a request with a Cookie must not come back to that request through the cache."""
+    site = Page(address_space="loopback", top_site=server.url)
+    url = f"{server.url}/static/cacheable.js"
+    flight = Flight(service, site, Ledger(limits_for(None)))
+    flight.start([Planned(url, headers("script"), "script")])
+    await flight.wait()
+    await settle(service)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([FetchRequest("c", "GET", url, [*headers("script"), ("Cookie", "sid=1")], decode=True)],
+                        sink, site)
+    assert sink.cache["c"] == "none" and sink.bodies["c"] == b"cacheable();"
+    assert server.count("/static/cacheable.js") == 2  # refused by fidelity, fetched anew: not a cache hit
+    assert (await flight.close()).refused_by_fidelity == {"header:cookie": 1}
+    # the browser's own response was stored as usual: the next request is a hit
+    await settle(service)
+    sink = Collect()
+    await service.fetch([FetchRequest("d", "GET", url, headers("script"), decode=True)], sink, site)
+    assert sink.cache["d"] == "hit" and server.count("/static/cacheable.js") == 2
 
 
 async def test_private_browsing_and_other_sites_learn_nothing_and_clear_forgets(server: Server,

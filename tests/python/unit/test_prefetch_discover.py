@@ -128,6 +128,12 @@ def test_nothing_but_http_urls(html: bytes) -> None:
     assert discover_html(html, DOC) == []
 
 
+def test_nomodule_skips_classic_scripts_only() -> None:
+    html = (b'<script nomodule src="legacy.js"></script><script type="module" nomodule src="mod.js"></script>'
+            b'<script nomodule type="text/javascript" src="legacy2.js"></script>')
+    assert [(s.url, s.mode) for s in discover_html(html, DOC)] == [("https://www.example.org/docs/mod.js", "cors")]
+
+
 def test_encoding_sniffed_like_the_browser() -> None:
     # windows-1252 from the transport: the reference is not ASCII, and the browser would encode its query in
     # windows-1252, which the WHATWG parser here does not: left out rather than guessed
