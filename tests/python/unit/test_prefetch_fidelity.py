@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from lanefetch.cache.vary import normalised_value
 from lanefetch.prefetch.budget import Ledger, Limits, limits_for
 from lanefetch.prefetch.fidelity import CREDENTIAL_FIELDS, Prefetched, may_answer
 
@@ -156,3 +157,29 @@ def test_ledger_bounds_unrequested_bytes(spec: int, total: int, ops: list[tuple[
         assert ledger.unrequested_bytes <= ledger.limits.total + overshoot_total
         spec_unrequested = sum(i.received for i in ledger._items.values() if not i.confident and i.state != "claimed")
         assert spec_unrequested <= ledger.limits.speculative + overshoot_spec
+
+
+_FIELD_NAMES = st.sampled_from([*CREDENTIAL_FIELDS, "Referer", "X-Thing", "Priority", "Cookie", "ACCEPT"])
+_HEADER_LISTS = st.lists(st.tuples(_FIELD_NAMES, st.text(alphabet="abc ,;=/*0", max_size=10)), max_size=8)
+
+
+@given(_HEADER_LISTS, st.lists(st.sampled_from(["X-Thing", "Referer", "accept", "Priority"]), max_size=3))
+def test_a_prefetch_answers_the_very_request_it_was_sent_as(headers: list[tuple[str, str]], vary: list[str]) -> None:
+    """Reflexive: whatever the fields, the identical plain GET is answered (Vary on any of them included),
+    unless it is conditional, ranged or a reload, which a prefetch never is (flight.py sends none of those)."""
+    held = Prefetched("GET", URL, headers, 200, [("Vary", ", ".join(vary))] if vary else [], fetched_at=0.0)
+    assert may_answer(held, "GET", URL, list(headers), now=0.0).ok
+
+
+@given(_HEADER_LISTS, st.data())
+def test_a_match_if_and_only_if_every_compared_field_is_equal(sent: list[tuple[str, str]], data: st.DataObject) -> None:
+    """The browser's request: the prefetch's fields shuffled, some dropped, some added; matched only if every
+    compared field (and the Vary'd one) came out equal."""
+    real = data.draw(st.permutations(sent))
+    real = [h for h in real if data.draw(st.booleans()) or h[0] in ("Referer", "Priority")]
+    real += data.draw(_HEADER_LISTS)
+    held = Prefetched("GET", URL, sent, 200, [("Vary", "X-Thing")], fetched_at=0.0)
+    ok = may_answer(held, "GET", URL, real, now=0.0).ok
+    compared = (*CREDENTIAL_FIELDS, "x-thing")
+    equal = all(normalised_value(sent, name) == normalised_value(real, name) for name in compared)
+    assert ok == equal
