@@ -279,6 +279,7 @@ class FlightAnswers:
             return
         timing = RequestTiming(queued=now())
         body = b"".join(held.body)
+        held.body = []  # answered once: the flight need not keep it (the ledger keeps its count)
         try:
             timing.first_byte = now()
             await sink.head(request, held.head)
