@@ -7,7 +7,7 @@ decisions a prefetch flight needs, each sans-I/O and tested on its own, in the o
   credentials mode: the inputs the fidelity rule needs), and urls.py: resolving a reference exactly as the
   browser's WHATWG URL parser does (ada), http(s) only, fragment dropped.
 - discover_html.py: from a document's bytes, what the browser fetches early (stylesheets, scripts, preloads,
-  eager images), via html5lib's WHATWG tree construction and encoding sniffing.
+  eager images), via html5lib's WHATWG encoding sniff and lexbor's (selectolax) tree construction.
 - discover_css.py: from a stylesheet's bytes, its @import chain and the @font-face sources the browser would pick,
   via tinycss2 (CSS Syntax Level 3).
 - fidelity.py: when a prefetched response may answer a real browser request (same GET, same URL, same

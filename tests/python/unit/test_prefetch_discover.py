@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ada_url
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lanefetch.prefetch.discover_css import discover_css
-from lanefetch.prefetch.discover_html import discover_html
+from lanefetch.prefetch.discover_html import discover_html, sniff_encoding
 from lanefetch.prefetch.resource import Subresource
 from lanefetch.prefetch.urls import base_url, resolve
 
@@ -132,6 +132,24 @@ def test_nomodule_skips_classic_scripts_only() -> None:
     html = (b'<script nomodule src="legacy.js"></script><script type="module" nomodule src="mod.js"></script>'
             b'<script nomodule type="text/javascript" src="legacy2.js"></script>')
     assert [(s.url, s.mode) for s in discover_html(html, DOC)] == [("https://www.example.org/docs/mod.js", "cors")]
+
+
+@pytest.mark.parametrize(
+    ("body", "charset", "encoding"),
+    [
+        (b"<p>plain", None, "windows-1252"),                            # the standard's default
+        (b"<p>plain", "utf-8", "utf-8"),                                 # the transport's charset
+        (b"<p>plain", "latin1", "windows-1252"),                         # a label, resolved as browsers do
+        (b"<p>plain", "bogus", "windows-1252"),                          # an unknown label is ignored
+        (b'<meta charset="shift_jis"><p>', None, "shift_jis"),           # the prescan
+        (b'<meta http-equiv="Content-Type" content="text/html; charset=euc-jp">', None, "euc-jp"),
+        (b'<meta charset="shift_jis"><p>', "utf-8", "utf-8"),            # the transport beats the prescan
+        (b"\xef\xbb\xbf<meta charset=shift_jis>", "windows-1252", "utf-8"),  # a BOM beats both
+        (b"\xff\xfe<\x00p\x00>\x00", None, "utf-16le"),
+    ],
+)
+def test_sniff_encoding(body: bytes, charset: str | None, encoding: str) -> None:
+    assert sniff_encoding(body, charset) == encoding
 
 
 def test_encoding_sniffed_like_the_browser() -> None:
@@ -277,3 +295,38 @@ def test_css_never_raises_and_yields_only_http_urls(body: bytes, charset: str | 
     items = discover_css(body, SHEET, charset)
     _check(items)
     assert all((s.destination == "font") == s.conditional for s in items)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(_HTMLISH, _HTMLISH, st.sampled_from(["template", "noscript", "textarea", "title"]))
+@example(b'<img src="a.css">', b'<img src="/x/y.js"><link rel="stylesheet" href="a.css">', "template")
+@example(b"", b'<script src="/x/y.js"></script><img src="a.css">', "noscript")
+def test_nothing_inside_inert_or_text_containers_is_discovered(page: bytes, inner: bytes, container: str) -> None:
+    """Metamorphic: wrapping markup in <template>, <noscript>, <textarea> or <title> and appending it to a page adds
+    nothing to what the page is found to request. (Not so for <svg> and <math>: an <img> breaks out of foreign
+    content into HTML, in html5lib as in browsers.)"""
+    end = b"</" + container.encode()
+    if b"<base" in inner or end in inner or (container == "template" and b"<template" in inner):
+        return  # a <base> is found wherever it is; the container's own end tag (or a nested one) ends it early
+    wrapped = page + b"<body><" + container.encode() + b">" + inner + end + b">"
+    assert discover_html(wrapped, DOC, "utf-8") == discover_html(page + b"<body>", DOC, "utf-8")
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        # html5lib 1.1 (no <template> support) closed the outer <p> and put the link outside the template
+        b'<p>x<template><p><link rel="stylesheet" href="t.css"></template>',
+        b'<table><template><img src="ft.png"></template></table>',  # no foster parenting out of a template
+        b'<head><template><link rel="stylesheet" href="h.css"><script src="h.js"></script></template></head>',
+        b'<noscript><p><link rel="stylesheet" href="n.css"></noscript>',
+        b'<p>x<noscript><p><img src="n.png"></noscript>',
+    ],
+)
+def test_template_and_noscript_content_as_browsers_parse_it(html: bytes) -> None:
+    assert discover_html(html, DOC, "utf-8") == []
+
+
+def test_an_img_breaks_out_of_svg_as_in_browsers() -> None:
+    assert [s.url for s in discover_html(b'<svg><img src="a.png"></svg><math><img src="b.png">', DOC, "utf-8")] == [
+        "https://www.example.org/docs/a.png", "https://www.example.org/docs/b.png"]
