@@ -143,3 +143,14 @@ def test_decode_refuses_a_credential_field() -> None:
     record = json.loads(encode(History([[_o("a.css")]], 5.0)))
     record["h"][0].append(["cookie", "sid=1"])
     assert decode(json.dumps(record), 5.0) is None
+
+
+@given(st.sampled_from(["https://a.example/x/y.html", "http://b.example:8080/", "https://c.example/n/1/2"]),
+       st.text(alphabet="abc=&", max_size=6), st.text(alphabet="xyz", max_size=4))
+def test_keys_ignore_the_fragment_and_templates_ignore_the_query(url: str, query: str, fragment: str) -> None:
+    sheets = ["https://a.example/s.css"]
+    plain = page_keys(url, sheets)
+    varied = page_keys(f"{url}?{query}#{fragment}", sheets)
+    assert plain is not None and varied is not None
+    assert varied.template == plain.template
+    assert page_keys(f"{url}#{fragment}", sheets) == plain
