@@ -54,10 +54,10 @@ class CachingFetcher:
                 continue
             wire = req
             revalidating = None
-            if isinstance(decision, Revalidate) and body is not None:
+            if isinstance(decision, Revalidate) and body is not None and req.cache_store:
                 revalidating = (decision.entry, body)
                 wire = dataclasses.replace(req, headers=req.headers + decision.conditional)
-            if not (isinstance(decision, Bypass) and method == "GET"):
+            if not (isinstance(decision, Bypass) and method == "GET") and req.cache_store:
                 taps.watch(wire, req, CacheTap(writes, method, url, headers, sent_at, cache.max_entry_bytes,
                                                 revalidating))
             network.append(wire)

@@ -115,6 +115,20 @@ class HttpCache:
         if records:
             self.submit(lambda s: s.learn(partition, records))
 
+    async def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
+        """Learned page records kept under this partition (prefetch/learned.py); {} when the store is unusable."""
+        if self._failed or not keys:
+            return {}
+        try:
+            return await self.run(lambda s: s.pages(partition, keys))
+        except Exception as e:
+            log.warning("cache unavailable, no learned pages: %r", e)
+            return {}
+
+    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
+        if records:
+            self.submit(lambda s: s.keep_pages(partition, records, now))
+
     def writes(self, partition: str) -> Writes:
         return _Writes(self, partition)
 

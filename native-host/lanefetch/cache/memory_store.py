@@ -30,6 +30,7 @@ class MemoryStore:
         self._ids = itertools.count(1)
         self._total = 0
         self._origins: dict[tuple[str, str], str] = {}
+        self._pages: dict[tuple[str, str], str] = {}
 
     def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]:
         return [StoredEntry(i, r.head) for i, r in self._rows.items() if r.key[:3] == (partition, method, url)]
@@ -84,12 +85,19 @@ class MemoryStore:
     def learn(self, partition: str, records: dict[str, str]) -> None:
         self._origins.update({(partition, o): r for o, r in records.items()})
 
+    def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
+        return {k: self._pages[(partition, k)] for k in keys if (partition, k) in self._pages}
+
+    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
+        self._pages.update({(partition, k): r for k, r in records.items()})
+
     def clear(self) -> int:
         n = len(self._rows)
         self._rows.clear()
         self._by_key.clear()
         self._total = 0
         self._origins.clear()
+        self._pages.clear()
         return n
 
     def close(self) -> None:

@@ -47,7 +47,19 @@ CREATE TABLE IF NOT EXISTS origins (
     record TEXT NOT NULL,
     PRIMARY KEY (partition, origin)
 );
+CREATE TABLE IF NOT EXISTS pages (
+    partition TEXT NOT NULL,
+    page TEXT NOT NULL,
+    record TEXT NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (partition, page)
+);
+CREATE INDEX IF NOT EXISTS pages_age ON pages (updated);
 """
+# Learned page records (prefetch/learned.py) kept at most (count and bytes, outside the cache's max_bytes):
+# the least recently updated go first.
+MAX_PAGES = 5000
+MAX_PAGE_BYTES = 32 * 1024 * 1024
 
 
 def checksum(head_json: str, body: bytes) -> bytes:
@@ -62,6 +74,8 @@ class SqliteStore:
         self.directory = directory
         self.path = directory / DB_NAME
         self.max_bytes = max_bytes
+        self.max_pages = MAX_PAGES
+        self.max_page_bytes = MAX_PAGE_BYTES
         directory.mkdir(parents=True, exist_ok=True)
         try:
             self._db = self._open()
@@ -203,11 +217,29 @@ class SqliteStore:
             db.executemany("INSERT OR REPLACE INTO origins (partition, origin, record) VALUES (?, ?, ?)",
                            [(partition, o, r) for o, r in records.items()])
 
+    def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key in keys:
+            row = self._db.execute("SELECT record FROM pages WHERE partition = ? AND page = ?",
+                                   (partition, key)).fetchone()
+            if row is not None:
+                out[key] = str(row[0])
+        return out
+
+    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
+        with self._write() as db:
+            db.executemany("INSERT OR REPLACE INTO pages (partition, page, record, updated) VALUES (?, ?, ?, ?)",
+                           [(partition, k, r, now) for k, r in records.items()])
+            db.execute("DELETE FROM pages WHERE rowid IN (SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER w AS n,"
+                       " SUM(length(record)) OVER w AS running FROM pages WINDOW w AS (ORDER BY updated DESC,"
+                       " rowid DESC)) WHERE n > ? OR running > ?)", (self.max_pages, self.max_page_bytes))
+
     def clear(self) -> int:
         with self._write() as db:
             n = int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
             db.execute("DELETE FROM entries")
             db.execute("DELETE FROM origins")
+            db.execute("DELETE FROM pages")
         self._db.execute("PRAGMA incremental_vacuum")
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return n

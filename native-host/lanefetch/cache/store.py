@@ -45,7 +45,16 @@ class EntryStore(Protocol):
         """Keep these origins' records (JSON), replacing what was there."""
         ...
 
+    def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
+        """Learned page records (prefetch/learned.py, as JSON) kept under these keys in this partition."""
+        ...
+
+    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
+        """Keep these page records, replacing what was there; the oldest beyond a bound are dropped."""
+        ...
+
     def clear(self) -> int:
-        """Remove every entry and every learned origin record; returns how many entries there were."""
+        """Remove every entry, every learned origin record and every learned page; returns how many entries
+        there were."""
         ...
     def close(self) -> None: ...

@@ -60,6 +60,9 @@ class FetchRequest:
     priority: str | None = None
     decode: bool = False
     split: bool = False  # a large body: fetch it as byte ranges over the lanes (lanes/split_fetch.py)
+    # False: the HTTP cache neither stores the response nor revalidates for it (a prefetch nobody asked for yet,
+    # prefetch/flight.py: were it stored, a request the fidelity rule refused it to could get it from the cache)
+    cache_store: bool = True
 
     @property
     def idempotent(self) -> bool:

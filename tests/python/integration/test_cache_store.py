@@ -176,3 +176,32 @@ def test_default_cache_dir_per_platform(tmp_path: Path) -> None:
     assert default_cache_dir("darwin", {}, home) == home / "Library" / "Caches" / "lanefetch"
     assert default_cache_dir("win32", {"LOCALAPPDATA": "C:/Users/u/AppData/Local"}, home) == Path(
         "C:/Users/u/AppData/Local/lanefetch/Cache")
+
+
+def test_learned_pages_are_partitioned_persisted_and_cleared(store: EntryStore, tmp_path: Path) -> None:
+    """prefetch/learned.py's records: kept per top-level site, replaced, gone with the cache."""
+    store.keep_pages("site-a", {"u:http://o/p": "A1", "t:http://o/*#x": "T"}, 1.0)
+    store.keep_pages("site-b", {"u:http://o/p": "B1"}, 1.0)
+    store.keep_pages("site-a", {"u:http://o/p": "A2"}, 2.0)
+    assert store.pages("site-a", ["u:http://o/p", "t:http://o/*#x", "u:http://o/q"]) == {
+        "u:http://o/p": "A2", "t:http://o/*#x": "T"}
+    assert store.pages("site-b", ["u:http://o/p"]) == {"u:http://o/p": "B1"}
+    if isinstance(store, SqliteStore):
+        store.close()
+        store = SqliteStore(tmp_path, store.max_bytes)
+        assert store.pages("site-a", ["u:http://o/p"]) == {"u:http://o/p": "A2"}
+    store.clear()
+    assert store.pages("site-a", ["u:http://o/p"]) == {}
+    assert store.pages("site-b", ["u:http://o/p"]) == {}
+
+
+def test_learned_pages_are_bounded_oldest_first(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path, 10_000)
+    store.max_pages = 3
+    store.max_page_bytes = 25
+    for i in range(5):
+        store.keep_pages("s", {f"k{i}": "x" * 5}, float(i))
+    assert sorted(store.pages("s", [f"k{i}" for i in range(5)])) == ["k2", "k3", "k4"]  # by count
+    store.keep_pages("s", {"big": "y" * 20}, 10.0)
+    assert sorted(store.pages("s", ["k2", "k3", "k4", "big"])) == ["big", "k4"]  # by bytes: 20 + 5 <= 25
+    store.close()

@@ -13,10 +13,12 @@ ROOT = Path(__file__).resolve().parents[3] / "native-host" / "lanefetch"
 # package -> packages it may never import (the engine is the bottom; stream/cache/lanes sit on it; the host,
 # proxy, CLI and composition root on top)
 FORBIDDEN = {
-    "engine": {"stream", "cache", "lanes", "proxy", "bridge", "service", "cli", "doctor", "protocol"},
-    "stream": {"cache", "lanes", "proxy", "bridge", "service", "cli"},
-    "cache": {"lanes", "proxy", "bridge", "service", "cli"},
-    "lanes": {"cache", "proxy", "bridge", "service"},
+    "engine": {"stream", "cache", "lanes", "prefetch", "proxy", "bridge", "service", "cli", "doctor", "protocol"},
+    "stream": {"cache", "lanes", "prefetch", "proxy", "bridge", "service", "cli"},
+    "cache": {"lanes", "prefetch", "proxy", "bridge", "service", "cli"},
+    "lanes": {"cache", "prefetch", "proxy", "bridge", "service"},
+    # prefetch sits on the engine (the Fetcher protocol) and keeps its records through the cache's store
+    "prefetch": {"lanes", "proxy", "bridge", "service", "cli", "doctor"},
 }
 
 

@@ -1,0 +1,126 @@
+"""How many bytes one page may fetch that the browser has not (yet) asked for.
+
+Every prefetched byte is *unrequested* from the moment it is fetched until a browser request claims its response
+(fidelity.py said match); if none ever does, it was wasted: on a 384 kbit/s link 48 kB of wrong guesses cost the
+user a whole second, and they share the link with the bytes the page does need. So the flight of one page keeps a
+ledger, and a page's unrequested bytes (pending + wasted) never exceed its limits by more than one read per
+prefetch in flight at that moment (bytes already on the wire arrive whatever the helper decides):
+
+- `speculative`: bytes of guesses, i.e. anything neither *stable* in learned.py (requested in ≥ 2 of the page's
+  last loads) nor found by discovery in this very load's document or stylesheets. Limit: 5 % of the page's bytes
+  as learned (the issue's ceiling on waste per page), at least 32 KiB so a page with no history can still try a
+  small guess, and at most 0.5 s of the link's measured rate when it is known (what one wrong guess may cost in
+  time, whatever the page's size). Unknown page bytes: the 32 KiB floor alone.
+- `total`: everything the flight holds unclaimed, confident items included (they are expected to be claimed; if
+  the page changed, the next learned load demotes them). Limit: twice the page's learned bytes, at least
+  256 KiB and at most 8 MiB: it bounds both the holding area's memory and the damage of a page that changed
+  under a stable record, while never throttling a flight that is merely ahead of the browser (the whole page is
+  the point of a flight).
+`total` has no rate cap: fetching the page's own bytes ahead is what a flight is for, on a slow link most of all.
+Why a byte bound and not a count: a count lets one large wrong image through; bytes are what the
+user pays in time.
+
+A prefetch is admitted before its request is sent, against its expected size (the learned size, or nothing when
+unknown: then only while its class is under its limit); its bytes are counted as they arrive (`received` tells
+the caller to cancel the fetch when the class went over). Claimed bytes leave the ledger (they were useful);
+discarded ones stay counted as waste to the end of the page. Pure: no clock, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SPECULATIVE_SHARE = 0.05
+SPECULATIVE_FLOOR = 32 * 1024
+TOTAL_FLOOR = 256 * 1024
+TOTAL_CEILING = 8 * 1024 * 1024
+LINK_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Limits:
+    speculative: int
+    total: int
+
+
+def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None) -> Limits:
+    """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured)."""
+    known = page_bytes if page_bytes is not None and page_bytes > 0 else 0
+    speculative = max(int(SPECULATIVE_SHARE * known), SPECULATIVE_FLOOR)
+    total = min(max(2 * known, TOTAL_FLOOR), TOTAL_CEILING)
+    if link_bytes_per_s is not None and link_bytes_per_s > 0:
+        speculative = min(speculative, int(LINK_SECONDS * link_bytes_per_s))
+    return Limits(speculative=speculative, total=max(total, speculative))
+
+
+@dataclass
+class _Item:
+    confident: bool
+    expected: int
+    received: int = 0
+    state: str = "pending"  # pending, claimed, discarded
+
+    @property
+    def weight(self) -> int:
+        return max(self.expected, self.received)
+
+
+@dataclass
+class Ledger:
+    limits: Limits
+    _items: dict[str, _Item] = field(default_factory=dict)
+
+    def _used(self, *, speculative_only: bool) -> int:
+        return sum(i.weight for i in self._items.values()
+                   if i.state != "claimed" and not (speculative_only and i.confident))
+
+    def admit(self, item_id: str, *, confident: bool, expected_size: int | None) -> bool:
+        """Whether a prefetch may be sent now; if so it is recorded against its expected size."""
+        if item_id in self._items:
+            return False
+        expected = max(expected_size or 0, 0)
+        if self._used(speculative_only=False) + expected > self.limits.total or (
+                expected == 0 and self._used(speculative_only=False) >= self.limits.total):
+            return False
+        if not confident:
+            used = self._used(speculative_only=True)
+            if used + expected > self.limits.speculative or (expected == 0 and used >= self.limits.speculative):
+                return False
+        self._items[item_id] = _Item(confident=confident, expected=expected)
+        return True
+
+    def received(self, item_id: str, n: int) -> bool:
+        """Count n more body bytes of a pending prefetch; False when its class is now over its limit (the caller
+        cancels the fetch and discards it)."""
+        item = self._items[item_id]
+        item.received += n
+        if item.state != "pending":
+            return True
+        if self._used(speculative_only=False) > self.limits.total:
+            return False
+        return item.confident or self._used(speculative_only=True) <= self.limits.speculative
+
+    def claim(self, item_id: str) -> None:
+        """A browser request took this prefetch's response: its bytes were useful."""
+        item = self._items.get(item_id)
+        if item is not None and item.state == "pending":
+            item.state = "claimed"
+
+    def discard(self, item_id: str) -> None:
+        """Never to be claimed (fidelity refused it, it failed, was cancelled or the page ended): waste."""
+        item = self._items.get(item_id)
+        if item is not None and item.state == "pending":
+            item.state = "discarded"
+            item.expected = 0  # only what really came over the link is waste
+
+    @property
+    def claimed_bytes(self) -> int:
+        return sum(i.received for i in self._items.values() if i.state == "claimed")
+
+    @property
+    def wasted_bytes(self) -> int:
+        return sum(i.received for i in self._items.values() if i.state == "discarded")
+
+    @property
+    def unrequested_bytes(self) -> int:
+        """Fetched and not claimed: pending plus wasted."""
+        return sum(i.received for i in self._items.values() if i.state != "claimed")

@@ -1,0 +1,97 @@
+"""When a prefetched response may answer a request the browser really makes: the page must not be able to tell.
+
+A prefetch is a guess made before the browser asked. Its response is delivered for a browser request only when
+the server could not have answered that request differently, i.e. when the request the helper would have sent
+for it is the request the prefetch was sent as:
+- both are GET (nothing else is safe to send unasked, and HEAD wants no body);
+- the URL is identical, byte for byte (discovery resolves URLs with the browser's own WHATWG parser so this holds);
+- every field in CREDENTIAL_FIELDS has the same value in both, or is absent from both: the credentials the server
+  sees (Cookie, Authorization), who asks (Origin, the Sec-Fetch-* quartet: CORS mode, destination, site, user
+  activation), and the content negotiation the server may do without declaring it (Accept, Accept-Language,
+  Accept-Encoding, User-Agent: servers sniff these without `Vary` often enough);
+- every field the response's `Vary` names matches as well (RFC 9111 §4.1 normalisation, cache/vary.py), and
+  `Vary: *` never matches;
+- the browser's request is not conditional, ranged or a reload (If-None-Match, If-Modified-Since, If-Match,
+  If-Unmodified-Since, If-Range, Range, Cache-Control/Pragma no-cache or no-store): it asked for something a
+  plain prefetched GET is not;
+- the response is one a GET may be answered with (no 206 or 1xx) and was fetched at most `max_age` seconds
+  before (time passed in, never read here): a guess held longer is a copy the user did not ask to keep.
+Anything else: the prefetch is discarded (its bytes count as wasted, budget.py) and the browser's request is
+fetched as usual. The verdict names the first reason, for the timing panel and the page report.
+
+Why exact equality rather than "compatible" values: the helper cannot know how a server uses a field, and a
+response that differs from what the browser would have received breaks the promise that lanefetch never
+changes a page. A mismatch only costs the bytes of one guess."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..cache.vary import normalised_value, vary_fields
+from ..engine.fields import Headers
+
+CREDENTIAL_FIELDS = (
+    "cookie", "authorization", "origin", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-site", "sec-fetch-user",
+    "accept", "accept-language", "accept-encoding", "user-agent",
+)
+_NOT_PLAIN = ("if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range")
+MAX_AGE = 30.0
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """What a flight holds of one prefetch: the request as sent, the response's status and head, and when its
+    head arrived (on the caller's monotonic clock)."""
+
+    method: str
+    url: str
+    request_headers: Headers
+    status: int
+    response_headers: Headers
+    fetched_at: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str  # "match", or why the prefetch may not answer this request
+
+
+MATCH = Verdict(True, "match")
+
+
+def _no_cache(headers: Headers) -> bool:
+    for name in ("cache-control", "pragma"):
+        value = normalised_value(headers, name)
+        if value is not None:
+            directives = {d.split("=", 1)[0].strip().lower() for d in value.split(",")}
+            if directives & {"no-cache", "no-store"}:
+                return True
+    return False
+
+
+def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, *, now: float,
+               max_age: float = MAX_AGE) -> Verdict:
+    """Whether `prefetched` may be delivered as the answer to the browser's request (method, url, headers as the
+    helper would send them); see the module's docstring."""
+    if method != "GET" or prefetched.method != "GET":
+        return Verdict(False, "method")
+    if url != prefetched.url:
+        return Verdict(False, "url")
+    if prefetched.status < 200 or prefetched.status == 206:
+        return Verdict(False, "status")
+    age = now - prefetched.fetched_at
+    if age < 0 or age > max_age:
+        return Verdict(False, "age")
+    for name in _NOT_PLAIN:
+        if normalised_value(headers, name) is not None:
+            return Verdict(False, f"conditional:{name}")
+    if _no_cache(headers):
+        return Verdict(False, "reload")
+    varied = vary_fields(v for k, v in prefetched.response_headers if k.lower() == "vary")
+    if varied is None:
+        return Verdict(False, "vary:*")
+    for name in (*CREDENTIAL_FIELDS, *(n for n in varied if n not in CREDENTIAL_FIELDS)):
+        if normalised_value(headers, name) != normalised_value(prefetched.request_headers, name):
+            return Verdict(False, f"header:{name}")
+    return MATCH

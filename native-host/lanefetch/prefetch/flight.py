@@ -1,0 +1,311 @@
+"""One page's flight: fetch what the page will ask for into a holding area, and answer the browser's later
+requests from it only where fidelity.py says the server could not have answered differently.
+
+Not wired to the browser yet (docs/prefetch.md says what is missing): the shell exists so that the rules above
+run against the real engine. Two parts:
+
+- `Flight`: given a page (its partition, address space, privacy) and a plan (`Planned`: URL, the request fields
+  to send, the engine's resource type, whether the item is confident, its expected size), it admits each item
+  through the page's budget ledger (budget.py) in plan order, sends the admitted ones as ONE batch through the
+  fetcher it was given (the service's: same pools, pipelining or h2, address policy, Accept-Encoding as the
+  helper asks for the browser), and keeps every response whole in memory (head, body, trailers, when its head
+  arrived on the injected clock), never in the HTTP cache (`cache_store=False`: a stored prefetch would answer,
+  through the cache, a request the fidelity rule refused it to; a fresh cache hit may still answer a prefetch).
+  Body bytes are counted as they arrive; when the ledger says an item's class is
+  over its limit the fetch is cancelled and the item discarded. Never sent: anything but GET, and any request
+  with Cookie or Authorization (the helper holds no credentials of the user's; a prefetch must not carry any
+  the browser would not send, and one without them would never match a credentialed request anyway).
+- `FlightAnswers`: a Fetcher around another (the service). For each request of a batch: if the page's flight
+  holds prefetches for that URL, it waits for them to finish (their bytes are already on their way: waiting is
+  never slower than asking again) and asks fidelity.may_answer about each, comparing the request's fields as
+  the helper would send them (with_accept_encoding applied, as the service would); the first match is claimed
+  and served whole (head, body, end, timing with cache "prefetch"). Everything else, and every request of a
+  page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request only.
+
+A request waiting on a prefetch can be cancelled like any other (it ends as `cancelled` at once), and a flight
+whose batch ends without answering an item (a fetcher that raised, a cancel) leaves no request waiting on it.
+
+`Flight.close()` ends the page: fetches still running are cancelled, everything unclaimed is discarded as waste,
+and the report says how many requests were answered from the flight, and the bytes claimed and wasted.
+Counting is in body bytes as the sink sees them (decoded where the request decodes), so waste is over- rather
+than under-counted when bodies arrive compressed."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..engine.errors import FetchError
+from ..engine.exchange import DeliveredHead, Sink, TimingReport
+from ..engine.fetcher import BatchResult, Fetcher, Page
+from ..engine.fields import Headers
+from ..engine.request import FetchRequest, with_accept_encoding
+from ..engine.timing import RequestTiming, now
+from .budget import Ledger
+from .fidelity import MAX_AGE, Prefetched, may_answer
+from .plan import Planned
+
+log = logging.getLogger(__name__)
+
+CHUNK = 256 * 1024
+_NEVER_SENT = frozenset({"cookie", "authorization"})
+_ids = itertools.count(1)
+
+
+@dataclass
+class _Held:
+    request: FetchRequest
+    head: DeliveredHead | None = None
+    fetched_at: float = 0.0
+    body: list[bytes] = field(default_factory=list)
+    trailers: Headers = field(default_factory=list)
+    error: FetchError | None = None
+    over_budget: bool = False
+    claimed: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def prefetched(self) -> Prefetched | None:
+        if self.head is None or self.error is not None or self.over_budget:
+            return None
+        return Prefetched(self.request.method, self.request.url, list(self.request.headers), self.head.status,
+                          self.head.headers, self.fetched_at)
+
+
+@dataclass
+class FlightReport:
+    planned: int = 0
+    sent: int = 0
+    refused_by_budget: int = 0
+    cancelled_by_budget: int = 0
+    answered: int = 0
+    refused_by_fidelity: dict[str, int] = field(default_factory=dict)
+    claimed_bytes: int = 0
+    wasted_bytes: int = 0
+
+
+class Flight:
+    def __init__(self, fetcher: Fetcher, page: Page, ledger: Ledger, *,
+                 clock: Callable[[], float] = time.monotonic, max_age: float = MAX_AGE) -> None:
+        self._fetcher = fetcher
+        self.page = page
+        self.ledger = ledger
+        self._clock = clock
+        self._max_age = max_age
+        self._held: dict[str, _Held] = {}  # by request id
+        self._by_url: dict[str, list[_Held]] = {}
+        self._task: asyncio.Task[BatchResult] | None = None
+        self._cancels: set[asyncio.Task[None]] = set()
+        self.report = FlightReport()
+        self.closed = False
+
+    def start(self, plan: list[Planned]) -> None:
+        """Admit and send the plan as one batch (in the background); call once."""
+        assert self._task is None, "a flight is started once"
+        requests: list[FetchRequest] = []
+        for item in plan:
+            self.report.planned += 1
+            if any(k.lower() in _NEVER_SENT for k, _ in item.headers):
+                continue
+            request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
+                                   resource_type=item.resource_type, decode=item.decode, cache_store=False)
+            if not self.ledger.admit(request.id, confident=item.confident, expected_size=item.expected_size):
+                self.report.refused_by_budget += 1
+                continue
+            held = _Held(request)
+            self._held[request.id] = held
+            self._by_url.setdefault(item.url, []).append(held)
+            requests.append(request)
+        self.report.sent = len(requests)
+        self._task = asyncio.create_task(self._fetcher.fetch(requests, _HoldSink(self), self.page),
+                                         name="lanefetch-prefetch-flight")
+        self._task.add_done_callback(self._batch_ended)
+
+    def _batch_ended(self, task: asyncio.Task[BatchResult]) -> None:
+        """However the batch ended (a fetcher that raised or was cancelled included), no browser request may wait
+        on a prefetch forever: whatever did not end is an error, never an answer."""
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("prefetch batch failed: %r", task.exception())
+        for held in self._held.values():
+            if not held.done.is_set():
+                held.error = held.error or FetchError("internal", "the prefetch batch ended without an answer")
+                held.done.set()
+
+    async def wait(self) -> None:
+        """Until every prefetch of the flight has ended (for tests and the page report)."""
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._cancels:
+            await asyncio.gather(*self._cancels, return_exceptions=True)
+
+    def holds(self, url: str) -> bool:
+        return any(not h.claimed for h in self._by_url.get(url, ()))
+
+    async def take(self, request: FetchRequest) -> _Held | None:
+        """The held response that may answer this browser request (claimed for it), or None."""
+        if self.closed:
+            return None
+        wire = dataclasses.replace(request, headers=list(request.headers))
+        scheme = request.url.split(":", 1)[0].lower()
+        with_accept_encoding(wire, scheme)  # the fields as the service would send them
+        for held in list(self._by_url.get(request.url, ())):
+            if held.claimed:
+                continue
+            await held.done.wait()
+            prefetched = held.prefetched()
+            if held.claimed or prefetched is None or self.closed:
+                continue
+            if held.request.decode != request.decode:
+                verdict_reason = "decode"
+            else:
+                verdict = may_answer(prefetched, wire.method.upper(), wire.url, wire.headers, now=self._clock(),
+                                     max_age=self._max_age)
+                if verdict.ok:
+                    held.claimed = True
+                    self.ledger.claim(held.request.id)
+                    self.report.answered += 1
+                    return held
+                verdict_reason = verdict.reason
+            counts = self.report.refused_by_fidelity
+            counts[verdict_reason] = counts.get(verdict_reason, 0) + 1
+        return None
+
+    async def close(self) -> FlightReport:
+        """End the page: cancel what still runs, discard everything unclaimed; the page's report."""
+        self.closed = True
+        running = [h.request.id for h in self._held.values() if not h.done.is_set()]
+        if running:
+            await self._fetcher.cancel(running)
+        await self.wait()
+        for held in self._held.values():
+            if not held.claimed:
+                self.ledger.discard(held.request.id)
+        self.report.claimed_bytes = self.ledger.claimed_bytes
+        self.report.wasted_bytes = self.ledger.wasted_bytes
+        return self.report
+
+    # the holding sink's side
+
+    def _over_budget(self, held: _Held) -> None:
+        held.over_budget = True
+        self.report.cancelled_by_budget += 1
+        held.body.clear()
+        self.ledger.discard(held.request.id)
+        task = asyncio.create_task(self._fetcher.cancel([held.request.id]), name="lanefetch-prefetch-cancel")
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+
+class _HoldSink:
+    """Keeps each prefetched response whole, counting its bytes against the page's budget."""
+
+    def __init__(self, flight: Flight) -> None:
+        self._flight = flight
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        held = self._flight._held[request.id]
+        held.head = head
+        held.fetched_at = self._flight._clock()
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        held = self._flight._held[request.id]
+        if held.over_budget:  # still arriving after the cancel: it crossed the link all the same
+            self._flight.ledger.received(request.id, len(data))
+            return
+        if not self._flight.ledger.received(request.id, len(data)):
+            self._flight._over_budget(held)
+            return
+        held.body.append(data)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        held = self._flight._held[request.id]
+        held.trailers = trailers
+        held.done.set()
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        held = self._flight._held[request.id]
+        held.error = error
+        held.done.set()
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self._flight._held[request.id].done.set()
+
+
+class FlightAnswers:
+    """A Fetcher that answers a page's requests from its flight where fidelity allows, the rest through inner."""
+
+    def __init__(self, inner: Fetcher, flight_for: Callable[[Page], Flight | None]) -> None:
+        self.inner = inner
+        self._flight_for = flight_for
+        self._waiting: dict[str, asyncio.Task[None]] = {}  # requests waiting on a prefetch, by id
+        self._cancelled: set[str] = set()
+
+    async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
+        flight = self._flight_for(page)
+        if flight is None:
+            return await self.inner.fetch(requests, sink, page)
+        maybe = [r for r in requests if r.method.upper() == "GET" and flight.holds(r.url)]
+        direct = [r for r in requests if r not in maybe]
+        tasks = [asyncio.create_task(self._from_flight(flight, r, sink, page), name=f"lanefetch-flight-{r.id}")
+                 for r in maybe]
+        try:
+            result = await self.inner.fetch(direct, sink, page)
+        finally:
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+        return result
+
+    async def _from_flight(self, flight: Flight, request: FetchRequest, sink: Sink, page: Page) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._waiting[request.id] = task
+        try:
+            held = await flight.take(request)
+        except asyncio.CancelledError:
+            if request.id not in self._cancelled:
+                raise
+            self._cancelled.discard(request.id)  # the caller cancelled this request while it waited
+            await sink.error(request, FetchError("cancelled", "cancelled by the caller"))
+            await sink.timing(request, TimingReport(RequestTiming(queued=now()), None, 0, 0))
+            return
+        finally:
+            self._waiting.pop(request.id, None)
+        if held is None or held.head is None:
+            await self.inner.fetch([request], sink, page)
+            return
+        timing = RequestTiming(queued=now())
+        body = b"".join(held.body)
+        held.body = []  # answered once: the flight need not keep it (the ledger keeps its count)
+        try:
+            timing.first_byte = now()
+            await sink.head(request, held.head)
+            for i in range(0, len(body), CHUNK):
+                await sink.body(request, body[i : i + CHUNK])
+            timing.last_byte = now()
+            await sink.end(request, len(body), held.trailers)
+        except asyncio.CancelledError:
+            await sink.error(request, FetchError("cancelled", "the helper is shutting down"))
+            raise
+        except Exception as e:  # a failing sink must not leave the request hanging
+            await sink.error(request, FetchError("internal", f"serving from the prefetch failed: {e!r}"))
+        await sink.timing(request, TimingReport(timing, None, 0, 0, "prefetch"))
+
+    def preconnect(self, url: str, page: Page) -> bool:
+        return self.inner.preconnect(url, page)
+
+    async def cancel(self, request_ids: list[str]) -> None:
+        """A request still waiting on a prefetch ends at once as cancelled; one already handed to the inner
+        fetcher (or not known here) is the inner fetcher's to cancel."""
+        for rid in request_ids:
+            task = self._waiting.get(rid)
+            if task is not None and not task.done():
+                self._cancelled.add(rid)
+                task.cancel()
+        await self.inner.cancel(request_ids)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,66 @@
+"""Recalling and recording learned pages (learned.py) in the helper's cache database: the thin shell.
+
+`recall` reads a page's histories (exact key, and the template key once the stylesheets are known) from the
+store of the page's cache, in its top-level site's partition; `record` adds one load under both keys. The read,
+merge and write of `record` run as one function on the cache's single worker thread, so two loads of one page
+recorded at once cannot lose each other. Nothing is read or written for private browsing or a page without a
+top-level site (learned.may_learn), nor when the service runs without a cache (nothing to clear it with)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..cache.http_cache import HttpCache
+from ..cache.store import EntryStore
+from ..engine.fetcher import Page
+from .learned import History, Observed, decode, encode, may_learn, page_keys, remember
+
+
+@dataclass(frozen=True)
+class Recalled:
+    exact: History | None = None
+    template: History | None = None
+
+
+class PageMemory:
+    def __init__(self, cache_for: Callable[[Page], HttpCache | None],
+                 clock: Callable[[], float] = time.time) -> None:
+        self._cache_for = cache_for
+        self._clock = clock
+
+    def _cache(self, page: Page) -> HttpCache | None:
+        return self._cache_for(page) if may_learn(page) else None
+
+    async def recall(self, page: Page, url: str, stylesheets: list[str] | None = None) -> Recalled:
+        """The page's histories (exact, and template once the stylesheets are known); None where not kept."""
+        cache = self._cache(page)
+        keys = page_keys(url, stylesheets)
+        if cache is None or keys is None:
+            return Recalled()
+        wanted = [k for k in (keys.exact, keys.template) if k is not None]
+        records = await cache.pages(page.top_site, wanted)
+        now = self._clock()
+        exact = decode(records[keys.exact], now) if keys.exact in records else None
+        template = None
+        if keys.template is not None and keys.template in records:
+            template = decode(records[keys.template], now)
+        return Recalled(exact, template)
+
+    def record(self, page: Page, url: str, stylesheets: list[str] | None, load: list[Observed]) -> None:
+        """Remember one load of the page (queued on the cache's worker thread)."""
+        cache = self._cache(page)
+        keys = page_keys(url, stylesheets)
+        if cache is None or keys is None or not load:
+            return
+        wanted = [k for k in (keys.exact, keys.template) if k is not None]
+        partition, now, exact = page.top_site, self._clock(), keys.exact
+
+        def update(store: EntryStore) -> None:
+            kept = store.pages(partition, wanted)
+            store.keep_pages(partition, {
+                k: encode(remember(decode(kept[k], now) if k in kept else None, load, now, exact))
+                for k in wanted}, now)
+
+        cache.submit(update)

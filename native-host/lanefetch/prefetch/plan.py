@@ -1,0 +1,113 @@
+"""What one page's flight fetches, in which order, and as which requests: learned and discovered merged.
+
+Inputs: the page's learned histories (exact page and template, learned.py), what discovery found in this
+load's document and stylesheets (discover_html.py, discover_css.py), and the link's rate if measured.
+
+- *Confident*: stable learned requests (exact page first, then the template's, stable across distinct pages)
+  and discovered requests the browser makes unconditionally (its own preload scanner finds the same ones).
+  Budget class `total` only.
+- *Guesses*: requests the newest learned load of this very page made that are not stable yet, and discovered
+  conditional ones (@font-face sources) that a learned load requested. Budget class `speculative` (budget.py).
+- Never planned: a request whose learned observations carried Cookie or Authorization (the helper cannot send
+  the user's credentials and fidelity would refuse a prefetch without them), and a discovered request for which
+  no learned observation of the same origin, destination and mode says which fields the browser sends
+  (Accept, Sec-Fetch-Site, User-Agent …): a prefetch with guessed fields would be refused by fidelity.py, pure
+  waste. So a page with no history at all plans nothing; its first load teaches the fields.
+- Order: by wave as learned (discovered items: 1 for the document's, 2 for a stylesheet's), within a wave
+  render-blocking first (style, script, font, then the rest): the engine's queue orders by priority too, but
+  on one pipelined connection the order of sending is the order of answers.
+- The budget's limits come from the newest load's bytes (learned.page_bytes) and the link's rate.
+Pure: no I/O, no clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ada_url
+
+from ..engine.fields import Headers
+from .budget import Limits, limits_for
+from .learned import History, Observed, page_bytes, stable
+from .resource import Subresource
+
+RESOURCE_TYPE = {"style": "stylesheet", "script": "script", "font": "font", "image": "image", "empty": "fetch",
+                 "track": "texttrack"}
+_RANK = {"style": 0, "script": 1, "font": 2}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One prefetch: the URL, the request fields to send, the engine's resource type (its queue priority),
+    whether it is confident (else a guess, budget.py), and its expected size if learned."""
+
+    url: str
+    headers: Headers
+    resource_type: str = "other"
+    confident: bool = True
+    expected_size: int | None = None
+    decode: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    items: list[Planned]
+    limits: Limits
+
+
+def _origin(url: str) -> str | None:
+    try:
+        return str(ada_url.URL(url).origin)
+    except ValueError:
+        return None
+
+
+def plan(exact: History | None, template: History | None, discovered: list[tuple[Subresource, int]],
+         link_bytes_per_s: float | None = None) -> Plan:
+    """The flight's plan from the page's own history, its template's (either may be None) and what discovery
+    found, each item with its wave (1: named by the document, 2: by a stylesheet, …)."""
+    histories = [h for h in (exact, template) if h is not None]
+    observed = [item for h in histories for load in h.loads for item in load]
+    credentialed = {item.key for item in observed if item.credentialed}
+    fields: dict[tuple[str | None, str, str], Observed] = {}
+    for item in observed:
+        if not item.credentialed:
+            fields.setdefault((_origin(item.url), item.destination, item.mode), item)
+
+    candidates: list[tuple[int, int, Planned, tuple[str, str, str]]] = []  # (wave, rank, item, key)
+
+    def add(item: Observed, wave: int, confident: bool) -> None:
+        if item.key in credentialed:
+            return
+        candidates.append((wave, _RANK.get(item.destination, 3), Planned(
+            item.url, list(item.headers), RESOURCE_TYPE.get(item.destination, "other"), confident, item.size),
+            item.key))
+
+    stable_keys: set[tuple[str, str, str]] = set()
+    for history, across_pages in ((exact, False), (template, True)):
+        for item in stable(history, across_pages=across_pages) if history is not None else []:
+            stable_keys.add(item.key)
+            add(item, item.wave, True)
+    learned_keys = {item.key for item in observed}
+    if exact is not None and exact.loads:
+        for item in exact.loads[0]:
+            if item.key not in stable_keys:
+                add(item, item.wave, False)
+    for sub, wave in discovered:
+        key: tuple[str, str, str] = (sub.url, sub.destination, sub.mode)
+        if sub.conditional and key not in learned_keys:
+            continue
+        shown = fields.get((_origin(sub.url), sub.destination, sub.mode))
+        if shown is None:
+            continue
+        add(Observed(sub.url, sub.destination, sub.mode, wave, shown.headers, False, None), wave,
+            not sub.conditional)
+
+    seen: set[tuple[str, str, str]] = set()
+    items: list[Planned] = []
+    # confident before guesses for the same request; then by wave and rank (sorted() keeps insertion order)
+    for _wave, _rank, planned, key in sorted(candidates, key=lambda c: (c[0], c[1], not c[2].confident)):
+        if key not in seen:
+            seen.add(key)
+            items.append(planned)
+    newest = histories[0] if histories else None
+    return Plan(items, limits_for(page_bytes(newest) if newest is not None else None, link_bytes_per_s))

@@ -1,0 +1,153 @@
+"""Discovery against the real browsers: real Chromium and Firefox ESR (headless) load a page from 127.0.0.1 and the
+server records every request they make with its Sec-Fetch-Dest and Sec-Fetch-Mode. Each request discovery predicts
+for the document and its stylesheet must be one the browser really made, with the same URL byte for byte (a space and a
+non-ASCII name in a reference included), the same destination and the same mode; what discovery leaves out on
+purpose (noscript, template, nomodule, an unused @font-face) the browser does not request either; a used font is
+requested as discovery said (cors), and only then."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from lanefetch.prefetch.discover_css import discover_css
+from lanefetch.prefetch.discover_html import discover_html
+from local_app import serve_app
+
+BROWSERS = {"chromium": shutil.which("chromium"), "firefox": shutil.which("firefox-esr")}
+# Requested by a browser's speculative parser though the page never uses it (seen: Firefox 153 ESR fetches an
+# image and a stylesheet inside <template>; Chromium 156 neither). Discovery leaves them out: a prefetch missed
+# costs nothing, one wasted costs bytes.
+SPECULATIVE = {"firefox": {"/p/template.png", "/p/tpl.css"}}
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title>
+<link rel="stylesheet" href="a.css">
+<link rel="stylesheet" href="print.css" media="print">
+<link rel="preload" href="/fonts/pre.woff2" as="font" type="font/woff2" crossorigin>
+<link rel="modulepreload" href="/js/dep.mjs">
+<script src="c.js"></script>
+<script type="module" src="/js/m.mjs"></script>
+<script nomodule src="legacy.js"></script>
+<noscript><link rel="stylesheet" href="noscript.css"></noscript>
+</head><body>
+<p class="f">Text in the used face.</p>
+<img src="i.png" alt=""><img src="My Pics/caf\u00e9.png" alt="">
+<img src="x.png" crossorigin="anonymous" alt="">
+<template><img src="template.png"></template>
+<p>para<template><p><link rel="stylesheet" href="tpl.css"></template></p>
+<!-- <img src="comment.png"> -->
+</body></html>"""
+CSS = b"""@import url("b.css");
+@font-face { font-family: Used; src: url(/fonts/used.woff2) format("woff2"), url(/fonts/used.woff) format("woff"); }
+@font-face { font-family: Unused; src: url(/fonts/unused.woff2) format("woff2"); }
+.f { font-family: Used, sans-serif; }
+"""
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
+
+
+@dataclass
+class Seen:
+    url: str
+    dest: str
+    mode: str
+
+
+@dataclass
+class Server:
+    base: str = ""
+    seen: list[Seen] = field(default_factory=list)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    state = Server()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        state.seen.append(Seen(state.base + request.raw_path, request.headers.get("Sec-Fetch-Dest", ""),
+                               request.headers.get("Sec-Fetch-Mode", "")))
+        path = request.path
+        cors = {"Access-Control-Allow-Origin": "*"}
+        if path == "/p/page.html":
+            return web.Response(body=PAGE.encode(), content_type="text/html", charset="utf-8")
+        if path == "/p/a.css":
+            return web.Response(body=CSS, content_type="text/css")
+        if path.endswith(".css"):
+            return web.Response(body=b"p{}", content_type="text/css")
+        if path.endswith((".js", ".mjs")):
+            return web.Response(body=b"void 0;", content_type="text/javascript", headers=cors)
+        if path.endswith(".png"):
+            return web.Response(body=PNG, content_type="image/png", headers=cors)
+        if path.startswith("/fonts/"):
+            return web.Response(body=b"not really a font", content_type="font/woff2", headers=cors)
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app) as port:
+        state.base = f"http://127.0.0.1:{port}"
+        yield state
+
+
+async def _load(browser: str, url: str, profile: Path) -> None:
+    """The page loaded once, to its load event, in a fresh profile; the browser's processes gone after."""
+    binary = BROWSERS[browser]
+    if binary is None:
+        pytest.skip(f"{browser} is not installed")
+    if browser == "chromium":
+        args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", url]
+    else:
+        args = ["--headless", "-no-remote", "-profile", str(profile), "--screenshot", str(profile / "shot.png"), url]
+    proc = await asyncio.create_subprocess_exec(
+        binary, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True, cwd=profile.parent)
+    try:
+        await asyncio.wait_for(proc.wait(), 90)
+    finally:
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: this Chromium's processes only
+            await proc.wait()
+
+
+@pytest.fixture
+def profile(tmp_path: Path) -> Path:
+    (tmp_path / "profile").mkdir()
+    return tmp_path / "profile"
+
+
+@pytest.mark.parametrize("browser", sorted(BROWSERS))
+async def test_discovery_predicts_requests_the_browser_really_makes(browser: str, server: Server,
+                                                                    profile: Path) -> None:
+    page = f"{server.base}/p/page.html"
+    await _load(browser, page, profile)
+    made = {(s.url, s.dest, s.mode) for s in server.seen}
+    urls = {s.url for s in server.seen}
+    assert (page, "document", "navigate") in made, f"{browser} did not load the page: {server.seen}"
+
+    found = discover_html(PAGE.encode(), page)
+    sheet = f"{server.base}/p/a.css"
+    found += discover_css(CSS, sheet)
+    predicted = {(s.url, s.destination, s.mode) for s in found if not s.conditional}
+    assert predicted - made == set(), f"predicted but not made as predicted: {predicted - made}; made: {made}"
+    assert f"{server.base}/p/My%20Pics/caf%C3%A9.png" in urls
+
+    # conditional: the used face's first usable source was requested as a cors font, the unused face never
+    fonts = {(s.url, s.destination, s.mode) for s in found if s.conditional}
+    used = (f"{server.base}/fonts/used.woff2", "font", "cors")
+    assert used in fonts and used in made
+    assert (f"{server.base}/fonts/unused.woff2", "font", "cors") in fonts
+    assert f"{server.base}/fonts/unused.woff2" not in urls
+
+    # left out on purpose, and not requested by the browser either (but for what its speculative parser takes)
+    for name in ("/p/noscript.css", "/p/legacy.js", "/p/template.png", "/p/tpl.css", "/p/comment.png"):
+        assert all(s.url != f"{server.base}{name}" for s in found)
+        if name not in SPECULATIVE.get(browser, ()):
+            assert f"{server.base}{name}" not in urls

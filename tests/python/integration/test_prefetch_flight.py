@@ -1,0 +1,260 @@
+"""A prefetch flight through the real service and engine against an aiohttp server on 127.0.0.1: prefetched
+responses answer the browser's later requests without reaching the server again; a request whose
+credentials-relevant fields differ (a Cookie), or that comes after the copy's age limit, is fetched anew; a
+response's Vary is honoured; a flight never sends credentials; the page's budget keeps guesses it cannot afford
+unsent and cancels one that grows past it."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import web
+from lanefetch.engine import (
+    BatchResult,
+    DeliveredHead,
+    EngineConfig,
+    FetchError,
+    FetchRequest,
+    Page,
+    Sink,
+    TimingReport,
+)
+from lanefetch.prefetch.budget import Ledger, Limits
+from lanefetch.prefetch.flight import Flight, FlightAnswers
+from lanefetch.prefetch.plan import Planned
+from lanefetch.service import FetchService, ServiceConfig
+from local_app import serve_app
+
+CSS = b"body { color: #333 } " * 500
+JS = b"console.log('x');" * 300
+PNG = bytes(range(256)) * 40
+BIG = bytes(range(256)) * 4096  # 1 MiB
+PAGE = Page(address_space="loopback", top_site="http://127.0.0.1")
+STYLE = [("Accept", "text/css,*/*;q=0.1"), ("Accept-Language", "en-GB"), ("Sec-Fetch-Dest", "style"),
+         ("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Site", "same-origin"), ("User-Agent", "UA/1")]
+SCRIPT = [(k, {"Accept": "*/*", "Sec-Fetch-Dest": "script"}.get(k, v)) for k, v in STYLE]
+IMAGE = [(k, {"Accept": "image/*", "Sec-Fetch-Dest": "image"}.get(k, v)) for k, v in STYLE]
+
+
+@dataclass
+class Server:
+    url: str = ""
+    seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    release: asyncio.Event = field(default_factory=asyncio.Event)  # /slow.js answers once this is set
+
+    def count(self, path: str) -> int:
+        return sum(1 for p, _ in self.seen if p == path)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    state = Server()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        state.seen.append((request.path, dict(request.headers)))
+        name = request.match_info["name"]
+        if name == "a.css":
+            return web.Response(body=gzip.compress(CSS), headers={"Content-Encoding": "gzip",
+                                                                  "Content-Type": "text/css"})
+        if name == "b.js":
+            return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
+        if name == "c.png":
+            return web.Response(body=PNG, headers={"Content-Type": "image/png", "Vary": "X-Variant"})
+        if name == "big.bin":
+            return web.Response(body=BIG, headers={"Content-Type": "image/png"})
+        if name == "slow.js":
+            await state.release.wait()
+            return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    async with serve_app(app) as port:
+        state.url = f"http://127.0.0.1:{port}"
+        try:
+            yield state
+        finally:
+            state.release.set()  # a failed test must not leave /slow.js holding the server's cleanup
+
+
+@dataclass
+class Got:
+    head: DeliveredHead | None = None
+    body: bytes = b""
+    error: FetchError | None = None
+    report: TimingReport | None = None
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.got: dict[str, Got] = {}
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        self.got.setdefault(request.id, Got()).head = head
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.got.setdefault(request.id, Got()).body += data
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        assert body_bytes == len(self.got[request.id].body)
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        self.got.setdefault(request.id, Got()).error = error
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self.got.setdefault(request.id, Got()).report = report
+
+
+@pytest.fixture
+async def service() -> AsyncIterator[FetchService]:
+    s = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2)))  # no HTTP cache: only the flight
+    yield s
+    await s.aclose()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _browser(rid: str, url: str, headers: list[tuple[str, str]]) -> FetchRequest:
+    return FetchRequest(rid, "GET", url, list(headers), resource_type="other", decode=True)
+
+
+async def test_answers_from_the_flight_and_refetches_what_does_not_match(server: Server,
+                                                                        service: FetchService) -> None:
+    clock = Clock()
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)), clock=clock)
+    flight.start([
+        Planned(f"{server.url}/a.css", STYLE, "stylesheet"),
+        Planned(f"{server.url}/b.js", SCRIPT, "script"),
+        Planned(f"{server.url}/c.png", [*IMAGE, ("X-Variant", "1")], "image"),
+        Planned(f"{server.url}/b.js", [*SCRIPT, ("Cookie", "sid=1")], "script"),  # never sent with credentials
+    ])
+    await flight.wait()
+    assert [p for p, _ in server.seen] and sorted(p for p, _ in server.seen) == ["/a.css", "/b.js", "/c.png"]
+    assert all("Cookie" not in h for _, h in server.seen)
+    assert "gzip" in dict(server.seen[0][1]).get("Accept-Encoding", "")  # asked as the browser's stack would
+
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([
+        _browser("css", f"{server.url}/a.css", STYLE),                      # same fields: from the flight
+        _browser("js", f"{server.url}/b.js", [*SCRIPT, ("Cookie", "sid=1")]),  # a Cookie the prefetch lacked
+        _browser("png", f"{server.url}/c.png", [*IMAGE, ("X-Variant", "2")]),  # the response varies on it
+        _browser("new", f"{server.url}/big.bin", IMAGE),                    # never prefetched
+    ], sink, PAGE)
+    got = sink.got
+    assert got["css"].body == CSS and got["css"].report is not None and got["css"].report.cache == "prefetch"
+    assert got["js"].body == JS and got["js"].report is not None and got["js"].report.cache == "none"
+    assert got["png"].body == PNG and got["png"].report is not None and got["png"].report.cache == "none"
+    assert got["new"].body == BIG
+    assert server.count("/a.css") == 1  # answered from the flight
+    assert server.count("/b.js") == 2 and server.seen[-1][0] in ("/b.js", "/c.png", "/big.bin")
+    assert any(p == "/b.js" and h.get("Cookie") == "sid=1" for p, h in server.seen)
+    assert server.count("/c.png") == 2
+
+    # the script's and the image's prefetches were refused, and stay unclaimed: one more matching request for
+    # the image is still answered from the flight (once), a second one goes to the server
+    sink = Collect()
+    await answers.fetch([_browser("png2", f"{server.url}/c.png", [*IMAGE, ("X-Variant", "1")])], sink, PAGE)
+    assert sink.got["png2"].report is not None and sink.got["png2"].report.cache == "prefetch"
+    sink = Collect()
+    await answers.fetch([_browser("png3", f"{server.url}/c.png", [*IMAGE, ("X-Variant", "1")])], sink, PAGE)
+    assert sink.got["png3"].report is not None and sink.got["png3"].report.cache == "none"
+    assert server.count("/c.png") == 3
+
+    # the script's copy is too old by now: fetched anew even with matching fields
+    clock.t += 31
+    sink = Collect()
+    await answers.fetch([_browser("js2", f"{server.url}/b.js", SCRIPT)], sink, PAGE)
+    assert sink.got["js2"].report is not None and sink.got["js2"].report.cache == "none"
+    assert server.count("/b.js") == 3
+
+    report = await flight.close()
+    assert report.answered == 2 and report.sent == 3
+    assert report.refused_by_fidelity == {"header:cookie": 1, "header:x-variant": 1, "age": 1}
+    assert report.claimed_bytes == len(CSS) + len(PNG)
+    assert report.wasted_bytes == len(JS)
+
+
+async def test_the_budget_keeps_unaffordable_guesses_unsent_and_cancels_one_that_outgrows_it(
+        server: Server, service: FetchService) -> None:
+    limits = Limits(speculative=32 * 1024, total=4 * 1024 * 1024)
+    flight = Flight(service, PAGE, Ledger(limits))
+    flight.start([
+        Planned(f"{server.url}/a.css", STYLE, "stylesheet", confident=True, expected_size=len(CSS)),
+        Planned(f"{server.url}/big.bin", IMAGE, "image", confident=False, expected_size=None),  # size unknown
+        Planned(f"{server.url}/c.png", IMAGE, "image", confident=False, expected_size=40 * 1024),  # > 32 KiB
+    ])
+    await flight.wait()
+    assert flight.report.sent == 2 and flight.report.refused_by_budget == 1
+    assert server.count("/c.png") == 0
+    report = await flight.close()
+    # the guess of unknown size was cut off once it passed the limit: never held, every byte that came counted
+    # as waste (what still arrived after the cancel included)
+    assert report.cancelled_by_budget == 1
+    assert 32 * 1024 < report.wasted_bytes <= len(BIG)
+    assert report.claimed_bytes == 0
+
+    # and the browser's own request for it is fetched as usual, whole
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([_browser("big", f"{server.url}/big.bin", IMAGE)], sink, PAGE)
+    assert sink.got["big"].body == BIG and sink.got["big"].report is not None
+    assert sink.got["big"].report.cache == "none"
+
+
+async def until(condition: Callable[[], bool], what: str, seen: Callable[[], object]) -> None:
+    for _ in range(500):  # 5 s at most
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}; seen: {seen()!r}")
+
+
+async def test_a_request_waiting_on_a_prefetch_can_be_cancelled(server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+    flight.start([Planned(f"{server.url}/slow.js", SCRIPT, "script")])
+    await until(lambda: server.count("/slow.js") == 1, "the prefetch reached the server", lambda: server.seen)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    batch = asyncio.create_task(answers.fetch([_browser("w", f"{server.url}/slow.js", SCRIPT)], sink, PAGE))
+    await until(lambda: "w" in answers._waiting, "the browser request waits on the prefetch", lambda: sink.got)
+    await answers.cancel(["w"])
+    await asyncio.wait_for(batch, 5)
+    got = sink.got["w"]
+    assert got.error is not None and got.error.code == "cancelled" and got.head is None
+    assert got.report is not None
+    server.release.set()
+    await flight.wait()
+    assert (await flight.close()).answered == 0
+    assert server.count("/slow.js") == 1  # cancelled, not fetched again
+
+
+class Raising:
+    """A fetcher whose batch fails outright (the real ones answer each request; this is the fault a flight must
+    survive without leaving a browser request waiting)."""
+
+    async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
+        raise RuntimeError("broken fetcher")
+
+    async def cancel(self, request_ids: list[str]) -> None:
+        pass
+
+
+async def test_a_flight_whose_batch_fails_leaves_no_request_waiting(server: Server, service: FetchService) -> None:
+    flight = Flight(Raising(), PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))  # type: ignore[arg-type]
+    flight.start([Planned(f"{server.url}/b.js", SCRIPT, "script")])
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await asyncio.wait_for(answers.fetch([_browser("b", f"{server.url}/b.js", SCRIPT)], sink, PAGE), 10)
+    assert sink.got["b"].body == JS and sink.got["b"].report is not None and sink.got["b"].report.cache == "none"
+    assert server.count("/b.js") == 1

@@ -1,0 +1,224 @@
+"""Learned and discovered together, through the real service (HTTP cache on disk) against aiohttp on 127.0.0.1:
+two loads of a page recorded in the cache's database (prefetch/page_memory.py), the next load's document
+discovered, planned and flown; the browser's requests for it are answered from the flight without reaching the
+server; another page of the same template finds the template's stable assets; private browsing and other
+top-level sites learn and recall nothing; clearing the cache forgets the pages."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.prefetch.budget import Ledger, limits_for
+from lanefetch.prefetch.discover_html import discover_html
+from lanefetch.prefetch.flight import Flight, FlightAnswers
+from lanefetch.prefetch.learned import Observed, observe
+from lanefetch.prefetch.page_memory import PageMemory, Recalled
+from lanefetch.prefetch.plan import Planned, plan
+from lanefetch.service import FetchService, ServiceConfig
+from local_app import serve_app
+
+PAGE_HTML = b"""<!doctype html><html><head><meta charset="utf-8">
+<link rel="stylesheet" href="/static/site.css"><script src="/static/app.js"></script></head>
+<body><img src="/static/logo.png"><img src="/img/%s.png"></body></html>"""
+BODIES = {"/static/site.css": b"p{margin:0}" * 200, "/static/app.js": b"void 0;" * 300,
+          "/static/logo.png": b"\x89PNG" * 500, "/img/one.png": b"1" * 3000, "/img/two.png": b"2" * 3000,
+          "/static/late.js": b"late();" * 10}
+FIELDS = {
+    "style": [("Accept", "text/css,*/*;q=0.1"), ("Sec-Fetch-Dest", "style")],
+    "script": [("Accept", "*/*"), ("Sec-Fetch-Dest", "script")],
+    "image": [("Accept", "image/avif,image/webp,*/*"), ("Sec-Fetch-Dest", "image")],
+}
+COMMON = [("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Site", "same-origin"), ("User-Agent", "UA/2"),
+          ("Accept-Language", "en")]
+
+
+@dataclass
+class Server:
+    url: str = ""
+    seen: list[str] = field(default_factory=list)
+
+    def count(self, path: str) -> int:
+        return self.seen.count(path)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    state = Server()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        state.seen.append(request.path)
+        if request.path.startswith("/docs/"):
+            name = request.path.rsplit("/", 1)[1].removesuffix(".html")
+            return web.Response(body=PAGE_HTML % name.encode(), content_type="text/html",
+                                headers={"Cache-Control": "no-store"})
+        if request.path == "/static/cacheable.js":
+            return web.Response(body=b"cacheable();", headers={"Cache-Control": "max-age=600"})
+        body = BODIES.get(request.path)
+        if body is None:
+            return web.Response(status=404)
+        return web.Response(body=body, headers={"Cache-Control": "no-store"})  # only the flight may save a trip
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app) as port:
+        state.url = f"http://127.0.0.1:{port}"
+        yield state
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.bodies: dict[str, bytes] = {}
+        self.cache: dict[str, str] = {}
+        self.errors: dict[str, FetchError] = {}
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        self.bodies[request.id] = b""
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.bodies[request.id] += data
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        pass
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        self.errors[request.id] = error
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self.cache[request.id] = report.cache
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[FetchService]:
+    s = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2), cache_dir=tmp_path / "cache"))
+    yield s
+    await s.aclose()
+
+
+async def settle(service: FetchService) -> None:
+    for cache in service._caches.values():
+        await asyncio.gather(*list(cache._pending))
+
+
+def headers(destination: str) -> list[tuple[str, str]]:
+    return [*FIELDS[destination], *COMMON]
+
+
+def load(base: str, image: str, extra: list[str] | None = None) -> list[Observed]:
+    items = [("/static/site.css", "style", 1), ("/static/app.js", "script", 1), ("/static/logo.png", "image", 1),
+             (f"/img/{image}.png", "image", 1), *((p, "script", 2) for p in extra or [])]
+    return [observe(base + p, d, "no-cors", w, headers(d), len(BODIES[p])) for p, d, w in items]
+
+
+async def get(service: FetchService, url: str, page: Page) -> bytes:
+    sink = Collect()
+    await service.fetch([FetchRequest("doc", "GET", url, [], resource_type="document", decode=True)], sink, page)
+    assert not sink.errors, sink.errors
+    return sink.bodies["doc"]
+
+
+async def test_learned_and_discovered_page_flies_and_answers(server: Server, service: FetchService) -> None:
+    site = Page(address_space="loopback", top_site=server.url)
+    memory = PageMemory(service.cache_for)
+    page_url = f"{server.url}/docs/one.html"
+    sheets = [f"{server.url}/static/site.css"]
+    memory.record(site, page_url, sheets, load(server.url, "one", ["/static/late.js"]))
+    memory.record(site, page_url, sheets, load(server.url, "one"))
+    await settle(service)
+
+    # the next visit: the document arrives, discovery names its stylesheets, the page's histories are recalled
+    document = await get(service, page_url, site)
+    found = discover_html(document, page_url)
+    assert [s.url.removeprefix(server.url) for s in found] == [
+        "/static/site.css", "/static/app.js", "/static/logo.png", "/img/one.png"]
+    recalled = await memory.recall(site, page_url, [s.url for s in found if s.destination == "style"])
+    assert recalled.exact is not None and recalled.template is not None
+    p = plan(recalled.exact, recalled.template, [(s, 1) for s in found])
+    assert [(i.url.removeprefix(server.url), i.confident) for i in p.items] == [
+        ("/static/site.css", True), ("/static/app.js", True), ("/static/logo.png", True), ("/img/one.png", True)]
+    # late.js was requested once, by the older load only: neither stable nor the newest load's: not fetched
+    server.seen.clear()
+    flight = Flight(service, site, Ledger(p.limits))
+    flight.start(p.items)
+    await flight.wait()
+    assert sorted(server.seen) == ["/img/one.png", "/static/app.js", "/static/logo.png", "/static/site.css"]
+
+    # the browser's own requests, with its own fields: all four answered from the flight
+    answers = FlightAnswers(service, lambda page: flight if page is site else None)
+    sink = Collect()
+    batch = [FetchRequest(f"r{i}", "GET", s.url, headers(s.destination), decode=True) for i, s in enumerate(found)]
+    await answers.fetch(batch, sink, site)
+    assert not sink.errors
+    assert [sink.cache[f"r{i}"] for i in range(4)] == ["prefetch"] * 4
+    assert [sink.bodies[f"r{i}"] for i in range(4)] == [BODIES[s.url.removeprefix(server.url)] for s in found]
+    assert len(server.seen) == 4  # nothing fetched twice
+    report = await flight.close()
+    assert report.answered == 4 and report.wasted_bytes == 0
+
+    # another page of the same template: its own image is unknown, the template's stable assets are not
+    other = f"{server.url}/docs/two.html"
+    found = discover_html(await get(service, other, site), other)
+    recalled = await memory.recall(site, other, [s.url for s in found if s.destination == "style"])
+    assert recalled.exact is None and recalled.template is not None
+    # only page one was ever loaded: nothing is stable across the template's pages yet; the discovered requests
+    # get the fields the template's loads showed
+    items = plan(recalled.exact, recalled.template, [(s, 1) for s in found]).items
+    assert [(i.url.removeprefix(server.url), i.confident) for i in items] == [
+        ("/static/site.css", True), ("/static/app.js", True), ("/static/logo.png", True), ("/img/two.png", True)]
+    # once page two was loaded too, the shared assets are the template's stable ones, page one's image is not
+    memory.record(site, other, sheets, load(server.url, "two"))
+    await settle(service)
+    recalled = await memory.recall(site, f"{server.url}/docs/three.html", sheets)
+    assert recalled.exact is None and recalled.template is not None
+    assert [i.url.removeprefix(server.url) for i in plan(None, recalled.template, []).items] == [
+        "/static/site.css", "/static/app.js", "/static/logo.png"]
+
+
+async def test_a_prefetch_the_fidelity_rule_refused_is_not_served_from_the_http_cache(
+        server: Server, service: FetchService) -> None:
+    """The flight goes through the service's HTTP cache, but never stores there: a cacheable prefetch refused to
+    a request with a Cookie must not come back to that request through the cache."""
+    site = Page(address_space="loopback", top_site=server.url)
+    url = f"{server.url}/static/cacheable.js"
+    flight = Flight(service, site, Ledger(limits_for(None)))
+    flight.start([Planned(url, headers("script"), "script")])
+    await flight.wait()
+    await settle(service)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([FetchRequest("c", "GET", url, [*headers("script"), ("Cookie", "sid=1")], decode=True)],
+                        sink, site)
+    assert sink.cache["c"] == "none" and sink.bodies["c"] == b"cacheable();"
+    assert server.count("/static/cacheable.js") == 2  # refused by fidelity, fetched anew: not a cache hit
+    assert (await flight.close()).refused_by_fidelity == {"header:cookie": 1}
+    # the browser's own response was stored as usual: the next request is a hit
+    await settle(service)
+    sink = Collect()
+    await service.fetch([FetchRequest("d", "GET", url, headers("script"), decode=True)], sink, site)
+    assert sink.cache["d"] == "hit" and server.count("/static/cacheable.js") == 2
+
+
+async def test_private_browsing_and_other_sites_learn_nothing_and_clear_forgets(server: Server,
+                                                                               service: FetchService) -> None:
+    site = Page(address_space="loopback", top_site=server.url)
+    private = Page(address_space="loopback", top_site=server.url, private_browsing=True)
+    elsewhere = Page(address_space="loopback", top_site="https://other.example")
+    memory = PageMemory(service.cache_for)
+    page_url = f"{server.url}/docs/one.html"
+    memory.record(private, page_url, None, load(server.url, "one"))
+    await settle(service)
+    assert await memory.recall(site, page_url) == Recalled()
+    memory.record(site, page_url, None, load(server.url, "one"))
+    await settle(service)
+    assert await memory.recall(private, page_url) == Recalled()  # never read for private browsing either
+    assert await memory.recall(elsewhere, page_url) == Recalled()  # partitioned by top-level site
+    assert (await memory.recall(site, page_url)).exact is not None
+    cache = service.cache_for(site)
+    assert cache is not None
+    await cache.clear()
+    assert await memory.recall(site, page_url) == Recalled()

@@ -1,0 +1,90 @@
+"""The flight's plan (prefetch/plan.py): stable learned requests confident, the newest load's others as
+guesses, discovered ones only with fields a learned load of the same origin, destination and mode showed,
+conditional fonts only when learned, nothing credentialed, ordered by wave then render-blocking first."""
+
+from __future__ import annotations
+
+from lanefetch.prefetch.budget import limits_for
+from lanefetch.prefetch.learned import History, Observed, observe, remember
+from lanefetch.prefetch.plan import plan
+from lanefetch.prefetch.resource import Subresource
+
+ORG = "https://www.example.org"
+CDN = "https://cdn.example.net"
+STYLE = [("Accept", "text/css,*/*;q=0.1"), ("Sec-Fetch-Dest", "style"), ("Sec-Fetch-Mode", "no-cors"),
+         ("Sec-Fetch-Site", "same-origin")]
+IMAGE = [("Accept", "image/*"), ("Sec-Fetch-Dest", "image"), ("Sec-Fetch-Mode", "no-cors"),
+         ("Sec-Fetch-Site", "same-origin")]
+FONT = [("Accept", "*/*"), ("Sec-Fetch-Dest", "font"), ("Sec-Fetch-Mode", "cors"), ("Sec-Fetch-Site", "cross-site"),
+        ("Origin", ORG)]
+
+
+def css(name: str, wave: int = 1, size: int = 1000, cookie: bool = False) -> Observed:
+    return observe(f"{ORG}/{name}", "style", "no-cors", wave, [*STYLE, *([("Cookie", "s=1")] if cookie else [])], size)
+
+
+def img(name: str, wave: int = 1, size: int = 5000) -> Observed:
+    return observe(f"{ORG}/{name}", "image", "no-cors", wave, IMAGE, size)
+
+
+def font(name: str, wave: int = 2, size: int = 20000) -> Observed:
+    return observe(f"{CDN}/{name}", "font", "cors", wave, FONT, size)
+
+
+def _history(*loads: list[Observed], pages: list[str] | None = None) -> History:
+    h: History | None = None
+    for n, load in reversed(list(enumerate(loads))):  # given newest first
+        h = remember(h, load, 1.0, pages[n] if pages else "u:page")
+    assert h is not None
+    return h
+
+
+def test_no_history_plans_nothing_even_with_discoveries() -> None:
+    p = plan(None, None, [(Subresource(f"{ORG}/a.css", "style", "no-cors", "include", f"{ORG}/"), 1)])
+    assert p.items == []
+    assert p.limits == limits_for(None)
+
+
+def test_stable_confident_newest_others_guesses_credentialed_never() -> None:
+    newest = [img("logo.png"), css("a.css"), font("f.woff2"), img("hero-2.jpg"), css("private.css", cookie=True)]
+    older = [css("a.css"), img("logo.png"), font("f.woff2"), img("hero-1.jpg"), css("private.css", cookie=True)]
+    p = plan(_history(newest, older), None, [])
+    assert [(i.url.rsplit("/", 1)[1], i.confident, i.resource_type) for i in p.items] == [
+        ("a.css", True, "stylesheet"), ("logo.png", True, "image"), ("hero-2.jpg", False, "image"),
+        ("f.woff2", True, "font")]
+    assert p.items[0].headers == sorted((k.lower(), v) for k, v in STYLE)
+    assert p.items[0].expected_size == 1000
+    assert p.limits == limits_for(1000 + 5000 + 20000 + 5000 + 1000)
+
+
+def test_discovered_take_learned_fields_of_the_same_origin_destination_and_mode() -> None:
+    h = _history([css("a.css"), img("logo.png"), font("f.woff2")])
+    found = [
+        (Subresource(f"{ORG}/new.css", "style", "no-cors", "include", f"{ORG}/"), 1),  # fields known: planned
+        (Subresource(f"{ORG}/mod.js", "script", "cors", "same-origin", f"{ORG}/"), 1),         # no script learned
+        (Subresource(f"{CDN}/other.css", "style", "no-cors", "include", f"{ORG}/"), 1),      # other origin
+        (Subresource(f"{CDN}/g.woff2", "font", "cors", "same-origin", f"{ORG}/a.css", True), 2),  # font not learned
+        (Subresource(f"{CDN}/f.woff2", "font", "cors", "same-origin", f"{ORG}/a.css", True), 2),  # learned: a guess
+    ]
+    p = plan(h, None, found)
+    assert [(i.url, i.confident) for i in p.items] == [
+        (f"{ORG}/new.css", True), (f"{ORG}/a.css", False), (f"{ORG}/logo.png", False), (f"{CDN}/f.woff2", False)]
+    new = next(i for i in p.items if i.url.endswith("new.css"))
+    assert new.headers == sorted((k.lower(), v) for k, v in STYLE) and new.expected_size is None
+
+
+def test_template_history_adds_assets_stable_across_its_pages() -> None:
+    page = _history([css("a.css"), img("p1.png")], [css("a.css"), img("p1.png")])
+    # the template's loads: page 2 twice, then page 3; p2.png is in two loads but of one page only
+    template = _history([css("a.css"), img("shared.png"), img("p2.png")], [css("a.css"), img("shared.png"),
+                        img("p2.png")], [css("a.css"), img("shared.png")], pages=["u:p2", "u:p2", "u:p3"])
+    p = plan(page, template, [])
+    assert [(i.url.rsplit("/", 1)[1], i.confident) for i in p.items] == [
+        ("a.css", True), ("p1.png", True), ("shared.png", True)]
+
+
+def test_order_by_wave_then_render_blocking_then_confident_first() -> None:
+    load = [img("i.png", 1), font("f.woff2", 2), css("late.css", 2), css("a.css", 1),
+            observe(f"{ORG}/app.js", "script", "no-cors", 1, IMAGE, 10)]
+    p = plan(_history(load, load), None, [])
+    assert [i.url.rsplit("/", 1)[1] for i in p.items] == ["a.css", "app.js", "i.png", "late.css", "f.woff2"]
