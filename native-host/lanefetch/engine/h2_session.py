@@ -15,8 +15,18 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   would stop reading); any other reset ends that request alone (StreamFailed); an error GOAWAY, a connection
   error or close ends them all (ConnectionEnded, GET/HEAD to retry, others failed, as pipeline.py does).
 - **Flow control.** Connection and stream windows are WINDOW (16 MiB): the 64 KiB default caps a connection
-  at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Received data is acknowledged only when the shell says
-  the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
+  at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Each stream's window is opened by a WINDOW_UPDATE sent
+  with its HEADERS, not by SETTINGS_INITIAL_WINDOW_SIZE: h2 applies our SETTINGS only once the server
+  acknowledges them, and a server that never does (but uses the window, as it may) would otherwise overrun the
+  64 KiB h2 still expects and end the connection (FLOW_CONTROL_ERROR). Received data is acknowledged only when the
+  shell says the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
+- **The peer's SETTINGS.** Until the server's first SETTINGS arrive its stream limit is not known, and a stream
+  it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
+  sent twice waits for them (`may_open`), the rest go at once.
+- **Malformed responses** (a bad or missing :status, a pseudo-header other than :status, an upper-case or
+  connection-specific field, CR/LF/NUL in a value) end that stream alone (RST_STREAM PROTOCOL_ERROR, RFC 9113
+  §8.1.1), not the connection: h2's own header validation is off because it makes any of them a connection error,
+  which would take every other stream with it again and again on each new connection.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
   request.py `urgency`; images and media incremental); the shell hands requests over in the pool's priority
   order, so render-blocking streams are also opened first.
@@ -36,7 +46,9 @@ from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
     DataReceived,
+    InformationalResponseReceived,
     PingAckReceived,
+    RemoteSettingsChanged,
     ResponseReceived,
     StreamEnded,
     StreamReset,
@@ -113,7 +125,9 @@ class _Stream(Generic[T]):
 
 class H2Session(Generic[T]):
     def __init__(self, window: int = WINDOW) -> None:
-        self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None))
+        # validate_inbound_headers off: malformed heads are checked here (_malformed), as stream errors.
+        self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None,
+                                                validate_inbound_headers=False))
         self._window = window
         self._streams: dict[int, _Stream[T]] = {}
         self._by_token: dict[T, int] = {}  # token -> stream id (exchanges hash by identity)
@@ -123,14 +137,17 @@ class H2Session(Generic[T]):
         self.responses_completed = 0
         self.closing = False  # no new stream may be opened (GOAWAY received or sent)
         self.ended = False
+        self.peer_settings = False  # the server's first SETTINGS arrived: its stream limit is known
+        self.settings_changed = 0  # counts the server's SETTINGS frames (the shell wakes its sender on one)
         self.rtt: float | None = None  # the last PING round trip, seconds
 
     # -- set-up and sending ----------------------------------------------------------------------------------
 
     def start(self, at: float = 0.0) -> None:
-        """The connection preface: our SETTINGS (large windows, no push), the connection window, a PING."""
+        """The connection preface: our SETTINGS (no push), the connection window, a PING. Stream windows are
+        opened per stream as it is (send)."""
         self._h2.initiate_connection()
-        self._h2.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: self._window, SettingCodes.ENABLE_PUSH: 0})
+        self._h2.update_settings({SettingCodes.ENABLE_PUSH: 0})
         self._h2.increment_flow_control_window(self._window - 65535)
         self.ping(at)
 
@@ -149,6 +166,10 @@ class H2Session(Generic[T]):
     def can_open(self) -> bool:
         return not self.closing and not self.ended and len(self._streams) < self.stream_limit()
 
+    def may_open(self, method: str) -> bool:
+        """May a request with this method go now? One not sent again when refused waits for the server's SETTINGS."""
+        return self.can_open() and (method in PIPELINABLE_METHODS or self.peer_settings)
+
     def open_streams(self) -> int:
         return len(self._streams)
 
@@ -165,6 +186,9 @@ class H2Session(Generic[T]):
                 break
             sid = self._h2.get_next_available_stream_id()
             self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body)
+            initial = self._h2.local_settings.initial_window_size
+            if self._window > initial:
+                self._h2.increment_flow_control_window(self._window - initial, sid)
             self.requests_sent += 1
             self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"")
             self._by_token[req.token] = sid
@@ -258,8 +282,19 @@ class H2Session(Generic[T]):
                 s = self._streams.get(ev.stream_id)
                 if s is None:
                     continue  # cancelled by us
+                why = _malformed(ev.headers or [])
+                if why is not None:
+                    out.append(self._malformed_stream(ev.stream_id, why))
+                    continue
                 s.head, s.framing = _head(ev.headers or [], s.method)
                 out.append(ResponseStarted(s.token, s.head, s.framing, _content_length(s.head), held=False))
+            elif isinstance(ev, InformationalResponseReceived) and ev.stream_id is not None:
+                why = _malformed(ev.headers or [], informational=True)
+                if why is not None and ev.stream_id in self._streams:
+                    out.append(self._malformed_stream(ev.stream_id, why))
+            elif isinstance(ev, RemoteSettingsChanged):
+                self.peer_settings = True
+                self.settings_changed += 1
             elif isinstance(ev, DataReceived) and ev.stream_id is not None:
                 s = self._streams.get(ev.stream_id)
                 flow = ev.flow_controlled_length or 0
@@ -274,7 +309,10 @@ class H2Session(Generic[T]):
                     out.append(ResponseBody(s.token, data))
             elif isinstance(ev, TrailersReceived) and ev.stream_id is not None:
                 s = self._streams.get(ev.stream_id)
-                if s is not None:
+                why = _malformed(ev.headers or [], trailers=True)
+                if s is not None and why is not None:
+                    out.append(self._malformed_stream(ev.stream_id, why))
+                elif s is not None:
                     s.trailers = [(_text(k), _text(v)) for k, v in ev.headers or [] if not _text(k).startswith(":")]
             elif isinstance(ev, StreamEnded) and ev.stream_id is not None:
                 s = self._forget(ev.stream_id)
@@ -348,6 +386,13 @@ class H2Session(Generic[T]):
             partial=[s.token for s in streams if s.method in PIPELINABLE_METHODS and s.head is not None],
         )
 
+    def _malformed_stream(self, sid: int, why: str) -> StreamFailed[T]:
+        s = self._forget(sid)
+        assert s is not None
+        with contextlib.suppress(H2Error):
+            self._h2.reset_stream(sid, ErrorCodes.PROTOCOL_ERROR)
+        return StreamFailed(s.token, f"malformed response from the server ({why})")
+
     def _forget(self, sid: int) -> _Stream[T] | None:
         s = self._streams.pop(sid, None)
         if s is not None:
@@ -394,6 +439,46 @@ def _wire_headers(req: H2Request[T]) -> list[tuple[bytes, bytes]]:
     if req.body:
         out.append((b"content-length", str(len(req.body)).encode()))
     return out
+
+
+_BAD_VALUE = frozenset("\r\n\0")
+_HOP_FIELDS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
+
+
+def _malformed(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], *, informational: bool = False,
+               trailers: bool = False) -> str | None:
+    """Why this header block is a malformed response (RFC 9113 §8.1.1, §8.2, §8.3.2), or None. What h2's own
+    validation would check for a response, as a stream error instead of a connection one."""
+    statuses: list[str] = []
+    regular = False
+    for k, v in headers:
+        name, value = _text(k), _text(v)
+        if not name:
+            return "an empty field name"
+        if name.startswith(":"):
+            if name != ":status" or trailers:
+                return f"pseudo-header {name!r}"
+            if regular:
+                return ":status after a regular field"
+            statuses.append(value)
+            continue
+        regular = True
+        if name != name.lower() or any(c in name for c in " :\r\n\0"):
+            return f"field name {name!r}"
+        if name in _HOP_FIELDS:
+            return f"connection-specific field {name!r}"
+        if _BAD_VALUE & set(value):
+            return f"CR, LF or NUL in {name!r}"
+    if trailers:
+        return None
+    if len(statuses) != 1:
+        return "no :status" if not statuses else "more than one :status"
+    status = statuses[0]
+    if len(status) != 3 or not status.isdigit() or not ("100" <= status <= "599"):
+        return f":status {status!r}"
+    if informational != status.startswith("1"):
+        return f":status {status!r}"
+    return None
 
 
 def _head(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], method: str) -> tuple[ResponseHead, Framing]:
