@@ -11,10 +11,11 @@ others did on average. Last of N_LOW + 1 means priority was ignored; about 2 MiB
 Variants: `none` (no signal), `rfc9218` (`priority: u=0` on the urgent request, `u=7` on the others, and
 SETTINGS_NO_RFC7540_PRIORITIES = 1), `priority_update` (the same urgencies as RFC 9218 PRIORITY_UPDATE frames
 sent before the HEADERS, no header), `tree` (RFC 7540 priority in HEADERS: the urgent stream exclusive on stream 0
-with weight 256, the others weight 1)."""
+with weight 256, the others weight 1), `tree_weights` (the same weights, all siblings: no exclusive flag)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 import tempfile
@@ -29,7 +30,7 @@ from h2.settings import SettingCodes, Settings
 N_LOW = 10
 ROUNDS = 5  # per server and variant: the median (min–max) is printed
 SIZE = 2 * 1024 * 1024
-VARIANTS = ("none", "rfc9218", "priority_update", "tree")
+VARIANTS = ("none", "rfc9218", "priority_update", "tree", "tree_weights")
 _NO_RFC7540_PRIORITIES = 0x9
 _PRIORITY_UPDATE = 0x10
 
@@ -77,6 +78,8 @@ def probe(port: int, ca: Path, variant: str) -> dict[str, Any]:
         elif variant == "tree":
             kw = {"priority_weight": 256, "priority_depends_on": 0, "priority_exclusive": True} if urgent else {
                 "priority_weight": 1, "priority_depends_on": 0, "priority_exclusive": False}
+        elif variant == "tree_weights":  # weights alone, all streams siblings on stream 0 (what the session sends)
+            kw = {"priority_weight": 256 if urgent else 1, "priority_depends_on": 0, "priority_exclusive": False}
         c.send_headers(sid, headers, end_stream=True, **kw)
     sock.sendall(prefix + c.data_to_send())
     received = 0
@@ -96,6 +99,49 @@ def probe(port: int, ca: Path, variant: str) -> dict[str, Any]:
     rank = sorted(done, key=lambda k: done[k]).index("/urgent.bin") + 1 if "/urgent.bin" in done else None
     return {"urgent_mib": done.get("/urgent.bin"), "low_mean_mib": sum(lows) / max(1, len(lows)),
             "total_mib": received / 2**20, "urgent_rank": rank}
+
+
+async def _engine_probe(port: int, ca: Path, weights: bool) -> dict[str, Any]:
+    """The same shape fetched by lanefetch's engine: 10 images then one stylesheet, one batch. Where in the bytes
+    the sink received did the stylesheet complete? weights=False sends every stream the default weight (16)."""
+    from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page, h2_session
+
+    received = 0
+    done: dict[str, float] = {}
+
+    class Sink:
+        async def head(self, r: Any, h: Any) -> None: ...
+        async def body(self, r: Any, d: bytes) -> None:
+            nonlocal received
+            received += len(d)
+        async def end(self, r: Any, n: int, t: Any) -> None:
+            done[r.id] = received / 2**20
+        async def error(self, r: Any, e: Any) -> None: ...
+        async def timing(self, r: Any, t: Any) -> None: ...
+
+    saved = h2_session.tree_weight
+    if not weights:
+        h2_session.tree_weight = lambda urgency: 16  # type: ignore[assignment]
+    engine = Engine(EngineConfig(ca_file=str(ca)))
+    try:
+        base = f"https://localhost:{port}"
+        reqs = [FetchRequest(f"low{i}", "GET", f"{base}/low{i}.bin", resource_type="image") for i in range(N_LOW)]
+        reqs.append(FetchRequest("css", "GET", f"{base}/urgent.bin", resource_type="stylesheet"))
+        # The images first, in a batch of their own: they are on the wire before the stylesheet is asked for, as
+        # on a page whose stylesheet is found late; the server then chooses between streams it already has.
+        first = asyncio.ensure_future(engine.fetch(reqs[:-1], Sink(), Page(address_space="loopback")))
+        for _ in range(2000):  # bounded (20 s): until the images' first bytes arrive, so their streams are open
+            if received or first.done():
+                break
+            await asyncio.sleep(0.01)
+        await engine.fetch(reqs[-1:], Sink(), Page(address_space="loopback"))
+        await first
+    finally:
+        await engine.aclose()
+        h2_session.tree_weight = saved
+    rank = sorted(done, key=lambda k: done[k]).index("css") + 1
+    return {"urgent_mib": done["css"], "urgent_rank": rank,
+            "low_mean_mib": sum(v for k, v in done.items() if k != "css") / N_LOW}
 
 
 def _spread(xs: list[float], fmt: str = ".1f") -> str:
@@ -126,8 +172,12 @@ def run() -> str:
                 s.bind(("127.0.0.1", 0))
                 port = s.getsockname()[1]
             srv = start(lab.root, root, "127.0.0.1", port, tls=(pki / "srv.pem", pki / "srv.key"), http2=True)
-            for variant in VARIANTS:
-                rs = [probe(port, pki / "ca.pem", variant) for _ in range(ROUNDS)]
+            for variant in [*VARIANTS, "engine: weights", "engine: no weights"]:
+                if variant.startswith("engine"):
+                    rs = [asyncio.run(_engine_probe(port, pki / "ca.pem", variant == "engine: weights"))
+                          for _ in range(ROUNDS)]
+                else:
+                    rs = [probe(port, pki / "ca.pem", variant) for _ in range(ROUNDS)]
                 lines.append(f"| {kind} | {variant} | {_spread([r['urgent_mib'] for r in rs])} | "
                              f"{_spread([r['urgent_rank'] for r in rs], '.0f')} | "
                              f"{_spread([r['low_mean_mib'] for r in rs])} |")

@@ -28,8 +28,10 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   §8.1.1), not the connection: h2's own header validation is off because it makes any of them a connection error,
   which would take every other stream with it again and again on each new connection.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
-  request.py `urgency`; images and media incremental); the shell hands requests over in the pool's priority
-  order, so render-blocking streams are also opened first.
+  request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
+  the urgency, every stream a sibling on stream 0: `tree_weight`), because that is what servers act on: nginx 1.22
+  and Apache 2.4 ignore RFC 9218 and honour the tree (measured: tests/bench/h2_priority.py, docs/architecture.md).
+  The shell hands requests over in the pool's priority order, so render-blocking streams are also opened first.
 - **RTT.** A PING goes out with the preface and whenever the shell asks (`ping`); its ACK gives `rtt`.
 """
 
@@ -185,7 +187,9 @@ class H2Session(Generic[T]):
             if not self.can_open():
                 break
             sid = self._h2.get_next_available_stream_id()
-            self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body)
+            self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body,
+                                  priority_weight=tree_weight(req.urgency), priority_depends_on=0,
+                                  priority_exclusive=False)
             initial = self._h2.local_settings.initial_window_size
             if self._window > initial:
                 self._h2.increment_flow_control_window(self._window - initial, sid)
@@ -420,6 +424,12 @@ class H2Session(Generic[T]):
                 except H2Error:
                     s.body = b""
                     break
+
+
+def tree_weight(urgency: int) -> int:
+    """RFC 7540 weight (1..256) for an RFC 9218 urgency (0..7): halved per step, u=0 256 .. u=7 2, so a server
+    sharing by weight gives a render-blocking stream 32 times an image's share (u=5)."""
+    return max(1, 256 >> max(0, min(7, urgency)))
 
 
 def _text(b: bytes | str) -> str:

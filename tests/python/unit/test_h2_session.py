@@ -36,11 +36,14 @@ class Server:
         self.bodies: dict[int, bytes] = {}
         self.ended: set[int] = set()
         self.reset: set[int] = set()
+        self.weights: dict[int, tuple[int | None, int | None]] = {}  # stream -> RFC 7540 (weight, depends on)
 
     def receive(self, data: bytes) -> None:
         for ev in self.h2.receive_data(data):
             if isinstance(ev, RequestReceived):
                 self.requests[ev.stream_id] = dict(ev.headers)  # type: ignore[arg-type]
+                if ev.priority_updated is not None:
+                    self.weights[ev.stream_id] = (ev.priority_updated.weight, ev.priority_updated.depends_on)
                 self.bodies[ev.stream_id] = b""
             elif isinstance(ev, DataReceived):
                 self.bodies[ev.stream_id] += ev.data
@@ -139,6 +142,8 @@ def test_windows_are_large_and_priority_is_sent() -> None:
     by_path = {h[":path"]: (sid, h) for sid, h in server.requests.items()}
     assert by_path["/a.css"][1]["priority"] == "u=0" and by_path["/i.png"][1]["priority"] == "u=5, i"
     assert by_path["/a.css"][0] < by_path["/i.png"][0], "the render-blocking request is opened first"
+    # ... and the RFC 7540 weights nginx and Apache act on (they ignore the RFC 9218 field): siblings on stream 0.
+    assert server.weights == {by_path["/a.css"][0]: (256, 0), by_path["/i.png"][0]: (8, 0)}
 
 
 def test_urgency_from_type_and_priority() -> None:
