@@ -390,6 +390,7 @@ class Timings(Quiet):
 
 @pytest.mark.skipif(not Path("/usr/sbin/nginx").exists() and not Path("/usr/bin/nginx").exists(),
                     reason="needs nginx")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the lab that runs (and stops) nginx")
 async def test_proxy_upstream_speaks_h2_to_an_h2_origin(tmp_path: Path, profile: Path) -> None:
     """Firefox speaks HTTP/1.1 to the helper inside the terminated tunnel; the helper's engine (ProxyService's,
     from service.py, as the host composes it) speaks h2 to an origin that offers it: several requests on the

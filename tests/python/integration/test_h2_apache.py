@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("apache2") is None or shutil.which("openssl") is None,
                        reason="needs apache2 and openssl"),
     pytest.mark.skipif(not Path("/usr/lib/apache2/modules/mod_http2.so").exists(), reason="needs mod_http2"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the lab that runs (and stops) Apache"),
 ]
 
 LOOPBACK = Page(address_space="loopback")
