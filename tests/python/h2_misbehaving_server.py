@@ -278,6 +278,12 @@ class H2ServerConn:
         self.tasks.add(t)
         t.add_done_callback(self.tasks.discard)
 
+    def answer_soon_data(self, req: H2Req, data: bytes) -> None:
+        """Send these bytes as the stream's body (its head already sent), in a task of its own."""
+        t = asyncio.create_task(self.send_body(req, data))
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
     async def serve_rest(self, timeout: float = 10.0) -> None:
         """Behave: answer every request as it comes until the client goes."""
         while (req := await self.next_request(timeout)) is not None:

@@ -24,9 +24,11 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
   sent twice waits for them (`may_open`), the rest go at once.
 - **Malformed responses** (a bad or missing :status, a pseudo-header other than :status, an upper-case or
-  connection-specific field, CR/LF/NUL in a value) end that stream alone (RST_STREAM PROTOCOL_ERROR, RFC 9113
-  §8.1.1), not the connection: h2's own header validation is off because it makes any of them a connection error,
-  which would take every other stream with it again and again on each new connection.
+  connection-specific field, CR/LF/NUL in a value, DATA beyond or short of the content-length) end that stream
+  alone (RST_STREAM PROTOCOL_ERROR, RFC 9113 §8.1.1), not the connection: h2 makes any of them a connection
+  error, which would take every other stream with it again and again on each new connection, so its header
+  validation is off and the session checks heads (`_malformed`) and DATA lengths (`_length_mismatch`, before
+  h2 sees the frame; frames go to h2 one at a time) itself.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
   request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
   the urgency, every stream a sibling on stream 0: `tree_weight`), because that is what servers act on: nginx 1.22
@@ -66,7 +68,8 @@ from .response_parser import Framing, ResponseHead
 T = TypeVar("T")
 
 WINDOW = 16 * 1024 * 1024  # per stream and per connection: a 10 Mbit/s × 600 ms link needs 750 KB in flight
-_GOAWAY = 0x7  # frame type
+_DATA, _GOAWAY = 0x0, 0x7  # frame types
+_END_STREAM, _PADDED = 0x1, 0x8  # DATA frame flags
 STREAMS_BEFORE_SETTINGS = 100  # RFC 9113 §6.5.2: a server should allow at least 100 concurrent streams
 _NO_LIMIT = 2**31  # h2 reports "unlimited" (no SETTINGS yet) as 2**32 + 1
 
@@ -123,6 +126,8 @@ class _Stream(Generic[T]):
     framing: Framing = Framing.LENGTH
     trailers: Headers = field(default_factory=list)
     wire_bytes: int = 0
+    expected: int | None = None  # the response's content-length (0 for HEAD), once its head arrived
+    data_bytes: int = 0  # DATA payload received so far
 
 
 class H2Session(Generic[T]):
@@ -235,6 +240,8 @@ class H2Session(Generic[T]):
         for piece in self._frames():
             if isinstance(piece, tuple):
                 out.extend(self._goaway(*piece))
+            elif (overrun := self._length_mismatch(piece)) is not None:
+                out.append(overrun)
             else:
                 out.extend(self._receive_frames(piece, at))
             if self._over():
@@ -244,20 +251,43 @@ class H2Session(Generic[T]):
             out.append(self._end("the server ended the connection (GOAWAY) and every stream it kept is answered"))
         return out
 
+    def _length_mismatch(self, frame: bytes) -> StreamFailed[T] | None:
+        """A DATA frame that takes its stream past its content-length, or ends it short: that response is
+        malformed, a stream error (RFC 9113 §8.1.1). Checked here, before h2 sees the frame, because h2 raises it
+        as a connection error. The frame is not given to h2: its bytes go back to the connection window at once
+        (h2 then counts that many more than the server does, which only makes it lenient)."""
+        if len(frame) < 9 or frame[3] != _DATA:
+            return None
+        sid = int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF
+        s = self._streams.get(sid)
+        if s is None or s.head is None or s.expected is None:
+            return None
+        length = int.from_bytes(frame[0:3], "big")
+        padded = bool(frame[4] & _PADDED) and length > 0
+        data = length - (1 + frame[9] if padded else 0)
+        ends = bool(frame[4] & _END_STREAM)
+        if s.data_bytes + data <= s.expected and not (ends and s.data_bytes + data < s.expected):
+            return None
+        with contextlib.suppress(H2Error):
+            if length:
+                self._h2.increment_flow_control_window(length)
+        return self._malformed_stream(sid, f"content-length {s.expected}, DATA "
+                                           f"{'ended at' if ends else 'went past it to'} {s.data_bytes + data}")
+
     def _over(self) -> bool:
         return self.ended  # a method: mypy would otherwise keep `ended` narrowed to False across the loop
 
     def _frames(self) -> list[bytes | tuple[int, int]]:
-        """Split what arrived at frame boundaries: runs of frames for h2, and each GOAWAY as (last stream id, error
-        code) for us. h2 reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181),
-        but the streams at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
+        """Split what arrived at frame boundaries: each frame for h2 on its own (so a stream error h2 raises is
+        known to be that frame's: _receive_frames), and each GOAWAY as (last stream id, error code) for us. h2
+        reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181), but the streams
+        at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
         out: list[bytes | tuple[int, int]] = []
-        run = bytearray()
         buf = self._inbuf
         while len(buf) >= 9:
             length = int.from_bytes(buf[0:3], "big")
             if length > self._h2.max_inbound_frame_size:
-                run += buf  # h2 rejects it (FRAME_SIZE_ERROR): no need to wait for all of it
+                out.append(bytes(buf))  # h2 rejects it (FRAME_SIZE_ERROR): no need to wait for all of it
                 buf.clear()
                 break
             if len(buf) < 9 + length:
@@ -265,14 +295,9 @@ class H2Session(Generic[T]):
             frame = bytes(buf[: 9 + length])
             del buf[: 9 + length]
             if frame[3] == _GOAWAY and length >= 8 and int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF == 0:
-                if run:
-                    out.append(bytes(run))
-                    run.clear()
                 out.append((int.from_bytes(frame[9:13], "big") & 0x7FFFFFFF, int.from_bytes(frame[13:17], "big")))
             else:
-                run += frame
-        if run:
-            out.append(bytes(run))
+                out.append(frame)
         return out
 
     def _receive_frames(self, data: bytes, at: float) -> list[H2Event[T]]:
@@ -291,6 +316,7 @@ class H2Session(Generic[T]):
                     out.append(self._malformed_stream(ev.stream_id, why))
                     continue
                 s.head, s.framing = _head(ev.headers or [], s.method)
+                s.expected = 0 if s.framing is Framing.NONE else _content_length(s.head)  # HEAD, 204, 304
                 out.append(ResponseStarted(s.token, s.head, s.framing, _content_length(s.head), held=False))
             elif isinstance(ev, InformationalResponseReceived) and ev.stream_id is not None:
                 why = _malformed(ev.headers or [], informational=True)
@@ -307,6 +333,7 @@ class H2Session(Generic[T]):
                     self._ack(flow, ev.stream_id)  # a stream we reset: nobody will consume it
                     continue
                 s.wire_bytes += flow
+                s.data_bytes += len(data)
                 if flow > len(data):
                     self._ack(flow - len(data), ev.stream_id)  # padding: nothing for the sink to take
                 if data:

@@ -231,6 +231,19 @@ def bad_status(status: str | None) -> Scenario:
     return run
 
 
+def wrong_length(extra: int) -> Scenario:
+    """The victim announces its length and then sends `extra` bytes more (or fewer), on every connection."""
+    async def run(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request()) is not None:
+            if r.path.startswith(VICTIM):
+                body = content(r.path)
+                conn.h2.send_headers(r.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
+                conn.answer_soon_data(r, body + bytes(extra) if extra > 0 else body[:extra])
+            else:
+                conn.answer_soon(r)
+    return run
+
+
 async def informational_then_200(conn: H2ServerConn) -> None:
     while (r := await conn.next_request()) is not None:
         if r.path.startswith(VICTIM):  # raw: h2's server side refuses a 1xx once the request has ended
@@ -340,6 +353,8 @@ CASES: dict[str, Case] = {
     "push-promise-push-disabled": Case(first_conn(push_while_disabled), posts_may_fail),
     **{f"bad-status-{s}": Case(bad_status(s), victim_fails) for s in ("abc", "99", "2000", "-1", None)},
     "informational-103-then-200": Case(informational_then_200, nothing),
+    "content-length-exceeded": Case(wrong_length(10), victim_fails),
+    "content-length-short": Case(wrong_length(-10), victim_fails),
 }
 
 

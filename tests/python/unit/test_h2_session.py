@@ -231,6 +231,21 @@ def test_malformed_response_ends_its_stream_only(status: list[tuple[str, str]]) 
     assert bad in server.reset  # RST_STREAM PROTOCOL_ERROR for that stream alone
 
 
+@pytest.mark.parametrize("sent", [b"x" * 20, b"x" * 5, b"x" * 9 + b"y" * 2])
+def test_body_off_its_content_length_ends_its_stream_only(sent: bytes) -> None:
+    client, server = Client(), Server()
+    handshake(client, server, reqs(3))
+    bad, *good = sorted(server.requests)
+    server.h2.send_headers(bad, [(":status", "200"), ("content-length", "10")])
+    server.h2.send_data(bad, sent[:8])
+    server.h2.send_data(bad, sent[8:], end_stream=True)
+    for sid in good:
+        server.answer(sid)
+    client.feed(server.out())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1, "r2": 1} and not client.ended
+    server.receive(client.session.data_to_send())  # the client's answer is well-formed for the server's h2
+
+
 def test_ping_measures_rtt() -> None:
     client, server = Client(), Server()
     client.session.start(at=10.0)
