@@ -8,6 +8,7 @@ import sys
 
 SCENARIOS = {
     "engine": "bench.scenario_engine",
+    "engine-h2": "bench.scenario_engine:run_h2",
     "seed000-grid": "bench.scenario_grid",
     "chromium-page": "bench.scenario_chromium_page",
     "firefox-page": "bench.scenario_chromium_page:run_firefox",

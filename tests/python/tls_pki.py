@@ -12,13 +12,15 @@ def openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
 
 
-def make_test_pki(d: Path, ca_name: str) -> Path:
+def make_test_pki(d: Path, ca_name: str, ips: tuple[str, ...] = ()) -> Path:
+    """The server certificate names localhost, and each of ips (servers reached by address, e.g. in a lab)."""
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
             "-subj", f"/CN={ca_name}", "-addext", "basicConstraints=critical,CA:TRUE",
             "-addext", "keyUsage=critical,keyCertSign", cwd=d)
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
             "-subj", "/CN=localhost", cwd=d)
-    (d / "ext.cnf").write_text("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    alt = ",".join(["DNS:localhost", *(f"IP:{ip}" for ip in ips)])
+    (d / "ext.cnf").write_text(f"subjectAltName={alt}\nextendedKeyUsage=serverAuth\n")
     openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
             "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf", cwd=d)
     return d

@@ -53,8 +53,8 @@ class H2Connection:
     def unanswered(self) -> int:
         return self.session.open_streams()
 
-    def can_take(self) -> bool:
-        return self.session.can_open()
+    def can_take(self, ex: Exchange) -> bool:
+        return self.session.may_open(ex.method)
 
     def carries(self, ex: Exchange) -> bool:
         return self.session.carries(ex)
@@ -139,6 +139,7 @@ class H2Connection:
         assert self.transport is not None
         cfg = self.pool.config
         while not self.session.ended:
+            settings_seen = self.session.settings_changed
             try:
                 data = await asyncio.wait_for(self.transport.reader.read(READ_SIZE), cfg.stall_timeout)
             except TimeoutError:
@@ -165,6 +166,8 @@ class H2Connection:
                 self.pool.budget.observe_rtt(self.session.rtt)
             for ev in events:
                 await self._handle(ev)
+            if self.session.settings_changed != settings_seen:
+                self.wakeup.set()  # the stream limit may have grown (or is known at last): send what waits
             self._flush()
 
     async def _handle(self, ev: H2Event[Exchange]) -> None:

@@ -15,11 +15,25 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   would stop reading); any other reset ends that request alone (StreamFailed); an error GOAWAY, a connection
   error or close ends them all (ConnectionEnded, GET/HEAD to retry, others failed, as pipeline.py does).
 - **Flow control.** Connection and stream windows are WINDOW (16 MiB): the 64 KiB default caps a connection
-  at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Received data is acknowledged only when the shell says
-  the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
+  at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Each stream's window is opened by a WINDOW_UPDATE sent
+  with its HEADERS, not by SETTINGS_INITIAL_WINDOW_SIZE: h2 applies our SETTINGS only once the server
+  acknowledges them, and a server that never does (but uses the window, as it may) would otherwise overrun the
+  64 KiB h2 still expects and end the connection (FLOW_CONTROL_ERROR). Received data is acknowledged only when the
+  shell says the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
+- **The peer's SETTINGS.** Until the server's first SETTINGS arrive its stream limit is not known, and a stream
+  it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
+  sent twice waits for them (`may_open`), the rest go at once.
+- **Malformed responses** (a bad or missing :status, a pseudo-header other than :status, an upper-case or
+  connection-specific field, CR/LF/NUL in a value, DATA beyond or short of the content-length) end that stream
+  alone (RST_STREAM PROTOCOL_ERROR, RFC 9113 §8.1.1), not the connection: h2 makes any of them a connection
+  error, which would take every other stream with it again and again on each new connection, so its header
+  validation is off and the session checks heads (`_malformed`) and DATA lengths (`_length_mismatch`, before
+  h2 sees the frame; frames go to h2 one at a time) itself.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
-  request.py `urgency`; images and media incremental); the shell hands requests over in the pool's priority
-  order, so render-blocking streams are also opened first.
+  request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
+  the urgency, every stream a sibling on stream 0: `tree_weight`), because that is what servers act on: nginx 1.22
+  and Apache 2.4 ignore RFC 9218 and honour the tree (measured: tests/bench/h2_priority.py, docs/architecture.md).
+  The shell hands requests over in the pool's priority order, so render-blocking streams are also opened first.
 - **RTT.** A PING goes out with the preface and whenever the shell asks (`ping`); its ACK gives `rtt`.
 """
 
@@ -36,7 +50,9 @@ from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
     DataReceived,
+    InformationalResponseReceived,
     PingAckReceived,
+    RemoteSettingsChanged,
     ResponseReceived,
     StreamEnded,
     StreamReset,
@@ -52,7 +68,8 @@ from .response_parser import Framing, ResponseHead
 T = TypeVar("T")
 
 WINDOW = 16 * 1024 * 1024  # per stream and per connection: a 10 Mbit/s × 600 ms link needs 750 KB in flight
-_GOAWAY = 0x7  # frame type
+_DATA, _GOAWAY = 0x0, 0x7  # frame types
+_END_STREAM, _PADDED = 0x1, 0x8  # DATA frame flags
 STREAMS_BEFORE_SETTINGS = 100  # RFC 9113 §6.5.2: a server should allow at least 100 concurrent streams
 _NO_LIMIT = 2**31  # h2 reports "unlimited" (no SETTINGS yet) as 2**32 + 1
 
@@ -109,11 +126,15 @@ class _Stream(Generic[T]):
     framing: Framing = Framing.LENGTH
     trailers: Headers = field(default_factory=list)
     wire_bytes: int = 0
+    expected: int | None = None  # the response's content-length (0 for HEAD), once its head arrived
+    data_bytes: int = 0  # DATA payload received so far
 
 
 class H2Session(Generic[T]):
     def __init__(self, window: int = WINDOW) -> None:
-        self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None))
+        # validate_inbound_headers off: malformed heads are checked here (_malformed), as stream errors.
+        self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None,
+                                                validate_inbound_headers=False))
         self._window = window
         self._streams: dict[int, _Stream[T]] = {}
         self._by_token: dict[T, int] = {}  # token -> stream id (exchanges hash by identity)
@@ -123,14 +144,17 @@ class H2Session(Generic[T]):
         self.responses_completed = 0
         self.closing = False  # no new stream may be opened (GOAWAY received or sent)
         self.ended = False
+        self.peer_settings = False  # the server's first SETTINGS arrived: its stream limit is known
+        self.settings_changed = 0  # counts the server's SETTINGS frames (the shell wakes its sender on one)
         self.rtt: float | None = None  # the last PING round trip, seconds
 
     # -- set-up and sending ----------------------------------------------------------------------------------
 
     def start(self, at: float = 0.0) -> None:
-        """The connection preface: our SETTINGS (large windows, no push), the connection window, a PING."""
+        """The connection preface: our SETTINGS (no push), the connection window, a PING. Stream windows are
+        opened per stream as it is (send)."""
         self._h2.initiate_connection()
-        self._h2.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: self._window, SettingCodes.ENABLE_PUSH: 0})
+        self._h2.update_settings({SettingCodes.ENABLE_PUSH: 0})
         self._h2.increment_flow_control_window(self._window - 65535)
         self.ping(at)
 
@@ -149,6 +173,10 @@ class H2Session(Generic[T]):
     def can_open(self) -> bool:
         return not self.closing and not self.ended and len(self._streams) < self.stream_limit()
 
+    def may_open(self, method: str) -> bool:
+        """May a request with this method go now? One not sent again when refused waits for the server's SETTINGS."""
+        return self.can_open() and (method in PIPELINABLE_METHODS or self.peer_settings)
+
     def open_streams(self) -> int:
         return len(self._streams)
 
@@ -164,7 +192,12 @@ class H2Session(Generic[T]):
             if not self.can_open():
                 break
             sid = self._h2.get_next_available_stream_id()
-            self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body)
+            self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body,
+                                  priority_weight=tree_weight(req.urgency), priority_depends_on=0,
+                                  priority_exclusive=False)
+            initial = self._h2.local_settings.initial_window_size
+            if self._window > initial:
+                self._h2.increment_flow_control_window(self._window - initial, sid)
             self.requests_sent += 1
             self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"")
             self._by_token[req.token] = sid
@@ -207,6 +240,8 @@ class H2Session(Generic[T]):
         for piece in self._frames():
             if isinstance(piece, tuple):
                 out.extend(self._goaway(*piece))
+            elif (overrun := self._length_mismatch(piece)) is not None:
+                out.append(overrun)
             else:
                 out.extend(self._receive_frames(piece, at))
             if self._over():
@@ -216,20 +251,43 @@ class H2Session(Generic[T]):
             out.append(self._end("the server ended the connection (GOAWAY) and every stream it kept is answered"))
         return out
 
+    def _length_mismatch(self, frame: bytes) -> StreamFailed[T] | None:
+        """A DATA frame that takes its stream past its content-length, or ends it short: that response is
+        malformed, a stream error (RFC 9113 §8.1.1). Checked here, before h2 sees the frame, because h2 raises it
+        as a connection error. The frame is not given to h2: its bytes go back to the connection window at once
+        (h2 then counts that many more than the server does, which only makes it lenient)."""
+        if len(frame) < 9 or frame[3] != _DATA:
+            return None
+        sid = int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF
+        s = self._streams.get(sid)
+        if s is None or s.head is None or s.expected is None:
+            return None
+        length = int.from_bytes(frame[0:3], "big")
+        padded = bool(frame[4] & _PADDED) and length > 0
+        data = length - (1 + frame[9] if padded else 0)
+        ends = bool(frame[4] & _END_STREAM)
+        if s.data_bytes + data <= s.expected and not (ends and s.data_bytes + data < s.expected):
+            return None
+        with contextlib.suppress(H2Error):
+            if length:
+                self._h2.increment_flow_control_window(length)
+        return self._malformed_stream(sid, f"content-length {s.expected}, DATA "
+                                           f"{'ended at' if ends else 'went past it to'} {s.data_bytes + data}")
+
     def _over(self) -> bool:
         return self.ended  # a method: mypy would otherwise keep `ended` narrowed to False across the loop
 
     def _frames(self) -> list[bytes | tuple[int, int]]:
-        """Split what arrived at frame boundaries: runs of frames for h2, and each GOAWAY as (last stream id, error
-        code) for us. h2 reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181),
-        but the streams at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
+        """Split what arrived at frame boundaries: each frame for h2 on its own (so a stream error h2 raises is
+        known to be that frame's: _receive_frames), and each GOAWAY as (last stream id, error code) for us. h2
+        reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181), but the streams
+        at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
         out: list[bytes | tuple[int, int]] = []
-        run = bytearray()
         buf = self._inbuf
         while len(buf) >= 9:
             length = int.from_bytes(buf[0:3], "big")
             if length > self._h2.max_inbound_frame_size:
-                run += buf  # h2 rejects it (FRAME_SIZE_ERROR): no need to wait for all of it
+                out.append(bytes(buf))  # h2 rejects it (FRAME_SIZE_ERROR): no need to wait for all of it
                 buf.clear()
                 break
             if len(buf) < 9 + length:
@@ -237,14 +295,9 @@ class H2Session(Generic[T]):
             frame = bytes(buf[: 9 + length])
             del buf[: 9 + length]
             if frame[3] == _GOAWAY and length >= 8 and int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF == 0:
-                if run:
-                    out.append(bytes(run))
-                    run.clear()
                 out.append((int.from_bytes(frame[9:13], "big") & 0x7FFFFFFF, int.from_bytes(frame[13:17], "big")))
             else:
-                run += frame
-        if run:
-            out.append(bytes(run))
+                out.append(frame)
         return out
 
     def _receive_frames(self, data: bytes, at: float) -> list[H2Event[T]]:
@@ -258,8 +311,20 @@ class H2Session(Generic[T]):
                 s = self._streams.get(ev.stream_id)
                 if s is None:
                     continue  # cancelled by us
+                why = _malformed(ev.headers or [])
+                if why is not None:
+                    out.append(self._malformed_stream(ev.stream_id, why))
+                    continue
                 s.head, s.framing = _head(ev.headers or [], s.method)
+                s.expected = 0 if s.framing is Framing.NONE else _content_length(s.head)  # HEAD, 204, 304
                 out.append(ResponseStarted(s.token, s.head, s.framing, _content_length(s.head), held=False))
+            elif isinstance(ev, InformationalResponseReceived) and ev.stream_id is not None:
+                why = _malformed(ev.headers or [], informational=True)
+                if why is not None and ev.stream_id in self._streams:
+                    out.append(self._malformed_stream(ev.stream_id, why))
+            elif isinstance(ev, RemoteSettingsChanged):
+                self.peer_settings = True
+                self.settings_changed += 1
             elif isinstance(ev, DataReceived) and ev.stream_id is not None:
                 s = self._streams.get(ev.stream_id)
                 flow = ev.flow_controlled_length or 0
@@ -268,13 +333,17 @@ class H2Session(Generic[T]):
                     self._ack(flow, ev.stream_id)  # a stream we reset: nobody will consume it
                     continue
                 s.wire_bytes += flow
+                s.data_bytes += len(data)
                 if flow > len(data):
                     self._ack(flow - len(data), ev.stream_id)  # padding: nothing for the sink to take
                 if data:
                     out.append(ResponseBody(s.token, data))
             elif isinstance(ev, TrailersReceived) and ev.stream_id is not None:
                 s = self._streams.get(ev.stream_id)
-                if s is not None:
+                why = _malformed(ev.headers or [], trailers=True)
+                if s is not None and why is not None:
+                    out.append(self._malformed_stream(ev.stream_id, why))
+                elif s is not None:
                     s.trailers = [(_text(k), _text(v)) for k, v in ev.headers or [] if not _text(k).startswith(":")]
             elif isinstance(ev, StreamEnded) and ev.stream_id is not None:
                 s = self._forget(ev.stream_id)
@@ -348,6 +417,13 @@ class H2Session(Generic[T]):
             partial=[s.token for s in streams if s.method in PIPELINABLE_METHODS and s.head is not None],
         )
 
+    def _malformed_stream(self, sid: int, why: str) -> StreamFailed[T]:
+        s = self._forget(sid)
+        assert s is not None
+        with contextlib.suppress(H2Error):
+            self._h2.reset_stream(sid, ErrorCodes.PROTOCOL_ERROR)
+        return StreamFailed(s.token, f"malformed response from the server ({why})")
+
     def _forget(self, sid: int) -> _Stream[T] | None:
         s = self._streams.pop(sid, None)
         if s is not None:
@@ -377,6 +453,12 @@ class H2Session(Generic[T]):
                     break
 
 
+def tree_weight(urgency: int) -> int:
+    """RFC 7540 weight (1..256) for an RFC 9218 urgency (0..7): halved per step, u=0 256 .. u=7 2, so a server
+    sharing by weight gives a render-blocking stream 32 times an image's share (u=5)."""
+    return max(1, 256 >> max(0, min(7, urgency)))
+
+
 def _text(b: bytes | str) -> str:
     return b.decode("latin-1") if isinstance(b, bytes) else b
 
@@ -394,6 +476,46 @@ def _wire_headers(req: H2Request[T]) -> list[tuple[bytes, bytes]]:
     if req.body:
         out.append((b"content-length", str(len(req.body)).encode()))
     return out
+
+
+_BAD_VALUE = frozenset("\r\n\0")
+_HOP_FIELDS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
+
+
+def _malformed(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], *, informational: bool = False,
+               trailers: bool = False) -> str | None:
+    """Why this header block is a malformed response (RFC 9113 §8.1.1, §8.2, §8.3.2), or None. What h2's own
+    validation would check for a response, as a stream error instead of a connection one."""
+    statuses: list[str] = []
+    regular = False
+    for k, v in headers:
+        name, value = _text(k), _text(v)
+        if not name:
+            return "an empty field name"
+        if name.startswith(":"):
+            if name != ":status" or trailers:
+                return f"pseudo-header {name!r}"
+            if regular:
+                return ":status after a regular field"
+            statuses.append(value)
+            continue
+        regular = True
+        if name != name.lower() or any(c in name for c in " :\r\n\0"):
+            return f"field name {name!r}"
+        if name in _HOP_FIELDS:
+            return f"connection-specific field {name!r}"
+        if _BAD_VALUE & set(value):
+            return f"CR, LF or NUL in {name!r}"
+    if trailers:
+        return None
+    if len(statuses) != 1:
+        return "no :status" if not statuses else "more than one :status"
+    status = statuses[0]
+    if len(status) != 3 or not status.isdigit() or not ("100" <= status <= "599"):
+        return f":status {status!r}"
+    if informational != status.startswith("1"):
+        return f":status {status!r}"
+    return None
 
 
 def _head(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], method: str) -> tuple[ResponseHead, Framing]:

@@ -93,7 +93,7 @@ class OriginPool:
             return None
         if isinstance(conn, H2Connection):
             # Streams multiplex: no depth, no bulk, no order to keep; only the peer's stream limit.
-            return heapq.heappop(self._queue)[1] if conn.can_take() else None
+            return heapq.heappop(self._queue)[1] if conn.can_take(self._queue[0][1]) else None
         assert isinstance(conn, Connection)
         if self.carries_bulk(conn):
             self._open_for_work()  # bulk never blocks small: the request waits for (or gets) another connection

@@ -10,6 +10,7 @@ import base64
 import datetime
 import ipaddress
 import os
+import socket
 import ssl
 import stat
 import subprocess
@@ -375,3 +376,73 @@ async def test_the_extension_sets_the_opted_in_sites_through_the_host(tmp_path: 
         await h.send({"type": "https_sites", "sites": []})
         assert (await h.recv())["sites"] == []
         assert "lanefetch" not in listed(base / "p.default")
+
+
+# -- proxy mode's upstream over HTTP/2 ---------------------------------------------------------------------------
+
+class Timings(Quiet):
+    def __init__(self) -> None:
+        self.reports: dict[str, TimingReport] = {}
+
+    async def timing(self, request: FetchRequest, report: TimingReport, response: object = None) -> None:
+        self.reports[request.url] = report
+
+
+@pytest.mark.skipif(not Path("/usr/sbin/nginx").exists() and not Path("/usr/bin/nginx").exists(),
+                    reason="needs nginx")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the lab that runs (and stops) nginx")
+async def test_proxy_upstream_speaks_h2_to_an_h2_origin(tmp_path: Path, profile: Path) -> None:
+    """Firefox speaks HTTP/1.1 to the helper inside the terminated tunnel; the helper's engine (ProxyService's,
+    from service.py, as the host composes it) speaks h2 to an origin that offers it: several requests on the
+    tunnel, bodies exact, all on ONE upstream h2 connection (nginx's log: HTTP/2.0, one connection serial)."""
+    from bench.netlab import Lab
+    from bench.servers import start_nginx
+    from lanefetch.proxy.service import ProxyService
+    from tls_pki import make_test_pki
+
+    (tmp_path / "pki").mkdir()
+    pki = make_test_pki(tmp_path / "pki", "upstream h2 CA", ips=("127.0.0.1",))
+    docroot = tmp_path / "www"
+    docroot.mkdir()
+    files = {f"/f{i}.js": os.urandom(1000 + 9000 * i) for i in range(8)}
+    for path, data in files.items():
+        (docroot / path.lstrip("/")).write_bytes(data)
+    observer = Timings()
+    svc = ProxyService(EngineConfig(ca_file=str(pki / "ca.pem")), observer, https_data=tmp_path / "data")
+    sites = HttpsSites(tmp_path / "data", ca_firefox.RunningFirefox(profile, time.time() - 5), home=tmp_path)
+    sites.sync([Site("domain", "127.0.0.1")])
+    sites.firefox = ca_firefox.RunningFirefox(profile, time.time() + 1)  # "restarted": the site's CA is trusted
+    assert [s.state for s in sites.sync([Site("domain", "127.0.0.1")]).sites] == ["active"]
+    svc.https, svc.tls = sites, TlsTerminator(sites)
+    lanefetch_ca = tmp_path / "lanefetch-ca.pem"
+    auth = sites.authority_for("127.0.0.1")
+    assert auth is not None
+    lanefetch_ca.write_bytes(auth.cert_pem())
+    with Lab() as lab:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        srv = start_nginx(lab.root, docroot, "127.0.0.1", port, tls=(pki / "srv.pem", pki / "srv.key"), http2=True)
+        listener = await svc.open("c1", Page(address_space="loopback", top_site="https://127.0.0.1"))
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+            writer.write(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                         f"Proxy-Authorization: {basic_credentials(svc.secret)}\r\n\r\n".encode())
+            assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)).startswith(b"HTTP/1.1 200")
+            await writer.start_tls(ssl.create_default_context(cafile=str(lanefetch_ca)), server_hostname="127.0.0.1")
+            for path, data in files.items():  # one after another on the tunnel, as a browser connection does
+                writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)
+                assert head.startswith(b"HTTP/1.1 200"), head
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                assert await asyncio.wait_for(reader.readexactly(length), 20) == data, path
+            writer.close()
+        finally:
+            await svc.aclose()
+        log = srv.access_log(wait_for=len(files), timeout=10)
+    assert len(log) == len(files)
+    assert {rec.request.rsplit(" ", 1)[1] for rec in log} == {"HTTP/2.0"}, "the helper spoke h2 upstream"
+    assert len({rec.connection for rec in log}) == 1, "one upstream h2 connection for the whole tunnel"
+    conns = [r.connection for r in observer.reports.values()]
+    assert len(conns) == len(files) and all(c is not None and c.protocol == "h2" for c in conns)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from bench.netlab import LINK_SETS, Host, Lab, Link
 from bench.servers import ServerHandle, start_nginx
+from tls_pki import make_test_pki
 
 pytestmark = [
     pytest.mark.netns,
@@ -37,6 +38,8 @@ class Net:
     files: dict[str, bytes]
     out: Path
     docroot: Path
+    srv_h2: ServerHandle  # the same docroot over TLS + HTTP/2 (port 443), its certificate from ca
+    ca: Path
 
 
 def _net(tmp: Path, link_set: str) -> Iterator[Net]:
@@ -52,7 +55,10 @@ def _net(tmp: Path, link_set: str) -> Iterator[Net]:
         server, client = lab.host("server"), lab.host("client")
         links = lab.links(client, server, LINK_SETS[link_set])
         srv = start_nginx(server, docroot, "0.0.0.0", extra_conf="location /norange/ { max_ranges 0; }")
-        yield Net(client, links, srv, files, tmp / "out", docroot)
+        (tmp / "pki").mkdir()
+        pki = make_test_pki(tmp / "pki", "lanefetch lanes h2 CA", ips=(server.ip,))
+        srv_h2 = start_nginx(server, docroot, "0.0.0.0", 443, tls=(pki / "srv.pem", pki / "srv.key"), http2=True)
+        yield Net(client, links, srv, files, tmp / "out", docroot, srv_h2, pki / "ca.pem")
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +71,12 @@ def unequal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
     yield from _net(tmp_path_factory.mktemp("unequal"), "10+5mbit")
 
 
-def argv(net: Net, names: list[str], links: list[Link] | None = None) -> list[str]:
+def argv(net: Net, names: list[str], links: list[Link] | None = None, *, h2: bool = False) -> list[str]:
     lanes = [a for link in (links or net.links) for a in ("--interface", link.a_dev)]
-    urls = [f"http://{net.srv.host.ip}/{n}" for n in names]
-    return [LANEFETCH, "fetch", "--json", "--as-page", "private", "--out", str(net.out), "--split", *lanes, *urls]
+    urls = [f"{'https' if h2 else 'http'}://{net.srv.host.ip}/{n}" for n in names]
+    tls = ["--ca-file", str(net.ca)] if h2 else []
+    return [LANEFETCH, "fetch", "--json", "--as-page", "private", "--out", str(net.out), "--split", *lanes, *tls,
+            *urls]
 
 
 def check_exact(net: Net, result: dict[str, Any]) -> None:
@@ -128,6 +136,27 @@ def test_server_ignoring_range_is_streamed(equal: Net) -> None:
     assert Path(r["file"]).read_bytes() == equal.files["big.bin"]
     stats = equal.links[1].stats()
     assert stats is not None and int(stats["down"]["bytes"]) - before < 300_000  # of 1.5 MB
+
+
+def test_split_over_h2_uses_one_h2_connection_per_interface(equal: Net) -> None:
+    """An https origin speaking h2: the split's ranges go over h2, each lane (interface) one h2 connection to
+    the origin carrying all of that lane's ranges as streams; the body SHA-exact."""
+    before = len(equal.srv_h2.access_log())
+    out = equal.client.run(argv(equal, ["large.bin"], h2=True), timeout=120)
+    result = json.loads(out.stdout)
+    check_exact(equal, result)
+    r = result["requests"][0]
+    lanes = {lane["interface"]: lane for lane in r["lanes"]}
+    assert set(lanes) == {link.a_dev for link in equal.links}
+    assert all(lane["bytes"] > 500_000 for lane in lanes.values()), lanes  # of 3 MB: both lanes carried it
+    records = equal.srv_h2.access_log(wait_for=before + 2)[before:]
+    assert {rec.request.rsplit(" ", 1)[1] for rec in records} == {"HTTP/2.0"}, records
+    by_lane: dict[str, set[str]] = {}
+    for rec in records:
+        by_lane.setdefault(rec.remote_addr, set()).add(rec.connection)
+    assert set(by_lane) == {link.a_ip for link in equal.links}, by_lane  # each lane left by its own link
+    assert all(len(conns) == 1 for conns in by_lane.values()), by_lane  # one h2 connection per interface
+    assert len(records) > len(by_lane), "several ranges went as streams on a lane's one connection"
 
 
 def test_resource_changing_mid_transfer_restarts_cleanly(equal: Net) -> None:

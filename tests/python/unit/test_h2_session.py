@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import DataReceived, RequestReceived, StreamEnded, StreamReset
 from h2.settings import SettingCodes
-from hyperframe.frame import GoAwayFrame
+from hyperframe.frame import GoAwayFrame, HeadersFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned
@@ -35,11 +36,14 @@ class Server:
         self.bodies: dict[int, bytes] = {}
         self.ended: set[int] = set()
         self.reset: set[int] = set()
+        self.weights: dict[int, tuple[int | None, int | None]] = {}  # stream -> RFC 7540 (weight, depends on)
 
     def receive(self, data: bytes) -> None:
         for ev in self.h2.receive_data(data):
             if isinstance(ev, RequestReceived):
                 self.requests[ev.stream_id] = dict(ev.headers)  # type: ignore[arg-type]
+                if ev.priority_updated is not None:
+                    self.weights[ev.stream_id] = (ev.priority_updated.weight, ev.priority_updated.depends_on)
                 self.bodies[ev.stream_id] = b""
             elif isinstance(ev, DataReceived):
                 self.bodies[ev.stream_id] += ev.data
@@ -131,11 +135,15 @@ def test_windows_are_large_and_priority_is_sent() -> None:
     img = H2Request("img", "GET", "https", "e.test", "/i.png", [], urgency=5, incremental=True)
     css = H2Request("css", "GET", "https", "e.test", "/a.css", [], urgency=0)
     handshake(client, server, [img, css])
-    assert server.h2.remote_settings.initial_window_size == WINDOW
-    assert server.h2.outbound_flow_control_window >= WINDOW - 65535
+    # Each stream's window is opened by a WINDOW_UPDATE with its HEADERS (not SETTINGS, which h2 applies only
+    # once acknowledged), and the connection's by one after the preface.
+    assert server.h2.outbound_flow_control_window == WINDOW
+    assert all(server.h2.local_flow_control_window(sid) == WINDOW for sid in server.requests)
     by_path = {h[":path"]: (sid, h) for sid, h in server.requests.items()}
     assert by_path["/a.css"][1]["priority"] == "u=0" and by_path["/i.png"][1]["priority"] == "u=5, i"
     assert by_path["/a.css"][0] < by_path["/i.png"][0], "the render-blocking request is opened first"
+    # ... and the RFC 7540 weights nginx and Apache act on (they ignore the RFC 9218 field): siblings on stream 0.
+    assert server.weights == {by_path["/a.css"][0]: (256, 0), by_path["/i.png"][0]: (8, 0)}
 
 
 def test_urgency_from_type_and_priority() -> None:
@@ -168,6 +176,74 @@ def test_post_body_is_sent_and_refused_get_is_retried() -> None:
     server.answer(post_sid)
     client.feed(server.out())
     assert client.retry == {"r1": 1} and client.complete == {"r0": 1} and not client.ended
+
+
+def test_large_body_without_our_settings_acknowledged() -> None:
+    # A server that never acknowledges our SETTINGS (but honours them) may still send a stream WINDOW bytes.
+    client, server = Client(), Server()
+    handshake(client, server, reqs(1))
+    (sid,) = server.requests
+    body = bytes(range(256)) * 4096  # 1 MiB: far over the 64 KiB h2 would expect without an acknowledgement
+    server.h2.send_headers(sid, [(":status", "200"), ("content-length", str(len(body)))])
+    for i in range(0, len(body), 16384):
+        server.h2.send_data(sid, body[i:i + 16384], end_stream=i + 16384 >= len(body))
+    client.feed(_without_settings_ack(server.out()))
+    assert client.complete == {"r0": 1} and client.bodies["r0"] == body and not client.ended
+
+
+def _without_settings_ack(data: bytes) -> bytes:
+    out, i = bytearray(), 0
+    while i < len(data):
+        n = int.from_bytes(data[i:i + 3], "big")
+        if not (data[i + 3] == 0x4 and data[i + 4] & 1):
+            out += data[i:i + 9 + n]
+        i += 9 + n
+    return bytes(out)
+
+
+def test_a_post_waits_for_the_servers_settings() -> None:
+    # Over the server's stream limit before its SETTINGS arrive, a stream is refused; a POST is not sent again
+    # then, so it waits for them (a GET need not).
+    client = Client()
+    client.session.start()
+    assert client.session.may_open("GET") and not client.session.may_open("POST")
+    client.feed(Server().out())
+    assert client.session.may_open("POST") and client.session.peer_settings
+
+
+@pytest.mark.parametrize("status", [[(":status", "abc")], [(":status", "99")], [(":status", "2000")], [],
+                                    [(":status", "200"), (":status", "200")], [(":status", "200"), (":path", "/")],
+                                    [(":status", "200"), ("Upper", "x")], [(":status", "200"), ("connection", "x")],
+                                    [(":status", "200"), ("x", "a\r\nb")]])
+def test_malformed_response_ends_its_stream_only(status: list[tuple[str, str]]) -> None:
+    client, server = Client(), Server()
+    batch = reqs(3)
+    handshake(client, server, batch)
+    bad, *good = sorted(server.requests)
+    raw = HeadersFrame(bad)
+    raw.data = server.h2.encoder.encode(status)
+    raw.flags.add("END_HEADERS")  # a body would follow: the client resets the stream
+    for sid in good:
+        server.answer(sid)
+    client.feed(raw.serialize() + server.out())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1, "r2": 1} and not client.ended
+    server.receive(client.session.data_to_send())
+    assert bad in server.reset  # RST_STREAM PROTOCOL_ERROR for that stream alone
+
+
+@pytest.mark.parametrize("sent", [b"x" * 20, b"x" * 5, b"x" * 9 + b"y" * 2])
+def test_body_off_its_content_length_ends_its_stream_only(sent: bytes) -> None:
+    client, server = Client(), Server()
+    handshake(client, server, reqs(3))
+    bad, *good = sorted(server.requests)
+    server.h2.send_headers(bad, [(":status", "200"), ("content-length", "10")])
+    server.h2.send_data(bad, sent[:8])
+    server.h2.send_data(bad, sent[8:], end_stream=True)
+    for sid in good:
+        server.answer(sid)
+    client.feed(server.out())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1, "r2": 1} and not client.ended
+    server.receive(client.session.data_to_send())  # the client's answer is well-formed for the server's h2
 
 
 def test_ping_measures_rtt() -> None:

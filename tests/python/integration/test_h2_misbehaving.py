@@ -1,0 +1,378 @@
+"""The HTTP/2 misbehaviour matrix: the real engine and pool against a scripted h2 server over TLS on loopback
+(h2_misbehaving_server.py) that goes away mid-batch, resets streams, shrinks windows, limits streams, never
+acknowledges SETTINGS, resets the TCP connection, answers streams never opened, pushes when push is off and sends
+bad :status values.
+
+Every case ends with every request of the batch answered exactly once (the recording sink: one end or one error,
+one timing), each GET/HEAD with its own bytes (SHA) unless the case says it must fail, and:
+- a POST is never sent twice (the server processed it at most once), and is sent again on no connection at all;
+- a request the server provably did not process (REFUSED_STREAM, above a graceful GOAWAY's last stream id) is
+  sent again without counting a retry; one it may have processed (a connection lost) counts one.
+Waits are bounded (the engine's own timeouts and asyncio.wait_for around each batch)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from h2.errors import ErrorCodes
+from h2.settings import SettingCodes
+from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
+from lanefetch.engine import Engine, EngineConfig, FetchRequest
+from misbehaving_servers import LOOPBACK, RecordingSink, content, sha
+from tls_pki import make_test_pki
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+VICTIM = "/v/victim/150000"  # the stream a case picks on: large enough to be cut mid-body
+POST_BODY = bytes(range(256)) * 12  # 3 KB
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_test_pki(tmp_path_factory.mktemp("pki"), "lanefetch h2 misbehaviour CA")
+
+
+def batch(srv: H2Server, tag: str = "", *, posts: int = 2, post_body: bytes = POST_BODY) -> list[FetchRequest]:
+    sizes = [2048, 200_000, 17, 65536, 1, 9000, 70_001, 0, 4096, 100_000]
+    reqs = [FetchRequest(f"g{tag}{i}", "GET", srv.url(f"/r{tag}/g{i}/{s}"), resource_type="script")
+            for i, s in enumerate(sizes)]
+    reqs.append(FetchRequest(f"victim{tag}", "GET", srv.url(VICTIM + tag), resource_type="image"))
+    reqs.append(FetchRequest(f"head{tag}", "HEAD", srv.url(f"/r{tag}/head/5000")))
+    reqs += [FetchRequest(f"post{tag}{i}", "POST", srv.url(f"/p{tag}/post{i}"), body=post_body + bytes([i]),
+                          headers=[("content-type", "application/octet-stream")]) for i in range(posts)]
+    return reqs
+
+
+def path_of(req: FetchRequest) -> str:
+    return "/" + req.url.split("/", 3)[3]
+
+
+def expected(req: FetchRequest) -> bytes:
+    if req.method == "HEAD":
+        return b""
+    return req.body or b"" if req.method == "POST" else content(path_of(req))
+
+
+def config(**kw: object) -> EngineConfig:
+    cfg = EngineConfig(connect_timeout=5, stall_timeout=5, idle_timeout=10, total_timeout=30, max_retries=3)
+    for k, v in kw.items():
+        setattr(cfg, k, v)
+    return cfg
+
+
+@dataclass
+class Outcome:
+    """What a case expects beyond "each answered exactly once": requests that must fail (a clear error), requests
+    that may fail (POSTs caught by a connection error), requests sent again without a counted retry."""
+
+    fail: set[str] = field(default_factory=set)
+    may_fail: set[str] = field(default_factory=set)
+    not_processed: set[str] = field(default_factory=set)  # sent again free: report.retries == 0
+
+
+async def run_batch(engine: Engine, reqs: list[FetchRequest], timeout: float = 40) -> RecordingSink:
+    sink = RecordingSink()
+    await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), timeout)
+    return sink
+
+
+def check(sink: RecordingSink, reqs: list[FetchRequest], srv: H2Server, out: Outcome) -> None:
+    sink.check_once(reqs)
+    assert not srv.errors, f"the scripted server itself failed: {srv.errors!r}"
+    for req in reqs:
+        r = sink.records[req.id]
+        if req.id in out.fail:
+            assert r.error is not None, f"{req.id}: should have failed, got {len(r.body)} bytes"
+            assert r.error.message, req.id
+            continue
+        if r.error is not None:
+            assert req.id in out.may_fail, f"{req.id} {req.url}: {r.error!r}"
+            assert req.method == "POST"
+            continue
+        want = expected(req)
+        assert len(r.body) == len(want) and sha(bytes(r.body)) == sha(want), (
+            f"{req.id}: got {len(r.body)} bytes, want {len(want)}")
+        assert r.head is not None and r.head.http_version == "2"
+        if req.id in out.not_processed:
+            assert r.report is not None and r.report.retries == 0, f"{req.id}: a free re-send counted a retry"
+    for req in reqs:
+        if req.method == "POST":  # never sent again: the server saw it at most once, answered it at most once
+            key = ("POST", path_of(req))
+            assert srv.received[key] <= 1 and srv.answered[key] <= 1, f"{req.id} reached the server twice"
+
+
+def ids(reqs: list[FetchRequest], conn: H2ServerConn, streams: list[int]) -> set[str]:
+    by_path = {path_of(r): r.id for r in reqs}
+    return {by_path[conn.streams[s].path] for s in streams if s in conn.streams}
+
+
+# ------------------------------------------------------------------------------------------- scenarios
+# Each: (scenario for the first connection, later connections serve normally) and how to derive the Outcome.
+
+Scenario = Callable[[H2ServerConn], Awaitable[None]]
+N = 14  # requests in a batch
+
+
+def first_conn(misbehave: Scenario) -> Scenario:
+    async def run(conn: H2ServerConn) -> None:
+        if conn.index == 0:
+            await misbehave(conn)
+        else:
+            await conn.serve_rest()
+    return run
+
+
+def victim_in(reqs: list[H2Req]) -> H2Req:
+    return next(r for r in reqs if r.path.startswith(VICTIM))
+
+
+async def goaway_graceful(conn: H2ServerConn) -> None:
+    """All 14 arrive; GOAWAY(NO_ERROR) keeping the lowest 6 streams; those are answered, the rest never."""
+    reqs = await conn.requests(N)
+    sids = sorted(r.stream_id for r in reqs)
+    last = sids[5]
+    conn.server.state["above"] = [s for s in sids if s > last]
+    for r in reqs:
+        if r.stream_id > last:
+            conn.server.received[(r.method, r.path)] -= 1  # arrived, never processed
+    conn.goaway(last)
+    for r in sorted(reqs, key=lambda r: r.stream_id):
+        if r.stream_id <= last:
+            await conn.respond(r)
+    await conn.closed.wait()
+
+
+async def goaway_error(conn: H2ServerConn) -> None:
+    """Three answered, then GOAWAY(INTERNAL_ERROR) with every stream at or below last: maybe processed."""
+    reqs = await conn.requests(N)
+    gets = [r for r in reqs if r.method == "GET" and not r.path.startswith(VICTIM)]
+    for r in gets[:3]:
+        await conn.respond(r)
+    conn.goaway(max(r.stream_id for r in reqs), ErrorCodes.INTERNAL_ERROR)
+    await conn.drain()
+
+
+def rst(code: ErrorCodes, when: str, method: str = "GET") -> Scenario:
+    """The victim's stream is reset with `code` before its head, after its head, or mid-body; the rest served.
+    With method POST, a POST is the victim instead."""
+    async def run(conn: H2ServerConn) -> None:
+        reqs = await conn.requests(N)
+        victim = victim_in(reqs) if method == "GET" else next(r for r in reqs if r.method == "POST")
+        if when == "after_head":
+            conn.send_head(victim)
+        elif when == "mid_body":
+            conn.send_head(victim)
+            await conn.send_body(victim, conn.answer_for(victim)[:40_000], end=False)
+        conn.reset_stream(victim, code)
+        if code == ErrorCodes.REFUSED_STREAM and when == "before_head":
+            conn.server.received[(victim.method, victim.path)] -= 1  # refused: not processed
+        conn.server.state["victim"] = victim.stream_id
+        for r in reqs:
+            if r is not victim:
+                conn.answer_soon(r)
+        await conn.serve_rest()
+    return run
+
+
+async def refuse_always(conn: H2ServerConn) -> None:
+    """The victim is refused on every connection, every time."""
+    while (r := await conn.next_request()) is not None:
+        if r.path.startswith(VICTIM):
+            conn.server.received[(r.method, r.path)] -= 1
+            conn.reset_stream(r, ErrorCodes.REFUSED_STREAM)
+        else:
+            conn.answer_soon(r)
+
+
+async def reset_mid_batch(conn: H2ServerConn) -> None:
+    """Three GETs answered, the victim's head and 40 KB, then a TCP reset."""
+    reqs = await conn.requests(N)
+    gets = [r for r in reqs if r.method == "GET" and not r.path.startswith(VICTIM)]
+    for r in gets[:3]:
+        await conn.respond(r)
+    victim = victim_in(reqs)
+    conn.send_head(victim)
+    await conn.send_body(victim, content(victim.path)[:40_000], end=False)
+    conn.tcp_reset()
+
+
+async def answer_unopened_stream(conn: H2ServerConn) -> None:
+    reqs = await conn.requests(N)
+    for r in reqs[:2]:
+        await conn.respond(r)
+    conn.raw_headers(max(r.stream_id for r in reqs) + 40, [(":status", "200"), ("content-length", "0")])
+    for r in reqs[2:]:
+        conn.answer_soon(r)
+    await conn.serve_rest()
+
+
+async def push_while_disabled(conn: H2ServerConn) -> None:
+    reqs = await conn.requests(N)
+    conn.raw_push_promise(reqs[0], 2)
+    for r in reqs:
+        conn.answer_soon(r)
+    await conn.serve_rest()
+
+
+def bad_status(status: str | None) -> Scenario:
+    """The victim's HEADERS carry a bad :status (None: none at all), on every connection."""
+    async def run(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request()) is not None:
+            if r.path.startswith(VICTIM):
+                hdrs = [("content-length", "5")] if status is None else [(":status", status), ("content-length", "5")]
+                conn.raw_headers(r.stream_id, hdrs, end=False)
+            else:
+                conn.answer_soon(r)
+    return run
+
+
+def wrong_length(extra: int) -> Scenario:
+    """The victim announces its length and then sends `extra` bytes more (or fewer), on every connection."""
+    async def run(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request()) is not None:
+            if r.path.startswith(VICTIM):
+                body = content(r.path)
+                conn.h2.send_headers(r.stream_id, [(":status", "200"), ("content-length", str(len(body)))])
+                conn.answer_soon_data(r, body + bytes(extra) if extra > 0 else body[:extra])
+            else:
+                conn.answer_soon(r)
+    return run
+
+
+async def informational_then_200(conn: H2ServerConn) -> None:
+    while (r := await conn.next_request()) is not None:
+        if r.path.startswith(VICTIM):  # raw: h2's server side refuses a 1xx once the request has ended
+            conn.raw_headers(r.stream_id, [(":status", "103"), ("link", "</x.css>; rel=preload")], end=False)
+        conn.answer_soon(r)
+
+
+async def zero_then_raised(conn: H2ServerConn) -> None:
+    """MAX_CONCURRENT_STREAMS 0: every stream the client opened before it knew is refused (the 12 GETs and HEAD;
+    the POSTs wait for the SETTINGS); once all were, the limit is raised to 100 and everything is served."""
+    for _ in range(500):  # bounded: 10 s
+        if len(conn.refused) >= N - 2:
+            break
+        await asyncio.sleep(0.02)
+    assert len(conn.refused) == N - 2, f"{len(conn.refused)} streams refused"
+    conn.server.received.clear()
+    conn.enforce_streams = None
+    conn.h2.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: 100})
+    conn.flush()
+    await conn.serve_rest()
+
+
+async def serve(conn: H2ServerConn) -> None:
+    await conn.serve_rest()
+
+
+@dataclass
+class Case:
+    scenario: Scenario
+    outcome: Callable[[list[FetchRequest], H2Server], Outcome]
+    server_kw: dict[str, object] = field(default_factory=dict)
+    warm_up: bool = False  # a first batch so the client knows the server's SETTINGS before the checked one
+    post_body: bytes = POST_BODY
+    after: Callable[[H2Server], None] | None = None  # a last check on what the server saw
+
+
+def never_refused(srv: H2Server) -> None:
+    assert all(not c.refused for c in srv.connections), "a stream opened beyond the limit the client knew"
+
+
+def nothing(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    return Outcome()
+
+
+def posts_may_fail(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    return Outcome(may_fail={r.id for r in reqs if r.method == "POST"})
+
+
+def posts_fail(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    """The connection was lost with the POSTs unanswered (the server may have processed them): they fail, never
+    sent again; the GETs and the HEAD are retried (a counted retry) and exact."""
+    return Outcome(fail={r.id for r in reqs if r.method == "POST"})
+
+
+def victim_fails(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    return Outcome(fail={r.id for r in reqs if r.id.startswith("victim")})
+
+
+def refused_victim(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    return Outcome(not_processed={r.id for r in reqs if r.id.startswith("victim")})
+
+
+def refused_post(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    return Outcome(fail={"post0" if srv.received[("POST", "/p/post0")] == 0 else "post1"})
+
+
+def post_victim_fails(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    victim = srv.connections[0].streams[int(srv.state["victim"])]  # type: ignore[call-overload]
+    return Outcome(fail={r.id for r in reqs if path_of(r) == victim.path})
+
+
+def above_goaway(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    above = ids(reqs, srv.connections[0], list(srv.state["above"]))  # type: ignore[call-overload]
+    posts = {i for i in above if i.startswith("post")}
+    return Outcome(fail=posts, not_processed=above - posts)
+
+
+def all_not_processed(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    return Outcome(not_processed={r.id for r in reqs})
+
+
+CASES: dict[str, Case] = {
+    "goaway-graceful-mid-batch": Case(first_conn(goaway_graceful), above_goaway),
+    "goaway-error-mid-batch": Case(first_conn(goaway_error), posts_fail),
+    **{f"rst-{code.name}-{when}": Case(first_conn(rst(code, when)),
+                                       refused_victim if (code, when) == (ErrorCodes.REFUSED_STREAM, "before_head")
+                                       else victim_fails)
+       for code in (ErrorCodes.REFUSED_STREAM, ErrorCodes.INTERNAL_ERROR, ErrorCodes.CANCEL)
+       for when in ("before_head", "after_head", "mid_body")},
+    "rst-REFUSED_STREAM-post": Case(first_conn(rst(ErrorCodes.REFUSED_STREAM, "before_head", "POST")),
+                                    post_victim_fails),
+    "rst-REFUSED_STREAM-always": Case(refuse_always, victim_fails),
+    "window-1-byte": Case(serve, nothing, {"settings": {SettingCodes.INITIAL_WINDOW_SIZE: 1}}, warm_up=True,
+                          post_body=POST_BODY[:700]),
+    "window-16-KB": Case(serve, nothing, {"settings": {SettingCodes.INITIAL_WINDOW_SIZE: 16384}}, warm_up=True,
+                         post_body=POST_BODY * 40),
+    "max-streams-1": Case(serve, nothing, {"settings": {SettingCodes.MAX_CONCURRENT_STREAMS: 1}, "max_streams": 1},
+                          warm_up=True, after=never_refused),
+    "max-streams-1-cold": Case(serve, nothing,
+                               {"settings": {SettingCodes.MAX_CONCURRENT_STREAMS: 1}, "max_streams": 1}),
+    "max-streams-0-then-raised": Case(
+        first_conn(zero_then_raised), all_not_processed,
+        {"settings": {SettingCodes.MAX_CONCURRENT_STREAMS: 0}, "max_streams": 0}),
+    "settings-never-acked": Case(serve, nothing, {"ack_settings": False}),
+    "tcp-reset-mid-batch": Case(first_conn(reset_mid_batch), posts_fail),
+    "response-on-unopened-stream": Case(first_conn(answer_unopened_stream), posts_may_fail),
+    "push-promise-push-disabled": Case(first_conn(push_while_disabled), posts_may_fail),
+    **{f"bad-status-{s}": Case(bad_status(s), victim_fails) for s in ("abc", "99", "2000", "-1", None)},
+    "informational-103-then-200": Case(informational_then_200, nothing),
+    "content-length-exceeded": Case(wrong_length(10), victim_fails),
+    "content-length-short": Case(wrong_length(-10), victim_fails),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_h2_misbehaviour(name: str, pki: Path) -> None:
+    case = CASES[name]
+    engine = Engine(config(ca_file=str(pki / "ca.pem")))
+    try:
+        async with H2Server(case.scenario, pki, **case.server_kw) as srv:  # type: ignore[arg-type]
+            if case.warm_up:
+                warm = [FetchRequest("warm", "GET", srv.url("/warm/10"))]
+                sink = await run_batch(engine, warm)
+                sink.check_once(warm)
+            reqs = batch(srv, post_body=case.post_body)
+            assert len(reqs) == N
+            sink = await run_batch(engine, reqs)
+            check(sink, reqs, srv, case.outcome(reqs, srv))
+            if case.after is not None:
+                case.after(srv)
+    finally:
+        await engine.aclose()
