@@ -125,6 +125,19 @@ test("timing page from 1400 down to 600 px: Size, Time and the waterfall stay on
   const legend = await ff.inExtension<string>(`document.getElementById("legend").textContent`);
   assert.match(legend, /DOMContentLoaded/, "the legend names the DOMContentLoaded line");
   assert.match(legend, /\bload \(/, "the legend names the load line");
+  // A Firefox record in the details pane: its type, MIME type, both heads, and the body's size apart from the wire's.
+  await ff.inExtension(`(document.querySelector('#waterfall .row[data-id] .name[title*="/img/5.png"]').closest(".row").click(), 1)`);
+  const details = await pollUntil("the details pane shows the image", async () => {
+    const text = await ff.inExtension<string>(`document.getElementById("details").innerText`);
+    return /\/img\/5\.png/.test(text) ? text : undefined;
+  });
+  assert.match(details, /Type\s+image/);
+  assert.match(details, /MIME type\s+image\/png/);
+  assert.match(details, /Request headers \([1-9]\d*\)/);
+  assert.match(details, /Response headers [^\n]*\([1-9]\d*\)/);
+  const body = /Body\s+(\d+) B/.exec(details)?.[1];
+  const wire = /On the wire\s+(\d+) B/.exec(details)?.[1];
+  assert.ok(body && wire && Number(wire) > Number(body), `body ${body} B, on the wire ${wire} B (the head too): ${details}`);
   for (const width of [1400, 900, 600]) {
     await shot(ff, `timing-${width}`, width, 820); // lays the page out at this width
     const edges = await ff.inExtension<{ right: number; width: number }[]>(`[...document.querySelectorAll(
