@@ -248,6 +248,8 @@ async def _fetch(args: argparse.Namespace) -> int:
             return 2
         if show:
             progress = DownloadProgress(sys.stderr, len(args.urls))
+            if args.split:
+                service.observe_lanes(progress.lane)
         sink = _CliSink(args.out, stdout=sys.stdout.buffer if to_stdout else None, fail=args.fail,
                         progress=progress, stop=stop)
         requests = []

@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import socket
 import struct
 import sys
@@ -335,6 +336,21 @@ async def test_progress_on_a_terminal_stderr(tmp_path: Path) -> None:
             code, _, tty = await run_lanefetch("fetch", quiet, "--out", str(tmp_path / "q"), srv.url(big),
                                                tty="stderr")
             assert code == 0 and tty == b"", tty
+
+
+async def test_split_progress_has_a_row_per_lane(tmp_path: Path) -> None:
+    """--split on a terminal: under the body's row, a row per lane carrying it (here the one lane a fetch from this
+    machine has, the default route), with that lane's bytes."""
+    big = "/r/big/3000000"
+    async with ScriptedServer(well_behaved()) as srv:
+        code, _, tty = await run_lanefetch("fetch", "--split", "--out", str(tmp_path), srv.url(big), tty="stderr",
+                                           env=own_config(tmp_path))
+        assert code == 0, tty
+        text = tty.decode(errors="replace")
+        assert "↳ over default route" in text and re.search(r"over default route[^\n]*\d\.\d/\? MB", text), text
+        assert (tmp_path / "3000000").read_bytes() == content(big)
+        code, _, tty = await run_lanefetch("fetch", "--out", str(tmp_path / "plain"), srv.url(big), tty="stderr")
+        assert code == 0 and "↳" not in tty.decode(errors="replace"), "no lane rows without --split"
 
 
 async def test_one_url_body_goes_to_stdout() -> None:
