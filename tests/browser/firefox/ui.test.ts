@@ -50,7 +50,7 @@ async function popupLine(on: Firefox, tabId: number, pattern: RegExp): Promise<s
   });
 }
 
-test("popup, accelerated page: how many requests went through lanefetch, one switch, nothing serious for axe-core", async () => {
+test("popup, accelerated page: how many requests went through lanefetch; the switch works from the keyboard; nothing serious for axe-core", async () => {
   const page = await ff.browser.newPage();
   const url = `${sites.a.origin}/many.html?n=12`;
   await page.goto(url);
@@ -66,6 +66,17 @@ test("popup, accelerated page: how many requests went through lanefetch, one swi
   assert.doesNotMatch(main.text, /\b0 ms\b/, "no zero time saved");
   await shot(ff, "popup-faster", 340, 420);
   await noSeriousViolations(ff, "popup, faster");
+  // Keyboard only: the switch is the first thing Tab reaches, Space turns the site off, and on again.
+  await ff.pressKeys("\uE004"); // Tab
+  assert.equal(await ff.inExtension<string>("document.activeElement?.id ?? ''"), "toggle");
+  await ff.pressKeys("\uE00D"); // Space
+  await pollUntil("the popup says the site is off", async () =>
+    (await ff.inExtension<string>(`document.getElementById("state-line").textContent`)) === "Off for this site" || undefined);
+  assert.equal(await ff.inExtension<boolean>(`document.getElementById("toggle").checked`), false);
+  await shot(ff, "popup-off", 340, 420);
+  await ff.pressKeys("\uE00D");
+  await pollUntil("the site on again", async () => (await ff.inExtension<boolean>(`document.getElementById("toggle").checked`)) || undefined);
+  await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
   await ff.showInExtension("options.html");
   await page.close();
 });
