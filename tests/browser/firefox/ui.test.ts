@@ -164,7 +164,7 @@ test("timing page from 1400 down to 600 px: Size, Time and the waterfall stay on
   await page.close();
 });
 
-test("options page: every interface input labelled, loopback greyed with the reason; nothing serious for axe-core", async () => {
+test("options page: every interface input labelled, loopback greyed with the reason, a change saved as made; nothing serious for axe-core", async () => {
   await ff.showInExtension("options.html");
   await pollUntil("the options page lists the interfaces", async () =>
     (await ff.inExtension<boolean>(`!!document.querySelector('#interfaces tr[data-name="lo"]')`)) || undefined);
@@ -185,4 +185,16 @@ test("options page: every interface input labelled, loopback greyed with the rea
   assert.equal(o.loClass, "unusable");
   await shot(ff, "options", 1000, 900);
   await noSeriousViolations(ff, "options page");
+  // A change is saved as it is made, and the row says so (the helper writes the policy into this test's HOME).
+  const name = await ff.inExtension<string>(`document.querySelector('#interfaces tr[data-name]:not([data-permanent])').dataset.name`);
+  const row = `#interfaces tr[data-name="${name}"]`;
+  await ff.inExtension(`(() => { const w = document.querySelector(${JSON.stringify(`${row} input.weight`)}); w.value = "2";
+    w.dispatchEvent(new Event("input", { bubbles: true })); w.dispatchEvent(new Event("change", { bubbles: true })); return 1; })()`);
+  const saved = await pollUntil("the row says Saved", async () => {
+    const r = await ff.inExtension<{ saved: boolean; message: string; weight: string }>(`(() => { const tr = document.querySelector(${JSON.stringify(row)});
+      return { saved: tr.dataset.saved === "true", message: tr.querySelector(".message").textContent, weight: tr.querySelector("input.weight").value }; })()`);
+    return r.saved ? r : undefined;
+  });
+  assert.deepEqual(saved, { saved: true, message: "Saved", weight: "2" });
+  await shot(ff, "options-saved", 1000, 900);
 });
