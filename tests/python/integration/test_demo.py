@@ -172,6 +172,16 @@ def test_headless_demo_in_firefox(tmp_path: Path) -> None:
     assert on["connections"] <= 6
     entries = _har_entries(out / "page.har", files)
     assert all(e["_lanefetch"]["outcome"] == "accelerated" for e in entries), [e["_lanefetch"] for e in entries]
+    # Firefox's records as complete as Chromium's: its own request types, MIME types, both heads, the body's size
+    # apart from the wire's (which carries the head too).
+    kinds = {".html": ("document", "text/html"), ".css": ("stylesheet", "text/css"),
+             ".js": ("script", "application/javascript"), ".png": ("image", "image/png")}
+    for e in entries:
+        url = e["request"]["url"]
+        kind = next(v for k, v in kinds.items() if url.endswith(k))
+        assert (e["_resourceType"], e["response"]["content"]["mimeType"]) == kind, url
+        assert e["request"]["headers"] and e["response"]["headers"], url
+        assert 0 < e["response"]["content"]["size"] < e["response"]["_transferSize"], url
     assert f"the ON load as HAR 1.2 ({len(files)} requests; checked against the HAR schema)" in text
     _assert_nothing_left(proc, tmp_path)
 
