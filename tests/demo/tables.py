@@ -68,7 +68,8 @@ def requests(page: dict[str, Any]) -> list[str]:
             b = r.get("browser") or {}
             connect = (f"{_ms(b['connectStart'], origin)}–{_ms(b['connectEnd'], origin)}"
                        if b.get("connectStart") is not None else "reused" if b else "")
-            rows.append([name, f"browser ({r['reason'] or r['outcome']})", _ms(r["pausedAt"], origin), connect,
+            left = f"left to the browser ({r['reason'] or r['outcome']})"
+            rows.append([name, left, _ms(r["pausedAt"], origin), connect,
                          _ms(b.get("sendStart"), origin), _ms(b.get("headersEnd"), origin),
                          _ms(b.get("end", r["answeredAt"]), origin), f"browser {b.get('connectionId') or ''}".strip(),
                          ""])
