@@ -14,6 +14,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from demo import tables
+
 BAR = (32, 41, 56)  # caption bar: dark slate, white text
 TEXT = (255, 255, 255)
 MUTED = (200, 208, 220)
@@ -36,9 +38,7 @@ def speedup_words(off_s: float, on_s: float) -> str:
     """"2.31× faster with lanefetch (7.49 s → 3.24 s)", or "slower" when ON took longer: never a flattering lie."""
     if on_s <= 0 or off_s <= 0:
         return f"OFF {off_s:.2f} s, ON {on_s:.2f} s"
-    ratio = off_s / on_s
-    words = f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"
-    return f"{words} with lanefetch ({off_s:.2f} s → {on_s:.2f} s)"
+    return f"{tables.speedup(off_s, on_s)} with lanefetch ({off_s:.2f} s → {on_s:.2f} s)"
 
 
 def _bar(width: int, lines: list[tuple[str, int, tuple[int, int, int]]]) -> Image.Image:

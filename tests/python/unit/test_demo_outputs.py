@@ -75,6 +75,8 @@ def test_pipelined_counts_are_explained_and_consistent() -> None:
     assert "| requests sent pipelined (another unanswered on the connection) | 0 | 2 |" in text
     assert "| … of them already in nginx's buffer when it finished the one before | 0 | 1 |" in text
     assert "2.00× faster" in text
+    slower = "\n".join(tables.comparison(Load({**off.page, "load_s": 2.91}, 3, 3, 0, 0, 0, 0), on))
+    assert "| 2.91 s | 3.00 s | 1.03× slower |" in slower, slower
     summary = tables.summary(on)
     assert len(summary) <= 3
     assert summary[0] == ("With lanefetch ON the helper fetched 3 of the 4 requests (1 left to the browser) on 1 "
