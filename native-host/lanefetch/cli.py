@@ -179,6 +179,24 @@ def _where_bodies_go(args: argparse.Namespace) -> str | None:
             "body in DIR, or --json for the report alone (the bodies are then not kept)")
 
 
+def _output_choice(args: argparse.Namespace) -> str | None:
+    """-o FILE and -O in curl's sense, folded into --out (and the one body's file name): None, or why the
+    combination cannot be."""
+    if sum((args.output is not None, args.remote_name, args.out is not None)) > 1:
+        return "give one of -o FILE, -O and --out DIR"
+    if args.remote_name:
+        args.out = Path(".")
+    if args.output is not None:
+        if len(args.urls) != 1:
+            return (f"-o FILE takes one URL ({len(args.urls)} given): use -O or --out DIR to keep each body under "
+                    "its URL's name")
+        if str(args.output) == "-":
+            args.output = None  # standard output, as without -o
+        else:
+            args.out = args.output.parent
+    return None
+
+
 def _check_split(args: argparse.Namespace, service: FetchService) -> None:
     """--interface and --split each do nothing without the other's conditions: say so rather than fetch as if
     all were well."""
@@ -230,6 +248,8 @@ async def _fetch(args: argparse.Namespace) -> int:
             return 2
         if show:
             progress = DownloadProgress(sys.stderr, len(args.urls))
+            if args.split:
+                service.observe_lanes(progress.lane)
         sink = _CliSink(args.out, stdout=sys.stdout.buffer if to_stdout else None, fail=args.fail,
                         progress=progress, stop=stop)
         requests = []
@@ -237,6 +257,8 @@ async def _fetch(args: argparse.Namespace) -> int:
             req = FetchRequest(id=str(i), method="HEAD" if args.head else "GET", url=url,
                                headers=list(args.header), decode=args.decode, split=args.split)
             sink.results[req.id] = _Result(req)
+            if args.output is not None:  # -o FILE: the one body's file is named, not derived from its URL
+                sink.results[req.id].path = args.output
             requests.append(req)
         start = time.monotonic()
         result = await service.fetch(requests, sink, Page(address_space=args.as_page))
@@ -368,6 +390,8 @@ FETCH_EXAMPLES = """\
 examples:
   lanefetch fetch https://example.org/file.iso > file.iso
       one URL: its body goes to standard output, like curl
+  lanefetch fetch -o page.html https://example.org/
+      one URL into the file page.html (-O: into ./index.html, named after the URL, like curl)
   lanefetch fetch --out pages https://example.org/ https://example.org/style.css https://example.org/app.js
       several URLs: each body into the folder pages/ (named after the URL's last path segment)
   lanefetch fetch --split --interface eth0 --interface wlan0 --out . https://example.org/big.iso
@@ -397,6 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print one JSON object with timings per request (bodies go only to --out)")
     f.add_argument("--out", type=Path, metavar="DIR", help="write each body to DIR/<basename of the URL path> "
                    "(needed for several URLs; without it one URL's body goes to standard output)")
+    f.add_argument("-o", "--output", type=Path, metavar="FILE",
+                   help="write the one URL's body to FILE (like curl -o; - is standard output)")
+    f.add_argument("-O", "--remote-name", action="store_true",
+                   help="write each body into the current directory under its URL's basename (like curl -O; "
+                   "the same as --out .)")
     f.add_argument("-f", "--fail", action="store_true",
                    help="an HTTP status of 400 or more: exit status 22, the body not written (like curl -f)")
     f.add_argument("-s", "--quiet", action="store_true",
@@ -480,6 +509,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "fetch":
         if args.connections < 1 or args.depth < 1:
             args.command_parser.error("--connections and --depth must be at least 1")
+        output_error = _output_choice(args)
+        if output_error is not None:
+            args.command_parser.error(output_error)
         refusal = _where_bodies_go(args)
         if refusal is not None:
             args.command_parser.error(refusal)

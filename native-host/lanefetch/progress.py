@@ -1,6 +1,6 @@
 """Download progress on the CLI's stderr, drawn by rich: a row per body while it arrives (bytes so far and
-expected, speed, time left) and, for a batch of several, a row for the whole batch. One progress for plain
-and --split fetches alike: a split body is one body to the person watching, whatever lanes carry it."""
+expected, speed, time left), for a batch of several a row for the whole batch, and under a --split body a row per
+lane (network interface) carrying it, with that lane's bytes and speed, so a person sees each link's share."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class DownloadProgress:
         self._rows: dict[str, TaskID] = {}
         self._sizes: dict[str, int | None] = {}
         self._done: dict[str, int] = {}
+        self._lanes: dict[tuple[str, str], TaskID] = {}  # (body, lane) -> its row under the body's
         # One body: its own row says it all. Several: a row for the batch, whose total is known once every
         # body's size is (until then rich shows bytes so far, speed, and no time left).
         self._total = None if requests < 2 else self._progress.add_task(f"{requests} files", total=None)
@@ -60,11 +61,23 @@ class DownloadProgress:
         self._progress.advance(row, nbytes)
         self._update_total()
 
+    def lane(self, key: str, lane: str, nbytes: int) -> None:
+        """Bytes of a split body that just arrived on one lane (they count for the body through advance())."""
+        if key not in self._rows or nbytes <= 0:
+            return
+        row = self._lanes.get((key, lane))
+        if row is None:
+            row = self._lanes[key, lane] = self._progress.add_task(f"  ↳ over {lane}", total=None)
+        self._progress.advance(row, nbytes)
+
     def end(self, key: str) -> None:
         row = self._rows.get(key)
         if row is not None and self._total is not None:
             # Finished bodies leave the screen to those still arriving; the batch row keeps their bytes.
             self._progress.update(row, visible=False)
+            for (body, _), lane_row in self._lanes.items():
+                if body == key:
+                    self._progress.update(lane_row, visible=False)
 
     def close(self) -> None:
         self._progress.stop()

@@ -33,7 +33,7 @@ from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
 from .engine.origin_policy import OriginPolicy
 from .engine.request import FetchRequest, Origin, parse_target, with_accept_encoding
-from .lanes.split_fetch import SplitFetcher
+from .lanes.split_fetch import LaneObserver, SplitFetcher
 from .lanes.splitting_fetcher import SplittingFetcher
 from .stream.decoding_sink import DecodingSink
 
@@ -125,6 +125,10 @@ class FetchService:
 
     def splitter(self) -> SplitFetcher:
         return self._splitting.splitter()
+
+    def observe_lanes(self, observer: LaneObserver | None) -> None:
+        """observer(request id, lane name, bytes) as each piece of a split body arrives on its lane."""
+        self._splitting.on_lane_bytes = observer
 
     async def lanes_changed(self) -> None:
         await self._splitting.lanes_changed()

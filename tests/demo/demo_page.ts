@@ -20,6 +20,8 @@ export interface PageMeasure {
   load_s: number;
   resources: number;
   time_origin: number;
+  /** Which browsers the page's text names (it should name only the one in use). */
+  names: string[];
 }
 
 export function driverOptions(): DriverOptions {
@@ -33,13 +35,14 @@ export function pageShown(): boolean {
   return !(document.getElementById("load-time")?.textContent ?? "measuring").includes("measuring");
 }
 
-/** In the page: the navigation's load time and how many files it loaded. */
+/** In the page: the navigation's load time, how many files it loaded, and which browsers its text names. */
 export function pageMeasure(): PageMeasure {
   const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
   return {
     load_s: (nav.loadEventEnd - nav.startTime) / 1000,
     resources: performance.getEntriesByType("resource").length,
     time_origin: performance.timeOrigin,
+    names: ["Chromium", "Firefox"].filter((name) => document.body.innerText.includes(name)),
   };
 }
 

@@ -1,5 +1,7 @@
 """The demo site: the static page under site/ plus its pictures, drawn here (a mosaic of 48 tiles of one landscape
-and 12 card icons), written into a docroot for nginx."""
+and 12 card icons), written into a docroot for nginx. The page's words describe the link it is served over and the
+browser it is shown in (Chromium hands lanefetch the page's requests through its debugger, under a bar the user
+sees; Firefox sends them to the helper as its proxy, with no bar), so neither browser's page talks about the other's."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from bench import png
+from bench.netlab import LinkProfile
 
 SITE = Path(__file__).with_name("site")
 COLS, ROWS, TILE = 8, 6, 40
@@ -19,6 +22,46 @@ CARDS = [
     ("sport", "Half-time: 1–0"), ("video", "Trailer, 2 min"), ("calendar", "Dentist, Tuesday 9:30"),
     ("search", "Suggestions as you type"),
 ]
+
+# Per browser: how lanefetch gets the requests, what the user sees meanwhile, and where the timing page is.
+BROWSER_NOTES = {
+    "chromium": """\
+    <p>With lanefetch on, Chromium hands the list of files to the lanefetch helper, which sends many requests
+    back to back on each connection (HTTP/1.1 pipelining) and passes the answers to the page under their
+    original addresses. Nothing on the page changes; only the waiting does.</p>
+    <p>Try it: click the lanefetch button in the toolbar (the puzzle piece if it is not pinned) to turn this site
+    off or on, reload, and compare the time in the box above. While lanefetch works on a tab, Chromium shows a
+    bar saying that an extension "started debugging this browser": that is how lanefetch hands the page its
+    files.</p>
+    <p>To see the waiting: the tab "lanefetch — timing" next to this one (also "Timing of this page" in the
+    toolbar button's menu, and in DevTools, F12, as the "lanefetch" panel) draws each file as one bar, grouped
+    by the connection it came on: grey while it waits its turn, green while it waits for the server's first
+    byte, blue while it arrives. With lanefetch the requests on a connection all leave together (click a bar:
+    "Pipeline" says how many were in flight when it was sent), so their waits overlap instead of adding up.</p>""",
+    "firefox": """\
+    <p>With lanefetch on, Firefox sends this site's requests to the lanefetch helper on this computer as its
+    proxy; the helper sends many of them back to back on each connection (HTTP/1.1 pipelining) and hands each
+    answer back to Firefox. Nothing on the page changes; only the waiting does.</p>
+    <p>Try it: click the lanefetch button in the toolbar (the puzzle piece if it is not pinned) to turn this site
+    off or on, reload, and compare the time in the box above.</p>
+    <p>To see the waiting: lanefetch's own tab (also "Timing of this page" in the toolbar button's menu, and in
+    the developer tools, F12, as the "lanefetch" panel) draws each file as one bar, grouped by the connection it
+    came on: grey while it waits its turn, green while it waits for the server's first byte, blue while it
+    arrives. With lanefetch the requests on a connection all leave together (click a bar: "Pipeline" says how
+    many were in flight when it was sent), so their waits overlap instead of adding up.</p>""",
+}
+
+
+def link_lede(name: str, link: LinkProfile) -> str:
+    """The sentence under the page's title: what the link does to every request, in the link's own numbers."""
+    kind = "3G mobile link" if name == "wcdma" else f"`{name}` link"
+    rate = ("data flows at full speed" if link.down_kbit is None else
+            f"data flows at {link.down_kbit:g} kbit/s towards you and {link.up_kbit or 0:g} kbit/s back")
+    wait = (f"each question to the server takes {link.rtt_ms / 1000:g} s to be answered at best"
+            if link.rtt_ms else "no delay is added")
+    coda = " That is what a phone with weak coverage gets." if name == "wcdma" else ""
+    return (f'  <p class="lede">This page comes from a web server (nginx) on this computer, but every byte travels '
+            f"through an <em>emulated {kind}</em>: {wait}, and {rate}.{coda}</p>")
 
 
 def _landscape(x: int, y: int, rng: random.Random) -> tuple[int, int, int]:
@@ -79,8 +122,9 @@ def subresource_paths() -> list[str]:
     return ["/" + p for p in static + tiles + [_icon_path(name) for name, _ in CARDS]]
 
 
-def build(docroot: Path) -> int:
-    """Writes the site into docroot; returns the number of subresources the page loads."""
+def build(docroot: Path, browser: str, link_name: str, link: LinkProfile) -> int:
+    """Writes the site, worded for this browser and link, into docroot; returns the number of subresources the page
+    loads."""
     shutil.copytree(SITE, docroot, dirs_exist_ok=True)
     (docroot / "tiles").mkdir(exist_ok=True)
     (docroot / "icons").mkdir(exist_ok=True)
@@ -95,5 +139,7 @@ def build(docroot: Path) -> int:
         (docroot / _icon_path(name)).write_bytes(_icon(k))
         cards.append(f'      <div class="card"><img src="{_icon_path(name)}" alt="{name}"><p>{text}</p></div>')
     index = docroot / "index.html"
-    index.write_text(index.read_text().replace("TILES", "\n".join(tiles)).replace("CARDS", "\n".join(cards)))
+    text = index.read_text().replace("TILES", "\n".join(tiles)).replace("CARDS", "\n".join(cards))
+    text = text.replace("BROWSER_NOTES", BROWSER_NOTES[browser]).replace("LINK_LEDE", link_lede(link_name, link))
+    index.write_text(text)
     return len(subresource_paths())

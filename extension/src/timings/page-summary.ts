@@ -41,7 +41,8 @@ export interface PageSummary {
   browserConnections: number;
   maxConcurrentConnections: number;
   maxPipelineDepth: number;
-  /** Requests that were not first on their connection's pipeline. */
+  /** Requests sent while another was unanswered on their connection (pipeline depth above 1); a request later on a
+   *  kept-alive connection but sent after the one before was answered is not pipelined. */
   pipelined: number;
   /** Measured: first accelerated request seen → last delivered (ms); 0 without accelerated requests. */
   acceleratedSpanMs: number;
@@ -188,7 +189,7 @@ export function summarize(data: PageLoadData): PageSummary {
     if (conn) {
       helperConnections.add(conn.id);
       maxPipelineDepth = Math.max(maxPipelineDepth, conn.pipeline_depth);
-      if (conn.pipeline_position > 1) pipelined += 1;
+      if (conn.pipeline_depth > 1) pipelined += 1; // sent while another was unanswered; a later position alone is keep-alive
     }
   }
   const modelledEnd = estimateWithoutPipelining(records);

@@ -41,6 +41,9 @@ from .schedule import Attempt, Cancel, Command, Fetch, LaneDown, LaneState, Sche
 
 log = logging.getLogger("lanefetch.lanes")
 
+DEFAULT_ROUTE = "default route"  # a lane without an interface of its own, as a person reads it
+LaneObserver = Callable[[str, str, int], None]  # (request id, lane name, bytes that just arrived on it)
+
 FIRST_BYTES = 20 * 1024  # the first request's range, unless the fastest lane's BDP is larger
 SPECULATIVE_BYTES = 64 * 1024  # a speculative range, unless the lane's BDP is larger: its first round trips
 USAGE_SAVE_DELAY = 2.0  # seconds after a split fetch before its byte counts are written (or on close)
@@ -132,6 +135,8 @@ class SplitFetcher:
         self._save_timer: asyncio.TimerHandle | None = None
         self.background: set[asyncio.Task[object]] = set()  # speculative ranges no run waits for
         self._usage_dirty = False
+        # Who watches each lane's bytes as they arrive (the CLI's per-lane progress): (request id, lane, bytes).
+        self.on_lane_bytes: LaneObserver | None = None
 
     async def fetch(self, request: FetchRequest, sink: Sink, page: Page) -> None:
         run = _SplitRun(self, request, sink, page)
@@ -424,6 +429,8 @@ class _SplitRun:
 
     async def on_body(self, ps: _PieceSink, data: bytes) -> None:
         self.lane_bytes[ps.lane.id] = self.lane_bytes.get(ps.lane.id, 0) + len(data)
+        if self.f.on_lane_bytes is not None:
+            self.f.on_lane_bytes(self.request.id, ps.lane.spec.name or DEFAULT_ROUTE, len(data))
         if self.finished:
             return
         if ps.speculative is not None:

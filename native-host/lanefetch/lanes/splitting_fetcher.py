@@ -17,7 +17,7 @@ from ..engine.errors import FetchError
 from ..engine.exchange import Sink
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.request import FetchRequest, parse_target
-from .split_fetch import SplitFetcher, make_fetcher
+from .split_fetch import LaneObserver, SplitFetcher, make_fetcher
 
 
 def _on_this_machine(host: str) -> bool:
@@ -45,6 +45,7 @@ class SplittingFetcher:
         self._split_local: SplitFetcher | None = None  # targets on this machine: one lane, the default route
         self._busy: dict[SplitFetcher, int] = {}  # split requests under way, per fetcher
         self._retired: set[SplitFetcher] = set()  # replaced after a policy change, closed once idle
+        self.on_lane_bytes: LaneObserver | None = None  # given to whichever split fetcher runs a request
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         split: list[asyncio.Task[None]] = []
@@ -99,6 +100,7 @@ class SplittingFetcher:
 
     async def _split_fetch(self, fetcher: SplitFetcher, req: FetchRequest, sink: Sink, page: Page) -> None:
         self._busy[fetcher] = self._busy.get(fetcher, 0) + 1
+        fetcher.on_lane_bytes = self.on_lane_bytes
         try:
             await fetcher.fetch(req, sink, page)
         finally:

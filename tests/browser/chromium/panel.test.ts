@@ -114,6 +114,18 @@ test("the timing page shows every request of a page with plausible phases, and e
   const selected = await panel.getAttribute("#waterfall", "aria-activedescendant");
   assert.ok(selected?.startsWith("req-"), `a row is selected (${selected})`);
   assert.match((await panel.textContent("#details")) ?? "", /Outcome/);
+  // An accelerated record in the details pane: its type, MIME type, both heads and its body size apart from the wire's.
+  const image = data.records.find((r) => r.outcome === "fulfilled" && r.resourceType === "Image" && r.timing?.wire_bytes);
+  assert.ok(image, "an accelerated image");
+  await panel.click(`#waterfall .row[data-id=${JSON.stringify(image.id)}]`);
+  const details = await panel.innerText("#details");
+  assert.match(details, /Type\s+image/);
+  assert.match(details, /MIME type\s+image\//);
+  assert.match(details, /Request headers \([1-9]\d*\)/);
+  assert.match(details, /Response headers [^\n]*\([1-9]\d*\)/);
+  const body = /Body\s+(\d+) B/.exec(details)?.[1];
+  const onWire = /On the wire\s+(\d+) B/.exec(details)?.[1];
+  assert.ok(body && onWire && Number(onWire) > Number(body), `body ${body} B, on the wire ${onWire} B: ${details}`);
 
   const download = panel.waitForEvent("download");
   await panel.click("#export");

@@ -1,12 +1,16 @@
 // The popup as a person meets it, in real Chromium: the state line for an accelerated page, a page left to the
 // browser on a fast connection and a missing helper; the switch works from the keyboard; axe-core finds nothing
-// serious or critical. Screenshots: tests/artifacts/popup-*.png.
+// serious or critical. Screenshots: tests/artifacts/popup-*.png (LANEFETCH_DOCS_SCREENSHOT=1 also writes docs/popup.png
+// for the README).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import {
   EXTENSION_ID, freshProfile, launch, openPage, setSites, startSiteOn, stopSiteOn, tabIdOf, waitForHelper, type Browser,
 } from "../support/chromium-harness.js";
+import { repoRoot } from "../support/paths.js";
 import type { Sites } from "../support/test-site.js";
 import { pollUntil, screenshot, seriousAxeViolations } from "../support/ui-checks.js";
 
@@ -48,7 +52,8 @@ test("an accelerated page: how many requests went through lanefetch; the switch 
   assert.doesNotMatch((await popup.textContent("main")) ?? "", /\b0 ms\b/, "no zero time saved");
   assert.equal(await popup.getAttribute("#toggle", "role"), "switch");
   assert.equal(await popup.isChecked("#toggle"), true);
-  await screenshot(popup, "popup-faster");
+  const shot = await screenshot(popup, "popup-faster");
+  if (process.env.LANEFETCH_DOCS_SCREENSHOT === "1") copyFileSync(shot, join(repoRoot, "docs/popup.png")); // the README's
   await noSeriousViolations(popup, "faster");
   await popup.emulateMedia({ colorScheme: "dark" });
   await screenshot(popup, "popup-faster-dark");

@@ -47,6 +47,8 @@ export interface Firefox {
   showInExtension(path: string): Promise<void>;
   /** A PNG of the extension's tab at this viewport size (BiDi: puppeteer lists no moz-extension:// pages). */
   screenshotExtension(width: number, height: number): Promise<Buffer>;
+  /** Presses keys in the extension's tab, as a person at the keyboard (WebDriver key values: "\uE004" is Tab). */
+  pressKeys(...keys: string[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -130,7 +132,12 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
       const shot = (await bidi.send("browsingContext.captureScreenshot", { context, origin: "viewport" })).result as { data: string };
       return Buffer.from(shot.data, "base64");
     };
-    return { browser, home, inExtension, showInExtension, screenshotExtension, close };
+    const pressKeys = async (...keys: string[]): Promise<void> => {
+      await bidi.send("browsingContext.activate", { context }); // keys go to the tab in front
+      const actions = keys.flatMap((value) => [{ type: "keyDown", value }, { type: "keyUp", value }]);
+      await bidi.send("input.performActions", { context, actions: [{ type: "key", id: "keyboard", actions }] });
+    };
+    return { browser, home, inExtension, showInExtension, screenshotExtension, pressKeys, close };
   } catch (e) {
     await close();
     throw e;

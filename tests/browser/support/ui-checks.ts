@@ -25,18 +25,20 @@ export interface AxeViolation {
   targets: string[];
 }
 
+/** In a page that has run axeSource: the violations of serious or critical impact (an expression any automation
+ * protocol can evaluate). */
+export const AXE_SERIOUS_EXPRESSION = `window.axe.run(document).then((result) => result.violations
+  .filter((v) => v.impact === "serious" || v.impact === "critical")
+  .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")) })))`;
+
+/** axe-core's source as one expression (Firefox's BiDi evaluates expressions, not scripts). */
+export const AXE_LOAD_EXPRESSION = `(() => { ${axeSource}\n; return typeof window.axe; })()`;
+
 /** Runs axe-core in the page (evaluated over the debugging protocol: an extension page's CSP forbids injected
  * script tags) and returns the violations of serious or critical impact. */
 export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    interface AxeResult { violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }
-    const axe = (window as unknown as { axe: { run(context: Document): Promise<AxeResult> } }).axe;
-    const result = await axe.run(document);
-    return result.violations
-      .filter((v) => v.impact === "serious" || v.impact === "critical")
-      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")) }));
-  });
+  return page.evaluate<AxeViolation[]>(AXE_SERIOUS_EXPRESSION);
 }
 
 /** Polls `check` until it returns a value other than undefined; throws "`what` not within N ms (last: …)" otherwise. */

@@ -170,6 +170,16 @@ test("bare server addresses for HAR", () => {
   assert.equal(bareAddress(null), undefined);
 });
 
+test("page summary: pipelined = sent while another was unanswered (depth above 1), not a later turn on a kept-alive connection", () => {
+  const page = samplePage();
+  page.records.push(base("keepalive", {
+    outcome: "fulfilled", status: 200, bodyBytes: 500, answeredAt: T0 + 200,
+    timing: helperTiming("keepalive", { sent: T0 + 170, first_byte: T0 + 190, last_byte: T0 + 195 },
+      { reused: true, pipeline_position: 4, pipeline_depth: 1, interface: "eth0" }),
+  }));
+  assert.equal(summarize(page).pipelined, 2, "the two pipelined behind the first; the 4th request went out alone");
+});
+
 test("page summary: counts, bytes per interface, connections, concurrency, text", () => {
   const s = summarize(samplePage());
   assert.equal(s.pageLoadMs, 370);

@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import socket
 import struct
 import sys
@@ -35,7 +36,7 @@ TIMING_POINTS = {"queued", "dns_start", "dns_end", "connect_start", "connect_end
 
 
 async def run_lanefetch(*args: str, timeout: float = 30, tty: str | None = None, stdout: int | None = None,
-                        env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:
+                        env: dict[str, str] | None = None, cwd: Path = REPO) -> tuple[int, bytes, bytes]:
     """The CLI's exit status, stdout and stderr. tty="stdout" or "stderr": that stream is a terminal (a pty of
     120 columns), whose bytes are returned in its place; stdout: a file descriptor to give it instead."""
     argv = [str(LANEFETCH)] if LANEFETCH.exists() else [sys.executable, "-m", "lanefetch"]
@@ -46,7 +47,7 @@ async def run_lanefetch(*args: str, timeout: float = 30, tty: str | None = None,
         env = {**(env or os.environ), "TERM": "xterm-256color", "COLUMNS": "120"}
     pipe = asyncio.subprocess.PIPE
     proc = await asyncio.create_subprocess_exec(
-        *argv, *args, cwd=REPO, env=env, stdin=asyncio.subprocess.DEVNULL,
+        *argv, *args, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=slave if tty == "stdout" else pipe if stdout is None else stdout,
         stderr=slave if tty == "stderr" else pipe,
     )
@@ -162,6 +163,30 @@ async def test_out_writes_byte_exact_files(tmp_path: Path) -> None:
         assert files["70000"] == content("/chunked/c/70000")
         assert files["index.html"] == content("/")
         assert {"65536", "65536-2"} <= files.keys()
+
+
+async def test_output_file_and_remote_name_like_curl(tmp_path: Path) -> None:
+    """-o FILE: the one body into FILE (- is standard output); -O: each body into the current directory under its
+    URL's basename; -o with several URLs, or two ways at once, is refused with the subcommand's usage."""
+    async with ScriptedServer(well_behaved()) as srv:
+        target = tmp_path / "sub" / "page.bin"
+        target.parent.mkdir()
+        code, _, err = await run_cli("-o", str(target), srv.url("/r/a/70000"))
+        assert code == 0, err
+        assert target.read_bytes() == content("/r/a/70000") and sorted(target.parent.iterdir()) == [target]
+        code, out, err = await run_lanefetch("fetch", "-o", "-", srv.url("/r/b/3000"))
+        assert code == 0 and out == content("/r/b/3000"), err
+        here = tmp_path / "here"
+        here.mkdir()
+        code, _, err = await run_lanefetch("fetch", "-O", srv.url("/r/c/2048"), srv.url("/r/d/17"), cwd=here)
+        assert code == 0, err
+        assert {f.name: f.read_bytes() for f in here.iterdir()} == {"2048": content("/r/c/2048"),
+                                                                    "17": content("/r/d/17")}
+        for bad in (["-o", str(tmp_path / "x"), srv.url("/r/e/1"), srv.url("/r/f/1")],
+                    ["-O", "--out", str(tmp_path), srv.url("/r/e/1")]):
+            code, _, err = await run_cli(*bad)
+            assert code == 2 and err.startswith("usage: lanefetch fetch"), err
+            assert "-o FILE" in err.splitlines()[-1], err
 
 
 async def test_out_with_decode(tmp_path: Path) -> None:
@@ -311,6 +336,21 @@ async def test_progress_on_a_terminal_stderr(tmp_path: Path) -> None:
             code, _, tty = await run_lanefetch("fetch", quiet, "--out", str(tmp_path / "q"), srv.url(big),
                                                tty="stderr")
             assert code == 0 and tty == b"", tty
+
+
+async def test_split_progress_has_a_row_per_lane(tmp_path: Path) -> None:
+    """--split on a terminal: under the body's row, a row per lane carrying it (here the one lane a fetch from this
+    machine has, the default route), with that lane's bytes."""
+    big = "/r/big/3000000"
+    async with ScriptedServer(well_behaved()) as srv:
+        code, _, tty = await run_lanefetch("fetch", "--split", "--out", str(tmp_path), srv.url(big), tty="stderr",
+                                           env=own_config(tmp_path))
+        assert code == 0, tty
+        text = tty.decode(errors="replace")
+        assert "↳ over default route" in text and re.search(r"over default route[^\n]*\d\.\d/\? MB", text), text
+        assert (tmp_path / "3000000").read_bytes() == content(big)
+        code, _, tty = await run_lanefetch("fetch", "--out", str(tmp_path / "plain"), srv.url(big), tty="stderr")
+        assert code == 0 and "↳" not in tty.decode(errors="replace"), "no lane rows without --split"
 
 
 async def test_one_url_body_goes_to_stdout() -> None:

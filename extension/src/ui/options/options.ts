@@ -73,5 +73,13 @@ async function cache(action: CacheRequest["action"]): Promise<void> {
 byId("cache-clear", HTMLButtonElement).addEventListener("click", () => void cache("clear"));
 chrome.storage.onChanged.addListener(() => void render());
 void render();
-void cache("stats");
+if (__LANEFETCH_BROWSER__ === "firefox") {
+  // Firefox keeps what its proxy (the helper) returns in its own cache, as for any page; the helper's proxy keeps no
+  // cache, so there is nothing of the helper's to count or clear (asking would show an empty cache of another kind).
+  byId("cache-about", HTMLParagraphElement).textContent =
+    "In Firefox, pages loaded through the helper are kept in Firefox's own cache, like any page; the helper keeps no copy of them.";
+  for (const id of ["cache-state", "cache-where", "cache-clear"]) byId(id, HTMLElement).hidden = true;
+} else {
+  void cache("stats");
+}
 startLanesSection();
