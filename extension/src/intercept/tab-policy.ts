@@ -18,6 +18,10 @@
 //   from its Resource Timing once loaded ("list"), and its page load begins at navigation ("page_start").
 // A site enabled in the last minute (the user's action) has the hosts of its open tabs, else its own name, probed
 // once, so the reload after enabling is not stopped by the gate when the host is fast.
+// No round trip of our own: as soon as a navigation that will be intercepted starts (a blocked one about to be
+// attached, an attached tab's next page) the helper is asked to connect ("preconnect") to the document's origin
+// and, from what the site's earlier loads taught it, to the site's other origins, so the first subresource batch
+// finds its connections open while the debugger attaches and the document loads.
 // Which *request* of an intercepted tab goes to the helper is the accelerator's (background/accelerator.ts).
 import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
 import { hostOf, type Verdict } from "./host-speed.js";
@@ -60,7 +64,8 @@ export type TabCommand =
   | { kind: "intercept"; tabId: number; on: boolean }
   /** Ask the helper to connect to url's origin and wait briefly for the host's speed; then a "probe_ended". */
   | { kind: "probe"; tabId: number; url: string }
-  /** Ask the helper to connect (a just-enabled site's host of unknown speed), nothing to wait for. */
+  /** Ask the helper to connect to url's origin and its site's known ones (a just-enabled site's host of unknown speed,
+   * a navigation about to be intercepted), nothing to wait for. */
   | { kind: "preconnect"; url: string; tabId: number | null }
   | { kind: "navigate"; tabId: number; url: string }
   /** Rewrite the gate: block active sites in tabs not `openTabs`, allow `fastHosts` (most recent first). */
@@ -192,7 +197,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       else if (event.speed === "unknown" && s.helperUp) {
         t.probing = event.url;
         commands.push({ kind: "probe", tabId: event.tabId, url: event.url });
-      } else attach(event.tabId, t, event.url);
+      } else {
+        if (s.helperUp && event.speed === "slow") commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
+        attach(event.tabId, t, event.url);
+      }
       break;
     }
     case "probe_ended": {
@@ -226,6 +234,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       }
       // The document may already be on its way unpaused: its page load begins now (a paused document joins it).
       if (toBrowser || commands.length > 0) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
+      if (!toBrowser && s.helperUp) commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
       break;
     }
     case "navigation_committed": {

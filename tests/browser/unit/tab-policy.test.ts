@@ -26,11 +26,12 @@ const up: Step = [{ type: "helper", up: true }, []];
 
 const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[] = [
   {
-    name: "a blocked navigation to a slow host: attach, open the gate for the tab, navigate again",
+    name: "a blocked navigation to a slow host: the helper connects to it at once, attach, open the gate for the tab, navigate again",
     steps: [on, up,
-      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
-      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, []],
+      // The navigation that will be intercepted starts: the helper connects (again: it answers with what it has open).
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }]],
       [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "slow" }, []],
       [{ type: "page_loaded", tabId: 1, url: LAN, speed: "slow" }, []]],
     check: (s) => assert.equal(attachedButLeft(s, 1), false),
