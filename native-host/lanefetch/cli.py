@@ -432,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no progress, report or warnings on stderr (errors still); progress shows only when "
                    "stderr is a terminal anyway")
     f.add_argument("--no-pipeline", action="store_true", help="one request at a time per connection")
-    f.add_argument("--connections", type=int, default=4, metavar="N", help="connections per origin (4)")
+    f.add_argument("--connections", type=int, default=6, metavar="N", help="connections per origin (6, as browsers)")
     f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
     f.add_argument("--inflight-budget", action="store_true",
                    help="bound an origin's unanswered requests to about two bandwidth-delay products")

@@ -9,7 +9,8 @@ Firefox proxy alike.
 Each layer is a Fetcher (engine/fetcher.py) around the next; none of them builds another. What the helper
 asks of a request before any layer sees it (Accept-Encoding as the browser would) is done here too, and so is
 remembering what was learned about each origin across helper restarts (cache/origin_memory.py: kept in the
-cache's store, per top-level site, never for private browsing).
+cache's store, per top-level site, never for private browsing), and connecting ahead of a page to the origins
+its site's earlier loads used (preconnect_site).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 from .cache.caching_fetcher import CachingFetcher
 from .cache.http_cache import HttpCache
 from .cache.memory_store import MemoryStore
-from .cache.origin_memory import policy_from, record_of
+from .cache.origin_memory import Record, policy_from, preconnect_origins, record_of
 from .cache.sqlite_store import SqliteStore
 from .engine.config import EngineConfig
 from .engine.engine import Engine
@@ -116,6 +117,35 @@ class FetchService:
 
     def preconnect(self, url: str, page: Page | None = None) -> bool:
         return self._splitting.preconnect(url, page or Page())
+
+    async def preconnect_site(self, page: Page) -> list[str]:
+        """A page of page.top_site starts: connect to the origins the site's earlier loads used (what was learned
+        under it, freshest first; never for private browsing), each starting from what was learned of it. Returns
+        the origins a connection was started to (none where one is open or opening already)."""
+        cache = self.cache_for(page)
+        if cache is None or page.private_browsing or not page.top_site:
+            return []
+        records: dict[str, Record] = {}
+        for name, raw in (await cache.site_learned(page.top_site)).items():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                records[name] = record
+        now = time.time()
+        started = []
+        for name in preconnect_origins(records, now):
+            try:
+                origin = parse_target(name + "/").origin
+            except FetchError:
+                continue
+            policy = policy_from(records[name], self.config.engine.effective_depth, now)
+            if policy is not None and origin not in self.engine.policies:
+                self.engine.policies[origin] = policy
+            if self.preconnect(name + "/", page):
+                started.append(name)
+        return started
 
     async def cancel(self, request_ids: list[str]) -> None:
         await self._splitting.cancel(request_ids)

@@ -175,7 +175,7 @@ async function execute(command: TabCommand): Promise<void> {
       // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
       const { url, tabId } = command;
       void connection.ready().then((up) => {
-        if (up && speed.verdict(url).state === "unknown") accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
+        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
       });
       return;
     }

@@ -12,12 +12,19 @@
 // - browser_first_byte: a request sent → first byte of its response head, which takes at least one round trip (plus
 //   the server's time), so it bounds the RTT from above even on a connection opened earlier.
 // A sample that cannot be a round trip of the network is rejected here: not a finite non-negative number, no origin;
-// a first-byte time of an answer that did not cross the network (a service worker's, a cache's: it would make a far
-// host look near); a first-byte time of anything but a document (a page's many subresources queue behind each other
+// a time of an answer that did not cross the network (a service worker's, a cache's, or one lanefetch fulfilled
+// itself: Chromium times a fulfilled document's "sent → first byte" in milliseconds whatever the link; it would make
+// a far host look near); a first-byte time of anything but a document (a page's many subresources queue behind each other
 // and would push the host's few good samples out of its history).
 //
-// An origin's RTT is the smallest of its recent samples (queueing only ever adds to one); a host's is the smallest
-// of its origins' (any scheme or port: one machine, one network path). Samples age out (the user's network changes)
+// A sample too small is what costs: it hands a whole tab to the browser on a slow link (the field report: ~0 ms and
+// 4–9 ms samples on 400 ms and 50 ms links). So a sample is trusted only if the host's other round trips allow it
+// (`contradicted`): one that at least two other round-trip samples (connect times; a first-byte time is only an
+// upper bound and contradicts nothing) put far above it (more than OUTLIER_FACTOR × it + OUTLIER_SLACK_MS), with
+// none of the others near it, is discarded — one fast sample never outweighs consistent slow ones, while a LAN
+// host's samples, all small, stand together however they scatter.
+// A host's RTT is the smallest of its trusted recent samples (queueing only ever adds to one), over its origins (any
+// scheme or port: one machine, one network path). Samples age out (the user's network changes)
 // and only the newest few per origin count. A verdict says fast / slow / unknown, and until when it holds without
 // a new sample (expiresAt: the last sample below the threshold ages out). With the threshold off (the tests' flag
 // `accelerateFastLinks`) every host is "slow": there is nothing to learn. Pure apart from the injected clock.
@@ -41,7 +48,8 @@ export interface SpeedSample {
   source: SampleSource;
   /** browser_first_byte: the request was a document. */
   document?: boolean;
-  /** The answer came from a service worker or a cache, not over the network. */
+  /** The answer did not cross the network: a service worker's, a cache's, or fulfilled through the debugger (no
+   * remote address). */
   local?: boolean;
 }
 
@@ -64,9 +72,23 @@ export interface SpeedOptions {
 
 export const DEFAULT_SPEED: SpeedOptions = { maxOrigins: 512, maxAgeMs: 5 * 60_000, samples: 4 };
 
+/** A sample this far below at least two other round trips of its host (and none near it) is not believed. */
+export const OUTLIER_FACTOR = 4;
+export const OUTLIER_SLACK_MS = 5;
+
 interface Kept {
   at: number;
   ms: number;
+  /** A round trip (a connect time) or only an upper bound of one (request sent → first byte). */
+  kind: "rtt" | "upper";
+}
+
+/** Is this sample impossible next to the host's other samples? At least two other round trips lie far above it and
+ * none near it. */
+export function contradicted(sample: { ms: number }, others: readonly { ms: number; kind: "rtt" | "upper" }[]): boolean {
+  const bound = OUTLIER_FACTOR * sample.ms + OUTLIER_SLACK_MS;
+  const rtts = others.filter((o) => o.kind === "rtt");
+  return rtts.filter((o) => o.ms > bound).length >= 2 && !rtts.some((o) => o.ms <= bound);
 }
 
 interface OriginSamples {
@@ -95,10 +117,8 @@ function originOf(url: string): string {
 export function rejectReason(sample: SpeedSample): string | null {
   if (!Number.isFinite(sample.ms) || sample.ms < 0) return "not a duration";
   if (originOf(sample.url) === "" || originOf(sample.url) === "null") return "no origin";
-  if (sample.source === "browser_first_byte") {
-    if (sample.local === true) return "answered without the network";
-    if (sample.document !== true) return "not a document";
-  }
+  if (sample.local === true) return "answered without the network";
+  if (sample.source === "browser_first_byte" && sample.document !== true) return "not a document";
   return null;
 }
 
@@ -134,7 +154,7 @@ export class HostSpeed {
     const origin = originOf(sample.url);
     const entry = this.byOrigin.get(origin) ?? { host: hostOf(origin), kept: [] };
     this.byOrigin.delete(origin); // re-inserted last: the map's order is least recently observed first
-    entry.kept.push({ at: this.now(), ms: sample.ms });
+    entry.kept.push({ at: this.now(), ms: sample.ms, kind: sample.source === "browser_first_byte" ? "upper" : "rtt" });
     if (entry.kept.length > this.options.samples) entry.kept.splice(0, entry.kept.length - this.options.samples);
     this.byOrigin.set(origin, entry);
     this.originsOf.set(entry.host, (this.originsOf.get(entry.host) ?? new Set()).add(origin));
@@ -160,7 +180,8 @@ export class HostSpeed {
   /** The verdict on the host of `url` (a URL, an origin or a bare host name). */
   verdict(url: string): Verdict {
     const host = url.includes("/") ? hostOf(url) : url;
-    const fresh = this.freshSamples(host);
+    const all = this.freshSamples(host);
+    const fresh = all.filter((s) => !contradicted(s, all.filter((o) => o !== s)));
     const rttMs = fresh.length ? Math.min(...fresh.map((s) => s.ms)) : null;
     const below = this.belowMs;
     if (below === null) return { host, state: "slow", rttMs, expiresAt: null };

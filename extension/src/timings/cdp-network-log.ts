@@ -144,16 +144,18 @@ export class CdpNetworkLog {
     t.sendStart = at(rt.sendStart);
     t.sendEnd = at(rt.sendEnd);
     t.headersEnd = at(rt.receiveHeadersEnd);
+    // An answer with no remote address did not come over the network: the helper's (Fetch.fulfillRequest: its
+    // timing is the detour's, a few ms whatever the link), a service worker's, a cache's. Its times are no round trip.
+    const local = r.fromServiceWorker === true || r.fromDiskCache === true || r.fromPrefetchCache === true || !r.remoteIPAddress;
     // As soon as the response head is in (before the page's subresources): TCP only, TLS excluded.
     if (rt.connectStart >= 0 && rt.connectEnd >= 0) {
       const ms = (rt.sslStart >= rt.connectStart ? rt.sslStart : rt.connectEnd) - rt.connectStart;
-      this.connected?.({ url: p.url, ms, source: "browser_connect" });
+      this.connected?.({ url: p.url, ms, source: "browser_connect", local });
     }
     // Request sent → first byte of the head: an upper bound even on a connection opened earlier (Chromium preconnects
     // a navigation's origin), so a page's document tells that its host is fast although its connect time is hidden.
     const headStart = rt.receiveHeadersStart >= 0 ? rt.receiveHeadersStart : rt.receiveHeadersEnd;
     if (rt.sendEnd >= 0 && headStart >= 0) {
-      const local = r.fromServiceWorker === true || r.fromDiskCache === true || r.fromPrefetchCache === true;
       this.connected?.({ url: p.url, ms: headStart - rt.sendEnd, source: "browser_first_byte", document: p.request.type === "Document", local });
     }
   }

@@ -234,11 +234,15 @@ class Host:
         elif kind == "preconnect":
             # Firefox: the proxy's engine fetches that page's requests, so its pool is the one to connect.
             fetcher = self.proxy.fetcher if self.proxy is not None else self.fetcher
-            if not fetcher.preconnect(item["url"], _to_page(item["page"])):
+            page = _to_page(item["page"])
+            if not fetcher.preconnect(item["url"], page):
                 # A connection is open already: its connect time answers (Firefox waits for one before routing).
                 origin = _origin_of(item["url"])
                 if origin is not None and origin in self._rtts:
                     self._report_rtt(origin, self._rtts[origin])
+            if fetcher is self.fetcher:
+                # The rest of the page's site, as its earlier loads taught (Chromium; the proxy keeps no records).
+                self._in_background(self.fetcher.preconnect_site(page), "preconnecting a site's origins")
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -264,6 +268,17 @@ class Host:
         if len(self._rtts) > RTT_MEMORY:
             del self._rtts[next(iter(self._rtts))]
         self._report_rtt(key, connect_s)
+
+    def _in_background(self, work: Awaitable[object], what: str) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except Exception:  # nothing waits for it: a failure is logged, never the host's end
+                log.exception("%s failed", what)
+
+        task = asyncio.ensure_future(run())
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
 
     def _report_rtt(self, origin: str, connect_s: float) -> None:
         task = asyncio.ensure_future(self._send(protocol.origin_rtt(origin, connect_s)))

@@ -111,6 +111,16 @@ class HttpCache:
             log.warning("cache unavailable, learning nothing from it: %r", e)
             return {}
 
+    async def site_learned(self, partition: str, limit: int = 256) -> dict[str, str]:
+        """Every origin record kept under this partition (a site's known origins); {} when the store is unusable."""
+        if self._failed:
+            return {}
+        try:
+            return await self.run(lambda s: s.site_learned(partition, limit))
+        except Exception as e:
+            log.warning("cache unavailable, learning nothing from it: %r", e)
+            return {}
+
     def learn(self, partition: str, records: dict[str, str]) -> None:
         if records:
             self.submit(lambda s: s.learn(partition, records))

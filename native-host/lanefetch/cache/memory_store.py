@@ -82,6 +82,9 @@ class MemoryStore:
     def learned(self, partition: str, origins: list[str]) -> dict[str, str]:
         return {o: self._origins[(partition, o)] for o in origins if (partition, o) in self._origins}
 
+    def site_learned(self, partition: str, limit: int) -> dict[str, str]:
+        return dict([(o, r) for (p, o), r in self._origins.items() if p == partition][:limit])
+
     def learn(self, partition: str, records: dict[str, str]) -> None:
         self._origins.update({(partition, o): r for o, r in records.items()})
 

@@ -1,15 +1,23 @@
 """What the helper learned about each origin's pipelining, kept across helper restarts (pure rules; the stores
 keep the records, service.py reads them before a batch and writes them after).
 
-Without it every helper start forgets: the first request to a known origin goes alone, the depth ramps 1 → 2 →
-4 … again, and a server that misbehaved is trusted anew. A record holds the verdict (state), the safe depth and
-the server's keep-alive request limit, with when it was learned. It is kept like the HTTP cache: partitioned by
-top-level site (a site cannot learn what another site's pages taught the helper), never for private browsing,
-and cleared with the cache. Records expire: a good verdict after RECORD_TTL (servers change), a bad one sooner
-(BAD_TTL: a fixed server deserves another chance), and a record from the future is ignored.
+Without it every helper start forgets: the first request to a known origin goes alone, the depth ramps 1 → 2 → 4 …
+again, and a server that misbehaved is trusted anew. A record holds the verdict (state), the safe depth, the
+server's keep-alive request limit and the protocol its TLS handshakes chose, with when it was learned. It is kept
+like the HTTP cache: partitioned by top-level site (a site cannot learn what another site's pages taught the
+helper), never for private browsing, and cleared with the cache. Records expire: a good verdict after RECORD_TTL
+(servers change), a bad one sooner (BAD_TTL: a fixed server deserves another chance), and a record from the future
+is ignored.
 
 Only what a session learned beyond "unknown" is written; a known origin starts the next session where it left
 off, still under every integrity guard of pipeline.py (a held answer is proven in step before it is believed).
+A known protocol matters from the first batch: an HTTPS origin that may speak h2 gets one connection until a
+handshake says (pool_plan.connection_limit), so an HTTP/1.1-only origin remembered as such opens the connections
+its waiting requests need in parallel instead of one handshake later.
+
+The records of a site are also what the helper connects to ahead of a page (preconnect_origins): when a
+navigation to the site starts, its document's origin and the origins its earlier loads used get a connection
+before the first subresource batch asks, so none of them costs a handshake of its own on the critical path.
 """
 
 from __future__ import annotations
@@ -20,16 +28,18 @@ from ..engine.origin_policy import OriginPolicy, PipelineState
 
 RECORD_TTL = 7 * 24 * 3600.0
 BAD_TTL = 24 * 3600.0
+PRECONNECT_MAX = 8  # origins of a site connected ahead of its page: a page's first wave rarely needs more
+PROTOCOLS = ("h2", "http/1.1")
 
 Record = dict[str, Any]
 
 
 def record_of(policy: OriginPolicy, now: float) -> Record | None:
     """The record to keep for this policy, or None when nothing was learned."""
-    if policy.state is PipelineState.UNKNOWN and policy.request_limit is None:
+    if policy.state is PipelineState.UNKNOWN and policy.request_limit is None and policy.protocol is None:
         return None
     return {"state": policy.state.value, "depth": policy.depth, "request_limit": policy.request_limit,
-            "learned_at": now}
+            "protocol": policy.protocol, "learned_at": now}
 
 
 def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | None:
@@ -38,6 +48,7 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         state = PipelineState(record["state"])
         depth = int(record["depth"])
         limit = record.get("request_limit")
+        protocol = record.get("protocol")
         learned = float(record["learned_at"])
     except (KeyError, TypeError, ValueError):
         return None
@@ -46,7 +57,17 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         return None
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         return None
-    policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit)
+    if protocol is not None and protocol not in PROTOCOLS:
+        return None
+    policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit, protocol=protocol)
     if state is PipelineState.RED:
         policy.demotions.append("learned in an earlier session")
     return policy
+
+
+def preconnect_origins(records: dict[str, Record], now: float, limit: int = PRECONNECT_MAX) -> list[str]:
+    """The origins to connect to ahead of a page of the site these records were learned under: those whose
+    record is still good (policy_from would start from it; a demoted one too, it is still the page's), the most
+    recently learned first, at most `limit`."""
+    fresh = [(float(r["learned_at"]), name) for name, r in records.items() if policy_from(r, 1, now) is not None]
+    return [name for _, name in sorted(fresh, key=lambda f: (-f[0], f[1]))[:max(0, limit)]]

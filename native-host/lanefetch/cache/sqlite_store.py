@@ -212,6 +212,11 @@ class SqliteStore:
                 out[origin] = str(row[0])
         return out
 
+    def site_learned(self, partition: str, limit: int) -> dict[str, str]:
+        rows = self._db.execute("SELECT origin, record FROM origins WHERE partition = ? LIMIT ?",
+                                (partition, limit)).fetchall()
+        return {str(o): str(r) for o, r in rows}
+
     def learn(self, partition: str, records: dict[str, str]) -> None:
         with self._write() as db:
             db.executemany("INSERT OR REPLACE INTO origins (partition, origin, record) VALUES (?, ?, ?)",

@@ -41,6 +41,10 @@ class EntryStore(Protocol):
         """What was learned about these origins under this partition (origin_memory.py's records, as JSON)."""
         ...
 
+    def site_learned(self, partition: str, limit: int) -> dict[str, str]:
+        """Every origin record kept under this partition (at most `limit` of them): a site's known origins."""
+        ...
+
     def learn(self, partition: str, records: dict[str, str]) -> None:
         """Keep these origins' records (JSON), replacing what was there."""
         ...

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 @dataclass
 class EngineConfig:
-    connections_per_origin: int = 4
+    connections_per_origin: int = 6  # as the browsers: what a page waiting on an origin gets from them
     pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
     pipelining: bool = True
     # Offer HTTP/2 in TLS (ALPN h2): an origin that takes it gets one multiplexed connection (h2_connection.py);

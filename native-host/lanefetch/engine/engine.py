@@ -22,6 +22,7 @@ from .fetcher import BatchResult, Page
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
 from .request import FetchRequest, Origin, parse_target, validate
+from .rtt_sample import handshake_round_trip
 from .transport import make_tls_context
 
 log = logging.getLogger("lanefetch.engine")
@@ -132,10 +133,9 @@ class Engine:
     def connection_opened(self, conn: Carrier) -> None:
         ct = conn.connect_timing
         if self.on_connected is not None and ct.connect_start is not None and ct.connect_end is not None:
-            # The connect time seen from Python holds a busy machine's scheduling delay (15 ms and more while the
-            # browser starts), which would make a LAN host look slow; the kernel's own measure does not.
-            rtt = ct.connect_end - ct.connect_start
-            self.on_connected(conn.pool.origin, rtt if ct.handshake_rtt is None else min(rtt, ct.handshake_rtt))
+            # The kernel's measure where it explains the connect time (rtt_sample.py: never a sample too small).
+            rtt = handshake_round_trip(ct.connect_end - ct.connect_start, ct.handshake_rtt)
+            self.on_connected(conn.pool.origin, rtt)
         self._open_connections += 1
         for b in self._batches:
             b.max_concurrent = max(b.max_concurrent, self._open_connections)

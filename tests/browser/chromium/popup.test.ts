@@ -97,7 +97,7 @@ test("a fast connection: the page is left to the browser and the popup says it i
 test("no helper installed: the popup's first line says what to run", async () => {
   const bare = await launch(freshProfile(false));
   try {
-    await setSites(bare.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+    await setSites(bare.worker, [{ scope: "domain", name: "127.0.0.1" }], { gate: false });
     const page = await bare.context.newPage();
     const url = `${sites.a.origin}/plain.html`;
     await openPage(page, url);

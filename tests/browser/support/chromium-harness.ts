@@ -65,11 +65,13 @@ export async function launch(userDataDir: string, { headless = true }: { headles
  * from a fast origin itself): `accelerateFastLinks` (default true here) makes it take them anyway, so the tests see
  * the helper at work; benchmarks and the demo pass false, the product's default.
  */
-export async function setSites(worker: Worker, sites: SiteRule[], { accelerateFastLinks = true } = {}): Promise<void> {
+/** Enables these sites and waits for the gate's block rules, which exist only while the helper is connected: a
+ * profile without the helper passes `gate: false` (nothing is ever blocked there). */
+export async function setSites(worker: Worker, sites: SiteRule[], { accelerateFastLinks = true, gate = true } = {}): Promise<void> {
   await worker.evaluate(async ([s, fast]) => {
     await chrome.storage.local.set({ sites: s.map((x) => ({ ...x, added: Date.now() })), accelerateFastLinks: fast });
   }, [sites, accelerateFastLinks] as const);
-  await waitForGate(worker, sites.length);
+  await waitForGate(worker, gate ? sites.length : 0);
 }
 
 /** Waits until the extension's navigation gate holds one blocking DNR session rule per active site (fast hosts'
@@ -80,17 +82,18 @@ export async function waitForGate(worker: Worker, rules: number): Promise<void> 
     (await chrome.declarativeNetRequest.getSessionRules()).filter((r) => r.action.type === "block").length)) === rules, {}, () => blocks);
 }
 
-/** Waits until the background says the helper is connected (asked from an extension page, for that page's tab). */
-export async function waitForHelper(context: BrowserContext, timeout = 10000): Promise<void> {
+/** Waits until the background says the helper is connected, or in the `wanted` state (asked from an extension page,
+ * for that page's tab). */
+export async function waitForHelper(context: BrowserContext, timeout = 10000, wanted: StatusReply["helper"]["status"] = "connected"): Promise<void> {
   const page = await context.newPage();
   try {
     await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
     let status = "";
-    await eventually("the helper is connected", async () => (status = await page.evaluate(async () => {
+    await eventually(`the helper is ${wanted}`, async () => (status = await page.evaluate(async () => {
       const tab = await chrome.tabs.getCurrent();
       const reply = await chrome.runtime.sendMessage<unknown, StatusReply>({ type: "lanefetch/status", tabId: tab?.id ?? -1 });
       return reply.helper.status;
-    })) === "connected", { timeoutMs: timeout, everyMs: 100 }, () => status);
+    })) === wanted, { timeoutMs: timeout, everyMs: 100 }, () => status);
   } finally {
     await page.close();
   }

@@ -89,21 +89,27 @@ test("round trips: a new connection's TCP connect, and a document's request sent
   }, 4);
   log.handle("Network.responseReceived", {
     requestId: "d", timestamp: 100.01,
-    response: { url: "http://a.test/", status: 200, headers: {}, timing: timing(100.001, { connectStart: 1, connectEnd: 1.4, sendStart: 1.5, sendEnd: 1.6, receiveHeadersStart: 2.5, receiveHeadersEnd: 2.6 }) },
+    response: { url: "http://a.test/", status: 200, headers: {}, remoteIPAddress: "192.0.2.1", timing: timing(100.001, { connectStart: 1, connectEnd: 1.4, sendStart: 1.5, sendEnd: 1.6, receiveHeadersStart: 2.5, receiveHeadersEnd: 2.6 }) },
   });
   log.handle("Network.requestWillBeSent", { requestId: "p", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://b.test/", method: "GET", headers: {} } }, 4);
   log.handle("Network.requestWillBeSent", { requestId: "i", timestamp: 100, wallTime: WALL, type: "Image", request: { url: "http://b.test/i.png" } }, 4);
   log.handle("Network.responseReceived", {
-    requestId: "i", timestamp: 100.05, response: { url: "http://b.test/i.png", status: 200, headers: {}, timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 300 }) },
+    requestId: "i", timestamp: 100.05, response: { url: "http://b.test/i.png", status: 200, headers: {}, remoteIPAddress: "192.0.2.2", timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 300 }) },
   });
   log.handle("Network.responseReceived", {
-    requestId: "p", timestamp: 100.05, response: { url: "http://b.test/", status: 200, headers: {}, timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 40.3 }) },
+    requestId: "p", timestamp: 100.05, response: { url: "http://b.test/", status: 200, headers: {}, remoteIPAddress: "192.0.2.2", timing: timing(100.001, { sendStart: 0.2, sendEnd: 0.3, receiveHeadersEnd: 40.3 }) },
   });
   log.handle("Network.requestWillBeSent", { requestId: "w", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://far.test/" } }, 4);
   log.handle("Network.responseReceived", {
-    requestId: "w", timestamp: 100.002, response: { url: "http://far.test/", status: 200, headers: {}, fromServiceWorker: true, timing: timing(100.001, { sendStart: 0.1, sendEnd: 0.2, receiveHeadersEnd: 1 }) },
+    requestId: "w", timestamp: 100.002, response: { url: "http://far.test/", status: 200, headers: {}, remoteIPAddress: "192.0.2.3", fromServiceWorker: true, timing: timing(100.001, { sendStart: 0.1, sendEnd: 0.2, receiveHeadersEnd: 1 }) },
+  });
+  // A document lanefetch fulfilled (Fetch.fulfillRequest): no remote address, and Chromium's timing of it is the
+  // detour's, a few ms on a 400 ms link (the field report). It tells nothing of the link, connect or first byte.
+  log.handle("Network.requestWillBeSent", { requestId: "f", timestamp: 100, wallTime: WALL, type: "Document", request: { url: "http://sat.test/" } }, 4);
+  log.handle("Network.responseReceived", {
+    requestId: "f", timestamp: 100.01, response: { url: "http://sat.test/", status: 200, headers: {}, timing: timing(100.001, { connectStart: 0.1, connectEnd: 0.2, sendStart: 0.3, sendEnd: 0.4, receiveHeadersEnd: 4.4 }) },
   });
   log.handle("Network.loadingFinished", { requestId: "d", timestamp: 100.02, encodedDataLength: 10 });
-  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]], "an image's queueing and a service worker's answer tell nothing");
+  assert.deepEqual(rtts, [["http://a.test/", 0.4], ["http://a.test/", 0.9], ["http://b.test/", 40]], "an image's queueing, a service worker's answer and a fulfilled document tell nothing");
   assert.deepEqual(seen, [["http://a.test/", "Document", 4, "GET"]]);
 });

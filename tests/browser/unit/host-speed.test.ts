@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  ACCELERATE_FAST_LINKS_KEY, HostSpeed, STEP_ASIDE_BELOW_RTT_MS, rejectReason, thresholdFromSettings, type SpeedSample,
+  ACCELERATE_FAST_LINKS_KEY, HostSpeed, STEP_ASIDE_BELOW_RTT_MS, contradicted, rejectReason, thresholdFromSettings, type SpeedSample,
 } from "../../../extension/src/intercept/host-speed.js";
 import { CdpNetworkLog } from "../../../extension/src/timings/cdp-network-log.js";
 
@@ -48,7 +48,7 @@ test("a host's RTT is the smallest recent sample; only the newest few per origin
   for (const ms of [40, 12, 90]) speed.observe(connect("http://a.test", ms)); // queueing only ever adds
   assert.equal(speed.verdict("http://a.test").rttMs, 12);
   // The network changed (LAN → mobile): the old fast sample goes with the newest three.
-  for (const ms of [400, 410]) speed.observe(connect("http://a.test", ms));
+  for (const ms of [200, 410]) speed.observe(connect("http://a.test", ms));
   assert.equal(speed.verdict("http://a.test").rttMs, 90);
   at(2000);
   assert.equal(speed.verdict("http://a.test").state, "unknown", "all samples older than maxAgeMs");
@@ -132,7 +132,7 @@ test("the browser's timing: new connections' connect (TLS excluded), a document'
   });
   const response = (url: string, t: Record<string, number>) => ({
     url, status: 200, statusText: "OK", headers: {}, mimeType: "text/html", connectionId: 1, encodedDataLength: 0,
-    protocol: "http/1.1", timing: t,
+    protocol: "http/1.1", remoteIPAddress: "192.0.2.1", timing: t,
   });
   for (const [id, url] of [["1", "http://a.test/"], ["2", "https://b.test/"], ["3", "http://a.test/x"]] as const) {
     log.handle("Network.requestWillBeSent", { requestId: id, timestamp: 100, wallTime: 1_767_000_000, type: "Document", request: { url } });
@@ -145,4 +145,36 @@ test("the browser's timing: new connections' connect (TLS excluded), a document'
   // Request sent → first head byte: at least one round trip (77 and 9 here), so never below the connect times.
   assert.deepEqual(kept, [["http://a.test/", 60], ["http://a.test/", 77], ["https://b.test/", 8], ["https://b.test/", 9], ["http://a.test/x", 5]]);
   assert.equal(speed.verdict("http://a.test/").rttMs, 5);
+});
+
+// Untrustworthy samples are never trusted: [samples in order of arrival, the verdict, the RTT estimate].
+const firstByte = (url: string, ms: number): SpeedSample => ({ url, ms, source: "browser_first_byte", document: true });
+const browserConnect = (url: string, ms: number): SpeedSample => ({ url, ms, source: "browser_connect" });
+const outlierCases: [string, SpeedSample[], "fast" | "slow" | "unknown", number][] = [
+  ["the field report: a 4 ms sample after consistent 400 ms ones", [connect("http://s.test", 400), browserConnect("https://s.test", 410), connect("http://s.test", 4)], "slow", 400],
+  ["... and before them: the slow ones, when they come, outweigh it", [connect("http://s.test", 0.3), connect("http://s.test", 395), connect("http://s.test", 402)], "slow", 395],
+  ["lte: 9 ms against 50-odd ms", [connect("http://l.test", 52), connect("http://l.test", 9), browserConnect("http://l.test", 55)], "slow", 52],
+  ["one slow sample alone does not outweigh a fast one (a queue can inflate a connect)", [connect("http://n.test", 0.4), connect("http://n.test", 300)], "fast", 0.4],
+  ["a LAN host's samples scatter but stand together", [connect("http://n.test", 0.2), browserConnect("http://n.test", 4.5), connect("http://n.test", 1.1), browserConnect("http://n.test", 30)], "fast", 0.2],
+  ["first-byte times are upper bounds: large ones contradict no connect time", [connect("http://n.test", 0.5), firstByte("http://n.test", 300), firstByte("http://n.test", 280)], "fast", 0.5],
+  ["a first-byte time below consistent connect times is impossible", [connect("http://s.test", 600), connect("http://s.test", 610), firstByte("http://s.test", 3)], "slow", 600],
+  ["a lone sample is all there is", [connect("http://n.test", 4)], "fast", 4],
+];
+for (const [name, samples, state, rttMs] of outlierCases) {
+  test(`outliers: ${name}`, () => {
+    const { speed } = clocked();
+    for (const sample of samples) assert.equal(speed.observe(sample), true);
+    const verdict = speed.verdict(samples[0]?.url ?? "");
+    assert.deepEqual([verdict.state, verdict.rttMs], [state, rttMs]);
+  });
+}
+
+test("contradicted: at least two round trips far above, none near; first-byte times only as the judged one", () => {
+  const rtt = (ms: number) => ({ ms, kind: "rtt" as const });
+  const upper = (ms: number) => ({ ms, kind: "upper" as const });
+  assert.equal(contradicted({ ms: 4 }, [rtt(400), rtt(410)]), true);
+  assert.equal(contradicted({ ms: 4 }, [rtt(400)]), false, "one against one: not consistent");
+  assert.equal(contradicted({ ms: 4 }, [rtt(400), rtt(410), rtt(20)]), false, "20 ≤ 4 × 4 + 5 keeps it company");
+  assert.equal(contradicted({ ms: 4 }, [upper(400), upper(410)]), false);
+  assert.equal(contradicted({ ms: 100 }, [rtt(400), rtt(410)]), false, "within the factor");
 });

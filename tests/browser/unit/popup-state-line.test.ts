@@ -42,8 +42,12 @@ test("helper missing, outdated or stopped; site off; not a web page; nothing cou
   const missing = stateLine(input({ helper: { status: "not_installed", message: "not found" } }, { passed: { helper_missing: 4 } }));
   assert.equal(missing.headline, "Helper not installed — run `lanefetch install`");
   assert.equal(missing.tone, "bad");
-  assert.equal(stateLine(input({ helper: { status: "incompatible", message: "Update the helper" } })).detail, "Update the helper");
-  assert.match(stateLine(input({ helper: { status: "disconnected", message: "exit 1" } })).headline, /helper stopped/);
+  // Without a usable helper nothing is paused: the popup says the page was left to the browser, and why.
+  assert.equal(missing.detail, "Until then pages are left to the browser, which loads them as it would without lanefetch.");
+  assert.equal(stateLine(input({ helper: { status: "incompatible", message: "Update the helper." } })).detail, "Update the helper. Until then pages are left to the browser.");
+  const stopped = stateLine(input({ helper: { status: "disconnected", message: "exit 1" } }));
+  assert.deepEqual([stopped.headline, stopped.detail], ["The helper stopped — this page was left to the browser", "It starts again by itself; the next page load goes through it."]);
+  assert.equal(stateLine(input({ helper: { status: "connecting" } })).headline, "The helper is starting — this page was left to the browser");
   assert.equal(stateLine(input({ siteOn: false })).headline, "Off for this site");
   assert.equal(stateLine(input({ webPage: false })).headline, "lanefetch works on web pages only");
   assert.equal(stateLine(input({ sessionOff: true })).headline, "Off until the browser restarts");

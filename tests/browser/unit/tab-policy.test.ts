@@ -21,24 +21,27 @@ function play(steps: Step[], start: PolicyState = INITIAL_POLICY): PolicyState {
   return state;
 }
 
-const on: Step = [RULES, [gate()]];
-const up: Step = [{ type: "helper", up: true }, []];
+// Without the helper the gate blocks nothing: no tab is attached, no request paused for a helper that cannot take it.
+const NO_GATE: TabCommand = { kind: "gate", rules: [], openTabs: [], fastHosts: [] };
+const on: Step = [RULES, [NO_GATE]];
+const up: Step = [{ type: "helper", up: true }, [gate()]];
 
 const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[] = [
   {
-    name: "a blocked navigation to a slow host: attach, open the gate for the tab, navigate again",
+    name: "a blocked navigation to a slow host: the helper connects to it at once, attach, open the gate for the tab, navigate again",
     steps: [on, up,
-      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
-      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, []],
+      // The navigation that will be intercepted starts: the helper connects (again: it answers with what it has open).
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }]],
       [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "slow" }, []],
       [{ type: "page_loaded", tabId: 1, url: LAN, speed: "slow" }, []]],
     check: (s) => assert.equal(attachedButLeft(s, 1), false),
   },
   {
     name: "attaching fails: the gate still lets the tab through (it loads unaccelerated)",
-    steps: [on,
-      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "attach", tabId: 1 }]],
+    steps: [on, up,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: false }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []]],
   },
@@ -63,22 +66,42 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: FAR }]]],
   },
   {
-    name: "helper down: no probe, attach at once; a known-fast host is let through at once",
+    name: "helper not up (missing, starting, crashed): nothing blocked, attached or paused; attached tabs stop intercepting",
     steps: [on,
-      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "attach", tabId: 1 }]],
-      [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "fast" }, [gate(), { kind: "navigate", tabId: 2, url: LAN }]]],
+      // Blocked just before the gate was emptied: let through unattached, whatever the host's speed.
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [NO_GATE, { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "navigation_blocked", tabId: 3, url: LAN, speed: "slow" }, [NO_GATE, { kind: "navigate", tabId: 3, url: LAN }]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, []],
+      // A tab found at start-up waits for the helper to be attached.
+      [{ type: "tab_found", tabId: 2, url: LAN }, []],
+      [{ type: "helper", up: true }, [gate(), { kind: "attach", tabId: 2 }]],
+      [{ type: "attached", tabId: 2, ok: true }, [gate([2])]],
+      [{ type: "navigation_started", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 2 }]],
+      // The helper crashed: the gate opens and the attached tab's requests are the browser's at once.
+      [{ type: "helper", up: false }, [NO_GATE, { kind: "intercept", tabId: 2, on: false }]],
+      [{ type: "helper", up: false }, []],
+      [{ type: "navigation_started", tabId: 2, url: FAR, speed: "slow" }, [{ kind: "page_start", tabId: 2, url: FAR }]],
+      [{ type: "probe_ended", tabId: 4, url: LAN, speed: "slow" }, []]],
+    check: (s) => assert.equal(attachedButLeft(s, 2), true),
+  },
+  {
+    name: "a probe that ends after the helper went: the browser's, unattached",
+    steps: [on, up,
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+      [{ type: "helper", up: false }, [NO_GATE]],
+      [{ type: "probe_ended", tabId: 1, url: LAN, speed: "unknown" }, [NO_GATE, { kind: "navigate", tabId: 1, url: LAN }]]],
   },
   {
     name: "blocked navigations of tabs already let through, or off the active sites, are not ours",
-    steps: [on,
+    steps: [on, up,
       [{ type: "navigation_blocked", tabId: 1, url: "http://other.test/", speed: "slow" }, []],
-      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 1 }]],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1]), { kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []]],
   },
   {
     name: "an intercepted tab's host learned fast: off once the helper answered what it holds, unless it navigated away",
-    steps: [on,
+    steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
       [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([1], ["lan.test"]), { kind: "await_idle", tabId: 1 }]],
@@ -87,16 +110,17 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       [{ type: "helper_idle", tabId: 1 }, []],
       [{ type: "page_loaded", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "list", tabId: 1 }]],
       // A navigation to a host not known fast: Fetch and Network on before the new page asks for subresources.
-      [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "intercept", tabId: 1, on: true }, { kind: "page_start", tabId: 1, url: FAR }]],
-      [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, []],
+      [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" },
+        [{ kind: "intercept", tabId: 1, on: true }, { kind: "page_start", tabId: 1, url: FAR }, { kind: "preconnect", url: FAR, tabId: 1 }]],
+      [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "preconnect", url: FAR, tabId: 1 }]],
       [{ type: "verdict", host: "far.lan.test", speed: "fast" }, [gate([1], ["far.lan.test", "lan.test"]), { kind: "await_idle", tabId: 1 }]],
-      [{ type: "navigation_started", tabId: 1, url: "http://slow.lan.test/", speed: "slow" }, []],
+      [{ type: "navigation_started", tabId: 1, url: "http://slow.lan.test/", speed: "slow" }, [{ kind: "preconnect", url: "http://slow.lan.test/", tabId: 1 }]],
       [{ type: "helper_idle", tabId: 1 }, []]],
     check: (s) => assert.equal(attachedButLeft(s, 1), false),
   },
   {
     name: "an attached tab navigating to a known-fast host is left to the browser at once, its page load begun",
-    steps: [on,
+    steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: FAR }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "intercept", tabId: 1, on: false }, { kind: "page_start", tabId: 1, url: LAN }]],
@@ -105,7 +129,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   },
   {
     name: "a fast verdict that ends drops the allow rule; other sites' fast hosts never get one",
-    steps: [on,
+    steps: [on, up,
       [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([], ["lan.test"])]],
       [{ type: "verdict", host: "elsewhere.test", speed: "fast" }, []],
       [{ type: "verdict", host: "lan.test", speed: "unknown" }, [gate()]],
@@ -113,17 +137,17 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   },
   {
     name: "a tab that commits another site is released; an unattached tab's open gate closes at its next commit",
-    steps: [on,
+    steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
       [{ type: "navigation_committed", tabId: 1, url: "http://other.test/", speed: "unknown" }, [{ kind: "detach", tabId: 1 }, gate()]],
-      [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "attach", tabId: 2 }]],
+      [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 2 }, { kind: "attach", tabId: 2 }]],
       [{ type: "attached", tabId: 2, ok: false }, [gate([2]), { kind: "navigate", tabId: 2, url: LAN }]],
       [{ type: "navigation_committed", tabId: 2, url: LAN, speed: "slow" }, [gate()]]],
   },
   {
     name: "rules turned off: attached tabs off the active sites are released; a removed tab leaves the gate",
-    steps: [on,
+    steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
       [{ type: "tab_found", tabId: 2, url: LAN }, [{ kind: "attach", tabId: 2 }]],
@@ -134,7 +158,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   },
   {
     name: "the user cancelled the debugging bar: the tab is detached and no longer let through",
-    steps: [on,
+    steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
       [{ type: "detached", tabId: 1 }, []],
@@ -143,7 +167,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   },
   {
     name: "a site enabled in the last minute: its open tabs' hosts (else its name) are asked for, once per enabling",
-    steps: [
+    steps: [[{ type: "helper", up: true }, [NO_GATE]],
       [{ type: "tab_found", tabId: 3, url: "http://www.lan.test/p" }, []],
       [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 1000 }], now: 2000 },
         [gate(), { kind: "preconnect", url: "http://www.lan.test/p", tabId: 3 }]],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from lanefetch.cache.origin_memory import BAD_TTL, RECORD_TTL, policy_from, record_of
+from lanefetch.cache.origin_memory import BAD_TTL, RECORD_TTL, policy_from, preconnect_origins, record_of
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 
 NOW = 1_800_000_000.0
@@ -60,3 +60,41 @@ def test_depth_never_beyond_this_sessions_maximum() -> None:
     assert record is not None
     policy = policy_from(record, 8, NOW)
     assert policy is not None and policy.allowed_depth() == 8
+
+
+@pytest.mark.parametrize("protocol", ["h2", "http/1.1"])
+def test_the_protocol_is_kept_so_an_http1_origin_opens_its_connections_at_once(protocol: str) -> None:
+    learned = OriginPolicy(16)
+    learned.learn_protocol(protocol)
+    record = record_of(learned, NOW)  # the protocol alone is worth keeping: it decides the first batch's connections
+    assert record is not None and record["protocol"] == protocol
+    policy = policy_from(record, 16, NOW + 60)
+    assert policy is not None and policy.protocol == protocol
+
+
+def test_an_unknown_protocol_is_not_ours() -> None:
+    record = record_of(OriginPolicy(16, PipelineState.GREEN, 8), NOW)
+    assert record is not None
+    assert policy_from({**record, "protocol": "spdy/3"}, 16, NOW) is None
+    assert policy_from({**record, "protocol": None}, 16, NOW) is not None
+
+
+def _kept(state: PipelineState, at: float) -> dict[str, object]:
+    record = record_of(OriginPolicy(16, state, 4), at)
+    assert record is not None
+    return record
+
+
+@pytest.mark.parametrize(("records", "limit", "connect"), [
+    ({}, 8, []),
+    ({"https://a": _kept(PipelineState.GREEN, NOW - 10), "https://b": _kept(PipelineState.GREEN, NOW - 5)}, 8,
+     ["https://b", "https://a"]),  # the most recently learned first
+    ({"https://a": _kept(PipelineState.GREEN, NOW - RECORD_TTL - 1), "https://b": _kept(PipelineState.RED, NOW)}, 8,
+     ["https://b"]),  # an expired record is no knowledge; a demoted origin is still one the page uses
+    ({f"https://o{i}": _kept(PipelineState.GREEN, NOW - i) for i in range(12)}, 3,
+     ["https://o0", "https://o1", "https://o2"]),
+    ({"https://a": {"state": "purple", "depth": 1, "learned_at": NOW}}, 8, []),
+    ({"https://a": _kept(PipelineState.GREEN, NOW)}, 0, []),
+])
+def test_preconnect_origins(records: dict[str, dict[str, object]], limit: int, connect: list[str]) -> None:
+    assert preconnect_origins(records, NOW, limit) == connect

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BULK_BYTES,
     allowed_depth,
@@ -81,3 +83,20 @@ def test_render_blocking_is_pipelined_only_with_its_own(carried: set[int], incom
 ])
 def test_connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, limit: int) -> None:
     assert connection_limit(per_origin, protocol, may_speak_h2) == limit
+
+
+@given(st.integers(0, 12), st.integers(0, 100), st.integers(1, 8))
+def test_waiting_work_gets_its_connections_at_once_up_to_the_limit(serving: int, work: int, limit: int) -> None:
+    """What the waiting work needs is opened in one go (not one per handshake), never beyond the limit or the work."""
+    new = connections_to_open(serving, work, limit)
+    assert new >= 0
+    assert serving + new == max(serving, min(limit, work))
+
+
+@pytest.mark.parametrize(("protocol", "waiting", "opened"), [
+    ("http/1.1", 10, 6),  # remembered HTTP/1.1 over TLS: six handshakes in parallel, as the browser opens them
+    (None, 10, 1),  # not known yet: one, whose handshake says (an h2 origin must not get six)
+    ("h2", 10, 1),
+])
+def test_first_batch_to_a_remembered_tls_origin(protocol: str | None, waiting: int, opened: int) -> None:
+    assert connections_to_open(0, waiting, connection_limit(6, protocol, True)) == opened

@@ -55,10 +55,13 @@ export function stateLine(s: StateInput): StateLine {
       tone: "quiet",
     };
   }
+  // Without a usable helper nothing is intercepted (tab-policy.ts): every page is left to the browser, untouched.
   if (s.helper.status === "not_installed") {
-    return { headline: `Helper not installed — run \`${INSTALL_COMMAND}\``, detail: "Pages still load, without lanefetch.", tone: "bad" };
+    return { headline: `Helper not installed — run \`${INSTALL_COMMAND}\``, detail: `Until then pages are ${LEFT_TO_BROWSER}, which loads them as it would without lanefetch.`, tone: "bad" };
   }
-  if (s.helper.status === "incompatible") return { headline: "The helper needs an update", detail: s.helper.message, tone: "bad" };
+  if (s.helper.status === "incompatible") {
+    return { headline: "The helper needs an update", detail: `${s.helper.message} Until then pages are ${LEFT_TO_BROWSER}.`, tone: "bad" };
+  }
   if (s.problem !== null) return { headline: "Not working on this page", detail: null, tone: "bad" };
 
   const c = s.counts;
@@ -74,7 +77,10 @@ export function stateLine(s: StateInput): StateLine {
   }
   if (total === 0) {
     if (s.helper.status === "disconnected") {
-      return { headline: "The helper stopped — it starts again on the next page load", detail: null, tone: "bad" };
+      return { headline: `The helper stopped — this page was ${LEFT_TO_BROWSER}`, detail: "It starts again by itself; the next page load goes through it.", tone: "bad" };
+    }
+    if (s.helper.status === "connecting" || s.helper.status === "idle") {
+      return { headline: `The helper is starting — this page was ${LEFT_TO_BROWSER}`, detail: "Reload the page once it runs to load it through lanefetch.", tone: "quiet" };
     }
     return { headline: "On — reload the page to load it through lanefetch", detail: null, tone: "quiet" };
   }
