@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from bench import png, report
 from bench.netlab import Lab, LinkProfile
-from bench.servers import start_nginx
+from bench.servers import ServerHandle, start_apache, start_nginx
 
 REPO = Path(__file__).resolve().parents[2]
 #: The driver per browser (same arguments and output, bench/page_measure.ts).
@@ -35,15 +35,16 @@ MODES = ("on", "off")
 _SETUP = {
     "chromium": (
         "Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
-        "nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile (no HTTP "
-        "cache) and, for ON, the helper registered into it, the page's host enabled and a fresh `XDG_CACHE_HOME` "
-        "(no helper cache). The page's document is fetched by Chromium itself in both variants (private page)."
+        "{server} (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile "
+        "(no HTTP cache) and, for ON, the helper registered into it, the page's host enabled and a fresh "
+        "`XDG_CACHE_HOME` (no helper cache). The page's document is fetched by Chromium itself in both variants "
+        "(private page)."
     ),
     "firefox": (
         "Real Firefox ESR (headless, `/usr/bin/firefox-esr`, driven over WebDriver BiDi, built extension installed) "
-        "runs in the lab's client namespace; nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every "
-        "run: fresh Firefox profile and HOME (no HTTP cache) and, for ON, the helper registered in that HOME, the "
-        "page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
+        "runs in the lab's client namespace; {server} (HTTP/1.1, keep-alive) behind a packet-level emulated link. "
+        "Every run: fresh Firefox profile and HOME (no HTTP cache) and, for ON, the helper registered in that HOME, "
+        "the page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
         "when a site is enabled); every request of the page, the document included, then goes through the helper's "
         "proxy (proxy mode has no helper cache: Firefox caches the responses itself), unless the helper's connect "
         "time shows the origin's round trip below 15 ms (`lan`): then Firefox fetches them all itself (step-aside)."
@@ -51,9 +52,15 @@ _SETUP = {
 }
 
 
-def method(browser: str) -> str:
+def method(browser: str, server: str = "nginx", images_checked: bool = True) -> str:
     """How the page benchmarks measure in `browser`, for their reports."""
-    return _SETUP[browser] + (
+    if not images_checked:  # real pages: what the page has is what it has
+        return _SETUP[browser].format(server=server) + (
+            " Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that finally loaded; its "
+            "images are then decoded (`img.decode()`, `naturalWidth > 0`) and counted. Connection counts come from "
+            "the server's access log."
+        )
+    return _SETUP[browser].format(server=server) + (
         " Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that finally loaded, after "
         "checking every image decoded (`img.decode()`, `naturalWidth > 0`). Image connection and pipelining counts "
         "come from nginx's access log (`$connection`, `$pipe`)."
@@ -66,6 +73,26 @@ Run = dict[str, Any]
 WARM_PORT = 8080  # the warm copy of each page is another origin: no connection or learned pipelining carries over
 
 
+class Page(Protocol):
+    """What PageLab loads: a page it writes into the docroot and the driver checks."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def images(self) -> int | None:
+        """The `<img>` elements the driver checks all decoded; None: not checked (a real page's images are what
+        they are), the counts are recorded instead."""
+
+    @property
+    def requests(self) -> int:
+        """How many access log lines one load makes at least (waited for, bounded, before counting)."""
+
+    def path(self, warm: bool = False) -> str: ...
+
+    def write(self, docroot: Path) -> None: ...
+
+
 @dataclass(frozen=True)
 class PageShape:
     """A page of `images` PNG images of exactly `size` bytes each (and a warm copy with other file names)."""
@@ -76,6 +103,10 @@ class PageShape:
     @property
     def name(self) -> str:
         return f"{self.images} × {self.size / 1000:.1f} KB"
+
+    @property
+    def requests(self) -> int:
+        return self.images + 1
 
     def path(self, warm: bool = False) -> str:
         return f"/p{self.images}x{self.size}{'w' if warm else ''}/index.html"
@@ -112,11 +143,25 @@ def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
     ]
 
 
-class PageLab:
-    """A lab (client — link — server) with nginx serving one page per shape, loaded by `browser`."""
+def _start_server(kind: str, host: Any, docroot: str, ip: str, conf: str, warm_port: bool) -> ServerHandle:
+    if kind == "nginx":
+        return start_nginx(host, docroot, ip, extra_conf=(f"listen {ip}:{WARM_PORT};\n" if warm_port else "") + conf)
+    if kind == "apache":
+        return start_apache(host, docroot, ip, extra_conf=(f"Listen {ip}:{WARM_PORT}\n" if warm_port else "") + conf)
+    raise ValueError(f"no server {kind!r} (have: nginx, apache)")
 
-    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape], browser: str = "chromium",
-                 nginx_conf: str = "") -> None:
+
+def _describe_images(d: Run) -> str:
+    return (f"load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, {d['img_requests']} img reqs on {d['img_conns']} "
+            f"conns, {d['img_pipelined']} pipelined, link up {d['up_bytes']} B ({d['up_drops']} drops) down "
+            f"{d['down_bytes']} B ({d['down_drops']} drops)")
+
+
+class PageLab:
+    """A lab (client — link — server) with nginx (or Apache) serving the pages, loaded by `browser`."""
+
+    def __init__(self, profile: LinkProfile, shapes: Sequence[Page], browser: str = "chromium",
+                 nginx_conf: str = "", *, server: str = "nginx", warm_port: bool = True) -> None:
         if browser not in DRIVERS:
             raise ValueError(f"no page driver for {browser!r} (have: {', '.join(DRIVERS)})")
         self.profile = profile
@@ -126,28 +171,29 @@ class PageLab:
         try:
             for shape in shapes:
                 shape.write(Path(self._docroot.name))
-            server = self.lab.host("server")
+            server_host = self.lab.host("server")
             self.client = self.lab.host("client")
-            self.link = self.lab.link(self.client, server, profile)
-            self.srv = start_nginx(server, self._docroot.name, self.link.b_ip,
-                                   extra_conf=f"listen {self.link.b_ip}:{WARM_PORT};\n{nginx_conf}")
+            self.link = self.lab.link(self.client, server_host, profile)
+            Path(self._docroot.name).chmod(0o755)  # Apache's children (www-data) read it in place
+            self.srv = _start_server(server, server_host, self._docroot.name, self.link.b_ip, nginx_conf, warm_port)
             for shape in shapes:  # the server's page cache warm
-                for warm in (False, True):
+                for warm in (False, True) if warm_port else (False,):
                     self.client.run(["curl", "-s", "-o", "/dev/null", self.url(shape, warm)], check=False, timeout=60)
         except BaseException:
             self.close()
             raise
 
-    def url(self, shape: PageShape, warm: bool = False) -> str:
+    def url(self, shape: Page, warm: bool = False) -> str:
         return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
-    def load(self, shape: PageShape, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
+    def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
         """One fresh browser (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
         tab, or with `repeat` (Chromium only) the same page again after a browser restart on the same profile
         (caches warm); per load what the page, nginx and the link saw (for a repeat visit also how many 304s)."""
         if repeat and self.browser != "chromium":
             raise ValueError(f"repeat visits are measured in Chromium only, not {self.browser}")
-        argv = ["node", "--import", "tsx", str(DRIVERS[self.browser]), self.url(shape), mode, str(shape.images)]
+        images = -1 if shape.images is None else shape.images  # -1: the driver counts, does not check
+        argv = ["node", "--import", "tsx", str(DRIVERS[self.browser]), self.url(shape), mode, str(images)]
         argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else []
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
@@ -157,7 +203,7 @@ class PageLab:
             assert proc.stdin is not None and proc.stdout is not None
             for k in range(2 if warm or repeat else 1):
                 before = len(self.srv.access_log())
-                s0 = self.link.stats() or {}
+                s0 = self._counters()
                 line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
                 if not line.startswith("{"):
                     proc.wait(timeout=60)
@@ -170,13 +216,15 @@ class PageLab:
                     recs = self.srv.access_log()[before:]
                     data["not_modified"] = sum(1 for r in recs if r.status == 304)
                 else:
-                    recs = self.srv.access_log(wait_for=before + shape.images + 1)[before:]
+                    recs = self.srv.access_log(wait_for=before + shape.requests)[before:]
                 imgs = [r for r in recs if r.path.endswith(".png")]
                 data["img_requests"] = len(imgs)
                 data["img_conns"] = len({r.connection for r in imgs})
                 data["img_pipelined"] = sum(1 for r in imgs if r.pipelined)
                 data["all_requests"] = len(recs)
-                s1 = self.link.stats() or {}
+                data["conns"] = len({r.connection for r in recs})
+                data["records"] = recs
+                s1 = self._counters()
                 for d in ("up", "down"):
                     a, b = s0.get(d, {}), s1.get(d, {})
                     data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
@@ -191,21 +239,30 @@ class PageLab:
                 raise RuntimeError(f"driver ({mode}, {shape.name}) failed at exit: {err.read().strip()[-2000:]}")
         return runs
 
-    def alternate(self, shapes: Sequence[PageShape], rounds: int, log: Callable[[str], None] = print,
-                  warm: bool = False) -> dict[PageShape, dict[str, list[Run]]]:
+    def _counters(self) -> dict[str, Any]:
+        """The emulator's counters (IP packets); on a plain veth link (`lan`) the client device's own (Ethernet
+        frames: 14 B more per packet), so ON and OFF are still counted alike."""
+        stats = self.link.stats()
+        if stats is not None:
+            return stats
+        base = f"/sys/class/net/{self.link.a_dev}/statistics"
+        out = self.client.run(["cat", f"{base}/rx_bytes", f"{base}/tx_bytes"], check=False).stdout.split()
+        if len(out) != 2:
+            return {}
+        return {"down": {"bytes": int(out[0])}, "up": {"bytes": int(out[1])}}
+
+    def alternate(self, shapes: Sequence[Page], rounds: int, log: Callable[[str], None] = print,
+                  warm: bool = False, describe: Callable[[Run], str] | None = None) -> dict[Any, dict[str, list[Run]]]:
         """`rounds` browser runs per shape and mode; the order alternates (on/off, off/on) round by round. Keys:
         "on", "off" (first page after the browser started) and with `warm` "on-warm", "off-warm"."""
         keys = [*MODES, *(f"{m}-warm" for m in MODES if warm)]
-        runs: dict[PageShape, dict[str, list[Run]]] = {s: {k: [] for k in keys} for s in shapes}
+        runs: dict[Any, dict[str, list[Run]]] = {s: {k: [] for k in keys} for s in shapes}
         for r in range(rounds):
             for shape in shapes:
                 for mode in (MODES if r % 2 == 0 else MODES[::-1]):
                     for key, d in zip((mode, f"{mode}-warm"), self.load(shape, mode, warm), strict=False):
                         runs[shape][key].append(d)
-                        log(f"round {r + 1} {shape.name} {key}: load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, "
-                            f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} "
-                            f"pipelined, link up {d['up_bytes']} B ({d['up_drops']} drops) down {d['down_bytes']} B "
-                            f"({d['down_drops']} drops)"
+                        log(f"round {r + 1} {shape.name} {key}: {(describe or _describe_images)(d)}"
                             + (f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""))
         return runs
 

@@ -223,6 +223,26 @@ CustomLog {work}/access.log lab
     return _start(host, "apache", argv, work, listen_ip, port)
 
 
+#: What a real site compresses (Debian's own mod_deflate list, plus JSON, SVG and TTF fonts, as common configurations
+#: add): the same list for both servers, so neither variant of a page gets bytes the other does not.
+COMPRESSED_TYPES = ("text/html", "text/plain", "text/xml", "text/css", "text/javascript", "application/javascript",
+                    "application/x-javascript", "application/json", "application/xml", "application/rss+xml",
+                    "image/svg+xml", "font/ttf")
+
+
+def compression_conf(kind: str) -> str:
+    """`extra_conf` for start_nginx / start_apache that makes the server gzip text as a real site does (nginx's
+    `gzip` at level 6, Apache's mod_deflate at its default level, both answering `Accept-Encoding: gzip` only)."""
+    if kind == "nginx":  # text/html is always in nginx's gzip_types
+        types = " ".join(t for t in COMPRESSED_TYPES if t != "text/html")
+        return f"gzip on;\ngzip_comp_level 6;\ngzip_vary on;\ngzip_min_length 256;\ngzip_types {types};\n"
+    if kind == "apache":
+        return (f"LoadModule filter_module {APACHE_MODULES}/mod_filter.so\n"
+                f"LoadModule deflate_module {APACHE_MODULES}/mod_deflate.so\n"
+                f"AddOutputFilterByType DEFLATE {' '.join(COMPRESSED_TYPES)}\n")
+    raise ValueError(f"no server {kind!r} (have: nginx, apache)")
+
+
 def _workdir(host: Host, kind: str) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"lf{os.getpid()}-{kind}-"))
     work.chmod(0o755)  # Apache children (www-data) open files below it
