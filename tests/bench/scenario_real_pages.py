@@ -43,7 +43,7 @@ def report_name(chosen: dict[str, list[str]]) -> str:
     parts = [NAME]
     for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
                 "LANEFETCH_BENCH_PAGES"):
-        if chosen[var] != _ALL[var]:
+        if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
             parts += chosen[var]
     return "-".join(parts)
 
