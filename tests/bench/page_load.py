@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -23,9 +24,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV
+
 from bench import png, report
 from bench.netlab import Lab, LinkProfile
-from bench.servers import ServerHandle, start_apache, start_nginx
+from bench.servers import ServerHandle, start_apache, start_nginx, tls_conf
 
 REPO = Path(__file__).resolve().parents[2]
 #: The driver per browser (same arguments and output, bench/page_measure.ts).
@@ -143,12 +146,19 @@ def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
     ]
 
 
-def _start_server(kind: str, host: Any, docroot: str, ip: str, conf: str, warm_port: bool) -> ServerHandle:
-    if kind == "nginx":
-        return start_nginx(host, docroot, ip, extra_conf=(f"listen {ip}:{WARM_PORT};\n" if warm_port else "") + conf)
+#: The servers PageLab runs: HTTP/1.1 on port 80, and for "nginx-h2" also HTTPS with HTTP/2 on 443 (the page's URL).
+SERVERS = ("nginx", "apache", "nginx-h2")
+
+
+def _start_server(kind: str, host: Any, docroot: str, ip: str, conf: str, warm_port: bool,
+                  pki: Path | None) -> ServerHandle:
+    if kind in ("nginx", "nginx-h2"):
+        tls = tls_conf(pki, ip) if kind == "nginx-h2" and pki is not None else ""
+        return start_nginx(host, docroot, ip,
+                           extra_conf=(f"listen {ip}:{WARM_PORT};\n" if warm_port else "") + tls + conf)
     if kind == "apache":
         return start_apache(host, docroot, ip, extra_conf=(f"Listen {ip}:{WARM_PORT}\n" if warm_port else "") + conf)
-    raise ValueError(f"no server {kind!r} (have: nginx, apache)")
+    raise ValueError(f"no server {kind!r} (have: {', '.join(SERVERS)})")
 
 
 def _describe_images(d: Run) -> str:
@@ -166,7 +176,13 @@ class PageLab:
             raise ValueError(f"no page driver for {browser!r} (have: {', '.join(DRIVERS)})")
         self.profile = profile
         self.browser = browser
+        #: "nginx-h2": the pages over HTTPS (a throwaway CA that Chromium's NSS store in a HOME of the lab's own and
+        #: the helper trust, nothing else), nginx offering h2 and http/1.1 by ALPN.
+        self.https = server == "nginx-h2"
+        if self.https and browser != "chromium":
+            raise ValueError("the HTTPS + h2 pages are measured in Chromium only")
         self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
+        self._trust = tempfile.TemporaryDirectory(prefix="lf-bench-trust-") if self.https else None
         self.lab = Lab()
         try:
             for shape in shapes:
@@ -175,15 +191,36 @@ class PageLab:
             self.client = self.lab.host("client")
             self.link = self.lab.link(self.client, server_host, profile)
             Path(self._docroot.name).chmod(0o755)  # Apache's children (www-data) read it in place
-            self.srv = _start_server(server, server_host, self._docroot.name, self.link.b_ip, nginx_conf, warm_port)
+            pki = self._make_trust(self.link.b_ip) if self._trust is not None else None
+            self.srv = _start_server(server, server_host, self._docroot.name, self.link.b_ip, nginx_conf, warm_port,
+                                     pki)
             for shape in shapes:  # the server's page cache warm
                 for warm in (False, True) if warm_port else (False,):
-                    self.client.run(["curl", "-s", "-o", "/dev/null", self.url(shape, warm)], check=False, timeout=60)
+                    self.client.run(["curl", "-s", "-k", "-o", "/dev/null", self.url(shape, warm)], check=False,
+                                    timeout=60)
         except BaseException:
             self.close()
             raise
 
+    def _make_trust(self, ip: str) -> Path:
+        """The test CA and the server's certificate (for `ip`), and an NSS store trusting the CA in the HOME the
+        browser runs with (Chromium on Linux reads `$HOME/.pki/nssdb`)."""
+        from python.tls_pki import make_test_pki  # tests/python: one throwaway PKI for tests and benchmarks
+
+        assert self._trust is not None
+        home = Path(self._trust.name)
+        (home / "pki").mkdir()
+        pki = make_test_pki(home / "pki", "lanefetch bench CA", san=f"IP:{ip}")
+        nss = home / ".pki" / "nssdb"
+        nss.mkdir(parents=True)
+        subprocess.run(["certutil", "-N", "--empty-password", "-d", f"sql:{nss}"], check=True, capture_output=True)
+        subprocess.run(["certutil", "-A", "-n", "lanefetch bench CA", "-t", "C,,", "-i", str(pki / "ca.pem"),
+                        "-d", f"sql:{nss}"], check=True, capture_output=True)
+        return pki
+
     def url(self, shape: Page, warm: bool = False) -> str:
+        if self.https:
+            return f"https://{self.link.b_ip}{shape.path(warm)}"
         return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
     def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
@@ -199,6 +236,8 @@ class PageLab:
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
                 tempfile.TemporaryFile("w+") as err:
             env = {**os.environ, "XDG_CACHE_HOME": cache}
+            if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
+                env |= {"HOME": self._trust.name, TEST_UPSTREAM_CA_ENV: f"{self._trust.name}/pki/ca.pem"}
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
             for k in range(2 if warm or repeat else 1):
@@ -279,6 +318,8 @@ class PageLab:
     def close(self) -> None:
         self.lab.close()
         self._docroot.cleanup()
+        if self._trust is not None:
+            self._trust.cleanup()
 
     def __enter__(self) -> Self:
         return self

@@ -103,6 +103,7 @@ class Cell:
     nav_interval: tuple[float, float]
     bytes_ratio: float  # median ON downlink / median OFF downlink
     worst_bytes_ratio: float  # the largest ON load's downlink / median OFF downlink
+    up_ratio: float  # median ON uplink / median OFF uplink (issue 18: within 10 % over h2)
     off_conns: float
     on_conns: float
     off_requests: float
@@ -112,14 +113,15 @@ class Cell:
 
 
 def cell(off: Sequence[Load], on: Sequence[Load], facts: PageFacts, rtt_ms: float,
-         down_kbit: float | None) -> Cell:
+         down_kbit: float | None, handshakes: int = 1) -> Cell:
+    """`handshakes`: round trips before the first request (1: TCP; 2: TCP + TLS 1.3), for T_min."""
     if not off or not on:
         raise ValueError("both variants need loads")
     med = report.median
     off_wall, on_wall = med([d.wall_s for d in off]), med([d.wall_s for d in on])
     off_nav, on_nav = med([d.nav_s for d in off]), med([d.nav_s for d in on])
     off_down = med([d.down_bytes for d in off])
-    tmin = page_limit.t_min(facts.depth, rtt_ms / 1000, facts.body_bytes, down_kbit)
+    tmin = page_limit.t_min(facts.depth, rtt_ms / 1000, facts.body_bytes, down_kbit, handshakes)
     return Cell(
         off_wall=off_wall, on_wall=on_wall, wall_speedup=off_wall / on_wall,
         wall_interval=report.ratio_interval([d.wall_s for d in off], [d.wall_s for d in on]),
@@ -127,6 +129,7 @@ def cell(off: Sequence[Load], on: Sequence[Load], facts: PageFacts, rtt_ms: floa
         nav_interval=report.ratio_interval([d.nav_s for d in off], [d.nav_s for d in on]),
         bytes_ratio=med([d.down_bytes for d in on]) / off_down,
         worst_bytes_ratio=max(d.down_bytes for d in on) / off_down,
+        up_ratio=med([d.up_bytes for d in on]) / med([d.up_bytes for d in off]),
         off_conns=med([d.connections for d in off]), on_conns=med([d.connections for d in on]),
         off_requests=med([d.requests for d in off]), on_requests=med([d.requests for d in on]),
         t_min=tmin, on_over_t_min=None if tmin is None else on_wall / tmin,
@@ -160,8 +163,8 @@ def verdicts(c: Cell, link: str, facts: PageFacts) -> Verdicts:
 
 
 HEADER = ["page", "link", "browser", "server", "OFF wall s", "ON wall s", "speed-up wall (90 %)", "OFF nav s",
-          "ON nav s", "speed-up nav (90 %)", "bytes down ON/OFF (worst)", "conns OFF / ON", "T_min s", "ON ÷ T_min",
-          "never slower", "≥ 1.5×", "≤ 1.3 T_min", "bytes ≤ 1.02"]
+          "ON nav s", "speed-up nav (90 %)", "bytes ON/OFF: down (worst), up", "conns OFF / ON", "T_min s",
+          "ON ÷ T_min", "never slower", "≥ 1.5×", "≤ 1.3 T_min", "bytes ≤ 1.02"]
 
 
 def row(page: str, link: str, browser: str, server: str, c: Cell, v: Verdicts) -> list[str]:
@@ -171,7 +174,7 @@ def row(page: str, link: str, browser: str, server: str, c: Cell, v: Verdicts) -
         f"**{c.wall_speedup:.2f}×** ({c.wall_interval[0]:.2f}–{c.wall_interval[1]:.2f})",
         f"{c.off_nav:.3f}", f"{c.on_nav:.3f}",
         f"{c.nav_speedup:.2f}× ({c.nav_interval[0]:.2f}–{c.nav_interval[1]:.2f})",
-        f"{c.bytes_ratio:.3f} ({c.worst_bytes_ratio:.3f})", f"{c.off_conns:g} / {c.on_conns:g}",
+        f"{c.bytes_ratio:.3f} ({c.worst_bytes_ratio:.3f}), {c.up_ratio:.2f}", f"{c.off_conns:g} / {c.on_conns:g}",
         "–" if c.t_min is None else f"{c.t_min:.2f}", "–" if c.on_over_t_min is None else f"{c.on_over_t_min:.2f}",
         v.never_slower, v.gain, v.near_limit, v.bytes,
     ]

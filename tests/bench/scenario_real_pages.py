@@ -23,10 +23,13 @@ from bench.servers import COMPRESSED_TYPES, compression_conf
 NAME = "real-pages"
 _ALL = {
     "LANEFETCH_BENCH_PAGES": [p.name for p in CORPUS],
-    "LANEFETCH_BENCH_SERVERS": ["apache", "nginx"],
+    "LANEFETCH_BENCH_SERVERS": ["apache", "nginx", "nginx-h2"],
     "LANEFETCH_BENCH_PROFILES": ["wcdma", "lte", "sat", "lan"],
     "LANEFETCH_BENCH_BROWSERS": ["chromium", "firefox"],
 }
+
+
+SERVER_LABELS = {"apache": "Apache", "nginx": "nginx", "nginx-h2": "nginx over HTTPS (h2 offered)"}
 
 
 def _chosen(var: str) -> list[str]:
@@ -59,9 +62,10 @@ def _load(d: Run) -> rr.Load:
 
 def _describe(d: Run) -> str:
     fails = sum(1 for r in d["records"] if r.status >= 400)
+    protocols = "+".join(sorted({r.request.rsplit(" ", 1)[-1] for r in d["records"]}))
     return (f"wall {d['wall_s']:.3f} s, nav {d['load_s']:.3f} s, {d['all_requests']} reqs ({fails} ≥ 400) on "
-            f"{d['conns']} conns, {sum(r.body_bytes for r in d['records'])} B bodies, images {d['decoded']}/"
-            f"{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
+            f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
+            f"{d['decoded']}/{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)")
 
 
@@ -101,9 +105,12 @@ def run(rounds: int) -> int:
 
         for server in chosen["LANEFETCH_BENCH_SERVERS"]:
             for browser in chosen["LANEFETCH_BENCH_BROWSERS"]:
+                if server == "nginx-h2" and browser != "chromium":
+                    log(f"[{server} {browser}] skipped: the HTTPS + h2 variant is measured in Chromium only")
+                    continue
                 for link in chosen["LANEFETCH_BENCH_PROFILES"]:
-                    with PageLab(PROFILES[link], pages, browser, compression_conf(server), server=server,
-                                 warm_port=False) as pl:
+                    with PageLab(PROFILES[link], pages, browser, compression_conf(server.removesuffix("-h2")),
+                                 server=server, warm_port=False) as pl:
                         where = f"{server} {browser} {link}"
 
                         def log_here(line: str, where: str = where) -> None:
@@ -136,7 +143,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                 off, on = runs[page]["off"], runs[page]["on"]
                 p = PROFILES[link]
                 c = rr.cell([_load(d) for d in off], [_load(d) for d in on], facts, p.rtt_ms,
-                            p.down_kbit if p.emulated else None)
+                            p.down_kbit if p.emulated else None, handshakes=2 if server == "nginx-h2" else 1)
                 v = rr.verdicts(c, link, facts)
                 for k in tally:
                     said = getattr(v, k)
@@ -145,15 +152,18 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                 rows.append(rr.row(page.name, link, BROWSER_NAMES[browser], server, c, v))
                 oddities += [f"{link} {browser} {server}: {o}" for o in _oddities(page, off, on)]
     done = sum(len(v) for v in measured.values())
-    planned = len(chosen["LANEFETCH_BENCH_SERVERS"]) * len(chosen["LANEFETCH_BENCH_BROWSERS"]) * len(
-        chosen["LANEFETCH_BENCH_PROFILES"])
+    planned = sum(1 for s in chosen["LANEFETCH_BENCH_SERVERS"] for b in chosen["LANEFETCH_BENCH_BROWSERS"]
+                  if s != "nginx-h2" or b == "chromium") * len(chosen["LANEFETCH_BENCH_PROFILES"])
     links = chosen["LANEFETCH_BENCH_PROFILES"]
     lines = [
         *([] if done == planned else [f"**Partial**: {done} of {planned} server × browser × link runs done.", ""]),
-        " ".join(method(b, " / ".join(chosen["LANEFETCH_BENCH_SERVERS"]), images_checked=False)
+        " ".join(method(b, " / ".join(SERVER_LABELS[s] for s in chosen["LANEFETCH_BENCH_SERVERS"]),
+                        images_checked=False)
                  for b in chosen["LANEFETCH_BENCH_BROWSERS"]),
         "",
-        f"Servers: {', '.join(chosen['LANEFETCH_BENCH_SERVERS'])} (HTTP/1.1, keep-alive), each gzipping "
+        f"Servers: {', '.join(chosen['LANEFETCH_BENCH_SERVERS'])} (HTTP/1.1, keep-alive; `nginx-h2`: the same nginx "
+        "over HTTPS offering h2 and http/1.1 by ALPN, certificate from a throwaway CA that only the Chromium "
+        "profile's NSS store and the helper trust, Chromium only), each gzipping "
         f"{', '.join(COMPRESSED_TYPES)} (nginx `gzip_comp_level 6`, Apache mod_deflate's default). Instead of PNG "
         "grids, the pages are Debian documentation packages' own pages, copied at run time from the installed "
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
@@ -180,12 +190,12 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "",
         "Speed-up = OFF median / ON median, brackets: 90 % bootstrap interval (OFF and ON resampled on their own). "
         "Wall = the driver's navigation call → load event (Chromium ON: the extension's gate included); nav = "
-        "`loadEventEnd - startTime` of the page that finally loaded. Bytes = the link's downlink counters "
-        "(emulated links: IP packets; `lan`: the veth device's Ethernet frames), ON median / OFF median, worst = "
-        "largest ON load / OFF median. Conns = distinct client connections in the server's access log, medians. "
-        "T_min = (1 + depth) × RTT + bytes served × 8 / downlink rate (`page_limit.py`: one TCP handshake, one "
-        "round trip per wave, bodies only, no headers or slow start, not overlapped); ON ÷ T_min uses ON's median "
-        "wall clock.",
+        "`loadEventEnd - startTime` of the page that finally loaded. Bytes = the link's counters (emulated links: IP "
+        "packets; `lan`: the veth device's Ethernet frames), ON median / OFF median: downlink (worst = largest ON "
+        "load / OFF median), then uplink. Conns = distinct client connections in the server's access log, medians. "
+        "T_min = (1 + depth) × RTT + bytes served × 8 / downlink rate (`page_limit.py`: one TCP handshake — for "
+        "`nginx-h2` two, TCP + TLS 1.3 — one round trip per wave, bodies only, no headers or slow start, not "
+        "overlapped); ON ÷ T_min uses ON's median wall clock.",
         "",
         "Verdicts (issue 17, Done when): never slower = the wall-clock interval reaches 0.97 (upper end ≥ 0.97); "
         "≥ 1.5× = median wall-clock speed-up, on `sat` and `wcdma` for pages of ≥ 20 subresources; ≤ 1.3 T_min = "

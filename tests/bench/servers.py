@@ -243,6 +243,13 @@ def compression_conf(kind: str) -> str:
     raise ValueError(f"no server {kind!r} (have: nginx, apache)")
 
 
+def tls_conf(pki: Path, ip: str, port: int = 443, http2: bool = True) -> str:
+    """`extra_conf` for start_nginx: also listen on ip:port with TLS (srv.pem / srv.key of `tls_pki`) and, with
+    `http2`, HTTP/2 offered by ALPN beside HTTP/1.1 (nginx 1.22's `listen ... ssl http2`)."""
+    return (f"listen {ip}:{port} ssl{' http2' if http2 else ''};\nssl_certificate {pki}/srv.pem;\n"
+            f"ssl_certificate_key {pki}/srv.key;\n")
+
+
 def _workdir(host: Host, kind: str) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"lf{os.getpid()}-{kind}-"))
     work.chmod(0o755)  # Apache children (www-data) open files below it

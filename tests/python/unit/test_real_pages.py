@@ -150,7 +150,7 @@ def test_cell_medians_speedups_bytes_and_t_min() -> None:
     assert c.nav_speedup == pytest.approx(5.9 / 2.9)
     assert c.wall_interval[0] <= 2.0 <= c.wall_interval[1]
     assert c.bytes_ratio == pytest.approx(300_002 / 300_002) and c.worst_bytes_ratio == pytest.approx(300_004 / 300_002)
-    assert (c.off_conns, c.on_conns) == (6, 2)
+    assert (c.off_conns, c.on_conns) == (6, 2) and c.up_ratio == 1.0
     assert c.t_min == pytest.approx(5 * 0.6 + 0.2) and c.on_over_t_min == pytest.approx(3.0 / 3.2)
     assert rr.verdicts(c, "sat", FACTS_BIG) == rr.Verdicts("met", "met", "met", "met")
     assert rr.verdicts(c, "sat", FACTS_BIG).all_met()
@@ -166,6 +166,8 @@ def test_verdicts_say_not_met_and_apply_only_where_issue_17_asks() -> None:
     small = rr.PageFacts(subresources=12, body_bytes=50_000, depth=3, not_found=0)
     assert rr.verdicts(c, "wcdma", small).gain == "n/a"  # fewer than 20 subresources
     assert rr.verdicts(c, "lte", FACTS_BIG).gain == "n/a" and rr.verdicts(c, "lte", FACTS_BIG).near_limit == "n/a"
+    tls = rr.cell(off, slower, FACTS_BIG, rtt_ms=600, down_kbit=10_000, handshakes=2)
+    assert tls.t_min is not None and c.t_min is not None and tls.t_min == pytest.approx(c.t_min + 0.6)
     lan = rr.cell(off, slower, FACTS_BIG, rtt_ms=0, down_kbit=None)
     assert lan.t_min is None and rr.verdicts(lan, "lan", FACTS_BIG).near_limit == "n/a"
 
