@@ -185,3 +185,14 @@ def test_row_has_one_cell_per_header_column() -> None:
     r = rr.row("p", "wcdma", "Chromium", "apache", c, rr.verdicts(c, "wcdma", FACTS_BIG))
     assert len(r) == len(rr.HEADER) and r[6].startswith("**2.00×**")
     assert len(rr.facts_row("p", "pkg", "/p/x.html", FACTS_BIG)) == len(rr.FACTS_HEADER)
+
+
+def test_a_subset_names_its_report_after_what_it_selected_in_any_order() -> None:
+    from bench.scenario_real_pages import _ALL, report_name
+
+    assert report_name(dict(_ALL)) == "real-pages"
+    links = ["sat", "wcdma", "lte", "lan"]  # another order of all links: not a subset
+    assert report_name({**_ALL, "LANEFETCH_BENCH_PROFILES": links}) == "real-pages"
+    chosen = {**_ALL, "LANEFETCH_BENCH_BROWSERS": ["chromium"], "LANEFETCH_BENCH_SERVERS": ["apache"],
+              "LANEFETCH_BENCH_PAGES": ["rust-std"]}
+    assert report_name(chosen) == "real-pages-chromium-apache-rust-std"
