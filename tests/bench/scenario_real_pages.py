@@ -11,6 +11,7 @@ The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_rep
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 
 from bench import real_pages_report as rr
@@ -66,23 +67,38 @@ def _describe(d: Run) -> str:
     return (f"wall {d['wall_s']:.3f} s, nav {d['load_s']:.3f} s, {d['all_requests']} reqs ({fails} ≥ 400) on "
             f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
             f"{d['decoded']}/{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
-            f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)")
+            f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
+            + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in d["records"]).items() if n > 1))
+
+
+def _answers(d: Run, again: dict[str, int]) -> str:
+    """Each path asked for again, how many more times, and the body bytes and status of each of its answers."""
+    out = []
+    for path, n in sorted(again.items()):
+        recs = [r for r in d["records"] if r.path == path]
+        out.append(f"{path} +{n} (answers: {', '.join(f'{r.status} {r.body_bytes} B' for r in recs)})")
+    return "; ".join(out)
 
 
 def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str]:
     """What an ON load did that the OFF loads did not: fewer images decoded, more 4xx answers, a path every OFF load
-    asked the server for (before the load event) that it did not."""
+    asked the server for (before the load event) that it did not, a path asked for more often than in any OFF load
+    (with the bytes those extra answers carried)."""
     out = []
+    off_counts = [Counter(r.path for r in d["records"]) for d in off]
     off_decoded = min(d["decoded"] for d in off)
     off_fails = max(sum(1 for r in d["records"] if r.status >= 400) for d in off)
     always = set.intersection(*({r.path for r in d["records"]} for d in off))
     for k, d in enumerate(on):
         fails = sum(1 for r in d["records"] if r.status >= 400)
         missing = sorted(always - {r.path for r in d["records"]})
-        if d["decoded"] < off_decoded or fails > off_fails or missing:
+        counts = Counter(r.path for r in d["records"])
+        again = {p: n - max(c[p] for c in off_counts) for p, n in counts.items() if n > max(c[p] for c in off_counts)}
+        if d["decoded"] < off_decoded or fails > off_fails or missing or again:
             out.append(f"{page.name} ON load {k + 1}: {d['decoded']} images decoded (OFF: ≥ {off_decoded}), "
                        f"{fails} answers ≥ 400 (OFF: ≤ {off_fails})"
-                       + (f", not asked of the server: {', '.join(missing)}" if missing else ""))
+                       + (f", not asked of the server: {', '.join(missing)}" if missing else "")
+                       + (f", asked again (more often than any OFF load): {_answers(d, again)}" if again else ""))
     return out
 
 
