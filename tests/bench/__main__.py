@@ -18,6 +18,7 @@ SCENARIOS = {
     "seed003-delay": "bench.scenario_delay",
     "chromium-repeat": "bench.scenario_repeat",
     "chromium-debugger-cost": "bench.scenario_debugger_cost",
+    "real-pages": "bench.scenario_real_pages",
 }
 
 

@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     let page = await browser.context.newPage();
     const visit = async (where: string, gate: boolean): Promise<void> => {
       const r = await measure(probe(page), images, async () => {
-        if (gate) await openPage(page, where);
+        if (gate) await openPage(page, where, 120000); // a real page on wcdma takes longer than the harness's 20 s
         else await page.goto(where, { waitUntil: "load", timeout: 120000 });
       });
       const detail = explain ? { breakdown: await explain(browser, page, where) } : {};

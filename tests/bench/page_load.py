@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
+
+from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV
 
 from bench import png, report
 from bench.netlab import Lab, LinkProfile
-from bench.servers import start_nginx
+from bench.servers import ServerHandle, start_apache, start_nginx, tls_conf
 
 REPO = Path(__file__).resolve().parents[2]
 #: The driver per browser (same arguments and output, bench/page_measure.ts).
@@ -35,15 +38,16 @@ MODES = ("on", "off")
 _SETUP = {
     "chromium": (
         "Real Chromium (headless, `/usr/lib/chromium/chromium`, built extension) runs in the lab's client namespace; "
-        "nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile (no HTTP "
-        "cache) and, for ON, the helper registered into it, the page's host enabled and a fresh `XDG_CACHE_HOME` "
-        "(no helper cache). The page's document is fetched by Chromium itself in both variants (private page)."
+        "{server} (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every run: fresh Chromium profile "
+        "(no HTTP cache) and, for ON, the helper registered into it, the page's host enabled and a fresh "
+        "`XDG_CACHE_HOME` (no helper cache). The page's document is fetched by Chromium itself in both variants "
+        "(private page)."
     ),
     "firefox": (
         "Real Firefox ESR (headless, `/usr/bin/firefox-esr`, driven over WebDriver BiDi, built extension installed) "
-        "runs in the lab's client namespace; nginx (HTTP/1.1, keep-alive) behind a packet-level emulated link. Every "
-        "run: fresh Firefox profile and HOME (no HTTP cache) and, for ON, the helper registered in that HOME, the "
-        "page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
+        "runs in the lab's client namespace; {server} (HTTP/1.1, keep-alive) behind a packet-level emulated link. "
+        "Every run: fresh Firefox profile and HOME (no HTTP cache) and, for ON, the helper registered in that HOME, "
+        "the page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
         "when a site is enabled); every request of the page, the document included, then goes through the helper's "
         "proxy (proxy mode has no helper cache: Firefox caches the responses itself), unless the helper's connect "
         "time shows the origin's round trip below 15 ms (`lan`): then Firefox fetches them all itself (step-aside)."
@@ -51,9 +55,15 @@ _SETUP = {
 }
 
 
-def method(browser: str) -> str:
+def method(browser: str, server: str = "nginx", images_checked: bool = True) -> str:
     """How the page benchmarks measure in `browser`, for their reports."""
-    return _SETUP[browser] + (
+    if not images_checked:  # real pages: what the page has is what it has
+        return _SETUP[browser].format(server=server) + (
+            " Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that finally loaded; its "
+            "images are then decoded (`img.decode()`, `naturalWidth > 0`) and counted. Connection counts come from "
+            "the server's access log."
+        )
+    return _SETUP[browser].format(server=server) + (
         " Load time = `PerformanceNavigationTiming.loadEventEnd - startTime` of the page that finally loaded, after "
         "checking every image decoded (`img.decode()`, `naturalWidth > 0`). Image connection and pipelining counts "
         "come from nginx's access log (`$connection`, `$pipe`)."
@@ -66,6 +76,26 @@ Run = dict[str, Any]
 WARM_PORT = 8080  # the warm copy of each page is another origin: no connection or learned pipelining carries over
 
 
+class Page(Protocol):
+    """What PageLab loads: a page it writes into the docroot and the driver checks."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def images(self) -> int | None:
+        """The `<img>` elements the driver checks all decoded; None: not checked (a real page's images are what
+        they are), the counts are recorded instead."""
+
+    @property
+    def requests(self) -> int:
+        """How many access log lines one load makes at least (waited for, bounded, before counting)."""
+
+    def path(self, warm: bool = False) -> str: ...
+
+    def write(self, docroot: Path) -> None: ...
+
+
 @dataclass(frozen=True)
 class PageShape:
     """A page of `images` PNG images of exactly `size` bytes each (and a warm copy with other file names)."""
@@ -76,6 +106,10 @@ class PageShape:
     @property
     def name(self) -> str:
         return f"{self.images} × {self.size / 1000:.1f} KB"
+
+    @property
+    def requests(self) -> int:
+        return self.images + 1
 
     def path(self, warm: bool = False) -> str:
         return f"/p{self.images}x{self.size}{'w' if warm else ''}/index.html"
@@ -112,52 +146,103 @@ def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
     ]
 
 
-class PageLab:
-    """A lab (client — link — server) with nginx serving one page per shape, loaded by `browser`."""
+#: The servers PageLab runs: HTTP/1.1 on port 80, and for "nginx-h2" also HTTPS with HTTP/2 on 443 (the page's URL).
+SERVERS = ("nginx", "apache", "nginx-h2")
 
-    def __init__(self, profile: LinkProfile, shapes: Sequence[PageShape], browser: str = "chromium",
-                 nginx_conf: str = "") -> None:
+
+def _start_server(kind: str, host: Any, docroot: str, ip: str, conf: str, warm_port: bool,
+                  pki: Path | None) -> ServerHandle:
+    if kind in ("nginx", "nginx-h2"):
+        tls = tls_conf(pki, ip) if kind == "nginx-h2" and pki is not None else ""
+        return start_nginx(host, docroot, ip,
+                           extra_conf=(f"listen {ip}:{WARM_PORT};\n" if warm_port else "") + tls + conf)
+    if kind == "apache":
+        return start_apache(host, docroot, ip, extra_conf=(f"Listen {ip}:{WARM_PORT}\n" if warm_port else "") + conf)
+    raise ValueError(f"no server {kind!r} (have: {', '.join(SERVERS)})")
+
+
+def _describe_images(d: Run) -> str:
+    return (f"load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, {d['img_requests']} img reqs on {d['img_conns']} "
+            f"conns, {d['img_pipelined']} pipelined, link up {d['up_bytes']} B ({d['up_drops']} drops) down "
+            f"{d['down_bytes']} B ({d['down_drops']} drops)")
+
+
+class PageLab:
+    """A lab (client — link — server) with nginx (or Apache) serving the pages, loaded by `browser`."""
+
+    def __init__(self, profile: LinkProfile, shapes: Sequence[Page], browser: str = "chromium",
+                 nginx_conf: str = "", *, server: str = "nginx", warm_port: bool = True) -> None:
         if browser not in DRIVERS:
             raise ValueError(f"no page driver for {browser!r} (have: {', '.join(DRIVERS)})")
         self.profile = profile
         self.browser = browser
+        #: "nginx-h2": the pages over HTTPS (a throwaway CA that Chromium's NSS store in a HOME of the lab's own and
+        #: the helper trust, nothing else), nginx offering h2 and http/1.1 by ALPN.
+        self.https = server == "nginx-h2"
+        if self.https and browser != "chromium":
+            raise ValueError("the HTTPS + h2 pages are measured in Chromium only")
         self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
+        self._trust = tempfile.TemporaryDirectory(prefix="lf-bench-trust-") if self.https else None
         self.lab = Lab()
         try:
             for shape in shapes:
                 shape.write(Path(self._docroot.name))
-            server = self.lab.host("server")
+            server_host = self.lab.host("server")
             self.client = self.lab.host("client")
-            self.link = self.lab.link(self.client, server, profile)
-            self.srv = start_nginx(server, self._docroot.name, self.link.b_ip,
-                                   extra_conf=f"listen {self.link.b_ip}:{WARM_PORT};\n{nginx_conf}")
+            self.link = self.lab.link(self.client, server_host, profile)
+            Path(self._docroot.name).chmod(0o755)  # Apache's children (www-data) read it in place
+            pki = self._make_trust(self.link.b_ip) if self._trust is not None else None
+            self.srv = _start_server(server, server_host, self._docroot.name, self.link.b_ip, nginx_conf, warm_port,
+                                     pki)
             for shape in shapes:  # the server's page cache warm
-                for warm in (False, True):
-                    self.client.run(["curl", "-s", "-o", "/dev/null", self.url(shape, warm)], check=False, timeout=60)
+                for warm in (False, True) if warm_port else (False,):
+                    self.client.run(["curl", "-s", "-k", "-o", "/dev/null", self.url(shape, warm)], check=False,
+                                    timeout=60)
         except BaseException:
             self.close()
             raise
 
-    def url(self, shape: PageShape, warm: bool = False) -> str:
+    def _make_trust(self, ip: str) -> Path:
+        """The test CA and the server's certificate (for `ip`), and an NSS store trusting the CA in the HOME the
+        browser runs with (Chromium on Linux reads `$HOME/.pki/nssdb`)."""
+        from python.tls_pki import make_test_pki  # tests/python: one throwaway PKI for tests and benchmarks
+
+        assert self._trust is not None
+        home = Path(self._trust.name)
+        (home / "pki").mkdir()
+        pki = make_test_pki(home / "pki", "lanefetch bench CA", ips=(ip,))
+        nss = home / ".pki" / "nssdb"
+        nss.mkdir(parents=True)
+        subprocess.run(["certutil", "-N", "--empty-password", "-d", f"sql:{nss}"], check=True, capture_output=True)
+        subprocess.run(["certutil", "-A", "-n", "lanefetch bench CA", "-t", "C,,", "-i", str(pki / "ca.pem"),
+                        "-d", f"sql:{nss}"], check=True, capture_output=True)
+        return pki
+
+    def url(self, shape: Page, warm: bool = False) -> str:
+        if self.https:
+            return f"https://{self.link.b_ip}{shape.path(warm)}"
         return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
-    def load(self, shape: PageShape, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
+    def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
         """One fresh browser (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
         tab, or with `repeat` (Chromium only) the same page again after a browser restart on the same profile
         (caches warm); per load what the page, nginx and the link saw (for a repeat visit also how many 304s)."""
         if repeat and self.browser != "chromium":
             raise ValueError(f"repeat visits are measured in Chromium only, not {self.browser}")
-        argv = ["node", "--import", "tsx", str(DRIVERS[self.browser]), self.url(shape), mode, str(shape.images)]
+        images = -1 if shape.images is None else shape.images  # -1: the driver counts, does not check
+        argv = ["node", "--import", "tsx", str(DRIVERS[self.browser]), self.url(shape), mode, str(images)]
         argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else []
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
                 tempfile.TemporaryFile("w+") as err:
             env = {**os.environ, "XDG_CACHE_HOME": cache}
+            if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
+                env |= {"HOME": self._trust.name, TEST_UPSTREAM_CA_ENV: f"{self._trust.name}/pki/ca.pem"}
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
             for k in range(2 if warm or repeat else 1):
                 before = len(self.srv.access_log())
-                s0 = self.link.stats() or {}
+                s0 = self._counters()
                 line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
                 if not line.startswith("{"):
                     proc.wait(timeout=60)
@@ -170,13 +255,15 @@ class PageLab:
                     recs = self.srv.access_log()[before:]
                     data["not_modified"] = sum(1 for r in recs if r.status == 304)
                 else:
-                    recs = self.srv.access_log(wait_for=before + shape.images + 1)[before:]
+                    recs = self.srv.access_log(wait_for=before + shape.requests)[before:]
                 imgs = [r for r in recs if r.path.endswith(".png")]
                 data["img_requests"] = len(imgs)
                 data["img_conns"] = len({r.connection for r in imgs})
                 data["img_pipelined"] = sum(1 for r in imgs if r.pipelined)
                 data["all_requests"] = len(recs)
-                s1 = self.link.stats() or {}
+                data["conns"] = len({r.connection for r in recs})
+                data["records"] = recs
+                s1 = self._counters()
                 for d in ("up", "down"):
                     a, b = s0.get(d, {}), s1.get(d, {})
                     data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
@@ -191,21 +278,30 @@ class PageLab:
                 raise RuntimeError(f"driver ({mode}, {shape.name}) failed at exit: {err.read().strip()[-2000:]}")
         return runs
 
-    def alternate(self, shapes: Sequence[PageShape], rounds: int, log: Callable[[str], None] = print,
-                  warm: bool = False) -> dict[PageShape, dict[str, list[Run]]]:
+    def _counters(self) -> dict[str, Any]:
+        """The emulator's counters (IP packets); on a plain veth link (`lan`) the client device's own (Ethernet
+        frames: 14 B more per packet), so ON and OFF are still counted alike."""
+        stats = self.link.stats()
+        if stats is not None:
+            return stats
+        base = f"/sys/class/net/{self.link.a_dev}/statistics"
+        out = self.client.run(["cat", f"{base}/rx_bytes", f"{base}/tx_bytes"], check=False).stdout.split()
+        if len(out) != 2:
+            return {}
+        return {"down": {"bytes": int(out[0])}, "up": {"bytes": int(out[1])}}
+
+    def alternate(self, shapes: Sequence[Page], rounds: int, log: Callable[[str], None] = print,
+                  warm: bool = False, describe: Callable[[Run], str] | None = None) -> dict[Any, dict[str, list[Run]]]:
         """`rounds` browser runs per shape and mode; the order alternates (on/off, off/on) round by round. Keys:
         "on", "off" (first page after the browser started) and with `warm` "on-warm", "off-warm"."""
         keys = [*MODES, *(f"{m}-warm" for m in MODES if warm)]
-        runs: dict[PageShape, dict[str, list[Run]]] = {s: {k: [] for k in keys} for s in shapes}
+        runs: dict[Any, dict[str, list[Run]]] = {s: {k: [] for k in keys} for s in shapes}
         for r in range(rounds):
             for shape in shapes:
                 for mode in (MODES if r % 2 == 0 else MODES[::-1]):
                     for key, d in zip((mode, f"{mode}-warm"), self.load(shape, mode, warm), strict=False):
                         runs[shape][key].append(d)
-                        log(f"round {r + 1} {shape.name} {key}: load {d['load_s']:.3f} s, wall {d['wall_s']:.3f} s, "
-                            f"{d['img_requests']} img reqs on {d['img_conns']} conns, {d['img_pipelined']} "
-                            f"pipelined, link up {d['up_bytes']} B ({d['up_drops']} drops) down {d['down_bytes']} B "
-                            f"({d['down_drops']} drops)"
+                        log(f"round {r + 1} {shape.name} {key}: {(describe or _describe_images)(d)}"
                             + (f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""))
         return runs
 
@@ -222,6 +318,8 @@ class PageLab:
     def close(self) -> None:
         self.lab.close()
         self._docroot.cleanup()
+        if self._trust is not None:
+            self._trust.cleanup()
 
     def __enter__(self) -> Self:
         return self

@@ -255,6 +255,33 @@ CustomLog {work}/access.log lab
     return handle
 
 
+#: What a real site compresses (Debian's own mod_deflate list, plus JSON, SVG and TTF fonts, as common configurations
+#: add): the same list for both servers, so neither variant of a page gets bytes the other does not.
+COMPRESSED_TYPES = ("text/html", "text/plain", "text/xml", "text/css", "text/javascript", "application/javascript",
+                    "application/x-javascript", "application/json", "application/xml", "application/rss+xml",
+                    "image/svg+xml", "font/ttf")
+
+
+def compression_conf(kind: str) -> str:
+    """`extra_conf` for start_nginx / start_apache that makes the server gzip text as a real site does (nginx's
+    `gzip` at level 6, Apache's mod_deflate at its default level, both answering `Accept-Encoding: gzip` only)."""
+    if kind == "nginx":  # text/html is always in nginx's gzip_types
+        types = " ".join(t for t in COMPRESSED_TYPES if t != "text/html")
+        return f"gzip on;\ngzip_comp_level 6;\ngzip_vary on;\ngzip_min_length 256;\ngzip_types {types};\n"
+    if kind == "apache":
+        return (f"LoadModule filter_module {APACHE_MODULES}/mod_filter.so\n"
+                f"LoadModule deflate_module {APACHE_MODULES}/mod_deflate.so\n"
+                f"AddOutputFilterByType DEFLATE {' '.join(COMPRESSED_TYPES)}\n")
+    raise ValueError(f"no server {kind!r} (have: nginx, apache)")
+
+
+def tls_conf(pki: Path, ip: str, port: int = 443, http2: bool = True) -> str:
+    """`extra_conf` for start_nginx: also listen on ip:port with TLS (srv.pem / srv.key of `tls_pki`) and, with
+    `http2`, HTTP/2 offered by ALPN beside HTTP/1.1 (nginx 1.22's `listen ... ssl http2`)."""
+    return (f"listen {ip}:{port} ssl{' http2' if http2 else ''};\nssl_certificate {pki}/srv.pem;\n"
+            f"ssl_certificate_key {pki}/srv.key;\n")
+
+
 def _workdir(host: Host, kind: str) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"lf{os.getpid()}-{kind}-"))
     work.chmod(0o755)  # Apache children (www-data) open files below it

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from bench.netlab import PROFILES, ClientDelay, Host, Lab, LinkProfile, cleanup_stale
-from bench.servers import start_apache, start_nginx
+from bench.servers import compression_conf, start_apache, start_nginx
 
 pytestmark = [
     pytest.mark.netns,
@@ -355,3 +355,34 @@ def test_apache_serves_and_logs(lab: Lab, docroot: Path) -> None:
     assert first.connection == second.connection != recs[0].connection
     assert (first.request_no, second.request_no) == (1, 2)
     assert second.status == 200 and second.body_bytes == 2000 and second.end_time >= first.end_time
+
+
+@pytest.mark.parametrize("kind", ["nginx", "apache"])
+def test_compression_conf_gzips_text_as_a_real_site_and_logs_the_bytes_sent(lab: Lab, tmp_path: Path,
+                                                                            kind: str) -> None:
+    if shutil.which("nginx" if kind == "nginx" else "apache2") is None:
+        pytest.skip(f"{kind} not installed")
+    root = tmp_path / "www"
+    root.mkdir()
+    css = b".note { background: url(note.png) }\n" * 200
+    (root / "a.css").write_bytes(css)
+    (root / "b.png").write_bytes(b"\x89PNG" + b"x" * 4000)
+    server = lab.host("server")
+    link = lab.link(lab.root, server)
+    start = start_nginx if kind == "nginx" else start_apache
+    srv = start(server, root, link.b_ip, 8081, extra_conf=compression_conf(kind))
+
+    def get(path: str, *headers: str) -> tuple[str, int]:
+        out = lab.root.run(["curl", "-sS", "-o", "/dev/null", "-D", "-", "-w", "%{size_download}",
+                            *(a for h in headers for a in ("-H", h)), srv.url(path)]).stdout
+        return out.lower(), int(out.rsplit("\n", 1)[-1])
+
+    head, size = get("/a.css", "Accept-Encoding: gzip")
+    assert "content-encoding: gzip" in head and size < len(css) // 10
+    head, size = get("/a.css")  # no Accept-Encoding: identity
+    assert "content-encoding" not in head and size == len(css)
+    head, size = get("/b.png", "Accept-Encoding: gzip")  # images are served as they are
+    assert "content-encoding" not in head and size == 4004
+    recs = srv.access_log(wait_for=3)
+    assert [r.body_bytes for r in recs][1:] == [len(css), 4004]
+    assert 0 < recs[0].body_bytes < len(css) // 10  # the log counts what was sent: the gzip body

@@ -1,0 +1,228 @@
+"""real-pages (issue 17, "Measured on real pages"): documentation pages from Debian packages (`real_pages.CORPUS`)
+in real Chromium and Firefox, site ON (lanefetch) vs OFF, served by Apache and nginx (HTTP/1.1, gzip for text as a
+real site does) over `wcdma`, `lte`, `sat` and `lan`, ON/OFF order alternating round by round.
+
+Selectors (comma lists; default all): LANEFETCH_BENCH_PAGES (corpus names), LANEFETCH_BENCH_SERVERS (apache, nginx),
+LANEFETCH_BENCH_PROFILES (links), LANEFETCH_BENCH_BROWSERS (chromium, firefox). A run on a subset writes its own
+report, named after what it selected (`results/real-pages-chromium-apache.md`), beside the full one.
+The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+
+from bench import real_pages_report as rr
+from bench import report
+from bench.netlab import PROFILES
+from bench.page_load import BROWSER_NAMES, PageLab, Run, method
+from bench.real_pages import CORPUS, RealPage, install_missing
+from bench.servers import COMPRESSED_TYPES, compression_conf
+
+NAME = "real-pages"
+_ALL = {
+    "LANEFETCH_BENCH_PAGES": [p.name for p in CORPUS],
+    "LANEFETCH_BENCH_SERVERS": ["apache", "nginx", "nginx-h2"],
+    "LANEFETCH_BENCH_PROFILES": ["wcdma", "lte", "sat", "lan"],
+    "LANEFETCH_BENCH_BROWSERS": ["chromium", "firefox"],
+}
+
+
+SERVER_LABELS = {"apache": "Apache", "nginx": "nginx", "nginx-h2": "nginx over HTTPS (h2 offered)"}
+
+
+def _chosen(var: str) -> list[str]:
+    raw = os.environ.get(var, "")
+    names = [n for n in raw.split(",") if n] or _ALL[var]
+    unknown = set(names) - set(_ALL[var])
+    if unknown:
+        raise SystemExit(f"{var}: unknown {', '.join(sorted(unknown))} (have: {', '.join(_ALL[var])})")
+    return names
+
+
+def report_name(chosen: dict[str, list[str]]) -> str:
+    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector."""
+    parts = [NAME]
+    for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
+                "LANEFETCH_BENCH_PAGES"):
+        if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
+            parts += chosen[var]
+    return "-".join(parts)
+
+
+def _requests(d: Run) -> list[rr.Request]:
+    return [rr.Request(r.path, r.status, r.body_bytes) for r in d["records"]]
+
+
+def _load(d: Run) -> rr.Load:
+    return rr.Load(wall_s=d["wall_s"], nav_s=d["load_s"], down_bytes=d["down_bytes"], up_bytes=d["up_bytes"],
+                   connections=d["conns"], requests=d["all_requests"])
+
+
+def _describe(d: Run) -> str:
+    fails = sum(1 for r in d["records"] if r.status >= 400)
+    protocols = "+".join(sorted({r.request.rsplit(" ", 1)[-1] for r in d["records"]}))
+    return (f"wall {d['wall_s']:.3f} s, nav {d['load_s']:.3f} s, {d['all_requests']} reqs ({fails} ≥ 400) on "
+            f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
+            f"{d['decoded']}/{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
+            f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
+            + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in d["records"]).items() if n > 1))
+
+
+def _answers(d: Run, again: dict[str, int]) -> str:
+    """Each path asked for again, how many more times, and the body bytes and status of each of its answers."""
+    out = []
+    for path, n in sorted(again.items()):
+        recs = [r for r in d["records"] if r.path == path]
+        out.append(f"{path} +{n} (answers: {', '.join(f'{r.status} {r.body_bytes} B' for r in recs)})")
+    return "; ".join(out)
+
+
+def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str]:
+    """What an ON load did that the OFF loads did not: fewer images decoded, more 4xx answers, a path every OFF load
+    asked the server for (before the load event) that it did not, a path asked for more often than in any OFF load
+    (with the bytes those extra answers carried)."""
+    out = []
+    off_counts = [Counter(r.path for r in d["records"]) for d in off]
+    off_decoded = min(d["decoded"] for d in off)
+    off_fails = max(sum(1 for r in d["records"] if r.status >= 400) for d in off)
+    always = set.intersection(*({r.path for r in d["records"]} for d in off))
+    for k, d in enumerate(on):
+        fails = sum(1 for r in d["records"] if r.status >= 400)
+        missing = sorted(always - {r.path for r in d["records"]})
+        counts = Counter(r.path for r in d["records"])
+        again = {p: n - max(c[p] for c in off_counts) for p, n in counts.items() if n > max(c[p] for c in off_counts)}
+        if d["decoded"] < off_decoded or fails > off_fails or missing or again:
+            out.append(f"{page.name} ON load {k + 1}: {d['decoded']} images decoded (OFF: ≥ {off_decoded}), "
+                       f"{fails} answers ≥ 400 (OFF: ≤ {off_fails})"
+                       + (f", not asked of the server: {', '.join(missing)}" if missing else "")
+                       + (f", asked again (more often than any OFF load): {_answers(d, again)}" if again else ""))
+    return out
+
+
+Measured = dict[tuple[str, str], dict[str, dict[RealPage, dict[str, list[Run]]]]]
+
+
+def run(rounds: int) -> int:
+    chosen = {var: _chosen(var) for var in _ALL}
+    pages = [p for p in CORPUS if p.name in chosen["LANEFETCH_BENCH_PAGES"]]
+    install_missing(pages)
+    name = report_name(chosen)
+    report.RESULTS.mkdir(exist_ok=True)
+    log_path = report.RESULTS / f"{name}.log"
+    measured: Measured = {}
+    with log_path.open("w") as log_file:
+        def log(line: str) -> None:
+            print(line, flush=True)
+            log_file.write(line + "\n")
+            log_file.flush()
+
+        for server in chosen["LANEFETCH_BENCH_SERVERS"]:
+            for browser in chosen["LANEFETCH_BENCH_BROWSERS"]:
+                if server == "nginx-h2" and browser != "chromium":
+                    log(f"[{server} {browser}] skipped: the HTTPS + h2 variant is measured in Chromium only")
+                    continue
+                for link in chosen["LANEFETCH_BENCH_PROFILES"]:
+                    with PageLab(PROFILES[link], pages, browser, compression_conf(server.removesuffix("-h2")),
+                                 server=server, warm_port=False) as pl:
+                        where = f"{server} {browser} {link}"
+
+                        def log_here(line: str, where: str = where) -> None:
+                            log(f"[{where}] {line}")
+
+                        runs = pl.alternate(pages, rounds, describe=_describe, log=log_here)
+                    measured.setdefault((server, browser), {})[link] = runs
+                    # Rewritten after every link: a run cut short still leaves what it measured.
+                    _write(name, chosen, pages, measured, rounds, log_path.name)
+    return 0
+
+
+def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
+           log_name: str) -> None:
+    statics = {p: p.static_waves() for p in pages}
+    rows: list[list[str]] = []
+    facts_rows: list[list[str]] = []
+    oddities: list[str] = []
+    tally = {"never_slower": 0, "gain": 0, "near_limit": 0, "bytes": 0}
+    applied = dict.fromkeys(tally, 0)
+    for (server, browser), by_link in measured.items():
+        for page in pages:
+            # The page's facts from every OFF load of this browser and server (the browser alone decides what the
+            # page needs; the server decides the bytes).
+            offs = [d for runs in by_link.values() for d in runs[page]["off"]]
+            facts = rr.typical_facts(rr.page_facts(_requests(d), f"/{page.name}", statics[page]) for d in offs)
+            facts_rows.append([*rr.facts_row(page.name, page.package, page.url_path, facts), BROWSER_NAMES[browser],
+                               server])
+            for link, runs in by_link.items():
+                off, on = runs[page]["off"], runs[page]["on"]
+                p = PROFILES[link]
+                c = rr.cell([_load(d) for d in off], [_load(d) for d in on], facts, p.rtt_ms,
+                            p.down_kbit if p.emulated else None, handshakes=2 if server == "nginx-h2" else 1)
+                v = rr.verdicts(c, link, facts)
+                for k in tally:
+                    said = getattr(v, k)
+                    applied[k] += said != "n/a"
+                    tally[k] += said == "met"
+                rows.append(rr.row(page.name, link, BROWSER_NAMES[browser], server, c, v))
+                oddities += [f"{link} {browser} {server}: {o}" for o in _oddities(page, off, on)]
+    done = sum(len(v) for v in measured.values())
+    planned = sum(1 for s in chosen["LANEFETCH_BENCH_SERVERS"] for b in chosen["LANEFETCH_BENCH_BROWSERS"]
+                  if s != "nginx-h2" or b == "chromium") * len(chosen["LANEFETCH_BENCH_PROFILES"])
+    links = chosen["LANEFETCH_BENCH_PROFILES"]
+    lines = [
+        *([] if done == planned else [f"**Partial**: {done} of {planned} server × browser × link runs done.", ""]),
+        " ".join(method(b, " / ".join(SERVER_LABELS[s] for s in chosen["LANEFETCH_BENCH_SERVERS"]),
+                        images_checked=False)
+                 for b in chosen["LANEFETCH_BENCH_BROWSERS"]),
+        "",
+        f"Servers: {', '.join(chosen['LANEFETCH_BENCH_SERVERS'])} (HTTP/1.1, keep-alive; `nginx-h2`: the same nginx "
+        "over HTTPS offering h2 and http/1.1 by ALPN, certificate from a throwaway CA that only the Chromium "
+        "profile's NSS store and the helper trust, Chromium only), each gzipping "
+        f"{', '.join(COMPRESSED_TYPES)} (nginx `gzip_comp_level 6`, Apache mod_deflate's default). Instead of PNG "
+        "grids, the pages are Debian documentation packages' own pages, copied at run time from the installed "
+        "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
+        "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
+        "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
+        "",
+        f"{rounds} browser runs per page, link, browser, server and variant, ON/OFF order alternating round by "
+        "round. Links: " + "; ".join(f"`{n}` " + (f"RTT {PROFILES[n].rtt_ms:g} ms, {PROFILES[n].down_kbit:g} / "
+                                                   f"{PROFILES[n].up_kbit:g} kbit/s" if PROFILES[n].emulated
+                                                   else "plain veth") for n in links) + ".",
+        "",
+        "## The pages",
+        "",
+        "Measured from the OFF loads (the browser alone decides what the page needs), medians over the loads: "
+        "requests the server saw before the load event, less the document; response bodies as served; depth = the "
+        "deepest wave among them (`page_deps`: document 1, what it names 2, what a stylesheet names 3, what a "
+        "script fetched one after the deepest script).",
+        "",
+        *report.table([*rr.FACTS_HEADER, "browser", "server"], facts_rows),
+        "",
+        "## ON vs OFF",
+        "",
+        *report.table(rr.HEADER, rows),
+        "",
+        "Speed-up = OFF median / ON median, brackets: 90 % bootstrap interval (OFF and ON resampled on their own). "
+        "Wall = the driver's navigation call → load event (Chromium ON: the extension's gate included); nav = "
+        "`loadEventEnd - startTime` of the page that finally loaded. Bytes = the link's counters (emulated links: IP "
+        "packets; `lan`: the veth device's Ethernet frames), ON median / OFF median: downlink (worst = largest ON "
+        "load / OFF median), then uplink. Conns = distinct client connections in the server's access log, medians. "
+        "T_min = (1 + depth) × RTT + bytes served × 8 / downlink rate (`page_limit.py`: one TCP handshake — for "
+        "`nginx-h2` two, TCP + TLS 1.3 — one round trip per wave, bodies only, no headers or slow start, not "
+        "overlapped); ON ÷ T_min uses ON's median wall clock.",
+        "",
+        "Verdicts (issue 17, Done when): never slower = the wall-clock interval reaches 0.97 (upper end ≥ 0.97); "
+        "≥ 1.5× = median wall-clock speed-up, on `sat` and `wcdma` for pages of ≥ 20 subresources; ≤ 1.3 T_min = "
+        "ON's median wall clock, on `sat`; bytes ≤ 1.02 = every ON load's downlink ≤ 1.02 × OFF's median. "
+        + "; ".join(f"{k.replace('_', ' ')}: {tally[k]} of {applied[k]} met" for k in tally) + ".",
+        "",
+        "## What ON did that OFF did not",
+        "",
+        *([f"- {o}" for o in oddities] or ["Nothing: every ON load decoded as many images as the OFF loads, had no "
+                                           "more 4xx answers and asked the server for every path all OFF loads did."]),
+        "",
+        f"Per-load lines: `{log_name}`.",
+    ]
+    report.write(name, "real-pages: documentation pages from Debian packages, site on vs off", lines)

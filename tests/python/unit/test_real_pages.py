@@ -1,0 +1,198 @@
+"""The pure parts of the real-pages benchmark: what a page's document and stylesheets name and in which wave
+(page_deps), the physical limit T_min (page_limit), and the report's facts, cells and verdicts
+(real_pages_report). Small fixtures written here: no Debian documentation package needed."""
+
+from __future__ import annotations
+
+import pytest
+from bench import page_deps, page_limit
+from bench import real_pages_report as rr
+from hypothesis import given
+from hypothesis import strategies as st
+
+DOC = """<!doctype html><html><head>
+<link rel="stylesheet" href="../_static/default.css" />
+<link rel="stylesheet" href="https://fonts.example/x.css">
+<link rel="next" href="tutorial08.html">
+<link rel="shortcut icon" href="/favicon.png">
+<script src="../_static/doctools.js"></script>
+<script>var notFetched = "x.js";</script>
+<style>body { background: url('../_static/bg.png') }</style>
+</head><body>
+<img src="../_images/a.png" alt=""><img src="data:image/png;base64,AAAA" alt="">
+<img srcset="../_images/b.png 1x, ../_images/b@2x.png 2x" alt="">
+<a href="other.html">not a resource</a>
+<div style="background-image: url(&quot;../_static/div.gif&quot;)"></div>
+</body></html>"""
+
+FILES = {
+    "/intro/page.html": DOC,
+    "/_static/default.css": '@import "reset.css";\n/* url(commented.png) */\n.note { background: url(note.png) }',
+    "/_static/reset.css": "@font-face { font-family: F; src: url('fonts/f.woff2') format('woff2'); }",
+}
+
+
+def test_html_names_stylesheets_scripts_images_icons_and_inline_urls_not_links_or_inline_scripts() -> None:
+    refs, base = page_deps.html_references(DOC)
+    assert base is None
+    assert refs == ["../_static/default.css", "https://fonts.example/x.css", "/favicon.png", "../_static/doctools.js",
+                    "../_static/bg.png", "../_images/a.png", "data:image/png;base64,AAAA", "../_images/b.png",
+                    "../_static/div.gif"]
+
+
+def test_css_names_imports_and_urls_outside_comments() -> None:
+    assert page_deps.css_references(FILES["/_static/default.css"]) == ["reset.css", "note.png"]
+    assert page_deps.css_references("@import url(a.css); x { src: url( \"b c.woff\" ) }") == ["a.css", "b c.woff"]
+
+
+@pytest.mark.parametrize(("base", "ref", "want"), [
+    ("/a/b/page.html", "../c.css", "/a/c.css"),
+    ("/a/page.html", "/x/y.png?v=1#f", "/x/y.png"),
+    ("/a/page.html", "img%20one.png", "/a/img one.png"),
+    ("/a/page.html", "data:image/png;base64,AA", None),
+    ("/a/page.html", "https://elsewhere.example/x.js", None),
+    ("/a/page.html", "//elsewhere.example/x.js", None),
+    ("/a/page.html", "#top", None),
+    ("/a/page.html", "/other/", "/other/"),
+    ("/a/page.html", "  ", None),
+])
+def test_resolve_keeps_only_this_servers_paths(base: str, ref: str, want: str | None) -> None:
+    assert page_deps.resolve(base, ref) == want
+
+
+def test_graph_and_waves_follow_document_then_stylesheet_chains() -> None:
+    graph = page_deps.dependency_graph("/intro/page.html", FILES.get)
+    waves = page_deps.waves(graph, "/intro/page.html")
+    assert waves == {
+        "/intro/page.html": 1,
+        "/_static/default.css": 2, "/favicon.png": 2, "/_static/doctools.js": 2, "/_static/bg.png": 2,
+        "/_images/a.png": 2, "/_images/b.png": 2, "/_static/div.gif": 2,
+        "/_static/reset.css": 3, "/_static/note.png": 3,
+        "/_static/fonts/f.woff2": 4,
+    }
+
+
+def test_a_resource_named_twice_takes_its_earliest_wave_and_cycles_end() -> None:
+    graph = {"/p.html": ["/a.css", "/f.woff"], "/a.css": ["/b.css", "/f.woff"], "/b.css": ["/a.css"]}
+    assert page_deps.waves(graph, "/p.html") == {"/p.html": 1, "/a.css": 2, "/f.woff": 2, "/b.css": 3}
+
+
+def test_base_href_moves_the_documents_references() -> None:
+    files = {"/d/p.html": '<base href="/other/"><img src="x.png">'}
+    assert page_deps.waves(page_deps.dependency_graph("/d/p.html", files.get), "/d/p.html") == \
+        {"/d/p.html": 1, "/other/x.png": 2}
+
+
+def test_what_a_script_fetched_comes_one_wave_after_the_deepest_script() -> None:
+    static = {"/p.html": 1, "/a.js": 2, "/c.css": 2, "/f.woff2": 3}
+    got = page_deps.waves_of_requests(static, ["/p.html", "/a.js", "/c.css", "/f.woff2", "/search-index.js"])
+    assert got["/search-index.js"] == 3 and got["/f.woff2"] == 3
+    assert page_deps.waves_of_requests({"/p.html": 1}, ["/p.html", "/favicon.ico"])["/favicon.ico"] == 2
+
+
+@pytest.mark.parametrize(("depth", "rtt", "size", "kbit", "hs", "want"), [
+    (1, 0.6, 0, 10_000, 1, 1.2),  # a bare document: handshake + its round trip
+    (4, 0.6, 1_250_000, 10_000, 1, 5 * 0.6 + 1.0),  # sat: 4 waves, 1.25 MB at 10 Mbit/s = 1 s
+    (3, 0.4, 48_000, 384, 1, 4 * 0.4 + 1.0),  # wcdma: 48 kB at 384 kbit/s = 1 s
+    (3, 0.06, 0, 20_000, 2, 5 * 0.06),  # TCP + TLS: two round trips before the first request
+])
+def test_t_min_counts_handshakes_waves_and_bytes(depth: int, rtt: float, size: int, kbit: float, hs: int,
+                                                 want: float) -> None:
+    assert page_limit.t_min(depth, rtt, size, kbit, handshakes=hs) == pytest.approx(want)
+
+
+def test_t_min_has_no_limit_on_an_unlimited_link_and_refuses_nonsense() -> None:
+    assert page_limit.t_min(3, 0.0, 10_000, None) is None
+    with pytest.raises(ValueError):
+        page_limit.t_min(0, 0.1, 1, 1000)
+
+
+@given(st.integers(1, 10), st.floats(0, 1), st.integers(0, 10**7), st.floats(1, 10**6), st.integers(1, 9),
+       st.integers(1, 10**6))
+def test_t_min_grows_with_each_of_its_terms(depth: int, rtt: float, size: int, kbit: float, more: int,
+                                            more_bytes: int) -> None:
+    base = page_limit.t_min(depth, rtt, size, kbit)
+    assert base is not None and base >= size * 8 / (kbit * 1000)
+    deeper = page_limit.t_min(depth + more, rtt, size, kbit)
+    bigger = page_limit.t_min(depth, rtt, size + more_bytes, kbit)
+    assert deeper is not None and bigger is not None and deeper >= base and bigger > base
+
+
+def test_page_facts_from_one_load_strip_the_docroot_folder_and_count_4xx() -> None:
+    static = {"/intro/page.html": 1, "/_static/default.css": 2, "/_static/reset.css": 3, "/_static/doctools.js": 2}
+    reqs = [rr.Request("/dj/intro/page.html", 200, 9000), rr.Request("/dj/_static/default.css", 200, 300),
+            rr.Request("/dj/_static/reset.css?v=2", 200, 700), rr.Request("/dj/_static/doctools.js", 200, 4000),
+            rr.Request("/dj/_static/search.js", 200, 1000), rr.Request("/favicon.ico", 404, 196)]
+    f = rr.page_facts(reqs, "/dj", static)
+    assert f == rr.PageFacts(subresources=5, body_bytes=15196, depth=3, not_found=1)
+
+
+def test_typical_facts_are_medians() -> None:
+    fs = [rr.PageFacts(20, 1000, 3, 0), rr.PageFacts(21, 1100, 4, 1), rr.PageFacts(20, 1050, 3, 0)]
+    assert rr.typical_facts(fs) == rr.PageFacts(20, 1050, 3, 0)
+    with pytest.raises(ValueError):
+        rr.typical_facts([])
+
+
+def _loads(walls: list[float], down: int, conns: int = 6) -> list[rr.Load]:
+    return [rr.Load(wall_s=w, nav_s=w - 0.1, down_bytes=down + k, up_bytes=1000, connections=conns, requests=21)
+            for k, w in enumerate(walls)]
+
+
+FACTS_BIG = rr.PageFacts(subresources=24, body_bytes=250_000, depth=4, not_found=0)
+
+
+def test_cell_medians_speedups_bytes_and_t_min() -> None:
+    off = _loads([6.0, 6.2, 5.8, 6.1, 5.9], 300_000)
+    on = _loads([3.0, 3.1, 2.9, 3.2, 2.8], 300_000, conns=2)
+    c = rr.cell(off, on, FACTS_BIG, rtt_ms=600, down_kbit=10_000)
+    assert (c.off_wall, c.on_wall, c.wall_speedup) == (6.0, 3.0, 2.0)
+    assert c.nav_speedup == pytest.approx(5.9 / 2.9)
+    assert c.wall_interval[0] <= 2.0 <= c.wall_interval[1]
+    assert c.bytes_ratio == pytest.approx(300_002 / 300_002) and c.worst_bytes_ratio == pytest.approx(300_004 / 300_002)
+    assert (c.off_conns, c.on_conns) == (6, 2) and c.up_ratio == 1.0
+    assert c.t_min == pytest.approx(5 * 0.6 + 0.2) and c.on_over_t_min == pytest.approx(3.0 / 3.2)
+    assert rr.verdicts(c, "sat", FACTS_BIG) == rr.Verdicts("met", "met", "met", "met")
+    assert rr.verdicts(c, "sat", FACTS_BIG).all_met()
+
+
+def test_verdicts_say_not_met_and_apply_only_where_issue_17_asks() -> None:
+    off = _loads([1.0, 1.0, 1.0, 1.0, 1.0], 100_000)
+    slower = _loads([1.3, 1.3, 1.3, 1.3, 1.3], 110_000)
+    c = rr.cell(off, slower, FACTS_BIG, rtt_ms=600, down_kbit=10_000)
+    v = rr.verdicts(c, "sat", FACTS_BIG)
+    assert v == rr.Verdicts(never_slower="not met", gain="not met", near_limit="met", bytes="not met")
+    assert not v.all_met()
+    small = rr.PageFacts(subresources=12, body_bytes=50_000, depth=3, not_found=0)
+    assert rr.verdicts(c, "wcdma", small).gain == "n/a"  # fewer than 20 subresources
+    assert rr.verdicts(c, "lte", FACTS_BIG).gain == "n/a" and rr.verdicts(c, "lte", FACTS_BIG).near_limit == "n/a"
+    tls = rr.cell(off, slower, FACTS_BIG, rtt_ms=600, down_kbit=10_000, handshakes=2)
+    assert tls.t_min is not None and c.t_min is not None and tls.t_min == pytest.approx(c.t_min + 0.6)
+    lan = rr.cell(off, slower, FACTS_BIG, rtt_ms=0, down_kbit=None)
+    assert lan.t_min is None and rr.verdicts(lan, "lan", FACTS_BIG).near_limit == "n/a"
+
+
+def test_never_slower_is_met_while_the_interval_reaches_097() -> None:
+    off = _loads([1.0, 1.1, 0.9, 1.0, 1.05], 100_000)
+    on = _loads([1.02, 1.12, 0.92, 1.01, 1.0], 100_000)
+    c = rr.cell(off, on, FACTS_BIG, rtt_ms=60, down_kbit=20_000)
+    assert c.wall_interval[0] < 0.97 <= c.wall_interval[1]
+    assert rr.verdicts(c, "lte", FACTS_BIG).never_slower == "met"
+
+
+def test_row_has_one_cell_per_header_column() -> None:
+    c = rr.cell(_loads([2.0] * 3, 1000), _loads([1.0] * 3, 1000), FACTS_BIG, rtt_ms=400, down_kbit=384)
+    r = rr.row("p", "wcdma", "Chromium", "apache", c, rr.verdicts(c, "wcdma", FACTS_BIG))
+    assert len(r) == len(rr.HEADER) and r[6].startswith("**2.00×**")
+    assert len(rr.facts_row("p", "pkg", "/p/x.html", FACTS_BIG)) == len(rr.FACTS_HEADER)
+
+
+def test_a_subset_names_its_report_after_what_it_selected_in_any_order() -> None:
+    from bench.scenario_real_pages import _ALL, report_name
+
+    assert report_name(dict(_ALL)) == "real-pages"
+    links = ["sat", "wcdma", "lte", "lan"]  # another order of all links: not a subset
+    assert report_name({**_ALL, "LANEFETCH_BENCH_PROFILES": links}) == "real-pages"
+    chosen = {**_ALL, "LANEFETCH_BENCH_BROWSERS": ["chromium"], "LANEFETCH_BENCH_SERVERS": ["apache"],
+              "LANEFETCH_BENCH_PAGES": ["rust-std"]}
+    assert report_name(chosen) == "real-pages-chromium-apache-rust-std"
