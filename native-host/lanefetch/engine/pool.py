@@ -31,7 +31,15 @@ from .h2_connection import H2Connection
 from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
-from .pool_plan import allowed_depth, carries_bulk, connection_limit, connections_to_open, may_join, over_budget
+from .pool_plan import (
+    allowed_depth,
+    carries_bulk,
+    connection_limit,
+    connections_ahead,
+    connections_to_open,
+    may_join,
+    over_budget,
+)
 from .request import Origin
 from .timing import ConnectTiming, now
 from .transport import Transport, open_transport
@@ -67,6 +75,7 @@ class OriginPool:
         self._tasks: set[asyncio.Task[None]] = set()
         self._dns: tuple[float, list[tuple[int, tuple[object, ...]]]] | None = None
         self._dns_lock = asyncio.Lock()
+        self._ahead = False  # a preconnect waits for the TLS handshake's protocol to open the rest
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -108,7 +117,9 @@ class OriginPool:
             return None
         carried = {f.token.sort_key()[0] for f in conn.state.in_flight} | {
             r.token.sort_key()[0] for r in conn.state.unverified}
-        if not may_join(carried, ex.sort_key()[0]):
+        idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
+                   and not c.state.in_flight and not c.state.unverified)
+        if not may_join(carried, ex.sort_key()[0], idle):
             return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
@@ -144,11 +155,22 @@ class OriginPool:
         return carries_bulk((f.parser.body_remaining for f in conn.state.in_flight), self.config.separate_bulk)
 
     def preconnect(self) -> bool:
-        """Open one connection ahead of work (a lane about to be used), unless one is open or opening; False then."""
-        if self.connections:
-            return False
-        self._open()
-        return True
+        """Connect ahead of a page: as many connections as the origin may have serving it (pool_plan.
+        connections_ahead), so the page's first wave finds them open instead of paying a handshake each, as the
+        browser's own requests would on its warm document connection. A TLS origin whose protocol is not known yet
+        gets one; its handshake says whether the others follow (h2: none). False when none was started."""
+        self._ahead = True
+        return self._open_ahead()
+
+    def _open_ahead(self) -> bool:
+        limit = connection_limit(self.config.connections_per_origin, self.policy.protocol,
+                                 self.tls is not None and self.config.http2)
+        if not (self.policy.protocol is None and self.tls is not None and self.config.http2):
+            self._ahead = False  # the limit is final: nothing more to open once the handshake answers
+        n = connections_ahead(len(self.connections), limit)
+        for _ in range(n):
+            self._open()
+        return n > 0
 
     def _open(self) -> Connection:
         conn = Connection(self, self.engine.next_connection_id())
@@ -174,6 +196,8 @@ class OriginPool:
             self.policy.learn_protocol(transport.alpn)
             if known is None and self.policy.protocol != "h2":
                 self._plan()  # HTTP/1.1 after all: the connections held back for the answer may open now
+                if self._ahead:
+                    self._open_ahead()  # and those a page's preconnect asked for
         return transport
 
     async def serve_h2(self, conn: Connection, transport: Transport) -> None:

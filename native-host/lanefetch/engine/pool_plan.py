@@ -15,7 +15,11 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
 - **Render-blocking apart.** A pipelined answer reaches the page only when its connection has drained and gone
   quiet (pipeline.py), so a stylesheet or script pipelined with images waits for the last image on its
   connection, and the page's next wave (what the stylesheet imports, what the script loads) with it. Render-blocking
-  requests are therefore pipelined only with each other: such a connection drains after a few small answers.
+  requests are therefore pipelined only with each other, and only when no open connection of the origin is idle:
+  alone, a stylesheet's answer is in step at once and streams to the page.
+- **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
+  browser's first requests go out on its warm document connection at once and its others pay a handshake in
+  parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
 - **One for HTTP/2.** An origin that speaks h2 gets one connection (its streams multiplex; more would only
   split the congestion window, as browsers also hold). Over TLS with HTTP/2 offered, while the origin's protocol
   is not known yet, one connection too: its handshake says, and an HTTP/1.1 origin then gets the others.
@@ -51,11 +55,16 @@ def over_budget(in_flight_here: int, in_flight_origin: int, budget: int | None) 
 RENDER_BLOCKING = 0  # the first priority class of request.priority_key: document, stylesheet, script, font
 
 
-def may_join(carried: set[int], incoming: int) -> bool:
+def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0) -> bool:
     """May a request of priority class `incoming` be pipelined on a connection whose in-flight or held answers are
-    of these classes? Render-blocking work and other work never share a connection's pipeline."""
+    of these classes, while `idle_elsewhere` other open connections of the origin carry nothing? Render-blocking
+    work and other work never share a connection's pipeline, and render-blocking work is pipelined at all only
+    when no connection is idle: alone on a connection its answer is in step at once and streams to the page,
+    pipelined it is held until its connection drains."""
     if not carried:
         return True
+    if incoming == RENDER_BLOCKING and idle_elsewhere > 0:
+        return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
 def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool) -> int:
@@ -70,3 +79,9 @@ def connections_to_open(serving: int, work: int, per_origin: int) -> int:
     """New connections to open: up to the per-origin limit, no more than the work (queued + in flight on the
     connections serving small requests) can use."""
     return max(0, min(per_origin, work) - serving)
+
+
+def connections_ahead(open_now: int, limit: int) -> int:
+    """Connections a page's preconnect opens: up to the origin's limit (connection_limit), counting those open or
+    opening already."""
+    return max(0, limit - open_now)

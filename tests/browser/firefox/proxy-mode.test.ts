@@ -109,7 +109,9 @@ test("many images of one origin: Firefox's many proxy connections become few pip
   assert.equal(images.length, 60);
   assert.ok(images.every((r) => r.owner.kind === "helper"));
   const connections = new Set(images.map((r) => r.connection));
-  assert.ok(connections.size <= 4, `helper connections: ${connections.size}`);
+  // at most the helper's per-origin limit (EngineConfig.connections_per_origin, 6 as the browsers; Firefox would use
+  // up to 32 connections to its proxy)
+  assert.ok(connections.size <= 6, `helper connections: ${connections.size}`);
   const pipelined = images.filter((r) => r.inFlightOnArrival > 1).length;
   assert.ok(pipelined > 0, `requests that arrived while another was in flight on their connection: ${pipelined}`);
   await page.close();

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 from lanefetch.engine import EngineConfig, FetchRequest, Page
-from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
+from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
 from lanefetch.engine.request import Origin
 from lanefetch.service import FetchService, ServiceConfig
@@ -115,24 +116,22 @@ def mixed_paths(n: int, prefix: str = "/r") -> list[str]:
 # ---------------------------------------------------------------------------------- a correct server
 
 
-async def test_first_request_alone_then_depth_grows() -> None:
+async def test_an_unproven_origin_starts_a_few_deep_then_depth_grows() -> None:
     async with setup(well_behaved(settle=0.03)) as (srv, engine):
         reqs = gets(srv, mixed_paths(30))
         sink = await fetch(engine, reqs)
         sink.check_exact(reqs, expected)
         assert len(srv.connections) == 1
         conn = srv.connections[0]
-        # The server had exactly one request when it answered the first: it went alone.
-        assert conn.outstanding_at_answer[0] == 1
-        assert conn.received[1].unanswered_at_arrival == 0, "request 2 was sent before response 1"
-        # Then the depth grew: later, several requests arrived before the server answered.
-        assert conn.outstanding_at_answer[1] == 2  # probing: a pipeline of 2
+        # Unproven, the origin got START_DEPTH requests before its first answer (held until proven), no more.
+        assert conn.outstanding_at_answer[0] == START_DEPTH
+        # Then the depth grew: later, more requests arrived before the server answered.
         assert conn.max_outstanding >= 8, conn.outstanding_at_answer
         pol = policy(engine, srv)
         assert pol.state is PipelineState.GREEN and not pol.demotions
         # Client side: positions and depth reported per request on the one connection.
         depths = [sink.records[r.id].report.connection.pipeline_depth for r in reqs]  # type: ignore[union-attr]
-        assert depths[0] == 1 and max(depths) >= 8
+        assert depths[:START_DEPTH] == list(range(1, START_DEPTH + 1)) and max(depths) >= 8
 
 
 async def test_proven_origin_pipelines_from_the_start_of_the_next_batch() -> None:
@@ -320,10 +319,14 @@ async def test_server_without_keepalive() -> None:
         reqs = gets(srv, mixed_paths(6))
         sink = await fetch(engine, reqs)
         sink.check_exact(reqs, expected)
-        assert len(srv.connections) == 6 and all(len(c.received) == 1 for c in srv.connections)
+        # Each request was answered once (those pipelined behind a first answer that closed were never
+        # processed: they went again) and pipelining never took hold.
+        answered = Counter(c.received[0].path for c in srv.connections if c.answered)  # one per connection
+        # every GET answered, none more than twice: the answer held when the server closed with pipelined requests
+        # owed is not believed (a server that skipped the first request would look the same) and is fetched again
+        assert set(answered) == set(mixed_paths(6)) and max(answered.values()) <= 2, answered
         pol = policy(engine, srv)
-        assert pol.state is not PipelineState.GREEN and not pol.demotions, pol
-        assert all(sink.records[r.id].report.retries == 0 for r in reqs)  # type: ignore[union-attr]
+        assert pol.state is not PipelineState.GREEN, pol
 
 
 async def test_server_closes_idle_connection_between_batches() -> None:
@@ -383,7 +386,10 @@ async def test_http10_without_keepalive() -> None:
         reqs = gets(srv, mixed_paths(8))
         sink = await fetch(engine, reqs)
         sink.check_exact(reqs, expected)
-        assert len(srv.connections) == 8 and all(len(c.received) == 1 for c in srv.connections)
+        answered = Counter(c.received[0].path for c in srv.connections if c.answered)  # one per connection
+        # every GET answered, none more than twice: the answer held when the server closed with pipelined requests
+        # owed is not believed (a server that skipped the first request would look the same) and is fetched again
+        assert set(answered) == set(mixed_paths(8)) and max(answered.values()) <= 2, answered
         pol = policy(engine, srv)
         assert pol.state is PipelineState.RED and any("1.0" in d for d in pol.demotions)
 
@@ -393,9 +399,11 @@ async def test_http10_with_keepalive_reuses_but_never_pipelines() -> None:
         reqs = gets(srv, mixed_paths(10))
         sink = await fetch(engine, reqs)
         sink.check_exact(reqs, expected)
-        assert len(srv.connections) == 1 and len(srv.connections[0].received) == 10
-        assert srv.connections[0].max_outstanding == 1
+        assert all(srv.served(p) == 1 for p in mixed_paths(10))  # none processed twice
         assert policy(engine, srv).state is PipelineState.RED
+        # Unproven, the first requests went START_DEPTH deep; once an answer said HTTP/1.0, never again.
+        later = [r for c in srv.connections for r in c.received[START_DEPTH:]]
+        assert later and all(r.unanswered_at_arrival == 0 for r in later)
 
 
 # --------------------------------------------------------------------------------- wrong Content-Length
@@ -677,7 +685,8 @@ async def test_cancel_mid_body_keeps_the_pipeline_in_step() -> None:
 
 async def test_cancel_the_whole_batch() -> None:
     async with setup(held(), config(connections_per_origin=2)) as (srv, engine):
-        reqs = gets(srv, ["/hold/a/100", "/hold/b/100", *mixed_paths(6)])
+        # more than 2 connections x START_DEPTH can have in flight: some are still queued when the batch is cancelled
+        reqs = gets(srv, ["/hold/a/100", "/hold/b/100", *mixed_paths(12)])
         sink = RecordingSink()
         task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
         deadline = time.monotonic() + 5
@@ -924,8 +933,9 @@ async def test_cancel_and_close_stops_the_answer_and_retries_what_was_behind() -
     """A whole body nobody wants (a lane's speculative range answered 200): its connection is closed at once,
     and a request queued or pipelined behind it on that connection still gets its exact answer."""
     big = "/r/unwanted/5000000"
-    # separate_bulk off (as on a lane): the second request waits on the big one's connection
-    async with setup(paced_big(big), config(separate_bulk=False)) as (srv, engine):
+    # separate_bulk off (as on a lane): the second request waits on the big one's connection; one request at a
+    # time (an unproven pipelined answer would be held from the sink, and the test waits for the big one's head)
+    async with setup(paced_big(big), config(separate_bulk=False, pipeline_depth=1)) as (srv, engine):
         reqs = gets(srv, [big, "/r/behind/3000"])
         sink = RecordingSink()
         task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
@@ -1075,14 +1085,15 @@ async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Pa
             again = gets(srv, [p + "?again" for p in paths], prefix="again")
             await fetch(second, again, site)
             new = srv.connections[before:]
-            assert new[0].received[1].unanswered_at_arrival >= 1, "the first requests went one at a time again"
+            # proven before: all 8 went before the first answer, past an unproven origin's START_DEPTH
+            assert new[0].outstanding_at_answer[0] > START_DEPTH, "the first requests went as to an unknown origin"
             # another top-level site does not inherit it
             other = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
             try:
                 before = len(srv.connections)
                 await fetch(other, gets(srv, [p + "?other" for p in paths], prefix="other"),
                             Page(address_space="loopback", top_site="http://other.test"))
-                assert srv.connections[before].received[1].unanswered_at_arrival == 0, "learned under another site"
+                assert srv.connections[before].outstanding_at_answer[0] == START_DEPTH, "learned under another site"
             finally:
                 await other.aclose()
             cache = second.cache_for(site)
@@ -1094,7 +1105,7 @@ async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Pa
         try:
             before = len(srv.connections)
             await fetch(third, gets(srv, [p + "?third" for p in paths], prefix="third"), site)
-            assert srv.connections[before].received[1].unanswered_at_arrival == 0, "cleared, yet remembered"
+            assert srv.connections[before].outstanding_at_answer[0] == START_DEPTH, "cleared, yet remembered"
         finally:
             await third.aclose()
 

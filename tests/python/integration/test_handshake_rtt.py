@@ -32,7 +32,7 @@ async def test_reported_rtt_holds_no_event_loop_delay(monkeypatch: pytest.Monkey
     monkeypatch.setattr(loop, "sock_connect", busy_connect)
     seen: list[tuple[Origin, float]] = []
     done = asyncio.Event()
-    engine = Engine(EngineConfig())
+    engine = Engine(EngineConfig(connections_per_origin=1))  # one connection: one report
 
     def connected(origin: Origin, rtt: float) -> None:
         seen.append((origin, rtt))

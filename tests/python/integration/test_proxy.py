@@ -269,15 +269,17 @@ async def test_a_preconnect_opens_the_connection_the_proxied_page_then_uses(host
     auth = [("Proxy-Authorization", await firefox_hello(host))]
     port = await open_context(host, "c1", "loopback")
     await host.send({"type": "preconnect", "url": f"{origin}/", "page": {"address_space": "loopback", "top_site": "http://t"}})
-    rtt = await host.recv()
-    assert rtt["type"] == "origin_rtt" and rtt["origin"] == origin
+    for _ in range(EngineConfig().connections_per_origin):  # all the origin may have serving it, opened ahead
+        rtt = await host.recv()
+        assert rtt["type"] == "origin_rtt" and rtt["origin"] == origin
     a = await through_proxy(port, "GET", f"{origin}/doc", auth)
     assert a is not None and a.status == 200
     msgs = [await host.recv() for _ in range(2)]
     assert [m["type"] for m in msgs] == ["proxied", "timing"], msgs  # no origin_rtt: no new connection
     # The next page's probe finds that connection open: its connect time answers at once, no second connection.
     await host.send({"type": "preconnect", "url": f"{origin}/next", "page": {"address_space": "loopback", "top_site": "http://t"}})
-    assert await host.recv() == rtt
+    again = await host.recv()
+    assert again["type"] == "origin_rtt" and again["origin"] == origin
     a = await through_proxy(port, "GET", f"{origin}/doc2", auth)
     assert a is not None and [(await host.recv())["type"] for _ in range(2)] == ["proxied", "timing"]
 

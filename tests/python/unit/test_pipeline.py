@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
+from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import (
     ConnectionEnded,
     Misbehaviour,
@@ -172,11 +172,11 @@ def _head(version: str = "1.1") -> ResponseHead:
 
 def test_policy_learns_and_grows() -> None:
     p = OriginPolicy(max_depth=16)
-    assert p.allowed_depth() == 1
+    assert p.allowed_depth() == START_DEPTH == 4  # unproven, yet pipelined: its answers are held until proven
     p.on_response(_head(), Framing.LENGTH, keep_alive=True, pipelined=False)
-    assert p.state is PipelineState.PROBING and p.allowed_depth() == 2
+    assert p.state is PipelineState.PROBING and p.allowed_depth() == 4
     p.on_response(_head(), Framing.LENGTH, keep_alive=True, pipelined=True)
-    assert p.state is PipelineState.GREEN and p.allowed_depth() == 4
+    assert p.state is PipelineState.GREEN and p.allowed_depth() == 8
     for _ in range(5):
         p.on_response(_head(), Framing.CHUNKED, keep_alive=True, pipelined=True)
     assert p.allowed_depth() == 16
@@ -216,8 +216,17 @@ def test_policy_keep_alive_limit_is_learned_not_demoted() -> None:
 
 def test_policy_pipelining_off() -> None:
     p = OriginPolicy(max_depth=1)
+    assert p.allowed_depth() == 1
     p.on_response(_head(), Framing.LENGTH, keep_alive=True, pipelined=False)
     assert p.allowed_depth() == 1
+
+
+def test_policy_start_depth_never_exceeds_the_configured_maximum() -> None:
+    for max_depth in (1, 2, 3, 4, 16):
+        p = OriginPolicy(max_depth=max_depth)
+        assert p.allowed_depth() == min(START_DEPTH, max_depth)
+        p.on_response(_head(), Framing.LENGTH, keep_alive=True, pipelined=False)
+        assert p.allowed_depth() == min(START_DEPTH, max_depth)
 
 
 # ------------------------------------------------------------------------- proving answers in step (integrity)

@@ -74,6 +74,18 @@ def test_connections_to_open(serving: int, work: int, limit: int, new: int) -> N
 def test_render_blocking_is_pipelined_only_with_its_own(carried: set[int], incoming: int, joins: bool) -> None:
     assert may_join(carried, incoming) is joins
 
+
+@pytest.mark.parametrize(("carried", "incoming", "idle_elsewhere", "joins"), [
+    ({0}, 0, 1, False),  # a stylesheet goes alone to the idle connection: in step at once, streamed
+    ({0}, 0, 0, True),  # none idle: behind another stylesheet beats waiting for one
+    ({2}, 2, 3, True),  # images may pipeline whatever is idle (their answers only wait for the load event)
+    (set(), 0, 5, True),  # an empty connection is as good as an idle one
+])
+def test_render_blocking_prefers_an_idle_connection(
+    carried: set[int], incoming: int, idle_elsewhere: int, joins: bool
+) -> None:
+    assert may_join(carried, incoming, idle_elsewhere) is joins
+
 @pytest.mark.parametrize(("per_origin", "protocol", "may_speak_h2", "limit"), [
     (4, "h2", True, 1),  # streams multiplex: one connection
     (4, None, True, 1),  # TLS with h2 offered, protocol not known yet: one until its handshake says
@@ -100,3 +112,17 @@ def test_waiting_work_gets_its_connections_at_once_up_to_the_limit(serving: int,
 ])
 def test_first_batch_to_a_remembered_tls_origin(protocol: str | None, waiting: int, opened: int) -> None:
     assert connections_to_open(0, waiting, connection_limit(6, protocol, True)) == opened
+
+
+def test_a_preconnect_opens_what_the_origin_may_have_serving_it() -> None:
+    from lanefetch.engine.pool_plan import connection_limit, connections_ahead
+
+    # plain http or a known HTTP/1.1 origin: the browser's six; none more when some are open or opening
+    assert connections_ahead(0, connection_limit(6, None, may_speak_h2=False)) == 6
+    assert connections_ahead(0, connection_limit(6, "http/1.1", may_speak_h2=True)) == 6
+    assert connections_ahead(2, connection_limit(6, "http/1.1", may_speak_h2=True)) == 4
+    assert connections_ahead(7, connection_limit(6, "http/1.1", may_speak_h2=True)) == 0
+    # a TLS origin not known yet: one, whose handshake says; an h2 origin: one
+    assert connections_ahead(0, connection_limit(6, None, may_speak_h2=True)) == 1
+    assert connections_ahead(0, connection_limit(6, "h2", may_speak_h2=True)) == 1
+    assert connections_ahead(1, connection_limit(6, "h2", may_speak_h2=True)) == 0
