@@ -216,6 +216,10 @@ def origin_rtt(origin: str, rtt_s: float) -> Message:
     return {"type": "origin_rtt", "origin": origin, "rtt_ms": round(max(0.0, rtt_s) * 1000.0, 3)}
 
 
+def working(batch_id: str) -> Message:
+    return {"type": "working", "batch_id": batch_id}
+
+
 def batch_done(batch_id: str, connections: int, max_concurrent: int) -> Message:
     return {"type": "batch_done", "batch_id": batch_id, "connections": connections,
             "max_concurrent_connections": max_concurrent}

@@ -11,6 +11,8 @@ export interface RequestSink {
   /** The request failed: from the helper, or locally ("connection_lost") when the port went away. */
   error(code: HelperError["code"], message: string): void;
   timing(message: Timing): void;
+  /** The helper is still working on this request's batch (a `working` message): its timers start afresh. */
+  working(): void;
 }
 
 interface Entry {
@@ -60,6 +62,11 @@ export class HelperClient {
         }
         case "origin_rtt":
           for (const l of this.rttListeners) l(message.origin, message.rtt_ms);
+          break;
+        case "working":
+          for (const entry of this.entries.values()) {
+            if (entry.batchId === message.batch_id && !entry.finished) entry.sink.working();
+          }
           break;
         case "batch_done": {
           const done = this.batchDone.get(message.batch_id);

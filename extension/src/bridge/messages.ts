@@ -3,7 +3,7 @@ import type { ToExtension } from "../generated/protocol.js";
 
 const TYPES = new Set([
   "hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "interfaces_state", "proxy_ready", "proxied", "https_state",
-  "origin_rtt",
+  "origin_rtt", "working",
 ]);
 
 export function asToExtension(message: unknown): ToExtension | null {
@@ -13,7 +13,7 @@ export function asToExtension(message: unknown): ToExtension | null {
   if (["head", "body", "end", "timing", "proxied"].includes(m.type) && typeof m.id !== "string") return null;
   if (["proxy_ready", "proxied"].includes(m.type) && typeof m.context_id !== "string") return null;
   if (m.type === "body" && typeof m.data !== "string") return null;
-  if (m.type === "batch_done" && typeof m.batch_id !== "string") return null;
+  if ((m.type === "batch_done" || m.type === "working") && typeof m.batch_id !== "string") return null;
   if (m.type === "https_state" && !Array.isArray(m.sites)) return null;
   if (m.type === "origin_rtt" && (typeof m.origin !== "string" || typeof m.rtt_ms !== "number")) return null;
   return message as ToExtension;

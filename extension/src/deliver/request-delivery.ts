@@ -94,6 +94,15 @@ export class RequestDelivery implements RequestSink {
     this.hooks.timing(message);
   }
 
+  /** The helper says it is still working on this request's batch: wait for it afresh (its answer may be held until
+   * its pipelined connection drains, longer than a head takes on a slow link; the helper's own network timeouts
+   * end a request that is really stuck). */
+  working(): void {
+    if (this.answered || this.timer === undefined) return;
+    if (this.assembler.started) this.arm(this.limits.stallTimeoutMs, "body stalled");
+    else this.arm(this.limits.headTimeoutMs, "no response head");
+  }
+
   /** Answer with continueRequest now (helper unavailable, timeout, refusal). Idempotent. */
   pass(reason: PassReason, detail: string): void {
     if (this.answered) return;

@@ -38,6 +38,9 @@ log = logging.getLogger("lanefetch.host")
 BODY_CHUNK = 640 * 1024
 TEST_UPSTREAM_CA_ENV = "LANEFETCH_TEST_UPSTREAM_CA_FILE"
 RTT_MEMORY = 512  # origins whose newest connect time is remembered
+#: Seconds between `working` messages for a running batch (well under the extension's 15-20 s timers).
+WORKING_INTERVAL_S = 5.0
+TEST_WORKING_INTERVAL_ENV = "LANEFETCH_TEST_WORKING_INTERVAL"  # tests: a shorter interval
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -145,6 +148,7 @@ class Host:
         self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
+        self.working_interval = float(os.environ.get(TEST_WORKING_INTERVAL_ENV) or WORKING_INTERVAL_S)
         self._live_ids: set[str] = set()
         self._reports: set[asyncio.Future[None]] = set()
         self._rtts: dict[str, float] = {}  # each origin's newest connect time (s), newest last
@@ -385,6 +389,7 @@ class Host:
     async def _run_batch(self, batch_id: str, requests: list[FetchRequest], page: Page) -> None:
         sink = _BatchSink(self._send)
         connections = max_concurrent = 0
+        working = asyncio.create_task(self._say_working(batch_id), name=f"working-{batch_id}")
         try:
             result = await self.fetcher.fetch(requests, sink, page)
             connections, max_concurrent = result.connections, result.max_concurrent_connections
@@ -392,10 +397,20 @@ class Host:
             log.exception("batch %s failed", batch_id)
             await sink.give_up(requests, f"batch {batch_id} failed: {e!r}")
         finally:
+            working.cancel()
             self._live_ids.difference_update(r.id for r in requests)
             self._batch_ids.pop(batch_id, None)
             self._batches.pop(batch_id, None)
         await self._send(protocol.batch_done(batch_id, connections, max_concurrent))
+
+    async def _say_working(self, batch_id: str) -> None:
+        """While the batch runs: the extension's timers wait for a stopped helper, not for a slow link. A pipelined
+        answer is held until its connection drains (engine/pipeline.py), which on a 384 kbit/s link can take longer
+        than the extension's 20 s wait for a head: it then let the browser fetch the request as well (measured:
+        the Rust book on `wcdma` fetched 543 kB twice)."""
+        while True:
+            await asyncio.sleep(self.working_interval)
+            await self._send(protocol.working(batch_id))
 
     async def close(self) -> None:
         for task in list(self._batches.values()):

@@ -28,7 +28,7 @@ from lanefetch.bridge.framing import (
     MessageTooLarge,
     encode,
 )
-from lanefetch.bridge.host import serve
+from lanefetch.bridge.host import TEST_WORKING_INTERVAL_ENV, serve
 from lanefetch.bridge.stdio import open_stdio
 from lanefetch.engine.config import EngineConfig
 from lanefetch.service import ServiceConfig
@@ -350,6 +350,44 @@ async def test_a_batch_id_in_use_is_refused_whole_and_the_running_batch_goes_on(
     await host.send(batch("b1", [("x", f"{origin}/x")]))
     again = await host.until("batch_done")
     assert next(m["type"] for m in again if m.get("id") == "x") == "head"
+
+
+async def test_a_running_batch_is_said_working_until_it_is_done(tmp_path: Path) -> None:
+    """A pipelined answer may be held for longer than the extension waits for a head (a slow link): while a batch
+    runs the helper says it is working on it, so the extension does not let the browser fetch its requests too;
+    once the batch is done, no more."""
+    release = {"a": asyncio.Event(), "b": asyncio.Event()}
+    arrived = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        arrived[name].set()
+        await asyncio.wait_for(release[name].wait(), 20)
+        return web.Response(text=f"hello {name}")
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), TEST_WORKING_INTERVAL_ENV: "0.1"}
+    async with serve_app(app) as port, running_host(env) as host:
+        origin = f"http://127.0.0.1:{port}"
+
+        async def next_said() -> dict[str, Any]:
+            while (m := await host.recv())["type"] == "origin_rtt":
+                pass
+            return m
+
+        await host.send(batch("b1", [("a", f"{origin}/a")]))
+        await asyncio.wait_for(arrived["a"].wait(), 20)
+        assert [await next_said() for _ in range(2)] == [{"type": "working", "batch_id": "b1"}] * 2
+        release["a"].set()
+        msgs = [m for m in await host.until("batch_done") if m["type"] not in ("working", "origin_rtt")]
+        assert [m["type"] for m in msgs] == ["head", "body", "end", "timing", "batch_done"]
+        # b1 is done: while b2 runs (three of its intervals), nothing more is said of b1
+        await host.send(batch("b2", [("b", f"{origin}/b")]))
+        await asyncio.wait_for(arrived["b"].wait(), 20)
+        assert [await next_said() for _ in range(3)] == [{"type": "working", "batch_id": "b2"}] * 3
+        release["b"].set()
+        await host.until("batch_done")
 
 
 async def test_a_proxy_that_cannot_open_is_that_page_contexts_error(tmp_path: Path) -> None:
