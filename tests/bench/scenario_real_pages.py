@@ -56,6 +56,17 @@ def _requests(d: Run) -> list[rr.Request]:
     return [rr.Request(r.path, r.status, r.body_bytes) for r in d["records"]]
 
 
+def _drop_strays(d: Run, page: RealPage) -> None:
+    """Drops from a load's records what belongs to another page of the corpus: a request the previous browser run
+    made after its load event (a favicon) is logged when the server is done with it, which may be after this load's
+    log position was taken. Requests and connections are recounted; `strays` says how many were dropped (their bytes
+    may still be in this load's link counters: a few kB at most)."""
+    others = tuple(f"/{p.name}/" for p in CORPUS if p != page)
+    own = [r for r in d["records"] if not r.path.startswith(others)]
+    d["strays"] = len(d["records"]) - len(own)
+    d["records"], d["all_requests"], d["conns"] = own, len(own), len({r.connection for r in own})
+
+
 def _load(d: Run) -> rr.Load:
     return rr.Load(wall_s=d["wall_s"], nav_s=d["load_s"], down_bytes=d["down_bytes"], up_bytes=d["up_bytes"],
                    connections=d["conns"], requests=d["all_requests"])
@@ -133,6 +144,9 @@ def run(rounds: int) -> int:
                             log(f"[{where}] {line}")
 
                         runs = pl.alternate(pages, rounds, describe=_describe, log=log_here)
+                    for page, by_variant in runs.items():
+                        for d in (d for ds in by_variant.values() for d in ds):
+                            _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
                     _write(name, chosen, pages, measured, rounds, log_path.name)

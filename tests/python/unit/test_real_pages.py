@@ -196,3 +196,19 @@ def test_a_subset_names_its_report_after_what_it_selected_in_any_order() -> None
     chosen = {**_ALL, "LANEFETCH_BENCH_BROWSERS": ["chromium"], "LANEFETCH_BENCH_SERVERS": ["apache"],
               "LANEFETCH_BENCH_PAGES": ["rust-std"]}
     assert report_name(chosen) == "real-pages-chromium-apache-rust-std"
+
+
+def test_a_late_request_of_another_corpus_page_is_not_this_loads() -> None:
+    from bench.real_pages import CORPUS
+    from bench.scenario_real_pages import _drop_strays
+    from bench.servers import AccessRecord
+
+    def rec(path: str, conn: str) -> AccessRecord:
+        return AccessRecord(conn, 1, None, "10.0.0.1", 1, 200, 10, 0.0, 0.0, f"GET {path} HTTP/1.1")
+
+    page, other = CORPUS[0], CORPUS[1]
+    d = {"records": [rec(f"/{page.name}/a.html", "c1"), rec("/favicon.ico", "c1"),
+                     rec(f"/{other.name}/favicon.png", "c9")], "all_requests": 3, "conns": 2}
+    _drop_strays(d, page)
+    assert [r.path for r in d["records"]] == [f"/{page.name}/a.html", "/favicon.ico"]
+    assert (d["strays"], d["all_requests"], d["conns"]) == (1, 2, 1)
