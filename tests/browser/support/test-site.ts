@@ -92,7 +92,7 @@ async function run() {
   r.documentCookie = document.cookie;
   r.corsCredentialed = (await (await fetch("${other}/cors/data.txt", { credentials: "include" })).text()) === expected.cors;
   r.preflighted = await fetch("${other}/cors/data.txt", { headers: { "X-Lanefetch-Test": "1" } }).then((x) => x.text()).then((t) => t === expected.cors, (e) => String(e));
-  await Promise.all([document.fonts.load('16px "LfOk"'), document.fonts.load('16px "LfNoCors"')]).catch(() => null);
+  await Promise.allSettled([document.fonts.load('16px "LfOk"'), document.fonts.load('16px "LfNoCors"')]);  // both settled: one failing first must not cut the other short
   r.fonts = [...document.fonts].map((f) => f.family.replace(/"/g, "") + ":" + f.status).sort();
   r.cssBackground = getComputedStyle(document.getElementById("bg")).backgroundImage;
   r.cssRule = getComputedStyle(document.body).getPropertyValue("--lf-css").trim();
