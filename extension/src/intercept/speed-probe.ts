@@ -7,8 +7,9 @@
 // ends the wait at once.
 import { hostOf, type HostSpeed } from "./host-speed.js";
 
-/** How long each browser waits for the connect time: a LAN host's (< 15 ms) plus the native port both ways on a busy
- * machine. Chromium's is longer: right after the helper's start or under load its answer takes ~10–20 ms more, and
+/** How long each browser waits for the connect time: a near host's plus the native port both ways on a busy
+ * machine (a host whose connect time comes later is not fast enough to step aside for in Firefox; its first
+ * document goes through the helper and later samples decide). Chromium's is longer: right after the helper's start or under load its answer takes ~10–20 ms more, and
  * the gate's alternative (attaching) costs a fast page more than the wait. */
 export const PROBE_WAIT_MS = { firefox: 100, chromium: 150 } as const;
 
