@@ -101,25 +101,25 @@ class HttpCache:
             log.warning("cache unavailable, fetching without it: %r", e)
             return None
 
-    async def learned(self, partition: str, origins: list[str]) -> dict[str, str]:
-        """Origin records kept under this partition (origin_memory.py); {} when the store is unusable."""
-        if self._failed or not origins:
-            return {}
-        try:
-            return await self.run(lambda s: s.learned(partition, origins))
-        except Exception as e:
-            log.warning("cache unavailable, learning nothing from it: %r", e)
-            return {}
-
-    async def site_learned(self, partition: str, limit: int = 256) -> dict[str, str]:
-        """Every origin record kept under this partition (a site's known origins); {} when the store is unusable."""
+    async def _records(self, read: Callable[[EntryStore], dict[str, str]], without: str) -> dict[str, str]:
+        """Records read from the store (origins, pages); {} when the store is unusable (logged: what goes without)."""
         if self._failed:
             return {}
         try:
-            return await self.run(lambda s: s.site_learned(partition, limit))
+            return await self.run(read)
         except Exception as e:
-            log.warning("cache unavailable, learning nothing from it: %r", e)
+            log.warning("cache unavailable, %s: %r", without, e)
             return {}
+
+    async def learned(self, partition: str, origins: list[str]) -> dict[str, str]:
+        """Origin records kept under this partition (origin_memory.py); {} when the store is unusable."""
+        if not origins:
+            return {}
+        return await self._records(lambda s: s.learned(partition, origins), "learning nothing from it")
+
+    async def site_learned(self, partition: str, limit: int = 256) -> dict[str, str]:
+        """Every origin record kept under this partition (a site's known origins); {} when the store is unusable."""
+        return await self._records(lambda s: s.site_learned(partition, limit), "learning nothing from it")
 
     def learn(self, partition: str, records: dict[str, str]) -> None:
         if records:
@@ -127,13 +127,9 @@ class HttpCache:
 
     async def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         """Learned page records kept under this partition (prefetch/learned.py); {} when the store is unusable."""
-        if self._failed or not keys:
+        if not keys:
             return {}
-        try:
-            return await self.run(lambda s: s.pages(partition, keys))
-        except Exception as e:
-            log.warning("cache unavailable, no learned pages: %r", e)
-            return {}
+        return await self._records(lambda s: s.pages(partition, keys), "no learned pages")
 
     def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
         if records:
