@@ -142,10 +142,15 @@ class OriginPool:
         serving = [c for c in self.connections
                    if not self.carries_bulk(c) and not (isinstance(c, H2Connection) and c.draining)]
         work = self.queued() + sum(c.unanswered() for c in serving)
-        limit = connection_limit(self.config.connections_per_origin, self.policy.protocol,
-                                 self.tls is not None and self.config.http2)
-        for _ in range(connections_to_open(len(serving), work, limit)):
+        for _ in range(connections_to_open(len(serving), work, self._limit())):
             self._open()
+
+    def _may_speak_h2(self) -> bool:
+        return self.tls is not None and self.config.http2
+
+    def _limit(self) -> int:
+        """Connections the origin may have serving it (pool_plan.connection_limit)."""
+        return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2())
 
     def carries_bulk(self, conn: Carrier) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything
@@ -163,11 +168,9 @@ class OriginPool:
         return self._open_ahead()
 
     def _open_ahead(self) -> bool:
-        limit = connection_limit(self.config.connections_per_origin, self.policy.protocol,
-                                 self.tls is not None and self.config.http2)
-        if not (self.policy.protocol is None and self.tls is not None and self.config.http2):
+        if self.policy.protocol is not None or not self._may_speak_h2():
             self._ahead = False  # the limit is final: nothing more to open once the handshake answers
-        n = connections_ahead(len(self.connections), limit)
+        n = connections_ahead(len(self.connections), self._limit())
         for _ in range(n):
             self._open()
         return n > 0
