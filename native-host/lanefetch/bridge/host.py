@@ -285,9 +285,7 @@ class Host:
         task.add_done_callback(self._reports.discard)
 
     def _report_rtt(self, origin: str, connect_s: float) -> None:
-        task = asyncio.ensure_future(self._send(protocol.origin_rtt(origin, connect_s)))
-        self._reports.add(task)
-        task.add_done_callback(self._reports.discard)
+        self._in_background(self._send(protocol.origin_rtt(origin, connect_s)), "reporting a round trip")
 
     async def _reject(self, item: dict[str, Any], reason: str) -> None:
         kind = item.get("type")
