@@ -61,6 +61,15 @@ def _net(tmp: Path, link_set: str) -> Iterator[Net]:
         yield Net(client, links, srv, files, tmp / "out", docroot, srv_h2, pki / "ca.pem")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def own_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI counts each lane's bytes in config_dir()/interfaces.json: point it at a directory of the test's
+    own, so a test run never writes the machine user's interface policy file."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def equal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Net]:
     yield from _net(tmp_path_factory.mktemp("equal"), "2x5mbit")
