@@ -1,23 +1,22 @@
-// Why a request went to the browser's own network stack instead of the helper (shown in the popup's counters).
-export const PASS_REASONS = {
-  site_off: "site not enabled",
-  not_http: "not an http(s) URL",
-  method: "method other than GET",
-  preflight: "CORS preflight",
-  websocket: "WebSocket",
-  streaming: "event stream",
-  range: "range / media request",
-  local_document: "page on a private or loopback address (the browser loads it, to know its address space)",
-  private_target: "private or loopback address from a more public page",
-  blocked_address: "helper refused a private address",
-  too_large: "response above the size limit",
-  helper_missing: "helper not installed",
-  helper_incompatible: "helper version incompatible",
-  helper_unavailable: "helper not reachable",
-  helper_error: "helper could not fetch it",
-  timeout: "helper too slow (timeout)",
-  proxy_configured: "browser uses a proxy",
-  low_latency: "fast link to this origin: pipelining cannot win",
-} as const;
-
-export type PassReason = keyof typeof PASS_REASONS;
+// Why a request went to the browser's own network stack instead of the helper: the one list of reasons, recorded
+// with the request and counted per tab. What each means to the user, in plain words, is timings/left-to-browser.ts
+// (whose Record<PassReason, string> tables make a reason added here without its words a type error).
+export type PassReason =
+  | "site_off" // the page's site is not enabled
+  | "not_http" // not an http(s) URL
+  | "method" // a method other than GET/HEAD: never pipelined or retried
+  | "preflight" // a CORS preflight (the browser makes it itself)
+  | "websocket"
+  | "streaming" // an event stream
+  | "range" // a range / media request (the browser's own partial fetches)
+  | "local_document" // the page is on a private or loopback address: the browser loads it, to know its address space
+  | "private_target" // a private or loopback address asked for by a more public page
+  | "blocked_address" // the helper refused a private address (address policy)
+  | "too_large" // the response is above the size a fulfil can carry
+  | "helper_missing" // the helper is not installed
+  | "helper_incompatible" // the helper speaks another protocol version
+  | "helper_unavailable" // the helper is not reachable (starting, crashed)
+  | "helper_error" // the helper could not fetch it
+  | "timeout" // the helper was too slow (no head, or the body stalled)
+  | "proxy_configured" // the browser uses a proxy: the helper would bypass it
+  | "low_latency"; // a fast link to this origin: pipelining cannot win
