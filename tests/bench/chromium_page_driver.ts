@@ -8,7 +8,7 @@
 // same tab: the browser, the extension and the helper are running, the connections are new; with --repeat restarts
 // Chromium on the same profile (its own disk cache warm for OFF, the helper's cache, kept in the profile, warm for
 // ON; the renderer's memory cache gone) and loads URL again in a new tab.
-// LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()).
+// LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()); =requests: and each request.
 import { createInterface } from "node:readline";
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
@@ -63,7 +63,21 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
   for (const r of mine) outcomes[kind(r)] = (outcomes[kind(r)] ?? 0) + 1;
   const doc = records.find((r: RequestRecord) => r.resourceType === "Document" && r.pausedAt >= nav.start - 50);
   const firstTaken = mine.filter((r) => r.outcome === "fulfilled").map((r) => r.pausedAt);
+  // Each request of the page, ms from navigation start (LANEFETCH_BENCH_BREAKDOWN=requests): which waited where.
+  const at = (x: number | null | undefined): number | null => (x == null ? null : Math.round(x - nav.start));
+  const requests = process.env.LANEFETCH_BENCH_BREAKDOWN === "requests"
+    ? mine.map((r) => ({
+      url: r.url.slice(r.url.lastIndexOf("/") + 1).slice(0, 40), type: r.resourceType, priority: r.priority,
+      browser: at(r.browser?.start), paused: at(r.pausedAt), queued: at(r.timing?.timing.queued), sent: at(r.timing?.timing.sent),
+      first: at(r.timing?.timing.first_byte), last: at(r.timing?.timing.last_byte), answered: at(r.answeredAt),
+      end: at(r.browser?.end), conn: r.timing?.connection?.id ?? null, pos: r.timing?.connection?.pipeline_position ?? null,
+      depth: r.timing?.connection?.pipeline_depth ?? null, outcome: kind(r),
+    }))
+    : undefined;
   return {
+    requests,
+    document_end: at(nav.responseEnd),
+    load: at(nav.load),
     phases: out,
     document_connect: doc?.browser ? { connect: doc.browser.connectStart === null ? null : (doc.browser.connectEnd ?? 0) - doc.browser.connectStart, headers_end_to_first_paused: paused.length && doc.browser.headersEnd ? Math.min(...paused) - doc.browser.headersEnd : null } : "no record",
     last_taken_paused_after_first: firstTaken.length && paused.length ? Math.max(...firstTaken) - Math.min(...paused) : null,
