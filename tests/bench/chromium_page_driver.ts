@@ -90,6 +90,15 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
   };
 }
 
+/** OFF's side of LANEFETCH_BENCH_BREAKDOWN=requests: the page's Resource Timing, ms from navigation start. */
+function resources(page: Page): Promise<Record<string, unknown>[]> {
+  return page.evaluate(() => (performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((e) => ({
+    url: e.name.slice(e.name.lastIndexOf("/") + 1).slice(0, 40), type: e.initiatorType, start: Math.round(e.startTime),
+    connect: Math.round(e.connectEnd - e.connectStart), request: Math.round(e.requestStart), first: Math.round(e.responseStart),
+    end: Math.round(e.responseEnd), bytes: e.transferSize,
+  })));
+}
+
 const SETTLE_MS = 2500;
 
 function probe(page: Page): PageProbe {
@@ -125,7 +134,8 @@ async function main(): Promise<void> {
         if (gate) await openPage(page, where, 120000); // a real page on wcdma takes longer than the harness's 20 s
         else await page.goto(where, { waitUntil: "load", timeout: 120000 });
       });
-      const detail = explain ? { breakdown: await explain(browser, page, where) } : {};
+      const detail = explain ? { breakdown: await explain(browser, page, where) }
+        : process.env.LANEFETCH_BENCH_BREAKDOWN === "requests" ? { breakdown: { resources: await resources(page) } } : {};
       console.log(JSON.stringify({ mode, ...r, ...detail }));
     };
     await visit(url, on);
