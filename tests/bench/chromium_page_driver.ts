@@ -8,7 +8,7 @@
 // same tab: the browser, the extension and the helper are running, the connections are new; with --repeat restarts
 // Chromium on the same profile (its own disk cache warm for OFF, the helper's cache, kept in the profile, warm for
 // ON; the renderer's memory cache gone) and loads URL again in a new tab.
-// LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()).
+// LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()); =requests: and each request.
 import { createInterface } from "node:readline";
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
@@ -63,7 +63,21 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
   for (const r of mine) outcomes[kind(r)] = (outcomes[kind(r)] ?? 0) + 1;
   const doc = records.find((r: RequestRecord) => r.resourceType === "Document" && r.pausedAt >= nav.start - 50);
   const firstTaken = mine.filter((r) => r.outcome === "fulfilled").map((r) => r.pausedAt);
+  // Each request of the page, ms from navigation start (LANEFETCH_BENCH_BREAKDOWN=requests): which waited where.
+  const at = (x: number | null | undefined): number | null => (x == null ? null : Math.round(x - nav.start));
+  const requests = process.env.LANEFETCH_BENCH_BREAKDOWN === "requests"
+    ? mine.map((r) => ({
+      url: r.url.slice(r.url.lastIndexOf("/") + 1).slice(0, 40), type: r.resourceType, priority: r.priority,
+      browser: at(r.browser?.start), paused: at(r.pausedAt), queued: at(r.timing?.timing.queued), sent: at(r.timing?.timing.sent),
+      first: at(r.timing?.timing.first_byte), last: at(r.timing?.timing.last_byte), answered: at(r.answeredAt),
+      end: at(r.browser?.end), conn: r.timing?.connection?.id ?? null, pos: r.timing?.connection?.pipeline_position ?? null,
+      depth: r.timing?.connection?.pipeline_depth ?? null, outcome: kind(r),
+    }))
+    : undefined;
   return {
+    requests,
+    document_end: at(nav.responseEnd),
+    load: at(nav.load),
     phases: out,
     document_connect: doc?.browser ? { connect: doc.browser.connectStart === null ? null : (doc.browser.connectEnd ?? 0) - doc.browser.connectStart, headers_end_to_first_paused: paused.length && doc.browser.headersEnd ? Math.min(...paused) - doc.browser.headersEnd : null } : "no record",
     last_taken_paused_after_first: firstTaken.length && paused.length ? Math.max(...firstTaken) - Math.min(...paused) : null,
@@ -74,6 +88,15 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
     last_answered_to_load: answered.length ? nav.load - Math.max(...answered) : null,
     last_browser_end_to_load: mine.some((r) => r.browser?.end) ? nav.load - Math.max(...mine.map((r) => r.browser?.end ?? 0)) : null,
   };
+}
+
+/** OFF's side of LANEFETCH_BENCH_BREAKDOWN=requests: the page's Resource Timing, ms from navigation start. */
+function resources(page: Page): Promise<Record<string, unknown>[]> {
+  return page.evaluate(() => (performance.getEntriesByType("resource") as PerformanceResourceTiming[]).map((e) => ({
+    url: e.name.slice(e.name.lastIndexOf("/") + 1).slice(0, 40), type: e.initiatorType, start: Math.round(e.startTime),
+    connect: Math.round(e.connectEnd - e.connectStart), request: Math.round(e.requestStart), first: Math.round(e.responseStart),
+    end: Math.round(e.responseEnd), bytes: e.transferSize,
+  })));
 }
 
 const SETTLE_MS = 2500;
@@ -111,7 +134,8 @@ async function main(): Promise<void> {
         if (gate) await openPage(page, where, 120000); // a real page on wcdma takes longer than the harness's 20 s
         else await page.goto(where, { waitUntil: "load", timeout: 120000 });
       });
-      const detail = explain ? { breakdown: await explain(browser, page, where) } : {};
+      const detail = explain ? { breakdown: await explain(browser, page, where) }
+        : process.env.LANEFETCH_BENCH_BREAKDOWN === "requests" ? { breakdown: { resources: await resources(page) } } : {};
       console.log(JSON.stringify({ mode, ...r, ...detail }));
     };
     await visit(url, on);

@@ -147,7 +147,7 @@ function armExpiry(): void {
 }
 connection.onStateChange((state) => void dispatch({ type: "helper", up: state.status === "connected" }));
 
-const probe = new SpeedProbe<PageInfo>(speed, (_url, page) => accelerator.pageStarted(page), PROBE_WAIT_MS.chromium);
+const probe = new SpeedProbe<PageInfo>(speed, (_url, page) => accelerator.pageStarted(page), PROBE_WAIT_MS.chromium, () => client.acknowledged());
 /** Waiting for the helper to answer a tab's requests before leaving the tab to the browser: at most this long. */
 const IDLE_WAIT_MS = 10_000;
 

@@ -1,6 +1,7 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
 import type {
-  Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, Timing,
+  Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, Ping, Pong,
+  Timing,
 } from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
 
@@ -15,6 +16,8 @@ export interface RequestSink {
   working(): void;
 }
 
+type Answer = CacheStats | InterfacesState | Pong;
+
 interface Entry {
   sink: RequestSink;
   batchId: string;
@@ -25,8 +28,8 @@ export class HelperClient {
   private readonly entries = new Map<string, Entry>();
   private readonly batchDone = new Map<string, (message: BatchDone) => void>();
   private batchCounter = 0;
-  /** Commands answered by one message with the same nonce (cache, interfaces), waiting for it. */
-  private readonly answers = new Map<string, (message: CacheStats | InterfacesState | null) => void>();
+  /** Commands answered by one message with the same nonce (cache, interfaces, ping), waiting for it. */
+  private readonly answers = new Map<string, (message: Answer | null) => void>();
   private nonceCounter = 0;
   private readonly rttListeners: ((origin: string, rttMs: number) => void)[] = [];
 
@@ -54,7 +57,8 @@ export class HelperClient {
           break;
         }
         case "cache_stats":
-        case "interfaces_state": {
+        case "interfaces_state":
+        case "pong": {
           const answer = this.answers.get(message.nonce ?? "");
           this.answers.delete(message.nonce ?? "");
           answer?.(message);
@@ -90,6 +94,12 @@ export class HelperClient {
    * connected. */
   preconnect(url: string, page: Page): boolean {
     return this.connection.state.status === "connected" && this.connection.send({ type: "preconnect", url, page });
+  }
+
+  /** Resolves true once the helper answers a ping sent now: it handles messages in order, so it has taken every
+   * message sent before (a preconnect: its connect has started). False: not connected, or no answer in `timeoutMs`. */
+  async acknowledged(timeoutMs = 1000): Promise<boolean> {
+    return (await this.ask((nonce) => ({ type: "ping", nonce }), timeoutMs))?.type === "pong";
   }
 
   nextBatchId(): string {
@@ -140,13 +150,13 @@ export class HelperClient {
     return answer?.type === "interfaces_state" ? answer : null;
   }
 
-  private async ask(message: (nonce: string) => CacheCommand | InterfacesCommand, timeoutMs: number): Promise<CacheStats | InterfacesState | null> {
+  private async ask(message: (nonce: string) => CacheCommand | InterfacesCommand | Ping, timeoutMs: number): Promise<Answer | null> {
     if (!(await this.connection.ready())) return null;
     this.nonceCounter += 1;
     const nonce = `q${this.nonceCounter}`;
-    return new Promise<CacheStats | InterfacesState | null>((resolve) => {
+    return new Promise<Answer | null>((resolve) => {
       const timer = setTimeout(() => settle(null), timeoutMs);
-      const settle = (answer: CacheStats | InterfacesState | null): void => {
+      const settle = (answer: Answer | null): void => {
         clearTimeout(timer);
         this.answers.delete(nonce);
         resolve(answer);

@@ -32,11 +32,13 @@ from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
+    RENDER_BLOCKING,
     allowed_depth,
     carries_bulk,
     connection_limit,
     connections_ahead,
     connections_to_open,
+    long_answer,
     may_join,
     over_budget,
 )
@@ -119,7 +121,11 @@ class OriginPool:
             r.token.sort_key()[0] for r in conn.state.unverified}
         idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
                    and not c.state.in_flight and not c.state.unverified)
-        if not may_join(carried, ex.sort_key()[0], idle):
+        long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt)
+        laying_out = any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
+            f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
+            for f in c.state.in_flight)
+        if not may_join(carried, ex.sort_key()[0], idle, long_here, laying_out):
             return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):

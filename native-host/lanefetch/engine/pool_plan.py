@@ -15,8 +15,18 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
 - **Render-blocking apart.** A pipelined answer reaches the page only when its connection has drained and gone
   quiet (pipeline.py), so a stylesheet or script pipelined with images waits for the last image on its
   connection, and the page's next wave (what the stylesheet imports, what the script loads) with it. Render-blocking
-  requests are therefore pipelined only with each other, and only when no open connection of the origin is idle:
-  alone, a stylesheet's answer is in step at once and streams to the page.
+  requests are therefore pipelined only with each other, and only when no open connection of the origin is idle
+  (alone, a stylesheet's answer is in step at once and streams to the page), and never behind an answer known to
+  be long: one in flight for a round trip or more (`long_answer`: a short one would be in by then; with no round
+  trip known, any). Behind jQuery (85 kB, a connection still in slow start) a 1 kB stylesheet came 1.2 s after
+  its own round trip on `sat` (600 ms; `real-pages`, django-tutorial07); never pipelining render-blocking work
+  instead cost the page's next wave of stylesheets a round trip waiting for free connections (0.94x -> 0.90x).
+  Other work is not pipelined at all while render-blocking work of the origin is queued or in flight (the page is
+  still laying out): the browser then keeps only one or two images in flight and asks for the next when one is
+  answered, and a pipelined image is held until its connection drains, so it keeps the browser's next images back
+  (cmake-interaction on `sat`: a 1 kB logo pipelined with a 62 kB image was answered 1.4 s after its last byte and
+  the page's other images were asked for 1.1 s later than in the browser alone). Afterwards images pipeline as
+  before; pages of images alone never see the difference.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
@@ -55,15 +65,30 @@ def over_budget(in_flight_here: int, in_flight_origin: int, budget: int | None) 
 RENDER_BLOCKING = 0  # the first priority class of request.priority_key: document, stylesheet, script, font
 
 
-def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0) -> bool:
+def long_answer(sent: Iterable[float | None], t: float, rtt: float | None) -> bool:
+    """Is an answer in flight on a connection known to be long at time t: its request went out a round trip (rtt,
+    seconds) ago or more and it is not in (a short one would be), or, with no round trip known, any at all? None in
+    `sent`: taken, not written yet."""
+    times = list(sent)
+    if not times:
+        return False
+    return rtt is None or any(s is not None and t - s >= rtt for s in times)
+
+
+def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_here: bool = False,
+             laying_out: bool = False) -> bool:
     """May a request of priority class `incoming` be pipelined on a connection whose in-flight or held answers are
-    of these classes, while `idle_elsewhere` other open connections of the origin carry nothing? Render-blocking
-    work and other work never share a connection's pipeline, and render-blocking work is pipelined at all only
-    when no connection is idle: alone on a connection its answer is in step at once and streams to the page,
-    pipelined it is held until its connection drains."""
+    of these classes, while `idle_elsewhere` other open connections of the origin carry nothing (`long_here`: an
+    answer in flight here is known to be long; `laying_out`: render-blocking work of the origin is queued or in
+    flight)? Render-blocking work and other work never share a connection's pipeline, and render-blocking work is
+    pipelined at all only when no connection is idle, and never behind a long answer: alone on a connection its
+    answer is in step at once and streams to the page, pipelined it is held until its connection drains. Other
+    work is not pipelined while the page lays out (the browser waits for its few images in flight)."""
     if not carried:
         return True
-    if incoming == RENDER_BLOCKING and idle_elsewhere > 0:
+    if incoming == RENDER_BLOCKING and (idle_elsewhere > 0 or long_here):
+        return False
+    if incoming != RENDER_BLOCKING and laying_out:
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 

@@ -1,9 +1,11 @@
 // SpeedProbe: a document of a host with unknown speed waits for the helper's connect time, but never long; nothing
-// to wait for when the verdict is known, the threshold off, or the helper cannot be asked. Mock timers: no real time.
+// to wait for when the verdict is known, the threshold off, or the helper cannot be asked; once the helper has
+// acknowledged the preconnect, no sample by the threshold (plus the report's way back) ends it: the host is not fast.
+// Mock timers and an injected clock: no real time.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
-import { SpeedProbe } from "../../../extension/src/intercept/speed-probe.js";
+import { HostSpeed, STEP_ASIDE_BELOW_RTT_MS } from "../../../extension/src/intercept/host-speed.js";
+import { PROBE_SAMPLE_SLACK_MS, SpeedProbe, probeEnd } from "../../../extension/src/intercept/speed-probe.js";
 
 /** Whether the promise settled, after the microtasks queued so far ran. */
 async function settled(p: Promise<void>): Promise<boolean> {
@@ -44,4 +46,56 @@ test("nothing to wait for: a known verdict, the threshold off, not a URL, the he
   up = true;
   speed.setThreshold(null);
   assert.equal(probe.probe("http://new.example/", null), null, "threshold off: nothing would step aside");
+});
+
+test("probeEnd: the wait's bound without an acknowledgement; the threshold plus the way back after one, never later", () => {
+  assert.equal(probeEnd(1000, null, 150, 100), 1150);
+  assert.equal(probeEnd(1000, 1004, 150, 100), 1004 + 100 + PROBE_SAMPLE_SLACK_MS, "acknowledged at once: decided early");
+  assert.equal(probeEnd(1000, 1090, 150, 100), 1150, "a late pong never makes the wait longer than the bound");
+  // Every acknowledgement time and threshold: within [sent, bound], and never before a fast host's sample can come.
+  for (let ack = 1000; ack <= 1200; ack += 7) {
+    for (const threshold of [0, 50, 100, 200]) {
+      const end = probeEnd(1000, ack, 150, threshold);
+      assert.ok(end <= 1150 && end >= 1000);
+      assert.ok(end === 1150 || end >= ack + threshold, "a sample below the threshold, sent after the pong, is waited for");
+    }
+  }
+});
+
+test("acknowledged: no sample by the threshold plus the way back ends the wait; unacknowledged: the whole wait", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 5000 });
+  const speed = new HostSpeed();
+  const acks: ((ok: boolean) => void)[] = [];
+  const ack = (): Promise<boolean> => new Promise((resolve) => acks.push(resolve));
+  const probe = new SpeedProbe<null>(speed, () => true, 150, ack, () => Date.now());
+  const slow = probe.probe("http://slow.example/", null);
+  const busy = probe.probe("http://busy.example/", null);
+  assert.ok(slow && busy);
+  t.mock.timers.tick(3);
+  acks[0]?.(true);
+  acks[1]?.(false);
+  assert.equal(await settled(slow), false);
+  const early = 3 + STEP_ASIDE_BELOW_RTT_MS + PROBE_SAMPLE_SLACK_MS;
+  t.mock.timers.tick(early - 3 - 1);
+  assert.equal(await settled(slow), false, "a fast host's sample could still come");
+  t.mock.timers.tick(1);
+  assert.equal(await settled(slow), true, "decided not fast: released before the wait's end");
+  assert.equal(await settled(busy), false, "no acknowledgement: nothing is known yet");
+  t.mock.timers.tick(150 - early);
+  assert.equal(await settled(busy), true);
+});
+
+test("a fast sample after the acknowledgement still ends the wait at once", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
+  const speed = new HostSpeed();
+  let ack: (ok: boolean) => void = () => undefined;
+  const probe = new SpeedProbe<null>(speed, () => true, 150, () => new Promise((resolve) => (ack = resolve)), () => Date.now());
+  const near = probe.probe("http://near.example/", null);
+  assert.ok(near);
+  t.mock.timers.tick(2);
+  ack(true);
+  t.mock.timers.tick(20);
+  speed.observe({ url: "http://near.example", ms: 18, source: "helper_connect" });
+  assert.equal(await settled(near), true);
+  assert.equal(speed.verdict("http://near.example/").state, "fast");
 });

@@ -11,6 +11,7 @@ from lanefetch.engine.pool_plan import (
     carries_bulk,
     connection_limit,
     connections_to_open,
+    long_answer,
     may_join,
     over_budget,
 )
@@ -75,16 +76,38 @@ def test_render_blocking_is_pipelined_only_with_its_own(carried: set[int], incom
     assert may_join(carried, incoming) is joins
 
 
-@pytest.mark.parametrize(("carried", "incoming", "idle_elsewhere", "joins"), [
-    ({0}, 0, 1, False),  # a stylesheet goes alone to the idle connection: in step at once, streamed
-    ({0}, 0, 0, True),  # none idle: behind another stylesheet beats waiting for one
-    ({2}, 2, 3, True),  # images may pipeline whatever is idle (their answers only wait for the load event)
-    (set(), 0, 5, True),  # an empty connection is as good as an idle one
+@pytest.mark.parametrize(("carried", "incoming", "idle_elsewhere", "long_here", "joins"), [
+    ({0}, 0, 1, False, False),  # a stylesheet goes alone to the idle connection: in step at once, streamed
+    ({0}, 0, 0, False, True),  # none idle: behind another short stylesheet beats waiting a round trip for one
+    # None idle, but a long answer here (jQuery on a cold connection over `sat`): behind it the stylesheet would
+    # wait for all of it (1.2 s); it waits for a free connection instead, as the browser's would.
+    ({0}, 0, 0, True, False),
+    ({2}, 2, 3, True, True),  # images may pipeline whatever is idle (their answers only wait for the load event)
+    (set(), 0, 5, False, True),  # an empty connection is as good as an idle one
 ])
 def test_render_blocking_prefers_an_idle_connection(
-    carried: set[int], incoming: int, idle_elsewhere: int, joins: bool
+    carried: set[int], incoming: int, idle_elsewhere: int, long_here: bool, joins: bool
 ) -> None:
-    assert may_join(carried, incoming, idle_elsewhere) is joins
+    assert may_join(carried, incoming, idle_elsewhere, long_here) is joins
+
+
+@pytest.mark.parametrize(("sent", "t", "rtt", "long"), [
+    ([], 10.0, 0.6, False),  # nothing in flight
+    ([9.5, None], 10.0, 0.6, False),  # sent half a round trip ago, or not written yet: nothing known
+    ([9.3], 10.0, 0.6, True),  # a round trip gone and not in: a short answer would be
+    ([9.9, 8.0], 10.0, 0.6, True),  # one long answer is enough
+    ([9.99], 10.0, None, True),  # no round trip known: nothing can be told short
+])
+def test_long_answer(sent: list[float | None], t: float, rtt: float | None, long: bool) -> None:
+    assert long_answer(sent, t, rtt) is long
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(0, 100)), max_size=6), st.floats(0, 100), st.floats(0.001, 10))
+def test_long_answer_only_after_a_round_trip(sent: list[float | None], t: float, rtt: float) -> None:
+    # Long exactly when some written request is a round trip old; a later clock never makes it short again.
+    assert long_answer(sent, t, rtt) is any(s is not None and t - s >= rtt for s in sent)
+    if long_answer(sent, t, rtt):
+        assert long_answer(sent, t + 1, rtt)
 
 @pytest.mark.parametrize(("per_origin", "protocol", "may_speak_h2", "limit"), [
     (4, "h2", True, 1),  # streams multiplex: one connection
@@ -126,3 +149,15 @@ def test_a_preconnect_opens_what_the_origin_may_have_serving_it() -> None:
     assert connections_ahead(0, connection_limit(6, None, may_speak_h2=True)) == 1
     assert connections_ahead(0, connection_limit(6, "h2", may_speak_h2=True)) == 1
     assert connections_ahead(1, connection_limit(6, "h2", may_speak_h2=True)) == 0
+
+
+@pytest.mark.parametrize(("carried", "incoming", "laying_out", "joins"), [
+    ({2}, 2, True, False),  # an image behind another while the page lays out: held, it keeps the next ones back
+    ({2}, 2, False, True),  # afterwards images pipeline (their answers only wait for the load event)
+    (set(), 2, True, True),  # alone on a connection it is in step at once
+    ({0}, 0, True, True),  # render-blocking work among its own is not what waits
+])
+def test_other_work_is_not_pipelined_while_the_page_lays_out(
+    carried: set[int], incoming: int, laying_out: bool, joins: bool
+) -> None:
+    assert may_join(carried, incoming, laying_out=laying_out) is joins
