@@ -18,6 +18,7 @@ export const PASS_REASONS = {
   timeout: "helper too slow (timeout)",
   proxy_configured: "browser uses a proxy",
   low_latency: "fast link to this origin: pipelining cannot win",
+  browser_multiplexed: "the browser's own HTTP/2 connection to this origin is warm: a fresh one cannot win",
 } as const;
 
 export type PassReason = keyof typeof PASS_REASONS;
