@@ -29,9 +29,12 @@ def compile_bytecode() -> None:
 
 
 def fetch(client: Host, urls: list[str], extra: list[str], sizes: dict[str, int] | None = None,
-          timeout: float = 600) -> dict[str, Any]:
-    """One fresh `lanefetch fetch --json` run; checks every response is 200 with the expected size."""
-    out = client.run([LANEFETCH, "fetch", "--json", "--as-page", "private", *extra, *urls], timeout=timeout)
+          timeout: float = 600, *, warm: bool = False) -> dict[str, Any]:
+    """One fresh `lanefetch fetch --json` run (warm: `bench.warm_fetch`, the same fetch on a connection its
+    preconnect opened first); checks every response is 200 with the expected size."""
+    program = [sys.executable, "-m", "bench.warm_fetch"] if warm else [LANEFETCH, "fetch", "--json", "--as-page",
+                                                                        "private"]
+    out = client.run([*program, *extra, *urls], timeout=timeout)
     data: dict[str, Any] = json.loads(out.stdout)
     for r in data["requests"]:
         want = sizes.get(r["url"]) if sizes else None

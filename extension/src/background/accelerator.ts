@@ -6,6 +6,7 @@ import type { HelperState } from "../bridge/helper-state.js";
 import type { Batch, Page } from "../generated/protocol.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
+import type { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import type { HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
 import type { PassReason } from "../intercept/pass-reason.js";
@@ -71,6 +72,8 @@ export class Accelerator {
   /** Batches waiting for the helper to start: each is told when its host is learned fast (see sendBatch). */
   private readonly waitingForHelper = new Set<{ url: string; fast: (detail: string) => void }>();
   private readonly idleListeners: ((tabId: number) => void)[] = [];
+  /** Chromium: origins the browser reaches over its own warm h2/h3 connection; their requests go to it. */
+  multiplexed: BrowserMultiplexed | null = null;
 
   constructor(
     /** Hosts' speed: requests to fast ones go to the browser. The helper's connect times (origin_rtt) are fed here;
@@ -122,6 +125,11 @@ export class Accelerator {
     const fast = this.speed.stepAsideDetail(paused.url);
     if (fast !== null) {
       this.passNow(id, held, "low_latency", fast);
+      return;
+    }
+    const warm = this.multiplexed?.detail(paused.url) ?? null;
+    if (warm !== null) {
+      this.passNow(id, held, "browser_multiplexed", warm);
       return;
     }
     this.batcher.add(`${tabId}|${originOf(paused.url)}`, { id, held });

@@ -19,6 +19,7 @@ import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
+import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
@@ -44,6 +45,8 @@ const counters = new TabCounters();
 const timings = new TimingStore();
 const speed = new HostSpeed();
 const accelerator = new Accelerator(speed, client, () => connection.state, counters, timings);
+const multiplexed = new BrowserMultiplexed();
+accelerator.multiplexed = multiplexed;
 // Keep the helper: after a crash it comes back at once while a site is on (not with the next page).
 connection.onLost(() => {
   setTimeout(() => {
@@ -72,6 +75,7 @@ const networkLog = new CdpNetworkLog(
     if (!timings.browserTiming(networkId, url, timing)) browserTabs.unpausedFinished(networkId, url, timing, request);
   },
   (sample) => void speed.observe(sample),
+  (url, protocol) => multiplexed.observe(url, protocol),
 );
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),

@@ -19,4 +19,5 @@ export type PassReason =
   | "helper_error" // the helper could not fetch it
   | "timeout" // the helper was too slow (no head, or the body stalled)
   | "proxy_configured" // the browser uses a proxy: the helper would bypass it
-  | "low_latency"; // a fast link to this origin: pipelining cannot win
+  | "low_latency" // a fast link to this origin: pipelining cannot win
+  | "browser_multiplexed"; // the browser's own HTTP/2 (or HTTP/3) connection to this origin is warm: a fresh one cannot win

@@ -19,6 +19,9 @@ export type FinishedTiming = (networkId: string, url: string, timing: BrowserTim
 /** What the browser's timing of a request tells of its host's round trip: a TCP connect (one round trip) or the
  * request's time to the first byte of its response head (at least one). HostSpeed decides which samples count. */
 export type ConnectedTiming = (sample: SpeedSample) => void;
+/** A response to the browser's own request came over the network with this protocol (Network.Response.protocol:
+ * "h2", "http/1.1"…); a fulfilled, cached or service worker's answer is not reported. */
+export type ResponseProtocol = (url: string, protocol: string) => void;
 
 interface Pending {
   url: string;
@@ -54,7 +57,8 @@ function blank(start: number): BrowserTiming {
 export class CdpNetworkLog {
   private readonly pending = new Map<string, Pending>();
 
-  constructor(private readonly finished: FinishedTiming, private readonly connected?: ConnectedTiming) {}
+  constructor(private readonly finished: FinishedTiming, private readonly connected?: ConnectedTiming,
+    private readonly protocolSeen?: ResponseProtocol) {}
 
   /** Feed one CDP event (method and params as chrome.debugger.onEvent gives them) of `tabId`'s sessions. Unknown
    * methods are ignored. */
@@ -117,6 +121,11 @@ export class CdpNetworkLog {
   private responseReceived(e: Protocol.Network.ResponseReceivedEvent): void {
     const p = this.pending.get(e.requestId);
     if (p) this.applyResponse(p, e.response);
+    const r = e.response;
+    // No remote address: fulfilled through the debugger (the helper's answer) or never on the network.
+    if (r.protocol && r.remoteIPAddress && !r.fromDiskCache && !r.fromServiceWorker && !r.fromPrefetchCache) {
+      this.protocolSeen?.(r.url, r.protocol);
+    }
   }
 
   private applyResponse(p: Pending, r: Protocol.Network.Response): void {

@@ -26,6 +26,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
   timeout: "the helper took too long",
   proxy_configured: "the browser is set to use a proxy",
   low_latency: "the connection to this site is already fast",
+  browser_multiplexed: "the browser already has a fast (HTTP/2) connection to this site",
 };
 
 /** A few words for a narrow column (the timing page's badge); the full reason is in the row's details. */
@@ -34,7 +35,7 @@ export const REASON_SHORT: Record<PassReason, string> = {
   streaming: "live stream", range: "media / part", local_document: "local page", private_target: "local address",
   blocked_address: "local address", too_large: "too large", helper_missing: "no helper", helper_incompatible: "old helper",
   helper_unavailable: "helper down", helper_error: "helper failed", timeout: "helper slow", proxy_configured: "proxy set",
-  low_latency: "already fast",
+  low_latency: "already fast", browser_multiplexed: "browser's h2",
 };
 
 export function reasonInPlainWords(reason: string | null | undefined): string {

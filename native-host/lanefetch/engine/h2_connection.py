@@ -72,7 +72,12 @@ class H2Connection:
         assert self.transport is not None
         self.pool.connection_opened(self)
         self.session.start(now())
+        # The queued requests go in the same write as the preface (RFC 9113 §3.4: a client may send frames right
+        # after it, before the server's SETTINGS): one TLS record, no event-loop turn between them.
+        unsent = self._send_batch()
         self._flush()
+        if unsent:
+            await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
         self.wakeup.set()
         sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-h2-send-{self.id}")
         try:
@@ -92,48 +97,53 @@ class H2Connection:
         if data and self.transport is not None and not self.transport.writer.is_closing():
             self.transport.writer.write(data)
 
+    def _send_batch(self) -> list[Exchange]:
+        """Open a stream for each request the pool hands over (in its priority order) while the session may, into
+        the session's outgoing bytes (the caller writes them); returns the taken requests that got no stream."""
+        assert self.transport is not None
+        batch: list[H2Request[Exchange]] = []
+        room = self.session.stream_limit() - self.session.open_streams()
+        while len(batch) < room and self.session.can_open() and (ex := self.pool.take(self)) is not None:
+            if ex.target is None:
+                continue
+            u, incremental = urgency(ex.request)
+            batch.append(H2Request(ex, ex.method, ex.target.origin.scheme, ex.target.origin.authority(),
+                                   ex.target.path, ex.wire_request.headers, ex.wire_request.body, u, incremental))
+        if not batch:
+            return []
+        sent = self.session.send(batch)
+        t = now()
+        for req, sid, depth in sent:
+            ex = req.token
+            ex.connection = ConnectionInfo(
+                id=self.id, local_address=self.transport.local_address,
+                remote_address=self.transport.remote_address, interface=self.transport.interface,
+                reused=not self._first_request, pipeline_position=(sid + 1) // 2, pipeline_depth=depth,
+                protocol="h2", stream_id=sid,
+            )
+            if self._first_request:
+                ex.timing.take_connect(self.connect_timing)
+                self._first_request = False
+            ex.timing.sent = t
+        self.session.ping(t)  # a fresh RTT sample per batch (one PING out at a time)
+        self._last_activity = t
+        # Not expected (only what can_open allowed was taken), but a taken request must never be lost.
+        done = {id(req.token) for req, _, _ in sent}
+        return [r.token for r in batch if id(r.token) not in done]
+
     async def _send_loop(self) -> None:
         assert self.transport is not None
         while not self.session.ended:
             await self.wakeup.wait()
             self.wakeup.clear()
-            batch: list[H2Request[Exchange]] = []
-            # The session may open this many more streams; the pool hands them over in its priority order.
-            room = self.session.stream_limit() - self.session.open_streams()
-            while len(batch) < room and self.session.can_open() and (ex := self.pool.take(self)) is not None:
-                if ex.target is None:
-                    continue
-                u, incremental = urgency(ex.request)
-                batch.append(H2Request(ex, ex.method, ex.target.origin.scheme, ex.target.origin.authority(),
-                                       ex.target.path, ex.wire_request.headers, ex.wire_request.body, u, incremental))
-            if not batch:
-                continue
-            sent = self.session.send(batch)
-            if len(sent) < len(batch):
-                # Not expected (only what can_open allowed was taken), but a taken request must never be lost.
-                done = {id(req.token) for req, _, _ in sent}
-                unsent = [r.token for r in batch if id(r.token) not in done]
-                await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
-            t = now()
-            for req, sid, depth in sent:
-                ex = req.token
-                ex.connection = ConnectionInfo(
-                    id=self.id, local_address=self.transport.local_address,
-                    remote_address=self.transport.remote_address, interface=self.transport.interface,
-                    reused=not self._first_request, pipeline_position=(sid + 1) // 2, pipeline_depth=depth,
-                    protocol="h2", stream_id=sid,
-                )
-                if self._first_request:
-                    ex.timing.take_connect(self.connect_timing)
-                    self._first_request = False
-                ex.timing.sent = t
-            self.session.ping(t)  # a fresh RTT sample per batch (one PING out at a time)
+            unsent = self._send_batch()
             try:
                 self._flush()
                 await self.transport.writer.drain()
             except (OSError, RuntimeError):
                 return  # the read loop sees the broken connection and re-queues
-            self._last_activity = t
+            if unsent:
+                await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
 
     async def _read_loop(self) -> None:
         assert self.transport is not None

@@ -6,6 +6,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
+import { BrowserMultiplexed } from "../../../extension/src/intercept/browser-multiplexed.js";
 import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
@@ -128,6 +129,19 @@ test("pass-through requests never reach the helper", async () => {
   assert.ok([...s.recorder.answers.values()].every((a) => a.kind === "pass"));
   assert.equal(s.ports.length, 0, "no helper started for them");
   assert.deepEqual(s.counters.get(2).passed, { method: 1, preflight: 1, site_off: 1 });
+});
+
+test("requests to an origin the browser reaches over a warm h2 connection go to the browser, others to the helper", async () => {
+  const s = setUp();
+  const multiplexed = new BrowserMultiplexed();
+  s.accelerator.multiplexed = multiplexed;
+  const origin = `http://127.0.0.1:${port}`;
+  multiplexed.observe(`${origin}/index.html`, "h2");  // as if the page's document had come over h2
+  s.accelerator.handle({ tabId: 7, paused: paused(1, "/x"), responder: s.recorder, page: page() });
+  await settle(s.recorder, 1);
+  assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
+  assert.deepEqual(s.counters.get(7).passed, { browser_multiplexed: 1 });
+  assert.equal(s.ports.length, 0, "no helper started for it");
 });
 
 test("a page starts: the helper preconnects and reports the RTT; a loopback-fast origin's requests then go to the browser", async () => {
