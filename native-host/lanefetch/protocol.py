@@ -197,10 +197,14 @@ def timing(rid: str, report: TimingReport, response: DeliveredResponse | None = 
     return msg
 
 
-def page_report(page: str, top_site: str, recorded: int, flight: FlightReport | None) -> Message:
-    """A page load ended: how many of its requests were recorded, and what its prefetch flight did (zeros: none)."""
+def page_report(page: str, top_site: str, recorded: int, flight: FlightReport | None,
+                request: str | None = None) -> Message:
+    """A page load ended: how many of its requests were recorded, what its prefetch flight did (counts only when
+    it had one), and its first request's id (by which the extension finds the load)."""
     msg: Message = {"type": "page_report", "page": page, "top_site": top_site, "recorded": recorded,
                     "flight": flight is not None}
+    if request is not None:
+        msg["request"] = request
     if flight is not None:
         msg.update(planned=flight.planned, sent=flight.sent, answered=flight.answered,
                    refused_by_budget=flight.refused_by_budget, cancelled_by_budget=flight.cancelled_by_budget,

@@ -17,7 +17,7 @@ import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
-import { TimingStore } from "../timings/timing-store.js";
+import { flightOf, TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
@@ -42,6 +42,11 @@ const connection = new HelperConnection(() => connectChromeNative(__LANEFETCH_NA
 const client = new HelperClient(connection);
 const counters = new TabCounters();
 const timings = new TimingStore();
+// What a page's prefetch flight did comes when the helper ended that load: filed under the load of its first request.
+client.onPageReport((report) => {
+  const flight = flightOf(report);
+  if (flight !== null && report.request !== undefined) timings.flightReport(report.request, flight);
+});
 const speed = new HostSpeed();
 const accelerator = new Accelerator(speed, client, () => connection.state, counters, timings);
 // Keep the helper: after a crash it comes back at once while a site is on (not with the next page).

@@ -283,7 +283,8 @@ class Host:
         """A page load ended: the extension's timing panel shows what its flight did (loads that neither flew nor
         taught anything say nothing)."""
         if ended.flight is not None or ended.recorded:
-            await self._send(protocol.page_report(ended.url, ended.page.top_site, ended.recorded, ended.flight))
+            await self._send(protocol.page_report(ended.url, ended.page.top_site, ended.recorded, ended.flight,
+                                                  ended.first_request))
 
     def _in_background(self, work: Awaitable[object], what: str) -> None:
         async def run() -> None:

@@ -103,6 +103,11 @@ class LoadLog:
     def fresh(self) -> bool:
         return not self._seen
 
+    @property
+    def first_request(self) -> str | None:
+        """The id of the load's first request (the extension finds its page load by it)."""
+        return next(iter(self._seen), None)
+
     def batch(self, requests: list[tuple[str, str, str, Headers, str]], now: float) -> int:
         """A batch of the page arrived: (id, method, URL, headers, resource type) each. Returns its wave."""
         wave = self._highest_delivered + 1

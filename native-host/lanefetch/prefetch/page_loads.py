@@ -49,13 +49,14 @@ MAX_LOADS = 32
 
 @dataclass(frozen=True)
 class LoadEnded:
-    """One page load's report: what its flight did (None: no flight, nothing learned to fly) and how many of its
-    requests were recorded for the next loads."""
+    """One page load's report: what its flight did (None: no flight, nothing learned to fly), how many of its
+    requests were recorded for the next loads, and the id of its first request (None: no batch came)."""
 
     page: Page
     url: str
     flight: FlightReport | None
     recorded: int
+    first_request: str | None = None
 
 
 @dataclass
@@ -166,7 +167,7 @@ class PageLoads:
             report = await load.flight.close() if load.flight is not None else None
             observed = load.log.observed()
             self._memory.record(load.page, load.key.page, None, observed)
-            await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed)))
+            await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed), load.log.first_request))
         except Exception:  # nothing waits for it: a failure is logged, never the host's end
             log.exception("ending a page load failed")
 

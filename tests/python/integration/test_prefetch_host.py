@@ -127,6 +127,7 @@ async def test_third_load_is_answered_from_its_flight(host: HostProcess, server:
     # the next navigation ends the third load: its flight's report
     await host.send({"type": "preconnect", "url": p["url"], "page": p})
     report = (await host.until("page_report"))[-1]
+    assert report["request"] == "d3", "the load's first request names it"
     assert report["flight"] and report["sent"] == len(ASSETS) and report["answered"] == 3
     assert report["refused_by_fidelity"] == {"header:accept": 1}
     assert report["wasted_bytes"] == len(ASSETS["/img/photo.png"][0])
