@@ -3,6 +3,7 @@
 // first request and shown with the bytes never asked for.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { asToExtension } from "../../../extension/src/bridge/messages.js";
 import type { PageReport, Timing } from "../../../extension/src/generated/protocol.js";
 import { flightWords, summarize, summaryText } from "../../../extension/src/timings/page-summary.js";
 import { flightOf, TimingStore, type NewRecord } from "../../../extension/src/timings/timing-store.js";
@@ -56,6 +57,11 @@ test("answered from the flight: counted, listed apart; the load's report names w
 
   const groups = buildWaterfall(data, "connection").groups.map((g) => [g.key, g.rows.map((r) => r.record.id)]);
   assert.deepEqual(groups.find(([key]) => key === PREFETCH_FLIGHT), [PREFETCH_FLIGHT, ["a", "b"]]);
+});
+
+test("the helper's page_report reaches the dispatch", () => {
+  assert.deepEqual(asToExtension(REPORT), REPORT);
+  assert.equal(asToExtension({ ...REPORT, flight: "yes" }), null);
 });
 
 test("a report without a flight files nothing", () => {
