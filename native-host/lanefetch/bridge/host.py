@@ -346,6 +346,7 @@ class Host:
         try:
             cleared = None
             if action == "clear":
+                self.loads.forget()  # learned pages are cleared with the cache, the loads under way's too
                 cleared = await persistent.clear() + await private.clear()
             return protocol.cache_stats(nonce, await persistent.stats(), await private.stats(), cleared)
         except Exception as e:  # an unreadable store is reported, never fatal

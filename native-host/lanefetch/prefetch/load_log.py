@@ -119,6 +119,10 @@ class LoadLog:
             self._seen[rid] = _Seen(method, url, list(headers), resource_type, own_wave)
         return max(wave, 1)
 
+    def requested(self, url: str) -> bool:
+        """Whether the browser asked for url in this load already (a flight that starts late leaves it out)."""
+        return any(s.url == url for s in self._seen.values())
+
     def ended(self, request_id: str, body_bytes: int, now: float) -> None:
         seen = self._seen.get(request_id)
         if seen is None or seen.ended or seen.failed:

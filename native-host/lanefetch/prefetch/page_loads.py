@@ -9,7 +9,9 @@ and the engine, so a prefetched response answers before any of them is asked):
   that already saw requests ends first. In the background the page's learned history is recalled
   (page_memory.py, exact page only: the template key needs the document's stylesheets, and discovery is not
   wired yet), planned (plan.py, nothing discovered) and, if the plan is not empty, flown (flight.py) through the
-  inner fetcher, within the page's budget.
+  inner fetcher, within the page's budget. Left out: what the helper's HTTP cache holds (fresh, it answers the
+  browser as fast; stale, the browser's own request revalidates it, where a prefetch would fetch the whole body
+  again), and what the browser already asked for while the history was read (it went its own way).
 - `fetch(batch)`: a batch naming a page with a load under way is logged (load_log.LoadLog: URL, fields, wave,
   size as delivered) and goes through `FlightAnswers`, which answers from the flight where fidelity allows and
   passes the rest to the inner fetcher. A batch of a page without a load goes to the inner fetcher as before.
@@ -17,6 +19,7 @@ and the engine, so a prefetched response answers before any of them is asked):
   whenever a navigation or batch arrives: no timer runs for it), or when the helper stops (`aclose`). Ending:
   the flight is closed (what runs is cancelled, the unclaimed is waste), the load's requests are recorded into
   the page's memory (the cache's worker thread), and `on_end` gets the page's report.
+- Clearing the cache (`forget`) also forgets the loads under way: they record nothing when they end.
 - At most MAX_LOADS loads are kept; beyond that the oldest ends (its flight's memory is bounded by its budget).
 
 Recording and recalling are the page memory's (never for private browsing; partitioned by top-level site;
@@ -30,17 +33,18 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..cache.http_cache import HttpCache
+from ..cache.http_cache import HttpCache, cache_url
+from ..cache.policy import Hit, Revalidate
 from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
-from ..engine.request import FetchRequest
+from ..engine.request import FetchRequest, with_accept_encoding
 from .budget import Ledger
 from .flight import Flight, FlightAnswers, FlightReport
 from .load_log import IDLE_S, LoadKey, LoadLog, load_key
 from .page_memory import PageMemory
-from .plan import plan
+from .plan import Planned, plan
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ class _Load:
     flight: Flight | None = None
     starting: asyncio.Task[None] | None = None
     ended: bool = False
+    forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
 
 
 class _LoggingSink:
@@ -101,6 +106,7 @@ class PageLoads:
                  idle_s: float = IDLE_S) -> None:
         self.inner = inner
         self._memory = PageMemory(cache_for)
+        self._cache_for = cache_for
         self._answers = FlightAnswers(inner, self._flight_for)
         self._on_end = on_end
         self._clock = clock
@@ -140,11 +146,32 @@ class PageLoads:
             log.exception("recalling a page failed")
             return
         chosen = plan(recalled.exact, None, [])
-        if not chosen.items or load.ended:
+        items = await self._not_cached(load.page, chosen.items)
+        # What the browser asked for while the history was read went its own way: fetching it again is waste.
+        items = [item for item in items if not load.log.requested(item.url)]
+        if not items or load.ended:
             return
         flight = Flight(self.inner, load.page, Ledger(chosen.limits), clock=self._clock)
-        flight.start(chosen.items)
+        flight.start(items)
         load.flight = flight
+
+    async def _not_cached(self, page: Page, items: list[Planned]) -> list[Planned]:
+        """The items the helper's HTTP cache holds nothing of. A fresh copy answers the browser's request as fast
+        as a flight could; a stale one is the browser's request's to revalidate (a prefetch never stores, so it
+        cannot turn a 304 into the stored body: it would fetch the whole body the cache already has)."""
+        cache = self._cache_for(page)
+        if cache is None or not items:
+            return items
+        queries = []
+        for item in items:
+            wire = FetchRequest("plan", "GET", item.url, list(item.headers))
+            with_accept_encoding(wire, item.url.split(":", 1)[0].lower())  # as the service will send it
+            queries.append(("GET", cache_url(item.url), wire.headers))
+        decisions = await cache.plan(queries, page.top_site)
+        if decisions is None:
+            return items
+        return [item for item, (decision, body) in zip(items, decisions, strict=True)
+                if not (isinstance(decision, Hit | Revalidate) and body is not None)]
 
     def _end_idle(self) -> None:
         now = self._clock()
@@ -165,11 +192,17 @@ class PageLoads:
             if load.starting is not None:
                 await load.starting  # a flight being set up is closed like one under way
             report = await load.flight.close() if load.flight is not None else None
-            observed = load.log.observed()
+            observed = [] if load.forgotten else load.log.observed()
             self._memory.record(load.page, load.key.page, None, observed)
             await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed), load.log.first_request))
         except Exception:  # nothing waits for it: a failure is logged, never the host's end
             log.exception("ending a page load failed")
+
+    def forget(self) -> None:
+        """The cache is being cleared: the loads under way will record nothing (what they saw so far is learned
+        history too, and clearing forgets it all)."""
+        for load in self._loads.values():
+            load.forgotten = True
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         self._end_idle()

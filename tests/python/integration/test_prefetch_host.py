@@ -144,3 +144,17 @@ async def test_private_browsing_learns_nothing(host: HostProcess, server: Server
     await host.send({"type": "ping", "nonce": "n"})
     until_pong = await host.until("pong")
     assert [m["type"] for m in until_pong if m["type"] != "origin_rtt"] == ["pong"], "no page_report: nothing learned"
+
+
+async def test_clearing_the_cache_forgets_learned_pages_and_the_loads_under_way(
+    host: HostProcess, server: Server,
+) -> None:
+    await load(host, server, 1)
+    await load(host, server, 2, flies=True)  # the first load's requests fly as guesses
+    await host.send({"type": "cache", "action": "clear", "nonce": "c"})
+    cleared = (await host.until("cache_stats"))[-1]
+    assert cleared.get("cleared", 0) >= 0 and "error" not in cleared, cleared
+    caches, reports = await load(host, server, 3)  # its navigation ended the second load, which records nothing
+    assert set(caches.values()) == {"none"}, "no flight: nothing learned is left"
+    assert [(r["recorded"], r["flight"]) for r in reports] == [(0, True)]
+    assert all(server.seen.count(path) == 3 for path in ASSETS), server.seen

@@ -254,7 +254,8 @@ def browser_request(rid: str, url: str, destination: str) -> FetchRequest:
 async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: FetchService) -> None:
     """The host's wiring (prefetch/page_loads.py) in process, on an injected clock: a load ends when idle (checked
     when the next navigation or batch comes), is recorded and reported; a second navigation message before any
-    request of the load continues it (one flight, not two); the next load's batch is answered from its flight."""
+    request of the load continues it (one flight, not two); the next load's batch is answered from its flight,
+    except what the helper's HTTP cache holds (a hit, never prefetched)."""
     clock = Clock()
     ended: list[LoadEnded] = []
 
@@ -263,7 +264,8 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
 
     loads = PageLoads(service, service.cache_for, on_end, clock=clock)
     site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
-    assets = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")]
+    flown = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")]
+    assets = [*flown, ("/static/cacheable.js", "script")]
     for n in range(2):
         assert loads.navigation(site)
         sink = Collect()
@@ -273,7 +275,7 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
         clock.t += 30.0  # quiet for longer than IDLE_S
         loads.navigation(Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/other.html"))
         await asyncio.gather(*list(loads._ending))
-        assert [e.recorded for e in ended if e.url == site.url] == [3] * (n + 1)
+        assert [e.recorded for e in ended if e.url == site.url] == [4] * (n + 1)
     await settle(service)
 
     server.seen.clear()
@@ -284,11 +286,33 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
     await first.starting
     assert first.flight is not None
     await first.flight.wait()
-    assert sorted(server.seen) == sorted(p for p, _ in assets)
+    assert sorted(server.seen) == sorted(p for p, _ in flown)
     sink = Collect()
     await loads.fetch([browser_request(f"3-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)], sink, site)
-    assert set(sink.cache.values()) == {"prefetch"} and sorted(server.seen) == sorted(p for p, _ in assets)
+    assert sink.cache == {"3-0": "prefetch", "3-1": "prefetch", "3-2": "prefetch", "3-3": "hit"}
+    assert sorted(server.seen) == sorted(p for p, _ in flown)
     await loads.end_all()
     report = ended[-1].flight
     assert ended[-1].url == site.url and report is not None
     assert (report.sent, report.answered, report.wasted_bytes) == (3, 3, 0)
+
+
+async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(
+        server: Server, service: FetchService) -> None:
+    """A flight's prefetch that the helper's cache answered without the network saved nothing: the browser's
+    request it answers says "hit" (the panel's cache count stays true); one that crossed the network says
+    "prefetch"."""
+    site = Page(address_space="loopback", top_site=server.url)
+    cached, fetched = f"{server.url}/static/cacheable.js", f"{server.url}/static/app.js"
+    sink = Collect()
+    await service.fetch([FetchRequest("first", "GET", cached, headers("script"), decode=True)], sink, site)
+    await settle(service)
+    flight = Flight(service, site, Ledger(limits_for(None)))
+    flight.start([Planned(cached, headers("script"), "script"), Planned(fetched, headers("script"), "script")])
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([FetchRequest("c", "GET", cached, headers("script"), decode=True),
+                         FetchRequest("f", "GET", fetched, headers("script"), decode=True)], sink, site)
+    assert sink.cache == {"c": "hit", "f": "prefetch"}
+    assert sink.bodies["c"] == b"cacheable();" and server.count("/static/cacheable.js") == 1
+    assert (await flight.close()).answered == 2

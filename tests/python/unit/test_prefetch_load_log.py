@@ -48,6 +48,7 @@ def test_waves_follow_what_was_delivered_before_each_batch() -> None:
     assert log.fresh
     assert log.batch([("doc", "GET", "https://a.example/", UA, "document")], 0.0) == 1
     assert not log.fresh and log.first_request == "doc"
+    assert log.requested("https://a.example/") and not log.requested("https://a.example/css")
     log.ended("doc", 100, 0.1)
     assert _batch(log, ["css", "img"], "stylesheet") == 1  # named by the document
     assert _batch(log, ["js"], "script") == 1  # nothing of wave 1 delivered yet: the same wave
