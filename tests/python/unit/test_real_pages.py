@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from bench import page_deps, page_limit
 from bench import real_pages_report as rr
