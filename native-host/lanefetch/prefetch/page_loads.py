@@ -16,7 +16,8 @@ and the engine, so a prefetched response answers before any of them is asked):
   size as delivered) and goes through `FlightAnswers`, which answers from the flight where fidelity allows and
   passes the rest to the inner fetcher. A batch of a page without a load goes to the inner fetcher as before.
 - A load ends at the next navigation of its page, when it is idle (load_log.IDLE_S on the injected clock, checked
-  whenever a navigation or batch arrives: no timer runs for it), or when the helper stops (`aclose`). Ending:
+  whenever a navigation or batch arrives, and by a timer every IDLE_S of the event loop while loads are under
+  way), or when the helper stops (`aclose`). Ending:
   the flight is closed (what runs is cancelled, the unclaimed is waste), the load's requests are recorded into
   the page's memory (the cache's worker thread), and `on_end` gets the page's report.
 - Clearing the cache (`forget`) also forgets the loads under way: they record nothing when they end.
@@ -113,6 +114,7 @@ class PageLoads:
         self._idle_s = idle_s
         self._loads: dict[LoadKey, _Load] = {}
         self._ending: set[asyncio.Task[None]] = set()
+        self._sweep: asyncio.TimerHandle | None = None
 
     def _flight_for(self, page: Page) -> Flight | None:
         key = load_key(page)
@@ -177,6 +179,11 @@ class PageLoads:
         now = self._clock()
         for load in [x for x in self._loads.values() if x.log.is_idle(now, self._idle_s)]:
             self._end_in_background(load)
+        # Also while no message comes: an idle load's flight holds memory (and its held responses are too old to
+        # answer after fidelity.MAX_AGE anyway).
+        if self._sweep is not None:
+            self._sweep.cancel()
+        self._sweep = asyncio.get_running_loop().call_later(self._idle_s, self._end_idle) if self._loads else None
 
     def _end_in_background(self, load: _Load) -> asyncio.Task[None]:
         if self._loads.get(load.key) is load:
@@ -221,6 +228,9 @@ class PageLoads:
 
     async def end_all(self) -> None:
         """Every load ends now (recorded, reported): the helper is stopping."""
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         for load in list(self._loads.values()):
             self._end_in_background(load)
         while self._ending:

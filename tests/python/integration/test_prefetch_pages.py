@@ -316,3 +316,23 @@ async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(
     assert sink.cache == {"c": "hit", "f": "prefetch"}
     assert sink.bodies["c"] == b"cacheable();" and server.count("/static/cacheable.js") == 1
     assert (await flight.close()).answered == 2
+
+
+async def test_an_idle_load_ends_without_another_message(server: Server, service: FetchService) -> None:
+    """The sweep also runs on the event loop's timer: a load nobody navigates away from ends once idle (here
+    after 0.05 s), recorded and reported, with no further navigation or batch."""
+    ended: list[LoadEnded] = []
+
+    async def on_end(e: LoadEnded) -> None:
+        ended.append(e)
+
+    loads = PageLoads(service, service.cache_for, on_end, idle_s=0.05)
+    site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+    assert loads.navigation(site)
+    await loads.fetch([browser_request("a", f"{server.url}/static/app.js", "script")], Collect(), site)
+    for _ in range(500):  # fails loudly after 5 s
+        if ended:
+            break
+        await asyncio.sleep(0.01)
+    assert [(e.url, e.recorded) for e in ended] == [(site.url, 1)]
+    await loads.end_all()
