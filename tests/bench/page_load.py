@@ -274,7 +274,9 @@ class PageLab:
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
                 tempfile.TemporaryFile("w+") as err:
-            env = {**os.environ, "XDG_CACHE_HOME": helper_home or cache}
+            env = {**os.environ, "XDG_CACHE_HOME": cache}
+            if helper_home is not None:  # the harness puts the helper's state with each fresh profile otherwise
+                env["LANEFETCH_BENCH_HELPER_CACHE"] = helper_home
             if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
                 env |= {"HOME": self._trust.name, TEST_UPSTREAM_CA_ENV: f"{self._trust.name}/pki/ca.pem"}
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
