@@ -180,7 +180,8 @@ async function execute(command: TabCommand): Promise<void> {
       // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
       const { url, tabId } = command;
       void connection.ready().then((up) => {
-        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
+        // tabId null: a site just turned on with no tab showing it, a connection ahead of any page (not a navigation).
+        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito), tabId !== null);
       });
       return;
     }
