@@ -1,8 +1,7 @@
 """One page's flight: fetch what the page will ask for into a holding area, and answer the browser's later
 requests from it only where fidelity.py says the server could not have answered differently.
 
-Not wired to the browser yet (docs/prefetch.md says what is missing): the shell exists so that the rules above
-run against the real engine. Two parts:
+Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.md). Two parts:
 
 - `Flight`: given a page (its partition, address space, privacy) and a plan (`Planned`: URL, the request fields
   to send, the engine's resource type, whether the item is confident, its expected size), it admits each item
