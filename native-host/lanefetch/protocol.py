@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import jsonschema
 
     from .lanes.interface_report import PolicyAnswer
+    from .prefetch.flight import FlightReport
     from .proxy.ca_sites import SyncResult
     from .proxy.response_tally import DeliveredResponse
 
@@ -193,6 +194,22 @@ def timing(rid: str, report: TimingReport, response: DeliveredResponse | None = 
             "status": response.status, "headers": [[k, v] for k, v in response.headers],
             "body_bytes": response.body_bytes, "decoded_body_bytes": response.decoded_body_bytes,
         }
+    return msg
+
+
+def page_report(page: str, top_site: str, recorded: int, flight: FlightReport | None,
+                request: str | None = None) -> Message:
+    """A page load ended: how many of its requests were recorded, what its prefetch flight did (counts only when
+    it had one), and its first request's id (by which the extension finds the load)."""
+    msg: Message = {"type": "page_report", "page": page, "top_site": top_site, "recorded": recorded,
+                    "flight": flight is not None}
+    if request is not None:
+        msg["request"] = request
+    if flight is not None:
+        msg.update(planned=flight.planned, sent=flight.sent, answered=flight.answered,
+                   refused_by_budget=flight.refused_by_budget, cancelled_by_budget=flight.cancelled_by_budget,
+                   refused_by_fidelity=dict(flight.refused_by_fidelity), claimed_bytes=flight.claimed_bytes,
+                   wasted_bytes=flight.wasted_bytes)
     return msg
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -25,6 +26,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV
+from lanefetch.cache.sqlite_store import DB_NAME
 
 from bench import png, report
 from bench.netlab import Lab, LinkProfile
@@ -167,6 +169,41 @@ def _describe_images(d: Run) -> str:
             f"{d['down_bytes']} B ({d['down_drops']} drops)")
 
 
+def empty_http_cache(cache_dir: Path) -> int:
+    """Deletes the helper's stored responses (table `entries` of its cache database), keeping its learned pages
+    and origins; the number deleted."""
+    db = sqlite3.connect(cache_dir / DB_NAME)
+    try:
+        with db:
+            deleted = db.execute("DELETE FROM entries").rowcount
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return int(deleted)
+    finally:
+        db.close()
+
+
+def helper_done(cache_dir: Path) -> None:
+    """Until no process holds the helper's cache database open (at most 30 s, else fails): a browser's helper
+    records the page's load when the browser quit, after the driver returned."""
+    path = cache_dir / DB_NAME
+    for _ in range(300):
+        if not _open_by_any_process(path):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{path} still open 30 s after the browser quit")
+
+
+def _open_by_any_process(path: Path) -> bool:
+    wanted = {str(path), f"{path}-wal"}
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in wanted for fd in fd_dir.iterdir()):
+                return True
+        except OSError:  # the process ended or is not ours to read
+            continue
+    return False
+
+
 class PageLab:
     """A lab (client — link — server) with nginx (or Apache) serving the pages, loaded by `browser`."""
 
@@ -223,10 +260,12 @@ class PageLab:
             return f"https://{self.link.b_ip}{shape.path(warm)}"
         return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
-    def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False) -> list[Run]:
+    def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False,
+             helper_home: str | None = None) -> list[Run]:
         """One fresh browser (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
         tab, or with `repeat` (Chromium only) the same page again after a browser restart on the same profile
-        (caches warm); per load what the page, nginx and the link saw (for a repeat visit also how many 304s)."""
+        (caches warm); per load what the page, nginx and the link saw (for a repeat visit also how many 304s).
+        The helper's state (its cache and learned pages, in `XDG_CACHE_HOME`) is fresh, or `helper_home`'s."""
         if repeat and self.browser != "chromium":
             raise ValueError(f"repeat visits are measured in Chromium only, not {self.browser}")
         images = -1 if shape.images is None else shape.images  # -1: the driver counts, does not check
@@ -236,6 +275,8 @@ class PageLab:
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
                 tempfile.TemporaryFile("w+") as err:
             env = {**os.environ, "XDG_CACHE_HOME": cache}
+            if helper_home is not None:  # the harness puts the helper's state with each fresh profile otherwise
+                env["LANEFETCH_BENCH_HELPER_CACHE"] = helper_home
             if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
                 env |= {"HOME": self._trust.name, TEST_UPSTREAM_CA_ENV: f"{self._trust.name}/pki/ca.pem"}
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
@@ -277,6 +318,20 @@ class PageLab:
                 err.seek(0)
                 raise RuntimeError(f"driver ({mode}, {shape.name}) failed at exit: {err.read().strip()[-2000:]}")
         return runs
+
+    def second_visit(self, shape: Page, learning_loads: int = 2) -> tuple[list[Run], Run]:
+        """Chromium ON, a page the helper learned: `learning_loads` ON loads (each a fresh browser; the helper
+        records each load when the browser quits and it stops), then the helper's HTTP cache emptied with its
+        learned pages (and origins) kept — a bench step, no product path empties one without the other (clearing
+        the cache forgets the pages too) — then the measured load in a fresh browser (its own cache empty)."""
+        with tempfile.TemporaryDirectory(prefix="lf-bench-learned-") as home:
+            Path(home).chmod(0o755)
+            learning = []
+            for _ in range(learning_loads):
+                learning += self.load(shape, "on", helper_home=home)
+                helper_done(Path(home) / "lanefetch")
+            empty_http_cache(Path(home) / "lanefetch")
+            return learning, self.load(shape, "on", helper_home=home)[0]
 
     def _counters(self) -> dict[str, Any]:
         """The emulator's counters (IP packets); on a plain veth link (`lan`) the client device's own (Ethernet

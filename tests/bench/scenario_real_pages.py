@@ -5,6 +5,11 @@ real site does) over `wcdma`, `lte`, `sat` and `lan`, ON/OFF order alternating r
 Selectors (comma lists; default all): LANEFETCH_BENCH_PAGES (corpus names), LANEFETCH_BENCH_SERVERS (apache, nginx),
 LANEFETCH_BENCH_PROFILES (links), LANEFETCH_BENCH_BROWSERS (chromium, firefox). A run on a subset writes its own
 report, named after what it selected (`results/real-pages-chromium-apache.md`), beside the full one.
+
+LANEFETCH_BENCH_VISIT=second (issue 20, Chromium only): each ON load is a *second visit* of a page the helper learned
+(PageLab.second_visit: two learning ON loads, then the helper's HTTP cache emptied with its learned pages kept, then
+the measured ON load in a fresh browser); OFF is a fresh browser as always. The report's name ends in
+`-second-visit`.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
 
@@ -12,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bench import real_pages_report as rr
 from bench import report
@@ -42,14 +47,40 @@ def _chosen(var: str) -> list[str]:
     return names
 
 
-def report_name(chosen: dict[str, list[str]]) -> str:
-    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector."""
+def second_visit() -> bool:
+    visit = os.environ.get("LANEFETCH_BENCH_VISIT", "first")
+    if visit not in ("first", "second"):
+        raise SystemExit(f"LANEFETCH_BENCH_VISIT: first or second, not {visit!r}")
+    return visit == "second"
+
+
+def report_name(chosen: dict[str, list[str]], second: bool = False) -> str:
+    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit`."""
     parts = [NAME]
     for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
                 "LANEFETCH_BENCH_PAGES"):
         if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
             parts += chosen[var]
-    return "-".join(parts)
+    return "-".join([*parts, *(["second", "visit"] if second else [])])
+
+
+def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
+                             log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
+    """As PageLab.alternate, with every ON load a second visit (PageLab.second_visit); the learning loads are
+    logged, not measured."""
+    runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
+    for r in range(rounds):
+        for page in pages:
+            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                if mode == "on":
+                    learning, d = pl.second_visit(page)
+                    for k, ld in enumerate(learning):
+                        log(f"round {r + 1} {page.name} learning load {k + 1}: {_describe(ld)}")
+                else:
+                    d = pl.load(page, "off")[0]
+                runs[page][mode].append(d)
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}")
+    return runs
 
 
 def _requests(d: Run) -> list[rr.Request]:
@@ -115,12 +146,26 @@ def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str
 
 Measured = dict[tuple[str, str], dict[str, dict[RealPage, dict[str, list[Run]]]]]
 
+SECOND_VISIT = (
+    "**Second visit (issue 20, `LANEFETCH_BENCH_VISIT=second`)**: every ON load is the second visit of a page the "
+    "helper learned: two learning ON loads of the page (each a fresh Chromium; the helper records a load when the "
+    "browser quits and it stops), then the helper's HTTP cache emptied with its learned pages and origins kept (a "
+    "bench step: the table `entries` of its cache database deleted; no product path empties one without the other, "
+    "clearing the cache forgets the learned pages too), then the measured load in a fresh Chromium (its own cache "
+    "empty). OFF: a fresh Chromium, as always. Issue 20's aims: second visit ≥ 2× (the speed-up column), bytes never "
+    "asked for ≤ 5 % (bounded here by the downlink column: ON's bytes over OFF's, which also holds whatever else ON "
+    "adds or saves)."
+)
+
 
 def run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
+    second = second_visit()
+    if second and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
+        raise SystemExit("LANEFETCH_BENCH_VISIT=second: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
     pages = [p for p in CORPUS if p.name in chosen["LANEFETCH_BENCH_PAGES"]]
     install_missing(pages)
-    name = report_name(chosen)
+    name = report_name(chosen, second)
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
@@ -143,18 +188,21 @@ def run(rounds: int) -> int:
                         def log_here(line: str, where: str = where) -> None:
                             log(f"[{where}] {line}")
 
-                        runs = pl.alternate(pages, rounds, describe=_describe, log=log_here)
+                        if second:
+                            runs = _alternate_second_visits(pl, pages, rounds, log_here)
+                        else:
+                            runs = pl.alternate(pages, rounds, describe=_describe, log=log_here)
                     for page, by_variant in runs.items():
                         for d in (d for ds in by_variant.values() for d in ds):
                             _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
-                    _write(name, chosen, pages, measured, rounds, log_path.name)
+                    _write(name, chosen, pages, measured, rounds, log_path.name, second)
     return 0
 
 
 def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
-           log_name: str) -> None:
+           log_name: str, second: bool = False) -> None:
     statics = {p: p.static_waves() for p in pages}
     rows: list[list[str]] = []
     facts_rows: list[list[str]] = []
@@ -199,6 +247,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
+        *(["", SECOND_VISIT] if second else []),
         "",
         f"{rounds} browser runs per page, link, browser, server and variant, ON/OFF order alternating round by "
         "round. Links: " + "; ".join(f"`{n}` " + (f"RTT {PROFILES[n].rtt_ms:g} ms, {PROFILES[n].down_kbit:g} / "

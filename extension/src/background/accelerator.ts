@@ -99,13 +99,17 @@ export class Accelerator {
    * A page of an enabled site starts loading (its document was requested): the helper connects to its origin
    * while the browser fetches the document, so the page's first batch finds a connection (a round trip saved) and
    * the origin's RTT is known before its subresources come. False: nothing was asked (not an active site's http
-   * page, its host known fast, or the helper not connected).
+   * page, its host known fast, or the helper not connected). `navigation`: the page is being opened (the helper
+   * begins its page load and may fetch what it learned of it); false for a connection made ahead of any page (a
+   * site just turned on with no tab showing it): the message then names no page URL, so nothing is fetched for one.
    */
-  pageStarted(page: PageInfo): boolean {
+  pageStarted(page: PageInfo, navigation = true): boolean {
     if (!page.siteActive || this.blockedBy) return false;
     const origin = originOf(page.url);
     if (!origin.startsWith("http") || this.speed.isFast(page.url)) return false;
-    return this.client.preconnect(page.url, pageField(page));
+    const field = pageField(page);
+    if (!navigation) delete field.url;
+    return this.client.preconnect(page.url, field);
   }
 
   handle(held: HeldRequest): void {

@@ -17,7 +17,7 @@ import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
-import { TimingStore } from "../timings/timing-store.js";
+import { flightOf, TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
@@ -43,6 +43,11 @@ const connection = new HelperConnection(() => connectChromeNative(__LANEFETCH_NA
 const client = new HelperClient(connection);
 const counters = new TabCounters();
 const timings = new TimingStore();
+// What a page's prefetch flight did comes when the helper ended that load: filed under the load of its first request.
+client.onPageReport((report) => {
+  const flight = flightOf(report);
+  if (flight !== null && report.request !== undefined) timings.flightReport(report.request, flight);
+});
 const speed = new HostSpeed();
 const accelerator = new Accelerator(speed, client, () => connection.state, counters, timings);
 const multiplexed = new BrowserMultiplexed();
@@ -179,7 +184,8 @@ async function execute(command: TabCommand): Promise<void> {
       // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
       const { url, tabId } = command;
       void connection.ready().then((up) => {
-        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito));
+        // tabId null: a site just turned on with no tab showing it, a connection ahead of any page (not a navigation).
+        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito), tabId !== null);
       });
       return;
     }

@@ -1,6 +1,7 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
 import type {
-  Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, Ping, Pong,
+  Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, PageReport,
+  Ping, Pong,
   Timing,
 } from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
@@ -32,6 +33,7 @@ export class HelperClient {
   private readonly answers = new Map<string, (message: Answer | null) => void>();
   private nonceCounter = 0;
   private readonly rttListeners: ((origin: string, rttMs: number) => void)[] = [];
+  private readonly pageReportListeners: ((report: PageReport) => void)[] = [];
 
   constructor(private readonly connection: HelperConnection) {
     connection.onMessage((message) => {
@@ -67,6 +69,9 @@ export class HelperClient {
         case "origin_rtt":
           for (const l of this.rttListeners) l(message.origin, message.rtt_ms);
           break;
+        case "page_report":
+          for (const l of this.pageReportListeners) l(message);
+          break;
         case "working":
           for (const entry of this.entries.values()) {
             if (entry.batchId === message.batch_id && !entry.finished) entry.sink.working();
@@ -88,6 +93,11 @@ export class HelperClient {
   /** The helper opened a connection to `origin` and its TCP connect took `rttMs` (one round trip). */
   onOriginRtt(listener: (origin: string, rttMs: number) => void): void {
     this.rttListeners.push(listener);
+  }
+
+  /** A page load ended: what the helper's prefetch flight did for it (answered, bytes never asked for). */
+  onPageReport(listener: (report: PageReport) => void): void {
+    this.pageReportListeners.push(listener);
   }
 
   /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not

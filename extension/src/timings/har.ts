@@ -35,7 +35,7 @@ export interface LanefetchEntryFields {
   reusedConnection: boolean | null;
   pipelinePosition: number | null;
   pipelineDepth: number | null;
-  cache: "none" | "hit" | "revalidated" | null;
+  cache: "none" | "hit" | "revalidated" | "prefetch" | null;
   retries: number | null;
   wireBytes: number | null;
   batchId: string | null;

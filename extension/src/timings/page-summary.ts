@@ -4,7 +4,7 @@
 import type { PassReason } from "../intercept/pass-reason.js";
 import { LEFT_TO_BROWSER, reasonInPlainWords } from "./left-to-browser.js";
 import { timelineOf } from "./phases.js";
-import type { PageLoadData, RequestRecord } from "./timing-store.js";
+import type { PageFlight, PageLoadData, RequestRecord } from "./timing-store.js";
 
 export const BROWSER_CONNECTIONS_PER_ORIGIN = 6;
 
@@ -35,6 +35,10 @@ export interface PageSummary {
   passedByReason: Partial<Record<PassReason, number>>;
   fromHelperCache: number;
   revalidated: number;
+  /** Requests answered from the page's prefetch flight (timing cache "prefetch"). */
+  fromFlight: number;
+  /** The helper's report of the flight (sent, answered, bytes never asked for) once the load ended; null before. */
+  flight: PageFlight | null;
   retries: number;
   bytesByInterface: { name: string; bytes: number }[];
   connections: number;
@@ -158,6 +162,7 @@ export function summarize(data: PageLoadData): PageSummary {
   let passed = 0;
   let fromHelperCache = 0;
   let revalidated = 0;
+  let fromFlight = 0;
   let retries = 0;
   let maxPipelineDepth = 0;
   let pipelined = 0;
@@ -185,6 +190,7 @@ export function summarize(data: PageLoadData): PageSummary {
       retries += helper.retries;
       if (helper.cache === "hit") fromHelperCache += 1;
       if (helper.cache === "revalidated") revalidated += 1;
+      if (helper.cache === "prefetch") fromFlight += 1;
     }
     if (conn) {
       helperConnections.add(conn.id);
@@ -207,6 +213,8 @@ export function summarize(data: PageLoadData): PageSummary {
     passedByReason,
     fromHelperCache,
     revalidated,
+    fromFlight,
+    flight: load.flight,
     retries,
     bytesByInterface: [...bytes].map(([name, n]) => ({ name, bytes: n })).sort((a, b) => b.bytes - a.bytes),
     connections: helperConnections.size,
@@ -227,6 +235,14 @@ function kib(bytes: number): string {
   return `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
+/** The prefetch flight in a line: requests answered from it and, once the helper reported the ended load, what it
+ *  sent and the bytes no request asked for. */
+export function flightWords(s: Pick<PageSummary, "fromFlight" | "flight">): string {
+  const answered = `${s.fromFlight} answered`;
+  if (s.flight === null) return s.fromFlight > 0 ? `${answered} (report when the page's load ends)` : "none";
+  return `${answered}; ${s.flight.sent} prefetched, ${kib(s.flight.wastedBytes)} never asked for`;
+}
+
 /** Plain text for bug reports (the panel's "Copy summary"). */
 export function summaryText(s: PageSummary, version: string): string {
   const reasons = Object.entries(s.passedByReason).map(([r, n]) => `    ${n} because ${reasonInPlainWords(r)} (${r})`);
@@ -237,6 +253,7 @@ export function summaryText(s: PageSummary, version: string): string {
     `requests: ${s.requests} — accelerated ${s.accelerated}, ${LEFT_TO_BROWSER} ${s.passed}, from helper cache ${s.fromHelperCache}` +
       ` (revalidated ${s.revalidated})${s.pending ? `, pending ${s.pending}` : ""}; retries ${s.retries}`,
     ...(reasons.length ? [`  ${LEFT_TO_BROWSER}:`, ...reasons] : []),
+    `from the page's prefetch flight: ${flightWords(s)}`,
     `bytes: ${s.bytesByInterface.map((b) => `${b.name} ${kib(b.bytes)}`).join(", ") || "none"}`,
     `helper connections: ${s.connections} (max ${s.maxConcurrentConnections} at once), pipelined requests ${s.pipelined},` +
       ` max pipeline depth ${s.maxPipelineDepth}; browser connections: ${s.browserConnections}`,

@@ -1,6 +1,6 @@
 // Per-request records of recent page loads (what lanefetch did, the helper's timing, and what the browser itself saw
 // of each request), kept small and in memory; the timing panel reads them. Bounded: the newest page loads only.
-import type { Timing } from "../generated/protocol.js";
+import type { PageReport, Timing } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import type { BrowserTiming } from "./browser-timing.js";
 
@@ -56,8 +56,26 @@ export interface PageLoad {
   contentLoadedAt: number | null;
   loadedAt: number | null;
   requests: number;
+  /** What the helper's prefetch flight did for this load (its page_report, which comes when the load ended); null
+   *  until then, and for a load the helper had no flight for. */
+  flight: PageFlight | null;
   /** Grows with every change of the load or its records: viewers re-render only when it moved. */
   version: number;
+}
+
+/** A page's prefetch flight as the helper reported it (docs/prefetch.md). */
+export interface PageFlight {
+  sent: number;
+  answered: number;
+  claimedBytes: number;
+  /** Prefetched bytes no request of the page took: never asked for. */
+  wastedBytes: number;
+}
+
+/** The flight of a helper's page_report; null when the load had none. */
+export function flightOf(report: PageReport): PageFlight | null {
+  if (!report.flight) return null;
+  return { sent: report.sent ?? 0, answered: report.answered ?? 0, claimedBytes: report.claimed_bytes ?? 0, wastedBytes: report.wasted_bytes ?? 0 };
 }
 
 export interface PageLoadData {
@@ -118,7 +136,7 @@ export class TimingStore {
     this.loadCounter += 1;
     const load: PageLoad = {
       id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, documentRequest: null, contentLoadedAt: null, loadedAt: null,
-      requests: 0, version: 0,
+      requests: 0, flight: null, version: 0,
     };
     this.loads.set(load.id, { load, records: new Map() });
     this.current.set(tabId, load.id);
@@ -185,6 +203,15 @@ export class TimingStore {
       if (oldest !== undefined) this.early.delete(oldest);
     }
     return false;
+  }
+
+  /** The helper's report of a load's flight, filed under the load of its first request; false if no load has it. */
+  flightReport(requestId: string, flight: PageFlight): boolean {
+    const bucket = this.bucketOf(requestId);
+    if (!bucket) return false;
+    bucket.load.flight = { ...flight };
+    bucket.load.version += 1;
+    return true;
   }
 
   get(id: string): RequestRecord | undefined {

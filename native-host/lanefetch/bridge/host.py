@@ -22,6 +22,7 @@ from ..cache.store import StoreStats
 from ..engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from ..engine.request import Origin, parse_target, site_name_problem
 from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
+from ..prefetch.page_loads import LoadEnded, PageLoads
 from ..service import FetchService, ServiceConfig
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 from .stdio import FrameWriter, open_stdio
@@ -153,6 +154,9 @@ class Host:
         self._reports: set[asyncio.Future[None]] = set()
         self._rtts: dict[str, float] = {}  # each origin's newest connect time (s), newest last
         fetcher.engine.on_connected = self._connected
+        # Chromium's batches go through the page loads: learned (recorded per load), answered from a page's flight
+        # where fidelity allows, the rest through the service (prefetch/page_loads.py).
+        self.loads = PageLoads(fetcher, fetcher.cache_for, self._page_ended)
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
         """One message from the browser. Whatever goes wrong with it is answered and ends nothing else: a bug
@@ -245,8 +249,10 @@ class Host:
                 if origin is not None and origin in self._rtts:
                     self._report_rtt(origin, self._rtts[origin])
             if fetcher is self.fetcher:
-                # The rest of the page's site, as its earlier loads taught (Chromium; the proxy keeps no records).
+                # The rest of the page's site, as its earlier loads taught (Chromium; the proxy keeps no records),
+                # and the page's load: recorded for the next ones, its flight started if earlier loads taught one.
                 self._in_background(self.fetcher.preconnect_site(page), "preconnecting a site's origins")
+                self.loads.navigation(page)
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -255,7 +261,7 @@ class Host:
         elif kind == "cancel":
             ids = list(item.get("ids", []))
             ids += self._batch_ids.get(item.get("batch_id", ""), [])
-            await self.fetcher.cancel(ids)
+            await self.loads.cancel(ids)
         elif kind == "batch":
             await self._start_batch(item)
         elif kind == "cache":
@@ -272,6 +278,13 @@ class Host:
         if len(self._rtts) > RTT_MEMORY:
             del self._rtts[next(iter(self._rtts))]
         self._report_rtt(key, connect_s)
+
+    async def _page_ended(self, ended: LoadEnded) -> None:
+        """A page load ended: the extension's timing panel shows what its flight did (loads that neither flew nor
+        taught anything say nothing)."""
+        if ended.flight is not None or ended.recorded:
+            await self._send(protocol.page_report(ended.url, ended.page.top_site, ended.recorded, ended.flight,
+                                                  ended.first_request))
 
     def _in_background(self, work: Awaitable[object], what: str) -> None:
         async def run() -> None:
@@ -333,6 +346,7 @@ class Host:
         try:
             cleared = None
             if action == "clear":
+                self.loads.forget()  # learned pages are cleared with the cache, the loads under way's too
                 cleared = await persistent.clear() + await private.clear()
             return protocol.cache_stats(nonce, await persistent.stats(), await private.stats(), cleared)
         except Exception as e:  # an unreadable store is reported, never fatal
@@ -389,7 +403,7 @@ class Host:
         connections = max_concurrent = 0
         working = asyncio.create_task(self._say_working(batch_id), name=f"working-{batch_id}")
         try:
-            result = await self.fetcher.fetch(requests, sink, page)
+            result = await self.loads.fetch(requests, sink, page)
             connections, max_concurrent = result.connections, result.max_concurrent_connections
         except Exception as e:  # a bug must not take the host down: each request not answered yet gets its error
             log.exception("batch %s failed", batch_id)
@@ -416,7 +430,7 @@ class Host:
         await asyncio.gather(*self._batches.values(), return_exceptions=True)
         if self.proxy is not None:
             await self.proxy.aclose()
-        await self.fetcher.aclose()
+        await self.loads.aclose()  # every load recorded (and reported) before the service and its cache close
 
 
 async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: ServiceConfig) -> None:

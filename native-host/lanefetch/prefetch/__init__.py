@@ -1,7 +1,8 @@
 """Fetching what a page will ask for before it asks (issue 20), one pure core per question.
 
-Not wired to the browser yet: nothing here runs in the host, the proxy or the CLI. What exists is the set of
-decisions a prefetch flight needs, each sans-I/O and tested on its own, in the order data flows through them:
+Wired in the host for Chromium's debugger mode (page_loads.PageLoads above the service; learned path only:
+discovery is not called by the host yet); not in Firefox's proxy mode or the CLI. The decisions a prefetch flight
+needs, each sans-I/O and tested on its own, in the order data flows through them:
 
 - resource.py: what a discovered or learned subresource is (absolute URL, Sec-Fetch-Dest, request mode and
   credentials mode: the inputs the fidelity rule needs), and urls.py: resolving a reference exactly as the
@@ -17,8 +18,11 @@ decisions a prefetch flight needs, each sans-I/O and tested on its own, in the o
   stable; persisted as opaque records in the cache's SQLite store (table `pages`), partitioned by top-level site.
 - plan.py: what one page's flight fetches: learned (stable: confident; the newest load's others: guesses) and
   discovered (only with fields a learned load showed for that origin, destination and mode), never credentialed.
+- load_log.py: one page load as the helper sees it (its key, the requests it made and their waves, when it is idle).
 - flight.py: the asyncio shell: one page's flight through a Fetcher into a holding area, answering later batches
   only through fidelity.py.
+- page_loads.py: the asyncio shell the host uses: a page's load from its navigation to its end, its flight, its
+  recording into the page memory and its report.
 
 Layering: prefetch sits on engine/ (the Fetcher protocol, requests, fields) and beside cache/ (whose store keeps
 the learned records as strings; the cache imports nothing from here). See docs/prefetch.md.

@@ -1,8 +1,7 @@
 """One page's flight: fetch what the page will ask for into a holding area, and answer the browser's later
 requests from it only where fidelity.py says the server could not have answered differently.
 
-Not wired to the browser yet (docs/prefetch.md says what is missing): the shell exists so that the rules above
-run against the real engine. Two parts:
+Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.md). Two parts:
 
 - `Flight`: given a page (its partition, address space, privacy) and a plan (`Planned`: URL, the request fields
   to send, the engine's resource type, whether the item is confident, its expected size), it admits each item
@@ -19,7 +18,8 @@ run against the real engine. Two parts:
   holds prefetches for that URL, it waits for them to finish (their bytes are already on their way: waiting is
   never slower than asking again) and asks fidelity.may_answer about each, comparing the request's fields as
   the helper would send them (with_accept_encoding applied, as the service would); the first match is claimed
-  and served whole (head, body, end, timing with cache "prefetch"). Everything else, and every request of a
+  and served whole (head, body, end, timing with cache "prefetch", or "hit" where the helper's HTTP cache had
+  answered the prefetch fresh: the flight saved nothing there). Everything else, and every request of a
   page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request only.
 
 A request waiting on a prefetch can be cancelled like any other (it ends as `cancelled` at once), and a flight
@@ -67,6 +67,7 @@ class _Held:
     error: FetchError | None = None
     over_budget: bool = False
     claimed: bool = False
+    source: str = "none"  # where the flight's fetch was answered from (its timing's cache: none, hit, revalidated)
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
     def prefetched(self) -> Prefetched | None:
@@ -222,9 +223,8 @@ class _HoldSink:
         held.body.append(data)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
-        held = self._flight._held[request.id]
-        held.trailers = trailers
-        held.done.set()
+        # done at its timing, which follows: it says where the response came from (held.source)
+        self._flight._held[request.id].trailers = trailers
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
         held = self._flight._held[request.id]
@@ -232,7 +232,9 @@ class _HoldSink:
         held.done.set()
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
-        self._flight._held[request.id].done.set()
+        held = self._flight._held[request.id]
+        held.source = report.cache
+        held.done.set()
 
 
 class FlightAnswers:
@@ -292,7 +294,8 @@ class FlightAnswers:
             raise
         except Exception as e:  # a failing sink must not leave the request hanging
             await sink.error(request, FetchError("internal", f"serving from the prefetch failed: {e!r}"))
-        await sink.timing(request, TimingReport(timing, None, 0, 0, "prefetch"))
+        # A prefetch the helper's cache answered fresh saved nothing on the wire: it is what it was, a cache hit.
+        await sink.timing(request, TimingReport(timing, None, 0, 0, "hit" if held.source == "hit" else "prefetch"))
 
     def preconnect(self, url: str, page: Page) -> bool:
         return self.inner.preconnect(url, page)

@@ -70,7 +70,14 @@ test("the timing page shows every request of a page with plausible phases, and e
       assert.ok(s.from >= at - 0.001 && s.to > s.from, `${name}: ${s.phase} ${s.from}–${s.to} after ${at}`);
       at = s.to;
     }
-    if (r.outcome === "fulfilled") {
+    if (r.outcome === "fulfilled" && r.timing?.cache === "prefetch") {
+      // Answered from the page's flight (the reload's page was learned on the first load): nothing sent for this
+      // request itself; it waited for the flight, then the body was handed over.
+      const t = r.timing.timing;
+      assert.equal(line.source, "helper");
+      assert.ok(t.sent === null && t.first_byte !== null && t.last_byte !== null && t.first_byte <= t.last_byte, `${name}: ${JSON.stringify(t)}`);
+      assert.ok(line.segments.length > 0, `${name}: has phases`);
+    } else if (r.outcome === "fulfilled") {
       const t = r.timing?.timing;
       assert.ok(t && r.timing?.connection, `${name}: helper timing and connection`);
       assert.equal(line.source, "helper");

@@ -37,8 +37,12 @@ export async function launch(userDataDir: string, { headless = true }: { headles
     executablePath: chromiumExecutable,
     headless,
     viewport: headless ? { width: 1280, height: 720 } : null,
-    // The helper Chromium starts keeps its HTTP cache and interface policy with the profile, never in the runner's own.
-    env: { ...process.env, XDG_CACHE_HOME: join(userDataDir, "helper-cache"), XDG_CONFIG_HOME: join(userDataDir, "helper-config") },
+    // The helper Chromium starts keeps its HTTP cache and interface policy with the profile, never in the runner's own;
+    // LANEFETCH_BENCH_HELPER_CACHE: one the benchmark keeps across fresh profiles (learned pages, bench/page_load.py).
+    env: {
+      ...process.env, XDG_CACHE_HOME: process.env.LANEFETCH_BENCH_HELPER_CACHE ?? join(userDataDir, "helper-cache"),
+      XDG_CONFIG_HOME: join(userDataDir, "helper-config"),
+    },
     args: [
       "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
       "--disable-sync", `--disable-extensions-except=${chromiumDist}`, `--load-extension=${chromiumDist}`,

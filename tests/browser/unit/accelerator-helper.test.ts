@@ -151,9 +151,12 @@ test("a page starts: the helper preconnects and reports the RTT; a loopback-fast
   const origin = `http://127.0.0.1:${port}`;
   assert.ok(await s.connection.ready());
   s.accelerator.pageStarted(page());
+  s.accelerator.pageStarted(page(), false); // a site just turned on, no tab showing it: a connection, not a page
   const rtt = await eventually("the helper's origin_rtt", () => s.accelerator.speed.verdict(origin).rttMs, { everyMs: 10 });
   assert.ok(rtt < 15, `loopback connect time from the helper's origin_rtt: ${String(rtt)}`);
-  assert.ok(s.log.sent.some((m) => (m as { type: string }).type === "preconnect"));
+  const preconnects = (): { page: { url?: string } }[] =>
+    s.log.sent.filter((m) => (m as { type: string }).type === "preconnect") as { page: { url?: string } }[];
+  assert.deepEqual(preconnects().map((m) => m.page.url), [page().url, undefined], "a navigation names its page, a connection ahead of any page none");
   s.accelerator.handle({ tabId: 5, paused: paused(1, "/data/10.txt"), responder: s.recorder, page: page() });
   await settle(s.recorder, 1);
   assert.equal(s.recorder.answers.get("i1")?.kind, "pass");

@@ -80,7 +80,7 @@ function samplePage(): PageLoadData {
     base("waiting"),
   ];
   return {
-    load: { id: "p1", tabId: 3, url: "http://a.test/", title: "A test", startedAt: T0 - 50, documentRequest: null, contentLoadedAt: T0 + 200, loadedAt: T0 + 320, requests: records.length, version: 9 },
+    load: { id: "p1", tabId: 3, url: "http://a.test/", title: "A test", startedAt: T0 - 50, documentRequest: null, contentLoadedAt: T0 + 200, loadedAt: T0 + 320, requests: records.length, flight: null, version: 9 },
     records,
   };
 }

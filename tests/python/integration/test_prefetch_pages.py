@@ -7,7 +7,8 @@ top-level sites learn and recall nothing; clearing the cache forgets the pages."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from lanefetch.prefetch.budget import Ledger, limits_for
 from lanefetch.prefetch.discover_html import discover_html
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.learned import Observed, observe
+from lanefetch.prefetch.load_log import load_key
+from lanefetch.prefetch.page_loads import LoadEnded, PageLoads
 from lanefetch.prefetch.page_memory import PageMemory, Recalled
 from lanefetch.prefetch.plan import Planned, plan
 from lanefetch.service import FetchService, ServiceConfig
@@ -47,27 +50,38 @@ class Server:
         return self.seen.count(path)
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[Server]:
+@asynccontextmanager
+async def counting_server(answer: Callable[[str], web.Response]) -> AsyncIterator[Server]:
+    """A loopback server that answers each path with answer(path) and remembers the paths it was asked for."""
     state = Server()
 
     async def handler(request: web.Request) -> web.StreamResponse:
         state.seen.append(request.path)
-        if request.path.startswith("/docs/"):
-            name = request.path.rsplit("/", 1)[1].removesuffix(".html")
-            return web.Response(body=PAGE_HTML % name.encode(), content_type="text/html",
-                                headers={"Cache-Control": "no-store"})
-        if request.path == "/static/cacheable.js":
-            return web.Response(body=b"cacheable();", headers={"Cache-Control": "max-age=600"})
-        body = BODIES.get(request.path)
-        if body is None:
-            return web.Response(status=404)
-        return web.Response(body=body, headers={"Cache-Control": "no-store"})  # only the flight may save a trip
+        return answer(request.path)
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
     async with serve_app(app) as port:
         state.url = f"http://127.0.0.1:{port}"
+        yield state
+
+
+def _answer(path: str) -> web.Response:
+    if path.startswith("/docs/"):
+        name = path.rsplit("/", 1)[1].removesuffix(".html")
+        return web.Response(body=PAGE_HTML % name.encode(), content_type="text/html",
+                            headers={"Cache-Control": "no-store"})
+    if path == "/static/cacheable.js":
+        return web.Response(body=b"cacheable();", headers={"Cache-Control": "max-age=600"})
+    body = BODIES.get(path)
+    if body is None:
+        return web.Response(status=404)
+    return web.Response(body=body, headers={"Cache-Control": "no-store"})  # only the flight may save a trip
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    async with counting_server(_answer) as state:
         yield state
 
 
@@ -222,3 +236,103 @@ async def test_private_browsing_and_other_sites_learn_nothing_and_clear_forgets(
     assert cache is not None
     await cache.clear()
     assert await memory.recall(site, page_url) == Recalled()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def browser_request(rid: str, url: str, destination: str) -> FetchRequest:
+    kind = {"style": "stylesheet", "script": "script", "image": "image"}[destination]
+    return FetchRequest(rid, "GET", url, headers(destination), resource_type=kind, decode=True)
+
+
+async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: FetchService) -> None:
+    """The host's wiring (prefetch/page_loads.py) in process, on an injected clock: a load ends when idle (checked
+    when the next navigation or batch comes), is recorded and reported; a second navigation message before any
+    request of the load continues it (one flight, not two); the next load's batch is answered from its flight,
+    except what the helper's HTTP cache holds (a hit, never prefetched)."""
+    clock = Clock()
+    ended: list[LoadEnded] = []
+
+    async def on_end(e: LoadEnded) -> None:
+        ended.append(e)
+
+    loads = PageLoads(service, service.cache_for, on_end, clock=clock)
+    site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+    flown = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")]
+    assets = [*flown, ("/static/cacheable.js", "script")]
+    for n in range(2):
+        assert loads.navigation(site)
+        sink = Collect()
+        await loads.fetch([browser_request(f"{n}-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)], sink,
+                          site)
+        assert not sink.errors
+        clock.t += 30.0  # quiet for longer than IDLE_S
+        loads.navigation(Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/other.html"))
+        await asyncio.gather(*list(loads._ending))
+        assert [e.recorded for e in ended if e.url == site.url] == [4] * (n + 1)
+    await settle(service)
+
+    server.seen.clear()
+    assert loads.navigation(site)
+    assert loads.navigation(site)  # the probe's preconnect, then the navigation's: one load, one flight
+    first = loads._loads[load_key(site)]  # type: ignore[index]
+    assert first.starting is not None
+    await first.starting
+    assert first.flight is not None
+    await first.flight.wait()
+    assert sorted(server.seen) == sorted(p for p, _ in flown)
+    sink = Collect()
+    await loads.fetch([browser_request(f"3-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)], sink, site)
+    assert sink.cache == {"3-0": "prefetch", "3-1": "prefetch", "3-2": "prefetch", "3-3": "hit"}
+    assert sorted(server.seen) == sorted(p for p, _ in flown)
+    await loads.end_all()
+    report = ended[-1].flight
+    assert ended[-1].url == site.url and report is not None
+    assert (report.sent, report.answered, report.wasted_bytes) == (3, 3, 0)
+
+
+async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(
+        server: Server, service: FetchService) -> None:
+    """A flight's prefetch that the helper's cache answered without the network saved nothing: the browser's
+    request it answers says "hit" (the panel's cache count stays true); one that crossed the network says
+    "prefetch"."""
+    site = Page(address_space="loopback", top_site=server.url)
+    cached, fetched = f"{server.url}/static/cacheable.js", f"{server.url}/static/app.js"
+    sink = Collect()
+    await service.fetch([FetchRequest("first", "GET", cached, headers("script"), decode=True)], sink, site)
+    await settle(service)
+    flight = Flight(service, site, Ledger(limits_for(None)))
+    flight.start([Planned(cached, headers("script"), "script"), Planned(fetched, headers("script"), "script")])
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([FetchRequest("c", "GET", cached, headers("script"), decode=True),
+                         FetchRequest("f", "GET", fetched, headers("script"), decode=True)], sink, site)
+    assert sink.cache == {"c": "hit", "f": "prefetch"}
+    assert sink.bodies["c"] == b"cacheable();" and server.count("/static/cacheable.js") == 1
+    assert (await flight.close()).answered == 2
+
+
+async def test_an_idle_load_ends_without_another_message(server: Server, service: FetchService) -> None:
+    """The sweep also runs on the event loop's timer: a load nobody navigates away from ends once idle (here
+    after 0.05 s), recorded and reported, with no further navigation or batch."""
+    ended: list[LoadEnded] = []
+
+    async def on_end(e: LoadEnded) -> None:
+        ended.append(e)
+
+    loads = PageLoads(service, service.cache_for, on_end, idle_s=0.05)
+    site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+    assert loads.navigation(site)
+    await loads.fetch([browser_request("a", f"{server.url}/static/app.js", "script")], Collect(), site)
+    for _ in range(500):  # fails loudly after 5 s
+        if ended:
+            break
+        await asyncio.sleep(0.01)
+    assert [(e.url, e.recorded) for e in ended] == [(site.url, 1)]
+    await loads.end_all()

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from bench import page_deps, page_limit
 from bench import real_pages_report as rr
@@ -212,3 +214,33 @@ def test_a_late_request_of_another_corpus_page_is_not_this_loads() -> None:
     _drop_strays(d, page)
     assert [r.path for r in d["records"]] == [f"/{page.name}/a.html", "/favicon.ico"]
     assert (d["strays"], d["all_requests"], d["conns"]) == (1, 2, 1)
+
+
+def test_a_second_visit_run_says_so_in_its_name() -> None:
+    from bench.scenario_real_pages import _ALL, report_name
+
+    chosen = {**_ALL, "LANEFETCH_BENCH_BROWSERS": ["chromium"], "LANEFETCH_BENCH_SERVERS": ["apache"],
+              "LANEFETCH_BENCH_PROFILES": ["sat"]}
+    assert report_name(chosen, second=True) == "real-pages-chromium-apache-sat-second-visit"
+
+
+def test_emptying_the_helpers_http_cache_keeps_its_learned_pages_and_origins(tmp_path: Path) -> None:
+    """The second-visit bench's step: stored responses gone, learned pages and origins kept."""
+    from bench.page_load import empty_http_cache
+    from lanefetch.cache.entry import StoredHead
+    from lanefetch.cache.sqlite_store import SqliteStore
+
+    store = SqliteStore(tmp_path, 1 << 20)
+    store.put("https://a.example", "GET", "https://a.example/x.png", "", StoredHead(200, "OK", "1.1", [], 1.0, 2.0),
+              b"png")
+    store.keep_pages("https://a.example", {"u:https://a.example/": "{}"}, 3.0)
+    store.learn("https://a.example", {"https://a.example": "{}"})
+    store.close()
+    assert empty_http_cache(tmp_path) == 1
+    store = SqliteStore(tmp_path, 1 << 20)
+    try:
+        assert store.lookup("https://a.example", "GET", "https://a.example/x.png") == []
+        assert store.pages("https://a.example", ["u:https://a.example/"]) == {"u:https://a.example/": "{}"}
+        assert store.learned("https://a.example", ["https://a.example"]) == {"https://a.example": "{}"}
+    finally:
+        store.close()

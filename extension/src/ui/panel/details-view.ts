@@ -118,7 +118,7 @@ export function renderDetails(host: HTMLElement, row: WaterfallRow | null, pageS
       ["Interface", conn ? (conn.interface ?? "default route") : null],
       ["Local → remote", conn ? `${conn.local_address ?? "?"} → ${conn.remote_address ?? "?"}` : null],
       ["Pipeline", conn ? `position ${conn.pipeline_position}, ${conn.pipeline_depth} in flight when sent` : null],
-      ["Helper cache", t.cache ?? "none"],
+      ["Helper cache", t.cache === "prefetch" ? "prefetch (fetched ahead by the page's flight; this request matched it)" : (t.cache ?? "none")],
       ["Retries", t.retries],
       ["Batch", r.batchId],
     ]));

@@ -5,7 +5,7 @@
 import type { PageLoadReply, PageLoadsReply, TimingRequest } from "../../background/popup-api.js";
 import { buildHar } from "../../timings/har.js";
 import { LEFT_TO_BROWSER, reasonInPlainWords } from "../../timings/left-to-browser.js";
-import { NO_PIPELINING_MODEL, summarize, summaryText, type PageSummary } from "../../timings/page-summary.js";
+import { flightWords, NO_PIPELINING_MODEL, summarize, summaryText, type PageSummary } from "../../timings/page-summary.js";
 import type { PageLoad, PageLoadData } from "../../timings/timing-store.js";
 import { byId, formatBytes, formatMs } from "../format.js";
 import { renderDetails } from "./details-view.js";
@@ -98,6 +98,8 @@ function renderSummary(s: PageSummary): void {
     stat(String(s.passed), LEFT_TO_BROWSER,
       Object.entries(s.passedByReason).map(([r, n]) => `${n} because ${reasonInPlainWords(r)}`).join("\n")),
     stat(String(s.fromHelperCache), "from helper cache", `${s.revalidated} revalidated`),
+    stat(s.flight === null ? String(s.fromFlight) : `${s.fromFlight} · ${formatBytes(s.flight.wastedBytes)} wasted`,
+      "from the page's flight", flightWords(s)),
     stat(s.bytesByInterface.map((b) => `${b.name} ${formatBytes(b.bytes)}`).join(" · ") || "–", "bytes per route"),
     stat(`${s.connections} (max ${s.maxConcurrentConnections} at once)`, "helper connections",
       `${s.pipelined} requests pipelined behind another; max depth ${s.maxPipelineDepth}; browser connections ${s.browserConnections}`),

@@ -48,10 +48,15 @@ function shortName(url: string, pageUrl: string): string {
   }
 }
 
+/** Where a response fetched ahead by the page's flight (docs/prefetch.md) is listed: it came over the flight's
+ *  connections before the browser asked, and was handed over whole. */
+export const PREFETCH_FLIGHT = "page's prefetch flight";
+
 function connectionKey(r: RequestRecord): string {
   const conn = r.timing?.connection;
   if (conn) return `lanefetch connection ${conn.id}`;
   if (r.timing?.cache === "hit") return "helper cache";
+  if (r.timing?.cache === "prefetch") return PREFETCH_FLIGHT;
   if (r.browser?.fromCache) return `browser ${r.browser.fromCache} cache`;
   if (r.browser?.connectionId) return `browser connection ${r.browser.connectionId}`;
   return r.outcome === "pending" ? "pending" : "browser";
@@ -60,6 +65,7 @@ function connectionKey(r: RequestRecord): string {
 function routeOf(r: RequestRecord): string {
   if (r.timing?.connection) return r.timing.connection.interface ?? DEFAULT_ROUTE;
   if (r.timing?.cache === "hit") return "helper cache";
+  if (r.timing?.cache === "prefetch") return PREFETCH_FLIGHT;
   return r.outcome === "pending" ? "pending" : BROWSER_ROUTE;
 }
 

@@ -1,0 +1,84 @@
+// The whole page in one flight, in real Chromium with the built extension and the real helper (debugger mode): after
+// two loads of a page the helper learned, the next navigation fetches its subresources at once and the page's own
+// requests are answered from that flight (the server sees each once; the timing records say "prefetch"); the page
+// behaves exactly as it did without (its own checks of every subresource kind give the same results); what the
+// browser sent with a cookie is never prefetched; and the ended load's report reaches the timing records.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import type { PageLoadsReply } from "../../../extension/src/background/popup-api.js";
+import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
+import { startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+before(async () => {
+  sites = await startSites();
+});
+after(() => sites.close());
+
+async function results(page: Page): Promise<unknown> {
+  return page.waitForFunction(() => (window as unknown as { __results?: unknown }).__results).then((h) => h.jsonValue());
+}
+
+function cacheByPath(data: PageLoadData): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const r of data.records) if (r.timing) out[`${new URL(r.url).host} ${new URL(r.url).pathname}`] = r.timing.cache ?? "none";
+  return out;
+}
+
+test("a learned page's third visit is answered from its flight, and the page behaves the same", async () => {
+  const browser = await launch(freshProfile(true));
+  try {
+    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.2" }]);
+    const page = await browser.context.newPage();
+    const extension = await browser.context.newPage();
+    await extension.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+
+    // A plain page: its one image, no cookies.
+    const plain = `${sites.a.origin}/plain.html`;
+    const seenPlain: number[] = [];
+    let data: PageLoadData | null = null;
+    for (let visit = 1; visit <= 3; visit += 1) {
+      sites.clearLog();
+      await openPage(page, plain);
+      await page.waitForFunction(() => [...document.images].every((i) => i.complete && i.naturalWidth > 0));
+      data = await settledPageLoad(extension, await tabIdOf(browser.worker, plain));
+      seenPlain.push(sites.log.filter((r) => r.path === "/img/9.png").length);
+    }
+    assert.deepEqual(seenPlain, [1, 1, 1], "each visit's image reached the server once (the flight's or the page's own)");
+    assert.equal(cacheByPath(data ?? assert.fail("no load"))[`${new URL(sites.a.origin).host} /img/9.png`], "prefetch");
+
+    // The test site's main page: every subresource kind, a cookie set by the page (requests that carry it are never
+    // prefetched), the page's own checks of what it got.
+    const index = `${sites.a.origin}/index.html`;
+    const seen: unknown[] = [];
+    const caches: Record<string, string>[] = [];
+    for (let visit = 1; visit <= 4; visit += 1) {
+      await openPage(page, index);
+      seen.push(await results(page));
+      caches.push(cacheByPath(await settledPageLoad(extension, await tabIdOf(browser.worker, index))));
+    }
+    assert.deepEqual(seen.slice(1), [seen[0], seen[0], seen[0]], "the page behaves as on its first visit");
+    assert.ok(!Object.values(caches[0] ?? {}).includes("prefetch"), "a first visit has nothing learned");
+    const third = caches[2] ?? {};
+    const fromFlight = Object.keys(third).filter((k) => third[k] === "prefetch").sort();
+    assert.ok(fromFlight.includes(`${new URL(sites.other.origin).host} /css/style.css`), `answered from the flight: ${fromFlight.join(", ")}`);
+    assert.ok(!fromFlight.includes(`${new URL(sites.a.origin).host} /data/5000.txt`), "a request with the page's cookie is never prefetched");
+
+    // The fourth navigation ended the third load: its report (sent, wasted) is in the timing records.
+    const tabId = await tabIdOf(browser.worker, index);
+    let listed: unknown = null;
+    const report = await eventually("the third load's flight report", async () => {
+      const { loads } = await extension.evaluate(
+        (id) => chrome.runtime.sendMessage<unknown, PageLoadsReply>({ type: "lanefetch/page-loads", tabId: id }), tabId);
+      listed = loads.map((l) => [l.url, l.requests, l.flight]);
+      const ofIndex = loads.filter((l) => l.url === index);
+      return ofIndex[1]?.flight ?? false;
+    }, { everyMs: 100 }, () => listed);
+    assert.ok(report.sent >= fromFlight.length, JSON.stringify(report));
+  } finally {
+    await browser.close();
+  }
+});

@@ -1,0 +1,160 @@
+"""The whole page in one flight, through the real lanefetch-host process (native messaging on its stdin/stdout,
+its HTTP cache and learned pages on disk) against aiohttp on 127.0.0.1, as Chromium's debugger mode drives it:
+a `preconnect` when a navigation starts, then the page's batches (its document, then its subresources).
+
+Two loads of a page are recorded (each ends at the next navigation of the page, with a page_report); the third
+navigation starts a flight before any batch comes; the batch's requests are answered from it (the server never
+sees them again; their timing says cache "prefetch"), a request whose fields differ from the learned ones is
+fetched anew, and the report of the load says what was answered and wasted. Private browsing learns nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from test_bridge import HostProcess, running_host
+from test_prefetch_pages import Server, counting_server
+
+HELLO = {"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"}
+ASSETS = {"/static/site.css": (b"p{margin:0}" * 300, "stylesheet"), "/static/app.js": (b"void 0;" * 400, "script"),
+          "/img/logo.png": (b"\x89PNG" * 900, "image"), "/img/photo.png": (b"P" * 7000, "image")}
+ACCEPT = {"stylesheet": "text/css,*/*;q=0.1", "script": "*/*", "image": "image/avif,image/webp,*/*;q=0.8"}
+
+
+def _answer(path: str) -> web.Response:
+    if path.startswith("/docs/"):
+        return web.Response(body=b"<!doctype html><title>doc</title>", content_type="text/html",
+                            headers={"Cache-Control": "no-store"})
+    # no-store: only a flight can save a trip (the helper's HTTP cache answers nothing here)
+    return web.Response(body=ASSETS[path][0], headers={"Cache-Control": "no-store"})
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    async with counting_server(_answer) as state:
+        yield state
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[HostProcess]:
+    async with running_host({**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}) as h:
+        await h.send(HELLO)
+        assert (await h.recv())["type"] == "hello"
+        yield h
+
+
+def page(server: Server, private: bool = False) -> dict[str, Any]:
+    return {"address_space": "loopback", "top_site": "http://127.0.0.1", "url": f"{server.url}/docs/a.html",
+            "private_browsing": private}
+
+
+def request(rid: str, url: str, kind: str, accept: str | None = None) -> dict[str, Any]:
+    """A request as Chromium's debugger mode sends it (its bodies always decoded: Fetch.fulfillRequest)."""
+    headers = [["Accept", accept or ACCEPT.get(kind, "*/*")], ["User-Agent", "UA/1"], ["Accept-Language", "en"]]
+    return {"id": rid, "method": "GET", "url": url, "headers": headers, "resource_type": kind, "decode": True}
+
+
+async def answers(host: HostProcess, batch_id: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Each request's timing cache value until the batch is done (no request may fail), and the page reports
+    that arrived meanwhile."""
+    caches: dict[str, str] = {}
+    reports = []
+    for m in await host.until("batch_done"):
+        assert m["type"] != "error", m
+        if m["type"] == "timing":
+            caches[m["id"]] = m["cache"]
+        elif m["type"] == "page_report":
+            reports.append(m)
+    return caches, reports
+
+
+async def load(host: HostProcess, server: Server, n: int, private: bool = False,
+               flies: bool = False) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """One load of the page as Chromium's debugger mode makes it: navigation, document, then its subresources."""
+    p = page(server, private)
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    if flies:  # the flight leaves before any batch of the load comes; this waits for it so the test is not a race
+        await seen_all(server, n)
+    await host.send({"type": "batch", "batch_id": f"d{n}", "page": p,
+                     "requests": [request(f"d{n}", p["url"], "document", "text/html")]})
+    _, reports = await answers(host, f"d{n}")
+    subresources = [request(f"r{n}-{i}", server.url + path, kind) for i, (path, (_, kind)) in enumerate(ASSETS.items())]
+    await host.send({"type": "batch", "batch_id": f"b{n}", "page": p, "requests": subresources})
+    caches, more = await answers(host, f"b{n}")
+    return caches, reports + more
+
+
+async def seen_all(server: Server, times: int) -> None:
+    """Until the server has seen every asset `times` times (the flight's requests); fails loudly after 20 s."""
+    for _ in range(2000):
+        if all(server.seen.count(path) >= times for path in ASSETS):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the flight never reached the server: {server.seen}")
+
+
+async def test_third_load_is_answered_from_its_flight(host: HostProcess, server: Server) -> None:
+    first, _ = await load(host, server, 1)
+    assert set(first.values()) == {"none"}
+    # The second navigation ends the first load (recorded, reported); one load is not stable, but the newest
+    # load's requests are guesses within the budget's floor (these assets are small): they fly and answer.
+    second, reports = await load(host, server, 2, flies=True)
+    assert [(r["recorded"], r["flight"]) for r in reports] == [(len(ASSETS), False)]
+    assert set(second.values()) == {"prefetch"}
+
+    # the third navigation: the flight leaves before any batch of the load comes
+    p = page(server)
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    await seen_all(server, 3)
+    server.seen.clear()
+    await host.send({"type": "batch", "batch_id": "d3", "page": p,
+                     "requests": [request("d3", p["url"], "document", "text/html")]})
+    _, reports = await answers(host, "d3")
+    assert [(r["recorded"], r["answered"], r["wasted_bytes"]) for r in reports] == [(len(ASSETS), len(ASSETS), 0)]
+    photo = server.url + "/img/photo.png"
+    subresources = [request(f"r3-{i}", server.url + path, kind) for i, (path, (_, kind)) in enumerate(ASSETS.items())]
+    subresources[-1] = request("r3-3", photo, "image", "image/png")  # not the fields the flight reproduced
+    await host.send({"type": "batch", "batch_id": "b3", "page": p, "requests": subresources})
+    caches, _ = await answers(host, "b3")
+    assert caches == {"r3-0": "prefetch", "r3-1": "prefetch", "r3-2": "prefetch", "r3-3": "none"}
+    assert server.seen == ["/docs/a.html", "/img/photo.png"], f"answered requests reached the server: {server.seen}"
+
+    # the next navigation ends the third load: its flight's report
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    report = (await host.until("page_report"))[-1]
+    assert report["request"] == "d3", "the load's first request names it"
+    assert report["flight"] and report["sent"] == len(ASSETS) and report["answered"] == 3
+    assert report["refused_by_fidelity"] == {"header:accept": 1}
+    assert report["wasted_bytes"] == len(ASSETS["/img/photo.png"][0])
+    assert report["claimed_bytes"] == sum(len(b) for path, (b, _) in ASSETS.items() if path != "/img/photo.png")
+
+
+async def test_private_browsing_learns_nothing(host: HostProcess, server: Server) -> None:
+    for n in range(1, 4):
+        caches, reports = await load(host, server, n, private=True)
+        assert set(caches.values()) == {"none"} and reports == []
+    assert all(server.seen.count(path) == 3 for path in ASSETS)
+    p = page(server, private=True)
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    await host.send({"type": "ping", "nonce": "n"})
+    until_pong = await host.until("pong")
+    assert [m["type"] for m in until_pong if m["type"] != "origin_rtt"] == ["pong"], "no page_report: nothing learned"
+
+
+async def test_clearing_the_cache_forgets_learned_pages_and_the_loads_under_way(
+    host: HostProcess, server: Server,
+) -> None:
+    await load(host, server, 1)
+    await load(host, server, 2, flies=True)  # the first load's requests fly as guesses
+    await host.send({"type": "cache", "action": "clear", "nonce": "c"})
+    cleared = (await host.until("cache_stats"))[-1]
+    assert cleared.get("cleared", 0) >= 0 and "error" not in cleared, cleared
+    caches, reports = await load(host, server, 3)  # its navigation ended the second load, which records nothing
+    assert set(caches.values()) == {"none"}, "no flight: nothing learned is left"
+    assert [(r["recorded"], r["flight"]) for r in reports] == [(0, True)]
+    assert all(server.seen.count(path) == 3 for path in ASSETS), server.seen
