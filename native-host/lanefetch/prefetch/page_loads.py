@@ -200,7 +200,8 @@ class PageLoads:
                 await load.starting  # a flight being set up is closed like one under way
             report = await load.flight.close() if load.flight is not None else None
             observed = [] if load.forgotten else load.log.observed()
-            self._memory.record(load.page, load.key.page, None, observed)
+            self._memory.record(load.page, load.key.page, None, observed,
+                                keep_empty=load.flight is not None and not load.forgotten)
             await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed), load.log.first_request))
         except Exception:  # nothing waits for it: a failure is logged, never the host's end
             log.exception("ending a page load failed")

@@ -48,11 +48,15 @@ class PageMemory:
             template = decode(records[keys.template], now)
         return Recalled(exact, template)
 
-    def record(self, page: Page, url: str, stylesheets: list[str] | None, load: list[Observed]) -> None:
-        """Remember one load of the page (queued on the cache's worker thread)."""
+    def record(self, page: Page, url: str, stylesheets: list[str] | None, load: list[Observed], *,
+               keep_empty: bool = False) -> None:
+        """Remember one load of the page (queued on the cache's worker thread). A load that brought the helper no
+        request is not remembered, unless keep_empty: a flight was fetched for it, and the next plan must know
+        that none of it was asked for (the browser now fetches those requests itself: a fast origin, an origin
+        it reaches over its own h2 connection), or every later visit would fetch them again for nothing."""
         cache = self._cache(page)
         keys = page_keys(url, stylesheets)
-        if cache is None or keys is None or not load:
+        if cache is None or keys is None or not (load or keep_empty):
             return
         wanted = [k for k in (keys.exact, keys.template) if k is not None]
         partition, now, exact = page.top_site, self._clock(), keys.exact

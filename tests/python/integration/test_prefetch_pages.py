@@ -336,3 +336,49 @@ async def test_an_idle_load_ends_without_another_message(server: Server, service
         await asyncio.sleep(0.01)
     assert [(e.url, e.recorded) for e in ended] == [(site.url, 1)]
     await loads.end_all()
+
+
+async def test_a_load_whose_flight_nobody_asked_for_ends_the_flights(server: Server, service: FetchService) -> None:
+    """When the browser stops bringing a learned page's requests to the helper (it now fetches them itself: a fast
+    origin, its own warm h2 connection), the load that had a flight and saw none of it is remembered as empty, so
+    the next visit flies nothing: a flight is never fetched again and again for nobody."""
+    clock = Clock()
+    ended: list[LoadEnded] = []
+
+    async def on_end(e: LoadEnded) -> None:
+        ended.append(e)
+
+    loads = PageLoads(service, service.cache_for, on_end, clock=clock)
+    site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+    other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/other.html")
+    assets = [("/static/site.css", "style"), ("/static/app.js", "script")]
+
+    async def visit(n: int, with_requests: bool) -> _LoadView:
+        assert loads.navigation(site)
+        current = loads._loads[load_key(site)]  # type: ignore[index]
+        assert current.starting is not None
+        await current.starting
+        flight = current.flight
+        if flight is not None:
+            await flight.wait()
+        if with_requests:
+            await loads.fetch([browser_request(f"{n}-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)],
+                              Collect(), site)
+        clock.t += 30.0
+        loads.navigation(other)
+        await asyncio.gather(*list(loads._ending))
+        await settle(service)
+        return _LoadView(flight is not None)
+
+    assert not (await visit(0, True)).flew  # nothing learned yet
+    await visit(1, True)  # (after one load its requests are guesses: a small flight)
+    assert (await visit(2, False)).flew  # learned: it flies, and the browser asks the helper for none of it
+    server.seen.clear()
+    assert not (await visit(3, False)).flew  # the empty load was remembered: nothing is fetched for nobody
+    assert server.seen == []
+    await loads.end_all()
+
+
+@dataclass
+class _LoadView:
+    flew: bool
