@@ -30,13 +30,13 @@ export const loadEnded = (): boolean => {
 /** In the page: navigation timing (navigation start → load event end) after every image decoded. */
 export const readLoad = async (): Promise<LoadResult> => {
   const imgs = Array.from(document.images);
-  // A decode that never settles (seen in Firefox ESR on the Rust book's print page) counts as not decoded after
-  // 10 s, so the load is reported with its count instead of hanging the driver until the protocol times out.
-  const settled = (i: HTMLImageElement): Promise<boolean> => Promise.race([
+  // A decode that never settles counts as not decoded after 10 s: a load is reported with its count rather than
+  // hanging the driver until the protocol times out.
+  // (Inline, no named inner function: this runs serialized in the page, where tsx's __name helper does not exist.)
+  const decoded = await Promise.all(imgs.map((i) => Promise.race([
     i.decode().then(() => i.naturalWidth > 0, () => false),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10000)),
-  ]);
-  const decoded = await Promise.all(imgs.map(settled));
+  ])));
   const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
   return {
     images: imgs.length,
