@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -251,18 +252,23 @@ def browser_request(rid: str, url: str, destination: str) -> FetchRequest:
     return FetchRequest(rid, "GET", url, headers(destination), resource_type=kind, decode=True)
 
 
+def recording_loads(service: FetchService, **kwargs: Any) -> tuple[PageLoads, list[LoadEnded]]:
+    """PageLoads over the service, with the loads it ends collected in the list returned beside it."""
+    ended: list[LoadEnded] = []
+
+    async def on_end(e: LoadEnded) -> None:
+        ended.append(e)
+
+    return PageLoads(service, service.cache_for, on_end, **kwargs), ended
+
+
 async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: FetchService) -> None:
     """The host's wiring (prefetch/page_loads.py) in process, on an injected clock: a load ends when idle (checked
     when the next navigation or batch comes), is recorded and reported; a second navigation message before any
     request of the load continues it (one flight, not two); the next load's batch is answered from its flight,
     except what the helper's HTTP cache holds (a hit, never prefetched)."""
     clock = Clock()
-    ended: list[LoadEnded] = []
-
-    async def on_end(e: LoadEnded) -> None:
-        ended.append(e)
-
-    loads = PageLoads(service, service.cache_for, on_end, clock=clock)
+    loads, ended = recording_loads(service, clock=clock)
     site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
     flown = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")]
     assets = [*flown, ("/static/cacheable.js", "script")]
@@ -321,12 +327,7 @@ async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(
 async def test_an_idle_load_ends_without_another_message(server: Server, service: FetchService) -> None:
     """The sweep also runs on the event loop's timer: a load nobody navigates away from ends once idle (here
     after 0.05 s), recorded and reported, with no further navigation or batch."""
-    ended: list[LoadEnded] = []
-
-    async def on_end(e: LoadEnded) -> None:
-        ended.append(e)
-
-    loads = PageLoads(service, service.cache_for, on_end, idle_s=0.05)
+    loads, ended = recording_loads(service, idle_s=0.05)
     site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
     assert loads.navigation(site)
     await loads.fetch([browser_request("a", f"{server.url}/static/app.js", "script")], Collect(), site)
@@ -343,17 +344,13 @@ async def test_a_load_whose_flight_nobody_asked_for_ends_the_flights(server: Ser
     origin, its own warm h2 connection), the load that had a flight and saw none of it is remembered as empty, so
     the next visit flies nothing: a flight is never fetched again and again for nobody."""
     clock = Clock()
-    ended: list[LoadEnded] = []
-
-    async def on_end(e: LoadEnded) -> None:
-        ended.append(e)
-
-    loads = PageLoads(service, service.cache_for, on_end, clock=clock)
+    loads, _ = recording_loads(service, clock=clock)
     site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
     other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/other.html")
     assets = [("/static/site.css", "style"), ("/static/app.js", "script")]
 
-    async def visit(n: int, with_requests: bool) -> _LoadView:
+    async def visit(n: int, with_requests: bool) -> bool:
+        """One visit; whether a flight was fetched for it."""
         assert loads.navigation(site)
         current = loads._loads[load_key(site)]  # type: ignore[index]
         assert current.starting is not None
@@ -368,17 +365,12 @@ async def test_a_load_whose_flight_nobody_asked_for_ends_the_flights(server: Ser
         loads.navigation(other)
         await asyncio.gather(*list(loads._ending))
         await settle(service)
-        return _LoadView(flight is not None)
+        return flight is not None
 
-    assert not (await visit(0, True)).flew  # nothing learned yet
+    assert not await visit(0, True)  # nothing learned yet
     await visit(1, True)  # (after one load its requests are guesses: a small flight)
-    assert (await visit(2, False)).flew  # learned: it flies, and the browser asks the helper for none of it
+    assert await visit(2, False)  # learned: it flies, and the browser asks the helper for none of it
     server.seen.clear()
-    assert not (await visit(3, False)).flew  # the empty load was remembered: nothing is fetched for nobody
+    assert not await visit(3, False)  # the empty load was remembered: nothing is fetched for nobody
     assert server.seen == []
     await loads.end_all()
-
-
-@dataclass
-class _LoadView:
-    flew: bool
