@@ -121,12 +121,15 @@ class OriginPool:
             r.token.sort_key()[0] for r in conn.state.unverified}
         idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
                    and not c.state.in_flight and not c.state.unverified)
-        long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt)
-        laying_out = any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
-            f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
-            for f in c.state.in_flight)
-        if not may_join(carried, ex.sort_key()[0], idle, long_here, laying_out):
-            return None
+        # On a connection that carries nothing may_join always says yes: the scans of the queue and of every
+        # connection for render-blocking work are paid only when a request would be pipelined.
+        if carried:
+            long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt)
+            laying_out = any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
+                f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
+                for f in c.state.in_flight)
+            if not may_join(carried, ex.sort_key()[0], idle, long_here, laying_out):
+                return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
             return None
