@@ -1,6 +1,9 @@
 // A NativePort over the real helper process (what the browser does: spawn the host, 4-byte native-endian length +
 // UTF-8 JSON on stdio). Every message in both directions is checked against the protocol schema.
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { NativePort } from "../../../extension/src/bridge/native-port.js";
 import { protocolErrors } from "./protocol-validator.js";
 
@@ -8,6 +11,20 @@ export interface ProcessPortLog {
   sent: unknown[];
   received: unknown[];
   schemaViolations: string[];
+}
+
+let ownDirs: string | null = null;
+
+/** The runner's environment with the helper's cache and config kept in a directory of this test process (removed
+ *  at its exit), so a test never reads or writes the machine user's ~/.cache/lanefetch or ~/.config/lanefetch.
+ *  A test that needs its own directories passes them in `env`. */
+export function testHelperEnv(): NodeJS.ProcessEnv {
+  if (ownDirs === null) {
+    const dir = mkdtempSync(join(tmpdir(), "lf-helper-home-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    ownDirs = dir;
+  }
+  return { ...process.env, XDG_CACHE_HOME: join(ownDirs, "cache"), XDG_CONFIG_HOME: join(ownDirs, "config") };
 }
 
 export class ProcessNativePort implements NativePort {
@@ -20,7 +37,7 @@ export class ProcessNativePort implements NativePort {
   constructor(
     command: string,
     readonly log: ProcessPortLog = { sent: [], received: [], schemaViolations: [] },
-    env: NodeJS.ProcessEnv = process.env,
+    env: NodeJS.ProcessEnv = testHelperEnv(),
   ) {
     this.child = spawn(command, ["/dev/null", "chrome-extension://test/"], { stdio: ["pipe", "pipe", "inherit"], env });
     this.child.stdout?.on("data", (data: Buffer) => this.onData(data));

@@ -18,7 +18,7 @@ import type { PausedRequest } from "../../../extension/src/intercept/paused-requ
 import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
 import { OriginServer } from "../support/origin-server.js";
-import { ProcessNativePort, type ProcessPortLog } from "../support/process-native-port.js";
+import { ProcessNativePort, testHelperEnv, type ProcessPortLog } from "../support/process-native-port.js";
 import { helperHost } from "../support/paths.js";
 import { eventually } from "../support/eventually.js";
 import { testSite, textOf } from "../support/test-site.js";
@@ -52,7 +52,7 @@ before(async () => {
 });
 after(() => server.close());
 
-function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.ProcessEnv = process.env) {
+function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.ProcessEnv = testHelperEnv()) {
   const log: ProcessPortLog = { sent: [], received: [], schemaViolations: [] };
   const ports: ProcessNativePort[] = [];
   const connection = new HelperConnection(() => {

@@ -1,0 +1,29 @@
+"""Session-wide test isolation: the helper's cache and config live in a directory of this test run.
+
+Many tests start the real host, proxy or CLI as a subprocess, which inherits this environment; without this, any
+of them that does not set its own XDG_CACHE_HOME / XDG_CONFIG_HOME reads and writes the machine user's
+~/.cache/lanefetch (cache.sqlite3: learned origins and pages) and ~/.config/lanefetch (interfaces.json), which
+both leaks state between runs and touches the developer's own helper. Tests that need their own directories
+still set them (monkeypatch or a subprocess env), which overrides these."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+_OWN_DIR: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _OWN_DIR
+    _OWN_DIR = tempfile.mkdtemp(prefix="lf-pytest-home-")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(_OWN_DIR, "cache")
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(_OWN_DIR, "config")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _OWN_DIR is not None:
+        shutil.rmtree(_OWN_DIR, ignore_errors=True)
