@@ -27,6 +27,11 @@ async function main(): Promise<void> {
       if (status.helper.status !== "connected") throw new Error(`helper not connected: ${JSON.stringify(status.helper)}`);
     }
     const page = await ff.browser.newPage();
+    // Some pages call window.print() once loaded (mdBook's print.html, 100 ms after its load event). In headless
+    // Firefox that starts a print job which holds the page's script, so the driver's next in-page call never
+    // returns (WebDriver BiDi's script.callFunction timed out after 180 s). Print is a no-op
+    // here, in both variants.
+    await page.evaluateOnNewDocument(() => { window.print = () => undefined; });
     const goto = (url: string): Promise<unknown> => page.goto(url, { waitUntil: "load", timeout: 120000 });
     await runLoads(args,
       () => measure(probe(page), args.images, () => goto(args.url)),
