@@ -33,14 +33,17 @@ from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
     RENDER_BLOCKING,
+    Candidate,
     allowed_depth,
     carries_bulk,
     connection_limit,
     connections_ahead,
     connections_to_open,
+    cooled,
     long_answer,
     may_join,
     over_budget,
+    preferred_taker,
 )
 from .request import Origin
 from .timing import ConnectTiming, now
@@ -78,6 +81,7 @@ class OriginPool:
         self._dns: tuple[float, list[tuple[int, tuple[object, ...]]]] | None = None
         self._dns_lock = asyncio.Lock()
         self._ahead = False  # a preconnect waits for the TLS handshake's protocol to open the rest
+        self._deferred: set[Connection] = set()  # refused the queue's head for a warmer idle connection
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -113,6 +117,13 @@ class OriginPool:
         if self.policy.request_limit is not None:
             cap = self.policy.request_limit
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
+        taker = self._preferred_taker()
+        if taker is not None and taker is not conn:
+            # Warmest first (pool_plan.preferred_taker): that one takes it; this one is woken again when the
+            # queue's next request is up.
+            self._deferred.add(conn)
+            taker.wakeup.set()
+            return None
         depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, self.outstanding(),
                               len(self.connections))
         if not conn.state.can_send(ex.method, depth):
@@ -134,7 +145,27 @@ class OriginPool:
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
             return None
         heapq.heappop(self._queue)
+        if self._deferred and self._queue:
+            for c in self._deferred:
+                c.wakeup.set()
+            self._deferred.clear()
         return ex
+
+    def _preferred_taker(self) -> Connection | None:
+        """The idle connection that should take the queue's head (pool_plan.preferred_taker), None if none is."""
+        t, rtt = now(), self.budget.min_rtt
+        conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
+        taker = preferred_taker(Candidate(c.id, self._idle(c), cooled(c.warmth, t, rtt)) for c in conns.values())
+        return None if taker is None else conns[taker]
+
+    def _idle(self, c: Connection) -> bool:
+        """c carries nothing and may take any request now (PipelineConnection.can_send for an empty connection,
+        with the origin's learned request limit)."""
+        s = c.state
+        cap = self.policy.request_limit if s.request_cap is None else (
+            s.request_cap if self.policy.request_limit is None else min(s.request_cap, self.policy.request_limit))
+        return (not s.in_flight and not s.unverified and not s.closing and not s.ended
+                and (cap is None or s.requests_sent < cap))
 
     # -- connection lifecycle --------------------------------------------------------------------------------
 
