@@ -40,10 +40,12 @@ from .pool_plan import (
     connections_ahead,
     connections_to_open,
     cooled,
+    drains_soon,
     long_answer,
     may_join,
     over_budget,
     preferred_taker,
+    receiving,
 )
 from .request import Origin
 from .timing import ConnectTiming, now
@@ -119,8 +121,8 @@ class OriginPool:
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
         taker = self._preferred_taker()
         if taker is not None and taker is not conn:
-            # Warmest first (pool_plan.preferred_taker): that one takes it; this one is woken again when the
-            # queue's next request is up.
+            # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
+            # request_finished wakes it); this one is woken again when the queue's next request is up.
             self._deferred.add(conn)
             taker.wakeup.set()
             return None
@@ -155,17 +157,31 @@ class OriginPool:
         """The idle connection that should take the queue's head (pool_plan.preferred_taker), None if none is."""
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
-        taker = preferred_taker(Candidate(c.id, self._idle(c), cooled(c.warmth, t, rtt)) for c in conns.values())
+        taker = preferred_taker(self._candidate(c, t, rtt) for c in conns.values())
         return None if taker is None else conns[taker]
 
+    def _candidate(self, c: Connection, t: float, rtt: float | None) -> Candidate:
+        s = c.state
+        if self._idle(c):
+            return Candidate(c.id, True, cooled(c.warmth, t, rtt))
+        front = s.in_flight[0] if s.in_flight else None
+        remaining = None if front is None or self.carries_bulk(c) else front.parser.body_remaining
+        if front is None or remaining is None or front.token.timing.first_byte is None:
+            return Candidate(c.id, False, cooled(c.warmth, t, rtt))
+        window = receiving(c.warmth, front.token.timing.first_byte, front.parser.consumed, remaining, rtt)
+        return Candidate(c.id, False, window,
+                         drains_soon(len(s.in_flight), len(s.unverified), remaining, window) and self._may_send_more(c))
+
     def _idle(self, c: Connection) -> bool:
-        """c carries nothing and may take any request now (PipelineConnection.can_send for an empty connection,
-        with the origin's learned request limit)."""
+        """c carries nothing and may take any request now (PipelineConnection.can_send for an empty connection)."""
+        return not c.state.in_flight and not c.state.unverified and self._may_send_more(c)
+
+    def _may_send_more(self, c: Connection) -> bool:
+        """c is not closing and below its request cap, the origin's learned request limit included."""
         s = c.state
         cap = self.policy.request_limit if s.request_cap is None else (
             s.request_cap if self.policy.request_limit is None else min(s.request_cap, self.policy.request_limit))
-        return (not s.in_flight and not s.unverified and not s.closing and not s.ended
-                and (cap is None or s.requests_sent < cap))
+        return not s.closing and not s.ended and (cap is None or s.requests_sent < cap)
 
     # -- connection lifecycle --------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BULK_BYTES,
     INITIAL_WINDOW,
+    WARMER,
     Candidate,
     Warmth,
     allowed_depth,
@@ -17,10 +18,12 @@ from lanefetch.engine.pool_plan import (
     connection_limit,
     connections_to_open,
     cooled,
+    drains_soon,
     long_answer,
     may_join,
     over_budget,
     preferred_taker,
+    receiving,
     warmed,
 )
 
@@ -174,7 +177,7 @@ def test_other_work_is_not_pipelined_while_the_page_lays_out(
 # ------------------------------------------------------------------------------------------ warmest first
 
 _candidates = st.lists(st.builds(Candidate, id=st.integers(0, 50), idle=st.booleans(),
-                                 window=st.integers(INITIAL_WINDOW, 10 * INITIAL_WINDOW)),
+                                 window=st.integers(INITIAL_WINDOW, 10 * INITIAL_WINDOW), draining=st.booleans()),
                        max_size=8, unique_by=lambda c: c.id)
 
 
@@ -189,9 +192,21 @@ def test_the_taker_is_the_warmest_idle_connection_whatever_the_order(cs: list[Ca
         assert taker is None  # none idle: the busy ones pipeline by the other rules
         return
     chosen = next(c for c in cs if c.id == taker)
-    assert chosen.idle  # never a busy connection while one is idle
-    assert all(c.window <= chosen.window for c in idle)
+    best_idle = max(c.window for c in idle)
+    if not chosen.idle:
+        # a busy connection only when it drains within about a round trip and is WARMER times the warmest idle one
+        assert chosen.draining and chosen.window >= WARMER * best_idle
+        assert all(c.window <= chosen.window for c in cs if c.draining and not c.idle)
+        return
+    assert chosen.window == best_idle
     assert all(c.id > chosen.id for c in idle if c.window == chosen.window and c is not chosen)
+    assert not any(c.draining and not c.idle and c.window >= WARMER * best_idle for c in cs)
+
+
+@given(_candidates)
+def test_a_busy_connection_that_is_not_draining_is_never_the_taker(cs: list[Candidate]) -> None:
+    taker = preferred_taker(cs)
+    assert taker is None or any(c.id == taker and (c.idle or c.draining) for c in cs)
 
 
 def test_cmake_interaction_s_last_images_go_to_the_connection_that_carried_jquery() -> None:
@@ -241,3 +256,27 @@ def test_the_estimate_stays_within_what_slow_start_could_do(answers: list[tuple[
         assert INITIAL_WINDOW <= w.window <= INITIAL_WINDOW + total
         assert w.last == t
         assert w.window >= cooled(before, first, rtt)  # an answer never cools it
+
+
+def test_cmake_interaction_s_last_image_waits_for_a_warm_connection_about_to_drain() -> None:
+    # The same moment (3.710 s): Choose-Generator took jQuery's connection, VS-Choose-Arch the one that carried
+    # underscore. GUI-Add-Entry (33 kB) went to a cold connection: 1.07 s first -> last byte. The connection
+    # receiving GUI-Source-Binary (62 kB, first byte at 2.395 s, 55 kB in, 7 kB to come) was done 85 ms later.
+    rtt, t = 0.6, 3.710
+    cold = Candidate(3, True, cooled(Warmth(), t, rtt))
+    window = receiving(Warmth(), 2.395, 55_000, 7_000, rtt)
+    assert window == INITIAL_WINDOW + 55_000  # an answer that fills the window grows it as it comes
+    source_binary = Candidate(2, False, window, drains_soon(1, 0, 7_000, window))
+    assert source_binary.draining
+    assert preferred_taker([cold, source_binary]) == 2
+    # A draining connection no warmer than the idle one is not waited for; nor one with more than its window to
+    # come, a second answer behind, a held answer, or a length not known.
+    assert preferred_taker([cold, Candidate(2, False, INITIAL_WINDOW, True)]) == 3
+    assert not drains_soon(1, 0, window + 1, window)
+    assert not drains_soon(2, 0, 7_000, window)
+    assert not drains_soon(1, 1, 7_000, window)
+    assert not drains_soon(1, 0, None, window)
+
+
+def test_a_small_answer_in_progress_does_not_warm_a_connection() -> None:
+    assert receiving(Warmth(), 1.0, 3_000, 1_000, 0.6) == INITIAL_WINDOW
