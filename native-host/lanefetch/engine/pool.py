@@ -43,6 +43,7 @@ from .pool_plan import (
     drains_soon,
     long_answer,
     may_join,
+    may_wait_for_draining,
     over_budget,
     preferred_taker,
     receiving,
@@ -119,7 +120,7 @@ class OriginPool:
         if self.policy.request_limit is not None:
             cap = self.policy.request_limit
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
-        taker = self._preferred_taker()
+        taker = self._preferred_taker(ex)
         if taker is not None and taker is not conn:
             # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
             # request_finished wakes it); this one is woken again when the queue's next request is up.
@@ -138,10 +139,7 @@ class OriginPool:
         # connection for render-blocking work are paid only when a request would be pipelined.
         if carried:
             long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt)
-            laying_out = any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
-                f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
-                for f in c.state.in_flight)
-            if not may_join(carried, ex.sort_key()[0], idle, long_here, laying_out):
+            if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out()):
                 return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
@@ -153,11 +151,20 @@ class OriginPool:
             self._deferred.clear()
         return ex
 
-    def _preferred_taker(self) -> Connection | None:
-        """The idle connection that should take the queue's head (pool_plan.preferred_taker), None if none is."""
+    def _laying_out(self) -> bool:
+        """Render-blocking work of the origin is queued or in flight: the page is still laying out."""
+        return any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
+            f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
+            for f in c.state.in_flight)
+
+    def _preferred_taker(self, ex: Exchange) -> Connection | None:
+        """The connection that should take ex, the queue's head (pool_plan.preferred_taker), None if none is
+        preferred. The scan for render-blocking work runs only when a draining connection could be waited for."""
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
-        taker = preferred_taker(self._candidate(c, t, rtt) for c in conns.values())
+        candidates = [self._candidate(c, t, rtt) for c in conns.values()]
+        may_wait = any(c.draining for c in candidates) and may_wait_for_draining(ex.sort_key()[0], self._laying_out())
+        taker = preferred_taker(candidates, may_wait)
         return None if taker is None else conns[taker]
 
     def _candidate(self, c: Connection, t: float, rtt: float | None) -> Candidate:

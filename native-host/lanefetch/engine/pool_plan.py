@@ -36,14 +36,16 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   took 1.4 s first -> last byte (42 kB: slow start from IW10), where the browser reuses the connection that has
   just carried a 62 kB image (0.25 s for the same image; cmake-interaction). While a connection is idle, a busy
   one takes nothing either (its answer would be held until its connection drains; alone it is in step at once):
-  work is pipelined only when no connection of the origin is idle. One exception: a busy connection about to
-  drain (one answer in flight, the rest of it within the window, so already on its way) and at least twice as
-  warm as the warmest idle one gets the request when it drains, and the idle ones leave it; the wait is at most
-  what is left of that answer, a fraction of a round trip, and a request that needs two round trips of slow start
-  on the cold connection needs one on the warm one (cmake-interaction on `sat`: with every warm connection busy,
-  a 33 kB image went to a cold one, 1.07 s first -> last byte; the connection that had carried 62 kB was done
-  85 ms later). The choice is a function of the connections' states only (ties: the lowest id), never of which
-  connection's task happens to wake first.
+  work is pipelined only when no connection of the origin is idle. One exception, for images and other work that
+  does not block rendering, once the page has laid out: a busy connection about to drain (one answer in flight,
+  the rest of it within the window, so already on its way) and at least twice as warm as the warmest idle one gets
+  the request when it drains, and the idle ones leave it. The wait is up to a round trip to its first byte; a
+  request that needs two round trips of slow start on the cold connection needs one on the warm one
+  (cmake-interaction on `sat`: with every warm connection busy, a 33 kB image went to a cold one, 1.07 s first ->
+  last byte; on a warm one 0.37-0.48 s). Applied to every request, the rule cost django-tutorial07 0.5 s (ON
+  median 5.13 -> 5.62 s on `sat`): a small stylesheet or script needs one round trip on any connection, and
+  waiting for a warm one only delays it and the page's next wave. The choice is a function of the connections'
+  states only (ties: the lowest id), never of which connection's task happens to wake first.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
@@ -178,16 +180,24 @@ class Candidate:
     draining: bool = False
 
 
-def preferred_taker(connections: Iterable[Candidate]) -> int | None:
+def may_wait_for_draining(incoming: int, laying_out: bool) -> bool:
+    """May a request of priority class `incoming` wait for a warm draining connection? Only work that does not
+    block rendering, once the page has laid out (`laying_out`: render-blocking work of the origin is queued or in
+    flight)."""
+    return incoming != RENDER_BLOCKING and not laying_out
+
+
+def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> int | None:
     """The id of the connection that should take the queue's next request: the idle one with the largest window
-    (ties: the lowest id), unless a draining connection is WARMER times warmer still (then that one, when it is
-    idle); None when none is idle (the busy ones then pipeline by the other rules)."""
+    (ties: the lowest id), unless the request may wait (`may_wait_for_draining`) and a draining connection is
+    WARMER times warmer still (then that one, when it is idle); None when none is idle (the busy ones then
+    pipeline by the other rules)."""
     cs = list(connections)
     idle = [c for c in cs if c.idle]
     if not idle:
         return None
     best = max(idle, key=lambda c: (c.window, -c.id))
-    draining = [c for c in cs if c.draining and not c.idle and c.window >= WARMER * best.window]
+    draining = [c for c in cs if may_wait and c.draining and not c.idle and c.window >= WARMER * best.window]
     if draining:
         return max(draining, key=lambda c: (c.window, -c.id)).id
     return best.id

@@ -21,6 +21,7 @@ from lanefetch.engine.pool_plan import (
     drains_soon,
     long_answer,
     may_join,
+    may_wait_for_draining,
     over_budget,
     preferred_taker,
     receiving,
@@ -280,3 +281,12 @@ def test_cmake_interaction_s_last_image_waits_for_a_warm_connection_about_to_dra
 
 def test_a_small_answer_in_progress_does_not_warm_a_connection() -> None:
     assert receiving(Warmth(), 1.0, 3_000, 1_000, 0.6) == INITIAL_WINDOW
+
+
+@given(_candidates)
+def test_render_blocking_work_never_waits_for_a_draining_connection(cs: list[Candidate]) -> None:
+    # A stylesheet or script (or anything while the page lays out) goes to the warmest idle connection at once.
+    for incoming, laying_out in [(0, False), (0, True), (2, True)]:
+        taker = preferred_taker(cs, may_wait_for_draining(incoming, laying_out))
+        assert taker is None or any(c.id == taker and c.idle for c in cs)
+    assert may_wait_for_draining(2, laying_out=False)
