@@ -28,6 +28,7 @@ from .pipeline import (
     ResponseStarted,
     ResponsesVerified,
 )
+from .pool_plan import Warmth, warmed
 from .request import Origin, serialize
 from .response_check import Expectation
 from .timing import ConnectionInfo, ConnectTiming, now
@@ -89,6 +90,7 @@ class Connection:
         self._first_request = True
         self._last_activity = now()
         self._bulk_window = BulkWindow()
+        self.warmth = Warmth()  # the server's estimated window on this connection (pool_plan: warmest first)
 
     @property
     def open(self) -> bool:
@@ -261,6 +263,9 @@ class Connection:
             if self.state.request_cap is not None and ev.position == 1:
                 self.pool.policy.learn_request_limit(self.state.request_cap)
             self.pool.budget.response_done(ev.wire_bytes)
+            t = now()
+            self.warmth = warmed(self.warmth, ev.token.timing.first_byte or t, t, ev.wire_bytes,
+                                 self.pool.budget.min_rtt)
             await ev.token.complete(ev.trailers, ev.wire_bytes)
             self._end_if_used_up()
             self.pool.request_finished()

@@ -33,14 +33,20 @@ from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
     RENDER_BLOCKING,
+    Candidate,
     allowed_depth,
     carries_bulk,
     connection_limit,
     connections_ahead,
     connections_to_open,
+    cooled,
+    drains_soon,
     long_answer,
     may_join,
+    may_wait_for_draining,
     over_budget,
+    preferred_taker,
+    receiving,
 )
 from .request import Origin
 from .timing import ConnectTiming, now
@@ -78,6 +84,7 @@ class OriginPool:
         self._dns: tuple[float, list[tuple[int, tuple[object, ...]]]] | None = None
         self._dns_lock = asyncio.Lock()
         self._ahead = False  # a preconnect waits for the TLS handshake's protocol to open the rest
+        self._deferred: set[Connection] = set()  # refused the queue's head for a warmer idle connection
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -113,6 +120,13 @@ class OriginPool:
         if self.policy.request_limit is not None:
             cap = self.policy.request_limit
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
+        taker = self._preferred_taker(ex)
+        if taker is not None and taker is not conn:
+            # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
+            # request_finished wakes it); this one is woken again when the queue's next request is up.
+            self._deferred.add(conn)
+            taker.wakeup.set()
+            return None
         depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, self.outstanding(),
                               len(self.connections))
         if not conn.state.can_send(ex.method, depth):
@@ -125,16 +139,56 @@ class OriginPool:
         # connection for render-blocking work are paid only when a request would be pipelined.
         if carried:
             long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt)
-            laying_out = any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
-                f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
-                for f in c.state.in_flight)
-            if not may_join(carried, ex.sort_key()[0], idle, long_here, laying_out):
+            if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out()):
                 return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
             return None
         heapq.heappop(self._queue)
+        if self._deferred and self._queue:
+            for c in self._deferred:
+                c.wakeup.set()
+            self._deferred.clear()
         return ex
+
+    def _laying_out(self) -> bool:
+        """Render-blocking work of the origin is queued or in flight: the page is still laying out."""
+        return any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
+            f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
+            for f in c.state.in_flight)
+
+    def _preferred_taker(self, ex: Exchange) -> Connection | None:
+        """The connection that should take ex, the queue's head (pool_plan.preferred_taker), None if none is
+        preferred. The scan for render-blocking work runs only when a draining connection could be waited for."""
+        t, rtt = now(), self.budget.min_rtt
+        conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
+        candidates = [self._candidate(c, t, rtt) for c in conns.values()]
+        may_wait = any(c.draining for c in candidates) and may_wait_for_draining(ex.sort_key()[0], self._laying_out())
+        taker = preferred_taker(candidates, may_wait)
+        return None if taker is None else conns[taker]
+
+    def _candidate(self, c: Connection, t: float, rtt: float | None) -> Candidate:
+        s = c.state
+        if self._idle(c):
+            return Candidate(c.id, True, cooled(c.warmth, t, rtt))
+        front = s.in_flight[0] if s.in_flight else None
+        remaining = None if front is None or self.carries_bulk(c) else front.parser.body_remaining
+        if front is None or remaining is None or front.token.timing.first_byte is None:
+            return Candidate(c.id, False, cooled(c.warmth, t, rtt))
+        window = receiving(c.warmth, front.token.timing.first_byte, front.parser.consumed, remaining, rtt)
+        return Candidate(c.id, False, window,
+                         drains_soon(len(s.in_flight), len(s.unverified), remaining, window) and self._may_send_more(c))
+
+    def _idle(self, c: Connection) -> bool:
+        """c carries nothing and may take any request now (PipelineConnection.can_send for an empty connection)."""
+        return not c.state.in_flight and not c.state.unverified and self._may_send_more(c)
+
+    def _may_send_more(self, c: Connection) -> bool:
+        """c is not closing and below its request cap, the origin's learned request limit included."""
+        s = c.state
+        cap = self.policy.request_limit if s.request_cap is None else (
+            s.request_cap if self.policy.request_limit is None else min(s.request_cap, self.policy.request_limit))
+        return not s.closing and not s.ended and (cap is None or s.requests_sent < cap)
 
     # -- connection lifecycle --------------------------------------------------------------------------------
 

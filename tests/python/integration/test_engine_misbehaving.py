@@ -595,6 +595,25 @@ async def test_render_blocking_requests_are_sent_first() -> None:
         assert order[-1] == "/r/p11/500", order
 
 
+@pytest.mark.parametrize("big_at", [0, 1, 2])
+async def test_new_work_goes_to_the_connection_that_carried_the_most(big_at: int) -> None:
+    # Three connections each carry one answer, one of them 200 kB (its server's window grew: pool_plan.Warmth);
+    # every later request goes to that one while it is idle, whichever connection's task wakes first. Placing the
+    # big answer on each connection in turn makes a taker chosen by wake order fail at least once.
+    async with setup(well_behaved(settle=0), config(connections_per_origin=3)) as (srv, engine):
+        first = [f"/r/w{i}/{200_000 if i == big_at else 300}" for i in range(3)]
+        sink = await fetch(engine, gets(srv, first))
+        sink.check_exact(gets(srv, first), expected)
+        carriers = [c for c in srv.connections if c.received]
+        assert sorted(len(c.received) for c in carriers) == [1, 1, 1], "the first answers did not go one each"
+        warm = next(c for c in carriers if c.received[0].path == first[big_at])
+        for k in range(3):
+            reqs = gets(srv, [f"/r/next{k}/500"], prefix=f"n{k}")
+            (await fetch(engine, reqs)).check_exact(reqs, expected)
+            assert warm.received[-1].path == f"/r/next{k}/500", [(c.index, [r.path for r in c.received])
+                                                                 for c in srv.connections]
+
+
 # ---------------------------------------------------------------------------------------- non-GET
 
 

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+from random import Random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BULK_BYTES,
+    INITIAL_WINDOW,
+    WARMER,
+    Candidate,
+    Warmth,
     allowed_depth,
     carries_bulk,
     connection_limit,
     connections_to_open,
+    cooled,
+    drains_soon,
     long_answer,
     may_join,
+    may_wait_for_draining,
     over_budget,
+    preferred_taker,
+    receiving,
+    warmed,
 )
 
 
@@ -161,3 +173,120 @@ def test_other_work_is_not_pipelined_while_the_page_lays_out(
     carried: set[int], incoming: int, laying_out: bool, joins: bool
 ) -> None:
     assert may_join(carried, incoming, laying_out=laying_out) is joins
+
+
+# ------------------------------------------------------------------------------------------ warmest first
+
+_candidates = st.lists(st.builds(Candidate, id=st.integers(0, 50), idle=st.booleans(),
+                                 window=st.integers(INITIAL_WINDOW, 10 * INITIAL_WINDOW), draining=st.booleans()),
+                       max_size=8, unique_by=lambda c: c.id)
+
+
+@given(_candidates, st.randoms(use_true_random=False))
+def test_the_taker_is_the_warmest_idle_connection_whatever_the_order(cs: list[Candidate], rnd: Random) -> None:
+    taker = preferred_taker(cs)
+    shuffled = list(cs)
+    rnd.shuffle(shuffled)
+    assert preferred_taker(shuffled) == taker  # not which connection's task happened to come first
+    idle = [c for c in cs if c.idle]
+    if not idle:
+        assert taker is None  # none idle: the busy ones pipeline by the other rules
+        return
+    chosen = next(c for c in cs if c.id == taker)
+    best_idle = max(c.window for c in idle)
+    if not chosen.idle:
+        # a busy connection only when it drains within about a round trip and is WARMER times the warmest idle one
+        assert chosen.draining and chosen.window >= WARMER * best_idle
+        assert all(c.window <= chosen.window for c in cs if c.draining and not c.idle)
+        return
+    assert chosen.window == best_idle
+    assert all(c.id > chosen.id for c in idle if c.window == chosen.window and c is not chosen)
+    assert not any(c.draining and not c.idle and c.window >= WARMER * best_idle for c in cs)
+
+
+@given(_candidates)
+def test_a_busy_connection_that_is_not_draining_is_never_the_taker(cs: list[Candidate]) -> None:
+    taker = preferred_taker(cs)
+    assert taker is None or any(c.id == taker and (c.idle or c.draining) for c in cs)
+
+
+def test_cmake_interaction_s_last_images_go_to_the_connection_that_carried_jquery() -> None:
+    # `sat` (600 ms), ON, the moment the page's last three images were asked for (3.715 s): jQuery (85 kB) had just
+    # ended on one connection, underscore (20 kB) 1.2 s before on another, the stylesheet chain's four small answers
+    # on a third. Until this rule the first image went to the stylesheet chain's connection (42 kB, 1.4 s first ->
+    # last byte), where the browser reuses the one that has just carried 62 kB (0.25 s).
+    rtt = 0.6
+    jquery = warmed(Warmth(), 1.808, 3.625, 86_000, rtt)
+    underscore = warmed(Warmth(), 1.795, 2.507, 20_000, rtt)
+    chain = Warmth()
+    for first, last, size in [(1.790, 1.790, 900), (2.420, 2.421, 600), (3.041, 3.042, 1800), (3.664, 3.667, 4100)]:
+        chain = warmed(chain, first, last, size, rtt)
+    assert chain.window == INITIAL_WINDOW  # small answers never filled the window: it did not grow
+    t = 3.715
+    cs = [Candidate(5, True, cooled(chain, t, rtt)), Candidate(4, True, cooled(jquery, t, rtt)),
+          Candidate(1, True, cooled(underscore, t, rtt)), Candidate(3, False, cooled(Warmth(), t, rtt))]
+    assert preferred_taker(cs) == 4
+    assert preferred_taker([c for c in cs if c.id != 4]) == 1  # halved once (1.2 s idle > one RTO), still warmer
+
+
+@pytest.mark.parametrize(("idle_s", "rtt", "window"), [
+    (0.0, 0.6, 8 * INITIAL_WINDOW),
+    (0.79, 0.6, 8 * INITIAL_WINDOW),  # under one RTO (rtt + 200 ms)
+    (0.8, 0.6, 4 * INITIAL_WINDOW),  # one RTO: halved
+    (2.4, 0.6, INITIAL_WINDOW),  # three: down to the initial window
+    (600.0, 0.6, INITIAL_WINDOW),  # never below it
+    (0.99, None, 8 * INITIAL_WINDOW),  # no round trip known: an RTO of 1 s
+    (1.0, None, 4 * INITIAL_WINDOW),
+])
+def test_an_idle_connection_cools(idle_s: float, rtt: float | None, window: int) -> None:
+    assert cooled(Warmth(8 * INITIAL_WINDOW, 10.0), 10.0 + idle_s, rtt) == window
+
+
+@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 2), st.integers(0, 10**6)), max_size=12),
+       st.one_of(st.none(), st.floats(0.001, 2)))
+def test_the_estimate_stays_within_what_slow_start_could_do(answers: list[tuple[float, float, int]],
+                                                            rtt: float | None) -> None:
+    # Never under the initial window, never over it plus every byte delivered; the clock only moves on.
+    w, t, total = Warmth(), 0.0, 0
+    for gap, length, size in answers:
+        first = t + gap
+        t = first + length
+        before = w
+        w = warmed(w, first, t, size, rtt)
+        total += size
+        assert INITIAL_WINDOW <= w.window <= INITIAL_WINDOW + total
+        assert w.last == t
+        assert w.window >= cooled(before, first, rtt)  # an answer never cools it
+
+
+def test_cmake_interaction_s_last_image_waits_for_a_warm_connection_about_to_drain() -> None:
+    # The same moment (3.710 s): Choose-Generator took jQuery's connection, VS-Choose-Arch the one that carried
+    # underscore. GUI-Add-Entry (33 kB) went to a cold connection: 1.07 s first -> last byte. The connection
+    # receiving GUI-Source-Binary (62 kB, first byte at 2.395 s, 55 kB in, 7 kB to come) was done 85 ms later.
+    rtt, t = 0.6, 3.710
+    cold = Candidate(3, True, cooled(Warmth(), t, rtt))
+    window = receiving(Warmth(), 2.395, 55_000, 7_000, rtt)
+    assert window == INITIAL_WINDOW + 55_000  # an answer that fills the window grows it as it comes
+    source_binary = Candidate(2, False, window, drains_soon(1, 0, 7_000, window))
+    assert source_binary.draining
+    assert preferred_taker([cold, source_binary]) == 2
+    # A draining connection no warmer than the idle one is not waited for; nor one with more than its window to
+    # come, a second answer behind, a held answer, or a length not known.
+    assert preferred_taker([cold, Candidate(2, False, INITIAL_WINDOW, True)]) == 3
+    assert not drains_soon(1, 0, window + 1, window)
+    assert not drains_soon(2, 0, 7_000, window)
+    assert not drains_soon(1, 1, 7_000, window)
+    assert not drains_soon(1, 0, None, window)
+
+
+def test_a_small_answer_in_progress_does_not_warm_a_connection() -> None:
+    assert receiving(Warmth(), 1.0, 3_000, 1_000, 0.6) == INITIAL_WINDOW
+
+
+@given(_candidates)
+def test_render_blocking_work_never_waits_for_a_draining_connection(cs: list[Candidate]) -> None:
+    # A stylesheet or script (or anything while the page lays out) goes to the warmest idle connection at once.
+    for incoming, laying_out in [(0, False), (0, True), (2, True)]:
+        taker = preferred_taker(cs, may_wait_for_draining(incoming, laying_out))
+        assert taker is None or any(c.id == taker and c.idle for c in cs)
+    assert may_wait_for_draining(2, laying_out=False)
