@@ -99,14 +99,18 @@ class Flight:
         self._max_age = max_age
         self._held: dict[str, _Held] = {}  # by request id
         self._by_url: dict[str, list[_Held]] = {}
-        self._task: asyncio.Task[BatchResult] | None = None
+        self._tasks: list[asyncio.Task[BatchResult]] = []
         self._cancels: set[asyncio.Task[None]] = set()
+        #: called with each prefetch that arrived whole (2xx or not): page_loads.py reads stylesheets from it
+        self.on_arrived: Callable[[FetchRequest, DeliveredHead, bytes], None] | None = None
         self.report = FlightReport()
         self.closed = False
 
     def start(self, plan: list[Planned]) -> None:
-        """Admit and send the plan as one batch (in the background); call once."""
-        assert self._task is None, "a flight is started once"
+        """Admit and send the plan as one batch (in the background). Called again (discovery found more), the
+        new items join the same holding area and ledger as another batch."""
+        if self.closed:
+            return
         requests: list[FetchRequest] = []
         for item in plan:
             self.report.planned += 1
@@ -121,25 +125,29 @@ class Flight:
             self._held[request.id] = held
             self._by_url.setdefault(item.url, []).append(held)
             requests.append(request)
-        self.report.sent = len(requests)
-        self._task = asyncio.create_task(self._fetcher.fetch(requests, _HoldSink(self), self.page),
-                                         name="lanefetch-prefetch-flight")
-        self._task.add_done_callback(self._batch_ended)
+        self.report.sent += len(requests)
+        if not requests:
+            return
+        task = asyncio.create_task(self._fetcher.fetch(requests, _HoldSink(self), self.page),
+                                   name="lanefetch-prefetch-flight")
+        batch = [self._held[r.id] for r in requests]
+        task.add_done_callback(lambda t: self._batch_ended(t, batch))
+        self._tasks.append(task)
 
-    def _batch_ended(self, task: asyncio.Task[BatchResult]) -> None:
+    def _batch_ended(self, task: asyncio.Task[BatchResult], batch: list[_Held]) -> None:
         """However the batch ended (a fetcher that raised or was cancelled included), no browser request may wait
         on a prefetch forever: whatever did not end is an error, never an answer."""
         if not task.cancelled() and task.exception() is not None:
             log.warning("prefetch batch failed: %r", task.exception())
-        for held in self._held.values():
+        for held in batch:
             if not held.done.is_set():
                 held.error = held.error or FetchError("internal", "the prefetch batch ended without an answer")
                 held.done.set()
 
     async def wait(self) -> None:
         """Until every prefetch of the flight has ended (for tests and the page report)."""
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._cancels:
             await asyncio.gather(*self._cancels, return_exceptions=True)
 
@@ -235,6 +243,9 @@ class _HoldSink:
         held = self._flight._held[request.id]
         held.source = report.cache
         held.done.set()
+        arrived = self._flight.on_arrived
+        if arrived is not None and held.head is not None and held.error is None and not held.over_budget:
+            arrived(request, held.head, b"".join(held.body))
 
 
 class FlightAnswers:
