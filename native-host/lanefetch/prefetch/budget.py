@@ -15,7 +15,11 @@ prefetch in flight at that moment (bytes already on the wire arrive whatever the
   the page changed, the next learned load demotes them). Limit: twice the page's learned bytes, at least
   256 KiB and at most 8 MiB: it bounds both the holding area's memory and the damage of a page that changed
   under a stable record, while never throttling a flight that is merely ahead of the browser (the whole page is
-  the point of a flight).
+  the point of a flight). A first visit (no history: its flight is what discovery found in the page's own
+  document and stylesheets, all confident) may hold FIRST_VISIT_TOTAL (1 MiB) unclaimed: the document names the
+  page's wave-1 subresources at once, the browser asks for them only once it has the whole document (debugger
+  mode fulfils a request whole), and cancelling what passes the floor midway wastes what was received already
+  while the browser fetches it again.
 `total` has no rate cap: fetching the page's own bytes ahead is what a flight is for, on a slow link most of all.
 Why a byte bound and not a count: a count lets one large wrong image through; bytes are what the
 user pays in time.
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 SPECULATIVE_SHARE = 0.05
 SPECULATIVE_FLOOR = 32 * 1024
 TOTAL_FLOOR = 256 * 1024
+FIRST_VISIT_TOTAL = 1024 * 1024
 TOTAL_CEILING = 8 * 1024 * 1024
 LINK_SECONDS = 0.5
 
@@ -42,11 +47,13 @@ class Limits:
     total: int
 
 
-def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None) -> Limits:
-    """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured)."""
+def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None, *, first_visit: bool = False) -> Limits:
+    """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured);
+    `first_visit`: a page without history whose flight is what discovery found in its own document."""
     known = page_bytes if page_bytes is not None and page_bytes > 0 else 0
     speculative = max(int(SPECULATIVE_SHARE * known), SPECULATIVE_FLOOR)
-    total = min(max(2 * known, TOTAL_FLOOR), TOTAL_CEILING)
+    floor = FIRST_VISIT_TOTAL if first_visit and not known else TOTAL_FLOOR
+    total = min(max(2 * known, floor), TOTAL_CEILING)
     if link_bytes_per_s is not None and link_bytes_per_s > 0:
         speculative = min(speculative, int(LINK_SECONDS * link_bytes_per_s))
     return Limits(speculative=speculative, total=max(total, speculative))

@@ -52,7 +52,7 @@ from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.request import FetchRequest, with_accept_encoding
-from .budget import Ledger, Limits
+from .budget import Ledger, Limits, limits_for
 from .discover_worker import Discoverer
 from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
 from .field_profile import decode as decode_profile
@@ -226,7 +226,8 @@ class PageLoads:
             log.exception("recalling a page failed")
             return
         chosen = plan(recalled.exact, None, [])
-        load.exact, load.limits = recalled.exact, chosen.limits
+        load.exact = recalled.exact
+        load.limits = chosen.limits if recalled.exact is not None else limits_for(None, first_visit=True)
         await self._fly(load, chosen.items)
 
     async def _fly(self, load: _Load, planned: list[Planned]) -> None:
@@ -238,7 +239,7 @@ class PageLoads:
             return
         load.planned.update(i.url for i in items)
         if load.flight is None:
-            load.flight = Flight(self.inner, load.page, Ledger(load.limits or plan(None, None, []).limits),
+            load.flight = Flight(self.inner, load.page, Ledger(load.limits or limits_for(None, first_visit=True)),
                                  clock=self._clock)
             flight = load.flight
             flight.on_arrived = lambda request, head, body: self._arrived(load, flight, request, head, body)
