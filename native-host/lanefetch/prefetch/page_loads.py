@@ -7,7 +7,7 @@ and the engine, so a prefetched response answers before any of them is asked):
 - `navigation(page)`: a navigation of an enabled site starts (the extension's `preconnect`). The page's load
   begins (load_log.load_key: never for private browsing or without a top-level site); a load of the same page
   that already saw requests ends first. In the background the page's learned history is recalled
-  (page_memory.py, exact page only: the template key needs the document's stylesheets), planned (plan.py) and,
+  (page_memory.py, exact page: the template key needs the document's stylesheets), planned (plan.py) and,
   if the plan is not empty, flown (flight.py) through the
   inner fetcher, within the page's budget. Left out: what the helper's HTTP cache holds (fresh, it answers the
   browser as fast; stale, the browser's own request revalidates it, where a prefetch would fetch the whole body
@@ -20,6 +20,9 @@ and the engine, so a prefetched response answers before any of them is asked):
   they name and the browser has not asked for yet is planned (plan.py, with the page's learned history and the
   browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
   answered by the same fidelity rule). Bodies that are not 2xx, or arrive still content-coded, are not read.
+  Once the document was read whole its stylesheets are the page's template key (learned.page_keys): the
+  template's history is recalled and its stable assets join the flight too, and the load is recorded under both
+  keys when it ends.
 - The browser's field profile (field_profile.py) is learned from each ended load's requests (keyed by
   User-Agent, kept in the cache database's page store under field_profile.PARTITION), recalled by the User-Agent
   of the request whose body is read, and forgotten with the cache.
@@ -100,6 +103,7 @@ class _Tap:
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     read_at: int = 0  # the size of the prefix last read
+    whole: bool = False  # the body ended: this read is the last
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,8 @@ class _Load:
     ended: bool = False
     forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
     exact: History | None = None  # the page's learned history, once recalled
+    template: History | None = None  # its template's, once the document's stylesheets are known
+    stylesheets: list[str] | None = None  # the document's, once read whole (the template key)
     limits: Limits | None = None  # the page's budget, from its history
     taps: dict[str, _Tap] = field(default_factory=dict)  # by request id
     read: set[str] = field(default_factory=set)  # stylesheet URLs read already
@@ -163,7 +169,8 @@ class _LoggingSink:
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
         self._load.log.ended(request.id, body_bytes, self._clock())
         tap = self._load.taps.pop(request.id, None)
-        if tap is not None and tap.readable and tap.size > tap.read_at:
+        if tap is not None and tap.readable and (tap.size > tap.read_at or tap.kind == "html"):
+            tap.whole = True  # a document is read whole once more: its stylesheets make the template key
             self._pages._read(self._load, tap)
         await self._inner.end(request, body_bytes, trailers)
 
@@ -271,16 +278,22 @@ class PageLoads:
                 found = await self._discoverer.css(body, tap.url, tap.charset)
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
+            recalled = False
+            if tap.kind == "html" and tap.whole and load.stylesheets is None:
+                # The template key is known now: a new page of a known template gets the template's stable assets
+                load.stylesheets = [sub.url for sub in found if sub.destination == "style"]
+                if load.stylesheets:
+                    load.template = (await self._memory.recall(load.page, load.key.page, load.stylesheets)).template
+                    recalled = load.template is not None
             new = [(sub, tap.wave + 1) for sub in found
                    if sub.url not in load.planned and not load.log.requested(sub.url)]
-            if not new or load.ended:
+            if not (new or recalled) or load.ended:
                 return
             ua = tap.user_agent or load.user_agent
             profile = await self._profile(load.page, ua) if ua is not None else None
-            chosen = plan(load.exact, None, new, profile=profile, page_url=load.key.page,
+            chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
                           cookies_on_site=load.cookies_on_site)
-            discovered = {sub.url for sub, _ in new}
-            await self._fly(load, [item for item in chosen.items if item.url in discovered])
+            await self._fly(load, chosen.items)  # less what was planned, is cached or was asked for already
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")
 
@@ -362,7 +375,7 @@ class PageLoads:
             observed = [] if load.forgotten else load.log.observed()
             if not load.forgotten:
                 await self._learn_profile(load, observed)
-            self._memory.record(load.page, load.key.page, None, observed,
+            self._memory.record(load.page, load.key.page, load.stylesheets, observed,
                                 keep_empty=load.flight is not None and not load.forgotten)
             await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed), load.log.first_request))
         except Exception:  # nothing waits for it: a failure is logged, never the host's end

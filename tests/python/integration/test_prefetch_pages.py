@@ -484,3 +484,36 @@ async def test_a_first_visit_flies_what_its_document_and_stylesheets_name(servic
         finally:
             await loads.end_all()
             discoverer.close()
+
+
+async def test_a_new_page_of_a_known_template_flies_the_template_s_stable_assets(server: Server,
+                                                                                 service: FetchService) -> None:
+    """Two pages of one template (same path shape, same stylesheets) loaded through the helper, each also asking
+    for a script no document names (a script inserted it): once a third page's document was read whole, its
+    stylesheets make the template key, and the template's stable assets fly too, the inserted script included."""
+    loads, _ended = recording_loads(service)
+    assets = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image"),
+              ("/static/late.js", "script")]
+    for name in ("one", "two"):
+        page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/{name}.html")
+        assert loads.navigation(page)
+        await loads.fetch([document_request(f"{name}-doc", page.url or "")], Collect(), page)
+        load = loads._loads[load_key(page)]  # type: ignore[index]
+        await until(lambda load=load: load.stylesheets is not None, "the document read whole")
+        await loads.fetch([browser_request(f"{name}-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)],
+                          Collect(), page)
+        await loads.end_all()
+    await settle(service)
+
+    server.seen.clear()
+    page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/three.html")
+    assert loads.navigation(page)
+    await loads.fetch([document_request("doc", page.url or "")], Collect(), page)
+    load = loads._loads[load_key(page)]  # type: ignore[index]
+    await until(lambda: "/static/late.js" in server.seen, "the template's stable script prefetched")
+    assert load.template is not None
+    sink = Collect()
+    await loads.fetch([browser_request(f"b{i}", server.url + p, d) for i, (p, d) in enumerate(assets)], sink, page)
+    assert sink.cache == {f"b{i}": "prefetch" for i in range(4)}
+    assert all(server.count(p) == 1 for p, _ in assets)
+    await loads.end_all()
