@@ -24,8 +24,9 @@ prefetch in flight at that moment (bytes already on the wire arrive whatever the
 Why a byte bound and not a count: a count lets one large wrong image through; bytes are what the
 user pays in time.
 
-A prefetch is admitted before its request is sent, against its expected size (the learned size, or nothing when
-unknown: then only while its class is under its limit); its bytes are counted as they arrive (`received` tells
+A prefetch is admitted before its request is sent, against its expected size (the learned size; when unknown,
+UNKNOWN_SIZE for a confident item until it ends, nothing for a guess: then only while its class is under its
+limit); its bytes are counted as they arrive (`received` tells
 the caller to cancel the fetch when the class went over). Claimed bytes leave the ledger (they were useful);
 discarded ones stay counted as waste to the end of the page. Pure: no clock, no I/O."""
 
@@ -37,6 +38,7 @@ SPECULATIVE_SHARE = 0.05
 SPECULATIVE_FLOOR = 32 * 1024
 TOTAL_FLOOR = 256 * 1024
 FIRST_VISIT_TOTAL = 1024 * 1024
+UNKNOWN_SIZE = 64 * 1024  # what a confident prefetch of unknown size is admitted against, until it ended
 TOTAL_CEILING = 8 * 1024 * 1024
 LINK_SECONDS = 0.5
 
@@ -84,7 +86,9 @@ class Ledger:
         """Whether a prefetch may be sent now; if so it is recorded against its expected size."""
         if item_id in self._items:
             return False
-        expected = max(expected_size or 0, 0)
+        # A confident item of unknown size counts as UNKNOWN_SIZE until it ends (finished): otherwise every such item
+        # is admitted at once while nothing has arrived yet, and the class can only be kept by cancelling midway.
+        expected = max(expected_size if expected_size is not None else (UNKNOWN_SIZE if confident else 0), 0)
         if self._used(speculative_only=False) + expected > self.limits.total or (
                 expected == 0 and self._used(speculative_only=False) >= self.limits.total):
             return False
@@ -105,6 +109,12 @@ class Ledger:
         if self._used(speculative_only=False) > self.limits.total:
             return False
         return item.confident or self._used(speculative_only=True) <= self.limits.speculative
+
+    def finished(self, item_id: str) -> None:
+        """A prefetch arrived whole: its size is known now (an estimate no longer counts)."""
+        item = self._items.get(item_id)
+        if item is not None:
+            item.expected = item.received
 
     def claim(self, item_id: str) -> None:
         """A browser request took this prefetch's response: its bytes were useful."""

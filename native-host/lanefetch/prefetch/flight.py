@@ -103,6 +103,9 @@ class Flight:
         self._cancels: set[asyncio.Task[None]] = set()
         #: called with each prefetch that arrived whole (2xx or not): page_loads.py reads stylesheets from it
         self.on_arrived: Callable[[FetchRequest, DeliveredHead, bytes], None] | None = None
+        #: whether a deferred item is still worth sending (page_loads.py: the browser did not ask for it yet)
+        self.still_wanted: Callable[[str], bool] = lambda url: True
+        self._deferred: list[Planned] = []  # confident items the budget had no room for yet, in plan order
         self.report = FlightReport()
         self.closed = False
 
@@ -111,15 +114,27 @@ class Flight:
         new items join the same holding area and ledger as another batch."""
         if self.closed:
             return
+        self.report.planned += len(plan)
+        self._send([item for item in plan if not any(k.lower() in _NEVER_SENT for k, _ in item.headers)])
+
+    def _release(self) -> None:
+        """Budget came free (a prefetch was claimed, discarded or ended smaller than its estimate): send the
+        deferred items that fit now and that the browser has not asked for meanwhile."""
+        if self._deferred and not self.closed:
+            deferred, self._deferred = self._deferred, []
+            self._send([item for item in deferred if self.still_wanted(item.url)])
+
+    def _send(self, plan: list[Planned]) -> None:
         requests: list[FetchRequest] = []
         for item in plan:
-            self.report.planned += 1
-            if any(k.lower() in _NEVER_SENT for k, _ in item.headers):
-                continue
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
                                    resource_type=item.resource_type, decode=item.decode, cache_store=False)
-            if not self.ledger.admit(request.id, confident=item.confident, expected_size=item.expected_size):
-                self.report.refused_by_budget += 1
+            if self._deferred or not self.ledger.admit(request.id, confident=item.confident,
+                                                       expected_size=item.expected_size):
+                if item.confident:  # waits for room (in order: nothing overtakes a deferred item)
+                    self._deferred.append(item)
+                else:
+                    self.report.refused_by_budget += 1
                 continue
             held = _Held(request)
             self._held[request.id] = held
@@ -176,6 +191,7 @@ class Flight:
                 if verdict.ok:
                     held.claimed = True
                     self.ledger.claim(held.request.id)
+                    self._release()
                     self.report.answered += 1
                     return held
                 verdict_reason = verdict.reason
@@ -186,6 +202,8 @@ class Flight:
     async def close(self) -> FlightReport:
         """End the page: cancel what still runs, discard everything unclaimed; the page's report."""
         self.closed = True
+        self.report.refused_by_budget += len(self._deferred)  # never found room
+        self._deferred = []
         running = [h.request.id for h in self._held.values() if not h.done.is_set()]
         if running:
             await self._fetcher.cancel(running)
@@ -243,6 +261,8 @@ class _HoldSink:
         held = self._flight._held[request.id]
         held.source = report.cache
         held.done.set()
+        self._flight.ledger.finished(request.id)
+        self._flight._release()
         arrived = self._flight.on_arrived
         if arrived is not None and held.head is not None and held.error is None and not held.over_budget:
             arrived(request, held.head, b"".join(held.body))

@@ -250,6 +250,7 @@ class PageLoads:
                                  clock=self._clock)
             flight = load.flight
             flight.on_arrived = lambda request, head, body: self._arrived(load, flight, request, head, body)
+            flight.still_wanted = lambda url: not load.log.requested(url)
         load.flight.start(items)
 
     def _arrived(self, load: _Load, flight: Flight, request: FetchRequest, head: DeliveredHead, body: bytes) -> None:
