@@ -25,6 +25,10 @@ Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.
 A request waiting on a prefetch can be cancelled like any other (it ends as `cancelled` at once), and a flight
 whose batch ends without answering an item (a fetcher that raised, a cancel) leaves no request waiting on it.
 
+After its first refusal by the fidelity rule a flight sends nothing more (what waits is dropped, what a later
+discovery adds is refused): the fields it was planned with, or the page, proved wrong once, and more of the same
+would only be waste; that bounds a wrong field profile's cost to what was under way at that moment.
+
 `Flight.close()` ends the page: fetches still running are cancelled, everything unclaimed is discarded as waste,
 and the report says how many requests were answered from the flight, and the bytes claimed and wasted.
 Counting is in body bytes as the sink sees them (decoded where the request decodes), so waste is over- rather
@@ -106,6 +110,7 @@ class Flight:
         #: whether a deferred item is still worth sending (page_loads.py: the browser did not ask for it yet)
         self.still_wanted: Callable[[str], bool] = lambda url: True
         self._deferred: list[Planned] = []  # confident items the budget had no room for yet, in plan order
+        self.distrusted = False  # the fidelity rule refused one of its prefetches: it sends nothing more
         self.report = FlightReport()
         self.closed = False
 
@@ -125,6 +130,9 @@ class Flight:
             self._send([item for item in deferred if self.still_wanted(item.url)])
 
     def _send(self, plan: list[Planned]) -> None:
+        if self.distrusted:  # its fields (or the page) proved wrong once: more of the same would be waste
+            self.report.refused_by_budget += len(plan)
+            return
         requests: list[FetchRequest] = []
         for item in plan:
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
@@ -197,6 +205,10 @@ class Flight:
                 verdict_reason = verdict.reason
             counts = self.report.refused_by_fidelity
             counts[verdict_reason] = counts.get(verdict_reason, 0) + 1
+            if not self.distrusted:
+                self.distrusted = True
+                self.report.refused_by_budget += len(self._deferred)
+                self._deferred = []
         return None
 
     async def close(self) -> FlightReport:

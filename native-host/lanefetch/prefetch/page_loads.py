@@ -16,9 +16,7 @@ and the engine, so a prefetched response answers before any of them is asked):
   request for the load's own URL, wave 0) and every stylesheet that reaches the helper (the browser's, or one the
   flight prefetched) are read as they stream: the document as soon as 1 KiB of it arrived (its <meta charset>
   prescan window), again each time it doubled (up to PROGRESSIVE_MAX) and once whole (an unfinished tag at the
-  cut is dropped by the HTML tokenizer, so a prefix yields only complete elements; while it streams only its
-  stylesheets and scripts are flown: images would take the link's share from the document, which the browser
-  needs whole first); a stylesheet once whole. What
+  cut is dropped by the HTML tokenizer, so a prefix yields only complete elements); a stylesheet once whole. What
   they name and the browser has not asked for yet is planned (plan.py, with the page's learned history and the
   browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
   answered by the same fidelity rule). Bodies that are not 2xx, or arrive still content-coded, are not read.
@@ -75,10 +73,6 @@ PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix 
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
 _DECODED = ("", "identity")
-# While the document still streams, only what blocks rendering is fetched ahead: the browser can use nothing
-# before the document is whole (debugger mode fulfils it whole), and an image fetched meanwhile takes its share of
-# the link from the document itself (one TCP flow each); the rest flies once the document ended.
-_RENDER_BLOCKING = frozenset({"style", "script"})
 
 
 def _charset(headers: Headers) -> str | None:
@@ -293,8 +287,7 @@ class PageLoads:
                     load.template = (await self._memory.recall(load.page, load.key.page, load.stylesheets)).template
                     recalled = load.template is not None
             new = [(sub, tap.wave + 1) for sub in found
-                   if sub.url not in load.planned and not load.log.requested(sub.url)
-                   and (tap.whole or tap.kind != "html" or sub.destination in _RENDER_BLOCKING)]
+                   if sub.url not in load.planned and not load.log.requested(sub.url)]
             if not (new or recalled) or load.ended:
                 return
             ua = tap.user_agent or load.user_agent

@@ -417,7 +417,8 @@ async def test_a_first_visit_flies_what_its_document_and_stylesheets_name(servic
     field_profile.py), a page it never loaded has its document read as it streams through the helper; its
     stylesheet, script and image are fetched before the browser asks, the prefetched stylesheet is read in turn
     and its @import fetched too (the @font-face source is conditional: not fetched on a first visit); the
-    browser's requests are answered from the flight; one with another Accept is fetched anew. A page whose
+    browser's requests are answered from the flight; one with another Accept is fetched anew, after which the
+    flight sends nothing more. A page whose
     document set a cookie prefetches nothing of its own site (the browser would send the cookie); private
     browsing reads and flies nothing."""
     async with counting_server(_first_answer) as server:
@@ -458,6 +459,12 @@ async def test_a_first_visit_flies_what_its_document_and_stylesheets_name(servic
             assert sink.cache == {"b0": "prefetch", "b1": "prefetch", "b2": "prefetch", "img": "none"}
             assert sink.bodies["b2"] == FIRST["/static/imported.css"]
             assert server.count("/static/first.css") == 1 and server.count("/static/logo.png") == 2
+            # after a refusal the flight sends nothing more: the fields proved wrong once
+            flight = load.flight
+            assert flight.distrusted
+            sent = flight.report.sent
+            flight.start([Planned(f"{server.url}/static/late.js", headers("script"), "script")])
+            assert flight.report.sent == sent and server.count("/static/late.js") == 0
             await loads.end_all()
             report = ended[-1].flight
             assert report is not None and report.answered == 3
