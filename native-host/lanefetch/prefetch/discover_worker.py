@@ -2,8 +2,8 @@
 
 Why a process and not a thread: the parsers hold the GIL while they run (tinycss2 is pure Python; lexbor is
 called without releasing it), and a thread that holds the GIL slows the loop that streams every other response
-of every page. Measured on the development machine (2 cores, load 1.9–2.7; `python /tmp/disc/gil.py` as written
-down in docs/prefetch.md): five parses of a 70 kB stylesheet (33 ms each) took the same time inline, in a thread
+of every page. Measured on the development machine (2 cores, load 1.9–2.7; an event loop bouncing one byte over
+a socket pair while the parses ran, as docs/prefetch.md describes): five parses of a 70 kB stylesheet (33 ms each) took the same time inline, in a thread
 or in a process, but the event loop's socket round trips per second fell from ~250 000 (idle) to ~68 000 inline
 (worst stall 166 ms), ~64 000–70 000 with a worker thread (worst 10–22 ms: the GIL's 5 ms switch interval, paid
 on every system call the loop makes), and stayed at ~275 000 with a worker process (worst 2–5 ms). Parsing only
