@@ -3,17 +3,17 @@
 Why a process and not a thread: the parsers hold the GIL while they run (tinycss2 is pure Python; lexbor is
 called without releasing it), and a thread that holds the GIL slows the loop that streams every other response
 of every page. Measured on the development machine (2 cores, load 1.9–2.7; an event loop bouncing one byte over
-a socket pair while the parses ran, as docs/prefetch.md describes): five parses of a 70 kB stylesheet (33 ms each) took the same time inline, in a thread
-or in a process, but the event loop's socket round trips per second fell from ~250 000 (idle) to ~68 000 inline
-(worst stall 166 ms), ~64 000–70 000 with a worker thread (worst 10–22 ms: the GIL's 5 ms switch interval, paid
-on every system call the loop makes), and stayed at ~275 000 with a worker process (worst 2–5 ms). Parsing only
-the @import and @font-face rules would still tokenize the whole sheet (a rule's end is found by tokenizing), so
-it saves little.
+a socket pair while the parses ran, as docs/prefetch.md describes): five parses of a 70 kB stylesheet (33 ms
+each) took the same time inline, in a thread or in a process, but the loop's round trips per second fell from
+~250 000 (idle) to ~68 000 inline (worst stall 166 ms), ~64 000–70 000 with a worker thread (worst 10–22 ms: the
+GIL's 5 ms switch interval, paid on every system call the loop makes), and stayed at ~275 000 with a worker
+process (worst 2–5 ms). Parsing only the @import and @font-face rules would still tokenize the whole sheet (a
+rule's end is found by tokenizing), so it saves little.
 
 One process, started (forkserver: never a fork of the threaded helper) when the first page load begins, so its
 start-up (imports) is not paid by the first stylesheet; tasks queue in order. Bodies and results cross by
-pickling (a 1 MB document: ~1 ms). If the process cannot be started or dies, discovery runs in a thread
-instead (still off the loop's own stack, and counted in the log), never failing a page."""
+pickling. If the process cannot be started or dies, discovery runs in a worker thread instead (logged), never
+failing a page."""
 
 from __future__ import annotations
 
