@@ -47,6 +47,7 @@ from types import FrameType, TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 NET = "10.231"
+PUBLIC_IP = "100.128.231.2"  # Lab.public_address: just outside 100.64.0.0/10 (CGNAT), globally routable
 PREFIX = "lf"
 RULE_PREF = 1000
 TABLE_BASE = 1 << 30  # policy table = TABLE_BASE + (pid << 8) + link index: stale cleanup decodes the pid
@@ -454,6 +455,18 @@ class Lab:
             for fd in fds:  # the emulator holds its own copies; ours would keep the devices alive
                 os.close(fd)
         return link
+
+    def public_address(self, link: Link, ip: str = PUBLIC_IP) -> str:
+        """The server end (b) of link answers on ip too (a /32 on its lo), which the client end (a) reaches over
+        link only: a page served there is *public* to the browser, the extension and the helper (their address
+        policies judge the IP literal), as a real site is. The address is outside every special-purpose range
+        (so: someone's on the Internet), which is why it is routed only between the lab's own two namespaces:
+        neither has any other route out, nothing leaves them."""
+        if link.a.ns is None or link.b.ns is None:
+            raise ValueError("a public address only between two lab namespaces")
+        _ip_batch(link.b.ns, [f"addr add {ip}/32 dev lo"])
+        _ip_batch(link.a.ns, [f"route add {ip}/32 via {link.b_ip} dev {link.a_dev}"])
+        return ip
 
     def links(self, a: Host, b: Host, profiles: Sequence[LinkProfile | None]) -> list[Link]:
         """Several parallel links between a and b (multi-interface client), e.g. ``LINK_SETS["2x5mbit"]``."""

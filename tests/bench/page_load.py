@@ -208,7 +208,7 @@ class PageLab:
     """A lab (client — link — server) with nginx (or Apache) serving the pages, loaded by `browser`."""
 
     def __init__(self, profile: LinkProfile, shapes: Sequence[Page], browser: str = "chromium",
-                 nginx_conf: str = "", *, server: str = "nginx", warm_port: bool = True) -> None:
+                 nginx_conf: str = "", *, server: str = "nginx", warm_port: bool = True, public: bool = False) -> None:
         if browser not in DRIVERS:
             raise ValueError(f"no page driver for {browser!r} (have: {', '.join(DRIVERS)})")
         self.profile = profile
@@ -228,9 +228,11 @@ class PageLab:
             self.client = self.lab.host("client")
             self.link = self.lab.link(self.client, server_host, profile)
             Path(self._docroot.name).chmod(0o755)  # Apache's children (www-data) read it in place
-            pki = self._make_trust(self.link.b_ip) if self._trust is not None else None
-            self.srv = _start_server(server, server_host, self._docroot.name, self.link.b_ip, nginx_conf, warm_port,
-                                     pki)
+            #: public: the pages on an address the browser, the extension and the helper take for the Internet's
+            #: (Lab.public_address), so in Chromium ON the helper fetches the document too, as for a real site.
+            self.ip = self.lab.public_address(self.link) if public else self.link.b_ip
+            pki = self._make_trust(self.ip) if self._trust is not None else None
+            self.srv = _start_server(server, server_host, self._docroot.name, self.ip, nginx_conf, warm_port, pki)
             for shape in shapes:  # the server's page cache warm
                 for warm in (False, True) if warm_port else (False,):
                     self.client.run(["curl", "-s", "-k", "-o", "/dev/null", self.url(shape, warm)], check=False,
@@ -257,8 +259,8 @@ class PageLab:
 
     def url(self, shape: Page, warm: bool = False) -> str:
         if self.https:
-            return f"https://{self.link.b_ip}{shape.path(warm)}"
-        return f"http://{self.link.b_ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
+            return f"https://{self.ip}{shape.path(warm)}"
+        return f"http://{self.ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
     def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False,
              helper_home: str | None = None) -> list[Run]:
@@ -332,6 +334,20 @@ class PageLab:
                 helper_done(Path(home) / "lanefetch")
             empty_http_cache(Path(home) / "lanefetch")
             return learning, self.load(shape, "on", helper_home=home)[0]
+
+    def first_visit(self, shape: Page, other: Page) -> tuple[Run, Run]:
+        """Chromium ON, a page the helper never loaded, by a helper that has loaded another page (`other`, one ON
+        load in a fresh browser): so the helper knows this browser's field profile (prefetch/field_profile.py), as
+        for anyone who used lanefetch before, and nothing of `shape`. Then the helper's stored responses are
+        deleted (a bench step: its learned pages, `other`'s included, are kept; nothing of `shape` is among them)
+        and `shape` is loaded in a fresh browser (its own cache empty). Returns (the other page's load, the
+        measured one)."""
+        with tempfile.TemporaryDirectory(prefix="lf-bench-first-") as home:
+            Path(home).chmod(0o755)
+            primer = self.load(other, "on", helper_home=home)[0]
+            helper_done(Path(home) / "lanefetch")
+            empty_http_cache(Path(home) / "lanefetch")
+            return primer, self.load(shape, "on", helper_home=home)[0]
 
     def _counters(self) -> dict[str, Any]:
         """The emulator's counters (IP packets); on a plain veth link (`lan`) the client device's own (Ethernet

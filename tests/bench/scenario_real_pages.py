@@ -10,6 +10,14 @@ LANEFETCH_BENCH_VISIT=second (issue 20, Chromium only): each ON load is a *secon
 (PageLab.second_visit: two learning ON loads, then the helper's HTTP cache emptied with its learned pages kept, then
 the measured ON load in a fresh browser); OFF is a fresh browser as always. The report's name ends in
 `-second-visit`.
+
+LANEFETCH_BENCH_VISIT=first (issue 20, Chromium only): each ON load is a *first visit* of a page, by a helper that
+has seen one load of another page of the corpus (PageLab.first_visit: so it knows the browser's field profile, as
+for anyone who used lanefetch before; the page's learned history empty; the helper's stored responses deleted and
+the browser's cache fresh), the pages served on a public address (Lab.public_address) for ON and OFF alike, so
+the helper fetches the document, as for a real site (on the lab's private address Chromium loads a local
+document itself and nothing can be discovered from it). The report's name ends in `-first-visit`. Unset: every
+ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
 
@@ -47,21 +55,23 @@ def _chosen(var: str) -> list[str]:
     return names
 
 
-def second_visit() -> bool:
-    visit = os.environ.get("LANEFETCH_BENCH_VISIT", "first")
-    if visit not in ("first", "second"):
-        raise SystemExit(f"LANEFETCH_BENCH_VISIT: first or second, not {visit!r}")
-    return visit == "second"
+def visit_mode() -> str:
+    """"fresh" (LANEFETCH_BENCH_VISIT unset), "first" or "second"."""
+    visit = os.environ.get("LANEFETCH_BENCH_VISIT", "") or "fresh"
+    if visit not in ("fresh", "first", "second"):
+        raise SystemExit(f"LANEFETCH_BENCH_VISIT: first or second (or unset), not {visit!r}")
+    return visit
 
 
-def report_name(chosen: dict[str, list[str]], second: bool = False) -> str:
-    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit`."""
+def report_name(chosen: dict[str, list[str]], second: bool = False, first: bool = False) -> str:
+    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit` or
+    `-first-visit`."""
     parts = [NAME]
     for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
                 "LANEFETCH_BENCH_PAGES"):
         if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
             parts += chosen[var]
-    return "-".join([*parts, *(["second", "visit"] if second else [])])
+    return "-".join([*parts, *(["second", "visit"] if second else []), *(["first", "visit"] if first else [])])
 
 
 def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
@@ -76,6 +86,25 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
                     learning, d = pl.second_visit(page)
                     for k, ld in enumerate(learning):
                         log(f"round {r + 1} {page.name} learning load {k + 1}: {_describe(ld)}")
+                else:
+                    d = pl.load(page, "off")[0]
+                runs[page][mode].append(d)
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}")
+    return runs
+
+
+def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
+                            log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
+    """As PageLab.alternate, with every ON load a first visit (PageLab.first_visit) after one load of another
+    page of the corpus (the next one in the corpus's order; logged, not measured)."""
+    runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
+    for r in range(rounds):
+        for page in pages:
+            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                if mode == "on":
+                    other = CORPUS[(CORPUS.index(page) + 1) % len(CORPUS)]
+                    primer, d = pl.first_visit(page, other)
+                    log(f"round {r + 1} {page.name} helper's earlier load ({other.name}): {_describe(primer)}")
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
@@ -158,14 +187,44 @@ SECOND_VISIT = (
 )
 
 
+FIRST_VISIT = (
+    "**First visit (issue 20, `LANEFETCH_BENCH_VISIT=first`)**: every ON load is the first visit of a page by a "
+    "helper that has seen one ON load of *another* page of the corpus (the next in the corpus's order; a fresh "
+    "Chromium, the same helper state): so the helper knows this browser's field profile (Accept per destination, "
+    "Accept-Language, User-Agent: the same for every site) and nothing of the measured page; then the helper's "
+    "stored responses deleted (a bench step; its learned pages, none of the measured page, kept), then the "
+    "measured load in a fresh Chromium (its cache empty). The pages are served on a public address for ON and OFF "
+    "alike (`Lab.public_address`, routed only between the lab's two namespaces), so that in Chromium ON the helper "
+    "fetches the document, as it does for a real site (a page on a private address is loaded by Chromium itself). "
+    "Issue 20's aims: first visit ≥ 1.3× (the speed-up column), bytes never asked for ≤ 5 % (the waste column "
+    "below: bytes the server sent ON beyond what any OFF load asked for)."
+)
+
+
+def waste(page_offs: Sequence[Run], d: Run) -> int:
+    """Body bytes the server sent in ON load d beyond what any OFF load of the page asked for: each path's
+    answers past the most any OFF load got (a prefetch nobody claimed, or one refused and fetched again)."""
+    off_counts = [Counter(r.path for r in o["records"]) for o in page_offs]
+    by_path: dict[str, list[int]] = {}
+    for r in d["records"]:
+        by_path.setdefault(r.path, []).append(r.body_bytes)
+    extra = 0
+    for path, sizes in by_path.items():
+        allowed = max(c[path] for c in off_counts)
+        extra += sum(sorted(sizes)[:max(len(sizes) - allowed, 0)])
+    return extra
+
+
 def run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
-    second = second_visit()
-    if second and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
-        raise SystemExit("LANEFETCH_BENCH_VISIT=second: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
+    visit = visit_mode()
+    second, first = visit == "second", visit == "first"
+    if visit != "fresh" and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
+        raise SystemExit(f"LANEFETCH_BENCH_VISIT={visit}: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
     pages = [p for p in CORPUS if p.name in chosen["LANEFETCH_BENCH_PAGES"]]
-    install_missing(pages)
-    name = report_name(chosen, second)
+    others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first else []
+    install_missing([*pages, *(o for o in others if o not in pages)])
+    name = report_name(chosen, second, first)
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
@@ -181,8 +240,9 @@ def run(rounds: int) -> int:
                     log(f"[{server} {browser}] skipped: the HTTPS + h2 variant is measured in Chromium only")
                     continue
                 for link in chosen["LANEFETCH_BENCH_PROFILES"]:
-                    with PageLab(PROFILES[link], pages, browser, compression_conf(server.removesuffix("-h2")),
-                                 server=server, warm_port=False) as pl:
+                    served = [*pages, *(o for o in dict.fromkeys(others) if o not in pages)]
+                    with PageLab(PROFILES[link], served, browser, compression_conf(server.removesuffix("-h2")),
+                                 server=server, warm_port=False, public=first) as pl:
                         where = f"{server} {browser} {link}"
 
                         def log_here(line: str, where: str = where) -> None:
@@ -190,6 +250,8 @@ def run(rounds: int) -> int:
 
                         if second:
                             runs = _alternate_second_visits(pl, pages, rounds, log_here)
+                        elif first:
+                            runs = _alternate_first_visits(pl, pages, rounds, log_here)
                         else:
                             runs = pl.alternate(pages, rounds, describe=_describe, log=log_here)
                     for page, by_variant in runs.items():
@@ -197,16 +259,17 @@ def run(rounds: int) -> int:
                             _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
-                    _write(name, chosen, pages, measured, rounds, log_path.name, second)
+                    _write(name, chosen, pages, measured, rounds, log_path.name, second, first)
     return 0
 
 
 def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
-           log_name: str, second: bool = False) -> None:
+           log_name: str, second: bool = False, first: bool = False) -> None:
     statics = {p: p.static_waves() for p in pages}
     rows: list[list[str]] = []
     facts_rows: list[list[str]] = []
     oddities: list[str] = []
+    wastes: list[str] = []
     tally = {"never_slower": 0, "gain": 0, "near_limit": 0, "bytes": 0}
     applied = dict.fromkeys(tally, 0)
     for (server, browser), by_link in measured.items():
@@ -229,6 +292,11 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                     tally[k] += said == "met"
                 rows.append(rr.row(page.name, link, BROWSER_NAMES[browser], server, c, v))
                 oddities += [f"{link} {browser} {server}: {o}" for o in _oddities(page, off, on)]
+                page_bytes = sorted(sum(r.body_bytes for r in d["records"]) for d in off)[len(off) // 2]
+                wasted = sorted(waste(off, d) for d in on)
+                wastes.append(f"{page.name} {link} {browser} {server}: median {wasted[len(wasted) // 2]} B, worst "
+                              f"{wasted[-1]} B of the page's {page_bytes} B (OFF median, bodies): worst "
+                              f"{100 * wasted[-1] / max(page_bytes, 1):.1f} %")
     done = sum(len(v) for v in measured.values())
     planned = sum(1 for s in chosen["LANEFETCH_BENCH_SERVERS"] for b in chosen["LANEFETCH_BENCH_BROWSERS"]
                   if s != "nginx-h2" or b == "chromium") * len(chosen["LANEFETCH_BENCH_PROFILES"])
@@ -248,6 +316,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
         *(["", SECOND_VISIT] if second else []),
+        *(["", FIRST_VISIT] if first else []),
         "",
         f"{rounds} browser runs per page, link, browser, server and variant, ON/OFF order alternating round by "
         "round. Links: " + "; ".join(f"`{n}` " + (f"RTT {PROFILES[n].rtt_ms:g} ms, {PROFILES[n].down_kbit:g} / "
@@ -285,6 +354,14 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "",
         *([f"- {o}" for o in oddities] or ["Nothing: every ON load decoded as many images as the OFF loads, had no "
                                            "more 4xx answers and asked the server for every path all OFF loads did."]),
+        "",
+        "## Bytes the server sent ON that no OFF load asked for",
+        "",
+        "Per ON load: each path's answers beyond the most any OFF load of the page got (a prefetch nobody claimed, "
+        "or one the fidelity rule refused and the browser fetched again), body bytes as served (gzip where served "
+        "so), against the page's body bytes (OFF median).",
+        "",
+        *[f"- {w}" for w in wastes],
         "",
         f"Per-load lines: `{log_name}`.",
     ]

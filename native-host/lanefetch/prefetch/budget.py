@@ -15,13 +15,20 @@ prefetch in flight at that moment (bytes already on the wire arrive whatever the
   the page changed, the next learned load demotes them). Limit: twice the page's learned bytes, at least
   256 KiB and at most 8 MiB: it bounds both the holding area's memory and the damage of a page that changed
   under a stable record, while never throttling a flight that is merely ahead of the browser (the whole page is
-  the point of a flight).
+  the point of a flight). A first visit (no history: its flight is what discovery found in the page's own
+  document and stylesheets, all confident) may hold FIRST_VISIT_TOTAL (the 8 MiB ceiling) unclaimed: the
+  document names the page's subresources at once, the browser asks for them only once it has the whole document
+  (debugger mode fulfils a request whole), and what passes a lower limit is cancelled midway, its bytes wasted
+  while the browser fetches it again (measured: with 1 MiB, `rust-book-print`'s 1.08 MB highlight.js — counted
+  decoded — was cancelled on every first visit). What bounds a first visit's waste instead: the flight stops
+  sending at its first refusal by the fidelity rule (flight.py).
 `total` has no rate cap: fetching the page's own bytes ahead is what a flight is for, on a slow link most of all.
 Why a byte bound and not a count: a count lets one large wrong image through; bytes are what the
 user pays in time.
 
-A prefetch is admitted before its request is sent, against its expected size (the learned size, or nothing when
-unknown: then only while its class is under its limit); its bytes are counted as they arrive (`received` tells
+A prefetch is admitted before its request is sent, against its expected size (the learned size; when unknown,
+UNKNOWN_SIZE for a confident item until it ends, nothing for a guess: then only while its class is under its
+limit); its bytes are counted as they arrive (`received` tells
 the caller to cancel the fetch when the class went over). Claimed bytes leave the ledger (they were useful);
 discarded ones stay counted as waste to the end of the page. Pure: no clock, no I/O."""
 
@@ -32,7 +39,9 @@ from dataclasses import dataclass, field
 SPECULATIVE_SHARE = 0.05
 SPECULATIVE_FLOOR = 32 * 1024
 TOTAL_FLOOR = 256 * 1024
+UNKNOWN_SIZE = 64 * 1024  # what a confident prefetch of unknown size is admitted against, until it ended
 TOTAL_CEILING = 8 * 1024 * 1024
+FIRST_VISIT_TOTAL = TOTAL_CEILING
 LINK_SECONDS = 0.5
 
 
@@ -42,11 +51,13 @@ class Limits:
     total: int
 
 
-def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None) -> Limits:
-    """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured)."""
+def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None, *, first_visit: bool = False) -> Limits:
+    """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured);
+    `first_visit`: a page without history whose flight is what discovery found in its own document."""
     known = page_bytes if page_bytes is not None and page_bytes > 0 else 0
     speculative = max(int(SPECULATIVE_SHARE * known), SPECULATIVE_FLOOR)
-    total = min(max(2 * known, TOTAL_FLOOR), TOTAL_CEILING)
+    floor = FIRST_VISIT_TOTAL if first_visit and not known else TOTAL_FLOOR
+    total = min(max(2 * known, floor), TOTAL_CEILING)
     if link_bytes_per_s is not None and link_bytes_per_s > 0:
         speculative = min(speculative, int(LINK_SECONDS * link_bytes_per_s))
     return Limits(speculative=speculative, total=max(total, speculative))
@@ -77,7 +88,9 @@ class Ledger:
         """Whether a prefetch may be sent now; if so it is recorded against its expected size."""
         if item_id in self._items:
             return False
-        expected = max(expected_size or 0, 0)
+        # A confident item of unknown size counts as UNKNOWN_SIZE until it ends (finished): otherwise every such item
+        # is admitted at once while nothing has arrived yet, and the class can only be kept by cancelling midway.
+        expected = max(expected_size if expected_size is not None else (UNKNOWN_SIZE if confident else 0), 0)
         if self._used(speculative_only=False) + expected > self.limits.total or (
                 expected == 0 and self._used(speculative_only=False) >= self.limits.total):
             return False
@@ -98,6 +111,12 @@ class Ledger:
         if self._used(speculative_only=False) > self.limits.total:
             return False
         return item.confident or self._used(speculative_only=True) <= self.limits.speculative
+
+    def finished(self, item_id: str) -> None:
+        """A prefetch arrived whole: its size is known now (an estimate no longer counts)."""
+        item = self._items.get(item_id)
+        if item is not None:
+            item.expected = item.received
 
     def claim(self, item_id: str) -> None:
         """A browser request took this prefetch's response: its bytes were useful."""

@@ -25,6 +25,10 @@ Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.
 A request waiting on a prefetch can be cancelled like any other (it ends as `cancelled` at once), and a flight
 whose batch ends without answering an item (a fetcher that raised, a cancel) leaves no request waiting on it.
 
+After its first refusal by the fidelity rule a flight sends nothing more (what waits is dropped, what a later
+discovery adds is refused): the fields it was planned with, or the page, proved wrong once, and more of the same
+would only be waste; that bounds a wrong field profile's cost to what was under way at that moment.
+
 `Flight.close()` ends the page: fetches still running are cancelled, everything unclaimed is discarded as waste,
 and the report says how many requests were answered from the flight, and the bytes claimed and wasted.
 Counting is in body bytes as the sink sees them (decoded where the request decodes), so waste is over- rather
@@ -99,47 +103,74 @@ class Flight:
         self._max_age = max_age
         self._held: dict[str, _Held] = {}  # by request id
         self._by_url: dict[str, list[_Held]] = {}
-        self._task: asyncio.Task[BatchResult] | None = None
+        self._tasks: list[asyncio.Task[BatchResult]] = []
         self._cancels: set[asyncio.Task[None]] = set()
+        #: called with each prefetch that arrived whole (2xx or not): page_loads.py reads stylesheets from it
+        self.on_arrived: Callable[[FetchRequest, DeliveredHead, bytes], None] | None = None
+        #: whether a deferred item is still worth sending (page_loads.py: the browser did not ask for it yet)
+        self.still_wanted: Callable[[str], bool] = lambda url: True
+        self._deferred: list[Planned] = []  # confident items the budget had no room for yet, in plan order
+        self.distrusted = False  # the fidelity rule refused one of its prefetches: it sends nothing more
         self.report = FlightReport()
         self.closed = False
 
     def start(self, plan: list[Planned]) -> None:
-        """Admit and send the plan as one batch (in the background); call once."""
-        assert self._task is None, "a flight is started once"
+        """Admit and send the plan as one batch (in the background). Called again (discovery found more), the
+        new items join the same holding area and ledger as another batch."""
+        if self.closed:
+            return
+        self.report.planned += len(plan)
+        self._send([item for item in plan if not any(k.lower() in _NEVER_SENT for k, _ in item.headers)])
+
+    def _release(self) -> None:
+        """Budget came free (a prefetch was claimed, discarded or ended smaller than its estimate): send the
+        deferred items that fit now and that the browser has not asked for meanwhile."""
+        if self._deferred and not self.closed:
+            deferred, self._deferred = self._deferred, []
+            self._send([item for item in deferred if self.still_wanted(item.url)])
+
+    def _send(self, plan: list[Planned]) -> None:
+        if self.distrusted:  # its fields (or the page) proved wrong once: more of the same would be waste
+            self.report.refused_by_budget += len(plan)
+            return
         requests: list[FetchRequest] = []
         for item in plan:
-            self.report.planned += 1
-            if any(k.lower() in _NEVER_SENT for k, _ in item.headers):
-                continue
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
                                    resource_type=item.resource_type, decode=item.decode, cache_store=False)
-            if not self.ledger.admit(request.id, confident=item.confident, expected_size=item.expected_size):
-                self.report.refused_by_budget += 1
+            if self._deferred or not self.ledger.admit(request.id, confident=item.confident,
+                                                       expected_size=item.expected_size):
+                if item.confident:  # waits for room (in order: nothing overtakes a deferred item)
+                    self._deferred.append(item)
+                else:
+                    self.report.refused_by_budget += 1
                 continue
             held = _Held(request)
             self._held[request.id] = held
             self._by_url.setdefault(item.url, []).append(held)
             requests.append(request)
-        self.report.sent = len(requests)
-        self._task = asyncio.create_task(self._fetcher.fetch(requests, _HoldSink(self), self.page),
-                                         name="lanefetch-prefetch-flight")
-        self._task.add_done_callback(self._batch_ended)
+        self.report.sent += len(requests)
+        if not requests:
+            return
+        task = asyncio.create_task(self._fetcher.fetch(requests, _HoldSink(self), self.page),
+                                   name="lanefetch-prefetch-flight")
+        batch = [self._held[r.id] for r in requests]
+        task.add_done_callback(lambda t: self._batch_ended(t, batch))
+        self._tasks.append(task)
 
-    def _batch_ended(self, task: asyncio.Task[BatchResult]) -> None:
+    def _batch_ended(self, task: asyncio.Task[BatchResult], batch: list[_Held]) -> None:
         """However the batch ended (a fetcher that raised or was cancelled included), no browser request may wait
         on a prefetch forever: whatever did not end is an error, never an answer."""
         if not task.cancelled() and task.exception() is not None:
             log.warning("prefetch batch failed: %r", task.exception())
-        for held in self._held.values():
+        for held in batch:
             if not held.done.is_set():
                 held.error = held.error or FetchError("internal", "the prefetch batch ended without an answer")
                 held.done.set()
 
     async def wait(self) -> None:
         """Until every prefetch of the flight has ended (for tests and the page report)."""
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._cancels:
             await asyncio.gather(*self._cancels, return_exceptions=True)
 
@@ -168,16 +199,23 @@ class Flight:
                 if verdict.ok:
                     held.claimed = True
                     self.ledger.claim(held.request.id)
+                    self._release()
                     self.report.answered += 1
                     return held
                 verdict_reason = verdict.reason
             counts = self.report.refused_by_fidelity
             counts[verdict_reason] = counts.get(verdict_reason, 0) + 1
+            if not self.distrusted:
+                self.distrusted = True
+                self.report.refused_by_budget += len(self._deferred)
+                self._deferred = []
         return None
 
     async def close(self) -> FlightReport:
         """End the page: cancel what still runs, discard everything unclaimed; the page's report."""
         self.closed = True
+        self.report.refused_by_budget += len(self._deferred)  # never found room
+        self._deferred = []
         running = [h.request.id for h in self._held.values() if not h.done.is_set()]
         if running:
             await self._fetcher.cancel(running)
@@ -235,6 +273,11 @@ class _HoldSink:
         held = self._flight._held[request.id]
         held.source = report.cache
         held.done.set()
+        self._flight.ledger.finished(request.id)
+        self._flight._release()
+        arrived = self._flight.on_arrived
+        if arrived is not None and held.head is not None and held.error is None and not held.over_budget:
+            arrived(request, held.head, b"".join(held.body))
 
 
 class FlightAnswers:

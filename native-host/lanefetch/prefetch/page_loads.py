@@ -7,11 +7,25 @@ and the engine, so a prefetched response answers before any of them is asked):
 - `navigation(page)`: a navigation of an enabled site starts (the extension's `preconnect`). The page's load
   begins (load_log.load_key: never for private browsing or without a top-level site); a load of the same page
   that already saw requests ends first. In the background the page's learned history is recalled
-  (page_memory.py, exact page only: the template key needs the document's stylesheets, and discovery is not
-  wired yet), planned (plan.py, nothing discovered) and, if the plan is not empty, flown (flight.py) through the
+  (page_memory.py, exact page: the template key needs the document's stylesheets), planned (plan.py) and,
+  if the plan is not empty, flown (flight.py) through the
   inner fetcher, within the page's budget. Left out: what the helper's HTTP cache holds (fresh, it answers the
   browser as fast; stale, the browser's own request revalidates it, where a prefetch would fetch the whole body
   again), and what the browser already asked for while the history was read (it went its own way).
+- Discovery (discover_worker.py runs discover_html/discover_css in a worker process): the load's document (its
+  request for the load's own URL, wave 0) and every stylesheet that reaches the helper (the browser's, or one the
+  flight prefetched) are read as they stream: the document as soon as 1 KiB of it arrived (its <meta charset>
+  prescan window), again each time it doubled (up to PROGRESSIVE_MAX) and once whole (an unfinished tag at the
+  cut is dropped by the HTML tokenizer, so a prefix yields only complete elements); a stylesheet once whole. What
+  they name and the browser has not asked for yet is planned (plan.py, with the page's learned history and the
+  browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
+  answered by the same fidelity rule). Bodies that are not 2xx, or arrive still content-coded, are not read.
+  Once the document was read whole its stylesheets are the page's template key (learned.page_keys): the
+  template's history is recalled and its stable assets join the flight too, and the load is recorded under both
+  keys when it ends.
+- The browser's field profile (field_profile.py) is learned from each ended load's requests (keyed by
+  User-Agent, kept in the cache database's page store under field_profile.PARTITION), recalled by the User-Agent
+  of the request whose body is read, and forgotten with the cache.
 - `fetch(batch)`: a batch naming a page with a load under way is logged (load_log.LoadLog: URL, fields, wave,
   size as delivered) and goes through `FlightAnswers`, which answers from the flight where fidelity allows and
   passes the rest to the inner fetcher. A batch of a page without a load goes to the inner fetcher as before.
@@ -32,7 +46,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..cache.http_cache import HttpCache, cache_url
 from ..cache.policy import Hit, Revalidate
@@ -41,8 +55,13 @@ from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.request import FetchRequest, with_accept_encoding
-from .budget import Ledger
+from .budget import Ledger, Limits, limits_for
+from .discover_worker import Discoverer
+from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
+from .field_profile import decode as decode_profile
+from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
+from .learned import History, Observed
 from .load_log import IDLE_S, LoadKey, LoadLog, load_key
 from .page_memory import PageMemory
 from .plan import Planned, plan
@@ -50,6 +69,41 @@ from .plan import Planned, plan
 log = logging.getLogger(__name__)
 
 MAX_LOADS = 32
+PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix may be decoded wrongly
+PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
+MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
+_DECODED = ("", "identity")
+
+
+def _charset(headers: Headers) -> str | None:
+    content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"') or None
+    return None
+
+
+def _readable(head: DeliveredHead) -> bool:
+    """A 2xx body the parsers can read (decoded by the helper, or never content-coded)."""
+    coding = next((v for k, v in head.headers if k.lower() == "content-encoding"), "").strip().lower()
+    return 200 <= head.status < 300 and (head.decoded or coding in _DECODED)
+
+
+@dataclass
+class _Tap:
+    """A document or stylesheet body being read for discovery."""
+
+    kind: str  # "html" or "css"
+    url: str
+    wave: int  # the wave of the document (0) or stylesheet; what it names is one wave later
+    user_agent: str | None
+    charset: str | None = None
+    readable: bool = False
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    read_at: int = 0  # the size of the prefix last read
+    whole: bool = False  # the body ended: this read is the last
 
 
 @dataclass(frozen=True)
@@ -73,28 +127,56 @@ class _Load:
     starting: asyncio.Task[None] | None = None
     ended: bool = False
     forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
+    exact: History | None = None  # the page's learned history, once recalled
+    template: History | None = None  # its template's, once the document's stylesheets are known
+    stylesheets: list[str] | None = None  # the document's, once read whole (the template key)
+    limits: Limits | None = None  # the page's budget, from its history
+    taps: dict[str, _Tap] = field(default_factory=dict)  # by request id
+    read: set[str] = field(default_factory=set)  # stylesheet URLs read already
+    planned: set[str] = field(default_factory=set)  # URLs the flight was given
+    cookies_on_site: bool = False  # the browser sends or was sent cookies for the page's site
+    user_agent: str | None = None
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class _LoggingSink:
     """Passes everything on; tells the load's log what was delivered (size, for the wave of later batches)."""
 
-    def __init__(self, inner: Sink, load: _Load, clock: Callable[[], float]) -> None:
+    def __init__(self, inner: Sink, load: _Load, clock: Callable[[], float], pages: PageLoads) -> None:
         self._inner = inner
         self._load = load
         self._clock = clock
+        self._pages = pages
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        tap = self._load.taps.get(request.id)
+        if tap is not None:
+            tap.readable, tap.charset = _readable(head), _charset(head.headers)
+            if tap.kind == "html" and any(k.lower() == "set-cookie" for k, _ in head.headers):
+                self._load.cookies_on_site = True
         await self._inner.head(request, head)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
+        tap = self._load.taps.get(request.id)
+        if tap is not None and tap.readable and tap.size < MAX_TAPPED:
+            tap.chunks.append(data)
+            tap.size += len(data)
+            if tap.kind == "html" and tap.size >= PROGRESSIVE_MIN and tap.size <= PROGRESSIVE_MAX and (
+                    tap.size >= 2 * tap.read_at):
+                self._pages._read(self._load, tap)
         await self._inner.body(request, data)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
         self._load.log.ended(request.id, body_bytes, self._clock())
+        tap = self._load.taps.pop(request.id, None)
+        if tap is not None and tap.readable and (tap.size > tap.read_at or tap.kind == "html"):
+            tap.whole = True  # a document is read whole once more: its stylesheets make the template key
+            self._pages._read(self._load, tap)
         await self._inner.end(request, body_bytes, trailers)
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
         self._load.log.failed(request.id, self._clock())
+        self._load.taps.pop(request.id, None)
         await self._inner.error(request, error)
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
@@ -104,7 +186,7 @@ class _LoggingSink:
 class PageLoads:
     def __init__(self, inner: Fetcher, cache_for: Callable[[Page], HttpCache | None],
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
-                 idle_s: float = IDLE_S) -> None:
+                 idle_s: float = IDLE_S, discoverer: Discoverer | None = None) -> None:
         self.inner = inner
         self._memory = PageMemory(cache_for)
         self._cache_for = cache_for
@@ -115,6 +197,8 @@ class PageLoads:
         self._loads: dict[LoadKey, _Load] = {}
         self._ending: set[asyncio.Task[None]] = set()
         self._sweep: asyncio.TimerHandle | None = None
+        self._discoverer = discoverer if discoverer is not None else Discoverer()
+        self._profiles: dict[str, FieldProfile | None] = {}  # by User-Agent; None: none kept
 
     def _flight_for(self, page: Page) -> Flight | None:
         key = load_key(page)
@@ -137,6 +221,7 @@ class PageLoads:
         while len(self._loads) > MAX_LOADS:
             self._end_in_background(next(iter(self._loads.values())))
         load.starting = asyncio.create_task(self._start_flight(load, previous), name="lanefetch-prefetch-start")
+        self._discoverer.warm()
         return True
 
     async def _start_flight(self, load: _Load, previous: asyncio.Task[None] | None) -> None:
@@ -148,14 +233,99 @@ class PageLoads:
             log.exception("recalling a page failed")
             return
         chosen = plan(recalled.exact, None, [])
-        items = await self._not_cached(load.page, chosen.items)
-        # What the browser asked for while the history was read went its own way: fetching it again is waste.
-        items = [item for item in items if not load.log.requested(item.url)]
+        load.exact = recalled.exact
+        load.limits = chosen.limits if recalled.exact is not None else limits_for(None, first_visit=True)
+        await self._fly(load, chosen.items)
+
+    async def _fly(self, load: _Load, planned: list[Planned]) -> None:
+        """Add the planned items the flight does not have yet, the cache does not hold and the browser did not
+        ask for yet (what it asked for went its own way: fetching it again is waste)."""
+        items = await self._not_cached(load.page, [i for i in planned if i.url not in load.planned])
+        items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned]
         if not items or load.ended:
             return
-        flight = Flight(self.inner, load.page, Ledger(chosen.limits), clock=self._clock)
-        flight.start(items)
-        load.flight = flight
+        load.planned.update(i.url for i in items)
+        if load.flight is None:
+            load.flight = Flight(self.inner, load.page, Ledger(load.limits or limits_for(None, first_visit=True)),
+                                 clock=self._clock)
+            flight = load.flight
+            flight.on_arrived = lambda request, head, body: self._arrived(load, flight, request, head, body)
+            flight.still_wanted = lambda url: not load.log.requested(url)
+        load.flight.start(items)
+
+    def _arrived(self, load: _Load, flight: Flight, request: FetchRequest, head: DeliveredHead, body: bytes) -> None:
+        """A prefetch arrived whole: a stylesheet is read like one the browser fetched."""
+        if request.resource_type == "stylesheet" and _readable(head) and not flight.closed:
+            tap = _Tap("css", request.url, 1, load.user_agent, _charset(head.headers), True, [body], len(body))
+            self._read(load, tap)
+
+    def _read(self, load: _Load, tap: _Tap) -> None:
+        """Read what arrived of a tapped body (in the worker) and fly what it names."""
+        if load.ended or (tap.kind == "css" and tap.url in load.read):
+            return
+        if tap.kind == "css":
+            load.read.add(tap.url)
+        tap.read_at = tap.size
+        body = b"".join(tap.chunks)
+        task = asyncio.create_task(self._discovered(load, tap, body), name="lanefetch-discover")
+        load.tasks.add(task)
+        task.add_done_callback(load.tasks.discard)
+
+    async def _discovered(self, load: _Load, tap: _Tap, body: bytes) -> None:
+        try:
+            if tap.kind == "html":
+                found = await self._discoverer.html(body, tap.url, tap.charset)
+            else:
+                found = await self._discoverer.css(body, tap.url, tap.charset)
+            if load.starting is not None:
+                await asyncio.wait([load.starting])  # the history recalled: the plan merges both
+            recalled = False
+            if tap.kind == "html" and tap.whole and load.stylesheets is None:
+                # The template key is known now: a new page of a known template gets the template's stable assets
+                load.stylesheets = [sub.url for sub in found if sub.destination == "style"]
+                if load.stylesheets:
+                    load.template = (await self._memory.recall(load.page, load.key.page, load.stylesheets)).template
+                    recalled = load.template is not None
+            new = [(sub, tap.wave + 1) for sub in found
+                   if sub.url not in load.planned and not load.log.requested(sub.url)]
+            if not (new or recalled) or load.ended:
+                return
+            ua = tap.user_agent or load.user_agent
+            profile = await self._profile(load.page, ua) if ua is not None else None
+            chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
+                          cookies_on_site=load.cookies_on_site)
+            await self._fly(load, chosen.items)  # less what was planned, is cached or was asked for already
+        except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
+            log.exception("discovering a page's subresources failed")
+
+    async def _profile(self, page: Page, user_agent: str) -> FieldProfile | None:
+        """This browser's field profile, from memory or the cache database; None when none is kept."""
+        if user_agent in self._profiles:
+            return self._profiles[user_agent]
+        cache = self._cache_for(page)
+        if cache is None:
+            return None
+        key = record_key(user_agent)
+        records = await cache.pages(PARTITION, [key])
+        profile = decode_profile(records[key], time.time()) if key in records else None
+        if profile is not None and profile.user_agent != user_agent:
+            profile = None
+        self._profiles.setdefault(user_agent, profile)
+        return self._profiles[user_agent]
+
+    async def _learn_profile(self, load: _Load, observed: list[Observed]) -> None:
+        """The browser's field profile learns from the ended load (never a forgotten or private one)."""
+        cache = self._cache_for(load.page)
+        if cache is None or not observed:
+            return
+        agents = {v for item in observed for k, v in item.headers if k == "user-agent"}
+        for ua in agents:
+            await self._profile(load.page, ua)
+        known = {ua: p for ua, p in self._profiles.items() if p is not None}
+        now = time.time()
+        for ua, profile in learn(known, load.key.page, observed, now).items():
+            self._profiles[ua] = profile
+            cache.keep_pages(PARTITION, {record_key(ua): encode_profile(profile)}, now)
 
     async def _not_cached(self, page: Page, items: list[Planned]) -> list[Planned]:
         """The items the helper's HTTP cache holds nothing of. A fresh copy answers the browser's request as fast
@@ -196,11 +366,17 @@ class PageLoads:
     async def _end(self, load: _Load) -> None:
         load.ended = True
         try:
+            for task in list(load.tasks):
+                task.cancel()
+            if load.tasks:
+                await asyncio.gather(*load.tasks, return_exceptions=True)
             if load.starting is not None:
                 await load.starting  # a flight being set up is closed like one under way
             report = await load.flight.close() if load.flight is not None else None
             observed = [] if load.forgotten else load.log.observed()
-            self._memory.record(load.page, load.key.page, None, observed,
+            if not load.forgotten:
+                await self._learn_profile(load, observed)
+            self._memory.record(load.page, load.key.page, load.stylesheets, observed,
                                 keep_empty=load.flight is not None and not load.forgotten)
             await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed), load.log.first_request))
         except Exception:  # nothing waits for it: a failure is logged, never the host's end
@@ -211,6 +387,7 @@ class PageLoads:
         history too, and clearing forgets it all)."""
         for load in self._loads.values():
             load.forgotten = True
+        self._profiles.clear()
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         self._end_idle()
@@ -218,8 +395,26 @@ class PageLoads:
         load = self._loads.get(key) if key is not None else None
         if load is None:
             return await self._answers.fetch(requests, sink, page)
-        load.log.batch([(r.id, r.method, r.url, list(r.headers), r.resource_type) for r in requests], self._clock())
-        return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock), page)
+        wave = load.log.batch([(r.id, r.method, r.url, list(r.headers), r.resource_type) for r in requests],
+                              self._clock())
+        self._tap(load, requests, wave)
+        return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
+
+    def _tap(self, load: _Load, requests: list[FetchRequest], wave: int) -> None:
+        """Which bodies of the batch are read (the load's document, stylesheets), and what its requests say of
+        the browser (its User-Agent, whether it holds cookies for the page's site)."""
+        for r in requests:
+            if r.method.upper() != "GET":
+                continue
+            ua = next((v for k, v in r.headers if k.lower() == "user-agent"), None)
+            load.user_agent = load.user_agent or ua
+            if any(k.lower() in ("cookie", "authorization") for k, _ in r.headers) and (
+                    relation(r.url, load.key.page) in ("same-origin", "same-site")):
+                load.cookies_on_site = True
+            if r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page:
+                load.taps[r.id] = _Tap("html", r.url, 0, ua)
+            elif r.resource_type == "stylesheet" and r.url not in load.read:
+                load.taps[r.id] = _Tap("css", r.url, wave, ua)
 
     def preconnect(self, url: str, page: Page) -> bool:
         return self.inner.preconnect(url, page)
@@ -239,4 +434,5 @@ class PageLoads:
 
     async def aclose(self) -> None:
         await self.end_all()
+        self._discoverer.close()
         await self.inner.aclose()

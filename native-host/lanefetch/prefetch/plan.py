@@ -11,8 +11,14 @@ load's document and stylesheets (discover_html.py, discover_css.py), and the lin
 - Never planned: a request whose learned observations carried Cookie or Authorization (the helper cannot send
   the user's credentials and fidelity would refuse a prefetch without them), and a discovered request for which
   no learned observation of the same origin, destination and mode says which fields the browser sends
-  (Accept, Sec-Fetch-Site, User-Agent …): a prefetch with guessed fields would be refused by fidelity.py, pure
-  waste. So a page with no history at all plans nothing; its first load teaches the fields.
+  (Accept, Sec-Fetch-Site, User-Agent …) and the browser's field profile (field_profile.py: the browser-wide
+  fields learned from any load, the rest computed from the URLs) does not know them either: a prefetch with
+  guessed fields would be refused by fidelity.py, pure waste. Learned fields of the same origin come first (they
+  are what this site's requests really carried); the profile makes a first visit plannable.
+- Never planned either: a discovered request that carries cookies (credentials mode include, or same-origin to
+  the page's origin) to an origin whose learned requests carried Cookie or Authorization, or to the page's own
+  site when the load showed the browser holds cookies there (`cookies_on_site`: the document's request carried
+  some or its response set some). The helper holds no cookies: such a prefetch would only be refused.
 - Order: by wave as learned (discovered items: 1 for the document's, 2 for a stylesheet's), within a wave
   render-blocking first (style, script, font, then the rest): the engine's queue orders by priority too, but
   on one pipelined connection the order of sending is the order of answers.
@@ -27,6 +33,7 @@ import ada_url
 
 from ..engine.fields import Headers
 from .budget import Limits, limits_for
+from .field_profile import FieldProfile, fields_for, relation, sends_cookies
 from .learned import History, Observed, page_bytes, stable
 from .resource import Subresource
 
@@ -62,12 +69,15 @@ def _origin(url: str) -> str | None:
 
 
 def plan(exact: History | None, template: History | None, discovered: list[tuple[Subresource, int]],
-         link_bytes_per_s: float | None = None) -> Plan:
+         link_bytes_per_s: float | None = None, *, profile: FieldProfile | None = None, page_url: str | None = None,
+         cookies_on_site: bool = False) -> Plan:
     """The flight's plan from the page's own history, its template's (either may be None) and what discovery
-    found, each item with its wave (1: named by the document, 2: by a stylesheet, …)."""
+    found, each item with its wave (1: named by the document, 2: by a stylesheet, …); `profile` and `page_url`
+    (the page's document URL) give discovered requests their fields where no learned load of the origin did."""
     histories = [h for h in (exact, template) if h is not None]
     observed = [item for h in histories for load in h.loads for item in load]
     credentialed = {item.key for item in observed if item.credentialed}
+    cookie_origins = {_origin(item.url) for item in observed if item.credentialed}
     fields: dict[tuple[str | None, str, str], Observed] = {}
     for item in observed:
         if not item.credentialed:
@@ -96,11 +106,17 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
         key: tuple[str, str, str] = (sub.url, sub.destination, sub.mode)
         if sub.conditional and key not in learned_keys:
             continue
-        shown = fields.get((_origin(sub.url), sub.destination, sub.mode))
-        if shown is None:
+        if page_url is not None and sends_cookies(sub, page_url) and (
+                _origin(sub.url) in cookie_origins
+                or (cookies_on_site and relation(sub.url, page_url) in ("same-origin", "same-site"))):
             continue
-        add(Observed(sub.url, sub.destination, sub.mode, wave, shown.headers, False, None), wave,
-            not sub.conditional)
+        shown = fields.get((_origin(sub.url), sub.destination, sub.mode))
+        headers = shown.headers if shown is not None else None
+        if headers is None and profile is not None and page_url is not None:
+            headers = fields_for(profile, sub, page_url)
+        if headers is None:
+            continue
+        add(Observed(sub.url, sub.destination, sub.mode, wave, headers, False, None), wave, not sub.conditional)
 
     seen: set[tuple[str, str, str]] = set()
     items: list[Planned] = []

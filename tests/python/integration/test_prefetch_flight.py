@@ -258,3 +258,31 @@ async def test_a_flight_whose_batch_fails_leaves_no_request_waiting(server: Serv
     await asyncio.wait_for(answers.fetch([_browser("b", f"{server.url}/b.js", SCRIPT)], sink, PAGE), 10)
     assert sink.got["b"].body == JS and sink.got["b"].report is not None and sink.got["b"].report.cache == "none"
     assert server.count("/b.js") == 1
+
+
+async def test_confident_items_of_unknown_size_wait_for_room_instead_of_being_cancelled(
+        server: Server, service: FetchService) -> None:
+    """A first visit's flight (discovered items: confident, sizes unknown) larger than its budget: each unknown
+    item counts as budget.UNKNOWN_SIZE until it ends, so only what fits is sent; the rest waits and is sent as
+    room comes free (here: as sent ones end smaller than their estimate), in plan order, never cancelled midway;
+    one the browser asked for meanwhile is not sent at all."""
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=0, total=128 * 1024)))
+    flight.still_wanted = lambda url: not url.endswith("n=4")  # the browser asked for that one itself
+    urls = [f"{server.url}/c.png?n={n}" for n in range(6)]
+    flight.start([Planned(u, IMAGE, "image") for u in urls])
+    assert flight.report.sent == 2  # 2 × 64 KiB estimated: the budget is full
+    for _ in range(1000):  # fails loudly after 10 s
+        if flight.report.sent == 5 and not any(not h.done.is_set() for h in flight._held.values()):
+            break
+        await asyncio.sleep(0.01)
+    await flight.wait()
+    assert flight.report.sent == 5 and flight.report.cancelled_by_budget == 0
+    assert [p for p, _ in server.seen] == ["/c.png"] * 5
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    wanted = [u for u in urls if not u.endswith("n=4")]
+    await answers.fetch([FetchRequest(f"r{i}", "GET", u, IMAGE, decode=True) for i, u in enumerate(wanted)], sink,
+                        PAGE)
+    assert all(g.report is not None and g.report.cache == "prefetch" for g in sink.got.values())
+    report = await flight.close()
+    assert (report.answered, report.wasted_bytes, report.refused_by_budget) == (5, 0, 0)

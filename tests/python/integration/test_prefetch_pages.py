@@ -18,6 +18,7 @@ from aiohttp import web
 from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from lanefetch.prefetch.budget import Ledger, limits_for
 from lanefetch.prefetch.discover_html import discover_html
+from lanefetch.prefetch.discover_worker import Discoverer
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.learned import Observed, observe
 from lanefetch.prefetch.load_log import load_key
@@ -259,6 +260,7 @@ def recording_loads(service: FetchService, **kwargs: Any) -> tuple[PageLoads, li
     async def on_end(e: LoadEnded) -> None:
         ended.append(e)
 
+    kwargs.setdefault("discoverer", Discoverer(use_process=False))  # a thread: nothing left running by a test
     return PageLoads(service, service.cache_for, on_end, **kwargs), ended
 
 
@@ -373,4 +375,152 @@ async def test_a_load_whose_flight_nobody_asked_for_ends_the_flights(server: Ser
     server.seen.clear()
     assert not await visit(3, False)  # the empty load was remembered: nothing is fetched for nobody
     assert server.seen == []
+    await loads.end_all()
+
+
+FIRST_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/first.css>"
+              b"<script src=/static/app.js></script></head><body><img src=/static/logo.png>"
+              + b"<p>text</p>" * 400 + b"</body></html>")
+FIRST_CSS = (b"@import url(/static/imported.css);\n@font-face{font-family:f;src:url(/static/f.woff2) format('woff2')}"
+             b"\nbody{font-family:f}")
+FIRST = {"/first/index.html": FIRST_HTML, "/static/first.css": FIRST_CSS, "/static/imported.css": b"p{color:red}",
+         "/static/f.woff2": b"wOF2" * 100}
+
+
+def _first_answer(path: str) -> web.Response:
+    if path in ("/first/index.html", "/cookie/index.html"):
+        cookie = {"Set-Cookie": "session=1; Path=/"} if path.startswith("/cookie/") else {}
+        return web.Response(body=FIRST_HTML, content_type="text/html",
+                            headers={"Cache-Control": "no-store", **cookie})
+    if path in FIRST:
+        return web.Response(body=FIRST[path], content_type="text/css" if path.endswith(".css") else None,
+                            headers={"Cache-Control": "no-store"})
+    return _answer(path)
+
+
+def document_request(rid: str, url: str) -> FetchRequest:
+    fields = [("Accept", "text/html"), ("Sec-Fetch-Dest", "document"), ("Sec-Fetch-Mode", "navigate"),
+              ("Sec-Fetch-Site", "none"), ("User-Agent", "UA/2"), ("Accept-Language", "en")]
+    return FetchRequest(rid, "GET", url, fields, resource_type="document", decode=True)
+
+
+async def until(check: Callable[[], bool], what: str) -> None:
+    for _ in range(1000):  # fails loudly after 10 s
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"waited 10 s for {what}")
+
+
+async def test_a_first_visit_flies_what_its_document_and_stylesheets_name(service: FetchService) -> None:
+    """Discovery wired (page_loads.py): after the helper saw one load of another page (the browser's field profile:
+    field_profile.py), a page it never loaded has its document read as it streams through the helper; its
+    stylesheet, script and image are fetched before the browser asks, the prefetched stylesheet is read in turn
+    and its @import fetched too (the @font-face source is conditional: not fetched on a first visit); the
+    browser's requests are answered from the flight; one with another Accept is fetched anew, after which the
+    flight sends nothing more. A page whose
+    document set a cookie prefetches nothing of its own site (the browser would send the cookie); private
+    browsing reads and flies nothing."""
+    async with counting_server(_first_answer) as server:
+        discoverer = Discoverer()
+        loads, ended = recording_loads(service, discoverer=discoverer)
+        try:
+            other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+            assert loads.navigation(other)
+            await loads.fetch([browser_request(f"o{i}", server.url + p, d) for i, (p, d) in enumerate(
+                [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")])],
+                Collect(), other)
+            await loads.end_all()
+            await settle(service)
+
+            server.seen.clear()
+            page_url = f"{server.url}/first/index.html"
+            page = Page(address_space="loopback", top_site=server.url, url=page_url)
+            assert loads.navigation(page)
+            sink = Collect()
+            await loads.fetch([document_request("doc", page_url)], sink, page)
+            assert sink.bodies["doc"] == FIRST_HTML
+            await until(lambda: "/static/imported.css" in server.seen, "the @import's prefetch")
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            assert load.flight is not None
+            await asyncio.gather(*list(load.tasks))
+            await load.flight.wait()
+            assert sorted(server.seen) == ["/first/index.html", "/static/app.js", "/static/first.css",
+                                           "/static/imported.css", "/static/logo.png"]
+
+            sink = Collect()
+            wanted = [("/static/first.css", "style"), ("/static/app.js", "script"), ("/static/imported.css", "style")]
+            batch = [browser_request(f"b{i}", server.url + p, d) for i, (p, d) in enumerate(wanted)]
+            other_accept = FetchRequest("img", "GET", f"{server.url}/static/logo.png",
+                                        [("Accept", "image/png"), *headers("image")[1:]], resource_type="image",
+                                        decode=True)
+            await loads.fetch([*batch, other_accept], sink, page)
+            assert not sink.errors
+            assert sink.cache == {"b0": "prefetch", "b1": "prefetch", "b2": "prefetch", "img": "none"}
+            assert sink.bodies["b2"] == FIRST["/static/imported.css"]
+            assert server.count("/static/first.css") == 1 and server.count("/static/logo.png") == 2
+            # after a refusal the flight sends nothing more: the fields proved wrong once
+            flight = load.flight
+            assert flight.distrusted
+            sent = flight.report.sent
+            flight.start([Planned(f"{server.url}/static/late.js", headers("script"), "script")])
+            assert flight.report.sent == sent and server.count("/static/late.js") == 0
+            await loads.end_all()
+            report = ended[-1].flight
+            assert report is not None and report.answered == 3
+            assert report.refused_by_fidelity == {"header:accept": 1}
+
+            # the browser holds a cookie for the site (the document set one): nothing of the site is prefetched
+            server.seen.clear()
+            cookie_url = f"{server.url}/cookie/index.html"
+            cookie_page = Page(address_space="loopback", top_site=server.url, url=cookie_url)
+            assert loads.navigation(cookie_page)
+            await loads.fetch([document_request("cdoc", cookie_url)], Collect(), cookie_page)
+            load = loads._loads[load_key(cookie_page)]  # type: ignore[index]
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is None and server.seen == ["/cookie/index.html"]
+            await loads.end_all()
+
+            # private browsing: no load, nothing read, nothing flown
+            server.seen.clear()
+            private = Page(address_space="loopback", top_site=server.url, url=page_url, private_browsing=True)
+            assert not loads.navigation(private)
+            await loads.fetch([document_request("pdoc", page_url)], Collect(), private)
+            assert load_key(private) is None and not loads._loads  # no load: no tap, no discovery, no flight
+            assert server.seen == ["/first/index.html"]
+        finally:
+            await loads.end_all()
+            discoverer.close()
+
+
+async def test_a_new_page_of_a_known_template_flies_the_template_s_stable_assets(server: Server,
+                                                                                 service: FetchService) -> None:
+    """Two pages of one template (same path shape, same stylesheets) loaded through the helper, each also asking
+    for a script no document names (a script inserted it): once a third page's document was read whole, its
+    stylesheets make the template key, and the template's stable assets fly too, the inserted script included."""
+    loads, _ended = recording_loads(service)
+    assets = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image"),
+              ("/static/late.js", "script")]
+    for name in ("one", "two"):
+        page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/{name}.html")
+        assert loads.navigation(page)
+        await loads.fetch([document_request(f"{name}-doc", page.url or "")], Collect(), page)
+        load = loads._loads[load_key(page)]  # type: ignore[index]
+        await until(lambda load=load: load.stylesheets is not None, "the document read whole")
+        await loads.fetch([browser_request(f"{name}-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)],
+                          Collect(), page)
+        await loads.end_all()
+    await settle(service)
+
+    server.seen.clear()
+    page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/three.html")
+    assert loads.navigation(page)
+    await loads.fetch([document_request("doc", page.url or "")], Collect(), page)
+    load = loads._loads[load_key(page)]  # type: ignore[index]
+    await until(lambda: "/static/late.js" in server.seen, "the template's stable script prefetched")
+    assert load.template is not None
+    sink = Collect()
+    await loads.fetch([browser_request(f"b{i}", server.url + p, d) for i, (p, d) in enumerate(assets)], sink, page)
+    assert sink.cache == {f"b{i}": "prefetch" for i in range(4)}
+    assert all(server.count(p) == 1 for p, _ in assets)
     await loads.end_all()

@@ -1,0 +1,146 @@
+"""field_profile.py: a browser's fields learned from one page's loads reproduce, exactly, what that browser sends
+for another page's subresources; observations not made by the page itself teach nothing; Sec-Fetch-Site by the
+Fetch standard; the record round-trips; plan.py uses the profile only where learned fields are missing and never
+for a request that would carry the site's cookies."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from lanefetch.prefetch.field_profile import (
+    FieldProfile,
+    decode,
+    encode,
+    fields_for,
+    learn,
+    relation,
+    trustworthy,
+)
+from lanefetch.prefetch.learned import History, observe
+from lanefetch.prefetch.plan import plan
+from lanefetch.prefetch.resource import Subresource
+
+HOSTS = ["a.example", "www.a.example", "cdn.a.example", "b.test", "example.co.uk", "x.example.co.uk",
+         "y.example.co.uk", "127.0.0.1", "localhost", "203.0.114.9"]
+SCHEMES = ["http", "https"]
+KINDS = [("style", "no-cors"), ("script", "no-cors"), ("script", "cors"), ("image", "no-cors"),
+         ("font", "cors"), ("empty", "cors")]
+
+urls = st.builds(lambda s, h, p: f"{s}://{h}/{p}", st.sampled_from(SCHEMES), st.sampled_from(HOSTS),
+                 st.sampled_from(["a.css", "b/c.js", "i.png", "f.woff2"]))
+
+
+class Browser:
+    """A model browser: its constants, and the Fetch standard's rules for the rest (Origin on a cors request to
+    another origin; Sec-Fetch-* only to potentially trustworthy URLs)."""
+
+    def __init__(self, ua: str, language: str | None, accept: dict[tuple[str, str], str | None]) -> None:
+        self.ua, self.language, self.accept = ua, language, accept
+
+    def headers(self, url: str, destination: str, mode: str, page: str) -> list[tuple[str, str]]:
+        out = [("User-Agent", self.ua)]
+        if self.accept[(destination, mode)] is not None:
+            out.append(("Accept", str(self.accept[(destination, mode)])))
+        if self.language is not None:
+            out.append(("Accept-Language", self.language))
+        site = relation(url, page)
+        assert site is not None
+        if trustworthy(url):
+            out += [("Sec-Fetch-Dest", destination), ("Sec-Fetch-Mode", mode), ("Sec-Fetch-Site", site)]
+        if mode == "cors" and site != "same-origin":
+            out.append(("Origin", page.split("/", 3)[0] + "//" + page.split("/", 3)[2]))
+        return out
+
+
+browsers = st.builds(
+    Browser, st.sampled_from(["UA/1", "Mozilla/5.0 (X11) Chrome/156"]), st.one_of(st.none(), st.just("en,fr;q=0.9")),
+    st.fixed_dictionaries({k: st.one_of(st.none(), st.sampled_from(["*/*", "text/css,*/*;q=0.1", "image/avif,*/*"]))
+                           for k in KINDS}))
+requests = st.lists(st.tuples(urls, st.sampled_from(KINDS)), min_size=1, max_size=12)
+
+
+@given(browsers, urls, requests, urls, st.sampled_from(KINDS))
+def test_what_one_page_taught_reproduces_the_browser_for_another(browser: Browser, page: str,
+                                                                 seen: list[tuple[str, tuple[str, str]]],
+                                                                 url: str, kind: tuple[str, str]) -> None:
+    observed = [observe(u, d, m, 1, browser.headers(u, d, m, page)) for u, (d, m) in seen]
+    profiles = learn({}, page, observed, 100.0)
+    assert set(profiles) == {browser.ua}
+    profile = profiles[browser.ua]
+    other_page = url.rsplit("/", 1)[0] + "/other.html"  # another page, of whatever site
+    destination, mode = kind
+    got = fields_for(profile, Subresource(url, destination, mode, "include", other_page), other_page)
+    kinds_seen = {k for _, k in seen}
+    secure_seen = {trustworthy(u) for u, _ in seen}
+    if kind in kinds_seen and trustworthy(url) in secure_seen:
+        want = tuple(sorted((k.lower(), v) for k, v in browser.headers(url, destination, mode, other_page)))
+        assert got == want
+    else:
+        assert got is None  # never seen that way: unknown, nothing planned
+
+
+@given(browsers, urls, urls, st.sampled_from(KINDS))
+def test_an_observation_not_made_by_the_page_teaches_nothing(browser: Browser, page: str, url: str,
+                                                             kind: tuple[str, str]) -> None:
+    destination, mode = kind
+    headers = browser.headers(url, destination, mode, page)
+    framed = [(k, "cross-site" if k == "Sec-Fetch-Site" and v != "cross-site" else "same-origin")
+              if k == "Sec-Fetch-Site" else (k, v) for k, v in headers]
+    foreign = [*[(k, v) for k, v in headers if k != "Origin"], ("Origin", "https://elsewhere.example")]
+    for fields in (framed, foreign):
+        if fields == headers:
+            continue
+        assert learn({}, page, [observe(url, destination, mode, 1, fields)], 1.0) == {}
+
+
+@given(st.sampled_from(SCHEMES), st.sampled_from(HOSTS), st.sampled_from(SCHEMES), st.sampled_from(HOSTS))
+def test_sec_fetch_site_is_symmetric_and_same_origin_only_for_one_origin(s1: str, h1: str, s2: str, h2: str) -> None:
+    a, b = f"{s1}://{h1}/x", f"{s2}://{h2}/y"
+    assert relation(a, b) == relation(b, a)
+    assert (relation(a, b) == "same-origin") == ((s1, h1) == (s2, h2))
+
+
+def test_sec_fetch_site_examples() -> None:
+    assert relation("https://cdn.a.example/x.css", "https://www.a.example/") == "same-site"
+    assert relation("https://x.example.co.uk/", "https://y.example.co.uk/") == "same-site"
+    assert relation("https://one.co.uk/", "https://two.co.uk/") == "cross-site"  # co.uk is a public suffix
+    assert relation("https://a.github.io/", "https://b.github.io/") == "cross-site"  # so is github.io
+    assert relation("http://www.a.example/", "https://www.a.example/") == "cross-site"  # schemeful
+    assert relation("https://127.0.0.1:8443/", "https://127.0.0.1/") == "same-site"
+    assert trustworthy("http://127.0.0.1/") and trustworthy("http://app.localhost/") and not trustworthy("http://a.b/")
+
+
+@given(browsers, urls, requests)
+def test_the_record_round_trips_and_expires(browser: Browser, page: str,
+                                            seen: list[tuple[str, tuple[str, str]]]) -> None:
+    observed = [observe(u, d, m, 1, browser.headers(u, d, m, page)) for u, (d, m) in seen]
+    profile = learn({}, page, observed, 1000.0)[browser.ua]
+    assert decode(encode(profile), 1000.0 + 60) == profile
+    assert decode(encode(profile), 1000.0 + 31 * 24 * 3600) is None
+    assert decode(encode(profile), 999.0) is None
+    assert decode("{}", 1000.0) is None and decode("not json", 1000.0) is None
+
+
+PAGE = "http://www.a.example/doc.html"
+UA = [("user-agent", "UA/1"), ("accept-language", "en")]
+PROFILE = FieldProfile("UA/1", "en", True, {("style", "no-cors"): "text/css,*/*;q=0.1",
+                                            ("image", "no-cors"): "*/*"}, {False: False}, {})
+
+
+def test_plan_gives_discovered_requests_the_profile_s_fields_and_no_cookie_bearing_one_on_a_cookie_site() -> None:
+    same = Subresource("http://www.a.example/s.css", "style", "no-cors", "include", PAGE)
+    sibling = Subresource("http://img.a.example/i.png", "image", "no-cors", "include", PAGE)
+    other = Subresource("http://cdn.b.test/i.png", "image", "no-cors", "include", PAGE)
+    found = [(same, 1), (sibling, 1), (other, 1)]
+    assert plan(None, None, found).items == []  # no learned fields, no profile: nothing
+    items = plan(None, None, found, profile=PROFILE, page_url=PAGE).items
+    assert [(i.url, dict(i.headers)["accept"]) for i in items] == [
+        (same.url, "text/css,*/*;q=0.1"), (sibling.url, "*/*"), (other.url, "*/*")]
+    assert all(dict(i.headers)["user-agent"] == "UA/1" and "origin" not in dict(i.headers) for i in items)
+    # the browser holds cookies for the page's site: its own requests would carry them, a prefetch without them
+    # would be refused; the other site's requests are still planned
+    assert [i.url for i in plan(None, None, found, profile=PROFILE, page_url=PAGE, cookies_on_site=True).items] == [
+        other.url]
+    # a learned credentialed request of another origin: that origin's cookie-bearing requests are not planned
+    learned = History([[observe("http://cdn.b.test/x.png", "image", "no-cors", 1, [*UA, ("cookie", "c=1")])]])
+    assert [i.url for i in plan(learned, None, found, profile=PROFILE, page_url=PAGE).items] == [same.url, sibling.url]
