@@ -458,9 +458,27 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Servi
         await host.close()
 
 
-async def _stdio_main(config: ServiceConfig) -> None:
-    reader, writer = await open_stdio(limit=FrameDecoder().max_size)
+async def _stdio_main(config: ServiceConfig, read_fd: int, write_fd: int) -> None:
+    reader, writer = await open_stdio(read_fd, write_fd, limit=FrameDecoder().max_size)
     await serve(reader, writer, config)
+
+
+def _private_port_fds() -> tuple[int, int]:
+    """The browser's port on descriptors no child process inherits; fds 0 and 1 then point elsewhere.
+
+    Why: every process the helper starts (prefetch discovery's worker process and its forkserver, the
+    resource tracker) inherits fds 0-2. A child holding the port's stdout kept the pipe open after the helper
+    died, so the browser (and a test's harness) never saw the port close, and a child printing to it would
+    corrupt the framing. os.dup makes non-inheritable copies (PEP 446) for the port; children get /dev/null as
+    stdin and the log (stderr) as stdout. POSIX only: Windows children do not inherit these handles this way."""
+    if sys.platform == "win32":
+        return 0, 1
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return read_fd, write_fd
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,7 +491,9 @@ def main(argv: list[str] | None = None) -> int:
     if test_ca:
         log.warning("%s is set: origins are verified against %s only (a test setting)", TEST_UPSTREAM_CA_ENV, test_ca)
     try:
-        asyncio.run(_stdio_main(ServiceConfig(EngineConfig(ca_file=test_ca), cache_dir=default_cache_dir())))
+        read_fd, write_fd = _private_port_fds()
+        asyncio.run(_stdio_main(ServiceConfig(EngineConfig(ca_file=test_ca), cache_dir=default_cache_dir()),
+                                read_fd, write_fd))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -21,6 +21,10 @@ import asyncio
 import concurrent.futures
 import logging
 import multiprocessing
+import os
+import select
+import threading
+import time
 from concurrent.futures import Executor
 
 from .discover_css import discover_css
@@ -34,6 +38,33 @@ def _ready() -> bool:
     return True
 
 
+def _end_with(helper_pid: int) -> None:
+    """Worker initializer: the worker exits when the helper does, however the helper ended.
+
+    A ProcessPoolExecutor worker waits on its call queue, whose write end it holds itself (the queue is pickled
+    whole), so a helper killed without shutting the pool down (SIGKILL, a crash) left the worker waiting forever,
+    and with it the forkserver (the worker holds the forkserver's liveness pipe). The worker's parent is the
+    forkserver, so it watches the helper's pid: a pidfd (Linux) becomes readable when that process ends; elsewhere
+    it polls once a second."""
+
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(helper_pid)
+        except (AttributeError, OSError):
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(helper_pid, 0)
+                except ProcessLookupError:
+                    os._exit(0)
+                except PermissionError:
+                    pass
+        select.select([fd], [], [])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="lanefetch-helper-watch", daemon=True).start()
+
+
 class Discoverer:
     def __init__(self, *, use_process: bool = True) -> None:
         self._use_process = use_process
@@ -44,7 +75,8 @@ class Discoverer:
         if self._pool is None and self._use_process:
             try:
                 self._pool = concurrent.futures.ProcessPoolExecutor(
-                    1, mp_context=multiprocessing.get_context("forkserver"))
+                    1, mp_context=multiprocessing.get_context("forkserver"), initializer=_end_with,
+                    initargs=(os.getpid(),))
             except (OSError, ValueError) as e:
                 log.warning("no discovery process (%r): discovery runs in a thread", e)
                 self._use_process = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,54 @@ async def test_clearing_the_cache_forgets_learned_pages_and_the_loads_under_way(
     assert set(caches.values()) == {"none"}, "no flight: nothing learned is left"
     assert [(r["recorded"], r["flight"]) for r in reports] == [(0, True)]
     assert all(server.seen.count(path) == 3 for path in ASSETS), server.seen
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (st := _stat(int(entry.name))) is not None and st[1] == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    st = _stat(pid)
+    return st is not None and st[0] != "Z"  # a zombie has ended (pid 1 here may not reap orphans at once)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+async def test_a_killed_host_closes_its_port_and_leaves_no_discovery_process(host: HostProcess,
+                                                                                  server: Server) -> None:
+    # A navigation begins a page load, which starts discovery's worker process (through a forkserver).
+    p = page(server)
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    started: tuple[int, int] | None = None
+    for _ in range(400):
+        started = next(((c, k[0]) for c in _children(host.proc.pid) if (k := _children(c))), None)
+        if started is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert started is not None, "no discovery worker process under the host"
+    host.proc.kill()  # no shutdown of any kind: a crash, an OOM kill
+    try:
+        assert host.proc.stdout
+        # The port closes for the browser: no child of the helper holds its stdout.
+        await asyncio.wait_for(host.proc.stdout.read(), 20)
+        for _ in range(400):
+            if not any(_running(pid) for pid in started):
+                break
+            await asyncio.sleep(0.05)
+        assert not [pid for pid in started if _running(pid)], "discovery processes outlived the helper"
+    finally:
+        for pid in started:  # whatever the verdict, this test leaves nothing running
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
