@@ -33,6 +33,7 @@ from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
 from .engine.origin_policy import OriginPolicy
+from .engine.pool_plan import Handshake
 from .engine.request import FetchRequest, Origin, parse_target, with_accept_encoding
 from .lanes.split_fetch import LaneObserver, SplitFetcher
 from .lanes.splitting_fetcher import SplittingFetcher
@@ -115,13 +116,15 @@ class FetchService:
                 records[str(origin)] = json.dumps(record)
         cache.learn(page.top_site, records)
 
-    def preconnect(self, url: str, page: Page | None = None) -> bool:
-        return self._splitting.preconnect(url, page or Page())
+    def preconnect(self, url: str, page: Page | None = None, handshake: Handshake = "full") -> bool:
+        return self._splitting.preconnect(url, page or Page(), handshake)
 
-    async def preconnect_site(self, page: Page) -> list[str]:
+    async def preconnect_site(self, page: Page, handshake: Handshake = "full") -> list[str]:
         """A page of page.top_site starts: connect to the origins the site's earlier loads used (what was learned
-        under it, freshest first; never for private browsing), each starting from what was learned of it. Returns
-        the origins a connection was started to (none where one is open or opening already)."""
+        under it, freshest first; never for private browsing), each starting from what was learned of it, with the
+        navigation's `handshake` (a `tcp` one still opens every connection of an origin remembered as HTTP/1.1
+        only: pool_plan.preconnect_plan). Returns the origins a connection was started to (none where one is open
+        or opening already)."""
         cache = self.cache_for(page)
         if cache is None or page.private_browsing or not page.top_site:
             return []
@@ -143,7 +146,7 @@ class FetchService:
             policy = policy_from(records[name], self.config.engine.effective_depth, now)
             if policy is not None and origin not in self.engine.policies:
                 self.engine.policies[origin] = policy
-            if self.preconnect(name + "/", page):
+            if self.preconnect(name + "/", page, handshake):
                 started.append(name)
         return started
 

@@ -281,6 +281,7 @@ class PageLab:
                 env["LANEFETCH_BENCH_HELPER_CACHE"] = helper_home
             if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
                 env |= {"HOME": self._trust.name, TEST_UPSTREAM_CA_ENV: f"{self._trust.name}/pki/ca.pem"}
+            cap = self._capture(shape, mode)
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
             for k in range(2 if warm or repeat else 1):
@@ -316,10 +317,29 @@ class PageLab:
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
             proc.stdin.close()
-            if proc.wait(timeout=120) != 0:
+            code = proc.wait(timeout=120)
+            if cap is not None:
+                time.sleep(0.5)  # the last packets of the browser's and the helper's goodbyes
+                cap.terminate()
+                cap.wait(10)
+            if code != 0:
                 err.seek(0)
                 raise RuntimeError(f"driver ({mode}, {shape.name}) failed at exit: {err.read().strip()[-2000:]}")
         return runs
+
+    def _capture(self, shape: Page, mode: str) -> subprocess.Popen[bytes] | None:
+        """With LANEFETCH_BENCH_PCAP=DIR: the load's packets in the client namespace (headers only) to
+        DIR/PAGE-MODE-N.pcap, for `python -m bench.pcap_uplink DIR` (bytes up per connection)."""
+        out = os.environ.get("LANEFETCH_BENCH_PCAP")
+        if not out:
+            return None
+        Path(out).mkdir(parents=True, exist_ok=True)
+        n = sum(1 for _ in Path(out).glob(f"{shape.name}-{mode}-*.pcap"))
+        path = Path(out) / f"{shape.name}-{mode}-{n + 1}.pcap"
+        cap = self.client.popen(["tcpdump", "-i", "any", "-n", "-s", "96", "-w", str(path), "tcp"],
+                                stderr=subprocess.DEVNULL)
+        time.sleep(1)  # tcpdump is listening
+        return cap
 
     def second_visit(self, shape: Page, learning_loads: int = 2) -> tuple[list[Run], Run]:
         """Chromium ON, a page the helper learned: `learning_loads` ON loads (each a fresh browser; the helper

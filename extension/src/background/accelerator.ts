@@ -10,6 +10,7 @@ import type { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import type { HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
 import type { PassReason } from "../intercept/pass-reason.js";
+import { handshakeFor, HeldHandshakes } from "../intercept/preconnect-handshake.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
 import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
 import type { AddressSpace } from "../sites/address-space.js";
@@ -74,6 +75,7 @@ export class Accelerator {
   private readonly idleListeners: ((tabId: number) => void)[] = [];
   /** Chromium: origins the browser reaches over its own warm h2/h3 connection; their requests go to it. */
   multiplexed: BrowserMultiplexed | null = null;
+  private readonly heldHandshakes = new HeldHandshakes<PageInfo>();
 
   constructor(
     /** Hosts' speed: requests to fast ones go to the browser. The helper's connect times (origin_rtt) are fed here;
@@ -109,7 +111,20 @@ export class Accelerator {
     if (!origin.startsWith("http") || this.speed.isFast(page.url)) return false;
     const field = pageField(page);
     if (!navigation) delete field.url;
-    return this.client.preconnect(page.url, field);
+    const handshake = handshakeFor(page.url, navigation, this.multiplexed !== null);
+    if (handshake === "tcp") this.heldHandshakes.hold(page.url, page);
+    return this.client.preconnect(page.url, field, handshake);
+  }
+
+  /** A response to the browser's own request came from the network over `protocol` (Chromium): an origin whose
+   * preconnect held its TLS handshake and which the browser reached over HTTP/1.1 gets the helper's connections
+   * now, before the page's first batch (preconnect-handshake.ts). Names no page URL: the page's load has begun. */
+  browserAnswered(url: string, protocol: string): void {
+    const page = this.heldHandshakes.answered(url, protocol);
+    if (page === null || this.blockedBy) return;
+    const field = pageField(page);
+    delete field.url;
+    this.client.preconnect(url, field, "full");
   }
 
   handle(held: HeldRequest): void {

@@ -80,7 +80,10 @@ const networkLog = new CdpNetworkLog(
     if (!timings.browserTiming(networkId, url, timing)) browserTabs.unpausedFinished(networkId, url, timing, request);
   },
   (sample) => void speed.observe(sample),
-  (url, protocol) => multiplexed.observe(url, protocol),
+  (url, protocol) => {
+    multiplexed.observe(url, protocol);
+    accelerator.browserAnswered(url, protocol);
+  },
 );
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),

@@ -1,7 +1,7 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
 import type {
   Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, PageReport,
-  Ping, Pong,
+  Ping, Pong, Preconnect,
   Timing,
 } from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
@@ -101,9 +101,10 @@ export class HelperClient {
   }
 
   /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not
-   * connected. */
-  preconnect(url: string, page: Page): boolean {
-    return this.connection.state.status === "connected" && this.connection.send({ type: "preconnect", url, page });
+   * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). */
+  preconnect(url: string, page: Page, handshake: NonNullable<Preconnect["handshake"]> = "full"): boolean {
+    const message: Preconnect = handshake === "full" ? { type: "preconnect", url, page } : { type: "preconnect", url, page, handshake };
+    return this.connection.state.status === "connected" && this.connection.send(message);
   }
 
   /** Resolves true once the helper answers a ping sent now: it handles messages in order, so it has taken every

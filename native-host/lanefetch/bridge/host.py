@@ -20,6 +20,7 @@ from .. import protocol
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from ..engine.pool_plan import Handshake
 from ..engine.request import Origin, parse_target, site_name_problem
 from ..lanes.interface_report import PolicyAnswer, PolicyChange, list_or_change
 from ..prefetch.page_loads import LoadEnded, PageLoads
@@ -243,7 +244,8 @@ class Host:
             # Firefox: the proxy's engine fetches that page's requests, so its pool is the one to connect.
             fetcher = self.proxy.fetcher if self.proxy is not None else self.fetcher
             page = _to_page(item["page"])
-            if not fetcher.preconnect(item["url"], page):
+            handshake: Handshake = "tcp" if item.get("handshake") == "tcp" else "full"
+            if not fetcher.preconnect(item["url"], page, handshake):
                 # A connection is open already: its connect time answers (Firefox waits for one before routing).
                 origin = _origin_of(item["url"])
                 if origin is not None and origin in self._rtts:
@@ -251,7 +253,7 @@ class Host:
             if fetcher is self.fetcher:
                 # The rest of the page's site, as its earlier loads taught (Chromium; the proxy keeps no records),
                 # and the page's load: recorded for the next ones, its flight started if earlier loads taught one.
-                self._in_background(self.fetcher.preconnect_site(page), "preconnecting a site's origins")
+                self._in_background(self.fetcher.preconnect_site(page, handshake), "preconnecting a site's origins")
                 self.loads.navigation(page)
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}

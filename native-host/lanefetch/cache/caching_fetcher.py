@@ -21,6 +21,7 @@ from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
+from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest
 from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
@@ -68,8 +69,8 @@ class CachingFetcher:
                 await asyncio.gather(*hits, return_exceptions=True)
         return result
 
-    def preconnect(self, url: str, page: Page) -> bool:
-        return self.inner.preconnect(url, page)
+    def preconnect(self, url: str, page: Page, handshake: Handshake = "full") -> bool:
+        return self.inner.preconnect(url, page, handshake)
 
     async def cancel(self, request_ids: list[str]) -> None:
         await self.inner.cancel(request_ids)

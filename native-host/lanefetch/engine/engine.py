@@ -21,8 +21,10 @@ from .exchange import Exchange, Sink
 from .fetcher import BatchResult, Page
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
+from .pool_plan import Handshake
 from .request import FetchRequest, Origin, parse_target, validate
 from .rtt_sample import handshake_round_trip
+from .timing import ConnectTiming
 from .transport import make_tls_context
 
 log = logging.getLogger("lanefetch.engine")
@@ -93,14 +95,14 @@ class Engine:
         used = {ex.connection.id for ex in tracker.exchanges if ex.connection is not None}
         return BatchResult(len(used), tracker.max_concurrent)
 
-    def preconnect(self, url: str, page: Page | None = None) -> bool:
+    def preconnect(self, url: str, page: Page | None = None, handshake: Handshake = "full") -> bool:
         """Start a connection to url's origin before any request needs it (bad URLs are ignored); False when none
-        was started (one is open or opening already, or a bad URL)."""
+        was started (one is open or opening already, or a bad URL). `handshake`: pool_plan.preconnect_plan."""
         try:
             target = parse_target(url)
         except FetchError:
             return False
-        return self._pool_for(target.origin, page or Page()).preconnect()
+        return self._pool_for(target.origin, page or Page()).preconnect(handshake)
 
     async def cancel(self, request_ids: list[str]) -> None:
         for rid in request_ids:
@@ -130,12 +132,13 @@ class Engine:
     def next_connection_id(self) -> int:
         return next(self._conn_ids)
 
-    def connection_opened(self, conn: Carrier) -> None:
-        ct = conn.connect_timing
-        if self.on_connected is not None and ct.connect_start is not None and ct.connect_end is not None:
+    def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None:
+        if self.on_connected is not None and timing.connect_start is not None and timing.connect_end is not None:
             # The kernel's measure where it explains the connect time (rtt_sample.py: never a sample too small).
-            rtt = handshake_round_trip(ct.connect_end - ct.connect_start, ct.handshake_rtt)
-            self.on_connected(conn.pool.origin, rtt)
+            rtt = handshake_round_trip(timing.connect_end - timing.connect_start, timing.handshake_rtt)
+            self.on_connected(origin, rtt)
+
+    def connection_opened(self, conn: Carrier) -> None:
         self._open_connections += 1
         for b in self._batches:
             b.max_concurrent = max(b.max_concurrent, self._open_connections)

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from .address_policy import AddressSpace
 from .exchange import Sink
+from .pool_plan import Handshake
 from .request import FetchRequest
 
 
@@ -37,8 +38,9 @@ class Fetcher(Protocol):
         returns when all have ended."""
         ...
 
-    def preconnect(self, url: str, page: Page) -> bool:
-        """Open a connection to url's origin ahead of work; False when none was started."""
+    def preconnect(self, url: str, page: Page, handshake: Handshake = "full") -> bool:
+        """Open a connection to url's origin ahead of work (`handshake`: pool_plan.preconnect_plan); False when
+        none was started."""
         ...
 
     async def cancel(self, request_ids: list[str]) -> None: ...

@@ -33,7 +33,9 @@ from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
     RENDER_BLOCKING,
+    Ahead,
     Candidate,
+    Handshake,
     allowed_depth,
     carries_bulk,
     connection_limit,
@@ -45,6 +47,7 @@ from .pool_plan import (
     may_join,
     may_wait_for_draining,
     over_budget,
+    preconnect_plan,
     preferred_taker,
     receiving,
 )
@@ -60,6 +63,7 @@ class PoolOwner(Protocol):
     config: EngineConfig
 
     def next_connection_id(self) -> int: ...
+    def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
     def connection_closed(self, conn: Carrier) -> None: ...
 
@@ -85,11 +89,15 @@ class OriginPool:
         self._dns_lock = asyncio.Lock()
         self._ahead = False  # a preconnect waits for the TLS handshake's protocol to open the rest
         self._deferred: set[Connection] = set()  # refused the queue's head for a warmer idle connection
+        # Set once the origin's connections are needed (work came, or a `full` preconnect): a connection opened
+        # by a `tcp` preconnect holds its TLS handshake until then (pool_plan.preconnect_plan).
+        self._needed = asyncio.Event()
 
     # -- work in ------------------------------------------------------------------------------------------
 
     def submit(self, ex: Exchange) -> None:
         heapq.heappush(self._queue, (ex.sort_key(), ex))
+        self._needed.set()
         self._plan()
 
     def _requeue(self, ex: Exchange) -> None:
@@ -222,13 +230,24 @@ class OriginPool:
             return False
         return carries_bulk((f.parser.body_remaining for f in conn.state.in_flight), self.config.separate_bulk)
 
-    def preconnect(self) -> bool:
-        """Connect ahead of a page: as many connections as the origin may have serving it (pool_plan.
+    def preconnect(self, handshake: Handshake = "full") -> bool:
+        """Connect ahead of a page. `full`: as many connections as the origin may have serving it (pool_plan.
         connections_ahead), so the page's first wave finds them open instead of paying a handshake each, as the
-        browser's own requests would on its warm document connection. A TLS origin whose protocol is not known yet
-        gets one; its handshake says whether the others follow (h2: none). False when none was started."""
-        self._ahead = True
-        return self._open_ahead()
+        browser's own requests would on its warm document connection; a TLS origin whose protocol is not known yet
+        gets one, and its handshake says whether the others follow (h2: none). `tcp`: one connection whose TLS
+        handshake waits until the origin's connections are needed (pool_plan.preconnect_plan). False when none
+        was started."""
+        plan = preconnect_plan(handshake, self.tls is not None, self.policy.protocol)
+        if plan is Ahead.ALL:
+            self._needed.set()  # a held handshake goes on
+            self._ahead = True
+            return self._open_ahead()
+        if self.connections:
+            return False
+        if plan is Ahead.ONE_HELD and self._needed.is_set() and not self._queue:
+            self._needed = asyncio.Event()  # needed before, and none left since: held again until needed anew
+        self._open()
+        return True
 
     def _open_ahead(self) -> bool:
         if self.policy.protocol is not None or not self._may_speak_h2():
@@ -246,6 +265,19 @@ class OriginPool:
         task.add_done_callback(self._tasks.discard)
         return conn
 
+    async def _tcp_up(self, timing: ConnectTiming) -> None:
+        """TCP is up: its connect time is the origin's round trip (reported now, not a TLS handshake later); a
+        TLS handshake then waits until the origin's connections are needed, at most an idle connection's life."""
+        self.engine.tcp_connected(self.origin, timing)
+        if self.tls is None or self._needed.is_set():
+            return
+        needed = self._needed
+        try:
+            await asyncio.wait_for(needed.wait(), self.config.idle_timeout)
+        except TimeoutError:
+            if not needed.is_set():
+                raise FetchError("timeout", "a preconnected connection was not needed; closed unused") from None
+
     async def open_transport(self, timing: ConnectTiming) -> Transport:
         addresses = await self._resolve(timing)
         transport = await open_transport(
@@ -256,6 +288,7 @@ class OriginPool:
             connect_timeout=self.config.connect_timeout,
             interface=self.config.interface,
             setup=self.config.socket_setup,
+            tcp_up=lambda: self._tcp_up(timing),
         )
         if self.tls is not None:
             known = self.policy.protocol

@@ -6,7 +6,7 @@ import asyncio
 import socket
 import ssl
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from . import tls_diagnosis
@@ -88,8 +88,11 @@ async def open_transport(
     connect_timeout: float,
     interface: str | None = None,
     setup: Callable[[socket.socket], None] | None = None,
+    tcp_up: Callable[[], Awaitable[None]] | None = None,
 ) -> Transport:
-    """Connect to the first address that answers. `server_hostname` is the SNI/verification name."""
+    """Connect to the first address that answers. `server_hostname` is the SNI/verification name. `tcp_up` is
+    awaited once TCP is connected, before TLS: it reports the round trip, and may hold the TLS handshake until
+    the connection is needed (or raise to give it up; the socket is then closed)."""
     loop = asyncio.get_running_loop()
     last: Exception | None = None
     for family, sockaddr in addresses:
@@ -112,6 +115,12 @@ async def open_transport(
             continue
         timing.connect_end = now()
         timing.handshake_rtt = kernel_min_rtt(sock)
+        if tcp_up is not None:
+            try:
+                await tcp_up()
+            except BaseException:
+                sock.close()
+                raise
         local = _fmt(sock.getsockname())
         remote = _fmt(sock.getpeername())
         alpn: str | None = None

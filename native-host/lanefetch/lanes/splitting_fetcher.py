@@ -16,6 +16,7 @@ from ..engine.config import EngineConfig
 from ..engine.errors import FetchError
 from ..engine.exchange import Sink
 from ..engine.fetcher import BatchResult, Fetcher, Page
+from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, parse_target
 from .split_fetch import LaneObserver, SplitFetcher, make_fetcher
 
@@ -70,8 +71,8 @@ class SplittingFetcher:
                 task.cancel()
         return result
 
-    def preconnect(self, url: str, page: Page) -> bool:
-        return self.inner.preconnect(url, page)
+    def preconnect(self, url: str, page: Page, handshake: Handshake = "full") -> bool:
+        return self.inner.preconnect(url, page, handshake)
 
     async def cancel(self, request_ids: list[str]) -> None:
         await self.inner.cancel(request_ids)

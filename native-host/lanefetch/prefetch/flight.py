@@ -48,6 +48,7 @@ from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
+from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, with_accept_encoding
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
@@ -340,8 +341,8 @@ class FlightAnswers:
         # A prefetch the helper's cache answered fresh saved nothing on the wire: it is what it was, a cache hit.
         await sink.timing(request, TimingReport(timing, None, 0, 0, "hit" if held.source == "hit" else "prefetch"))
 
-    def preconnect(self, url: str, page: Page) -> bool:
-        return self.inner.preconnect(url, page)
+    def preconnect(self, url: str, page: Page, handshake: Handshake = "full") -> bool:
+        return self.inner.preconnect(url, page, handshake)
 
     async def cancel(self, request_ids: list[str]) -> None:
         """A request still waiting on a prefetch ends at once as cancelled; one already handed to the inner

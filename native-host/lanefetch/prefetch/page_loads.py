@@ -54,6 +54,7 @@ from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
+from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, with_accept_encoding
 from .budget import Ledger, Limits, limits_for
 from .discover_worker import Discoverer
@@ -416,8 +417,8 @@ class PageLoads:
             elif r.resource_type == "stylesheet" and r.url not in load.read:
                 load.taps[r.id] = _Tap("css", r.url, wave, ua)
 
-    def preconnect(self, url: str, page: Page) -> bool:
-        return self.inner.preconnect(url, page)
+    def preconnect(self, url: str, page: Page, handshake: Handshake = "full") -> bool:
+        return self.inner.preconnect(url, page, handshake)
 
     async def cancel(self, request_ids: list[str]) -> None:
         await self._answers.cancel(request_ids)

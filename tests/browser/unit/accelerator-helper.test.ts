@@ -65,7 +65,7 @@ function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.Proces
   const store = new TimingStore();
   const accelerator = new Accelerator(takingFastLinks(), client, () => connection.state, counters, store, { batching: DEFAULT_BATCHING, limits });
   const recorder = new Recorder();
-  return { log, ports, connection, counters, store, accelerator, recorder };
+  return { log, ports, connection, client, counters, store, accelerator, recorder };
 }
 
 const page = (): PageInfo => ({ url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", privateBrowsing: false });
@@ -157,6 +157,8 @@ test("a page starts: the helper preconnects and reports the RTT; a loopback-fast
   const preconnects = (): { page: { url?: string } }[] =>
     s.log.sent.filter((m) => (m as { type: string }).type === "preconnect") as { page: { url?: string } }[];
   assert.deepEqual(preconnects().map((m) => m.page.url), [page().url, undefined], "a navigation names its page, a connection ahead of any page none");
+  assert.deepEqual(preconnects().map((m) => (m as { handshake?: string }).handshake), [undefined, "tcp"],
+    "a plain-http page gets every connection (full, the default); ahead of any page, one TCP connection");
   s.accelerator.handle({ tabId: 5, paused: paused(1, "/data/10.txt"), responder: s.recorder, page: page() });
   await settle(s.recorder, 1);
   assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
@@ -166,6 +168,25 @@ test("a page starts: the helper preconnects and reports the RTT; a loopback-fast
   s.accelerator.handle({ tabId: 5, paused: paused(2, "/data/20.txt"), responder: s.recorder, page: page() });
   await settle(s.recorder, 2);
   assert.equal(s.recorder.answers.get("i2")?.kind, "fulfill", "with the rule off the helper takes it");
+  s.connection.close();
+});
+
+test("Chromium, an https page: the preconnect holds TLS; the browser's HTTP/1.1 answer from the origin lets it go on, its h2 answer does not", async () => {
+  const s = setUp();
+  s.accelerator.multiplexed = new BrowserMultiplexed();
+  assert.ok(await s.connection.ready());
+  const secure = (host: string): PageInfo => ({ ...page(), url: `https://${host}:${port}/doc.html`, topSite: `https://${host}` });
+  s.accelerator.pageStarted(secure("127.0.0.1"));
+  s.accelerator.pageStarted({ ...secure("localhost"), addressSpace: "loopback" });
+  s.accelerator.browserAnswered(`https://localhost:${port}/doc.html`, "h2");
+  s.accelerator.browserAnswered(`https://127.0.0.1:${port}/doc.html`, "http/1.1");
+  s.accelerator.browserAnswered(`https://127.0.0.1:${port}/style.css`, "http/1.1");
+  await s.client.acknowledged();
+  const preconnects = s.log.sent.filter((m) => (m as { type: string }).type === "preconnect") as { url: string; page: { url?: string }; handshake?: string }[];
+  assert.deepEqual(preconnects.map((m) => [new URL(m.url).hostname, m.handshake ?? "full", m.page.url === undefined]), [
+    ["127.0.0.1", "tcp", false], ["localhost", "tcp", false], ["127.0.0.1", "full", true],
+  ], "one full preconnect, for the origin the browser reached over HTTP/1.1, naming no page (its load has begun)");
+  assert.deepEqual(s.log.schemaViolations, []);
   s.connection.close();
 });
 

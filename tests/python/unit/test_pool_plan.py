@@ -12,6 +12,7 @@ from lanefetch.engine.pool_plan import (
     INITIAL_WINDOW,
     WARMER,
     Candidate,
+    Handshake,
     Warmth,
     allowed_depth,
     carries_bulk,
@@ -290,3 +291,20 @@ def test_render_blocking_work_never_waits_for_a_draining_connection(cs: list[Can
         taker = preferred_taker(cs, may_wait_for_draining(incoming, laying_out))
         assert taker is None or any(c.id == taker and c.idle for c in cs)
     assert may_wait_for_draining(2, laying_out=False)
+
+
+@pytest.mark.parametrize("handshake", ["full", "tcp"])
+@pytest.mark.parametrize("tls", [True, False])
+@pytest.mark.parametrize("protocol", [None, "h2", "http/1.1"])
+def test_a_tcp_preconnect_holds_tls_unless_the_origin_is_known_to_need_the_helpers_connections(
+    handshake: Handshake, tls: bool, protocol: str | None
+) -> None:
+    from lanefetch.engine.pool_plan import Ahead, preconnect_plan
+
+    plan = preconnect_plan(handshake, tls, protocol)
+    if handshake == "full":
+        assert plan is Ahead.ALL  # as before: every connection the origin may have (its limit says how many)
+    elif tls and protocol == "http/1.1":
+        assert plan is Ahead.ALL  # an HTTP/1.1-only origin's requests come to the helper: worth having open
+    else:  # not known, or h2 (the browser's own connection carries those): one, and no TLS until needed
+        assert plan is (Ahead.ONE_HELD if tls else Ahead.ONE)
