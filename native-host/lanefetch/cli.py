@@ -221,6 +221,7 @@ async def _fetch(args: argparse.Namespace) -> int:
             pipeline_depth=args.depth,
             pipelining=not args.no_pipeline,
             inflight_budget=args.inflight_budget,
+            h2_receive_cap=not args.h2_open_window,
             ca_file=args.ca_file,
         ),
         cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
@@ -436,6 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
     f.add_argument("--inflight-budget", action="store_true",
                    help="bound an origin's unanswered requests to about two bandwidth-delay products")
+    f.add_argument("--h2-open-window", action="store_true",
+                   help="over HTTP/2, open the connection's receive window to 16 MiB at once instead of keeping "
+                   "what the server has outstanding near 1.5 bandwidth-delay products")
     f.add_argument("--header", type=_parse_header, action="append", default=[], metavar="'K: V'")
     f.add_argument("--decode", action="store_true", help="decode gzip/deflate/br/zstd bodies")
     f.add_argument("--head", action="store_true", help="send HEAD instead of GET")

@@ -84,9 +84,12 @@ def run_h2(rounds: int) -> int:
     assert profile.rtt_ms and profile.down_kbit and profile.up_kbit
     h2 = "lanefetch h2 (https, 1 conn)"
     warm = "lanefetch h2, warm (https, 1 conn opened by a preconnect)"
+    h2_open = "lanefetch h2, window opened at once (`--h2-open-window`)"
+    warm_open = "lanefetch h2, warm, window opened at once"
     h1s = "lanefetch HTTP/1.1 pipelined (https, 4 conns)"
     h1 = "lanefetch HTTP/1.1 pipelined (http, 4 conns)"
-    times: dict[str, list[float]] = {h2: [], warm: [], h1s: [], h1: []}
+    warms = (warm, warm_open)
+    times: dict[str, list[float]] = {h2: [], warm: [], h2_open: [], warm_open: [], h1s: [], h1: []}
     conns: dict[str, int] = {}
     counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
     counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
@@ -108,18 +111,22 @@ def run_h2(rounds: int) -> int:
         variants = {
             h2: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
             warm: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
+            h2_open: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                      [*PIPELINED, *ca, "--h2-open-window"]),
+            warm_open: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                        [*PIPELINED, *ca, "--h2-open-window"]),
             h1s: ([f"https://{link.b_ip}:8443/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
             h1: ([f"http://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], PIPELINED),
         }
         for name, (urls, extra) in variants.items():
             # warm the server's page cache (and the TLS session machinery)
-            fetch(client, urls[:1], extra, warm=name == warm)
+            fetch(client, urls[:1], extra, warm=name in warms)
         for r in range(rounds):
             order = list(variants) if r % 2 == 0 else list(reversed(variants))
             for name in order:
                 urls, extra = variants[name]
                 before = link.stats() or {}
-                data = fetch(client, urls, extra, dict.fromkeys(urls, SIZE), warm=name == warm)
+                data = fetch(client, urls, extra, dict.fromkeys(urls, SIZE), warm=name in warms)
                 after = link.stats() or {}
                 for key in ("dropped_queue", "late_packets"):
                     counts[name][key] += sum(after.get(d, {}).get(key, 0) - before.get(d, {}).get(key, 0)
@@ -130,11 +137,11 @@ def run_h2(rounds: int) -> int:
                 data_of[name] = data
     rtt = profile.rtt_ms / 1000
     # A warm batch pays no connect round trip: its T_min is 1 RTT + bytes / rate.
-    tmin = {name: t_min(d, profile) - (rtt if name == warm else 0.0) for name, d in data_of.items()}
+    tmin = {name: t_min(d, profile) - (rtt if name in warms else 0.0) for name, d in data_of.items()}
     rows = []
     for name, ts in times.items():
         m = report.median(ts)
-        tls = "n/a" if name == warm else f"{m / (tmin[name] + (rtt if name != h1 else 0.0)):.2f}"
+        tls = "n/a" if name in warms else f"{m / (tmin[name] + (rtt if name != h1 else 0.0)):.2f}"
         rows.append([name, ", ".join(sorted(protocols[name])), f"{m:.3f}", f"{min(ts):.3f}–{max(ts):.3f}",
                      conns[name], f"{tmin[name]:.3f}", f"{m / tmin[name]:.2f}", tls,
                      f"{counts[name]['dropped_queue']} / {counts[name]['late_packets']}"])

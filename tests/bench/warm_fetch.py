@@ -52,8 +52,9 @@ def _connected(service: FetchService) -> bool:
     return any(isinstance(c, H2Connection) and c.open and c.session.peer_settings for c in conns)
 
 
-async def _run(urls: list[str], ca_file: str, connections: int) -> dict[str, Any]:
-    config = ServiceConfig(EngineConfig(connections_per_origin=connections, ca_file=ca_file), cache_dir=None)
+async def _run(urls: list[str], ca_file: str, connections: int, open_window: bool) -> dict[str, Any]:
+    config = ServiceConfig(EngineConfig(connections_per_origin=connections, ca_file=ca_file,
+                                        h2_receive_cap=not open_window), cache_dir=None)
     service = FetchService(config)
     page = Page(address_space="private")
     sink = _Sink()
@@ -85,8 +86,9 @@ def main() -> None:
     p.add_argument("urls", nargs="+")
     p.add_argument("--ca-file", required=True)
     p.add_argument("--connections", type=int, default=6)
+    p.add_argument("--h2-open-window", action="store_true")  # as `lanefetch fetch --h2-open-window`
     args = p.parse_args()
-    print(json.dumps(asyncio.run(_run(args.urls, args.ca_file, args.connections)), indent=2))
+    print(json.dumps(asyncio.run(_run(args.urls, args.ca_file, args.connections, args.h2_open_window)), indent=2))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ class EngineConfig:
     # Keep an origin's unanswered responses near two BDPs (inflight_budget.py). Off by default: it removes the
     # queue drops on slow links but in real Chromium it cost more than it saved (docs/performance.md).
     inflight_budget: bool = False
+    # Keep what an h2 server may have outstanding near 1.5 BDPs with the connection's receive window
+    # (receive_window.py): on a slow link with a shallow queue its slow start otherwise overshoots and drops.
+    h2_receive_cap: bool = True
     separate_bulk: bool = True  # nothing is pipelined behind a large response; others get a connection (pool.py)
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection

@@ -17,7 +17,7 @@ import contextlib
 from .connection import ConnectionOwner
 from .errors import FetchError
 from .exchange import Exchange
-from .h2_session import H2Event, H2Request, H2Session, StreamFailed, StreamsReturned
+from .h2_session import WINDOW, H2Event, H2Request, H2Session, StreamFailed, StreamsReturned
 from .pipeline import ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
 from .request import urgency
 from .timing import ConnectionInfo, ConnectTiming, now
@@ -71,6 +71,7 @@ class H2Connection:
     async def run(self) -> None:
         assert self.transport is not None
         self.pool.connection_opened(self)
+        self.session.cap = self._cap(now())
         self.session.start(now())
         # The queued requests go in the same write as the preface (RFC 9113 §3.4: a client may send frames right
         # after it, before the server's SETTINGS): one TLS record, no event-loop turn between them.
@@ -91,6 +92,12 @@ class H2Connection:
                 await self._handle(self.session.abort("connection closed"))
             self.session.ended = True
             await self.pool.connection_closed(self)
+
+    def _cap(self, t: float) -> int:
+        """What the server may have outstanding on this connection (receive_window.py), from the origin's delivery
+        rate and round trip; the session's full window where the config turns the cap off."""
+        unbounded = WINDOW
+        return self.pool.budget.h2_window(t, unbounded) if self.pool.config.h2_receive_cap else unbounded
 
     def _flush(self) -> None:
         data = self.session.data_to_send()
@@ -167,6 +174,7 @@ class H2Connection:
             self._last_activity = t
             if data:
                 self.pool.budget.received(t, len(data))
+                self.session.cap = self._cap(t)
                 events = self.session.receive(data, t)
             elif self.transport.reader.transport_error is not None:
                 events = [self.session.abort(f"connection error: {self.transport.reader.transport_error}")]

@@ -14,12 +14,16 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   be sent again (those at or below it are still read: GOAWAY frames are parsed here, never given to h2, which
   would stop reading); any other reset ends that request alone (StreamFailed); an error GOAWAY, a connection
   error or close ends them all (ConnectionEnded, GET/HEAD to retry, others failed, as pipeline.py does).
-- **Flow control.** Connection and stream windows are WINDOW (16 MiB): the 64 KiB default caps a connection
-  at 64 KiB per round trip (under 1 Mbit/s at 600 ms). Each stream's window is opened by a WINDOW_UPDATE sent
+- **Flow control.** Stream windows are WINDOW (16 MiB): the 64 KiB default caps a stream at 64 KiB per round
+  trip (under 1 Mbit/s at 600 ms). The connection window is what keeps the server's outstanding bytes near
+  `cap`, which the shell sets from the origin's delivery rate and round trip (receive_window.py; WINDOW until
+  those are known, or on a link too short to overflow a queue). Each stream's window is opened by a WINDOW_UPDATE sent
   with its HEADERS, not by SETTINGS_INITIAL_WINDOW_SIZE: h2 applies our SETTINGS only once the server
   acknowledges them, and a server that never does (but uses the window, as it may) would otherwise overrun the
   64 KiB h2 still expects and end the connection (FLOW_CONTROL_ERROR). Received data is acknowledged only when the
-  shell says the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure).
+  shell says the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure); the
+  connection's share is returned whether or not its stream is still open (a stream's last DATA is consumed after
+  it ended), h2's own window managers are not used.
 - **The peer's SETTINGS.** Until the server's first SETTINGS arrive its stream limit is not known, and a stream
   it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
   sent twice waits for them (`may_open`), the rest go at once.
@@ -63,6 +67,7 @@ from h2.settings import SettingCodes
 
 from .fields import Headers
 from .pipeline import PIPELINABLE_METHODS, ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
+from .receive_window import ReceiveWindow
 from .response_parser import Framing, ResponseHead
 
 T = TypeVar("T")
@@ -128,6 +133,7 @@ class _Stream(Generic[T]):
     wire_bytes: int = 0
     expected: int | None = None  # the response's content-length (0 for HEAD), once its head arrived
     data_bytes: int = 0  # DATA payload received so far
+    unreturned: int = 0  # stream window taken by DATA the sink consumed, not yet handed back
 
 
 class H2Session(Generic[T]):
@@ -136,6 +142,8 @@ class H2Session(Generic[T]):
         self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None,
                                                 validate_inbound_headers=False))
         self._window = window
+        self._received = ReceiveWindow()  # the connection window (receive_window.py)
+        self.cap = window  # the shell's cap on the server's outstanding bytes; WINDOW: none to speak of
         self._streams: dict[int, _Stream[T]] = {}
         self._by_token: dict[T, int] = {}  # token -> stream id (exchanges hash by identity)
         self._pings: dict[bytes, float] = {}
@@ -151,11 +159,11 @@ class H2Session(Generic[T]):
     # -- set-up and sending ----------------------------------------------------------------------------------
 
     def start(self, at: float = 0.0) -> None:
-        """The connection preface: our SETTINGS (no push), the connection window, a PING. Stream windows are
-        opened per stream as it is (send)."""
+        """The connection preface: our SETTINGS (no push), the connection window up to `cap`, a PING. Stream
+        windows are opened per stream as it is (send)."""
         self._h2.initiate_connection()
         self._h2.update_settings({SettingCodes.ENABLE_PUSH: 0})
-        self._h2.increment_flow_control_window(self._window - 65535)
+        self._grant()
         self.ping(at)
 
     def ping(self, at: float) -> None:
@@ -216,10 +224,10 @@ class H2Session(Generic[T]):
             self._h2.reset_stream(sid, ErrorCodes.CANCEL)
 
     def consumed(self, token: T, nbytes: int) -> None:
-        """The sink took nbytes of this stream's body: hand that much window back to the server."""
+        """The sink took nbytes of this stream's body: hand that much window back to the server (the
+        connection's as `cap` allows, the stream's if it is still open)."""
         sid = self._by_token.get(token)
-        if sid is not None:
-            self._ack(nbytes, sid)
+        self._ack(nbytes, sid)
 
     def close(self) -> None:
         """Ask the server to end the connection gracefully (GOAWAY, NO_ERROR): no new streams."""
@@ -268,9 +276,8 @@ class H2Session(Generic[T]):
         ends = bool(frame[4] & _END_STREAM)
         if s.data_bytes + data <= s.expected and not (ends and s.data_bytes + data < s.expected):
             return None
-        with contextlib.suppress(H2Error):
-            if length:
-                self._h2.increment_flow_control_window(length)
+        self._received.received(length)  # h2 never sees it: its own window stays that much more lenient
+        self._ack(length, None)
         return self._malformed_stream(sid, f"content-length {s.expected}, DATA "
                                            f"{'ended at' if ends else 'went past it to'} {s.data_bytes + data}")
 
@@ -329,6 +336,7 @@ class H2Session(Generic[T]):
                 s = self._streams.get(ev.stream_id)
                 flow = ev.flow_controlled_length or 0
                 data = ev.data or b""
+                self._received.received(flow)
                 if s is None:
                     self._ack(flow, ev.stream_id)  # a stream we reset: nobody will consume it
                     continue
@@ -430,11 +438,26 @@ class H2Session(Generic[T]):
             self._by_token.pop(s.token, None)
         return s
 
-    def _ack(self, nbytes: int, sid: int) -> None:
+    def _ack(self, nbytes: int, sid: int | None) -> None:
+        """nbytes of DATA (of stream sid, if it is still open) were taken by the sink or dropped."""
         if nbytes <= 0 or self.ended:
             return
-        with contextlib.suppress(H2Error):  # the connection is closing: no window to hand back
-            self._h2.acknowledge_received_data(nbytes, sid)
+        self._received.consumed(nbytes)
+        s = self._streams.get(sid) if sid is not None else None
+        if s is not None:
+            s.unreturned += nbytes
+            if s.unreturned >= self._window // 2:  # a body of many MiB: its stream window needs refilling
+                with contextlib.suppress(H2Error):  # closed on the wire meanwhile: nothing to refill
+                    self._h2.increment_flow_control_window(s.unreturned, sid)
+                s.unreturned = 0
+        self._grant()
+
+    def _grant(self) -> None:
+        """Top the connection window up towards `cap` (receive_window.py)."""
+        increment = self._received.top_up(self.cap)
+        if increment and not self.ended:
+            with contextlib.suppress(H2Error):  # the connection is closing: no window to hand back
+                self._h2.increment_flow_control_window(increment)
 
     def _send_bodies(self) -> None:
         """Request bodies go out as the peer's windows allow (WindowUpdated makes room; checked on every read)."""

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 FLOOR_BYTES = 32 * 1024  # about two initial TCP windows (RFC 6928: 10 segments)
 GAIN = 2.0  # the window in bandwidth-delay products
+# An h2 connection's receive window in bandwidth-delay products: the queue of a slow link may hold no more than
+# one BDP (the engine benchmark's does), and 2 BDP of DATA plus its TLS, TCP and IP overhead overflowed it.
+H2_GAIN = 1.5
 RATE_WINDOW_RTTS = 0.5  # a delivery-rate sample counts the bytes delivered over this many minimum RTTs
 MIN_RTT = 0.010  # seconds: below this round trip the origin is not bounded
 RATE_MEMORY_RTTS = 10.0  # the highest sample of this many minimum RTTs is the bandwidth estimate
@@ -69,6 +72,14 @@ class InflightBudget:
         if self.min_rtt is None:
             return self.floor_bytes
         return max(self.floor_bytes, int(GAIN * self.best_rate(t) * self.min_rtt))
+
+    def h2_window(self, t: float, unbounded: int) -> int:
+        """The cap on what the server may have outstanding on an h2 connection (receive_window.py): H2_GAIN ×
+        the best delivery rate × the minimum round trip, at least the floor; `unbounded` while no round trip is
+        known or on a link too short to overflow a queue (as for the budget)."""
+        if self.min_rtt is None or self.min_rtt < MIN_RTT:
+            return unbounded
+        return max(self.floor_bytes, int(H2_GAIN * self.best_rate(t) * self.min_rtt))
 
     def max_unanswered(self, t: float) -> int | None:
         """Requests the origin may have unanswered now; None while nothing was delivered yet or the link is short."""

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned
 from lanefetch.engine.pipeline import ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
+from lanefetch.engine.receive_window import MIN_GRANT
 from lanefetch.engine.request import FetchRequest, urgency
 
 
@@ -342,3 +343,53 @@ def test_failures_at_any_point(n: int, data: st.DataObject) -> None:
             assert {t for t in kept if client.complete.get(t)} == kept, "streams at or below last are still read"
     if kind == "rst":
         assert client.complete.keys() | client.failed.keys() | client.retry.keys() == {r.token for r in batch}
+
+
+def send_what_the_windows_allow(server: Server, rest: dict[int, bytes]) -> None:
+    """The server as eager as flow control lets it be: DATA on every stream while its windows have room."""
+    progress = True
+    while progress:
+        progress = False
+        for sid, body in list(rest.items()):
+            n = min(server.h2.local_flow_control_window(sid), server.h2.max_outbound_frame_size, len(body))
+            if n > 0 or not body:
+                server.h2.send_data(sid, body[:n], end_stream=n == len(body))
+                rest[sid] = body[n:]
+                if n == len(body):
+                    del rest[sid]
+                progress = True
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 200_000), st.lists(st.integers(0, 250_000), min_size=1, max_size=6), st.data())
+def test_the_connection_window_keeps_the_server_near_the_cap_and_never_stalls(
+    cap: int, sizes: list[int], data: st.DataObject
+) -> None:
+    client = Client()
+    client.session.cap = cap
+    server = Server()
+    batch = reqs(len(sizes))
+    handshake(client, server, batch)
+    rest: dict[int, bytes] = {}
+    for sid, size in zip(sorted(server.requests), sizes, strict=True):
+        body = bytes([sid % 251]) * size
+        server.h2.send_headers(sid, [(":status", "200"), ("content-length", str(size))], end_stream=not size)
+        if size:
+            rest[sid] = body
+    expected = {r.token: bytes([sid % 251]) * size
+                for r, sid, size in zip(batch, sorted(server.requests), sizes, strict=True)}
+    for _ in range(10_000):  # bounded: each round the client takes everything and grants the cap again
+        send_what_the_windows_allow(server, rest)
+        wire = server.out()
+        assert server.h2.outbound_flow_control_window <= max(cap, 65_535), "the server may send no more than the cap"
+        if not wire and not rest:
+            break
+        cut = data.draw(st.integers(0, len(wire)))
+        client.feed(wire[:cut])
+        client.feed(wire[cut:])
+        server.receive(client.session.data_to_send())
+    assert not rest, f"stalled with {sum(map(len, rest.values()))} bytes the server could not send"
+    assert client.complete == {r.token: 1 for r in batch} and client.bodies == expected
+    # Everything was taken, a stream's last DATA (consumed after its stream ended) too: the whole cap is back,
+    # but for a top-up too small to be worth a frame.
+    assert server.h2.outbound_flow_control_window >= cap - min(MIN_GRANT, max(1, cap // 4))
