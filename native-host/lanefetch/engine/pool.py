@@ -272,6 +272,7 @@ class OriginPool:
         if self.tls is None or self._needed.is_set():
             return
         needed = self._needed
+        timing.held = True
         try:
             await asyncio.wait_for(needed.wait(), self.config.idle_timeout)
         except TimeoutError:
@@ -346,6 +347,11 @@ class OriginPool:
         self.connections.discard(conn)
         if any(c.open or c.transport is None for c in self.connections):
             return  # others are up or still connecting: they serve the queue
+        if conn.connect_timing.held and self._queue:
+            # Its TCP connection sat idle until work came, and a server may close one that sends nothing: a fresh
+            # connection (never held: the work is here) gets the queue; only its own failure fails the requests.
+            self._plan()
+            return
         # Nobody can serve this origin: every queued request fails with the reason.
         while self._queue:
             _, ex = heapq.heappop(self._queue)

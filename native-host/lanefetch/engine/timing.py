@@ -29,6 +29,8 @@ class ConnectTiming:
     tls_end: float | None = None
     #: The SYN → SYN-ACK round trip as the kernel measured it (Linux), free of the event loop's delays.
     handshake_rtt: float | None = None
+    #: The TLS handshake waited for the connection to be needed (a `tcp` preconnect's; pool.py).
+    held: bool = False
 
 
 @dataclass

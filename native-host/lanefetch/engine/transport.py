@@ -142,8 +142,9 @@ async def open_transport(
         except (ssl.SSLError, OSError, TimeoutError) as e:
             sock.close()
             # An unexplained close may be a server of TLS 1.1 or older: one more handshake asks (tls_diagnosis.py).
+            # (Not after a held handshake: a server closes a connection that said nothing for a while.)
             old = (await tls_diagnosis.probe_old_tls(family, sockaddr, server_hostname, connect_timeout, setup)
-                   if tls is not None and tls_diagnosis.closed_without_a_word(e) else None)
+                   if tls is not None and not timing.held and tls_diagnosis.closed_without_a_word(e) else None)
             detail = tls_diagnosis.handshake_failure(e, server_hostname or remote, old)
             raise FetchError("tls_failed", detail) from None
         return Transport(reader, writer, local, remote, interface, alpn)

@@ -35,6 +35,8 @@ class CountingRelay:
 
     def __init__(self, upstream: int) -> None:
         self.upstream = upstream
+        self.close_first = False  # the first connection is closed at once, as a server closes one that says nothing
+        self.closed = asyncio.Event()
         self.sent: list[int] = []  # bytes from the client, per connection in order of arrival
         self.first_bytes = asyncio.Event()
         self.accepted = asyncio.Event()
@@ -55,6 +57,10 @@ class CountingRelay:
         index = len(self.sent)
         self.sent.append(0)
         self.accepted.set()
+        if self.close_first and index == 0:
+            c_writer.close()
+            self.closed.set()
+            return
         s_reader, s_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
         await asyncio.gather(self._pipe(c_reader, s_writer, index), self._pipe(s_reader, c_writer, None))
 
@@ -161,3 +167,19 @@ async def test_a_tcp_preconnect_to_a_plain_http_origin_is_one_connection(
             w.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_held_connection_the_server_closed_meanwhile_costs_no_request(
+    relay: tuple[CountingRelay, int], engine: tuple[Engine, asyncio.Queue[tuple[Origin, float]]]
+) -> None:
+    counting, port = relay
+    counting.close_first = True
+    e, rtts = engine
+    assert e.preconnect(f"https://localhost:{port}/page", PAGE, "tcp")
+    await asyncio.wait_for(rtts.get(), 10)
+    await asyncio.wait_for(counting.closed.wait(), 10)
+    sink = Collect()
+    await asyncio.wait_for(e.fetch([FetchRequest(id="r1", method="GET", url=f"https://localhost:{port}/a",
+                                                 headers=[])], sink, PAGE), 20)
+    assert sink.ended == {"r1"} and not sink.errors, sink.errors
+    assert len(counting.sent) == 2 and counting.sent[1] > 0, f"a fresh connection carried it: {counting.sent}"
