@@ -222,6 +222,7 @@ async def _fetch(args: argparse.Namespace) -> int:
             pipelining=not args.no_pipeline,
             inflight_budget=args.inflight_budget,
             h2_receive_cap=not args.h2_open_window,
+            h2_connections=args.h2_connections,
             ca_file=args.ca_file,
         ),
         cache_dir=(args.cache_dir or default_cache_dir()) if args.cache else None,
@@ -437,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
     f.add_argument("--inflight-budget", action="store_true",
                    help="bound an origin's unanswered requests to about two bandwidth-delay products")
+    f.add_argument("--h2-connections", type=int, default=1, metavar="N",
+                   help="HTTP/2 connections per origin (1, as browsers); a batch is shared among them")
     f.add_argument("--h2-open-window", action="store_true",
                    help="over HTTP/2, open the connection's receive window to 16 MiB at once instead of keeping "
                    "what the server has outstanding near 1.5 bandwidth-delay products")

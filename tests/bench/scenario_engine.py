@@ -88,8 +88,11 @@ def run_h2(rounds: int) -> int:
     warm_open = "lanefetch h2, warm, window opened at once"
     h1s = "lanefetch HTTP/1.1 pipelined (https, 4 conns)"
     h1 = "lanefetch HTTP/1.1 pipelined (http, 4 conns)"
-    warms = (warm, warm_open)
-    times: dict[str, list[float]] = {h2: [], warm: [], h2_open: [], warm_open: [], h1s: [], h1: []}
+    h2_two = "lanefetch h2, 2 conns (`--h2-connections 2`)"
+    warm_two = "lanefetch h2, warm, 2 conns"
+    warms = (warm, warm_open, warm_two)
+    times: dict[str, list[float]] = {h2: [], warm: [], h2_open: [], warm_open: [], h2_two: [], warm_two: [],
+                                     h1s: [], h1: []}
     conns: dict[str, int] = {}
     counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
     counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
@@ -115,6 +118,10 @@ def run_h2(rounds: int) -> int:
                       [*PIPELINED, *ca, "--h2-open-window"]),
             warm_open: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
                         [*PIPELINED, *ca, "--h2-open-window"]),
+            h2_two: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                     [*PIPELINED, *ca, "--h2-connections", "2"]),
+            warm_two: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                       [*PIPELINED, *ca, "--h2-connections", "2"]),
             h1s: ([f"https://{link.b_ip}:8443/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
             h1: ([f"http://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], PIPELINED),
         }

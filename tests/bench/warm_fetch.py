@@ -48,13 +48,17 @@ class _Sink:
 
 
 def _connected(service: FetchService) -> bool:
+    """Every connection the preconnect opened speaks h2 and has the server's SETTINGS (one, or `--h2-connections`:
+    the others open once the first handshake said h2)."""
     conns = [c for pool in service.engine._pools.values() for c in pool.connections]
-    return any(isinstance(c, H2Connection) and c.open and c.session.peer_settings for c in conns)
+    return bool(conns) and all(isinstance(c, H2Connection) and c.open and c.session.peer_settings for c in conns)
 
 
-async def _run(urls: list[str], ca_file: str, connections: int, open_window: bool) -> dict[str, Any]:
+async def _run(urls: list[str], ca_file: str, connections: int, open_window: bool, h2_connections: int
+               ) -> dict[str, Any]:
     config = ServiceConfig(EngineConfig(connections_per_origin=connections, ca_file=ca_file,
-                                        h2_receive_cap=not open_window), cache_dir=None)
+                                        h2_receive_cap=not open_window, h2_connections=h2_connections),
+                           cache_dir=None)
     service = FetchService(config)
     page = Page(address_space="private")
     sink = _Sink()
@@ -87,8 +91,10 @@ def main() -> None:
     p.add_argument("--ca-file", required=True)
     p.add_argument("--connections", type=int, default=6)
     p.add_argument("--h2-open-window", action="store_true")  # as `lanefetch fetch --h2-open-window`
+    p.add_argument("--h2-connections", type=int, default=1)  # as `lanefetch fetch --h2-connections N`
     args = p.parse_args()
-    print(json.dumps(asyncio.run(_run(args.urls, args.ca_file, args.connections, args.h2_open_window)), indent=2))
+    print(json.dumps(asyncio.run(_run(args.urls, args.ca_file, args.connections, args.h2_open_window,
+                                      args.h2_connections)), indent=2))
 
 
 if __name__ == "__main__":

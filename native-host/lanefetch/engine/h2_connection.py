@@ -36,6 +36,7 @@ class H2Connection:
         self.connect_timing = timing
         self._first_request = True
         self._last_activity = now()
+        self._taking = 0  # requests taken from the pool for the streams about to open
 
     @property
     def open(self) -> bool:
@@ -51,7 +52,7 @@ class H2Connection:
         return self.session.responses_completed
 
     def unanswered(self) -> int:
-        return self.session.open_streams()
+        return self.session.open_streams() + self._taking  # those being taken count: the pool's share rule
 
     def can_take(self, ex: Exchange) -> bool:
         return self.session.may_open(ex.method)
@@ -116,6 +117,8 @@ class H2Connection:
             u, incremental = urgency(ex.request)
             batch.append(H2Request(ex, ex.method, ex.target.origin.scheme, ex.target.origin.authority(),
                                    ex.target.path, ex.wire_request.headers, ex.wire_request.body, u, incremental))
+            self._taking = len(batch)
+        self._taking = 0
         if not batch:
             return []
         sent = self.session.send(batch)

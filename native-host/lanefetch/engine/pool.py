@@ -43,6 +43,7 @@ from .pool_plan import (
     connections_to_open,
     cooled,
     drains_soon,
+    h2_share,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -118,7 +119,13 @@ class OriginPool:
         if not self._queue:
             return None
         if isinstance(conn, H2Connection):
-            # Streams multiplex: no depth, no bulk, no order to keep; only the peer's stream limit.
+            # Streams multiplex: no depth, no bulk, no order to keep; only the peer's stream limit, and with
+            # several h2 connections configured, this one's share (pool_plan.h2_share).
+            if self.config.h2_connections > 1:
+                serving = [c for c in self.connections if not (isinstance(c, H2Connection) and c.draining)]
+                outstanding = self.queued() + sum(c.unanswered() for c in serving)
+                if conn.unanswered() >= h2_share(outstanding, len(serving)):
+                    return None
             return heapq.heappop(self._queue)[1] if conn.can_take(self._queue[0][1]) else None
         assert isinstance(conn, Connection)
         if self.carries_bulk(conn):
@@ -221,7 +228,8 @@ class OriginPool:
 
     def _limit(self) -> int:
         """Connections the origin may have serving it (pool_plan.connection_limit)."""
-        return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2())
+        return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2(),
+                                self.config.h2_connections)
 
     def carries_bulk(self, conn: Carrier) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything
@@ -294,8 +302,8 @@ class OriginPool:
         if self.tls is not None:
             known = self.policy.protocol
             self.policy.learn_protocol(transport.alpn)
-            if known is None and self.policy.protocol != "h2":
-                self._plan()  # HTTP/1.1 after all: the connections held back for the answer may open now
+            if known is None and (self.policy.protocol != "h2" or self.config.h2_connections > 1):
+                self._plan()  # HTTP/1.1 (or several h2): the connections held back for the answer may open now
                 if self._ahead:
                     self._open_ahead()  # and those a page's preconnect asked for
         return transport

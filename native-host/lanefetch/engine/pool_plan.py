@@ -216,12 +216,21 @@ def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> 
     return best.id
 
 
-def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool) -> int:
-    """Connections an origin may have serving it: one for h2, one until a TLS origin that may speak h2 has
-    said which it speaks, else the per-origin limit."""
-    if protocol == "h2" or (protocol is None and may_speak_h2):
+def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, h2_connections: int = 1) -> int:
+    """Connections an origin may have serving it: `h2_connections` (one, unless configured) for h2, one until a
+    TLS origin that may speak h2 has said which it speaks, else the per-origin limit."""
+    if protocol == "h2":
+        return max(1, min(h2_connections, per_origin))
+    if protocol is None and may_speak_h2:
         return min(1, per_origin)
     return per_origin
+
+
+def h2_share(outstanding: int, connections: int) -> int:
+    """Streams one of an origin's h2 connections may have open when it has several (`h2_connections`): its
+    share of the outstanding work (queued + open streams), rounded up, so each starts its own slow start with a
+    part of the batch instead of the first to speak taking it all. At least 1."""
+    return max(1, -(-outstanding // max(1, connections)))
 
 
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:

@@ -5,6 +5,7 @@ stay exact, and an HTTP/1.1-only TLS nginx still served through the same pool, p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import signal
@@ -197,6 +198,24 @@ async def test_many_files_over_one_h2_connection(nginx_h2: Nginx, pki: Path) -> 
     assert {line[0] for line in log} == {log[0][0]}, "one connection in nginx's log"
     assert {line[1] for line in log} == {"HTTP/2.0"}
     assert engine.policies[next(iter(engine.policies))].protocol == "h2"
+
+
+async def test_h2_connections_two_share_a_batch(nginx_h2: Nginx, pki: Path) -> None:
+    """`h2_connections=2` (`lanefetch fetch --h2-connections 2`): the batch is shared between two h2 connections,
+    each answer on one of them, every request answered once."""
+    engine = Engine(dataclasses.replace(config(pki), h2_connections=2))
+    sink = Collect()
+    try:
+        reqs = [FetchRequest(n, "GET", nginx_h2.url(n), resource_type="script") for n in FILES]
+        assert await fetch(engine, reqs, sink) == 2
+    finally:
+        await engine.aclose()
+    for name, data in FILES.items():
+        g = sink.got[name]
+        assert g.error is None and g.ended and g.body == data, name
+        assert g.report is not None and g.report.connection is not None and g.report.connection.protocol == "h2"
+    log = nginx_h2.access_log(len(FILES))
+    assert len(log) == len(FILES) and len({line[0] for line in log}) == 2, "two connections in nginx's log"
 
 
 async def test_mixed_batch_with_404(nginx_h2: Nginx, pki: Path) -> None:

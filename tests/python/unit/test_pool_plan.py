@@ -308,3 +308,23 @@ def test_a_tcp_preconnect_holds_tls_unless_the_origin_is_known_to_need_the_helpe
         assert plan is Ahead.ALL  # an HTTP/1.1-only origin's requests come to the helper: worth having open
     else:  # not known, or h2 (the browser's own connection carries those): one, and no TLS until needed
         assert plan is (Ahead.ONE_HELD if tls else Ahead.ONE)
+
+
+
+def test_h2_connections_and_their_shares() -> None:
+    from lanefetch.engine.pool_plan import connection_limit
+
+    assert connection_limit(6, "h2", True) == 1, "one, as browsers, unless configured"
+    assert connection_limit(6, "h2", True, h2_connections=2) == 2
+    assert connection_limit(6, None, True, h2_connections=2) == 1, "until a handshake says h2"
+    assert connection_limit(1, "h2", True, h2_connections=4) == 1
+    assert connection_limit(6, "h2", True, h2_connections=0) == 1
+
+
+@given(st.integers(0, 10_000), st.integers(1, 8))
+def test_h2_shares_cover_the_outstanding_work(outstanding: int, connections: int) -> None:
+    from lanefetch.engine.pool_plan import h2_share
+
+    share = h2_share(outstanding, connections)
+    assert share >= 1 and share * connections >= outstanding, "together the connections may carry all of it"
+    assert (share - 1) * connections < max(outstanding, 1), "and none takes more than its part, rounded up"
