@@ -90,11 +90,12 @@ def run_h2(rounds: int) -> int:
     h1 = "lanefetch HTTP/1.1 pipelined (http, 4 conns)"
     h2_two = "lanefetch h2, 2 conns (`--h2-connections 2`)"
     warm_two = "lanefetch h2, warm, 2 conns"
-    warms = (warm, warm_open, warm_two)
+    h2_three = "lanefetch h2, 3 conns (`--h2-connections 3`)"
+    warm_three = "lanefetch h2, warm, 3 conns"
+    warms = (warm, warm_open, warm_two, warm_three)
     times: dict[str, list[float]] = {h2: [], warm: [], h2_open: [], warm_open: [], h2_two: [], warm_two: [],
-                                     h1s: [], h1: []}
+                                     h2_three: [], warm_three: [], h1s: [], h1: []}
     conns: dict[str, int] = {}
-    counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
     counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
     protocols: dict[str, set[str]] = {name: set() for name in times}
     data_of: dict[str, dict[str, Any]] = {}
@@ -122,6 +123,10 @@ def run_h2(rounds: int) -> int:
                      [*PIPELINED, *ca, "--h2-connections", "2"]),
             warm_two: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
                        [*PIPELINED, *ca, "--h2-connections", "2"]),
+            h2_three: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                       [*PIPELINED, *ca, "--h2-connections", "3"]),
+            warm_three: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                         [*PIPELINED, *ca, "--h2-connections", "3"]),
             h1s: ([f"https://{link.b_ip}:8443/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
             h1: ([f"http://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], PIPELINED),
         }

@@ -49,7 +49,7 @@ class _Sink:
 
 def _connected(service: FetchService) -> bool:
     """Every connection the preconnect opened speaks h2 and has the server's SETTINGS (one, or `--h2-connections`:
-    the others open once the first handshake said h2)."""
+    opened together)."""
     conns = [c for pool in service.engine._pools.values() for c in pool.connections]
     return bool(conns) and all(isinstance(c, H2Connection) and c.open and c.session.peer_settings for c in conns)
 

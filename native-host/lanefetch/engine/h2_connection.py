@@ -96,9 +96,12 @@ class H2Connection:
 
     def _cap(self, t: float) -> int:
         """What the server may have outstanding on this connection (receive_window.py), from the origin's delivery
-        rate and round trip; the session's full window where the config turns the cap off."""
+        rate and round trip, shared with the origin's other h2 connections; the session's full window where the
+        config turns the cap off."""
         unbounded = WINDOW
-        return self.pool.budget.h2_window(t, unbounded) if self.pool.config.h2_receive_cap else unbounded
+        if not self.pool.config.h2_receive_cap:
+            return unbounded
+        return self.pool.budget.h2_window(t, unbounded, self.pool.h2_serving())
 
     def _flush(self) -> None:
         data = self.session.data_to_send()

@@ -73,13 +73,15 @@ class InflightBudget:
             return self.floor_bytes
         return max(self.floor_bytes, int(GAIN * self.best_rate(t) * self.min_rtt))
 
-    def h2_window(self, t: float, unbounded: int) -> int:
-        """The cap on what the server may have outstanding on an h2 connection (receive_window.py): H2_GAIN ×
-        the best delivery rate × the minimum round trip, at least the floor; `unbounded` while no round trip is
-        known or on a link too short to overflow a queue (as for the budget)."""
+    def h2_window(self, t: float, unbounded: int, connections: int = 1) -> int:
+        """The cap on what the server may have outstanding on one of the origin's `connections` h2 connections
+        (receive_window.py): H2_GAIN × the best delivery rate × the minimum round trip, at least the floor, shared
+        equally among them (the origin's delivery rate is one link's: each connection capping at all of it would
+        let them together overflow its queue); `unbounded` while no round trip is known or on a link too short to
+        overflow a queue (as for the budget)."""
         if self.min_rtt is None or self.min_rtt < MIN_RTT:
             return unbounded
-        return max(self.floor_bytes, int(H2_GAIN * self.best_rate(t) * self.min_rtt))
+        return max(self.floor_bytes, int(H2_GAIN * self.best_rate(t) * self.min_rtt)) // max(1, connections)
 
     def max_unanswered(self, t: float) -> int | None:
         """Requests the origin may have unanswered now; None while nothing was delivered yet or the link is short."""

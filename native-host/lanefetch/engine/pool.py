@@ -231,6 +231,10 @@ class OriginPool:
         return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2(),
                                 self.config.h2_connections)
 
+    def h2_serving(self) -> int:
+        """The origin's h2 connections that take new streams (at least 1: the one asking is one of them)."""
+        return max(1, sum(1 for c in self.connections if isinstance(c, H2Connection) and not c.draining))
+
     def carries_bulk(self, conn: Carrier) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything
         pipelined behind it would wait for all of that. (Never an h2 connection: its streams do not wait.)"""

@@ -217,12 +217,12 @@ def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> 
 
 
 def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, h2_connections: int = 1) -> int:
-    """Connections an origin may have serving it: `h2_connections` (one, unless configured) for h2, one until a
-    TLS origin that may speak h2 has said which it speaks, else the per-origin limit."""
-    if protocol == "h2":
+    """Connections an origin may have serving it: `h2_connections` (one, unless configured) for h2, as many until
+    a TLS origin that may speak h2 has said which it speaks (whichever it speaks, that many are welcome: opened
+    together, their handshakes overlap instead of the second waiting for the first's ALPN), else the per-origin
+    limit."""
+    if protocol == "h2" or (protocol is None and may_speak_h2):
         return max(1, min(h2_connections, per_origin))
-    if protocol is None and may_speak_h2:
-        return min(1, per_origin)
     return per_origin
 
 

@@ -216,6 +216,14 @@ async def test_h2_connections_two_share_a_batch(nginx_h2: Nginx, pki: Path) -> N
         assert g.report is not None and g.report.connection is not None and g.report.connection.protocol == "h2"
     log = nginx_h2.access_log(len(FILES))
     assert len(log) == len(FILES) and len({line[0] for line in log}) == 2, "two connections in nginx's log"
+    # Opened together (pool_plan.connection_limit): the second TCP connect started before the first TLS handshake
+    # ended, instead of waiting for its ALPN to say h2.
+    firsts = [g.report.timing for g in sink.got.values()
+              if g.report is not None and g.report.timing.connect_start is not None]
+    assert len(firsts) == 2, "each connection's first request carries its connect timing"
+    starts = sorted(t.connect_start for t in firsts if t.connect_start is not None)
+    tls_ends = sorted(t.tls_end for t in firsts if t.tls_end is not None)
+    assert len(tls_ends) == 2 and starts[1] < tls_ends[0]
 
 
 async def test_mixed_batch_with_404(nginx_h2: Nginx, pki: Path) -> None:

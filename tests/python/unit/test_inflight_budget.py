@@ -93,3 +93,20 @@ def test_budget_between_floor_and_gain_times_arrivals(rtt: float, events: list[t
         # a rate sample counts at most everything delivered so far over half an RTT: 2 × rate × RTT ≤ 4 × total
         assert budget <= max(FLOOR_BYTES, 4 * total)
         assert (b.max_unanswered(t) or 0) >= 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(rtt=st.floats(0.01, 2.0), rate=st.floats(1_000, 50_000_000), connections=st.integers(1, 6))
+def test_h2_connections_share_one_cap(rtt: float, rate: float, connections: int) -> None:
+    """An origin's h2 connections share one link: together they are granted no more than one connection alone
+    (else two connections' slow starts overflow the queue a single one was kept under), each a positive part."""
+    b = InflightBudget()
+    b.observe_rtt(rtt)
+    t = deliver_at_rate(b, 0.0, rate, 16_384, 40)
+    alone = b.h2_window(t, 1 << 24)
+    each = b.h2_window(t, 1 << 24, connections)
+    assert 0 < each * connections <= alone
+    assert alone - each * connections < connections, "shared equally, nothing lost but the rounding"
+    assert b.h2_window(t, 1 << 24, 0) == alone
+    b.observe_rtt(0.001)  # a short link is not capped, however many connections
+    assert b.h2_window(t, 1 << 24, connections) == 1 << 24

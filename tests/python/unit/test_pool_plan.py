@@ -316,7 +316,8 @@ def test_h2_connections_and_their_shares() -> None:
 
     assert connection_limit(6, "h2", True) == 1, "one, as browsers, unless configured"
     assert connection_limit(6, "h2", True, h2_connections=2) == 2
-    assert connection_limit(6, None, True, h2_connections=2) == 1, "until a handshake says h2"
+    assert connection_limit(6, None, True, h2_connections=2) == 2, "opened together: their handshakes overlap"
+    assert connection_limit(6, None, True) == 1, "one until the handshake says which, by default"
     assert connection_limit(1, "h2", True, h2_connections=4) == 1
     assert connection_limit(6, "h2", True, h2_connections=0) == 1
 
