@@ -438,8 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--depth", type=int, default=16, metavar="N", help="maximum pipeline depth (16)")
     f.add_argument("--inflight-budget", action="store_true",
                    help="bound an origin's unanswered requests to about two bandwidth-delay products")
-    f.add_argument("--h2-connections", type=int, default=1, metavar="N",
-                   help="HTTP/2 connections per origin (1, as browsers); a batch is shared among them")
+    f.add_argument("--h2-connections", type=int, default=EngineConfig.h2_connections, metavar="N",
+                   help="HTTP/2 connections per origin whose round trip is 100 ms or more (one below); a batch is "
+                   "shared among them (default: %(default)s; 1: one always, as browsers)")
     f.add_argument("--h2-open-window", action="store_true",
                    help="over HTTP/2, open the connection's receive window to 16 MiB at once instead of keeping "
                    "what the server has outstanding near 1.5 bandwidth-delay products")

@@ -73,7 +73,7 @@ def run(rounds: int) -> int:
 
 
 def run_h2(rounds: int) -> int:
-    """The same 100 × 2 KB over the same link, HTTPS: lanefetch over HTTP/2 (nginx TLS + http2, one connection)
+    """The same 100 × 2 KB over the same link, HTTPS: lanefetch over HTTP/2 (nginx TLS + http2; the default two connections on this link, and one)
     vs lanefetch pipelining HTTP/1.1 over TLS (nginx TLS without http2) and over plain http (the `engine`
     scenario's variant), all from one nginx docroot, variants alternating. The CLI trusts the lab's throwaway CA
     (`--ca-file`); the server certificate names the server's lab address."""
@@ -82,18 +82,18 @@ def run_h2(rounds: int) -> int:
 
     profile = PROFILES["bench2"]
     assert profile.rtt_ms and profile.down_kbit and profile.up_kbit
-    h2 = "lanefetch h2 (https, 1 conn)"
-    warm = "lanefetch h2, warm (https, 1 conn opened by a preconnect)"
+    h2 = "lanefetch h2 (https, the default: 2 conns on this link)"
+    warm = "lanefetch h2, warm (https, the default's 2 conns opened by a preconnect)"
     h2_open = "lanefetch h2, window opened at once (`--h2-open-window`)"
     warm_open = "lanefetch h2, warm, window opened at once"
     h1s = "lanefetch HTTP/1.1 pipelined (https, 4 conns)"
     h1 = "lanefetch HTTP/1.1 pipelined (http, 4 conns)"
-    h2_two = "lanefetch h2, 2 conns (`--h2-connections 2`)"
-    warm_two = "lanefetch h2, warm, 2 conns"
+    h2_one = "lanefetch h2, 1 conn (`--h2-connections 1`)"
+    warm_one = "lanefetch h2, warm, 1 conn"
     h2_three = "lanefetch h2, 3 conns (`--h2-connections 3`)"
     warm_three = "lanefetch h2, warm, 3 conns"
-    warms = (warm, warm_open, warm_two, warm_three)
-    times: dict[str, list[float]] = {h2: [], warm: [], h2_open: [], warm_open: [], h2_two: [], warm_two: [],
+    warms = (warm, warm_open, warm_one, warm_three)
+    times: dict[str, list[float]] = {h2: [], warm: [], h2_open: [], warm_open: [], h2_one: [], warm_one: [],
                                      h2_three: [], warm_three: [], h1s: [], h1: []}
     conns: dict[str, int] = {}
     counts = {name: {"dropped_queue": 0, "late_packets": 0} for name in times}  # the link's, summed over rounds
@@ -119,10 +119,10 @@ def run_h2(rounds: int) -> int:
                       [*PIPELINED, *ca, "--h2-open-window"]),
             warm_open: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
                         [*PIPELINED, *ca, "--h2-open-window"]),
-            h2_two: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                     [*PIPELINED, *ca, "--h2-connections", "2"]),
-            warm_two: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                       [*PIPELINED, *ca, "--h2-connections", "2"]),
+            h2_one: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                     [*PIPELINED, *ca, "--h2-connections", "1"]),
+            warm_one: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
+                       [*PIPELINED, *ca, "--h2-connections", "1"]),
             h2_three: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
                        [*PIPELINED, *ca, "--h2-connections", "3"]),
             warm_three: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
@@ -170,7 +170,7 @@ def run_h2(rounds: int) -> int:
         f"(TLS 1.3; h2 on :443, HTTP/1.1 only on :8443, plain http on :80). {OBJECTS} objects × {SIZE} B. "
         f"{rounds} rounds, variants alternating (order reversed every other round); each run is a fresh process "
         "(nothing learned between runs): `lanefetch fetch` for the cold variants, `bench.warm_fetch` for the warm "
-        "one, which opens the connection with the helper's preconnect, waits until it speaks h2 and the server's "
+        "ones, which open the connections with the helper's preconnect, wait until they speak h2 and the server's "
         "SETTINGS arrived, and only then starts the clock and fetches the batch with the CLI's configuration.",
         "",
         *report.table(["variant", "protocol used", "median s", "range s", "max concurrent conns", "T_min s",
@@ -180,9 +180,11 @@ def run_h2(rounds: int) -> int:
         f"≤ 1.2). Cold h2 / (T_min + the TLS 1.3 handshake's round trip): {lf2 / (tmin[h2] + rtt):.2f}. h2 vs "
         f"HTTP/1.1 pipelined over TLS: {lf1s / lf2:.2f}× faster; vs plain-http pipelining: {lf1 / lf2:.2f}×. "
         f"The best one fresh TLS 1.3 connection could do (handshakes, request round trip, slow start from IW10): "
-        f"{one_conn:.3f} s = {one_conn / tmin[h2]:.2f} × T_min, cold h2 at {lf2 / one_conn:.2f}× that; on an open "
-        f"connection whose window starts at IW10 (request round trip, slow start): {one_warm:.3f} s = "
-        f"{one_warm / tmin[warm]:.2f} × warm T_min, warm h2 at {lfw / one_warm:.2f}× that.",
+        f"{one_conn:.3f} s = {one_conn / tmin[h2]:.2f} × T_min, cold h2 with one connection at "
+        f"{report.median(times[h2_one]) / one_conn:.2f}× that; on an open connection whose window starts at IW10 "
+        f"(request round trip, slow start): {one_warm:.3f} s = {one_warm / tmin[warm]:.2f} × warm T_min, warm h2 "
+        f"with one connection at {report.median(times[warm_one]) / one_warm:.2f}× that. The default opens two on "
+        "this link (200 ms: pool_plan.h2_connection_count), together starting at twice the initial window.",
         "",
         "Cold T_min = connect RTT + 1 RTT + max(bytes up / up rate, bytes down / down rate); warm T_min = 1 RTT + "
         "max(bytes up / up rate, bytes down / down rate) (the batch on a connection already open). The HTTP bytes "

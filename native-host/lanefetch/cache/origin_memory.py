@@ -11,9 +11,9 @@ is ignored.
 
 Only what a session learned beyond "unknown" is written; a known origin starts the next session where it left
 off, still under every integrity guard of pipeline.py (a held answer is proven in step before it is believed).
-A known protocol matters from the first batch: an HTTPS origin that may speak h2 gets one connection until a
-handshake says (pool_plan.connection_limit), so an HTTP/1.1-only origin remembered as such opens the connections
-its waiting requests need in parallel instead of one handshake later.
+A known protocol matters from the first batch: an HTTPS origin that may speak h2 gets only the connections h2
+would have until a handshake says (pool_plan.connection_limit), so an HTTP/1.1-only origin remembered as such
+opens the connections its waiting requests need in parallel instead of one handshake later.
 
 The records of a site are also what the helper connects to ahead of a page (preconnect_origins): when a
 navigation to the site starts, its document's origin and the origins its earlier loads used get a connection

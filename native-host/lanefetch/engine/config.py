@@ -21,9 +21,10 @@ class EngineConfig:
     # Keep what an h2 server may have outstanding near 1.5 BDPs with the connection's receive window
     # (receive_window.py): on a slow link with a shallow queue its slow start otherwise overshoots and drops.
     h2_receive_cap: bool = True
-    # h2 connections per origin. One, as browsers and the HTTP/2 spec advise; more only split a batch over several
-    # slow starts (measured on the engine benchmark: docs/performance.md), at the server's cost.
-    h2_connections: int = 1
+    # h2 connections per origin where its round trip is long (pool_plan.h2_connection_count; one on a short one):
+    # two start their slow starts at twice the initial window, what a long fat link needs (engine benchmark over
+    # h2, docs/performance.md); three overflowed its queue. 1: one always, as browsers do.
+    h2_connections: int = 2
     separate_bulk: bool = True  # nothing is pipelined behind a large response; others get a connection (pool.py)
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection

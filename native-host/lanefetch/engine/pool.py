@@ -9,8 +9,9 @@ queue only when no connection can be had at all.
 
 HTTP/2 is a second kind of connection under the same pool: when a TLS handshake chooses h2, the connection
 hands its transport over (`serve_h2`) and an H2Connection runs in its place. The origin's policy remembers
-the protocol, so an h2 origin gets one connection (pool_plan.connection_limit) that takes every queued request
-its stream limit allows; depth, bulk and budget are HTTP/1.1 pipelining matters and do not apply to it."""
+the protocol, so an h2 origin gets one connection, or two on a long link (pool_plan.connection_limit) that share
+the queued requests within their stream limits and one receive-window cap; depth, bulk and budget are HTTP/1.1
+pipelining matters and do not apply to them."""
 
 from __future__ import annotations
 
@@ -229,7 +230,7 @@ class OriginPool:
     def _limit(self) -> int:
         """Connections the origin may have serving it (pool_plan.connection_limit)."""
         return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2(),
-                                self.config.h2_connections)
+                                self.config.h2_connections, self.budget.min_rtt)
 
     def h2_serving(self) -> int:
         """The origin's h2 connections that take new streams (at least 1: the one asking is one of them)."""
@@ -280,6 +281,8 @@ class OriginPool:
     async def _tcp_up(self, timing: ConnectTiming) -> None:
         """TCP is up: its connect time is the origin's round trip (reported now, not a TLS handshake later); a
         TLS handshake then waits until the origin's connections are needed, at most an idle connection's life."""
+        if timing.connect_start is not None and timing.connect_end is not None:
+            self.budget.observe_rtt(timing.connect_end - timing.connect_start)  # the handshake is one round trip
         self.engine.tcp_connected(self.origin, timing)
         if self.tls is None or self._needed.is_set():
             return
@@ -350,10 +353,7 @@ class OriginPool:
             return allowed
 
     def connection_opened(self, conn: Carrier) -> None:
-        ct = conn.connect_timing
-        if ct.connect_start is not None and ct.connect_end is not None:
-            self.budget.observe_rtt(ct.connect_end - ct.connect_start)  # the handshake is one round trip
-        self.engine.connection_opened(conn)
+        self.engine.connection_opened(conn)  # (its round trip was observed at TCP connect: _tcp_up)
 
     async def connection_failed(self, conn: Carrier, error: FetchError) -> None:
         self.connections.discard(conn)

@@ -127,6 +127,7 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
 
 # RFC 6928's initial window: ten segments of a 1460-byte MSS.
 INITIAL_WINDOW = 10 * 1460
+LONG_RTT = 0.100  # seconds: from here on, an origin's h2 batch is shared by several connections (h2_connection_count)
 
 
 @dataclass(frozen=True)
@@ -216,13 +217,27 @@ def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> 
     return best.id
 
 
-def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, h2_connections: int = 1) -> int:
-    """Connections an origin may have serving it: `h2_connections` (one, unless configured) for h2, as many until
-    a TLS origin that may speak h2 has said which it speaks (whichever it speaks, that many are welcome: opened
-    together, their handshakes overlap instead of the second waiting for the first's ALPN), else the per-origin
-    limit."""
+def h2_connection_count(h2_connections: int, min_rtt: float | None) -> int:
+    """How many h2 connections an origin gets: up to `h2_connections` unless its round trip is known to be short
+    (below LONG_RTT), then one. A connection's TCP slow start begins at the server's initial window (IW10, 14.6 kB)
+    and doubles per round trip; on a long fat link one connection needs several round trips before it carries the
+    link's rate, and two start at twice the window (measured on the engine benchmark over h2, 200 ms, 2 Mbit/s:
+    warm 1.352 s → 1.209 s, docs/performance.md). Where a round trip is short those rounds cost little and the
+    second TLS handshake is not worth its bytes. An unknown round trip counts as long: the count matters before the
+    first handshake (opened together, the handshakes overlap; a second one opened after the first's TCP connect
+    would come up a round trip late)."""
+    if min_rtt is not None and min_rtt < LONG_RTT:
+        return 1
+    return max(1, h2_connections)
+
+
+def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, h2_connections: int = 1,
+                     min_rtt: float | None = None) -> int:
+    """Connections an origin may have serving it: for h2 as many as h2_connection_count says, as many until a TLS
+    origin that may speak h2 has said which it speaks (whichever it speaks, that many are welcome: opened together,
+    their handshakes overlap instead of the second waiting for the first's ALPN), else the per-origin limit."""
     if protocol == "h2" or (protocol is None and may_speak_h2):
-        return max(1, min(h2_connections, per_origin))
+        return min(h2_connection_count(h2_connections, min_rtt), max(1, per_origin))
     return per_origin
 
 

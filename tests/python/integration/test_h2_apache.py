@@ -71,7 +71,9 @@ def url(srv: ServerHandle, path: str) -> str:
 
 
 async def fetch(pki: Path, reqs: list[FetchRequest], **kw: object) -> tuple[RecordingSink, int]:
-    cfg = EngineConfig(ca_file=str(pki / "ca.pem"), connect_timeout=5, stall_timeout=20)
+    # One h2 connection (`--h2-connections 1`) unless a test says otherwise: the default's second one is
+    # test_h2_nginx's and test_h2_misbehaving's subject.
+    cfg = EngineConfig(ca_file=str(pki / "ca.pem"), connect_timeout=5, stall_timeout=20, h2_connections=1)
     for k, v in kw.items():
         setattr(cfg, k, v)
     engine = Engine(cfg)

@@ -59,7 +59,10 @@ def expected(req: FetchRequest) -> bytes:
 
 
 def config(**kw: object) -> EngineConfig:
-    cfg = EngineConfig(connect_timeout=5, stall_timeout=5, idle_timeout=10, total_timeout=30, max_retries=3)
+    """One h2 connection per origin (`--h2-connections 1`): each scenario scripts its first connection with the
+    whole batch on it. The default's second connection has its own test (test_two_connections_…)."""
+    cfg = EngineConfig(connect_timeout=5, stall_timeout=5, idle_timeout=10, total_timeout=30, max_retries=3,
+                       h2_connections=1)
     for k, v in kw.items():
         setattr(cfg, k, v)
     return cfg
@@ -374,5 +377,44 @@ async def test_h2_misbehaviour(name: str, pki: Path) -> None:
             check(sink, reqs, srv, case.outcome(reqs, srv))
             if case.after is not None:
                 case.after(srv)
+    finally:
+        await engine.aclose()
+
+
+@pytest.mark.parametrize("misbehave", ["tcp-reset", "goaway-error"])
+async def test_two_connections_one_breaks_mid_batch(misbehave: str, pki: Path) -> None:
+    """The default on a link whose round trip is not known yet: two h2 connections opened together share the
+    batch (pool_plan.h2_connection_count). The first breaks after answering two of its share (a TCP reset, or
+    GOAWAY(INTERNAL_ERROR) covering every stream): every request is still answered exactly once, the GETs and the
+    HEAD exact, a POST of the broken share fails, never sent again."""
+    assert EngineConfig().h2_connections == 2
+
+    async def scenario(conn: H2ServerConn) -> None:
+        if conn.index != 0:
+            await conn.serve_rest()
+            return
+        first = await conn.next_request()
+        assert first is not None
+        reqs = [first]
+        while (r := await conn.next_request(timeout=1.0)) is not None:
+            reqs.append(r)
+        for r in [r for r in reqs if r.method != "POST"][:2]:
+            await conn.respond(r)
+        conn.server.state["broken"] = len(reqs)
+        if misbehave == "tcp-reset":
+            conn.tcp_reset()
+        else:
+            conn.goaway(max(r.stream_id for r in reqs), ErrorCodes.INTERNAL_ERROR)
+            await conn.drain()
+
+    engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=EngineConfig().h2_connections))
+    try:
+        async with H2Server(scenario, pki) as srv:
+            reqs = batch(srv)
+            sink = await run_batch(engine, reqs)
+            check(sink, reqs, srv, posts_may_fail(reqs, srv))
+            shared = srv.state["broken"]
+            assert isinstance(shared, int) and 1 <= shared < len(reqs), f"the first connection had {shared}: not shared"
+            assert len(srv.connections) >= 2
     finally:
         await engine.aclose()

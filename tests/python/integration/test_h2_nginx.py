@@ -175,7 +175,8 @@ async def fetch(engine: Engine, reqs: list[FetchRequest], sink: Collect) -> int:
 
 
 def config(pki: Path) -> EngineConfig:
-    return EngineConfig(ca_file=str(pki / "ca.pem"), connect_timeout=5, stall_timeout=20)
+    """One h2 connection (`--h2-connections 1`); test_h2_connections_two_share_a_batch has the default's two."""
+    return EngineConfig(ca_file=str(pki / "ca.pem"), connect_timeout=5, stall_timeout=20, h2_connections=1)
 
 
 async def test_many_files_over_one_h2_connection(nginx_h2: Nginx, pki: Path) -> None:
@@ -201,9 +202,10 @@ async def test_many_files_over_one_h2_connection(nginx_h2: Nginx, pki: Path) -> 
 
 
 async def test_h2_connections_two_share_a_batch(nginx_h2: Nginx, pki: Path) -> None:
-    """`h2_connections=2` (`lanefetch fetch --h2-connections 2`): the batch is shared between two h2 connections,
+    """The default (`h2_connections=2`) while the origin's round trip is not known: the batch is shared between
+    two h2 connections opened together,
     each answer on one of them, every request answered once."""
-    engine = Engine(dataclasses.replace(config(pki), h2_connections=2))
+    engine = Engine(dataclasses.replace(config(pki), h2_connections=EngineConfig().h2_connections))
     sink = Collect()
     try:
         reqs = [FetchRequest(n, "GET", nginx_h2.url(n), resource_type="script") for n in FILES]

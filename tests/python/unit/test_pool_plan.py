@@ -329,3 +329,21 @@ def test_h2_shares_cover_the_outstanding_work(outstanding: int, connections: int
     share = h2_share(outstanding, connections)
     assert share >= 1 and share * connections >= outstanding, "together the connections may carry all of it"
     assert (share - 1) * connections < max(outstanding, 1), "and none takes more than its part, rounded up"
+
+
+@given(st.integers(-1, 8), st.one_of(st.none(), st.floats(0.0, 5.0)), st.integers(1, 8))
+def test_h2_connection_count_follows_the_round_trip(configured: int, rtt: float | None, per_origin: int) -> None:
+    """Several h2 connections only where slow-start rounds are long (or not known yet: the count matters before
+    the first handshake); one on a short link; never above the per-origin limit, never below one."""
+    from lanefetch.engine.pool_plan import LONG_RTT, h2_connection_count
+
+    n = h2_connection_count(configured, rtt)
+    assert n >= 1
+    if rtt is not None and rtt < LONG_RTT:
+        assert n == 1, "a short link: the second handshake is not worth its bytes"
+    else:
+        assert n == max(1, configured)
+    for protocol in ("h2", None):
+        assert connection_limit(per_origin, protocol, True, configured, rtt) == min(n, per_origin)
+    assert connection_limit(per_origin, None, False, configured, rtt) == per_origin, "plain http: HTTP/1.1"
+    assert connection_limit(per_origin, "http/1.1", True, configured, rtt) == per_origin
