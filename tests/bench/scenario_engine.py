@@ -73,10 +73,10 @@ def run(rounds: int) -> int:
 
 
 def run_h2(rounds: int) -> int:
-    """The same 100 × 2 KB over the same link, HTTPS: lanefetch over HTTP/2 (nginx TLS + http2; the default two connections on this link, and one)
-    vs lanefetch pipelining HTTP/1.1 over TLS (nginx TLS without http2) and over plain http (the `engine`
-    scenario's variant), all from one nginx docroot, variants alternating. The CLI trusts the lab's throwaway CA
-    (`--ca-file`); the server certificate names the server's lab address."""
+    """The same 100 × 2 KB over the same link, HTTPS: lanefetch over HTTP/2 (nginx TLS + http2; the default's two
+    connections on this link, and one) vs lanefetch pipelining HTTP/1.1 over TLS (nginx TLS without http2) and over
+    plain http (the `engine` scenario's variant), all from one nginx docroot, variants alternating. The CLI trusts
+    the lab's throwaway CA (`--ca-file`); the server certificate names the server's lab address."""
     sys.path.insert(0, str(Path(__file__).parents[1] / "python"))  # the tests' throwaway PKI, shared with them
     from tls_pki import make_test_pki
 
