@@ -91,7 +91,7 @@ def main() -> None:
     p.add_argument("--ca-file", required=True)
     p.add_argument("--connections", type=int, default=6)
     p.add_argument("--h2-open-window", action="store_true")  # as `lanefetch fetch --h2-open-window`
-    p.add_argument("--h2-connections", type=int, default=1)  # as `lanefetch fetch --h2-connections N`
+    p.add_argument("--h2-connections", type=int, default=EngineConfig.h2_connections)  # as `lanefetch fetch`
     args = p.parse_args()
     print(json.dumps(asyncio.run(_run(args.urls, args.ca_file, args.connections, args.h2_open_window,
                                       args.h2_connections)), indent=2))
