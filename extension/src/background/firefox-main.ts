@@ -11,10 +11,11 @@ import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
-import { DIRECT, ProxyRouter } from "../proxy/proxy-router.js";
+import { DIRECT, ProxyRouter, pageOf } from "../proxy/proxy-router.js";
 import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
 import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
-import { SiteStore } from "../sites/site-store.js";
+import { justEnabled, probeUrl } from "../sites/just-enabled.js";
+import { SiteStore, type EnabledSite } from "../sites/site-store.js";
 import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
@@ -120,9 +121,13 @@ const ready = watchProxy((blocked) => {
   .then(() => refreshRules())
   .then(() => startUp());
 
+/** Just-enabled sites already probed (sites/just-enabled.ts). */
+let probedSites: string[] = [];
+
 async function refreshRules(): Promise<void> {
-  const [active, off, https, settings] = await Promise.all([
+  const [active, off, https, settings, enabled] = await Promise.all([
     store.activeRules(), store.sessionOff(), readHttpsSites(chrome.storage.local), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]),
+    store.enabledSites(),
   ]);
   speed.setThreshold(thresholdFromSettings(settings));
   router.splitLarge = settings[SPLIT_LARGE_KEY] === true;
@@ -133,6 +138,25 @@ async function refreshRules(): Promise<void> {
   httpsSites.setWanted(httpsOptedIn, enabledRules);
   for (const tabId of tabUrls.keys()) void updateBadge(tabId);
   keepConnected();
+  const fresh = justEnabled(enabled, activeRules, probedSites, Date.now());
+  probedSites = fresh.taken;
+  if (fresh.sites.length > 0) void probeAhead(fresh.sites);
+}
+
+/** A site just turned on: once the helper is up, it connects (TCP only) to the hosts of the site's open tabs, else
+ * to the site's name, so the first page's document is routed at once (its host's speed known) instead of waiting
+ * about a round trip for the speed probe (sites/just-enabled.ts). Private tabs are left out. */
+async function probeAhead(sites: readonly EnabledSite[]): Promise<void> {
+  if (!(await connection.ready())) return;
+  const tabs = await chrome.tabs.query({}).catch(() => []);
+  for (const site of sites) {
+    const shown = tabs.filter((t) => !t.incognito && t.url !== undefined && matchingRule([site], t.url) !== null)
+      .map((t) => t.url ?? "");
+    for (const url of shown.length > 0 ? shown : [probeUrl(site)]) {
+      const page = pageOf(url, false);
+      if (page !== null) client.preconnect(url, page, "tcp");
+    }
+  }
 }
 
 /** The native port stays open while any site is enabled (it is what keeps the event page alive). */

@@ -28,15 +28,14 @@
 // is let through unattached; intercepted tabs turn Fetch and Network off when the helper goes; when it is back the
 // gate blocks again and the next navigation is intercepted as usual (tabs found at start-up are attached then).
 // Which *request* of an intercepted tab goes to the helper is the accelerator's (background/accelerator.ts).
-import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
+import { justEnabled, probeUrl } from "../sites/just-enabled.js";
+import { matchingRule, type SiteRule } from "../sites/site-rule.js";
+import type { EnabledSite } from "../sites/site-store.js";
 import { hostOf, type Verdict } from "./host-speed.js";
 
 export type Speed = Verdict["state"];
 
-/** A site rule with when it was enabled (epoch ms), as the site store keeps it. */
-export interface EnabledSite extends SiteRule {
-  added: number;
-}
+export type { EnabledSite } from "../sites/site-store.js";
 
 export type TabEvent =
   /** The active rules changed (or were read): `enabled` with their enable times, `now` the clock. */
@@ -112,11 +111,6 @@ export interface PolicyState {
   probed: readonly string[];
 }
 
-/** A site enabled this recently counts as just enabled (by the user: the popup, the options page). */
-export const JUST_ENABLED_MS = 60_000;
-/** At most this many just-enabled keys are remembered (older ones are past JUST_ENABLED_MS anyway). */
-const MAX_PROBED = 256;
-
 export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], gateHosts: "", helperUp: false, probed: [] };
 
 function newTab(url: string): TabState {
@@ -180,13 +174,11 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       for (const [tabId, t] of tabs) {
         if (t.attached && !onSite(t.url)) release(tabId, t);
       }
-      const activeKeys = new Set(s.active.map(ruleKey));
-      const justEnabled = event.enabled.filter((site) => event.now - site.added < JUST_ENABLED_MS && activeKeys.has(ruleKey(site)) &&
-        !s.probed.includes(`${ruleKey(site)}@${site.added}`));
-      s.probed = [...s.probed, ...justEnabled.map((site) => `${ruleKey(site)}@${site.added}`)].slice(-MAX_PROBED);
-      for (const site of justEnabled) {
+      const fresh = justEnabled(event.enabled, s.active, s.probed, event.now);
+      s.probed = fresh.taken;
+      for (const site of fresh.sites) {
         const shown = [...tabs].filter(([, t]) => matchingRule([site], t.url) !== null);
-        if (shown.length === 0) commands.push({ kind: "preconnect", url: `http://${site.name}/`, tabId: null });
+        if (shown.length === 0) commands.push({ kind: "preconnect", url: probeUrl(site), tabId: null });
         for (const [tabId, t] of shown) commands.push({ kind: "preconnect", url: t.url, tabId });
       }
       break;

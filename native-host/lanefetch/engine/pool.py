@@ -16,6 +16,7 @@ pipelining matters and do not apply to them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import ipaddress
 import socket
@@ -94,6 +95,10 @@ class OriginPool:
         # Set once the origin's connections are needed (work came, or a `full` preconnect): a connection opened
         # by a `tcp` preconnect holds its TLS handshake until then (pool_plan.preconnect_plan).
         self._needed = asyncio.Event()
+        # Over TLS to an origin whose protocol is not known yet, the first connection's handshake says it; those
+        # opened with it hold their TLS handshake until then (_await_protocol).
+        self._alpn_first: ConnectTiming | None = None
+        self._protocol_known = asyncio.Event()
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -280,32 +285,58 @@ class OriginPool:
 
     async def _tcp_up(self, timing: ConnectTiming) -> None:
         """TCP is up: its connect time is the origin's round trip (reported now, not a TLS handshake later); a
-        TLS handshake then waits until the origin's connections are needed, at most an idle connection's life."""
+        TLS handshake then waits until the origin's connections are needed, at most an idle connection's life, and
+        until the origin's protocol is known if another connection's handshake is about to say it."""
         if timing.connect_start is not None and timing.connect_end is not None:
             self.budget.observe_rtt(timing.connect_end - timing.connect_start)  # the handshake is one round trip
         self.engine.tcp_connected(self.origin, timing)
-        if self.tls is None or self._needed.is_set():
+        if self.tls is None:
             return
-        needed = self._needed
-        timing.held = True
-        try:
-            await asyncio.wait_for(needed.wait(), self.config.idle_timeout)
-        except TimeoutError:
-            if not needed.is_set():
-                raise FetchError("timeout", "a preconnected connection was not needed; closed unused") from None
+        if not self._needed.is_set():
+            needed = self._needed
+            timing.held = True
+            try:
+                await asyncio.wait_for(needed.wait(), self.config.idle_timeout)
+            except TimeoutError:
+                if not needed.is_set():
+                    raise FetchError("timeout", "a preconnected connection was not needed; closed unused") from None
+        await self._await_protocol(timing)
+
+    async def _await_protocol(self, timing: ConnectTiming) -> None:
+        """The origin's protocol is not known: the first connection to get here handshakes at once, and the others
+        (opened with it: pool_plan.connection_limit counts what h2 would have) wait for its ALPN, their TCP already
+        up, so only the TLS round trip is left. If it says h2 they go on as the origin's further h2 connections; if
+        HTTP/1.1, as its HTTP/1.1 connections, no earlier than the ones it opens then (two connections starting
+        their pipelined bursts together, before the protocol was known, lost the tail of a batch to a
+        retransmission timeout on the engine benchmark over TLS: 2.0 → 2.5 s). A failed first handshake lets
+        them go too; the wait is bounded by the connect timeout."""
+        if self.policy.protocol is not None:
+            return
+        if self._alpn_first is None or self._alpn_first is timing:
+            self._alpn_first = timing
+            return
+        known = self._protocol_known
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(known.wait(), self.config.connect_timeout)
 
     async def open_transport(self, timing: ConnectTiming) -> Transport:
         addresses = await self._resolve(timing)
-        transport = await open_transport(
-            addresses,
-            server_hostname=self.origin.host if self.tls is not None else None,
-            tls=self.tls,
-            timing=timing,
-            connect_timeout=self.config.connect_timeout,
-            interface=self.config.interface,
-            setup=self.config.socket_setup,
-            tcp_up=lambda: self._tcp_up(timing),
-        )
+        try:
+            transport = await open_transport(
+                addresses,
+                server_hostname=self.origin.host if self.tls is not None else None,
+                tls=self.tls,
+                timing=timing,
+                connect_timeout=self.config.connect_timeout,
+                interface=self.config.interface,
+                setup=self.config.socket_setup,
+                tcp_up=lambda: self._tcp_up(timing),
+            )
+        finally:
+            if self._alpn_first is timing:  # its handshake answered (or failed): the ones waiting for it go on
+                self._alpn_first = None
+                self._protocol_known.set()
+                self._protocol_known = asyncio.Event()
         if self.tls is not None:
             known = self.policy.protocol
             self.policy.learn_protocol(transport.alpn)

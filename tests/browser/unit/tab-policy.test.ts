@@ -1,7 +1,8 @@
 // The Chromium tab policy, table-driven: each case is a sequence of events, each with the commands it must give.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { INITIAL_POLICY, JUST_ENABLED_MS, attachedButLeft, leftToBrowser, reduce, type PolicyState, type TabCommand, type TabEvent } from "../../../extension/src/intercept/tab-policy.js";
+import { JUST_ENABLED_MS } from "../../../extension/src/sites/just-enabled.js";
+import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type PolicyState, type TabCommand, type TabEvent } from "../../../extension/src/intercept/tab-policy.js";
 
 const SITE = { scope: "domain" as const, name: "lan.test" };
 const RULES: TabEvent = { type: "rules", active: [SITE], enabled: [{ ...SITE, added: 0 }], now: JUST_ENABLED_MS };
