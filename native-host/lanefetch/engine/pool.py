@@ -99,6 +99,7 @@ class OriginPool:
         # opened with it hold their TLS handshake until then (_await_protocol).
         self._alpn_first: ConnectTiming | None = None
         self._protocol_known = asyncio.Event()
+        self.protocol_waits = 0  # connections that held their TLS handshake for another's ALPN (for the tests)
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -316,6 +317,7 @@ class OriginPool:
             self._alpn_first = timing
             return
         known = self._protocol_known
+        self.protocol_waits += 1
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(known.wait(), self.config.connect_timeout)
 

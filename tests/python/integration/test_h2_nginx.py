@@ -210,16 +210,21 @@ async def test_h2_connections_two_share_a_batch(nginx_h2: Nginx, pki: Path) -> N
     try:
         reqs = [FetchRequest(n, "GET", nginx_h2.url(n), resource_type="script") for n in FILES]
         assert await fetch(engine, reqs, sink) == 2
+        (pool,) = engine._pools.values()
+        assert pool.protocol_waits == 1, "the second held its TLS handshake for the first one's ALPN"
+        again = [FetchRequest(f"again-{n}", "GET", nginx_h2.url(n)) for n in FILES]
+        await fetch(engine, again, sink)
+        assert pool.protocol_waits == 1, "known h2 now: nothing waits"
     finally:
         await engine.aclose()
     for name, data in FILES.items():
         g = sink.got[name]
         assert g.error is None and g.ended and g.body == data, name
         assert g.report is not None and g.report.connection is not None and g.report.connection.protocol == "h2"
-    log = nginx_h2.access_log(len(FILES))
-    assert len(log) == len(FILES) and len({line[0] for line in log}) == 2, "two connections in nginx's log"
-    # Opened together (pool_plan.connection_limit): the second TCP connect started before the first TLS handshake
-    # ended, instead of waiting for its ALPN to say h2.
+    log = nginx_h2.access_log(2 * len(FILES))
+    assert len(log) == 2 * len(FILES) and len({line[0] for line in log}) == 2, "two connections in nginx's log"
+    # Connected together (pool_plan.connection_limit): the second TCP connect started before the first TLS
+    # handshake ended, so only its own TLS round trip was left once the first's ALPN said h2.
     firsts = [g.report.timing for g in sink.got.values()
               if g.report is not None and g.report.timing.connect_start is not None]
     assert len(firsts) == 2, "each connection's first request carries its connect timing"
