@@ -171,7 +171,7 @@ def run_h2(rounds: int) -> int:
         f"{rounds} rounds, variants alternating (order reversed every other round); each run is a fresh process "
         "(nothing learned between runs): `lanefetch fetch` for the cold variants, `bench.warm_fetch` for the warm "
         "ones, which open the connections with the helper's preconnect, wait until they speak h2 and the server's "
-        "SETTINGS arrived, and only then starts the clock and fetches the batch with the CLI's configuration.",
+        "SETTINGS arrived, and only then start the clock and fetch the batch with the CLI's configuration.",
         "",
         *report.table(["variant", "protocol used", "median s", "range s", "max concurrent conns", "T_min s",
                        "× T_min", "× T_min + TLS RTT", "link drops / late packets (all rounds)"], rows),
