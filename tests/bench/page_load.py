@@ -52,7 +52,9 @@ _SETUP = {
         "the page's host enabled and the extension's native port up before the navigation (Firefox starts the helper "
         "when a site is enabled); every request of the page, the document included, then goes through the helper's "
         "proxy (proxy mode has no helper cache: Firefox caches the responses itself), unless the helper's connect "
-        "time shows the origin's round trip below 15 ms (`lan`): then Firefox fetches them all itself (step-aside)."
+        "time shows the origin's round trip below 100 ms (`lte`, `lan`): then Firefox fetches them all itself "
+        "(step-aside). Turning the site on has the helper connect to its host ahead of any page, so that connect "
+        "time is usually known before the navigation."
     ),
 }
 
