@@ -309,7 +309,7 @@ class PageLab:
                 data["all_requests"] = len(recs)
                 data["conns"] = len({r.connection for r in recs})
                 data["records"] = recs
-                s1 = self._counters()
+                s1 = self._settled_counters()
                 for d in ("up", "down"):
                     a, b = s0.get(d, {}), s1.get(d, {})
                     data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
@@ -370,6 +370,27 @@ class PageLab:
             helper_done(Path(home) / "lanefetch")
             empty_http_cache(Path(home) / "lanefetch")
             return primer, self.load(shape, "on", helper_home=home)[0]
+
+    def _settled_counters(self) -> dict[str, Any]:
+        """The link's counters once nothing more crosses it: the load event (and the server's log line, written once
+        a response is in its socket) can come while a response the load does not wait for is still on its way, up
+        to a second of it on `wcdma`; a load's bytes are all it moved. Quiet = no byte either way for two round
+        trips (at least 0.5 s); waiting is bounded (15 s), so a link that never goes quiet is read as it is."""
+        quiet = max(0.5, 2 * (self.profile.rtt_ms or 0) / 1000)
+        last = self._counters()
+        still_since = time.monotonic()
+        deadline = still_since + 15.0
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now_counts = self._counters()
+            moved = any(now_counts.get(d, {}).get("bytes", 0) != last.get(d, {}).get("bytes", 0)
+                        for d in ("up", "down"))
+            last = now_counts
+            if moved:
+                still_since = time.monotonic()
+            elif time.monotonic() - still_since >= quiet:
+                break
+        return last
 
     def _counters(self) -> dict[str, Any]:
         """The emulator's counters (IP packets); on a plain veth link (`lan`) the client device's own (Ethernet

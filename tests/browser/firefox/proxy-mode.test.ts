@@ -5,6 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { createServer } from "node:net";
 import { harEntry } from "../../../extension/src/timings/har.js";
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
 import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
@@ -205,6 +206,24 @@ test("step-aside: the helper's connect time shows the origin fast (loopback) bef
   } finally {
     await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
     await fresh.close();
+  }
+});
+
+test("turning a site on connects to it ahead of any page, so its first page's speed is known (sites/just-enabled.ts)", async (t) => {
+  if (process.getuid?.() !== 0) return t.skip("needs root: a listener on port 80, where a site's probe connects");
+  // No tab shows the site: the probe goes to its name over http, a TCP connection and nothing sent on it.
+  const accepted: string[] = [];
+  const listener = createServer((socket) => {
+    accepted.push(socket.remoteAddress ?? "?");
+    socket.destroy();
+  });
+  await new Promise<void>((ok, fail) => listener.once("error", fail).listen(80, "127.0.0.4", ok));
+  try {
+    await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }, { scope: "host", name: "127.0.0.4" }]);
+    await eventually("the helper's connection to the site just turned on", () => accepted.length >= 1, {}, () => accepted);
+  } finally {
+    await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
+    await new Promise((ok) => listener.close(ok));
   }
 });
 
