@@ -5,7 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { TimingsReply } from "../../../extension/src/background/popup-api.js";
-import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, waitForGate, type Browser } from "../support/chromium-harness.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, waitForGate, waitForHelper, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
@@ -45,6 +45,9 @@ async function visitAfterRestart(browser: Browser, url: string): Promise<{ brows
   // Session rules do not outlive the browser: the worker puts the gate back at startup, and a navigation before that
   // would be the browser's own (as toggle-and-fallback's restart waits too).
   await waitForGate(next.worker, 1);
+  // And the helper up again: while it starts, requests are the browser's own (never slower), and a page loaded
+  // meanwhile would be part browser, part helper (seen once in CI: the two cached images fetched by the browser).
+  await waitForHelper(next.context);
   const page = await next.context.newPage();
   await openPage(page, url);
   await imagesShown(page);
