@@ -112,22 +112,18 @@ def run_h2(rounds: int) -> int:
         start_nginx(server, docroot, link.b_ip, 443, tls=tls, http2=True)
         start_nginx(server, docroot, link.b_ip, 8443, tls=tls)
         ca = ["--ca-file", str(pki / "ca.pem")]
+        h2_urls = [f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)]
+        h2_base = [*PIPELINED, *ca]
         variants = {
-            h2: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
-            warm: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
-            h2_open: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                      [*PIPELINED, *ca, "--h2-open-window"]),
-            warm_open: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                        [*PIPELINED, *ca, "--h2-open-window"]),
-            h2_one: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                     [*PIPELINED, *ca, "--h2-connections", "1"]),
-            warm_one: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                       [*PIPELINED, *ca, "--h2-connections", "1"]),
-            h2_three: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                       [*PIPELINED, *ca, "--h2-connections", "3"]),
-            warm_three: ([f"https://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)],
-                         [*PIPELINED, *ca, "--h2-connections", "3"]),
-            h1s: ([f"https://{link.b_ip}:8443/o{i:03d}.bin" for i in range(OBJECTS)], [*PIPELINED, *ca]),
+            h2: (h2_urls, h2_base),
+            warm: (h2_urls, h2_base),
+            h2_open: (h2_urls, [*h2_base, "--h2-open-window"]),
+            warm_open: (h2_urls, [*h2_base, "--h2-open-window"]),
+            h2_one: (h2_urls, [*h2_base, "--h2-connections", "1"]),
+            warm_one: (h2_urls, [*h2_base, "--h2-connections", "1"]),
+            h2_three: (h2_urls, [*h2_base, "--h2-connections", "3"]),
+            warm_three: (h2_urls, [*h2_base, "--h2-connections", "3"]),
+            h1s: ([f"https://{link.b_ip}:8443/o{i:03d}.bin" for i in range(OBJECTS)], h2_base),
             h1: ([f"http://{link.b_ip}/o{i:03d}.bin" for i in range(OBJECTS)], PIPELINED),
         }
         for name, (urls, extra) in variants.items():

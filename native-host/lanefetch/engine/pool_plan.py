@@ -224,8 +224,8 @@ def h2_connection_count(h2_connections: int, min_rtt: float | None) -> int:
     link's rate, and two start at twice the window (measured on the engine benchmark over h2, 200 ms, 2 Mbit/s:
     warm 1.352 s → 1.209 s, docs/performance.md). Where a round trip is short those rounds cost little and the
     second TLS handshake is not worth its bytes. An unknown round trip counts as long: the count matters before the
-    first handshake (opened together, the handshakes overlap; a second one opened after the first's TCP connect
-    would come up a round trip late)."""
+    first handshake (connected together, the second's TCP is up when the first's ALPN says h2, and only its TLS
+    round trip is left; OriginPool._await_protocol)."""
     if min_rtt is not None and min_rtt < LONG_RTT:
         return 1
     return max(1, h2_connections)
@@ -234,8 +234,9 @@ def h2_connection_count(h2_connections: int, min_rtt: float | None) -> int:
 def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, h2_connections: int = 1,
                      min_rtt: float | None = None) -> int:
     """Connections an origin may have serving it: for h2 as many as h2_connection_count says, as many until a TLS
-    origin that may speak h2 has said which it speaks (whichever it speaks, that many are welcome: opened together,
-    their handshakes overlap instead of the second waiting for the first's ALPN), else the per-origin limit."""
+    origin that may speak h2 has said which it speaks (whichever it speaks, that many are welcome: they connect
+    together, and all but the first hold their TLS handshake for its ALPN, OriginPool._await_protocol), else the
+    per-origin limit."""
     if protocol == "h2" or (protocol is None and may_speak_h2):
         return min(h2_connection_count(h2_connections, min_rtt), max(1, per_origin))
     return per_origin
