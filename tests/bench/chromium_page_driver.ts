@@ -9,11 +9,10 @@
 // Chromium on the same profile (its own disk cache warm for OFF, the helper's cache, kept in the profile, warm for
 // ON; the renderer's memory cache gone) and loads URL again in a new tab.
 // LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()); =requests: and each request.
-import { createInterface } from "node:readline";
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
 import type { RequestRecord } from "../../extension/src/timings/timing-store.js";
-import { exitOnError, loadEnded, measure, readLoad, type PageProbe } from "./page_measure.js";
+import { exitOnError, loadEnded, measure, nextCallerLine, readLoad, untilCallerDone, type PageProbe } from "./page_measure.js";
 
 function median(xs: number[]): number | null {
   if (xs.length === 0) return null;
@@ -140,8 +139,7 @@ async function main(): Promise<void> {
     };
     await visit(url, on);
     if (next !== undefined) {
-      const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-      await lines.next();
+      await nextCallerLine();
       if (next === "--repeat") {
         await browser.quit();
         browser = await launch(browser.userDataDir);
@@ -151,6 +149,7 @@ async function main(): Promise<void> {
         await visit(next, false);
       }
     }
+    await untilCallerDone();
     await page.close();
   } finally {
     await browser.close();

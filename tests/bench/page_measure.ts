@@ -2,7 +2,10 @@
 // load, and the stdout/stdin protocol bench/page_load.py speaks with them:
 //   DRIVER URL on|off IMAGES [WARM_URL]
 // One JSON line per load; with WARM_URL the driver then reads one line from stdin (the caller has taken its
-// counters) and loads WARM_URL in the same tab.
+// counters) and loads WARM_URL in the same tab. After its last load the driver keeps the page open until the caller
+// closes stdin (it has read the link's settled counters), so what the page still fetches after its load event is
+// part of the load's bytes in both variants: closing the browser at once cut OFF's late responses short (Firefox
+// on `wcdma`, rust-std: OFF's link moved less than the bodies the server sent), while ON the helper finished them.
 import { createInterface } from "node:readline";
 
 export interface LoadResult {
@@ -72,15 +75,46 @@ export function driverArgs(argv: string[]): DriverArgs {
   return { url, on: mode === "on", images: Number(imagesArg ?? "80"), warmUrl };
 }
 
-/** Prints the first load; with a warm URL waits for the caller's line and prints the warm load. */
+// The caller's lines on stdin: one reader for the driver's whole life (a second readline interface on the same
+// stream could take lines meant for the first).
+let callerLines: AsyncIterator<string> | undefined;
+
+/** The caller's next line; done once it closed stdin. */
+export function nextCallerLine(): Promise<IteratorResult<string>> {
+  callerLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  return callerLines.next();
+}
+
+// Bounds the wait for the caller to close stdin after the last load (it waits at most 15 s for the link to go quiet
+// and 5 s for the server's log); past it the driver closes the browser anyway.
+const CALLER_DONE_MS = 60000;
+
+/** Resolves once the caller closed stdin, or after CALLER_DONE_MS (with a line on stderr saying so). */
+export async function untilCallerDone(): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => { timer = setTimeout(() => resolve("late"), CALLER_DONE_MS); });
+  try {
+    for (;;) {
+      const r = await Promise.race([nextCallerLine(), late]);
+      if (r === "late") { console.error(`caller kept stdin open for ${CALLER_DONE_MS} ms after the last load`); return; }
+      if (r.done === true) return;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Prints the first load; with a warm URL waits for the caller's line and prints the warm load; then waits for the
+ * caller to be done (untilCallerDone). */
 export async function runLoads(args: DriverArgs, first: () => Promise<Record<string, unknown>>,
   warm: (url: string) => Promise<Record<string, unknown>>): Promise<void> {
   const mode = args.on ? "on" : "off";
   console.log(JSON.stringify({ mode, ...(await first()) }));
-  if (args.warmUrl === undefined) return;
-  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  await lines.next();
-  console.log(JSON.stringify({ mode, ...(await warm(args.warmUrl)) }));
+  if (args.warmUrl !== undefined) {
+    await nextCallerLine();
+    console.log(JSON.stringify({ mode, ...(await warm(args.warmUrl)) }));
+  }
+  await untilCallerDone();
 }
 
 export function exitOnError(e: unknown): never {
