@@ -7,6 +7,7 @@ import type { Batch, Page } from "../generated/protocol.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
 import type { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
+import type { BrowserWarmConnection } from "../intercept/browser-warm-connection.js";
 import type { HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
 import type { PassReason } from "../intercept/pass-reason.js";
@@ -75,6 +76,9 @@ export class Accelerator {
   private readonly idleListeners: ((tabId: number) => void)[] = [];
   /** Chromium: origins the browser reaches over its own warm h2/h3 connection; their requests go to it. */
   multiplexed: BrowserMultiplexed | null = null;
+  /** Chromium: origins whose browser HTTP/1.1 connection is warm and idle; one render-blocking request at a time is
+   * marked `browser_warm` for them (the helper answers it from what it holds or declines it to the browser). */
+  warmConnection: BrowserWarmConnection | null = null;
   private readonly heldHandshakes = new HeldHandshakes<PageInfo>();
 
   constructor(
@@ -220,6 +224,11 @@ export class Accelerator {
     const canSplit = this.splitLarge && state.status === "connected" && state.capabilities.includes("split");
     const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
     for (const r of requests) if (canSplit && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
+    const canWarm = state.status === "connected" && state.capabilities.includes("browser_warm");
+    for (const [i, r] of requests.entries()) {
+      const paused = items[i]?.held.paused;
+      if (canWarm && !r.split && paused && this.warmConnection?.claim(paused.url, paused.cdpResourceType)) r.browser_warm = true;
+    }
     const [head, ...rest] = requests;
     if (!head) return;
     const batch: Batch = { type: "batch", batch_id: batchId, page: pageField(page), requests: [head, ...rest] };
@@ -229,7 +238,11 @@ export class Accelerator {
       const { limits: base } = this.options;
       const limits = requests[i]?.split ? { ...base, maxBodyBytes: Math.max(base.maxBodyBytes, SPLIT_MAX_BODY_BYTES) } : base;
       const delivery = new RequestDelivery(item.id, item.held.paused, item.held.responder, {
-        done: (result) => this.finished(item.id, item.held.tabId, result),
+        done: (result) => {
+          // Answered by the helper after all (its flight or cache): the browser's warm connection was not used.
+          if (requests[i]?.browser_warm && result.outcome === "fulfilled") this.warmConnection?.release(item.held.paused.url);
+          this.finished(item.id, item.held.tabId, result);
+        },
         timing: (message) => this.store.update(item.id, { timing: message }),
         cancel: (id) => this.client.cancel([id]),
       }, limits);

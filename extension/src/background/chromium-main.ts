@@ -20,6 +20,7 @@ import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { flightOf, TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
+import { BrowserWarmConnection } from "../intercept/browser-warm-connection.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
@@ -52,6 +53,8 @@ const speed = new HostSpeed();
 const accelerator = new Accelerator(speed, client, () => connection.state, counters, timings);
 const multiplexed = new BrowserMultiplexed();
 accelerator.multiplexed = multiplexed;
+const warmConnections = new BrowserWarmConnection();
+accelerator.warmConnection = warmConnections;
 // Keep the helper: after a crash it comes back at once while a site is on (not with the next page).
 connection.onLost(() => {
   setTimeout(() => {
@@ -77,6 +80,7 @@ const ready = watchProxy((blocked) => {
 
 const networkLog = new CdpNetworkLog(
   (networkId, url, timing, request) => {
+    warmConnections.finished(url, timing);
     if (!timings.browserTiming(networkId, url, timing)) browserTabs.unpausedFinished(networkId, url, timing, request);
   },
   (sample) => void speed.observe(sample),

@@ -35,6 +35,7 @@ const ERROR_REASONS: Partial<Record<HelperError["code"], PassReason>> = {
   too_large: "too_large",
   timeout: "timeout",
   connection_lost: "helper_unavailable",
+  browser_warm: "browser_warm_connection",
 };
 
 export class RequestDelivery implements RequestSink {

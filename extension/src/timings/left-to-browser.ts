@@ -27,6 +27,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
   proxy_configured: "the browser is set to use a proxy",
   low_latency: "the connection to this site is already fast",
   browser_multiplexed: "the browser already has a fast (HTTP/2) connection to this site",
+  browser_warm_connection: "the browser's own connection to this site was already up to speed and free",
 };
 
 /** A few words for a narrow column (the timing page's badge); the full reason is in the row's details. */
@@ -36,6 +37,7 @@ export const REASON_SHORT: Record<PassReason, string> = {
   blocked_address: "local address", too_large: "too large", helper_missing: "no helper", helper_incompatible: "old helper",
   helper_unavailable: "helper down", helper_error: "helper failed", timeout: "helper slow", proxy_configured: "proxy set",
   low_latency: "already fast", browser_multiplexed: "browser's h2",
+  browser_warm_connection: "browser's warm link",
 };
 
 export function reasonInPlainWords(reason: string | null | undefined): string {

@@ -109,6 +109,7 @@ def _to_request(raw: dict[str, Any]) -> FetchRequest:
         id=raw["id"], method=raw["method"], url=raw["url"], headers=[(k, v) for k, v in raw["headers"]],
         body=body, resource_type=raw.get("resource_type", "other"), priority=raw.get("priority"),
         decode=bool(raw.get("decode", False)), split=bool(raw.get("split", False)),
+        browser_warm=bool(raw.get("browser_warm", False)),
     )
 
 

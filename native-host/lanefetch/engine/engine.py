@@ -69,6 +69,11 @@ class Engine:
                 req.method = req.method.upper()
                 try:
                     target = validate(req)
+                    if req.browser_warm and not req.conditional:
+                        # Only the network is left to answer it, and the browser's own connection there is warmer
+                        # than any of ours can be (the extension's browser-warm-connection.ts says why).
+                        raise FetchError("browser_warm", "the browser's own connection to this origin is warm and idle:"
+                                         " the browser fetches this itself")
                 except Exception as e:  # this request's error; the batch goes on
                     if not isinstance(e, FetchError):
                         log.exception("validating request %.128r", req.id)

@@ -19,6 +19,7 @@ ErrorCode = Literal[
     "resource_changed",
     "decode_failed",
     "cancelled",
+    "browser_warm",
     "internal",
 ]
 

@@ -63,10 +63,19 @@ class FetchRequest:
     # False: the HTTP cache neither stores the response nor revalidates for it (a prefetch nobody asked for yet,
     # prefetch/flight.py: were it stored, a request the fidelity rule refused it to could get it from the cache)
     cache_store: bool = True
+    # The browser's own connection to the origin is warm and idle (the extension's browser-warm-connection.ts):
+    # the engine declines the request (error "browser_warm") rather than send it as it is, so the browser fetches
+    # it there; the flight, the cache and a revalidation above the engine still answer it.
+    browser_warm: bool = False
 
     @property
     def idempotent(self) -> bool:
         return self.method in ("GET", "HEAD")
+
+    @property
+    def conditional(self) -> bool:
+        """Does it ask to validate a stored response (If-None-Match / If-Modified-Since)?"""
+        return any(k.lower() in ("if-none-match", "if-modified-since") for k, _ in self.headers)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
 import { BrowserMultiplexed } from "../../../extension/src/intercept/browser-multiplexed.js";
+import { BrowserWarmConnection } from "../../../extension/src/intercept/browser-warm-connection.js";
 import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
@@ -142,6 +143,32 @@ test("requests to an origin the browser reaches over a warm h2 connection go to 
   assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
   assert.deepEqual(s.counters.get(7).passed, { browser_multiplexed: 1 });
   assert.equal(s.ports.length, 0, "no helper started for it");
+});
+
+test("the browser's warm HTTP/1.1 connection: one render-blocking request is declined by the helper to it, the rest go to the helper", async () => {
+  const s = setUp();
+  server.clearLog();
+  const warm = new BrowserWarmConnection();
+  s.accelerator.warmConnection = warm;
+  assert.ok(await s.connection.ready());
+  const origin = `http://127.0.0.1:${port}`;
+  // As if the browser had just loaded the page's 1.6 MB document itself over HTTP/1.1.
+  warm.finished(`${origin}/print.html`, {
+    protocol: "http/1.1", remoteAddress: `127.0.0.1:${port}`, fromCache: null, encodedBytes: 1_600_000, end: Date.now(), error: null,
+  });
+  s.accelerator.handle({ tabId: 8, paused: paused(1, "/js/gzip.js", { cdpResourceType: "Script" }), responder: s.recorder, page: page() });
+  s.accelerator.handle({ tabId: 8, paused: paused(2, "/js/br.js", { cdpResourceType: "Script" }), responder: s.recorder, page: page() });
+  s.accelerator.handle({ tabId: 8, paused: paused(3, "/img/3.png", { cdpResourceType: "Image" }), responder: s.recorder, page: page() });
+  await settle(s.recorder, 3);
+  assert.equal(s.recorder.answers.get("i1")?.kind, "pass", "the first script goes to the browser's warm connection");
+  assert.equal(s.recorder.answers.get("i2")?.kind, "fulfill", "one at a time: the second script is the helper's");
+  assert.equal(s.recorder.answers.get("i3")?.kind, "fulfill", "an image is never offered");
+  assert.deepEqual(s.counters.get(8).passed, { browser_warm_connection: 1 });
+  const batch = s.log.sent.find((m) => (m as { type: string }).type === "batch") as { requests: { url: string; browser_warm?: boolean }[] };
+  assert.deepEqual(batch.requests.filter((r) => r.browser_warm).map((r) => new URL(r.url).pathname), ["/js/gzip.js"]);
+  assert.deepEqual(server.log.map((r) => r.path).sort(), ["/img/3.png", "/js/br.js"], "the helper never sent the declined one");
+  assert.deepEqual(s.log.schemaViolations, []);
+  s.connection.close();
 });
 
 test("a page starts: the helper preconnects and reports the RTT; a loopback-fast origin's requests then go to the browser", async () => {

@@ -388,3 +388,30 @@ async def test_cli_fetch_with_cache_then_stats_and_clear(tmp_path: Path, origin:
     assert "entries:  0" in out and "bytes:    0" in out
     code, out, _ = await run("fetch", "--cache", "--cache-dir", where, "--out", str(tmp_path / "bodies"), url)
     assert code == 0 and "cache" not in out.split()[2:3]  # fetched again: no "cache hit" column
+
+
+async def test_browser_warm_request_is_answered_from_the_cache_or_declined_never_sent(
+        engine: Engine, origin: Origin) -> None:
+    """A request the extension marked `browser_warm` (the browser's own connection there is warm and idle): what
+    the helper holds answers it (a fresh hit, a revalidation of a stored entry); what only the network could
+    answer is declined with the `browser_warm` error, and the server never sees it."""
+
+    async def warm(path: str) -> Got:
+        sink = Collect()
+        await engine.fetch([FetchRequest("w", "GET", f"{origin.url}{path}", [], browser_warm=True)], sink, SITE)
+        return sink.got["w"]
+
+    declined = await warm("/fresh")
+    assert declined.error is not None and declined.error.code == "browser_warm" and declined.head is None
+    assert declined.report is not None, "a declined request still gets its timing"
+    assert origin.hits("/fresh") == [], "declined: not sent"
+    await get(engine, f"{origin.url}/fresh", SITE)  # the page's own request (unmarked) stores it
+    await get(engine, f"{origin.url}/etag", SITE)
+    await settle(engine)
+    hit = await warm("/fresh")
+    assert hit.error is None and hit.body == b"fresh 1" and hit.report is not None and hit.report.cache == "hit"
+    revalidated = await warm("/etag")
+    assert revalidated.error is None and revalidated.body == TEXT
+    assert revalidated.report is not None and revalidated.report.cache == "revalidated"
+    assert origin.hits("/etag")[-1].headers["If-None-Match"] == '"v1"', "the revalidation went out: it is conditional"
+    assert len(origin.hits("/fresh")) == 1

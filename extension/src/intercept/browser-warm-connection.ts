@@ -1,0 +1,130 @@
+// Chromium: the browser's own HTTP/1.1 connection to an origin that has just carried a large response, idle now,
+// offered to the page's next render-blocking request.
+//
+// Theory: a TCP connection's speed is its congestion window, which grows with what it carried (slow start doubles
+// it per round trip from the server's initial ten segments) and shrinks when it sits idle (halved per
+// retransmission timeout). When the browser loads a page's document itself (a page on a private address:
+// `local_document`) the document's connection ends it far warmer than any of the helper's: they carried only the
+// page's small stylesheets and icons so far. Measured on `sat` (600 ms RTT, 10 Mbit/s; real-pages, Chromium +
+// Apache, rust-book-print: a 1.6 MB document, then a 313 kB script): without lanefetch the browser sent the script
+// on the document's idle connection and had it 0.35 s after its first byte; through the helper, on a connection
+// that had carried 1–4 kB answers, it took 3.1 s (five round trips of slow start), and the page's load event waited
+// for it. So one render-blocking request (a stylesheet or script: the page waits for it, and its size is not known
+// when it is asked for) at a time is marked `browser_warm` while such a connection is idle and fresh: the helper
+// answers it from what it holds (its prefetch flight, its cache) or declines it at once (error `browser_warm`),
+// and the browser then sends it on that connection (Chromium reuses an idle socket it has used before). A small
+// answer costs the same single round trip on either connection; a large one is spared the slow start. The claim
+// ends when the browser's own request finishes there (the connection is idle again, warmer) or the helper answered
+// it after all. Pure: the caller feeds the browser's finished requests (CDP Network events) and an injected clock.
+
+/** A response at least this large (bytes on the wire) leaves its connection warm: its window has grown past four
+ * times the initial window (IW10: 14.6 kB), two round trips of slow start saved for any answer that needs them. */
+export const WARM_BYTES = 64 * 1024;
+/** How long after its last byte an idle connection counts as warm: the server halves its window after an RTO of
+ * idleness (RFC 2861; at least 200 ms over the round trip), and a page's next request comes within milliseconds of
+ * the document's end when it is render-blocking. */
+export const WARM_FOR_MS = 1000;
+/** A claim the browser never reported finishing (its request cancelled with the page) expires after this. */
+export const CLAIM_FOR_MS = 30_000;
+/** What the page waits for before it can render (CDP resource types). */
+const RENDER_BLOCKING = new Set(["Stylesheet", "Script"]);
+const MAX_ORIGINS = 64;
+
+/** What the caller knows of the browser's own finished request (from CdpNetworkLog's BrowserTiming). */
+export interface FinishedOnWire {
+  /** Network.Response.protocol ("http/1.1", "h2"…); null: no response. */
+  protocol: string | null;
+  /** Null: not over the network (the helper's answer, a cache, a service worker). */
+  remoteAddress: string | null;
+  fromCache: string | null;
+  /** Bytes on the wire (Network.loadingFinished.encodedDataLength); null: unknown. */
+  encodedBytes: number | null;
+  /** Epoch ms of its last byte; null: unknown. */
+  end: number | null;
+  /** Set when it failed. */
+  error: string | null;
+}
+
+interface WarmConnection {
+  /** Epoch ms the connection went idle. */
+  idleSince: number;
+  /** The request it was offered to, and when; null: idle. */
+  claimedBy: string | null;
+  claimedAt: number;
+}
+
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "";
+  }
+}
+
+function stripFragment(url: string): string {
+  const i = url.indexOf("#");
+  return i < 0 ? url : url.slice(0, i);
+}
+
+export class BrowserWarmConnection {
+  /** origin → its warm connection (least recently seen first). */
+  private readonly warm = new Map<string, WarmConnection>();
+
+  constructor(private readonly now: () => number = () => Date.now()) {}
+
+  /** The browser's own request for `url` finished. */
+  finished(url: string, t: FinishedOnWire): void {
+    const origin = originOf(url);
+    if (origin === "" || origin === "null") return;
+    const w = this.warm.get(origin);
+    const onWire = t.remoteAddress !== null && t.fromCache === null && t.error === null && t.protocol === "http/1.1";
+    if (w !== undefined && w.claimedBy === stripFragment(url)) {
+      // The claimed request ended on the browser's warm connection: idle again, warmer still. Answered without the
+      // network (the helper's flight or cache): the connection was not used. Failed: forget it.
+      if (onWire) this.set(origin, { idleSince: t.end ?? this.now(), claimedBy: null, claimedAt: 0 });
+      else if (t.error === null && t.remoteAddress === null) w.claimedBy = null;
+      else this.warm.delete(origin);
+      return;
+    }
+    if (onWire && (t.encodedBytes ?? 0) >= WARM_BYTES) {
+      this.set(origin, { idleSince: t.end ?? this.now(), claimedBy: null, claimedAt: 0 });
+    }
+  }
+
+  /** Should this request go to the browser's warm connection? True claims the connection for it (one request at a
+   * time per origin) until the browser's request for it finishes, or `release`. */
+  claim(url: string, resourceType: string): boolean {
+    if (!RENDER_BLOCKING.has(resourceType)) return false;
+    const origin = originOf(url);
+    const w = this.warm.get(origin);
+    if (w === undefined) return false;
+    const now = this.now();
+    if (w.claimedBy !== null) {
+      if (now - w.claimedAt <= CLAIM_FOR_MS) return false;
+      this.warm.delete(origin);
+      return false;
+    }
+    if (now - w.idleSince > WARM_FOR_MS) {
+      this.warm.delete(origin);
+      return false;
+    }
+    w.claimedBy = stripFragment(url);
+    w.claimedAt = now;
+    return true;
+  }
+
+  /** The helper answered the claimed request itself (from its flight or cache): the connection is idle again. */
+  release(url: string): void {
+    const w = this.warm.get(originOf(url));
+    if (w !== undefined && w.claimedBy === stripFragment(url)) w.claimedBy = null;
+  }
+
+  private set(origin: string, w: WarmConnection): void {
+    this.warm.delete(origin);
+    this.warm.set(origin, w);
+    if (this.warm.size > MAX_ORIGINS) {
+      const oldest = this.warm.keys().next().value;
+      if (oldest !== undefined) this.warm.delete(oldest);
+    }
+  }
+}
