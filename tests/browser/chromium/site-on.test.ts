@@ -139,3 +139,22 @@ test("many images of one origin: batched and pipelined on few helper connections
   assert.ok(maxIndex >= 5, `requests per helper connection: up to ${maxIndex} on ${connections.size} connections`);
   await page.close();
 });
+
+test("after a long document the browser loaded itself, a script goes to that warm connection; an image to the helper", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  const url = `${sites.a.origin}/long.html`;
+  await openPage(page, url);
+  assert.equal(await waitFor<string>(page, "window.__classic"), "same-origin classic");
+  assert.ok(await waitFor<number>(page, "window.__longImage") > 0, "the image loaded");
+  const doc = sites.log.find((r) => r.path === "/long.html");
+  const script = sites.log.find((r) => r.path === "/js/classic.js");
+  const image = sites.log.find((r) => r.path === "/img/13.png");
+  assert.equal(doc?.owner.kind, "browser", "a loopback page's document is the browser's");
+  assert.equal(script?.owner.kind, "browser", `the script went to the browser (log: ${JSON.stringify(sites.log.map((r) => [r.path, r.owner.kind]))})`);
+  assert.equal(script.connection, doc.connection, "on the document's own connection, reused");
+  assert.equal(image?.owner.kind, "helper", "an image is never offered to the browser's connection");
+  const s = await tabStatus(browser.context, await tabIdOf(browser.worker, url));
+  assert.equal(s.counts.passed.browser_warm_connection, 1, JSON.stringify(s.counts));
+  await page.close();
+});

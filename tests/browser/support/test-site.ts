@@ -46,6 +46,18 @@ function send(res: ServerResponse, status: number, type: string, body: string | 
   res.end(body);
 }
 
+/** A long document (over 64 KiB on the wire: the browser's connection ends it warm) that, 100 ms after its load
+ * event, asks for a script and an image: the script may go to the browser's warm connection, the image never. */
+function longPage(): string {
+  const text = Array.from({ length: 1600 }, (_, i) => `<p>Paragraph ${i}: ${textOf("long", 80)}</p>`).join("\n");
+  return `<!doctype html>${NOICON}<title>long</title>${text}<script>
+addEventListener("load", () => setTimeout(() => {
+  const s = document.createElement("script"); s.src = "/js/classic.js"; document.head.append(s);
+  const i = new Image(); i.src = "/img/13.png"; i.onload = () => { window.__longImage = i.naturalWidth; }; document.body.append(i);
+}, 100));
+</script>`;
+}
+
 /** The main page: one of each subresource kind the issue lists; results land in window.__results. */
 function indexPage(req: IncomingMessage): string {
   const { other } = originOf(req);
@@ -265,6 +277,8 @@ export const testSite: Handler = async (req, res, url) => {
       return send(res, 200, "text/javascript", SW_SCRIPT);
     case "/csp.html":
       return send(res, 200, "text/html; charset=utf-8", cspPage(req), { "Content-Security-Policy": "default-src 'self'; img-src 'self'" });
+    case "/long.html":
+      return send(res, 200, "text/html; charset=utf-8", longPage());
     case "/many.html":
       return send(res, 200, "text/html; charset=utf-8", manyPage(Number(url.searchParams.get("n") ?? 30)));
     case "/data/xhr.txt":
