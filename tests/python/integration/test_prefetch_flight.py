@@ -286,3 +286,29 @@ async def test_confident_items_of_unknown_size_wait_for_room_instead_of_being_ca
     assert all(g.report is not None and g.report.cache == "prefetch" for g in sink.got.values())
     report = await flight.close()
     assert (report.answered, report.wasted_bytes, report.refused_by_budget) == (5, 0, 0)
+
+
+async def test_a_browser_warm_request_is_answered_from_the_flight_else_declined(server: Server,
+                                                                               service: FetchService) -> None:
+    """`browser_warm` (the browser's own connection there is warm and idle): the flight's copy answers it when the
+    fidelity rule allows; otherwise the engine declines it (error `browser_warm`, nothing sent) and the browser
+    fetches it itself, where without the mark the helper would fetch it again."""
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)), clock=Clock())
+    flight.start([Planned(f"{server.url}/b.js", SCRIPT, "script")])
+    await flight.wait()
+    assert server.count("/b.js") == 1
+    answers = FlightAnswers(service, lambda page: flight)
+
+    def warm(rid: str, path: str, headers: list[tuple[str, str]]) -> FetchRequest:
+        r = _browser(rid, f"{server.url}{path}", headers)
+        r.browser_warm = True
+        return r
+
+    sink = Collect()
+    await answers.fetch([warm("held", "/b.js", SCRIPT), warm("other", "/a.css", STYLE)], sink, PAGE)
+    assert sink.got["held"].body == JS and sink.got["held"].report is not None
+    assert sink.got["held"].report.cache == "prefetch"
+    other = sink.got["other"]
+    assert other.error is not None and other.error.code == "browser_warm" and other.head is None
+    assert server.count("/a.css") == 0 and server.count("/b.js") == 1
+    await flight.close()
