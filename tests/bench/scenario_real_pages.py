@@ -23,6 +23,7 @@ The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_rep
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -74,6 +75,11 @@ def report_name(chosen: dict[str, list[str]], second: bool = False, first: bool 
     return "-".join([*parts, *(["second", "visit"] if second else []), *(["first", "visit"] if first else [])])
 
 
+def _breakdown(d: Run) -> str:
+    """The load's per-request breakdown (LANEFETCH_BENCH_BREAKDOWN) as PageLab.alternate logs it."""
+    return f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""
+
+
 def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
                              log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
     """As PageLab.alternate, with every ON load a second visit (PageLab.second_visit); the learning loads are
@@ -89,7 +95,7 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}")
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}{_breakdown(d)}")
     return runs
 
 
@@ -108,7 +114,7 @@ def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}")
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}{_breakdown(d)}")
     return runs
 
 
