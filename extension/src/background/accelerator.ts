@@ -7,7 +7,7 @@ import type { Batch, Page } from "../generated/protocol.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
 import type { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
-import type { BrowserWarmConnection } from "../intercept/browser-warm-connection.js";
+import { FINISHING_WAIT_MS, type BrowserWarmConnection } from "../intercept/browser-warm-connection.js";
 import type { HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
 import type { PassReason } from "../intercept/pass-reason.js";
@@ -199,6 +199,22 @@ export class Accelerator {
     if (wasDelivering && !this.busyFor(tabId)) for (const listener of this.idleListeners) listener(tabId);
   }
 
+  /** Until the browser's large response arriving on `origin` ended, FINISHING_WAIT_MS at most (the browser reports
+   * a document's end a little after the parser asked for what its last bytes name). */
+  private untilFinished(warm: BrowserWarmConnection, origin: string): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        off();
+        resolve();
+      };
+      const timer = setTimeout(done, FINISHING_WAIT_MS);
+      const off = warm.onFinished((o) => {
+        if (o === origin) done();
+      });
+    });
+  }
+
   /** Null once the helper is up (or failed to start: send says so); why to step aside if the host of `url` is
    * learned fast first. */
   private helperOrFast(url: string): Promise<string | null> {
@@ -225,6 +241,10 @@ export class Accelerator {
     const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
     for (const r of requests) if (canSplit && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
     const canWarm = state.status === "connected" && state.capabilities.includes("browser_warm");
+    const warm = this.warmConnection;
+    if (canWarm && warm && items.some((it) => warm.finishing(it.held.paused.url, it.held.paused.cdpResourceType))) {
+      await this.untilFinished(warm, originOf(first.held.paused.url));
+    }
     for (const [i, r] of requests.entries()) {
       const paused = items[i]?.held.paused;
       if (canWarm && !r.split && paused && this.warmConnection?.claim(paused.url, paused.cdpResourceType)) r.browser_warm = true;

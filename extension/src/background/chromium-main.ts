@@ -88,6 +88,7 @@ const networkLog = new CdpNetworkLog(
     multiplexed.observe(url, protocol);
     accelerator.browserAnswered(url, protocol);
   },
+  (url, timing) => warmConnections.progress(url, timing),
 );
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),

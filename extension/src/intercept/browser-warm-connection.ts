@@ -24,6 +24,10 @@ export const WARM_BYTES = 64 * 1024;
  * idleness (RFC 2861; at least 200 ms over the round trip), and a page's next request comes within milliseconds of
  * the document's end when it is render-blocking. */
 export const WARM_FOR_MS = 1000;
+/** A render-blocking request asked for while such a response is still arriving waits this long at most for its end:
+ * the parser asks for what the document's last bytes name before the browser reports the document finished
+ * (CDP's loadingFinished came after the next script's Fetch.requestPaused in one of two loads of rust-book-print). */
+export const FINISHING_WAIT_MS = 50;
 /** A claim the browser never reported finishing (its request cancelled with the page) expires after this. */
 export const CLAIM_FOR_MS = 30_000;
 /** What the page waits for before it can render (CDP resource types). */
@@ -66,16 +70,65 @@ function stripFragment(url: string): string {
   return i < 0 ? url : url.slice(0, i);
 }
 
+/** What the caller knows of the browser's own response while it arrives (CdpNetworkLog's BrowserTiming so far). */
+export interface ArrivingOnWire {
+  protocol: string | null;
+  remoteAddress: string | null;
+  fromCache: string | null;
+  /** Body bytes received so far. */
+  bodyBytes: number | null;
+}
+
 export class BrowserWarmConnection {
   /** origin → its warm connection (least recently seen first). */
   private readonly warm = new Map<string, WarmConnection>();
+  /** origin → the browser's large response still arriving there (its URL). */
+  private readonly arriving = new Map<string, string>();
+  private readonly finishListeners = new Set<(origin: string) => void>();
 
   constructor(private readonly now: () => number = () => Date.now()) {}
+
+  /** The browser's own response for `url` is arriving (after Network.responseReceived and each dataReceived). */
+  progress(url: string, t: ArrivingOnWire): void {
+    const origin = originOf(url);
+    if (origin === "" || origin === "null") return;
+    const onWire = t.remoteAddress !== null && t.fromCache === null && t.protocol === "http/1.1";
+    // The claimed request arriving on the warm connection: nothing to wait for, the connection stays claimed.
+    if (this.warm.get(origin)?.claimedBy === stripFragment(url)) return;
+    if (onWire && (t.bodyBytes ?? 0) >= WARM_BYTES) {
+      this.arriving.set(origin, stripFragment(url));
+      if (this.arriving.size > MAX_ORIGINS) {
+        const oldest = this.arriving.keys().next().value;
+        if (oldest !== undefined) this.arriving.delete(oldest);
+      }
+    }
+  }
+
+  /** Is a response large enough to leave its connection warm still arriving on `url`'s origin (so that a
+   * render-blocking request may wait FINISHING_WAIT_MS for its end)? */
+  finishing(url: string, resourceType: string): boolean {
+    return RENDER_BLOCKING.has(resourceType) && this.arriving.has(originOf(url));
+  }
+
+  /** Calls `listener` with the origin each time a response `progress` reported as arriving ends; returns the
+   * unsubscribe. */
+  onFinished(listener: (origin: string) => void): () => void {
+    this.finishListeners.add(listener);
+    return () => this.finishListeners.delete(listener);
+  }
 
   /** The browser's own request for `url` finished. */
   finished(url: string, t: FinishedOnWire): void {
     const origin = originOf(url);
     if (origin === "" || origin === "null") return;
+    this.record(origin, url, t);
+    if (this.arriving.get(origin) === stripFragment(url)) {
+      this.arriving.delete(origin);
+      for (const listener of [...this.finishListeners]) listener(origin);
+    }
+  }
+
+  private record(origin: string, url: string, t: FinishedOnWire): void {
     const w = this.warm.get(origin);
     const onWire = t.remoteAddress !== null && t.fromCache === null && t.error === null && t.protocol === "http/1.1";
     if (w !== undefined && w.claimedBy === stripFragment(url)) {

@@ -22,6 +22,8 @@ export type ConnectedTiming = (sample: SpeedSample) => void;
 /** A response to the browser's own request came over the network with this protocol (Network.Response.protocol:
  * "h2", "http/1.1"…); a fulfilled, cached or service worker's answer is not reported. */
 export type ResponseProtocol = (url: string, protocol: string) => void;
+/** The browser's own request's response is arriving: its timing so far (after the head, after each chunk). */
+export type Arriving = (url: string, timing: BrowserTiming) => void;
 
 interface Pending {
   url: string;
@@ -58,7 +60,7 @@ export class CdpNetworkLog {
   private readonly pending = new Map<string, Pending>();
 
   constructor(private readonly finished: FinishedTiming, private readonly connected?: ConnectedTiming,
-    private readonly protocolSeen?: ResponseProtocol) {}
+    private readonly protocolSeen?: ResponseProtocol, private readonly arriving?: Arriving) {}
 
   /** Feed one CDP event (method and params as chrome.debugger.onEvent gives them) of `tabId`'s sessions. Unknown
    * methods are ignored. */
@@ -73,7 +75,10 @@ export class CdpNetworkLog {
       case "Network.dataReceived": {
         const e = params as Protocol.Network.DataReceivedEvent;
         const p = this.pending.get(e.requestId);
-        if (p) p.timing.bodyBytes = (p.timing.bodyBytes ?? 0) + e.dataLength;
+        if (p) {
+          p.timing.bodyBytes = (p.timing.bodyBytes ?? 0) + e.dataLength;
+          this.arriving?.(p.url, p.timing);
+        }
         break;
       }
       case "Network.requestServedFromCache": {
@@ -120,7 +125,10 @@ export class CdpNetworkLog {
 
   private responseReceived(e: Protocol.Network.ResponseReceivedEvent): void {
     const p = this.pending.get(e.requestId);
-    if (p) this.applyResponse(p, e.response);
+    if (p) {
+      this.applyResponse(p, e.response);
+      this.arriving?.(p.url, p.timing);
+    }
     const r = e.response;
     // No remote address: fulfilled through the debugger (the helper's answer) or never on the network.
     if (r.protocol && r.remoteIPAddress && !r.fromDiskCache && !r.fromServiceWorker && !r.fromPrefetchCache) {

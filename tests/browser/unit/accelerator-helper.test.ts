@@ -171,6 +171,24 @@ test("the browser's warm HTTP/1.1 connection: one render-blocking request is dec
   s.connection.close();
 });
 
+test("a script asked for just before the browser reports its large document ended still gets the warm connection", async () => {
+  const s = setUp();
+  server.clearLog();
+  const warm = new BrowserWarmConnection();
+  s.accelerator.warmConnection = warm;
+  assert.ok(await s.connection.ready());
+  const doc = `http://127.0.0.1:${port}/print.html`;
+  const onWire = { protocol: "http/1.1", remoteAddress: `127.0.0.1:${port}`, fromCache: null };
+  warm.progress(doc, { ...onWire, bodyBytes: 1_500_000 }); // the document's last bytes are arriving
+  s.accelerator.handle({ tabId: 9, paused: paused(1, "/js/gzip.js", { cdpResourceType: "Script" }), responder: s.recorder, page: page() });
+  setTimeout(() => warm.finished(doc, { ...onWire, encodedBytes: 1_600_000, end: Date.now(), error: null }), 10);
+  await settle(s.recorder, 1);
+  assert.equal(s.recorder.answers.get("i1")?.kind, "pass");
+  assert.deepEqual(s.counters.get(9).passed, { browser_warm_connection: 1 });
+  assert.deepEqual(server.log, [], "the helper sent nothing");
+  s.connection.close();
+});
+
 test("a page starts: the helper preconnects and reports the RTT; a loopback-fast origin's requests then go to the browser", async () => {
   const s = setUp();
   s.accelerator.speed.setThreshold(15);

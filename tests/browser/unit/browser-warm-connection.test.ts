@@ -125,3 +125,33 @@ test("under any sequence of events an origin has at most one request claiming it
   }
   assert.ok(claims > 100, `the walk claimed ${claims} times`);
 });
+
+test("a large response still arriving: render-blocking requests may wait for its end, which listeners hear of", () => {
+  const now = 0;
+  const w = new BrowserWarmConnection(() => now);
+  const heard: string[] = [];
+  const off = w.onFinished((origin) => heard.push(origin));
+  const arriving = (bodyBytes: number, over: Partial<FinishedOnWire> = {}) =>
+    ({ protocol: "http/1.1", remoteAddress: "10.0.0.2:80", fromCache: null, bodyBytes, ...over });
+  w.progress("http://a.test/print.html", arriving(WARM_BYTES - 1));
+  assert.equal(w.finishing("http://a.test/x.js", "Script"), false, "not large yet");
+  w.progress("http://a.test/print.html", arriving(WARM_BYTES));
+  assert.equal(w.finishing("http://a.test/x.js", "Script"), true);
+  assert.equal(w.finishing("http://a.test/x.png", "Image"), false, "images never wait");
+  assert.equal(w.finishing("http://b.test/x.js", "Script"), false, "another origin");
+  w.progress("http://c.test/doc", arriving(500_000, { protocol: "h2" }));
+  w.progress("http://d.test/doc", arriving(500_000, { remoteAddress: null }));
+  assert.equal(w.finishing("http://c.test/x.js", "Script") || w.finishing("http://d.test/x.js", "Script"), false);
+  w.finished("http://a.test/other.css", wire(0, 1_000));
+  assert.deepEqual(heard, [], "another request's end is not the large response's");
+  w.finished("http://a.test/print.html", wire(0));
+  assert.deepEqual(heard, ["http://a.test"]);
+  assert.equal(w.finishing("http://a.test/x.js", "Script"), false, "ended");
+  assert.ok(w.claim("http://a.test/x.js", "Script"), "and warm: recorded before the listeners heard");
+  w.progress("http://a.test/x.js", arriving(300_000));
+  assert.equal(w.finishing("http://a.test/y.js", "Script"), false, "the claimed request arriving is nothing to wait for");
+  off();
+  w.progress("http://a.test/big2.html", arriving(WARM_BYTES));
+  w.finished("http://a.test/big2.html", wire(0));
+  assert.deepEqual(heard, ["http://a.test"], "unsubscribed");
+});
