@@ -45,6 +45,7 @@ from .pool_plan import (
     connections_to_open,
     cooled,
     drains_soon,
+    expected_long,
     h2_share,
     long_answer,
     may_join,
@@ -160,7 +161,8 @@ class OriginPool:
         # On a connection that carries nothing may_join always says yes: the scans of the queue and of every
         # connection for render-blocking work are paid only when a request would be pipelined.
         if carried:
-            long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt)
+            long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
+                or expected_long(f.token.request.expected_size for f in conn.state.in_flight)
             if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out()):
                 return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None

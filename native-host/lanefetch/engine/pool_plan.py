@@ -18,8 +18,10 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   requests are therefore pipelined only with each other, and only when no open connection of the origin is idle
   (alone, a stylesheet's answer is in step at once and streams to the page), and never behind an answer known to
   be long: one in flight for a round trip or more (`long_answer`: a short one would be in by then; with no round
-  trip known, any). Behind jQuery (85 kB, a connection still in slow start) a 1 kB stylesheet came 1.2 s after
-  its own round trip on `sat` (600 ms; `real-pages`, django-tutorial07); never pipelining render-blocking work
+  trip known, any), or one whose size, learned from the page's earlier loads, is more than a fresh connection's
+  first two round trips carry (`expected_long`: a prefetch flight's). Behind jQuery (85 kB, a connection still in
+  slow start) a 1 kB stylesheet came 1.2 s after its own round trip on `sat` (600 ms; `real-pages`,
+  django-tutorial07); never pipelining render-blocking work
   instead cost the page's next wave of stylesheets a round trip waiting for free connections (0.94x -> 0.90x).
   Other work is not pipelined at all while render-blocking work of the origin is queued or in flight (the page is
   still laying out): the browser then keeps only one or two images in flight and asks for the next when one is
@@ -127,6 +129,17 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
 
 # RFC 6928's initial window: ten segments of a 1460-byte MSS.
 INITIAL_WINDOW = 10 * 1460
+# An answer expected to be larger than this needs three round trips or more on a fresh connection (IW10, then
+# twice that): whatever is pipelined behind it waits for all of them.
+LONG_BYTES = 3 * INITIAL_WINDOW
+
+
+def expected_long(expected_sizes: Iterable[int | None]) -> bool:
+    """Is an answer in flight on a connection expected to be long before any of it arrived: its size learned from the
+    page's earlier loads (a prefetch flight's request, FetchRequest.expected_size) above LONG_BYTES? Counts as
+    `long_here` for may_join: on `sat` a flight pipelined two small scripts behind jQuery (85 kB on the wire) on a
+    fresh connection, and they came with it, 2 s after the others."""
+    return any(s is not None and s > LONG_BYTES for s in expected_sizes)
 LONG_RTT = 0.100  # seconds: from here on, an origin's h2 batch is shared by several connections (h2_connection_count)
 
 

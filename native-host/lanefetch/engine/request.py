@@ -67,6 +67,9 @@ class FetchRequest:
     # the engine declines the request (error "browser_warm") rather than send it as it is, so the browser fetches
     # it there; the flight, the cache and a revalidation above the engine still answer it.
     browser_warm: bool = False
+    # The response's size as learned from earlier loads (a prefetch flight's request; None: not known): the pool
+    # pipelines no render-blocking request behind one expected long (pool_plan.expected_long).
+    expected_size: int | None = None
 
     @property
     def idempotent(self) -> bool:

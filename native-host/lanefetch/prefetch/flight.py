@@ -137,7 +137,8 @@ class Flight:
         requests: list[FetchRequest] = []
         for item in plan:
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
-                                   resource_type=item.resource_type, decode=item.decode, cache_store=False)
+                                   resource_type=item.resource_type, decode=item.decode, cache_store=False,
+                                   expected_size=item.expected_size)
             if self._deferred or not self.ledger.admit(request.id, confident=item.confident,
                                                        expected_size=item.expected_size):
                 if item.confident:  # waits for room (in order: nothing overtakes a deferred item)

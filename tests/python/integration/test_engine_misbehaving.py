@@ -614,6 +614,25 @@ async def test_new_work_goes_to_the_connection_that_carried_the_most(big_at: int
                                                                  for c in srv.connections]
 
 
+async def test_nothing_render_blocking_is_pipelined_behind_an_answer_expected_long() -> None:
+    # A prefetch flight knows sizes from earlier loads (FetchRequest.expected_size): a script expected at 200 kB has
+    # no script pipelined behind it (pool_plan.expected_long), so the small ones do not wait for its whole body.
+    async with setup(well_behaved(settle=0), config(connections_per_origin=2)) as (srv, engine):
+        warm = gets(srv, mixed_paths(8, "/warm"))
+        (await fetch(engine, warm)).check_exact(warm, expected)
+        assert policy(engine, srv).state is PipelineState.GREEN
+        big = FetchRequest("big", "GET", srv.url("/r/big/200000"), resource_type="script", expected_size=200_000)
+        small = [FetchRequest(f"s{i}", "GET", srv.url(f"/r/s{i}/300"), resource_type="script", expected_size=300)
+                 for i in range(5)]
+        reqs = [big, *small]
+        (await fetch(engine, reqs)).check_exact(reqs, expected)
+        carrier = next(c for c in srv.connections for r in c.received if r.path == "/r/big/200000")
+        at = next(q.index for q in carrier.received if q.path == "/r/big/200000")
+        after = [r for r in carrier.received if r.index > at]
+        assert all(r.unanswered_at_arrival == 0 for r in after), [(r.path, r.unanswered_at_arrival) for r in after]
+        assert max(c.max_outstanding for c in srv.connections) >= 2, "the small scripts were still pipelined"
+
+
 # ---------------------------------------------------------------------------------------- non-GET
 
 

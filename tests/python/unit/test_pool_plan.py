@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BULK_BYTES,
     INITIAL_WINDOW,
+    LONG_BYTES,
     WARMER,
     Candidate,
     Handshake,
@@ -20,6 +21,7 @@ from lanefetch.engine.pool_plan import (
     connections_to_open,
     cooled,
     drains_soon,
+    expected_long,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -121,6 +123,13 @@ def test_long_answer_only_after_a_round_trip(sent: list[float | None], t: float,
     assert long_answer(sent, t, rtt) is any(s is not None and t - s >= rtt for s in sent)
     if long_answer(sent, t, rtt):
         assert long_answer(sent, t + 1, rtt)
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 10 * LONG_BYTES)), max_size=6))
+def test_expected_long_only_from_a_known_size_above_the_threshold(sizes: list[int | None]) -> None:
+    assert expected_long(sizes) is any(s is not None and s > LONG_BYTES for s in sizes)
+    assert not expected_long([None] * len(sizes)), "an unknown size is never taken for long"
+    assert LONG_BYTES > 2 * INITIAL_WINDOW, "long: more than a fresh connection's first two round trips carry"
+
 
 @pytest.mark.parametrize(("per_origin", "protocol", "may_speak_h2", "limit"), [
     (4, "h2", True, 1),  # streams multiplex: one connection
