@@ -198,15 +198,8 @@ def serialize(request: FetchRequest, target: Target) -> bytes:
 
 
 def priority_key(request: FetchRequest) -> tuple[int, int]:
-    """Lower sorts first: the resource type's class, then the browser's own priority. A stylesheet the browser asks
-    for at its lowest priority blocks no rendering (Chromium gives VeryLow to a stylesheet whose media does not
-    match, e.g. `print`): it is classed with images, so images are not held back while it is in flight (on `sat`
-    the Apache manual's two print stylesheets, asked for with its images, kept three of them waiting a round trip:
-    pool_plan.may_join's rule for a page still laying out)."""
-    rank = _PRIORITY_RANK.get(request.priority or "Medium", 2)
-    if request.resource_type == "stylesheet" and request.priority == "VeryLow":
-        return _TYPE_CLASS["image"], rank
-    return _TYPE_CLASS.get(request.resource_type, 3), rank
+    """Lower sorts first: the resource type's class, then the browser's own priority."""
+    return _TYPE_CLASS.get(request.resource_type, 3), _PRIORITY_RANK.get(request.priority or "Medium", 2)
 
 
 def urgency(request: FetchRequest) -> tuple[int, bool]:

@@ -72,18 +72,6 @@ def test_render_blocking_first() -> None:
     assert priority_key(hi) < priority_key(lo)
 
 
-def test_a_lowest_priority_stylesheet_blocks_no_rendering() -> None:
-    """Chromium asks for a print (non-matching media) stylesheet at VeryLow: it is classed with images, after
-    every render-blocking request; a stylesheet at any other priority stays render-blocking."""
-    def key(kind: str, prio: str) -> tuple[int, int]:
-        return priority_key(FetchRequest("r", "GET", "http://a/", resource_type=kind, priority=prio))
-
-    assert key("stylesheet", "VeryLow")[0] == key("image", "Low")[0]
-    assert key("stylesheet", "VeryLow") > key("script", "Low") > key("stylesheet", "VeryHigh")
-    for prio in ("VeryHigh", "High", "Medium", "Low"):
-        assert key("stylesheet", prio)[0] == key("script", "High")[0] == 0, prio
-
-
 @pytest.mark.parametrize(("address", "space"), [
     ("127.0.0.1", "loopback"), ("::1", "loopback"), ("0.0.0.0", "loopback"), ("10.1.2.3", "private"),
     ("192.168.1.1", "private"), ("172.16.5.5", "private"), ("169.254.1.1", "private"), ("fe80::1", "private"),
