@@ -111,16 +111,22 @@ def long_answer(sent: Iterable[float | None], t: float, rtt: float | None) -> bo
 
 
 def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_here: bool = False,
-             laying_out: bool = False) -> bool:
+             laying_out: bool = False, font: bool = False) -> bool:
     """May a request of priority class `incoming` be pipelined on a connection whose in-flight or held answers are
     of these classes, while `idle_elsewhere` other open connections of the origin carry nothing (`long_here`: an
     answer in flight here is known to be long; `laying_out`: render-blocking work of the origin is queued or in
     flight)? Render-blocking work and other work never share a connection's pipeline, and render-blocking work is
     pipelined at all only when no connection is idle, and never behind a long answer: alone on a connection its
     answer is in step at once and streams to the page, pipelined it is held until its connection drains. Other
-    work is not pipelined while the page lays out (the browser waits for its few images in flight)."""
+    work is not pipelined while the page lays out (the browser waits for its few images in flight). A font (`font`:
+    the incoming request or one carried here) is never pipelined: fonts are tens of kB, and an answer pipelined
+    with one waits for it whole, ahead of it (held until the connection drains) or behind it. On `wcdma` rustdoc's
+    first stylesheets were pipelined with its fonts (52–133 kB at 384 kbit/s) and reached the page 10–12 s after
+    their last byte (real-pages rust-std: 0.79x)."""
     if not carried:
         return True
+    if font:
+        return False
     if incoming == RENDER_BLOCKING and (idle_elsewhere > 0 or long_here):
         return False
     if incoming != RENDER_BLOCKING and laying_out:

@@ -633,6 +633,23 @@ async def test_nothing_render_blocking_is_pipelined_behind_an_answer_expected_lo
         assert max(c.max_outstanding for c in srv.connections) >= 2, "the small scripts were still pipelined"
 
 
+async def test_a_font_is_never_pipelined_with_a_stylesheet() -> None:
+    # An answer pipelined with a font waits for the font whole (held until the connection drains): on one pipelining
+    # connection the stylesheets go together, each font alone after them.
+    async with setup(well_behaved(settle=0), config(connections_per_origin=1)) as (srv, engine):
+        warm = gets(srv, mixed_paths(8, "/warm"))
+        (await fetch(engine, warm)).check_exact(warm, expected)
+        assert policy(engine, srv).state is PipelineState.GREEN
+        css = [FetchRequest(f"c{i}", "GET", srv.url(f"/r/c{i}/300"), resource_type="stylesheet") for i in range(3)]
+        fonts = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/60000"), resource_type="font") for i in range(2)]
+        reqs = [*css, *fonts]
+        (await fetch(engine, reqs)).check_exact(reqs, expected)
+        got = {r.path: r for c in srv.connections for r in c.received}
+        for f in fonts:
+            assert got[f"/r/{f.id}/60000"].unanswered_at_arrival == 0, "a font pipelined behind another answer"
+        assert any(got[f"/r/{c.id}/300"].unanswered_at_arrival > 0 for c in css), "the stylesheets were pipelined"
+
+
 # ---------------------------------------------------------------------------------------- non-GET
 
 

@@ -124,6 +124,15 @@ def test_long_answer_only_after_a_round_trip(sent: list[float | None], t: float,
     if long_answer(sent, t, rtt):
         assert long_answer(sent, t + 1, rtt)
 
+@given(st.sets(st.integers(0, 3), max_size=3), st.integers(0, 3), st.integers(0, 5), st.booleans(), st.booleans())
+def test_a_font_is_never_pipelined(carried: set[int], incoming: int, idle: int, long_here: bool,
+                                   laying_out: bool) -> None:
+    # With a font coming or carried, a connection takes the request only when it carries nothing.
+    assert may_join(carried, incoming, idle, long_here, laying_out, font=True) is (not carried)
+    if not carried:
+        assert may_join(carried, incoming, idle, long_here, laying_out, font=False)
+
+
 @given(st.lists(st.one_of(st.none(), st.integers(0, 10 * LONG_BYTES)), max_size=6))
 def test_expected_long_only_from_a_known_size_above_the_threshold(sizes: list[int | None]) -> None:
     assert expected_long(sizes) is any(s is not None and s > LONG_BYTES for s in sizes)
