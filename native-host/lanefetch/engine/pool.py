@@ -163,9 +163,10 @@ class OriginPool:
         if carried:
             long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
                 or expected_long(f.token.request.expected_size for f in conn.state.in_flight)
-            font = ex.request.resource_type == "font" or any(
-                f.token.request.resource_type == "font" for f in conn.state.in_flight) or any(
-                r.token.request.resource_type == "font" for r in conn.state.unverified)
+            # A font and other work would share the pipeline (fonts go with fonts only).
+            incoming_font = ex.request.resource_type == "font"
+            font = any((f.token.request.resource_type == "font") != incoming_font for f in conn.state.in_flight) or any(
+                (r.token.request.resource_type == "font") != incoming_font for r in conn.state.unverified)
             if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out(), font):
                 return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None

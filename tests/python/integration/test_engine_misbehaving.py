@@ -634,19 +634,24 @@ async def test_nothing_render_blocking_is_pipelined_behind_an_answer_expected_lo
 
 
 async def test_a_font_is_never_pipelined_with_a_stylesheet() -> None:
-    # An answer pipelined with a font waits for the font whole (held until the connection drains): on one pipelining
-    # connection the stylesheets go together, each font alone after them.
+    # An answer pipelined with a font waits for the font whole (held until the connection drains): fonts share a
+    # pipeline with fonts only; the stylesheets are still pipelined with each other.
     async with setup(well_behaved(settle=0), config(connections_per_origin=1)) as (srv, engine):
         warm = gets(srv, mixed_paths(8, "/warm"))
         (await fetch(engine, warm)).check_exact(warm, expected)
         assert policy(engine, srv).state is PipelineState.GREEN
         css = [FetchRequest(f"c{i}", "GET", srv.url(f"/r/c{i}/300"), resource_type="stylesheet") for i in range(3)]
-        fonts = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/60000"), resource_type="font") for i in range(2)]
+        fonts = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/60000"), resource_type="font") for i in range(3)]
         reqs = [*css, *fonts]
         (await fetch(engine, reqs)).check_exact(reqs, expected)
+        shared = []
+        for conn in srv.connections:
+            for r in conn.received:
+                ahead = conn.received[r.index - 1 - r.unanswered_at_arrival:r.index - 1]  # unanswered when r came
+                if any(q.path.startswith("/r/f") != r.path.startswith("/r/f") for q in ahead):
+                    shared.append((r.path, [q.path for q in ahead]))
+        assert shared == [], f"a font and another answer in one pipeline: {shared}"
         got = {r.path: r for c in srv.connections for r in c.received}
-        for f in fonts:
-            assert got[f"/r/{f.id}/60000"].unanswered_at_arrival == 0, "a font pipelined behind another answer"
         assert any(got[f"/r/{c.id}/300"].unanswered_at_arrival > 0 for c in css), "the stylesheets were pipelined"
 
 

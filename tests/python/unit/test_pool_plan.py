@@ -125,9 +125,9 @@ def test_long_answer_only_after_a_round_trip(sent: list[float | None], t: float,
         assert long_answer(sent, t + 1, rtt)
 
 @given(st.sets(st.integers(0, 3), max_size=3), st.integers(0, 3), st.integers(0, 5), st.booleans(), st.booleans())
-def test_a_font_is_never_pipelined(carried: set[int], incoming: int, idle: int, long_here: bool,
-                                   laying_out: bool) -> None:
-    # With a font coming or carried, a connection takes the request only when it carries nothing.
+def test_a_font_never_shares_a_pipeline_with_other_work(carried: set[int], incoming: int, idle: int,
+                                                        long_here: bool, laying_out: bool) -> None:
+    # When joining would put a font and other work in one pipeline, a connection takes it only carrying nothing.
     assert may_join(carried, incoming, idle, long_here, laying_out, font=True) is (not carried)
     if not carried:
         assert may_join(carried, incoming, idle, long_here, laying_out, font=False)
