@@ -247,7 +247,7 @@ export class Accelerator {
     }
     for (const [i, r] of requests.entries()) {
       const paused = items[i]?.held.paused;
-      if (canWarm && !r.split && paused && this.warmConnection?.claim(paused.url, paused.cdpResourceType)) r.browser_warm = true;
+      if (canWarm && warm && !r.split && paused && warm.claim(paused.url, paused.cdpResourceType)) r.browser_warm = true;
     }
     const [head, ...rest] = requests;
     if (!head) return;

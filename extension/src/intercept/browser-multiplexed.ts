@@ -12,6 +12,8 @@
 // origin whose document — or any response — just came to the browser over h2/h3 go to the browser. Pure: the caller
 // feeds what Network.responseReceived says, with an injected clock.
 
+import { originOf } from "./origin-of.js";
+
 /** How long a sighting counts: the browser keeps an idle h2 connection open for minutes, the page's later requests
  * come within seconds; renewed by every response that comes over a multiplexed connection. */
 export const MULTIPLEXED_FOR_MS = 60_000;
@@ -20,14 +22,6 @@ const MAX_ORIGINS = 512;
 /** Is this protocol (Network.Response.protocol) a multiplexed one: "h2", "h3", "h3-29"… (not "http/1.1", "data"…). */
 export function multiplexes(protocol: string | null | undefined): boolean {
   return protocol === "h2" || (protocol ?? "").startsWith("h3");
-}
-
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "";
-  }
 }
 
 export class BrowserMultiplexed {

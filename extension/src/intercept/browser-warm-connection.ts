@@ -17,6 +17,8 @@
 // ends when the browser's own request finishes there (the connection is idle again, warmer) or the helper answered
 // it after all. Pure: the caller feeds the browser's finished requests (CDP Network events) and an injected clock.
 
+import { originOf } from "./origin-of.js";
+
 /** A response at least this large (bytes on the wire) leaves its connection warm: its window has grown past four
  * times the initial window (IW10: 14.6 kB), two round trips of slow start saved for any answer that needs them. */
 export const WARM_BYTES = 64 * 1024;
@@ -57,14 +59,6 @@ interface WarmConnection {
   claimedAt: number;
 }
 
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "";
-  }
-}
-
 function stripFragment(url: string): string {
   const i = url.indexOf("#");
   return i < 0 ? url : url.slice(0, i);
@@ -77,6 +71,11 @@ export interface ArrivingOnWire {
   fromCache: string | null;
   /** Body bytes received so far. */
   bodyBytes: number | null;
+}
+
+/** The browser's own response over the network on HTTP/1.1 (not the helper's answer, a cache's, h2's or h3's). */
+function overHttp11(t: Pick<ArrivingOnWire, "protocol" | "remoteAddress" | "fromCache">): boolean {
+  return t.remoteAddress !== null && t.fromCache === null && t.protocol === "http/1.1";
 }
 
 export class BrowserWarmConnection {
@@ -92,7 +91,7 @@ export class BrowserWarmConnection {
   progress(url: string, t: ArrivingOnWire): void {
     const origin = originOf(url);
     if (origin === "" || origin === "null") return;
-    const onWire = t.remoteAddress !== null && t.fromCache === null && t.protocol === "http/1.1";
+    const onWire = overHttp11(t);
     // The claimed request arriving on the warm connection: nothing to wait for, the connection stays claimed.
     if (this.warm.get(origin)?.claimedBy === stripFragment(url)) return;
     if (onWire && (t.bodyBytes ?? 0) >= WARM_BYTES) {
@@ -130,7 +129,7 @@ export class BrowserWarmConnection {
 
   private record(origin: string, url: string, t: FinishedOnWire): void {
     const w = this.warm.get(origin);
-    const onWire = t.remoteAddress !== null && t.fromCache === null && t.error === null && t.protocol === "http/1.1";
+    const onWire = overHttp11(t) && t.error === null;
     if (w !== undefined && w.claimedBy === stripFragment(url)) {
       // The claimed request ended on the browser's warm connection: idle again, warmer still. Answered without the
       // network (the helper's flight or cache): the connection was not used. Failed: forget it.

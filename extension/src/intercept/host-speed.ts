@@ -32,6 +32,8 @@
 // a new sample (expiresAt: the last sample below the threshold ages out). With the threshold off (the tests' flag
 // `accelerateFastLinks`) every host is "slow": there is nothing to learn. Pure apart from the injected clock.
 
+import { originOf } from "./origin-of.js";
+
 export const STEP_ASIDE_BELOW_RTT_MS = 100;
 
 /** storage.local key: true = take requests even where the link is so fast that lanefetch cannot win (tests). */
@@ -103,14 +105,6 @@ interface OriginSamples {
 export function hostOf(url: string): string {
   try {
     return new URL(url).hostname;
-  } catch {
-    return "";
-  }
-}
-
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
   } catch {
     return "";
   }

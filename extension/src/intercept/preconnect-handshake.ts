@@ -13,6 +13,7 @@
 // of any page (a site just turned on, no tab showing it) is a round-trip probe: `tcp` too, one connection.
 // Firefox fetches every request of an enabled site through the helper: its preconnects stay `full`.
 import type { Preconnect } from "../generated/protocol.js";
+import { originOf } from "./origin-of.js";
 
 export type Handshake = NonNullable<Preconnect["handshake"]>;
 
@@ -20,14 +21,6 @@ export type Handshake = NonNullable<Preconnect["handshake"]>;
  * within seconds, even on a satellite link); the helper closes an unused connection itself after 30 s. */
 export const HELD_FOR_MS = 30_000;
 const MAX_HELD = 64;
-
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "";
-  }
-}
 
 /**
  * The handshake to ask for: `navigation` false for a connection ahead of any page; `multiplexedToBrowser`: requests

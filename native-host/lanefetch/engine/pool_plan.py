@@ -147,6 +147,8 @@ def expected_long(expected_sizes: Iterable[int | None]) -> bool:
     `long_here` for may_join: on `sat` a flight pipelined two small scripts behind jQuery (85 kB on the wire) on a
     fresh connection, and they came with it, 2 s after the others."""
     return any(s is not None and s > LONG_BYTES for s in expected_sizes)
+
+
 LONG_RTT = 0.100  # seconds: from here on, an origin's h2 batch is shared by several connections (h2_connection_count)
 
 
