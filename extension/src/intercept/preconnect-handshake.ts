@@ -10,7 +10,9 @@
 // TLS handshake held by the helper until a request needs it. When the browser's first response from that origin
 // (its document) says HTTP/1.1, the helper's connections will carry the page: a `full` preconnect then lets the
 // handshake go on and opens the others, a round trip or more before the page's first batch. A connection ahead
-// of any page (a site just turned on, no tab showing it) is a round-trip probe: `tcp` too, one connection.
+// of any page (a site just turned on, no tab showing it) is `tcp` too: one connection to an https origin, a
+// round-trip probe; a plain-http origin gets every connection either way (its requests all come to the helper, so
+// a learned page's flight, which starts with the navigation, finds them open: pool_plan.preconnect_plan).
 // Firefox fetches every request of an enabled site through the helper: its preconnects stay `full`.
 import type { Preconnect } from "../generated/protocol.js";
 import { originOf } from "./origin-of.js";

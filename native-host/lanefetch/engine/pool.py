@@ -259,9 +259,9 @@ class OriginPool:
         """Connect ahead of a page. `full`: as many connections as the origin may have serving it (pool_plan.
         connections_ahead), so the page's first wave finds them open instead of paying a handshake each, as the
         browser's own requests would on its warm document connection; a TLS origin whose protocol is not known yet
-        gets one, and its handshake says whether the others follow (h2: none). `tcp`: one connection whose TLS
-        handshake waits until the origin's connections are needed (pool_plan.preconnect_plan). False when none
-        was started."""
+        gets one, and its handshake says whether the others follow (h2: none). `tcp`, to a TLS origin not known to
+        speak HTTP/1.1 only: one connection whose TLS handshake waits until the origin's connections are needed
+        (pool_plan.preconnect_plan; otherwise as `full`). False when none was started."""
         plan = preconnect_plan(handshake, self.tls is not None, self.policy.protocol)
         if plan is Ahead.ALL:
             self._needed.set()  # a held handshake goes on
@@ -269,7 +269,7 @@ class OriginPool:
             return self._open_ahead()
         if self.connections:
             return False
-        if plan is Ahead.ONE_HELD and self._needed.is_set() and not self._queue:
+        if self._needed.is_set() and not self._queue:
             self._needed = asyncio.Event()  # needed before, and none left since: held again until needed anew
         self._open()
         return True

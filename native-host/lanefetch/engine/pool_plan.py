@@ -61,8 +61,11 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   of the server's certificate). While the page's protocol is not known, the preconnect opens one TCP connection
   (its connect time is still the origin's round trip, reported at once) and holds its TLS handshake until work
   comes or a `full` preconnect says the browser got HTTP/1.1 there; an origin remembered as HTTP/1.1-only gets
-  every connection at once, as before. A plain-http origin's `tcp` preconnect is one connection too (a round-trip
-  probe ahead of any page).
+  every connection at once, as before. So does a plain-http origin: there is no TLS handshake to hold, and the
+  browser never reaches it over h2 (cleartext h2 is not spoken by browsers), so all its requests of an enabled site
+  come to the helper. Opening one connection there (a round-trip probe ahead of any page) cost the second visit
+  of a learned page a round trip: its flight starts with the navigation and waited for the connections it needed
+  (flask-tutorial on `sat`, Apache: 2.6 s -> 3.2 s, bisected to the commit that made it one).
 """
 
 from __future__ import annotations
@@ -287,14 +290,13 @@ class Ahead(Enum):
     """What a preconnect opens (preconnect_plan)."""
 
     ALL = "all"  # every connection the origin may have serving the page (connections_ahead), handshakes and all
-    ONE = "one"  # one connection, if the origin has none
     ONE_HELD = "one_held"  # one connection, if the origin has none, its TLS handshake held until it is needed
 
 
 def preconnect_plan(handshake: Handshake, tls: bool, protocol: str | None) -> Ahead:
     """What a preconnect asking for `handshake` opens to an origin (over TLS or not, speaking `protocol` as far as
-    is known): `tcp` holds the TLS handshake, except to an origin known to speak HTTP/1.1 only (the helper will
-    carry its requests, so its connections are worth having open); over plain http it is a single connection."""
-    if handshake == "full" or (tls and protocol == "http/1.1"):
+    is known): `tcp` holds the TLS handshake, except to an origin known to speak HTTP/1.1 only or reached over plain
+    http (the helper will carry its requests, so its connections are worth having open)."""
+    if handshake == "full" or not tls or protocol == "http/1.1":
         return Ahead.ALL
-    return Ahead.ONE_HELD if tls else Ahead.ONE
+    return Ahead.ONE_HELD

@@ -322,10 +322,11 @@ def test_a_tcp_preconnect_holds_tls_unless_the_origin_is_known_to_need_the_helpe
     plan = preconnect_plan(handshake, tls, protocol)
     if handshake == "full":
         assert plan is Ahead.ALL  # as before: every connection the origin may have (its limit says how many)
-    elif tls and protocol == "http/1.1":
-        assert plan is Ahead.ALL  # an HTTP/1.1-only origin's requests come to the helper: worth having open
+    elif not tls or protocol == "http/1.1":
+        # An HTTP/1.1-only or plain-http origin's requests come to the helper: worth having open (no TLS to hold)
+        assert plan is Ahead.ALL
     else:  # not known, or h2 (the browser's own connection carries those): one, and no TLS until needed
-        assert plan is (Ahead.ONE_HELD if tls else Ahead.ONE)
+        assert plan is Ahead.ONE_HELD
 
 
 
