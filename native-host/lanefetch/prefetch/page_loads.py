@@ -191,7 +191,7 @@ class PageLoads:
         self.inner = inner
         self._memory = PageMemory(cache_for)
         self._cache_for = cache_for
-        self._answers = FlightAnswers(inner, self._flight_for)
+        self._answers = FlightAnswers(inner, self._flight_for, cache_for)
         self._on_end = on_end
         self._clock = clock
         self._idle_s = idle_s

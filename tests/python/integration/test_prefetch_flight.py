@@ -10,6 +10,7 @@ import asyncio
 import gzip
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -66,6 +67,12 @@ async def server() -> AsyncIterator[Server]:
             return web.Response(body=PNG, headers={"Content-Type": "image/png", "Vary": "X-Variant"})
         if name == "big.bin":
             return web.Response(body=BIG, headers={"Content-Type": "image/png"})
+        if name == "icon.png":  # as a static file server answers: cacheable, validators
+            return web.Response(body=PNG, headers={"Content-Type": "image/png", "Cache-Control": "max-age=600",
+                                                   "ETag": '"icon-1"'})
+        if name == "fresh.css":
+            return web.Response(body=gzip.compress(CSS), headers={
+                "Content-Encoding": "gzip", "Content-Type": "text/css", "Cache-Control": "max-age=600"})
         if name == "slow.js":
             await state.release.wait()
             return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
@@ -312,3 +319,39 @@ async def test_a_browser_warm_request_is_answered_from_the_flight_else_declined(
     assert other.error is not None and other.error.code == "browser_warm" and other.head is None
     assert server.count("/a.css") == 0 and server.count("/b.js") == 1
     await flight.close()
+
+
+async def test_a_claimed_prefetch_is_kept_in_the_http_cache_for_the_pages_next_request_of_it(
+        server: Server, tmp_path: Path) -> None:
+    """A prefetch the browser's request claimed is that request's answer: the helper's cache keeps it as if fetched
+    for it, so the page's next request for the URL (Chromium's favicon after the page's own image of it: a
+    fulfilled answer never enters the browser's cache) is a cache hit, not a second download. One the helper
+    decoded for the page (the cache keeps bodies as the server coded them) and one never claimed are not kept."""
+    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2), cache_dir=tmp_path / "cache"))
+    try:
+        flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
+                        clock=Clock())
+        flight.start([Planned(f"{server.url}/icon.png", IMAGE, "image"),
+                      Planned(f"{server.url}/fresh.css", STYLE, "stylesheet")])
+        await flight.wait()
+        assert server.count("/icon.png") == 1 and server.count("/fresh.css") == 1
+        answers = FlightAnswers(service, lambda page: flight, service.cache_for)
+        sink = Collect()
+        await answers.fetch([_browser("img", f"{server.url}/icon.png", IMAGE),
+                             _browser("css", f"{server.url}/fresh.css", STYLE)], sink, PAGE)
+        assert [sink.got[k].report.cache for k in ("img", "css") if sink.got[k].report] == ["prefetch"] * 2
+
+        favicon = [(k, {"Accept": "image/avif,image/webp,*/*", "Sec-Fetch-Dest": "empty"}.get(k, v))
+                   for k, v in IMAGE]
+        sink = Collect()
+        await answers.fetch([_browser("favicon", f"{server.url}/icon.png", favicon),
+                             _browser("css2", f"{server.url}/fresh.css", STYLE)], sink, PAGE)
+        icon = sink.got["favicon"]
+        assert icon.body == PNG and icon.report is not None and icon.report.cache == "hit"
+        assert server.count("/icon.png") == 1, "the claimed prefetch answered the page's next request of it"
+        css = sink.got["css2"]
+        assert css.body == CSS and css.report is not None and css.report.cache == "none"
+        assert server.count("/fresh.css") == 2, "decoded for the page: not kept, fetched again"
+        await flight.close()
+    finally:
+        await service.aclose()

@@ -1,0 +1,49 @@
+"""stream/decoding_sink.py: a coded body reaches the consumer decoded, its head without Content-Encoding and
+Content-Length, and still marked when its pipeline place was not proven (whoever stores answers above it, a
+prefetch flight's claimed answer kept in the cache, must see that)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from lanefetch.engine import DeliveredHead, FetchError, FetchRequest, TimingReport
+from lanefetch.stream.decoding_sink import DecodingSink
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.heads: list[DeliveredHead] = []
+        self.data = b""
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        self.heads.append(head)
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.data += data
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        pass
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        raise AssertionError(error)
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        pass
+
+
+@pytest.mark.parametrize("unproven", [False, True])
+async def test_a_decoded_head_keeps_whether_its_place_was_proven(unproven: bool) -> None:
+    text = b"body { color: red }\n" * 200
+    coded = gzip.compress(text)
+    out = Collect()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/a.css", [], decode=True)
+    headers = [("Content-Type", "text/css"), ("Content-Encoding", "gzip"), ("Content-Length", str(len(coded)))]
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", headers, False, unproven))
+    await sink.body(request, coded)
+    await sink.end(request, len(coded), [])
+    (head,) = out.heads
+    assert head.decoded and head.unproven is unproven
+    assert head.headers == [("Content-Type", "text/css")]
+    assert out.data == text
