@@ -21,6 +21,7 @@ from typing import Protocol
 
 from .errors import FetchError
 from .fields import Headers
+from .pool_plan import queue_order
 from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
 from .resume import continues, replaces, resume_headers
@@ -112,8 +113,8 @@ class Exchange:
     def method(self) -> str:
         return self.request.method
 
-    def sort_key(self) -> tuple[int, int, int]:
-        return (*priority_key(self.request), self.seq)
+    def sort_key(self) -> tuple[int, int, int, int]:
+        return (*queue_order(*priority_key(self.request), self.request.expected_size), self.seq)
 
     # -- events from the connection ----------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
+    fits_first_flight,
     h2_share,
     long_answer,
     may_join,
@@ -87,7 +88,7 @@ class OriginPool:
         self.tls = tls
         self.connections: set[Connection | H2Connection] = set()
         self.budget = InflightBudget()
-        self._queue: list[tuple[tuple[int, int, int], Exchange]] = []
+        self._queue: list[tuple[tuple[int, int, int, int], Exchange]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._dns: tuple[float, list[tuple[int, tuple[object, ...]]]] | None = None
         self._dns_lock = asyncio.Lock()
@@ -143,15 +144,20 @@ class OriginPool:
         if self.policy.request_limit is not None:
             cap = self.policy.request_limit
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
-        taker = self._preferred_taker(ex)
+        # A flight's small answers share a busy connection where all of it comes in one flight, and leave the idle
+        # ones to answers that need more round trips (pool_plan.fits_first_flight).
+        packs = self._packs(conn, ex)
+        taker = None if packs else self._preferred_taker(ex)
         if taker is not None and taker is not conn:
             # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
             # request_finished wakes it); this one is woken again when the queue's next request is up.
             self._deferred.add(conn)
             taker.wakeup.set()
             return None
-        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, self.outstanding(),
-                              len(self.connections))
+        # Packed answers come in one flight: the fair share, which keeps a batch's last answers from queueing behind
+        # one connection, does not bound them (pool_plan.allowed_depth).
+        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth,
+                              None if packs else self.outstanding(), len(self.connections))
         if not conn.state.can_send(ex.method, depth):
             return None
         carried = {f.token.sort_key()[0] for f in conn.state.in_flight} | {
@@ -160,7 +166,7 @@ class OriginPool:
                    and not c.state.in_flight and not c.state.unverified)
         # On a connection that carries nothing may_join always says yes: the scans of the queue and of every
         # connection for render-blocking work are paid only when a request would be pipelined.
-        if carried:
+        if carried and not packs:
             long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
                 or expected_long(f.token.request.expected_size for f in conn.state.in_flight)
             # A font and other work would share the pipeline (fonts go with fonts only).
@@ -178,6 +184,14 @@ class OriginPool:
                 c.wakeup.set()
             self._deferred.clear()
         return ex
+
+    def _packs(self, conn: Connection, ex: Exchange) -> bool:
+        """Is conn busy with answers of known size that ex, of known size too, may join in the same first flight?"""
+        s = conn.state
+        if ex.request.expected_size is None or not (s.in_flight or s.unverified):
+            return False
+        return fits_first_flight([f.token.request.expected_size for f in s.in_flight]
+                                 + [r.token.request.expected_size for r in s.unverified], ex.request.expected_size)
 
     def _laying_out(self) -> bool:
         """Render-blocking work of the origin is queued or in flight: the page is still laying out."""

@@ -48,6 +48,13 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   median 5.13 -> 5.62 s on `sat`): a small stylesheet or script needs one round trip on any connection, and
   waiting for a warm one only delays it and the page's next wave. The choice is a function of the connections'
   states only (ties: the lowest id), never of which connection's task happens to wake first.
+- **A flight's small answers together, its largest first.** A prefetch flight knows its requests' sizes from the
+  page's earlier loads and sends them all at once. Answers that together (heads included) fit in a connection's
+  first flight from the server share it, whatever their class and although other connections are idle
+  (`fits_first_flight`: they all come in the same round trip, so holding the first until the last is in costs
+  nothing), and a flight's work that does not block rendering waits largest first (`queue_order`). Each of
+  apache-rewrite's small stylesheets and scripts took a connection of its own and its four large images went a
+  round trip later; now the small ones share one and the large ones start at once on the others.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
@@ -83,9 +90,12 @@ Handshake = Literal["full", "tcp"]
 BULK_BYTES = 256 * 1024
 
 
-def allowed_depth(policy_depth: int, config_depth: int, outstanding: int, connections: int) -> int:
+def allowed_depth(policy_depth: int, config_depth: int, outstanding: int | None, connections: int) -> int:
     """Requests one connection may have in flight now: the origin's learned depth, capped by the configured one
-    and by the connection's fair share of the outstanding work; at least 1."""
+    and by the connection's fair share of the outstanding work (None: no share, for answers that come in one
+    flight, fits_first_flight); at least 1."""
+    if outstanding is None:
+        return max(1, min(policy_depth, config_depth))
     share = math.ceil(outstanding / max(1, connections))
     return max(1, min(policy_depth, config_depth, share))
 
@@ -142,6 +152,41 @@ INITIAL_WINDOW = 10 * 1460
 # An answer expected to be larger than this needs three round trips or more on a fresh connection (IW10, then
 # twice that): whatever is pipelined behind it waits for all of them.
 LONG_BYTES = 3 * INITIAL_WINDOW
+
+
+#: What a response's head adds to its body in the one-round-trip estimate (fits_first_flight): a static file's head.
+HEAD_BYTES = 512
+
+
+def fits_first_flight(carried: Iterable[int | None], incoming: int | None) -> bool:
+    """May a request whose size is known (`incoming`, bytes as learned from the page's earlier loads: a prefetch
+    flight's FetchRequest.expected_size) be pipelined on a busy connection whose in-flight and held answers have
+    these sizes, all known, because all of it, heads included, comes in the server's first flight (INITIAL_WINDOW)?
+    Then it may go there whatever its class, even while other connections are idle: the pipeline's answers are
+    held until its last is in (pipeline.py), but they all come in the same round trip, so nothing waits for another
+    answer's slow start, and the idle connections are left to answers that need more round trips. A flight sends a
+    page's every request at once: with its small stylesheets and scripts each alone on a connection, the four large
+    images of apache-rewrite could go out only a round trip later, once those connections were free (its second
+    visit on `sat`: the images came from the flight at 2.96-3.04 s, everything else by 1.37 s). Sizes are as
+    delivered (decoded where the page's copy was): a compressed text is counted larger than it travels, never
+    smaller."""
+    sizes = list(carried)
+    if incoming is None or not sizes or any(s is None for s in sizes):
+        return False
+    return sum(s + HEAD_BYTES for s in sizes if s is not None) + incoming + HEAD_BYTES <= INITIAL_WINDOW
+
+
+def queue_order(cls: int, rank: int, expected_size: int | None) -> tuple[int, int, int]:
+    """Where a request waits in its origin's queue, ahead of its arrival order: its priority class and the
+    browser's rank (request.priority_key), then, among work that does not block rendering, requests of unknown
+    size (the browser's own) first and a flight's known sizes largest first. A flight's answers are all wanted by
+    the load event, which waits for the last one in: the largest needs the most round trips of slow start, so it
+    starts first and gets an idle connection of its own while the small ones share one (fits_first_flight); the
+    longest-first order is the classic rule for finishing a set of jobs on parallel machines early. Render-blocking
+    work keeps the page's order."""
+    if cls == RENDER_BLOCKING or expected_size is None:
+        return cls, rank, 0
+    return cls, rank, 1 + max(0, (1 << 40) - expected_size)
 
 
 def expected_long(expected_sizes: Iterable[int | None]) -> bool:

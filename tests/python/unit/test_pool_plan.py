@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from random import Random
 
 import pytest
@@ -366,3 +367,55 @@ def test_h2_connection_count_follows_the_round_trip(configured: int, rtt: float 
         assert connection_limit(per_origin, protocol, True, configured, rtt) == min(n, per_origin)
     assert connection_limit(per_origin, None, False, configured, rtt) == per_origin, "plain http: HTTP/1.1"
     assert connection_limit(per_origin, "http/1.1", True, configured, rtt) == per_origin
+
+
+sizes = st.integers(min_value=0, max_value=200_000)
+
+
+@given(st.lists(st.one_of(st.none(), sizes), max_size=6), st.one_of(st.none(), sizes))
+def test_a_flights_answers_share_a_busy_connection_only_when_all_of_it_comes_in_the_first_flight(
+        carried: list[int | None], incoming: int | None) -> None:
+    from lanefetch.engine.pool_plan import HEAD_BYTES, fits_first_flight
+
+    fits = fits_first_flight(carried, incoming)
+    known = incoming is not None and bool(carried) and all(s is not None for s in carried)
+    if not known:
+        assert not fits  # an unknown size, or an idle connection (taken by the usual rules)
+    else:
+        total = sum((s or 0) + HEAD_BYTES for s in carried) + (incoming or 0) + HEAD_BYTES
+        assert fits == (total <= INITIAL_WINDOW)
+
+
+def test_first_flight_examples() -> None:
+    from lanefetch.engine.pool_plan import fits_first_flight
+
+    assert fits_first_flight([300, 300], 300)  # three small stylesheets: one round trip on one connection
+    assert not fits_first_flight([300], 20_000)  # an image of 20 kB needs a second flight: not behind them
+    assert not fits_first_flight([], 300)  # nothing in flight: the idle-connection rules decide
+    assert not fits_first_flight([None], 300)  # the browser's own request there, size unknown
+
+
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 3]), st.integers(0, 4), st.one_of(st.none(), sizes)),
+                min_size=2, max_size=12))
+def test_queue_order_keeps_class_and_rank_and_puts_a_flights_largest_first(
+        items: list[tuple[int, int, int | None]]) -> None:
+    from lanefetch.engine.pool_plan import RENDER_BLOCKING, queue_order
+
+    ordered = sorted(range(len(items)), key=lambda i: (queue_order(*items[i]), i))
+    for a, b in itertools.pairwise(ordered):
+        (ca, ra, sa), (cb, rb, sb) = items[a], items[b]
+        assert (ca, ra) <= (cb, rb)  # class, then the browser's rank, as before
+        if (ca, ra) != (cb, rb):
+            continue
+        if ca == RENDER_BLOCKING:
+            assert a < b  # the page's order
+        elif sa is None:
+            assert sb is not None or a < b  # the browser's own (unknown size) first, in arrival order
+        else:
+            assert sb is not None and (sa > sb or (sa == sb and a < b))  # a flight's largest first
+
+
+@given(st.integers(1, 64), st.integers(1, 64), st.integers(1, 16))
+def test_answers_in_one_flight_have_no_fair_share(policy_depth: int, config_depth: int, connections: int) -> None:
+    assert allowed_depth(policy_depth, config_depth, None, connections) == min(policy_depth, config_depth)
+    assert allowed_depth(policy_depth, config_depth, 1, connections) == 1  # one outstanding: a share of one
