@@ -160,8 +160,8 @@ class OriginPool:
                               None if packs else self.outstanding(), len(self.connections))
         if not conn.state.can_send(ex.method, depth):
             return None
-        carried = {f.token.sort_key()[0] for f in conn.state.in_flight} | {
-            r.token.sort_key()[0] for r in conn.state.unverified}
+        aboard = self._aboard(conn)
+        carried = {x.sort_key()[0] for x in aboard}
         idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
                    and not c.state.in_flight and not c.state.unverified)
         # On a connection that carries nothing may_join always says yes: the scans of the queue and of every
@@ -171,8 +171,7 @@ class OriginPool:
                 or expected_long(f.token.request.expected_size for f in conn.state.in_flight)
             # A font and other work would share the pipeline (fonts go with fonts only).
             incoming_font = ex.request.resource_type == "font"
-            font = any((f.token.request.resource_type == "font") != incoming_font for f in conn.state.in_flight) or any(
-                (r.token.request.resource_type == "font") != incoming_font for r in conn.state.unverified)
+            font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
             if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out(), font):
                 return None
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
@@ -185,13 +184,17 @@ class OriginPool:
             self._deferred.clear()
         return ex
 
+    @staticmethod
+    def _aboard(conn: Connection) -> list[Exchange]:
+        """The exchanges whose answers conn has in flight or holds unverified (pipeline.py)."""
+        return [f.token for f in conn.state.in_flight] + [r.token for r in conn.state.unverified]
+
     def _packs(self, conn: Connection, ex: Exchange) -> bool:
         """Is conn busy with answers of known size that ex, of known size too, may join in the same first flight?"""
-        s = conn.state
-        if ex.request.expected_size is None or not (s.in_flight or s.unverified):
+        if ex.request.expected_size is None:
             return False
-        return fits_first_flight([f.token.request.expected_size for f in s.in_flight]
-                                 + [r.token.request.expected_size for r in s.unverified], ex.request.expected_size)
+        aboard = self._aboard(conn)
+        return bool(aboard) and fits_first_flight([x.request.expected_size for x in aboard], ex.request.expected_size)
 
     def _laying_out(self) -> bool:
         """Render-blocking work of the origin is queued or in flight: the page is still laying out."""

@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BULK_BYTES,
+    HEAD_BYTES,
     INITIAL_WINDOW,
     LONG_BYTES,
+    RENDER_BLOCKING,
     WARMER,
     Candidate,
     Handshake,
@@ -23,11 +25,13 @@ from lanefetch.engine.pool_plan import (
     cooled,
     drains_soon,
     expected_long,
+    fits_first_flight,
     long_answer,
     may_join,
     may_wait_for_draining,
     over_budget,
     preferred_taker,
+    queue_order,
     receiving,
     warmed,
 )
@@ -375,8 +379,6 @@ sizes = st.integers(min_value=0, max_value=200_000)
 @given(st.lists(st.one_of(st.none(), sizes), max_size=6), st.one_of(st.none(), sizes))
 def test_a_flights_answers_share_a_busy_connection_only_when_all_of_it_comes_in_the_first_flight(
         carried: list[int | None], incoming: int | None) -> None:
-    from lanefetch.engine.pool_plan import HEAD_BYTES, fits_first_flight
-
     fits = fits_first_flight(carried, incoming)
     known = incoming is not None and bool(carried) and all(s is not None for s in carried)
     if not known:
@@ -387,8 +389,6 @@ def test_a_flights_answers_share_a_busy_connection_only_when_all_of_it_comes_in_
 
 
 def test_first_flight_examples() -> None:
-    from lanefetch.engine.pool_plan import fits_first_flight
-
     assert fits_first_flight([300, 300], 300)  # three small stylesheets: one round trip on one connection
     assert not fits_first_flight([300], 20_000)  # an image of 20 kB needs a second flight: not behind them
     assert not fits_first_flight([], 300)  # nothing in flight: the idle-connection rules decide
@@ -399,8 +399,6 @@ def test_first_flight_examples() -> None:
                 min_size=2, max_size=12))
 def test_queue_order_keeps_class_and_rank_and_puts_a_flights_largest_first(
         items: list[tuple[int, int, int | None]]) -> None:
-    from lanefetch.engine.pool_plan import RENDER_BLOCKING, queue_order
-
     ordered = sorted(range(len(items)), key=lambda i: (queue_order(*items[i]), i))
     for a, b in itertools.pairwise(ordered):
         (ca, ra, sa), (cb, rb, sb) = items[a], items[b]
