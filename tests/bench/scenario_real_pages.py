@@ -23,6 +23,7 @@ The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_rep
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -33,7 +34,7 @@ from bench import report
 from bench.netlab import PROFILES
 from bench.page_load import BROWSER_NAMES, PageLab, Run, method
 from bench.real_pages import CORPUS, RealPage, install_missing
-from bench.servers import COMPRESSED_TYPES, compression_conf
+from bench.servers import COMPRESSED_TYPES, AccessRecord, compression_conf
 
 NAME = "real-pages"
 _ALL = {
@@ -118,6 +119,19 @@ def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
     return runs
 
 
+def answers(d: Run) -> list[AccessRecord]:
+    """The load's answers as the page got them: a body the helper asked in pieces (its flight's large images and
+    fonts: several 206 answers of one path) is one answer of their bytes together. The corpus has no media, the one
+    thing a browser itself asks in ranges."""
+    whole = [r for r in d["records"] if r.status != 206]
+    pieces: dict[str, list[AccessRecord]] = {}
+    for r in d["records"]:
+        if r.status == 206:
+            pieces.setdefault(r.path, []).append(r)
+    return whole + [dataclasses.replace(rs[0], status=200, body_bytes=sum(r.body_bytes for r in rs))
+                    for rs in pieces.values()]
+
+
 def _requests(d: Run) -> list[rr.Request]:
     return [rr.Request(r.path, r.status, r.body_bytes) for r in d["records"]]
 
@@ -145,14 +159,15 @@ def _describe(d: Run) -> str:
             f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
             f"{d['decoded']}/{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
-            + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in d["records"]).items() if n > 1))
+            + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
+            + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1))
 
 
 def _answers(d: Run, again: dict[str, int]) -> str:
     """Each path asked for again, how many more times, and the body bytes and status of each of its answers."""
     out = []
     for path, n in sorted(again.items()):
-        recs = [r for r in d["records"] if r.path == path]
+        recs = [r for r in answers(d) if r.path == path]
         out.append(f"{path} +{n} (answers: {', '.join(f'{r.status} {r.body_bytes} B' for r in recs)})")
     return "; ".join(out)
 
@@ -162,14 +177,14 @@ def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str
     asked the server for (before the load event) that it did not, a path asked for more often than in any OFF load
     (with the bytes those extra answers carried)."""
     out = []
-    off_counts = [Counter(r.path for r in d["records"]) for d in off]
+    off_counts = [Counter(r.path for r in answers(d)) for d in off]
     off_decoded = min(d["decoded"] for d in off)
     off_fails = max(sum(1 for r in d["records"] if r.status >= 400) for d in off)
     always = set.intersection(*({r.path for r in d["records"]} for d in off))
     for k, d in enumerate(on):
         fails = sum(1 for r in d["records"] if r.status >= 400)
         missing = sorted(always - {r.path for r in d["records"]})
-        counts = Counter(r.path for r in d["records"])
+        counts = Counter(r.path for r in answers(d))
         again = {p: n - max(c[p] for c in off_counts) for p, n in counts.items() if n > max(c[p] for c in off_counts)}
         if d["decoded"] < off_decoded or fails > off_fails or missing or again:
             out.append(f"{page.name} ON load {k + 1}: {d['decoded']} images decoded (OFF: ≥ {off_decoded}), "
@@ -210,9 +225,9 @@ FIRST_VISIT = (
 def waste(page_offs: Sequence[Run], d: Run) -> int:
     """Body bytes the server sent in ON load d beyond what any OFF load of the page asked for: each path's
     answers past the most any OFF load got (a prefetch nobody claimed, or one refused and fetched again)."""
-    off_counts = [Counter(r.path for r in o["records"]) for o in page_offs]
+    off_counts = [Counter(r.path for r in answers(o)) for o in page_offs]
     by_path: dict[str, list[int]] = {}
-    for r in d["records"]:
+    for r in answers(d):
         by_path.setdefault(r.path, []).append(r.body_bytes)
     extra = 0
     for path, sizes in by_path.items():

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -31,9 +30,8 @@ from typing import Any
 
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
 from ..engine.fields import Headers
+from ..engine.partial_content import as_whole, content_range, piece_validator
 from ..engine.request import parse_target
-from ..engine.response_parser import ResponseHead
-from ..engine.resume import strong_validator
 from ..engine.timing import LaneReport, epoch_ms, now
 from .estimate import LaneEstimate
 from .interfaces import Binding, PolicyStore
@@ -48,7 +46,6 @@ FIRST_BYTES = 20 * 1024  # the first request's range, unless the fastest lane's 
 SPECULATIVE_BYTES = 64 * 1024  # a speculative range, unless the lane's BDP is larger: its first round trips
 USAGE_SAVE_DELAY = 2.0  # seconds after a split fetch before its byte counts are written (or on close)
 POLL_INTERVAL = 0.05  # how often stalls and steals are looked at while nothing else happens
-_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+)\s*$", re.I)
 # The caller's own range or conditional fields would change what the pieces mean: the split sets its own.
 _OWN_FIELDS = frozenset({"range", "if-range", "accept-encoding"})
 
@@ -89,31 +86,9 @@ class Lane:
         return old.aclose()
 
 
-def _content_range(head: DeliveredHead) -> tuple[int, int, int] | None:
-    for k, v in head.headers:
-        if k.lower() == "content-range":
-            m = _CONTENT_RANGE.match(v.strip())
-            if m:
-                return int(m[1]), int(m[2]), int(m[3])
-    return None
-
-
 def _field(head: DeliveredHead, name: str) -> str | None:
     values = [v for k, v in head.headers if k.lower() == name]
     return ", ".join(values) if values else None
-
-
-def _validator(head: DeliveredHead) -> str | None:
-    """What If-Range can carry, so pieces from different lanes provably belong to one representation: a strong
-    ETag, else a strong Last-Modified (engine/resume.py: RFC 9110's rules); None: the pieces cannot be proven."""
-    return strong_validator(ResponseHead(head.status, head.reason, head.http_version, head.headers))
-
-
-def _as_whole(head: DeliveredHead, total: int) -> DeliveredHead:
-    """The head the caller sees for a body delivered whole: 200 with the full Content-Length."""
-    headers = [(k, v) for k, v in head.headers if k.lower() not in ("content-range", "content-length")]
-    headers.append(("Content-Length", str(total)))
-    return DeliveredHead(200, "OK", head.http_version, headers, head.decoded)
 
 
 class SplitFetcher:
@@ -386,13 +361,13 @@ class _SplitRun:
             await self._first_head(ps, head)
             return
         att = ps.attempt
-        cr = _content_range(head)
-        if head.status != 206 or cr != (att.start, att.end - 1, self.total) or _validator(head) != self.validator:
+        cr = content_range(head)
+        if head.status != 206 or cr != (att.start, att.end - 1, self.total) or piece_validator(head) != self.validator:
             why = f"a range request got {head.status}" if head.status != 206 else "its ranges no longer match"
             await self.fail(FetchError("resource_changed", f"the resource changed during a split fetch ({why})"))
 
     async def _first_head(self, ps: _PieceSink, head: DeliveredHead) -> None:
-        cr = _content_range(head)
+        cr = content_range(head)
         if head.status == 416:
             self.mode = "again"  # Range on an empty body: fetch it plainly
         elif head.status != 206 or cr is None or cr[0] != 0:
@@ -403,13 +378,13 @@ class _SplitRun:
             self.total = total
             if total <= last + 1:
                 self.mode = "whole"
-                await self.sink.head(self.request, _as_whole(head, total))
+                await self.sink.head(self.request, as_whole(head, total))
             else:
                 self.mode = "split"
                 self.http11 = head.http_version == "1.1"
-                self.validator = _validator(head)
+                self.validator = piece_validator(head)
                 self._start_schedule(ps.lane, last + 1, total)
-                await self.sink.head(self.request, _as_whole(head, total))
+                await self.sink.head(self.request, as_whole(head, total))
                 for spec in self.speculative:
                     await self._adopt_speculative(spec)
         self.decided.set()
@@ -567,10 +542,10 @@ class _SplitRun:
         it (its bytes go back to the pool and are fetched again with If-Range)."""
         att, head, sched = spec.attempt, spec.head, self.schedule
         assert att is not None and head is not None and sched is not None
-        if (head.status != 206 or _content_range(head) != (att.start, att.end - 1, self.total)
-                or _validator(head) != self.validator):
+        if (head.status != 206 or content_range(head) != (att.start, att.end - 1, self.total)
+                or piece_validator(head) != self.validator):
             log.debug("speculative %d-%d not usable: %s %s", att.start, att.end - 1, head.status,
-                      _content_range(head))
+                      content_range(head))
             sched.discard(att.id)
             await self._drop_speculative(spec, close=False)
             self.wake.set()

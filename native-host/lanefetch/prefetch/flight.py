@@ -64,6 +64,7 @@ from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
 from .fidelity import MAX_AGE, Prefetched, may_answer
+from .flight_pieces import PieceFetcher
 from .plan import Planned
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ class FlightReport:
 class Flight:
     def __init__(self, fetcher: Fetcher, page: Page, ledger: Ledger, *,
                  clock: Callable[[], float] = time.monotonic, max_age: float = MAX_AGE) -> None:
-        self._fetcher = fetcher
+        # A large image or font is asked in pieces over several connections (flight_pieces.py)
+        self._fetcher = self._pieces = PieceFetcher(fetcher)
         self.page = page
         self.ledger = ledger
         self._clock = clock
@@ -238,7 +240,8 @@ class Flight:
             if not held.claimed:
                 self.ledger.discard(held.request.id)
         self.report.claimed_bytes = self.ledger.claimed_bytes
-        self.report.wasted_bytes = self.ledger.wasted_bytes
+        # pieces of a split answer that were never handed on crossed the link all the same
+        self.report.wasted_bytes = self.ledger.wasted_bytes + self._pieces.discarded_bytes
         return self.report
 
     # the holding sink's side

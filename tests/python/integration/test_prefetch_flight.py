@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,23 @@ STYLE = [("Accept", "text/css,*/*;q=0.1"), ("Accept-Language", "en-GB"), ("Sec-F
          ("Sec-Fetch-Mode", "no-cors"), ("Sec-Fetch-Site", "same-origin"), ("User-Agent", "UA/1")]
 SCRIPT = [(k, {"Accept": "*/*", "Sec-Fetch-Dest": "script"}.get(k, v)) for k, v in STYLE]
 IMAGE = [(k, {"Accept": "image/*", "Sec-Fetch-Dest": "image"}.get(k, v)) for k, v in STYLE]
+
+
+PHOTO = bytes((i * 7) % 251 for i in range(100_000))
+
+
+def _ranged(request: web.Request, body: bytes, etag: str) -> web.Response:
+    """What a static file server answers: the whole body, or the single range asked for."""
+    kind = {"svg": "image/svg+xml", "woff2": "font/woff2"}.get(request.path.rsplit(".", 1)[-1], "image/png")
+    fields = {"Content-Type": kind, "ETag": etag, "Accept-Ranges": "bytes"}
+    m = re.fullmatch(r"bytes=(\d+)-(\d*)", request.headers.get("Range", ""))
+    if m is None:
+        return web.Response(body=body, headers=fields)
+    first, last = int(m[1]), min(int(m[2]) if m[2] else len(body) - 1, len(body) - 1)
+    if first >= len(body):
+        return web.Response(status=416, headers={"Content-Range": f"bytes */{len(body)}"})
+    return web.Response(status=206, body=body[first : last + 1],
+                        headers={**fields, "Content-Range": f"bytes {first}-{last}/{len(body)}"})
 
 
 @dataclass
@@ -73,6 +91,14 @@ async def server() -> AsyncIterator[Server]:
         if name == "fresh.css":
             return web.Response(body=gzip.compress(CSS), headers={
                 "Content-Encoding": "gzip", "Content-Type": "text/css", "Cache-Control": "max-age=600"})
+        if name in ("photo.png", "photo.svg", "font.woff2"):
+            return _ranged(request, PHOTO, '"photo-1"')
+        if name == "flip.png":  # another version at every request: pieces can never be joined
+            return _ranged(request, PHOTO, f'"flip-{len(state.seen)}"')
+        if name == "whole.png":  # Range ignored, as many dynamic handlers do; only the first request answered at once
+            if state.count("/whole.png") > 1:
+                await state.release.wait()
+            return web.Response(body=PHOTO, headers={"Content-Type": "image/png", "ETag": '"whole-1"'})
         if name == "slow.js":
             await state.release.wait()
             return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
@@ -355,3 +381,72 @@ async def test_a_claimed_prefetch_is_kept_in_the_http_cache_for_the_pages_next_r
         await flight.close()
     finally:
         await service.aclose()
+
+
+FONT = [(k, {"Accept": "*/*", "Sec-Fetch-Dest": "font", "Sec-Fetch-Mode": "cors"}.get(k, v)) for k, v in STYLE]
+
+
+async def test_a_large_image_or_font_comes_in_pieces_over_the_connections_and_answers_whole(
+        server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    flight.start([
+        # learned smaller than it is now: the open-ended last piece still brings the whole body
+        Planned(f"{server.url}/photo.png", IMAGE, "image", confident=True, expected_size=90_000),
+        Planned(f"{server.url}/font.woff2", FONT, "font", confident=True, expected_size=len(PHOTO)),
+        Planned(f"{server.url}/photo.svg", IMAGE, "image", confident=True, expected_size=len(PHOTO)),  # whole
+    ])
+    await flight.wait()
+    ranges = {p: sorted(h.get("Range", "") for q, h in server.seen if q == p) for p, _ in server.seen}
+    assert ranges["/photo.png"] == ["bytes=0-29999", "bytes=30000-59999", "bytes=60000-"]
+    assert ranges["/font.woff2"] == ["bytes=0-33332", "bytes=33333-66665", "bytes=66666-"]
+    assert ranges["/photo.svg"] == [""], "an SVG is asked whole (servers compress it)"
+    assert all(h["Accept-Encoding"] == "identity" for _, h in server.seen if "Range" in h)
+
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([_browser("png", f"{server.url}/photo.png", IMAGE),
+                         _browser("font", f"{server.url}/font.woff2", FONT)], sink, PAGE)
+    for rid in ("png", "font"):
+        got = sink.got[rid]
+        assert got.error is None and got.body == PHOTO
+        assert got.head is not None and got.head.status == 200
+        fields = {k.lower(): v for k, v in got.head.headers}
+        assert fields["content-length"] == str(len(PHOTO)) and "content-range" not in fields
+        assert fields["etag"] == '"photo-1"'
+        assert got.report is not None and got.report.cache == "prefetch"
+    assert len(server.seen) == 7, "both answered from the flight"
+    report = await flight.close()
+    assert report.answered == 2 and report.claimed_bytes == 2 * len(PHOTO)
+
+
+async def test_a_server_that_ignores_range_gives_the_whole_answer_once(server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    flight.start([Planned(f"{server.url}/whole.png", IMAGE, "image", confident=True, expected_size=len(PHOTO))])
+    await flight.wait()  # ends although two pieces' answers never came: they were cancelled at the first 200
+    assert 2 <= server.count("/whole.png") <= 3
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([_browser("png", f"{server.url}/whole.png", IMAGE)], sink, PAGE)
+    got = sink.got["png"]
+    assert got.body == PHOTO and got.head is not None and got.head.status == 200
+    assert got.report is not None and got.report.cache == "prefetch"
+    report = await flight.close()
+    assert report.wasted_bytes == 0, "nothing of the cancelled pieces came"
+    assert report.answered == 1 and report.claimed_bytes == len(PHOTO)
+
+
+async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_fetched_whole(
+        server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    flight.start([Planned(f"{server.url}/flip.png", IMAGE, "image", confident=True, expected_size=len(PHOTO))])
+    await flight.wait()
+    assert server.count("/flip.png") == 3
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([_browser("png", f"{server.url}/flip.png", IMAGE)], sink, PAGE)
+    got = sink.got["png"]
+    assert got.body == PHOTO and got.head is not None and got.head.status == 200
+    assert got.report is not None and got.report.cache == "none", "fetched for the browser's own request"
+    assert server.count("/flip.png") == 4 and "Range" not in server.seen[-1][1]
+    report = await flight.close()
+    assert report.answered == 0 and report.wasted_bytes == len(PHOTO), "the three pieces' bytes, thrown away"

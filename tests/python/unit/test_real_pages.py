@@ -216,6 +216,23 @@ def test_a_late_request_of_another_corpus_page_is_not_this_loads() -> None:
     assert (d["strays"], d["all_requests"], d["conns"]) == (1, 2, 1)
 
 
+def test_a_body_asked_in_pieces_is_one_answer_and_no_waste() -> None:
+    from bench.scenario_real_pages import answers, waste
+    from bench.servers import AccessRecord
+
+    def rec(path: str, status: int, size: int) -> AccessRecord:
+        return AccessRecord("c1", 1, None, "10.0.0.1", 1, status, size, 0.0, 0.0, f"GET {path} HTTP/1.1")
+
+    off = {"records": [rec("/p/a.png", 200, 100), rec("/p/b.css", 200, 10)]}
+    on = {"records": [rec("/p/a.png", 206, 50), rec("/p/a.png", 206, 50), rec("/p/b.css", 200, 10)]}
+    assert sorted((r.path, r.status, r.body_bytes) for r in answers(on)) == [("/p/a.png", 200, 100),
+                                                                             ("/p/b.css", 200, 10)]
+    assert waste([off], on) == 0
+    # a split that fell back: the pieces, then the whole body again for the browser's request
+    fell_back = {"records": [*on["records"], rec("/p/a.png", 200, 100)]}
+    assert waste([off], fell_back) == 100
+
+
 def test_a_second_visit_run_says_so_in_its_name() -> None:
     from bench.scenario_real_pages import _ALL, report_name
 

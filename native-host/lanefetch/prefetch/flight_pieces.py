@@ -1,0 +1,337 @@
+"""A flight's large answers in pieces: an image or web font that the page's flight expects to be larger than what a
+fresh connection's slow start carries in two round trips is asked as byte ranges, each an exchange of its own, so
+the pool spreads them over its connections; they are joined into the one 200 the browser will ask for.
+
+Why: over a long round trip a fresh TCP connection brings about 10 segments in the server's first flight, 20 in
+its second, 40 in its third. A flight (flight.py) asks the page's whole learned work at the navigation over the
+origin's six connections, and the largest answers set its end: a 59 kB image alone on a connection needs four round
+trips after its request; as two 29.5 kB ranges on two connections, three. (real-pages on `sat`: apache-rewrite's
+second visit had everything but its four 25–59 kB images a second before them; docs/prefetch.md.)
+
+What is split (`piece_ranges`, `splittable`): a GET of an image (not SVG, which servers compress) or a WOFF/WOFF2
+font (compressed formats, sent as they are), whose learned size is over PIECE_BYTES, without fields of its own that
+would change what a range means (Range, If-Range, conditionals). Each piece is at most PIECE_BYTES
+(pool_plan.LONG_BYTES less a head), so the pool never counts one as long (expected_long) and its render-blocking
+rules stay as they are. The last piece is open-ended (`bytes=N-`): a body that grew since it was learned still comes
+whole. Every piece asks `Accept-Encoding: identity`: servers do not offer ranges of a response they compress on the
+fly (Apache ignores Range when it deflates, nginx's gzip drops Accept-Ranges), and identity is what they send for
+the types split here anyway, so the bytes are the browser's own.
+
+How pieces are joined (`join`, pure): each must be a 206 without a content coding whose Content-Range is exactly the
+range it asked for (the last one: from its start to the total's end), all with one total and one strong validator
+(ETag, else a strong Last-Modified: partial_content.piece_validator). Then the body is theirs in order and the head is
+the first piece's as a 200 with the whole Content-Length (partial_content.as_whole). A 200 to any piece (the server
+ignored Range) is the whole answer by itself: the shell cancels the other pieces at once and hands that one on.
+Anything else (a 416, any other status, two versions, a range other than the one asked, a piece that failed) ends
+the request with an error, so the flight holds nothing for the URL and the browser's own request is fetched as
+usual. Nothing of a split body is handed on before every piece checked out: no byte of one version is ever joined
+to another's, and the flight (which holds answers whole until claimed) loses no time by it.
+
+The shell (`PieceFetcher`) is a Fetcher around the flight's fetcher: requests it does not split pass untouched, in
+the same batch as the pieces. Bytes of pieces it had to throw away are counted (`discarded_bytes`) for the flight's
+waste report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..engine.errors import FetchError
+from ..engine.exchange import DeliveredHead, Sink, TimingReport
+from ..engine.fetcher import BatchResult, Fetcher, Page
+from ..engine.fields import Headers
+from ..engine.partial_content import as_whole, content_range, piece_validator
+from ..engine.pool_plan import HEAD_BYTES, LONG_BYTES, Handshake
+from ..engine.request import FetchRequest, with_accept_encoding
+
+#: the most a piece may ask: with its head, within a fresh connection's first two flights (pool_plan.LONG_BYTES)
+PIECE_BYTES = LONG_BYTES - HEAD_BYTES
+_FONT_SUFFIXES = (".woff", ".woff2")
+_NOT_SPLIT_SUFFIXES = (".svg", ".svgz")
+#: fields that change what a range of the body means, or that the pieces set themselves
+_OWN_FIELDS = frozenset({"range", "if-range", "accept-encoding", "if-none-match", "if-modified-since", "if-match",
+                         "if-unmodified-since"})
+CHUNK = 256 * 1024
+
+Range = tuple[int, int | None]  # first byte, last byte (None: to the end)
+
+
+def piece_ranges(size: int) -> list[Range]:
+    """The ranges a body of `size` bytes is asked in: as few pieces as keep each within PIECE_BYTES, of even sizes,
+    the last open-ended; [] when one piece would do (no split)."""
+    if size <= PIECE_BYTES:
+        return []
+    count = -(-size // PIECE_BYTES)
+    cuts = [size * i // count for i in range(count + 1)]
+    return [(cuts[i], cuts[i + 1] - 1 if i + 1 < count else None) for i in range(count)]
+
+
+def _path(url: str) -> str:
+    return url.split("#", 1)[0].split("?", 1)[0].lower()
+
+
+def splittable(request: FetchRequest) -> bool:
+    """Is this flight request asked in pieces? (module docstring)"""
+    if request.method.upper() != "GET" or request.expected_size is None or request.expected_size <= PIECE_BYTES:
+        return False
+    if any(k.lower() in _OWN_FIELDS - {"accept-encoding"} for k, _ in request.headers):
+        return False
+    path = _path(request.url)
+    if request.resource_type == "image":
+        return not path.endswith(_NOT_SPLIT_SUFFIXES)
+    return request.resource_type == "font" and path.endswith(_FONT_SUFFIXES)
+
+
+def piece_request(request: FetchRequest, index: int, asked: Range) -> FetchRequest:
+    first, last = asked
+    headers = [(k, v) for k, v in request.headers if k.lower() not in _OWN_FIELDS]
+    headers += [("Accept-Encoding", "identity"), ("Range", f"bytes={first}-{'' if last is None else last}")]
+    size = None if last is None else last - first + 1
+    if last is None and request.expected_size is not None:
+        size = max(request.expected_size - first, 0)
+    return dataclasses.replace(request, id=piece_id(request.id, index), headers=headers, expected_size=size,
+                               decode=False, cache_store=False)
+
+
+def piece_id(request_id: str, index: int) -> str:
+    return f"{request_id}~piece{index}"
+
+
+@dataclass
+class PieceAnswer:
+    head: DeliveredHead
+    body: bytes
+
+
+@dataclass
+class Joined:
+    head: DeliveredHead
+    body: bytes
+
+
+def _coded(head: DeliveredHead) -> bool:
+    codings = [v.strip().lower() for k, v in head.headers if k.lower() == "content-encoding"]
+    return any(c not in ("", "identity") for c in codings)
+
+
+def join(asked: Sequence[Range], answers: Sequence[PieceAnswer]) -> Joined | str:
+    """The whole answer from every piece's (all 206), or why they cannot be joined (module docstring)."""
+    if len(asked) != len(answers) or not answers:
+        return "a piece is missing"
+    total: int | None = None
+    validator: str | None = None
+    expected_first = 0
+    for (first, last), answer in zip(asked, answers, strict=True):
+        head = answer.head
+        if head.status != 206:
+            return f"a piece was answered {head.status}"
+        if _coded(head):
+            return "a piece came with a content coding"
+        cr = content_range(head)
+        if cr is None:
+            return "a piece has no usable Content-Range"
+        got_first, got_last, got_total = cr
+        if total is None:
+            total = got_total
+            validator = piece_validator(head)
+            if validator is None:
+                return "no strong validator proves the pieces are of one version"
+        elif got_total != total or piece_validator(head) != validator:
+            return "the pieces are of different versions"
+        want_last = total - 1 if last is None else last
+        if first != expected_first or got_first != first or got_last != want_last or got_last >= total:
+            return f"a piece answered bytes {got_first}-{got_last}/{got_total} for {first}-{want_last}"
+        if len(answer.body) != got_last - got_first + 1:
+            return "a piece's body is not the length of its range"
+        expected_first = got_last + 1
+    assert total is not None
+    if expected_first != total:
+        return "the pieces do not reach the end of the body"
+    return Joined(as_whole(answers[0].head, total), b"".join(a.body for a in answers))
+
+
+@dataclass
+class _Piece:
+    request: FetchRequest
+    asked: Range
+    head: DeliveredHead | None = None
+    body: list[bytes] = field(default_factory=list)
+    trailers: Headers = field(default_factory=list)
+    error: FetchError | None = None
+    report: TimingReport | None = None
+    done: bool = False
+
+
+class _Split:
+    """One split request: its pieces as they arrive, until all have ended."""
+
+    def __init__(self, request: FetchRequest, ranges: list[Range]) -> None:
+        self.request = request
+        self.pieces = [_Piece(piece_request(request, i, r), r) for i, r in enumerate(ranges)]
+        self.whole: _Piece | None = None  # a piece answered 200: the whole answer by itself
+
+    def all_done(self) -> bool:
+        return all(p.done for p in self.pieces)
+
+
+def _timing(reports: list[TimingReport]) -> TimingReport:
+    """The split request's timing: from the first piece queued to the last byte of any."""
+    def first(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return min(known) if known else None
+    ts = [r.timing for r in reports]
+    timing = dataclasses.replace(ts[0], queued=min(t.queued for t in ts), sent=first([t.sent for t in ts]),
+                                 first_byte=first([t.first_byte for t in ts]))
+    lasts = [t.last_byte for t in ts if t.last_byte is not None]
+    timing.last_byte = max(lasts) if lasts else None
+    return TimingReport(timing, reports[0].connection, sum(r.retries for r in reports),
+                        sum(r.wire_bytes for r in reports))
+
+
+class PieceFetcher:
+    """A Fetcher that asks the flight's large images and fonts in pieces (module docstring)."""
+
+    def __init__(self, inner: Fetcher) -> None:
+        self.inner = inner
+        self._splits: dict[str, _Split] = {}  # by the split request's id
+        self._pieces: dict[str, tuple[_Split, _Piece]] = {}  # by piece id
+        self._cancels: set[asyncio.Task[None]] = set()
+        self.discarded_bytes = 0  # body bytes of pieces that were never handed on
+
+    async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
+        batch: list[FetchRequest] = []
+        for request in requests:
+            ranges = piece_ranges(request.expected_size or 0) if splittable(request) else []
+            if not ranges:
+                batch.append(request)
+                continue
+            # The request's fields as the service would have sent it whole (it adds Accept-Encoding in place):
+            # the flight compares those with the browser's request (fidelity.py); the pieces ask identity.
+            with_accept_encoding(request, request.url.split(":", 1)[0].lower())
+            split = _Split(request, ranges)
+            self._splits[request.id] = split
+            for piece in split.pieces:
+                self._pieces[piece.request.id] = (split, piece)
+                batch.append(piece.request)
+        try:
+            return await self.inner.fetch(batch, _PieceSink(self, sink), page)
+        finally:
+            for request in requests:
+                ended = self._splits.pop(request.id, None)
+                for piece in ended.pieces if ended is not None else ():
+                    self._pieces.pop(piece.request.id, None)
+
+    def _cancel_pieces(self, ids: list[str]) -> None:
+        task = asyncio.create_task(self.inner.cancel(ids), name="lanefetch-piece-cancel")
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _piece_head(self, split: _Split, piece: _Piece, head: DeliveredHead) -> None:
+        piece.head = head
+        if head.status == 200 and split.whole is None:
+            split.whole = piece
+            others = [p.request.id for p in split.pieces if p is not piece and not p.done]
+            if others:
+                self._cancel_pieces(others)
+
+    async def _piece_ended(self, split: _Split, sink: Sink) -> None:
+        if not split.all_done():
+            return
+        request = split.request
+        reports = [p.report for p in split.pieces if p.report is not None]
+        failed: FetchError | None = None
+        if split.whole is not None and split.whole.error is None and split.whole.head is not None:
+            answer: Joined | str = Joined(split.whole.head, b"".join(split.whole.body))
+            report = split.whole.report or reports[0]
+            discarded = [p for p in split.pieces if p is not split.whole]
+        else:
+            failed = next((p.error for p in split.pieces if p.error is not None), None)
+            if failed is not None:
+                answer = f"a piece failed: {failed.message}"
+            else:
+                answer = join([p.asked for p in split.pieces],
+                              [PieceAnswer(p.head, b"".join(p.body)) for p in split.pieces if p.head is not None])
+            report = _timing(reports)
+            discarded = split.pieces if isinstance(answer, str) else []
+        self.discarded_bytes += sum(len(b) for p in discarded for b in p.body)
+        if isinstance(answer, str):
+            code = failed.code if failed is not None else (
+                "resource_changed" if "versions" in answer else "protocol_error")
+            await sink.error(request, FetchError(code, f"a flight's answer in pieces: {answer}"))
+        else:
+            await sink.head(request, answer.head)
+            for i in range(0, len(answer.body), CHUNK):
+                await sink.body(request, answer.body[i : i + CHUNK])
+            trailers = split.whole.trailers if split.whole is not None else []
+            await sink.end(request, len(answer.body), trailers)
+        await sink.timing(request, report)
+
+    def preconnect(self, url: str, page: Page, handshake: Handshake = "full") -> bool:
+        return self.inner.preconnect(url, page, handshake)
+
+    async def cancel(self, request_ids: list[str]) -> None:
+        ids: list[str] = []
+        for rid in request_ids:
+            split = self._splits.get(rid)
+            ids += [p.request.id for p in split.pieces] if split is not None else [rid]
+        await self.inner.cancel(ids)
+
+    async def aclose(self) -> None:
+        for task in list(self._cancels):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.inner.aclose()
+
+
+class _PieceSink:
+    """Routes each piece's events to its split; everything else to the caller's sink as it is."""
+
+    def __init__(self, fetcher: PieceFetcher, sink: Sink) -> None:
+        self._fetcher = fetcher
+        self._sink = sink
+
+    def _of(self, request: FetchRequest) -> tuple[_Split, _Piece] | None:
+        return self._fetcher._pieces.get(request.id)
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        found = self._of(request)
+        if found is None:
+            await self._sink.head(request, head)
+        else:
+            await self._fetcher._piece_head(found[0], found[1], head)
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        found = self._of(request)
+        if found is None:
+            await self._sink.body(request, data)
+        else:
+            found[1].body.append(data)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        found = self._of(request)
+        if found is None:
+            await self._sink.end(request, body_bytes, trailers)
+        else:
+            found[1].trailers = trailers
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        found = self._of(request)
+        if found is None:
+            await self._sink.error(request, error)
+        else:
+            found[1].error = error
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        found = self._of(request)
+        if found is None:
+            await self._sink.timing(request, report)
+            return
+        split, piece = found
+        piece.report = report
+        piece.done = True
+        await self._fetcher._piece_ended(split, self._sink)
