@@ -34,11 +34,15 @@ from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
+    HEAD_BYTES,
     RENDER_BLOCKING,
     Ahead,
+    Bin,
     Candidate,
     Handshake,
     allowed_depth,
+    balanced_taker,
+    balances,
     carries_bulk,
     connection_limit,
     connections_ahead,
@@ -144,6 +148,18 @@ class OriginPool:
         if self.policy.request_limit is not None:
             cap = self.policy.request_limit
             conn.state.request_cap = cap if conn.state.request_cap is None else min(conn.state.request_cap, cap)
+        # A flight's images (and their pieces) are spread over the connections by bytes (pool_plan.balanced_taker).
+        balanced = self._balanced_taker(ex)
+        if balanced is not None:
+            if balanced is not conn:
+                self._deferred.add(conn)
+                balanced.wakeup.set()
+                return None
+            depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None,
+                                  len(self.connections))
+            if not conn.state.can_send(ex.method, depth):
+                return None
+            return self._pop_for(conn)
         # A flight's small answers share a busy connection where all of it comes in one flight, and leave the idle
         # ones to answers that need more round trips (pool_plan.fits_first_flight).
         packs = self._packs(conn, ex)
@@ -174,15 +190,41 @@ class OriginPool:
             font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
             if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out(), font):
                 return None
+        return self._pop_for(conn)
+
+    def _pop_for(self, conn: Connection) -> Exchange | None:
+        """The queue's head for conn, unless the origin has asked for enough answers already (the in-flight budget)."""
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
             return None
-        heapq.heappop(self._queue)
+        ex = heapq.heappop(self._queue)[1]
         if self._deferred and self._queue:
             for c in self._deferred:
                 c.wakeup.set()
             self._deferred.clear()
         return ex
+
+    def _balanced_taker(self, ex: Exchange) -> Connection | None:
+        """The connection that should take ex by bytes (pool_plan.balanced_taker), None where that rule does not
+        apply: ex is not a flight's balanced work, or no connection is free of other work."""
+        if not balances(ex.sort_key()[0], ex.request.expected_size):
+            return None
+        t, rtt = now(), self.budget.min_rtt
+        conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
+        taker = balanced_taker(self._bin(c, t, rtt) for c in conns.values())
+        return None if taker is None else conns[taker]
+
+    def _bin(self, c: Connection, t: float, rtt: float | None) -> Bin:
+        if not self._may_send_more(c) or self.carries_bulk(c):
+            return Bin(c.id, None)
+        aboard = self._aboard(c)
+        sizes = [x.request.expected_size for x in aboard]
+        if any(x.sort_key()[0] == RENDER_BLOCKING for x in aboard):
+            return Bin(c.id, None)
+        known = [s for s in sizes if s is not None]
+        if len(known) < len(sizes):
+            return Bin(c.id, None)
+        return Bin(c.id, sum(s + HEAD_BYTES for s in known), cooled(c.warmth, t, rtt))
 
     @staticmethod
     def _aboard(conn: Connection) -> list[Exchange]:

@@ -189,6 +189,39 @@ def queue_order(cls: int, rank: int, expected_size: int | None) -> tuple[int, in
     return cls, rank, 1 + max(0, (1 << 40) - expected_size)
 
 
+@dataclass(frozen=True)
+class Bin:
+    """One HTTP/1.1 connection as a flight's balanced work sees it (balanced_taker): `load` = the bytes, heads
+    included, of the answers it has in flight or holds, all of them a flight's known sizes and none render-blocking;
+    None: it carries other work (render-blocking, or of a size not known) or may send nothing more, and takes no
+    balanced work. `window`: its estimated congestion window (Warmth), to break ties."""
+
+    id: int
+    load: int | None
+    window: int = INITIAL_WINDOW
+
+
+def balances(cls: int, expected_size: int | None) -> bool:
+    """Is this request a flight's work to be spread by bytes (balanced_taker): its size known from the page's
+    earlier loads and not render-blocking?"""
+    return expected_size is not None and cls != RENDER_BLOCKING
+
+
+def balanced_taker(bins: Iterable[Bin]) -> int | None:
+    """The connection that takes the queue's next balanced request (`balances`): the least loaded one that takes such
+    work (ties: the warmest, then the lowest id), pipelined behind what it carries; None when none does (the other
+    rules then apply). Taken largest first (queue_order), this is the longest-processing-time rule for parallel
+    machines: no connection ends up carrying more than the least loaded one plus one request. A flight asks all of a
+    page's images at the navigation; each connection carries its share back to back, so its server's window keeps
+    growing over the answers, and the flight ends when the most loaded connection does. The rules for the browser's
+    own images (not pipelined while the page lays out, warmest idle connection first) wait for a free connection,
+    which left apache-rewrite's large images (and their pieces, flight_pieces.py) a round trip behind on `sat`."""
+    open_bins = [b for b in bins if b.load is not None]
+    if not open_bins:
+        return None
+    return min(open_bins, key=lambda b: (b.load, -b.window, b.id)).id
+
+
 def expected_long(expected_sizes: Iterable[int | None]) -> bool:
     """Is an answer in flight on a connection expected to be long before any of it arrived: its size learned from the
     page's earlier loads (a prefetch flight's request, FetchRequest.expected_size) above LONG_BYTES? Counts as

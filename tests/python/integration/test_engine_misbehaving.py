@@ -633,10 +633,12 @@ async def test_nothing_render_blocking_is_pipelined_behind_an_answer_expected_lo
         assert max(c.max_outstanding for c in srv.connections) >= 2, "the small scripts were still pipelined"
 
 
-async def test_a_flights_small_answers_share_one_connection_and_its_largest_go_first_on_the_others() -> None:
+async def test_a_flights_small_answers_share_one_connection_and_its_images_are_spread_by_bytes_largest_first() -> None:
     # A prefetch flight sends a page's requests at once, sizes known (FetchRequest.expected_size): the small
     # stylesheets, which all come in one round trip, share a connection, and the idle ones go at once to the largest
-    # images (pool_plan.fits_first_flight, queue_order), instead of the images waiting for the stylesheets' answers.
+    # images (pool_plan.fits_first_flight, queue_order), instead of the images waiting for the stylesheets' answers;
+    # the next image is pipelined at once on the least loaded of those (pool_plan.balanced_taker), not held back
+    # until a connection is free.
     async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
         proven(engine, srv)
         css = [FetchRequest(f"c{i}", "GET", srv.url(f"/hold/c{i}/300"), resource_type="stylesheet",
@@ -650,15 +652,16 @@ async def test_a_flights_small_answers_share_one_connection_and_its_largest_go_f
             deadline = time.monotonic() + 5
             def arrived() -> list[Any]:
                 return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < 5 and time.monotonic() < deadline:
+            while len(arrived()) < 6 and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             got = {r.path: r for r in arrived()}
             seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
-            assert len(got) == 5, f"before any answer, the server had only these, per connection: {seen}"
+            assert len(got) == 6, f"before any answer, the server had only these, per connection: {seen}"
             assert {got[f"/hold/c{i}/300"].conn for i in range(3)} == {got["/hold/c0/300"].conn}, "not one connection"
             assert {"/hold/i60000/60000", "/hold/i40000/40000"} <= set(got), "the largest images went first"
             assert len({got["/hold/c0/300"].conn, got["/hold/i60000/60000"].conn,
                         got["/hold/i40000/40000"].conn}) == 3, "each large image on a connection of its own"
+            assert got["/hold/i20000/20000"].conn == got["/hold/i40000/40000"].conn, "behind the least loaded"
         finally:
             release = srv.state.setdefault("release", asyncio.Event())
             assert isinstance(release, asyncio.Event)

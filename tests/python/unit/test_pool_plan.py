@@ -15,10 +15,13 @@ from lanefetch.engine.pool_plan import (
     LONG_BYTES,
     RENDER_BLOCKING,
     WARMER,
+    Bin,
     Candidate,
     Handshake,
     Warmth,
     allowed_depth,
+    balanced_taker,
+    balances,
     carries_bulk,
     connection_limit,
     connections_to_open,
@@ -417,3 +420,36 @@ def test_queue_order_keeps_class_and_rank_and_puts_a_flights_largest_first(
 def test_answers_in_one_flight_have_no_fair_share(policy_depth: int, config_depth: int, connections: int) -> None:
     assert allowed_depth(policy_depth, config_depth, None, connections) == min(policy_depth, config_depth)
     assert allowed_depth(policy_depth, config_depth, 1, connections) == 1  # one outstanding: a share of one
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 10**6)), st.integers(INITIAL_WINDOW, 10**6)),
+                max_size=8))
+def test_balanced_work_goes_to_the_least_loaded_connection_that_takes_it(bins: list[tuple[int | None, int]]) -> None:
+    given_bins = [Bin(i, load, window) for i, (load, window) in enumerate(bins)]
+    taker = balanced_taker(given_bins)
+    takers = [b for b in given_bins if b.load is not None]
+    if not takers:
+        assert taker is None
+        return
+    chosen = next(b for b in given_bins if b.id == taker)
+    assert chosen.load is not None and all(chosen.load <= b.load for b in takers if b.load is not None)
+    assert all(chosen.window >= b.window for b in takers if b.load == chosen.load)
+
+
+@given(st.lists(st.integers(1, 200_000), min_size=1, max_size=40), st.integers(1, 8))
+def test_a_flight_spread_largest_first_leaves_no_connection_more_than_one_request_over_the_least(
+        sizes: list[int], connections: int) -> None:
+    loads = [0] * connections
+    for size in sorted(sizes, reverse=True):  # queue_order: a flight's largest first
+        taker = balanced_taker(Bin(i, load) for i, load in enumerate(loads))
+        assert taker is not None
+        loads[taker] += size
+    assert max(loads) - min(loads) <= max(sizes)
+    # Graham's bound for the greedy rule: the most loaded connection carries at most the average plus one request
+    assert max(loads) <= sum(sizes) / connections + max(sizes)
+
+
+def test_what_is_balanced_a_flights_known_sizes_that_do_not_block_rendering() -> None:
+    assert balances(2, 30_000) and balances(1, 10)
+    assert not balances(RENDER_BLOCKING, 30_000)
+    assert not balances(2, None)  # the browser's own request: its size is not known
