@@ -22,7 +22,7 @@ only once its place is proven (see the integrity notes in docs/architecture.md):
 from __future__ import annotations
 
 import enum
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -128,6 +128,7 @@ class PipelineConnection(Generic[T]):
         self.ended = False
         self.request_cap: int | None = None  # total requests this connection may carry (Keep-Alive max)
         self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
+        self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -154,6 +155,8 @@ class PipelineConnection(Generic[T]):
         assert not self.closing and not self.ended
         method = method.upper()
         self.requests_sent += 1
+        if expect is not None and expect.byte_range is not None:
+            self._ranges_asked[expect.byte_range] += 1
         f = InFlight(token, method, self.requests_sent, len(self.in_flight) + 1, ResponseParser(method),
                      expect or Expectation(method))
         self.in_flight.append(f)
@@ -184,7 +187,8 @@ class PipelineConnection(Generic[T]):
                 if isinstance(ev, Informational):
                     continue
                 if isinstance(ev, HeadReceived):
-                    front.held = self._at_risk() and not proves_itself(ev.head, front.expect)
+                    front.held = self._at_risk() and not (proves_itself(ev.head, front.expect)
+                                                          and self._range_unique(front))
                     if front.held and (why := implausible(ev.head, front.expect)) is not None:
                         return [*events, self._end(f"out of step: {why}", Misbehaviour.DESYNC)]
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
@@ -252,6 +256,14 @@ class PipelineConnection(Generic[T]):
         """Could the response now arriving belong to another request? Not when its request is the only one
         out and every earlier answer is proven: then it is the connection's next response, as for a browser."""
         return len(self.in_flight) > 1 or bool(self.unverified)
+
+    def _range_unique(self, front: InFlight[T]) -> bool:
+        """Was front's byte range asked by no other request on this connection? Only then can a 206 of exactly that
+        range be no other request's answer: a flight pipelines pieces of several bodies on one connection
+        (prefetch/flight_pieces.py), and two images' first pieces may both be bytes 0-29999; shifted by one (or
+        answered twice), one's answer would prove itself in the other's place."""
+        mine = front.expect.byte_range
+        return mine is not None and self._ranges_asked[mine] == 1
 
     def _verify(self) -> list[Event[T]]:
         if not self.unverified:

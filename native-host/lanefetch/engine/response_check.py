@@ -15,9 +15,11 @@ is often caught at the first wrong head, before anything was delivered:
   soft 404, text/plain, application/octet-stream), which real servers send for anything.
 
 One kind of answer proves its own place: a 206 whose Content-Range is exactly the single range its request
-asked for (`proves_itself`). The split over interfaces pipelines ranges of one body, each a different range, so
-such an answer cannot be another request's; the pipeline passes it on at once instead of holding it until the
-connection drains (which a lane that always has its next range queued would never do).
+asked for (`proves_itself`), where no other request on the connection asked for that range (pipeline.py checks
+that). The split over interfaces pipelines ranges of one body, each a different range, so such an answer cannot be
+another request's; the pipeline passes it on at once instead of holding it until the connection drains (which a
+lane that always has its next range queued would never do). A flight's pieces of several bodies
+(prefetch/flight_pieces.py) can ask the same range of two URLs on one connection: those are held like any answer.
 
 A finding is a sign of desynchronisation, not proof; the pipeline treats it as one (pipeline.py): the
 connection is dropped, everything on it not yet proven in step is fetched again alone, and the origin

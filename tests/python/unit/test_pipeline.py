@@ -402,3 +402,18 @@ def test_pipelined_ranges_that_prove_themselves_are_not_held() -> None:
     events = conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-1/6\r\nContent-Length: 2\r\n\r\nAB")
     end = events[-1]  # the first range again, where the second was asked for: out of step
     assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC
+
+
+def test_a_range_asked_twice_on_a_connection_proves_nothing() -> None:
+    # Two bodies' first pieces (a flight's images, prefetch/flight_pieces.py) ask the same bytes 0-1: the first answer
+    # to arrive could be either's, so it is held until the connection drains, like any pipelined answer.
+    conn: PipelineConnection[str] = PipelineConnection()
+    for token in ("a", "b"):
+        conn.sent(token, "GET", Expectation.of("GET", [("Range", "bytes=0-1")], "image"))
+    events = conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-1/6\r\nContent-Length: 2\r\n\r\nAB")
+    started = [e for e in events if isinstance(e, ResponseStarted)]
+    assert started[0].held, "the other body's answer would prove itself here, shifted by one"
+    events += conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-1/8\r\nContent-Length: 2\r\n\r\nCD")
+    assert [e for e in events if isinstance(e, ResponseStarted)][1].held
+    assert not any(isinstance(e, ResponsesVerified) for e in events)  # proven only at the sync point
+    assert any(isinstance(e, ResponsesVerified) for e in conn.quiet())
