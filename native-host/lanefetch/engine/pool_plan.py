@@ -55,6 +55,11 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   nothing), and a flight's work that does not block rendering waits largest first (`queue_order`). Each of
   apache-rewrite's small stylesheets and scripts took a connection of its own and its four large images went a
   round trip later; now the small ones share one and the large ones start at once on the others.
+- **A flight's images by bytes.** A flight's work of known size that does not block rendering (its images and
+  their pieces, prefetch/flight_pieces.py) goes, largest first, to the connection carrying the fewest bytes of such
+  work, pipelined at once (`balanced_taker`: the longest-processing-time rule), never to one carrying render-blocking
+  work or the browser's own requests; the rules for the browser's own images (not pipelined while the page lays
+  out, warmest idle connection first) would have it wait for a free connection, a round trip or more.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
