@@ -34,7 +34,6 @@ from .inflight_budget import InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
-    HEAD_BYTES,
     RENDER_BLOCKING,
     Ahead,
     Bin,
@@ -43,6 +42,7 @@ from .pool_plan import (
     allowed_depth,
     balanced_taker,
     balances,
+    bin_load,
     carries_bulk,
     connection_limit,
     connections_ahead,
@@ -151,9 +151,13 @@ class OriginPool:
         # A flight's images (and their pieces) are spread over the connections by bytes (pool_plan.balanced_taker).
         balanced = self._balanced_taker(ex)
         if balanced is not None:
-            if balanced is not conn:
-                self._deferred.add(conn)
-                balanced.wakeup.set()
+            by_bytes, ready = balanced
+            if by_bytes is not conn or not ready:
+                # That connection takes it, now or once its render-blocking work is in (it pulls again then).
+                if by_bytes is not conn:
+                    self._deferred.add(conn)
+                    if ready:
+                        by_bytes.wakeup.set()
                 return None
             depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None,
                                   len(self.connections))
@@ -204,27 +208,23 @@ class OriginPool:
             self._deferred.clear()
         return ex
 
-    def _balanced_taker(self, ex: Exchange) -> Connection | None:
-        """The connection that should take ex by bytes (pool_plan.balanced_taker), None where that rule does not
-        apply: ex is not a flight's balanced work, or no connection is free of other work."""
+    def _balanced_taker(self, ex: Exchange) -> tuple[Connection, bool] | None:
+        """The connection that should take ex by bytes (pool_plan.balanced_taker) and whether it may now; None where
+        that rule does not apply: ex is not a flight's balanced work, or no connection may send more."""
         if not balances(ex.sort_key()[0], ex.request.expected_size):
             return None
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
         taker = balanced_taker(self._bin(c, t, rtt) for c in conns.values())
-        return None if taker is None else conns[taker]
+        return None if taker is None else (conns[taker.id], taker.ready)
 
     def _bin(self, c: Connection, t: float, rtt: float | None) -> Bin:
         if not self._may_send_more(c) or self.carries_bulk(c):
             return Bin(c.id, None)
         aboard = self._aboard(c)
         sizes = [x.request.expected_size for x in aboard]
-        if any(x.sort_key()[0] == RENDER_BLOCKING for x in aboard):
-            return Bin(c.id, None)
-        known = [s for s in sizes if s is not None]
-        if len(known) < len(sizes):
-            return Bin(c.id, None)
-        return Bin(c.id, sum(s + HEAD_BYTES for s in known), cooled(c.warmth, t, rtt))
+        ready = not any(x.sort_key()[0] == RENDER_BLOCKING or x.request.expected_size is None for x in aboard)
+        return Bin(c.id, bin_load(sizes), ready, cooled(c.warmth, t, rtt))
 
     @staticmethod
     def _aboard(conn: Connection) -> list[Exchange]:

@@ -637,8 +637,9 @@ async def test_a_flights_small_answers_share_one_connection_and_its_images_are_s
     # A prefetch flight sends a page's requests at once, sizes known (FetchRequest.expected_size): the small
     # stylesheets, which all come in one round trip, share a connection, and the idle ones go at once to the largest
     # images (pool_plan.fits_first_flight, queue_order), instead of the images waiting for the stylesheets' answers;
-    # the next image is pipelined at once on the least loaded of those (pool_plan.balanced_taker), not held back
-    # until a connection is free.
+    # the next image goes to the least loaded connection (pool_plan.balanced_taker): the stylesheets', once their
+    # answers are in (nothing is pipelined behind render-blocking work), or one that is free by then; never
+    # pipelined behind either large image.
     async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
         proven(engine, srv)
         css = [FetchRequest(f"c{i}", "GET", srv.url(f"/hold/c{i}/300"), resource_type="stylesheet",
@@ -652,16 +653,46 @@ async def test_a_flights_small_answers_share_one_connection_and_its_images_are_s
             deadline = time.monotonic() + 5
             def arrived() -> list[Any]:
                 return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < 6 and time.monotonic() < deadline:
+            while len(arrived()) < 5 and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             got = {r.path: r for r in arrived()}
             seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
-            assert len(got) == 6, f"before any answer, the server had only these, per connection: {seen}"
+            assert len(got) == 5, f"before any answer, the server had only these, per connection: {seen}"
             assert {got[f"/hold/c{i}/300"].conn for i in range(3)} == {got["/hold/c0/300"].conn}, "not one connection"
             assert {"/hold/i60000/60000", "/hold/i40000/40000"} <= set(got), "the largest images went first"
             assert len({got["/hold/c0/300"].conn, got["/hold/i60000/60000"].conn,
                         got["/hold/i40000/40000"].conn}) == 3, "each large image on a connection of its own"
-            assert got["/hold/i20000/20000"].conn == got["/hold/i40000/40000"].conn, "behind the least loaded"
+        finally:
+            release = srv.state.setdefault("release", asyncio.Event())
+            assert isinstance(release, asyncio.Event)
+            release.set()
+            await asyncio.wait_for(task, 15)
+        sink.check_exact(reqs, expected)
+        got = {r.path: r for r in arrived()}
+        assert got["/hold/i20000/20000"].unanswered_at_arrival == 0, "not pipelined behind a large image"
+
+
+async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connection() -> None:
+    # Nothing render-blocking: every image of the flight is sent at once, each to the connection with the fewest
+    # bytes (pool_plan.balanced_taker; largest first, queue_order): 60 kB on one, 12 + 11 + 10 kB on the other (a
+    # fair share by count would have put one of them behind the 60 kB).
+    async with setup(held(settle=0), config(connections_per_origin=2)) as (srv, engine):
+        proven(engine, srv)
+        reqs = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
+                for n in (10_000, 11_000, 60_000, 12_000)]
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+        try:
+            deadline = time.monotonic() + 5
+
+            def arrived() -> list[Any]:
+                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
+            while len(arrived()) < 4 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            got = {r.path.split("/")[2]: r for r in arrived()}
+            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+            assert len(got) == 4, f"before any answer, the server had only these, per connection: {seen}"
+            assert {got[f"i{n}"].conn for n in (10_000, 11_000, 12_000)} == {1 - got["i60000"].conn}, seen
         finally:
             release = srv.state.setdefault("release", asyncio.Event())
             assert isinstance(release, asyncio.Event)

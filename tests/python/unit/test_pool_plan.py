@@ -22,6 +22,7 @@ from lanefetch.engine.pool_plan import (
     allowed_depth,
     balanced_taker,
     balances,
+    bin_load,
     carries_bulk,
     connection_limit,
     connections_to_open,
@@ -422,18 +423,27 @@ def test_answers_in_one_flight_have_no_fair_share(policy_depth: int, config_dept
     assert allowed_depth(policy_depth, config_depth, 1, connections) == 1  # one outstanding: a share of one
 
 
-@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 10**6)), st.integers(INITIAL_WINDOW, 10**6)),
-                max_size=8))
-def test_balanced_work_goes_to_the_least_loaded_connection_that_takes_it(bins: list[tuple[int | None, int]]) -> None:
-    given_bins = [Bin(i, load, window) for i, (load, window) in enumerate(bins)]
-    taker = balanced_taker(given_bins)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 10**6)), st.booleans(),
+                          st.integers(INITIAL_WINDOW, 10**6)), max_size=8))
+def test_balanced_work_goes_to_the_least_loaded_connection(bins: list[tuple[int | None, bool, int]]) -> None:
+    given_bins = [Bin(i, load, ready, window) for i, (load, ready, window) in enumerate(bins)]
+    chosen = balanced_taker(given_bins)
     takers = [b for b in given_bins if b.load is not None]
     if not takers:
-        assert taker is None
+        assert chosen is None
         return
-    chosen = next(b for b in given_bins if b.id == taker)
-    assert chosen.load is not None and all(chosen.load <= b.load for b in takers if b.load is not None)
-    assert all(chosen.window >= b.window for b in takers if b.load == chosen.load)
+    assert chosen is not None and chosen.load is not None
+    assert all(chosen.load <= b.load for b in takers if b.load is not None)
+    level = [b for b in takers if b.load == chosen.load]
+    assert chosen.ready or not any(b.ready for b in level), "a ready one first among the least loaded"
+    assert all(chosen.window >= b.window for b in level if b.ready == chosen.ready)
+
+
+def test_a_connection_carrying_render_blocking_or_unknown_work_counts_it_and_takes_its_share_once_free() -> None:
+    assert bin_load([1000, None]) == 1000 + LONG_BYTES + 2 * HEAD_BYTES
+    # a stylesheet's connection (5 kB) is less loaded than an image's (60 kB): the next image waits for it
+    chosen = balanced_taker([Bin(0, bin_load([60_000]), True), Bin(1, bin_load([5_000]), False)])
+    assert chosen is not None and (chosen.id, chosen.ready) == (1, False)
 
 
 @given(st.lists(st.integers(1, 200_000), min_size=1, max_size=40), st.integers(1, 8))
@@ -443,7 +453,7 @@ def test_a_flight_spread_largest_first_leaves_no_connection_more_than_one_reques
     for size in sorted(sizes, reverse=True):  # queue_order: a flight's largest first
         taker = balanced_taker(Bin(i, load) for i, load in enumerate(loads))
         assert taker is not None
-        loads[taker] += size
+        loads[taker.id] += size
     assert max(loads) - min(loads) <= max(sizes)
     # Graham's bound for the greedy rule: the most loaded connection carries at most the average plus one request
     assert max(loads) <= sum(sizes) / connections + max(sizes)
