@@ -42,7 +42,7 @@ from .pool_plan import (
     allowed_depth,
     balanced_taker,
     balances,
-    bin_load,
+    bin_for,
     carries_bulk,
     connection_limit,
     connections_ahead,
@@ -224,7 +224,7 @@ class OriginPool:
         aboard = self._aboard(c)
         sizes = [x.request.expected_size for x in aboard]
         ready = not any(x.sort_key()[0] == RENDER_BLOCKING or x.request.expected_size is None for x in aboard)
-        return Bin(c.id, bin_load(sizes), ready, cooled(c.warmth, t, rtt))
+        return bin_for(c.id, sizes, ready, cooled(c.warmth, t, rtt))
 
     @staticmethod
     def _aboard(conn: Connection) -> list[Exchange]:

@@ -201,7 +201,7 @@ class Bin:
     included, of the answers it has in flight or holds (one of a size not known counted as LONG_BYTES); None: it may
     send nothing more and takes no work. `ready`: it carries nothing render-blocking and nothing of unknown size, so
     balanced work may be pipelined behind what it carries now. `window`: its estimated congestion window (Warmth),
-    to break ties."""
+    to break ties. Built by bin_for."""
 
     id: int
     load: int | None
@@ -212,6 +212,20 @@ class Bin:
 def bin_load(sizes: Iterable[int | None]) -> int:
     """A connection's load for balanced_taker: its answers' known sizes and heads, LONG_BYTES for one not known."""
     return sum((LONG_BYTES if s is None else s) + HEAD_BYTES for s in sizes)
+
+
+def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int = INITIAL_WINDOW) -> Bin:
+    """A connection with answers of these sizes aboard as balanced_taker sees it. One that is not `ready` (it carries
+    render-blocking work or the browser's own) is waited for only if all of that comes in the server's first flight
+    (it is free a round trip from now), and counts that round trip as a first flight it does not carry for the
+    flight's work (INITIAL_WINDOW more); one busy longer takes no balanced work: waiting for cmake-interaction's
+    20 kB underscore.js (two round trips) started an image on its connection 1.25 s into the load."""
+    load = bin_load(sizes)
+    if ready:
+        return Bin(conn_id, load, True, window)
+    if load > INITIAL_WINDOW:
+        return Bin(conn_id, None, False, window)
+    return Bin(conn_id, load + INITIAL_WINDOW, False, window)
 
 
 def balances(cls: int, expected_size: int | None) -> bool:

@@ -22,6 +22,7 @@ from lanefetch.engine.pool_plan import (
     allowed_depth,
     balanced_taker,
     balances,
+    bin_for,
     bin_load,
     carries_bulk,
     connection_limit,
@@ -441,9 +442,16 @@ def test_balanced_work_goes_to_the_least_loaded_connection(bins: list[tuple[int 
 
 def test_a_connection_carrying_render_blocking_or_unknown_work_counts_it_and_takes_its_share_once_free() -> None:
     assert bin_load([1000, None]) == 1000 + LONG_BYTES + 2 * HEAD_BYTES
-    # a stylesheet's connection (5 kB) is less loaded than an image's (60 kB): the next image waits for it
-    chosen = balanced_taker([Bin(0, bin_load([60_000]), True), Bin(1, bin_load([5_000]), False)])
+    assert bin_for(3, [40_000], True) == Bin(3, 40_000 + HEAD_BYTES, True)
+    # a stylesheet's connection (5 kB, in at the first flight) is waited for, a round trip's first flight counted
+    css = bin_for(1, [5_000], False)
+    assert css == Bin(1, 5_000 + HEAD_BYTES + INITIAL_WINDOW, False)
+    chosen = balanced_taker([bin_for(0, [60_000], True), css])
     assert chosen is not None and (chosen.id, chosen.ready) == (1, False)
+    # one busy for longer (a 20 kB script, or the browser's own request of unknown size) takes no balanced work
+    assert bin_for(2, [20_000], False).load is None and bin_for(2, [None], False).load is None
+    chosen = balanced_taker([bin_for(0, [60_000], True), bin_for(2, [20_000], False)])
+    assert chosen is not None and chosen.id == 0
 
 
 @given(st.lists(st.integers(1, 200_000), min_size=1, max_size=40), st.integers(1, 8))
