@@ -3,7 +3,8 @@ keep the records, service.py reads them before a batch and writes them after).
 
 Without it every helper start forgets: the first request to a known origin goes alone, the depth ramps 1 → 2 → 4 …
 again, and a server that misbehaved is trusted anew. A record holds the verdict (state), the safe depth, the
-server's keep-alive request limit and the protocol its TLS handshakes chose, with when it was learned. It is kept
+server's keep-alive request limit, the protocol its TLS handshakes chose and the link's bandwidth-delay product
+(the best delivery rate seen × the round trip: pool_plan.balances), with when it was learned. It is kept
 like the HTTP cache: partitioned by top-level site (a site cannot learn what another site's pages taught the
 helper), never for private browsing, and cleared with the cache. Records expire: a good verdict after RECORD_TTL
 (servers change), a bad one sooner (BAD_TTL: a fixed server deserves another chance), and a record from the future
@@ -36,10 +37,11 @@ Record = dict[str, Any]
 
 def record_of(policy: OriginPolicy, now: float) -> Record | None:
     """The record to keep for this policy, or None when nothing was learned."""
-    if policy.state is PipelineState.UNKNOWN and policy.request_limit is None and policy.protocol is None:
+    if (policy.state is PipelineState.UNKNOWN and policy.request_limit is None and policy.protocol is None
+            and policy.link_bdp is None):
         return None
     return {"state": policy.state.value, "depth": policy.depth, "request_limit": policy.request_limit,
-            "protocol": policy.protocol, "learned_at": now}
+            "protocol": policy.protocol, "link_bdp": policy.link_bdp, "learned_at": now}
 
 
 def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | None:
@@ -49,6 +51,7 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         depth = int(record["depth"])
         limit = record.get("request_limit")
         protocol = record.get("protocol")
+        bdp = record.get("link_bdp")
         learned = float(record["learned_at"])
     except (KeyError, TypeError, ValueError):
         return None
@@ -59,7 +62,9 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         return None
     if protocol is not None and protocol not in PROTOCOLS:
         return None
-    policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit, protocol=protocol)
+    if bdp is not None and (not isinstance(bdp, int) or isinstance(bdp, bool) or bdp < 0):
+        return None
+    policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit, protocol=protocol, link_bdp=bdp)
     if state is PipelineState.RED:
         policy.demotions.append("learned in an earlier session")
     return policy

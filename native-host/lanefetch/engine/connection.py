@@ -65,6 +65,7 @@ class ConnectionOwner(Protocol):
     budget: InflightBudget
 
     def take(self, conn: Carrier) -> Exchange | None: ...
+    def delivered(self, t: float, nbytes: int) -> None: ...
     def carries_bulk(self, conn: Carrier) -> bool: ...
     def h2_serving(self) -> int: ...
     async def open_transport(self, timing: ConnectTiming) -> Transport: ...
@@ -216,7 +217,7 @@ class Connection:
                 if front.token.timing.first_byte is None:
                     front.token.timing.first_byte = t
             if data:
-                self.pool.budget.received(t, len(data))
+                self.pool.delivered(t, len(data))
                 if self.pool.config.separate_bulk:
                     self._clamp_bulk_window(t, len(data))
                 events = self.state.receive(data)

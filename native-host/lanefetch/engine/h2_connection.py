@@ -179,7 +179,7 @@ class H2Connection:
             t = now()
             self._last_activity = t
             if data:
-                self.pool.budget.received(t, len(data))
+                self.pool.delivered(t, len(data))
                 self.session.cap = self._cap(t)
                 events = self.session.receive(data, t)
             elif self.transport.reader.transport_error is not None:

@@ -34,6 +34,7 @@ class InflightBudget:
     _rates: deque[tuple[float, float]] = field(default_factory=deque)  # (time, bytes per second), remembered
     _responses: int = 0
     _response_bytes: int = 0
+    peak_rate: float = 0.0  # bytes per second: the highest delivery rate sample of the session
 
     def observe_rtt(self, seconds: float) -> None:
         if seconds > 0 and (self.min_rtt is None or seconds < self.min_rtt):
@@ -54,6 +55,14 @@ class InflightBudget:
             else:
                 self._rates.popleft()
         self._rates.append((t, rate))  # rates stay in decreasing order: the first is the maximum
+        self.peak_rate = max(self.peak_rate, rate)
+
+    def link_bdp(self) -> int | None:
+        """The link's bandwidth-delay product as far as seen (bytes): the session's highest delivery rate × the
+        smallest round trip; None before anything was delivered."""
+        if self.min_rtt is None or self.peak_rate <= 0:
+            return None
+        return int(self.peak_rate * self.min_rtt)
 
     def response_done(self, wire_bytes: int) -> None:
         """A response of wire_bytes (head and body as sent) completed: its size feeds the mean."""

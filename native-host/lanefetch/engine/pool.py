@@ -124,6 +124,14 @@ class OriginPool:
     def outstanding(self) -> int:
         return self.queued() + sum(c.unanswered() for c in self.connections)
 
+    def delivered(self, t: float, nbytes: int) -> None:
+        """nbytes of answers arrived at time t on one of the origin's connections: the in-flight budget's rate, and
+        the link's bandwidth-delay product the origin's policy keeps (remembered across sessions)."""
+        self.budget.received(t, nbytes)
+        bdp = self.budget.link_bdp()
+        if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):
+            self.policy.link_bdp = bdp
+
     # -- connections pull -----------------------------------------------------------------------------------
 
     def take(self, conn: Carrier) -> Exchange | None:
@@ -211,7 +219,7 @@ class OriginPool:
     def _balanced_taker(self, ex: Exchange) -> tuple[Connection, bool] | None:
         """The connection that should take ex by bytes (pool_plan.balanced_taker) and whether it may now; None where
         that rule does not apply: ex is not a flight's balanced work, or no connection may send more."""
-        if not balances(ex.sort_key()[0], ex.request.expected_size):
+        if not balances(ex.sort_key()[0], ex.request.expected_size, self.policy.link_bdp):
             return None
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}

@@ -84,6 +84,12 @@ def proven(engine: FetchService, srv: ScriptedServer) -> None:
     engine.policies[Origin("http", "127.0.0.1", srv.port)] = OriginPolicy(16, PipelineState.GREEN, 16)
 
 
+def on_a_long_fat_link(engine: FetchService, srv: ScriptedServer) -> None:
+    """As after earlier pages over a satellite link: the origin's link is known to carry far more than one first
+    flight per round trip (pool_plan.balances)."""
+    policy(engine, srv).link_bdp = 300_000
+
+
 def policy(engine: FetchService, srv: ScriptedServer) -> OriginPolicy:
     return engine.policies[Origin("http", "127.0.0.1", srv.port)]
 
@@ -642,6 +648,7 @@ async def test_a_flights_small_answers_share_one_connection_and_its_images_are_s
     # pipelined behind either large image.
     async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
         proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
         css = [FetchRequest(f"c{i}", "GET", srv.url(f"/hold/c{i}/300"), resource_type="stylesheet",
                             expected_size=300) for i in range(3)]
         images = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
@@ -678,6 +685,7 @@ async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connec
     # fair share by count would have put one of them behind the 60 kB).
     async with setup(held(settle=0), config(connections_per_origin=2)) as (srv, engine):
         proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
         reqs = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
                 for n in (10_000, 11_000, 60_000, 12_000)]
         sink = RecordingSink()
@@ -699,6 +707,36 @@ async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connec
             release.set()
             await asyncio.wait_for(task, 15)
         sink.check_exact(reqs, expected)
+
+
+async def test_on_a_link_without_room_a_flights_images_wait_for_a_free_connection() -> None:
+    # The same flight where the link carries about one first flight per round trip (W-CDMA): not spread at once
+    # (pool_plan.balances), the rules for images apply: one per connection, the rest when one is free.
+    async with setup(held(settle=0), config(connections_per_origin=2)) as (srv, engine):
+        proven(engine, srv)
+        policy(engine, srv).link_bdp = 19_000
+        reqs = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
+                for n in (10_000, 11_000, 60_000, 12_000)]
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+        try:
+            deadline = time.monotonic() + 5
+
+            def arrived() -> list[Any]:
+                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
+            while len(arrived()) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+            assert len(arrived()) >= 2, seen
+        finally:
+            release = srv.state.setdefault("release", asyncio.Event())
+            assert isinstance(release, asyncio.Event)
+            release.set()
+            await asyncio.wait_for(task, 15)
+        sink.check_exact(reqs, expected)
+        got = {r.path.split("/")[2]: r for r in arrived()}
+        # a fair share by count: two on each connection, never all three small ones together
+        assert {got[f"i{n}"].conn for n in (10_000, 11_000, 12_000)} == {0, 1}, got
 
 
 async def test_a_font_is_never_pipelined_with_a_stylesheet() -> None:

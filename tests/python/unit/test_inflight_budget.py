@@ -110,3 +110,20 @@ def test_h2_connections_share_one_cap(rtt: float, rate: float, connections: int)
     assert b.h2_window(t, 1 << 24, 0) == alone
     b.observe_rtt(0.001)  # a short link is not capped, however many connections
     assert b.h2_window(t, 1 << 24, connections) == 1 << 24
+
+
+def test_the_links_bdp_is_the_best_rate_of_the_session_times_the_round_trip() -> None:
+    from lanefetch.engine.pool_plan import BALANCE_BDP
+
+    b = InflightBudget()
+    assert b.link_bdp() is None
+    b.observe_rtt(0.40)
+    t = deliver_at_rate(b, 0.0, 48_000, 2200, 40)  # W-CDMA-like: 19 kB per round trip
+    bdp = b.link_bdp()
+    assert bdp is not None and 0.9 * 48_000 * 0.4 <= bdp <= 2 * 48_000 * 0.4 and bdp < BALANCE_BDP
+    fast = InflightBudget()
+    fast.observe_rtt(0.6)
+    t = deliver_at_rate(fast, 0.0, 1_250_000, 14_600, 60)  # satellite-like: 10 Mbit/s at 600 ms
+    assert (fast.link_bdp() or 0) >= BALANCE_BDP
+    deliver_at_rate(fast, t + 10, 20_000, 2200, 20)  # slow later: the session's best is what the link can do
+    assert (fast.link_bdp() or 0) >= BALANCE_BDP

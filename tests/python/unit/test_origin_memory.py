@@ -21,6 +21,17 @@ def test_a_proven_origin_starts_where_it_left_off() -> None:
     assert policy.state is PipelineState.GREEN and policy.allowed_depth() == 16 and policy.request_limit == 100
 
 
+def test_the_links_bandwidth_delay_product_is_kept_and_a_bad_one_refused() -> None:
+    record = record_of(OriginPolicy(16, link_bdp=300_000), NOW)
+    assert record is not None and record["link_bdp"] == 300_000
+    policy = policy_from(record, 16, NOW + 60)
+    assert policy is not None and policy.link_bdp == 300_000
+    for bad in (-1, "300000", 1.5, True):
+        assert policy_from({**record, "link_bdp": bad}, 16, NOW + 60) is None
+    old = {k: v for k, v in record.items() if k != "link_bdp"}  # a record from before it was kept
+    assert (policy := policy_from(old, 16, NOW)) is not None and policy.link_bdp is None
+
+
 def test_a_keepalive_limit_alone_is_kept() -> None:
     record = record_of(OriginPolicy(16, request_limit=10), NOW)
     assert record is not None and record["request_limit"] == 10

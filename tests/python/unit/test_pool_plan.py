@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
+    BALANCE_BDP,
     BULK_BYTES,
     HEAD_BYTES,
     INITIAL_WINDOW,
@@ -467,7 +468,10 @@ def test_a_flight_spread_largest_first_leaves_no_connection_more_than_one_reques
     assert max(loads) <= sum(sizes) / connections + max(sizes)
 
 
-def test_what_is_balanced_a_flights_known_sizes_that_do_not_block_rendering() -> None:
-    assert balances(2, 30_000) and balances(1, 10)
-    assert not balances(RENDER_BLOCKING, 30_000)
-    assert not balances(2, None)  # the browser's own request: its size is not known
+def test_what_is_balanced_a_flights_known_sizes_that_do_not_block_rendering_on_a_link_with_room() -> None:
+    room = BALANCE_BDP
+    assert balances(2, 30_000, room) and balances(1, 10, 10 * room)
+    assert not balances(RENDER_BLOCKING, 30_000, room)
+    assert not balances(2, None, room)  # the browser's own request: its size is not known
+    assert not balances(2, 30_000, None)  # the link not known yet
+    assert not balances(2, 30_000, room - 1)  # W-CDMA: 384 kbit/s at 400 ms carries 19 kB per round trip
