@@ -127,3 +127,13 @@ def test_the_links_bdp_is_the_best_rate_of_the_session_times_the_round_trip() ->
     assert (fast.link_bdp() or 0) >= BALANCE_BDP
     deliver_at_rate(fast, t + 10, 20_000, 2200, 20)  # slow later: the session's best is what the link can do
     assert (fast.link_bdp() or 0) >= BALANCE_BDP
+
+
+def test_one_read_that_gathered_a_busy_seconds_bytes_is_no_burst_of_the_link() -> None:
+    from lanefetch.engine.pool_plan import BALANCE_BDP
+
+    b = InflightBudget()
+    b.observe_rtt(0.40)
+    t = deliver_at_rate(b, 0.0, 48_000, 2200, 10)
+    b.received(t + 1.0, 48_000)  # the event loop was busy for a second: one read of what the link brought meanwhile
+    assert (b.link_bdp() or 0) < BALANCE_BDP
