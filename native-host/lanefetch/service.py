@@ -33,7 +33,7 @@ from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
 from .engine.origin_policy import OriginPolicy
-from .engine.pool_plan import Handshake
+from .engine.pool_plan import BALANCE_BDP, Handshake
 from .engine.request import FetchRequest, Origin, parse_target, with_accept_encoding
 from .lanes.split_fetch import LaneObserver, SplitFetcher
 from .lanes.splitting_fetcher import SplittingFetcher
@@ -62,6 +62,17 @@ class FetchService:
     @property
     def policies(self) -> dict[Origin, OriginPolicy]:
         return self.engine.policies
+
+    def link_room(self, url: str) -> bool:
+        """Is url's origin known (this session, or remembered and recalled for a page of its site) to have a link
+        that carries BALANCE_BDP or more per round trip? Where it is, a flight's large answers come in pieces
+        (prefetch/flight_pieces.py) and its images are spread over the connections at once (pool_plan.balances)."""
+        try:
+            origin = parse_target(url).origin
+        except FetchError:
+            return False
+        policy = self.engine.policies.get(origin)
+        return policy is not None and policy.link_bdp is not None and policy.link_bdp >= BALANCE_BDP
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page | None = None) -> BatchResult:
         page = page or Page()

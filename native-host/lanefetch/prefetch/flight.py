@@ -109,9 +109,11 @@ class FlightReport:
 
 class Flight:
     def __init__(self, fetcher: Fetcher, page: Page, ledger: Ledger, *,
-                 clock: Callable[[], float] = time.monotonic, max_age: float = MAX_AGE) -> None:
-        # A large image or font is asked in pieces over several connections (flight_pieces.py)
-        self._fetcher = self._pieces = PieceFetcher(fetcher)
+                 clock: Callable[[], float] = time.monotonic, max_age: float = MAX_AGE,
+                 split_where: Callable[[str], bool] | None = None) -> None:
+        # A large image or font is asked in pieces over several connections where `split_where` says the link has
+        # room for it (flight_pieces.py); None: nowhere
+        self._fetcher = self._pieces = PieceFetcher(fetcher, split_where)
         self.page = page
         self.ledger = ledger
         self._clock = clock

@@ -187,8 +187,11 @@ class _LoggingSink:
 class PageLoads:
     def __init__(self, inner: Fetcher, cache_for: Callable[[Page], HttpCache | None],
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
-                 idle_s: float = IDLE_S, discoverer: Discoverer | None = None) -> None:
+                 idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
+                 link_room: Callable[[str], bool] | None = None) -> None:
         self.inner = inner
+        # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
+        self._link_room = link_room
         self._memory = PageMemory(cache_for)
         self._cache_for = cache_for
         self._answers = FlightAnswers(inner, self._flight_for, cache_for)
@@ -248,7 +251,7 @@ class PageLoads:
         load.planned.update(i.url for i in items)
         if load.flight is None:
             load.flight = Flight(self.inner, load.page, Ledger(load.limits or limits_for(None, first_visit=True)),
-                                 clock=self._clock)
+                                 clock=self._clock, split_where=self._link_room)
             flight = load.flight
             flight.on_arrived = lambda request, head, body: self._arrived(load, flight, request, head, body)
             flight.still_wanted = lambda url: not load.log.requested(url)
