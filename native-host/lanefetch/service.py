@@ -63,14 +63,15 @@ class FetchService:
     def policies(self) -> dict[Origin, OriginPolicy]:
         return self.engine.policies
 
-    def link_room(self, url: str) -> bool:
-        """Is url's origin known (this session, or remembered and recalled for a page of its site) to have a link
-        that carries BALANCE_BDP or more per round trip? Where it is, a flight's large answers come in pieces
+    async def link_room(self, url: str, page: Page) -> bool:
+        """Is url's origin known (this session, or remembered under page's site) to have a link that carries
+        BALANCE_BDP or more per round trip? Where it is, a flight's large answers come in pieces
         (prefetch/flight_pieces.py) and its images are spread over the connections at once (pool_plan.balances)."""
         try:
             origin = parse_target(url).origin
         except FetchError:
             return False
+        await self._recall([url], page)  # what an earlier session learned of it, as a fetch would start from
         policy = self.engine.policies.get(origin)
         return policy is not None and policy.link_bdp is not None and policy.link_bdp >= BALANCE_BDP
 
@@ -83,19 +84,19 @@ class FetchService:
             except ValueError:  # not a URL: the engine answers this request with its error, the others go on
                 continue
             with_accept_encoding(req, scheme)
-        origins = await self._recall(requests, page)
+        origins = await self._recall([r.url for r in requests], page)
         try:
             return await self._splitting.fetch(requests, DecodingSink(sink), page)
         finally:
             self._remember(origins, page)
 
-    async def _recall(self, requests: list[FetchRequest], page: Page) -> list[Origin]:
+    async def _recall(self, urls: list[str], page: Page) -> list[Origin]:
         """Start each origin this session has not met yet from what an earlier session learned under this site."""
         cache = self.cache_for(page)
         origins: list[Origin] = []
-        for req in requests:
+        for url in urls:
             try:
-                origin = parse_target(req.url).origin
+                origin = parse_target(url).origin
             except FetchError:  # a bad URL: the engine answers it with its error
                 continue
             if origin not in origins:

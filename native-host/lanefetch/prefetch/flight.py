@@ -64,7 +64,7 @@ from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
 from .fidelity import MAX_AGE, Prefetched, may_answer
-from .flight_pieces import PieceFetcher
+from .flight_pieces import LinkRoom, PieceFetcher
 from .plan import Planned
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class FlightReport:
 class Flight:
     def __init__(self, fetcher: Fetcher, page: Page, ledger: Ledger, *,
                  clock: Callable[[], float] = time.monotonic, max_age: float = MAX_AGE,
-                 split_where: Callable[[str], bool] | None = None) -> None:
+                 split_where: LinkRoom | None = None) -> None:
         # A large image or font is asked in pieces over several connections where `split_where` says the link has
         # room for it (flight_pieces.py); None: nowhere
         self._fetcher = self._pieces = PieceFetcher(fetcher, split_where)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..engine.errors import FetchError
@@ -63,6 +63,7 @@ _OWN_FIELDS = frozenset({"range", "if-range", "accept-encoding", "if-none-match"
 CHUNK = 256 * 1024
 
 Range = tuple[int, int | None]  # first byte, last byte (None: to the end)
+LinkRoom = Callable[[str, Page], Awaitable[bool]]  # has url's origin a link with room for pieces (service.link_room)
 
 
 def piece_ranges(size: int) -> list[Range]:
@@ -200,7 +201,7 @@ def _timing(reports: list[TimingReport]) -> TimingReport:
 class PieceFetcher:
     """A Fetcher that asks the flight's large images and fonts in pieces (module docstring)."""
 
-    def __init__(self, inner: Fetcher, split_where: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, inner: Fetcher, split_where: LinkRoom | None = None) -> None:
         self.inner = inner
         self._split_where = split_where  # a URL's origin has a link with room for pieces (None: nowhere)
         self._splits: dict[str, _Split] = {}  # by the split request's id
@@ -211,7 +212,7 @@ class PieceFetcher:
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         batch: list[FetchRequest] = []
         for request in requests:
-            room = splittable(request) and self._split_where is not None and self._split_where(request.url)
+            room = splittable(request) and self._split_where is not None and await self._split_where(request.url, page)
             ranges = piece_ranges(request.expected_size or 0) if room else []
             if not ranges:
                 batch.append(request)

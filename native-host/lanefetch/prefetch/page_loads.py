@@ -62,6 +62,7 @@ from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
 from .field_profile import decode as decode_profile
 from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
+from .flight_pieces import LinkRoom
 from .learned import History, Observed
 from .load_log import IDLE_S, LoadKey, LoadLog, load_key
 from .page_memory import PageMemory
@@ -188,7 +189,7 @@ class PageLoads:
     def __init__(self, inner: Fetcher, cache_for: Callable[[Page], HttpCache | None],
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
                  idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
-                 link_room: Callable[[str], bool] | None = None) -> None:
+                 link_room: LinkRoom | None = None) -> None:
         self.inner = inner
         # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
         self._link_room = link_room

@@ -386,10 +386,14 @@ async def test_a_claimed_prefetch_is_kept_in_the_http_cache_for_the_pages_next_r
 FONT = [(k, {"Accept": "*/*", "Sec-Fetch-Dest": "font", "Sec-Fetch-Mode": "cors"}.get(k, v)) for k, v in STYLE]
 
 
+async def _anywhere(url: str, page: Page) -> bool:
+    return True
+
+
 async def test_a_large_image_or_font_comes_in_pieces_over_the_connections_and_answers_whole(
         server: Server, service: FetchService) -> None:
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
-                    split_where=lambda url: True)
+                    split_where=_anywhere)
     flight.start([
         # learned smaller than it is now: the open-ended last piece still brings the whole body
         Planned(f"{server.url}/photo.png", IMAGE, "image", confident=True, expected_size=90_000),
@@ -422,7 +426,7 @@ async def test_a_large_image_or_font_comes_in_pieces_over_the_connections_and_an
 
 async def test_a_server_that_ignores_range_gives_the_whole_answer_once(server: Server, service: FetchService) -> None:
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
-                    split_where=lambda url: True)
+                    split_where=_anywhere)
     flight.start([Planned(f"{server.url}/whole.png", IMAGE, "image", confident=True, expected_size=len(PHOTO))])
     await flight.wait()  # ends although two pieces' answers never came: they were cancelled at the first 200
     assert 2 <= server.count("/whole.png") <= 3
@@ -440,7 +444,7 @@ async def test_a_server_that_ignores_range_gives_the_whole_answer_once(server: S
 async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_fetched_whole(
         server: Server, service: FetchService) -> None:
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
-                    split_where=lambda url: True)
+                    split_where=_anywhere)
     flight.start([Planned(f"{server.url}/flip.png", IMAGE, "image", confident=True, expected_size=len(PHOTO))])
     await flight.wait()
     assert server.count("/flip.png") == 3
@@ -457,7 +461,7 @@ async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_f
 
 async def test_where_the_link_has_no_room_a_large_image_is_asked_whole(server: Server, service: FetchService) -> None:
     # The service says where a link carries four first flights or more per round trip (its origins' learned link_bdp)
-    assert not service.link_room(f"{server.url}/photo.png")  # nothing learned of it yet
+    assert not await service.link_room(f"{server.url}/photo.png", PAGE)  # nothing learned of it yet
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
                     split_where=service.link_room)
     flight.start([Planned(f"{server.url}/photo.png", IMAGE, "image", confident=True, expected_size=len(PHOTO))])
@@ -467,4 +471,4 @@ async def test_where_the_link_has_no_room_a_large_image_is_asked_whole(server: S
     from lanefetch.engine.pool_plan import BALANCE_BDP
     from lanefetch.engine.request import parse_target
     service.policies[parse_target(server.url + "/").origin].link_bdp = BALANCE_BDP
-    assert service.link_room(f"{server.url}/photo.png")
+    assert await service.link_room(f"{server.url}/photo.png", PAGE)
