@@ -29,8 +29,8 @@ to another's, and the flight (which holds answers whole until claimed) loses no 
 
 Where: only to an origin whose link is known to carry four first flights or more per round trip (the service's
 `link_room`, the same test as pool_plan.balances): there the pool spreads the pieces over the connections at once.
-On W-CDMA (19 kB per round trip) the page waits on its bytes, and pieces only added requests and waits for free
-connections (django-tutorial07's second visit: 12.8-13.8 s with pieces, 8.2 s without, 9.4 s without lanefetch).
+On a slower link (W-CDMA: 19 kB per round trip) the page waits on its bytes, not on slow start, and pieces would
+only add requests, heads and connections in slow start to a link whose queue already overflows.
 
 The shell (`PieceFetcher`) is a Fetcher around the flight's fetcher: requests it does not split pass untouched, in
 the same batch as the pieces. Bytes of pieces it had to throw away are counted (`discarded_bytes`) for the flight's
