@@ -26,7 +26,7 @@ MIN_RTT = 0.010  # seconds: below this round trip the origin is not bounded
 RATE_MEMORY_RTTS = 10.0  # the highest sample of this many minimum RTTs is the bandwidth estimate
 # The link's rate for link_bdp is counted over this many minimum RTTs: one read that gathered what arrived while the
 # event loop was busy elsewhere must not pass for a burst of the link's (over half a round trip it made W-CDMA's
-# 19 kB per round trip look like four first flights).
+# 19 kB per round trip look like four first flights: 96 kB).
 LINK_WINDOW_RTTS = 2.0
 
 

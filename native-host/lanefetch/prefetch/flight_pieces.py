@@ -27,7 +27,7 @@ the request with an error, so the flight holds nothing for the URL and the brows
 usual. Nothing of a split body is handed on before every piece checked out: no byte of one version is ever joined
 to another's, and the flight (which holds answers whole until claimed) loses no time by it.
 
-Where: only to an origin whose link is known to carry four first flights or more per round trip (the service's
+Where: only to an origin whose link is known to carry two first flights or more per round trip (the service's
 `link_room`, the same test as pool_plan.balances): there the pool spreads the pieces over the connections at once.
 On a slower link (W-CDMA: 19 kB per round trip) the page waits on its bytes, not on slow start, and pieces would
 only add requests, heads and connections in slow start to a link whose queue already overflows.

@@ -460,7 +460,7 @@ async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_f
 
 
 async def test_where_the_link_has_no_room_a_large_image_is_asked_whole(server: Server, service: FetchService) -> None:
-    # The service says where a link carries four first flights or more per round trip (its origins' learned link_bdp)
+    # The service says where a link carries two first flights or more per round trip (its origins' learned link_bdp)
     assert not await service.link_room(f"{server.url}/photo.png", PAGE)  # nothing learned of it yet
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
                     split_where=service.link_room)
