@@ -45,7 +45,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..engine.errors import FetchError
+from ..engine.errors import ErrorCode, FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
@@ -119,44 +119,52 @@ class Joined:
     body: bytes
 
 
+@dataclass(frozen=True)
+class Refused:
+    """Why the pieces give no answer, and the error code the request ends with."""
+
+    reason: str
+    code: ErrorCode = "protocol_error"
+
+
 def _coded(head: DeliveredHead) -> bool:
     codings = [v.strip().lower() for k, v in head.headers if k.lower() == "content-encoding"]
     return any(c not in ("", "identity") for c in codings)
 
 
-def join(asked: Sequence[Range], answers: Sequence[PieceAnswer]) -> Joined | str:
+def join(asked: Sequence[Range], answers: Sequence[PieceAnswer]) -> Joined | Refused:
     """The whole answer from every piece's (all 206), or why they cannot be joined (module docstring)."""
     if len(asked) != len(answers) or not answers:
-        return "a piece is missing"
+        return Refused("a piece is missing")
     total: int | None = None
     validator: str | None = None
     expected_first = 0
     for (first, last), answer in zip(asked, answers, strict=True):
         head = answer.head
         if head.status != 206:
-            return f"a piece was answered {head.status}"
+            return Refused(f"a piece was answered {head.status}")
         if _coded(head):
-            return "a piece came with a content coding"
+            return Refused("a piece came with a content coding")
         cr = content_range(head)
         if cr is None:
-            return "a piece has no usable Content-Range"
+            return Refused("a piece has no usable Content-Range")
         got_first, got_last, got_total = cr
         if total is None:
             total = got_total
             validator = piece_validator(head)
             if validator is None:
-                return "no strong validator proves the pieces are of one version"
+                return Refused("no strong validator proves the pieces are of one version")
         elif got_total != total or piece_validator(head) != validator:
-            return "the pieces are of different versions"
+            return Refused("the pieces are of different versions", "resource_changed")
         want_last = total - 1 if last is None else last
         if first != expected_first or got_first != first or got_last != want_last or got_last >= total:
-            return f"a piece answered bytes {got_first}-{got_last}/{got_total} for {first}-{want_last}"
+            return Refused(f"a piece answered bytes {got_first}-{got_last}/{got_total} for {first}-{want_last}")
         if len(answer.body) != got_last - got_first + 1:
-            return "a piece's body is not the length of its range"
+            return Refused("a piece's body is not the length of its range")
         expected_first = got_last + 1
     assert total is not None
     if expected_first != total:
-        return "the pieces do not reach the end of the body"
+        return Refused("the pieces do not reach the end of the body")
     return Joined(as_whole(answers[0].head, total), b"".join(a.body for a in answers))
 
 
@@ -251,25 +259,22 @@ class PieceFetcher:
             return
         request = split.request
         reports = [p.report for p in split.pieces if p.report is not None]
-        failed: FetchError | None = None
         if split.whole is not None and split.whole.error is None and split.whole.head is not None:
-            answer: Joined | str = Joined(split.whole.head, b"".join(split.whole.body))
+            answer: Joined | Refused = Joined(split.whole.head, b"".join(split.whole.body))
             report = split.whole.report or reports[0]
             discarded = [p for p in split.pieces if p is not split.whole]
         else:
             failed = next((p.error for p in split.pieces if p.error is not None), None)
             if failed is not None:
-                answer = f"a piece failed: {failed.message}"
+                answer = Refused(f"a piece failed: {failed.message}", failed.code)
             else:
                 answer = join([p.asked for p in split.pieces],
                               [PieceAnswer(p.head, b"".join(p.body)) for p in split.pieces if p.head is not None])
             report = _timing(reports)
-            discarded = split.pieces if isinstance(answer, str) else []
+            discarded = split.pieces if isinstance(answer, Refused) else []
         self.discarded_bytes += sum(len(b) for p in discarded for b in p.body)
-        if isinstance(answer, str):
-            code = failed.code if failed is not None else (
-                "resource_changed" if "versions" in answer else "protocol_error")
-            await sink.error(request, FetchError(code, f"a flight's answer in pieces: {answer}"))
+        if isinstance(answer, Refused):
+            await sink.error(request, FetchError(answer.code, f"a flight's answer in pieces: {answer.reason}"))
         else:
             await sink.head(request, answer.head)
             for i in range(0, len(answer.body), CHUNK):

@@ -13,6 +13,7 @@ from lanefetch.prefetch.flight_pieces import (
     PIECE_BYTES,
     Joined,
     PieceAnswer,
+    Refused,
     join,
     piece_ranges,
     piece_request,
@@ -135,5 +136,5 @@ def test_pieces_are_never_joined_on_any_doubt(body: bytes, data: st.DataObject) 
         spoiled = [_answer(f, len(body) - 1 if la is None else la, body, etag='W/"v1"') for f, la in asked]
     else:
         spoiled = [*answers[:k], spoil(how), *answers[k + 1:]]
-    assert isinstance(join(asked, spoiled), str), how
-    assert isinstance(join(asked, answers[:-1]), str)  # a piece missing
+    assert isinstance(join(asked, spoiled), Refused), how
+    assert isinstance(join(asked, answers[:-1]), Refused)  # a piece missing
