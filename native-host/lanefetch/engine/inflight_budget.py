@@ -31,16 +31,31 @@ LINK_WINDOW_RTTS = 2.0
 
 
 @dataclass
+class _Delivered:
+    """The bytes delivered over a sliding span of time (the last `span` seconds before the newest delivery)."""
+
+    _arrivals: deque[tuple[float, int]] = field(default_factory=deque)
+    _bytes: int = 0
+
+    def add(self, t: float, nbytes: int, span: float) -> int:
+        """Count nbytes delivered at t; the bytes delivered in (t - span, t]."""
+        self._arrivals.append((t, nbytes))
+        self._bytes += nbytes
+        while self._arrivals[0][0] <= t - span:
+            self._bytes -= self._arrivals.popleft()[1]
+        return self._bytes
+
+
+@dataclass
 class InflightBudget:
     floor_bytes: int = FLOOR_BYTES
     min_rtt: float | None = None  # seconds: the smallest TCP connect time seen (SYN → SYN-ACK)
-    _deliveries: deque[tuple[float, int]] = field(default_factory=deque)  # (time, bytes read), last window
+    _deliveries: _Delivered = field(default_factory=_Delivered)  # over the rate window
     _rates: deque[tuple[float, float]] = field(default_factory=deque)  # (time, bytes per second), remembered
     _responses: int = 0
     _response_bytes: int = 0
     peak_rate: float = 0.0  # bytes per second: the highest delivery rate of the session over LINK_WINDOW_RTTS
-    _link_deliveries: deque[tuple[float, int]] = field(default_factory=deque)
-    _link_bytes: int = 0
+    _link_deliveries: _Delivered = field(default_factory=_Delivered)  # over the link's window
 
     def observe_rtt(self, seconds: float) -> None:
         if seconds > 0 and (self.min_rtt is None or seconds < self.min_rtt):
@@ -51,10 +66,7 @@ class InflightBudget:
         if self.min_rtt is None or nbytes <= 0:
             return
         window = RATE_WINDOW_RTTS * self.min_rtt
-        self._deliveries.append((t, nbytes))
-        while self._deliveries[0][0] <= t - window:
-            self._deliveries.popleft()
-        rate = sum(b for _, b in self._deliveries) / window
+        rate = self._deliveries.add(t, nbytes, window) / window
         while self._rates and (self._rates[-1][1] <= rate or self._rates[0][0] < t - RATE_MEMORY_RTTS * self.min_rtt):
             if self._rates[-1][1] <= rate:
                 self._rates.pop()
@@ -62,11 +74,7 @@ class InflightBudget:
                 self._rates.popleft()
         self._rates.append((t, rate))  # rates stay in decreasing order: the first is the maximum
         link_window = LINK_WINDOW_RTTS * self.min_rtt
-        self._link_deliveries.append((t, nbytes))
-        self._link_bytes += nbytes
-        while self._link_deliveries[0][0] <= t - link_window:
-            self._link_bytes -= self._link_deliveries.popleft()[1]
-        self.peak_rate = max(self.peak_rate, self._link_bytes / link_window)
+        self.peak_rate = max(self.peak_rate, self._link_deliveries.add(t, nbytes, link_window) / link_window)
 
     def link_bdp(self) -> int | None:
         """The link's bandwidth-delay product as far as seen (bytes): the session's highest delivery rate over
