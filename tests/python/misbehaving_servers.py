@@ -606,6 +606,48 @@ def close_mid_body(path: str, cut: int, settle: float = 0.02, *, rst: bool = Fal
     return run
 
 
+def pause_mid_body(path: str, cut: int, pause: float, settle: float = 0.02, *, validators: bool = True) -> Scenario:
+    """A link that lost a segment and a server waiting for its retransmission timer: the first answer for ``path``
+    stops after its head and ``cut`` body bytes, the connection stays open, and the rest follows ``pause`` s later
+    (if the client is still there; state["finished_after_pause"] says whether it was). Other requests on that
+    connection wait behind it. A request for ``path`` with Range and a matching If-Range gets a 206 (recorded in
+    state["ranges"]). ``validators=False``: answers for path carry no ETag (nothing can be resumed)."""
+
+    def whole(req: Received) -> bytes:
+        headers = [("ETag", etag(req.path))] if validators else []
+        return response(200, content(req.path), headers=[*headers, ("Content-Type", "application/octet-stream")])
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            await conn.settle(settle)
+            if req.path != path or req.method != "GET":
+                await conn.answer(req)
+                continue
+            rng = req.header("Range")
+            if rng and validators and req.header("If-Range") == etag(path):
+                start = int(rng.removeprefix("bytes=").split("-")[0])
+                body = content(path)
+                conn.server.state.setdefault("ranges", []).append(rng)  # type: ignore[union-attr]
+                await conn.answer(req, response(206, body[start:], headers=[
+                    ("ETag", etag(path)), ("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")]))
+                continue
+            if _count(conn, "paused") > 1:
+                await conn.answer(req, whole(req))
+                continue
+            full = whole(req)
+            head_len = full.index(b"\r\n\r\n") + 4
+            await conn.send(full[: head_len + cut], completes=0)
+            deadline = time.monotonic() + pause
+            while not conn.client_eof and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            conn.server.state["finished_after_pause"] = not conn.client_eof
+            if conn.client_eof:
+                return
+            await conn.send(full[head_len + cut :], begins=False)
+
+    return run
+
+
 def connection_close_after(k: int, settle: float = 0.02, *, rst: bool = False) -> Scenario:
     """A server keep-alive limit (nginx keepalive_requests): every connection answers k requests, the k-th
     with ``Connection: close``, then closes: FIN (lingering), or RST as nginx may when requests are unread."""

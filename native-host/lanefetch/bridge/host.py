@@ -486,9 +486,15 @@ def _private_port_fds() -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point for browsers: they start the host with [manifest path or origin, extension id]."""
-    # stdout belongs to the protocol: log only to stderr (browsers keep it in their own logs).
-    logging.basicConfig(level=os.environ.get("LANEFETCH_LOG", "WARNING"), stream=sys.stderr,
-                        format="lanefetch-host %(levelname)s %(message)s")
+    # stdout belongs to the protocol: log only to stderr (browsers keep it in their own logs, or drop it), or to
+    # LANEFETCH_LOG_FILE where one is named (appended to: every helper the browser starts writes there).
+    level = os.environ.get("LANEFETCH_LOG", "WARNING")
+    log_file = os.environ.get("LANEFETCH_LOG_FILE")
+    if log_file:
+        logging.basicConfig(level=level, filename=log_file,
+                            format="%(asctime)s lanefetch-host[%(process)d] %(levelname)s %(message)s")
+    else:
+        logging.basicConfig(level=level, stream=sys.stderr, format="lanefetch-host %(levelname)s %(message)s")
     # Tests only: trust exactly this CA for the origins (instead of the system store). Never set in normal use.
     test_ca = os.environ.get(TEST_UPSTREAM_CA_ENV) or None
     if test_ca:

@@ -28,6 +28,11 @@ class EngineConfig:
     separate_bulk: bool = True  # nothing is pipelined behind a large response; others get a connection (pool.py)
     connect_timeout: float = 15.0
     stall_timeout: float = 15.0  # no byte for this long with requests outstanding: give up on the connection
+    # A response that stopped mid-body for three loaded round trips, at least body_stall_min, is cut and its rest
+    # asked by Range on another connection where that loses nothing (body_stall.py): a lost segment otherwise
+    # waits for the server's doubled retransmission timer (10 s and more on a slow link).
+    body_stall_cut: bool = True
+    body_stall_min: float = 2.0
     idle_timeout: float = 30.0  # close a connection idle this long
     # An idle connection silent this long owes no response: the pipelined answers it held are in step
     # (pipeline.py). A shifted pipeline's owed response follows the last one at once (the server wrote it

@@ -13,6 +13,7 @@ import logging
 import socket
 from typing import Protocol
 
+from .body_stall import may_cut, quiet_limit
 from .bulk_window import BulkWindow
 from .config import EngineConfig
 from .errors import FetchError
@@ -32,7 +33,7 @@ from .pool_plan import Warmth, warmed
 from .request import Origin, serialize
 from .response_check import Expectation
 from .timing import ConnectionInfo, ConnectTiming, now
-from .transport import Transport, kernel_min_rtt
+from .transport import Transport, kernel_loaded_rtts, kernel_min_rtt
 
 
 class Carrier(Protocol):
@@ -192,13 +193,22 @@ class Connection:
         while not self.state.ended:
             # Idle with answers held: listen only for the sync interval (pipeline.py), then prove them.
             syncing = not self.state.in_flight and bool(self.state.unverified)
+            body_quiet = None if syncing else self._body_quiet_limit()
             try:
                 data = await asyncio.wait_for(
-                    self.transport.reader.read(READ_SIZE), cfg.sync_quiet if syncing else cfg.stall_timeout)
+                    self.transport.reader.read(READ_SIZE),
+                    cfg.sync_quiet if syncing else min(cfg.stall_timeout, body_quiet or cfg.stall_timeout))
             except TimeoutError:
                 if self.state.in_flight and syncing:
                     continue  # a request went out during the short sync wait: listen again, for the stall timeout
-                if self.state.in_flight:
+                if self.state.in_flight and body_quiet is not None and body_quiet < cfg.stall_timeout:
+                    stopped = self.state.in_flight[0].token
+                    stopped.body_stall_cuts += 1
+                    logging.getLogger("lanefetch.engine").info(
+                        "connection %d to %s: %s stopped mid-body for %.1f s; its rest is asked elsewhere",
+                        self.id, self.pool.origin, stopped.request.url, body_quiet)
+                    await self._handle(self.state.body_stalled())
+                elif self.state.in_flight:
                     await self._handle(self.state.stalled())
                 elif self.state.unverified:
                     for ev in self.state.quiet():
@@ -227,6 +237,17 @@ class Connection:
                 events = self.state.receive_eof()
             for ev in events:
                 await self._handle(ev)
+
+    def _body_quiet_limit(self) -> float | None:
+        """How long the front response's body may stay quiet before it is cut and its rest asked elsewhere
+        (body_stall.py); None where it may not be cut."""
+        cfg = self.pool.config
+        if not cfg.body_stall_cut or not self.state.in_flight or self.transport is None:
+            return None
+        if not may_cut(self.state.in_flight[0].token.body_progress()):
+            return None
+        sock = self.transport.writer.get_extra_info("socket")
+        return quiet_limit(cfg.body_stall_min, [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)])
 
     def _end_if_used_up(self) -> None:
         """Used up (its request cap reached, every answer in): end it now so the pool opens a fresh one instead

@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .body_stall import BodyProgress
 from .errors import FetchError
 from .fields import Headers
 from .pool_plan import queue_order
@@ -108,6 +109,7 @@ class Exchange:
         self._resume_at: int | None = None  # a retry asks for the rest from this byte (resume.py)
         self._held: _Held | None = None
         self._unproven = False  # let through before its place was proven (HOLD_MAX)
+        self.body_stall_cuts = 0  # times its connection was cut because its body stopped (body_stall.py)
 
     @property
     def method(self) -> str:
@@ -193,6 +195,14 @@ class Exchange:
             self.timing.last_byte = now()
         await self.sink.error(self.request, error)
         await self._report_timing()
+
+    def body_progress(self) -> BodyProgress | None:
+        """How far its response got, for the body-stall rule; None before any response began."""
+        if self.finished or (self._upstream_head is None and self._held is None):
+            return None
+        first = self._upstream_head
+        resumable = first is not None and resume_headers(self.request.headers, first, self._delivered) is not None
+        return BodyProgress(self._delivered, self._held is not None, resumable, self.body_stall_cuts)
 
     def may_send_again(self) -> bool:
         """The server did not process this request: may it go back to the queue as if never sent (no retry

@@ -237,6 +237,12 @@ class PipelineConnection(Generic[T]):
         pipelined = len(self.in_flight) > 1 or self._pipelined_in_flight()
         return self._end("no data from the server in time", Misbehaviour.STALL if pipelined else None)
 
+    def body_stalled(self) -> ConnectionEnded[T]:
+        """The front response stopped mid-body and the shell cuts it (body_stall.py): the link lost a segment, the
+        server did not lose its step, so nothing is blamed; what is in flight goes back to be asked again."""
+        return self._end("the response stopped mid-body (a lost segment waiting for the server's retransmission "
+                         "timer): its rest is asked on another connection", None)
+
     def reset(self, reason: str) -> ConnectionEnded[T]:
         """The transport broke (RST, TLS alert): like a close, a fault of pipelining if it cut a pipeline."""
         return self._end(reason, Misbehaviour.CLOSED_WITH_UNANSWERED if self._pipelined_in_flight() else None)

@@ -154,6 +154,8 @@ async def open_transport(
 
 
 _TCPI_MIN_RTT = 148  # offset of tcpi_min_rtt (microseconds, u32) in Linux's struct tcp_info
+_TCPI_RTT = 68  # tcpi_rtt: the smoothed round trip of what we sent (its ACKs ride the server's data, queue and all)
+_TCPI_RCV_RTT = 92  # tcpi_rcv_rtt: the receiver's own estimate, from the data it receives
 
 
 def kernel_min_rtt(sock: socket.socket | None) -> float | None:
@@ -169,3 +171,20 @@ def kernel_min_rtt(sock: socket.socket | None) -> float | None:
         return None
     micros = int.from_bytes(info[_TCPI_MIN_RTT : _TCPI_MIN_RTT + 4], sys.byteorder)
     return micros / 1e6 if 0 < micros < 0xFFFFFFFF else None
+
+
+def kernel_loaded_rtts(sock: socket.socket | None) -> list[float | None]:
+    """The kernel's round trips on this connection as it is loaded now (Linux; the queue's delay included): the
+    smoothed one and the receiver's, in seconds; [] where the kernel does not say."""
+    if sock is None or not hasattr(socket, "TCP_INFO"):
+        return []
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return []
+    out: list[float | None] = []
+    for at in (_TCPI_RTT, _TCPI_RCV_RTT):
+        if len(info) >= at + 4:
+            micros = int.from_bytes(info[at : at + 4], sys.byteorder)
+            out.append(micros / 1e6 if micros else None)
+    return out

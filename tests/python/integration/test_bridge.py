@@ -28,7 +28,7 @@ from lanefetch.bridge.framing import (
     MessageTooLarge,
     encode,
 )
-from lanefetch.bridge.host import TEST_WORKING_INTERVAL_ENV, serve
+from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV, TEST_WORKING_INTERVAL_ENV, serve
 from lanefetch.bridge.stdio import open_stdio
 from lanefetch.engine.config import EngineConfig
 from lanefetch.service import ServiceConfig
@@ -285,6 +285,18 @@ async def test_host_exits_when_the_browser_closes_the_port(host: HostProcess) ->
     assert host.proc.stdin
     host.proc.stdin.close()
     assert await asyncio.wait_for(host.proc.wait(), 10) == 0
+
+
+async def test_the_helper_logs_to_the_file_named_in_its_environment(tmp_path: Path) -> None:
+    """Browsers keep a native helper's standard error out of sight: LANEFETCH_LOG_FILE sends its log to a file."""
+    log_file = tmp_path / "helper.log"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "LANEFETCH_LOG": "INFO",
+           "LANEFETCH_LOG_FILE": str(log_file), TEST_UPSTREAM_CA_ENV: str(tmp_path / "no-ca.pem")}
+    async with running_host(env) as h:
+        await h.send({"type": "ping"})
+        assert (await h.recv())["type"] == "pong"
+    text = log_file.read_text()
+    assert f"{TEST_UPSTREAM_CA_ENV} is set" in text and "WARNING" in text, text
 
 
 async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:

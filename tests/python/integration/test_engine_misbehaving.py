@@ -44,6 +44,7 @@ from misbehaving_servers import (
     one_off_close,
     ordinary,
     out_of_step,
+    pause_mid_body,
     post_dies,
     response,
     rst_when_pipelined,
@@ -1221,6 +1222,48 @@ async def test_broken_body_without_a_strong_validator_is_never_spliced() -> None
         assert rec.error is not None and rec.error.code == "resource_changed", rec.error
         assert bytes(rec.body) == content(path)[: len(rec.body)], "the prefix came from the first body only"
         assert not any(r.header("Range") for r in srv.requests), "asked for a range without a validator"
+
+
+# A body that stops mid-way while the connection stays open: a segment lost on the link and the server waiting for
+# its retransmission timer (engine/body_stall.py). On loopback the kernel's round trips are tiny, so the floor sets
+# the quiet a body may keep: 0.3 s here, while the server pauses 8 s and the ordinary stall timeout is 10 s.
+STALL_CUT = {"body_stall_min": 0.3, "stall_timeout": 10}
+
+
+async def test_a_body_stopped_mid_way_is_cut_and_its_rest_asked_by_range() -> None:
+    path = "/r/big/300000"
+    async with setup(pause_mid_body(path, cut=100_000, pause=8), config(**STALL_CUT)) as (srv, engine):
+        reqs = gets(srv, [path])  # alone on its connection: delivered as it arrives
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        rec = sink.records[reqs[0].id]
+        assert rec.events.count("head") == 1 and rec.report is not None and rec.report.retries == 1
+        assert srv.state["ranges"] == ["bytes=100000-"], srv.state
+        assert srv.state.get("finished_after_pause") is False, "the client waited for the paused server"
+        assert len(srv.connections) == 2
+        assert rec.report.wire_bytes < 300_000 + 2000, "the rest was fetched, not the whole again"
+        pol = policy(engine, srv)
+        assert not pol.demotions and pol.state is not PipelineState.RED, "a lost segment is not the server's fault"
+
+
+async def test_a_stopped_body_is_waited_for_where_a_cut_would_lose_what_arrived() -> None:
+    """No strong validator (the rest could not be proven the same), or a pipelined answer still held (the page has
+    none of it): the body is waited for, as before, and arrives once, whole."""
+    path = "/r/big/300000"
+    async with setup(pause_mid_body(path, cut=100_000, pause=1.5, validators=False), config(**STALL_CUT)) as (
+            srv, engine):
+        reqs = gets(srv, [path])
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        assert srv.state["finished_after_pause"] is True and "ranges" not in srv.state
+        assert srv.served(path) == 1 and len(srv.connections) == 1
+    async with setup(pause_mid_body(path, cut=100_000, pause=1.5), config(**STALL_CUT)) as (srv, engine):
+        proven(engine, srv)
+        reqs = gets(srv, [path, "/r/a/2000", "/r/b/3000"])  # pipelined: the first answer is held
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        assert srv.state["finished_after_pause"] is True and "ranges" not in srv.state
+        assert srv.served(path) == 1 and len(srv.connections) == 1
 
 
 async def test_decoded_requests_ask_for_compressed_bodies() -> None:

@@ -1,0 +1,58 @@
+"""When is a response that stopped mid-body cut and its rest asked for on another connection? (pure, no I/O)
+
+Theory of operation. On a slow link with a drop-tail queue, a segment lost near the end of a server's burst is
+recovered by the server alone: by fast retransmit, or by its retransmission timer when too few segments follow the
+hole. When that retransmission is lost as well, the timer doubles (RFC 6298 §5.5) and the body waits on an otherwise
+idle link. Measured on `wcdma` (docs/performance.md, "second visit"): a segment lost at 5.4 s, the tail around it
+retransmitted at 9.8 s, the hole itself filled at 17.5 s, while every other answer of the page had been in for 8 s.
+The client cannot make the server retransmit. It can ask for the rest elsewhere: a fresh connection and a request
+with Range + If-Range (resume.py) cost a handshake and a round trip, far less than a doubled timer.
+
+So a response whose body has started and then gone quiet is cut when:
+
+- the quiet exceeds STALL_ROUND_TRIPS loaded round trips of this connection, and never less than the configured
+  floor. A live connection with a window in flight shows bytes every loaded round trip (the queue's delay
+  included); the server's first retransmission comes after its timeout, about one loaded round trip plus its
+  variance, and arrives one round trip later. Three round trips of silence mean that retransmission was lost too
+  and the next one waits for a doubled timer;
+- the cut loses nothing the page has: the response is delivered as it arrives (not held: a held answer is fetched
+  again whole), it is a 200 with a strong validator, so its rest can be asked by Range and proven the same
+  representation (resume.py), and bytes of it have reached the page;
+- it was not cut before. A server that pauses mid-body on purpose is not helped by a second cut, and a request is
+  never cut into a loop; after one cut the connection's ordinary stall timeout applies.
+
+Nothing here blames the server: a body stall is the link's loss, not a pipelining fault, so the origin's pipelining
+verdict stands and the requests pipelined behind the cut response go back to the queue without a retry counted
+against pipelining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STALL_ROUND_TRIPS = 3.0
+
+
+@dataclass(frozen=True)
+class BodyProgress:
+    """What the connection knows of its front response when it waits for bytes."""
+
+    delivered: int  # body bytes of it the page already has
+    held: bool  # kept from the page until its place is proven
+    resumable: bool  # its rest can be asked by Range + If-Range and proven the same (resume.resume_headers)
+    cuts: int  # times this request was cut for a body stall before
+
+
+def may_cut(progress: BodyProgress | None) -> bool:
+    """Could the front response be cut for a body stall? None: no response has started (a server thinking, or a
+    request not answered yet, is the ordinary stall timeout's business)."""
+    return (progress is not None and progress.delivered > 0 and not progress.held and progress.resumable
+            and progress.cuts == 0)
+
+
+def quiet_limit(floor: float, round_trips: list[float | None]) -> float:
+    """How long (s) a started body may stay quiet before it is cut: STALL_ROUND_TRIPS of the largest round trip
+    known (the origin's smallest, the kernel's smoothed one, the receiver's one, which include the queue), at least
+    `floor`. A missing or nonsensical figure is passed over."""
+    known = [r for r in round_trips if r is not None and 0 < r < 3600]
+    return max(floor, STALL_ROUND_TRIPS * max(known, default=0.0))

@@ -1,0 +1,76 @@
+"""When a response that stopped mid-body is cut (engine/body_stall.py): table-driven and by property, plus the
+kernel's loaded round trips on a real loopback socket (engine/transport.py)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lanefetch.engine.body_stall import STALL_ROUND_TRIPS, BodyProgress, may_cut, quiet_limit
+from lanefetch.engine.transport import kernel_loaded_rtts
+
+START = BodyProgress(delivered=1000, held=False, resumable=True, cuts=0)
+
+
+@pytest.mark.parametrize(("progress", "cut"), [
+    (START, True),
+    (None, False),  # no response began: the server may be thinking; the ordinary stall timeout decides
+    (BodyProgress(0, False, True, 0), False),  # a head and no body byte: nothing would be saved by a range
+    (BodyProgress(1000, True, True, 0), False),  # held: the page has none of it, a cut would fetch it whole
+    (BodyProgress(1000, False, False, 0), False),  # no strong validator: its rest cannot be proven the same
+    (BodyProgress(1000, False, True, 1), False),  # cut once already: never into a loop
+])
+def test_what_may_be_cut(progress: BodyProgress | None, cut: bool) -> None:
+    assert may_cut(progress) is cut
+
+
+@pytest.mark.parametrize(("floor", "rtts", "limit"), [
+    (2.0, [0.4, 1.3, 1.1], 3 * 1.3),  # wcdma loaded: three of the largest round trip the queue shows
+    (2.0, [0.0002, 0.0001], 2.0),  # loopback: the floor
+    (2.0, [], 2.0),  # no figure at all (not Linux)
+    (2.0, [None, 0.6, None], 2.0),  # sat idle: 1.8 s is under the floor
+    (0.5, [-1.0, 0.0, float("nan"), 1e9, 0.3], 0.9),  # nonsense is passed over
+])
+def test_quiet_limit(floor: float, rtts: list[float | None], limit: float) -> None:
+    assert quiet_limit(floor, rtts) == pytest.approx(limit)
+
+
+rtt = st.one_of(st.none(), st.floats(-10, 1e5), st.just(float("nan")), st.just(float("inf")))
+
+
+@given(st.floats(0, 60), st.lists(rtt, max_size=5), rtt)
+def test_never_under_the_floor_nor_a_live_connections_gap(floor: float, rtts: list[float | None],
+                                                          extra: float | None) -> None:
+    limit = quiet_limit(floor, rtts)
+    assert limit >= floor
+    for r in rtts:
+        if r is not None and 0 < r < 3600:
+            assert limit >= STALL_ROUND_TRIPS * r
+    # another round trip known can only make the wait longer: a loaded link is given more time, never less
+    assert quiet_limit(floor, [*rtts, extra]) >= limit
+
+
+def test_the_kernel_reports_loaded_round_trips_of_a_live_connection() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        client = socket.create_connection(srv.getsockname())
+        peer, _ = srv.accept()
+        try:
+            client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+            peer.recv(100)
+            peer.sendall(b"x" * 10000)
+            got = 0
+            while got < 10000:
+                got += len(client.recv(65536))
+            rtts = kernel_loaded_rtts(client)
+            if hasattr(socket, "TCP_INFO"):
+                assert len(rtts) == 2, rtts
+                assert rtts[0] is not None and 0 < rtts[0] < 1, rtts  # loopback: well under a second
+                assert rtts[1] is None or 0 < rtts[1] < 1, rtts
+            else:
+                assert rtts == []
+        finally:
+            client.close()
+            peer.close()
+    assert kernel_loaded_rtts(None) == []
