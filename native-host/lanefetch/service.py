@@ -16,6 +16,7 @@ its site's earlier loads used (preconnect_site).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +74,11 @@ class FetchService:
             return False
         await self._recall([url], page)  # what an earlier session learned of it, as a fetch would start from
         policy = self.engine.policies.get(origin)
-        return policy is not None and policy.link_bdp is not None and policy.link_bdp >= BALANCE_BDP
+        bdp = None if policy is None else policy.link_bdp
+        room = bdp is not None and bdp >= BALANCE_BDP
+        logging.getLogger("lanefetch.service").info("%s: link's estimate %s bytes per round trip: %s", origin, bdp,
+                                                    "room for pieces" if room else "no room")
+        return room
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page | None = None) -> BatchResult:
         page = page or Page()
