@@ -286,8 +286,11 @@ class Host:
         """A page load ended: the extension's timing panel shows what its flight did (loads that neither flew nor
         taught anything say nothing)."""
         if ended.flight is not None or ended.recorded:
-            await self._send(protocol.page_report(ended.url, ended.page.top_site, ended.recorded, ended.flight,
-                                                  ended.first_request))
+            try:
+                await self._send(protocol.page_report(ended.url, ended.page.top_site, ended.recorded, ended.flight,
+                                                      ended.first_request))
+            except ConnectionError:  # the browser closed the port (it quit): the loads still open end with no reader
+                log.debug("the report of %s has no reader: the browser closed the port", ended.url)
 
     def _in_background(self, work: Awaitable[object], what: str) -> None:
         async def run() -> None:

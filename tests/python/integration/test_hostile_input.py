@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import struct
 import subprocess
@@ -26,6 +27,7 @@ from lanefetch.engine.origin_policy import OriginPolicy
 from lanefetch.engine.pool import OriginPool
 from lanefetch.engine.request import Origin, parse_target, site_name_problem
 from lanefetch.engine.timing import ConnectTiming
+from lanefetch.prefetch.page_loads import LoadEnded
 from lanefetch.proxy import ca_firefox
 from lanefetch.service import FetchService
 from local_app import serve_app
@@ -327,6 +329,20 @@ async def test_a_failing_handler_is_reported_and_the_host_goes_on(tmp_path: Path
         assert sent.messages[1]["type"] == "cache_stats" and sent.messages[1]["nonce"] == "n"  # the page's answer
         assert "KeyError" in sent.messages[1]["error"]
         assert sent.messages[2] == {"type": "pong", "nonce": "after"}
+    finally:
+        await host.close()
+
+
+async def test_a_page_report_for_a_browser_that_quit_is_dropped_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    """When the browser quits, the loads still open end and report to a port nobody reads: that is no error."""
+    async def gone(message: dict[str, Any]) -> None:
+        raise ConnectionResetError("Connection lost")
+
+    host = Host(FetchService(), gone)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="lanefetch.host"):
+            await host._page_ended(LoadEnded(Page(top_site="example.org"), "https://example.org/", None, 3, "d1"))
+        assert "no reader" in caplog.text and not [r for r in caplog.records if r.levelno >= logging.WARNING]
     finally:
         await host.close()
 
