@@ -13,7 +13,7 @@ import logging
 import socket
 from typing import Protocol
 
-from .body_stall import may_cut, quiet_limit
+from .body_stall import cut_now, may_cut
 from .bulk_window import BulkWindow
 from .config import EngineConfig
 from .errors import FetchError
@@ -67,6 +67,7 @@ class ConnectionOwner(Protocol):
 
     def take(self, conn: Carrier) -> Exchange | None: ...
     def delivered(self, t: float, nbytes: int) -> None: ...
+    def link_quiet(self, t: float) -> float: ...
     def carries_bulk(self, conn: Carrier) -> bool: ...
     def h2_serving(self) -> int: ...
     async def open_transport(self, timing: ConnectTiming) -> Transport: ...
@@ -80,6 +81,7 @@ class ConnectionOwner(Protocol):
     def request_finished(self) -> None: ...
 
 READ_SIZE = 64 * 1024
+BODY_STALL_POLL = 0.25  # seconds between looks at a body that may be cut for a stall (body_stall.py)
 
 
 class Connection:
@@ -92,6 +94,7 @@ class Connection:
         self.connect_timing = ConnectTiming()
         self._first_request = True
         self._last_activity = now()
+        self._last_read = self._last_activity  # when the last response bytes were read (body_stall.py)
         self._bulk_window = BulkWindow()
         self.warmth = Warmth()  # the server's estimated window on this connection (pool_plan: warmest first)
 
@@ -193,21 +196,26 @@ class Connection:
         while not self.state.ended:
             # Idle with answers held: listen only for the sync interval (pipeline.py), then prove them.
             syncing = not self.state.in_flight and bool(self.state.unverified)
-            body_quiet = None if syncing else self._body_quiet_limit()
+            # A body that may be cut for a stall (body_stall.py) is looked at every BODY_STALL_POLL seconds.
+            cuttable = not syncing and self._body_may_be_cut()
             try:
                 data = await asyncio.wait_for(
                     self.transport.reader.read(READ_SIZE),
-                    cfg.sync_quiet if syncing else min(cfg.stall_timeout, body_quiet or cfg.stall_timeout))
+                    cfg.sync_quiet if syncing else BODY_STALL_POLL if cuttable else cfg.stall_timeout)
             except TimeoutError:
                 if self.state.in_flight and syncing:
                     continue  # a request went out during the short sync wait: listen again, for the stall timeout
-                if self.state.in_flight and body_quiet is not None and body_quiet < cfg.stall_timeout:
+                t = now()
+                if self.state.in_flight and cuttable and self._body_stalled(t):
                     stopped = self.state.in_flight[0].token
                     stopped.body_stall_cuts += 1
                     logging.getLogger("lanefetch.engine").info(
-                        "connection %d to %s: %s stopped mid-body for %.1f s; its rest is asked elsewhere",
-                        self.id, self.pool.origin, stopped.request.url, body_quiet)
+                        "connection %d to %s: %s stopped mid-body for %.1f s (every connection quiet for %.1f s); "
+                        "its rest is asked elsewhere", self.id, self.pool.origin, stopped.request.url,
+                        t - self._last_read, self.pool.link_quiet(t))
                     await self._handle(self.state.body_stalled())
+                elif self.state.in_flight and cuttable and t - self._last_read < cfg.stall_timeout:
+                    continue
                 elif self.state.in_flight:
                     await self._handle(self.state.stalled())
                 elif self.state.unverified:
@@ -222,6 +230,8 @@ class Connection:
                 continue
             t = now()
             self._last_activity = t
+            if data:
+                self._last_read = t
             if data and self.state.in_flight:
                 front = self.state.in_flight[0]
                 if front.token.timing.first_byte is None:
@@ -238,16 +248,17 @@ class Connection:
             for ev in events:
                 await self._handle(ev)
 
-    def _body_quiet_limit(self) -> float | None:
-        """How long the front response's body may stay quiet before it is cut and its rest asked elsewhere
-        (body_stall.py); None where it may not be cut."""
-        cfg = self.pool.config
-        if not cfg.body_stall_cut or not self.state.in_flight or self.transport is None:
-            return None
-        if not may_cut(self.state.in_flight[0].token.body_progress()):
-            return None
+    def _body_may_be_cut(self) -> bool:
+        """May the front response be cut if its body stays quiet (body_stall.may_cut)?"""
+        return (self.pool.config.body_stall_cut and bool(self.state.in_flight) and self.transport is not None
+                and may_cut(self.state.in_flight[0].token.body_progress()))
+
+    def _body_stalled(self, t: float) -> bool:
+        """Has the front response's body been quiet long enough to be cut (body_stall.cut_now)?"""
+        assert self.transport is not None
         sock = self.transport.writer.get_extra_info("socket")
-        return quiet_limit(cfg.body_stall_min, [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)])
+        return cut_now(t - self._last_read, self.pool.link_quiet(t), self.pool.config.body_stall_min,
+                       [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)])
 
     def _end_if_used_up(self) -> None:
         """Used up (its request cap reached, every answer in): end it now so the pool opens a fresh one instead

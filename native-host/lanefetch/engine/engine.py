@@ -51,6 +51,7 @@ class Engine:
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
+        self.last_arrival = 0.0  # when response bytes last arrived on any connection (pool.delivered; body_stall.py)
         #: Told each new connection's origin and TCP connect time in seconds (one round trip).
         self.on_connected: Callable[[Origin, float], None] | None = None
 

@@ -70,6 +70,7 @@ class PoolOwner(Protocol):
     connections opening and closing (the batch's connection counts, the round-trip samples)."""
 
     config: EngineConfig
+    last_arrival: float  # when response bytes last arrived on any of the engine's connections (monotonic s)
 
     def next_connection_id(self) -> int: ...
     def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None: ...
@@ -128,6 +129,7 @@ class OriginPool:
         """nbytes of answers arrived at time t on one of the origin's connections: the in-flight budget's rate, and
         the link's bandwidth-delay product the origin's policy keeps (remembered across sessions)."""
         self.budget.received(t, nbytes)
+        self.engine.last_arrival = max(self.engine.last_arrival, t)
         bdp = self.budget.link_bdp()
         if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):
             self.policy.link_bdp = bdp
@@ -505,6 +507,10 @@ class OriginPool:
         self.connections.discard(conn)
         self.engine.connection_closed(conn)
         self._plan()
+
+    def link_quiet(self, t: float) -> float:
+        """Seconds since response bytes last arrived on any of the engine's connections (body_stall.py)."""
+        return t - self.engine.last_arrival
 
     def request_finished(self) -> None:
         for c in self.connections:
