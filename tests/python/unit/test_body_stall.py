@@ -8,7 +8,7 @@ import socket
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from lanefetch.engine.body_stall import STALL_ROUND_TRIPS, BodyProgress, may_cut, quiet_limit
+from lanefetch.engine.body_stall import STALL_ROUND_TRIPS, BodyProgress, cut_now, may_cut, quiet_limit
 from lanefetch.engine.transport import kernel_loaded_rtts
 
 START = BodyProgress(delivered=1000, held=False, resumable=True, cuts=0)
@@ -50,6 +50,31 @@ def test_never_under_the_floor_nor_a_live_connections_gap(floor: float, rtts: li
             assert limit >= STALL_ROUND_TRIPS * r
     # another round trip known can only make the wait longer: a loaded link is given more time, never less
     assert quiet_limit(floor, [*rtts, extra]) >= limit
+
+
+@pytest.mark.parametrize(("quiet", "link_quiet", "rtts", "cut"), [
+    (4.1, 0.0, [0.4, 0.9], True),  # the floor, however busy the link
+    (3.9, 0.0, [0.4, 0.9], False),  # other connections' bytes still arrive: maybe queued behind them, or recovering
+    (3.9, 1.9, [0.4, 0.9], True),  # ... nothing arrives anywhere: waiting on the server's timer
+    (3.9, 1.7, [0.4, 0.9], False),  # idle for less than two of its round trips
+    (2.1, 2.1, [0.4, 0.6], True),  # half the floor and three round trips, on an idle link
+    (1.9, 1.9, [0.4, 0.6], False),
+    (2.5, 2.5, [0.4, 1.2], False),  # a loaded round trip of 1.2 s: three of them are 3.6 s
+    (4.1, 0.0, [1.5], False),  # 4.5 s: a live connection on this link may be that quiet
+])
+def test_when_a_body_is_cut(quiet: float, link_quiet: float, rtts: list[float | None], cut: bool) -> None:
+    assert cut_now(quiet, link_quiet, 4.0, rtts) is cut
+
+
+@given(st.floats(0, 30), st.floats(0, 30), st.floats(0.1, 10), st.lists(rtt, max_size=4))
+def test_cut_never_before_half_the_floor_nor_on_a_busy_link_before_the_floor(
+        quiet: float, link_quiet: float, floor: float, rtts: list[float | None]) -> None:
+    cut = cut_now(quiet, link_quiet, floor, rtts)
+    if cut:
+        assert quiet >= floor / 2 and quiet >= quiet_limit(floor / 2, rtts)
+        assert quiet >= quiet_limit(floor, rtts) or link_quiet >= floor / 4
+    # monotone: longer silence, of the body or of the link, never un-cuts
+    assert not cut or cut_now(quiet + 1, link_quiet + 1, floor, rtts)
 
 
 def test_the_kernel_reports_loaded_round_trips_of_a_live_connection() -> None:
