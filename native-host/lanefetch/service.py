@@ -95,6 +95,11 @@ class FetchService:
         finally:
             self._remember(origins, page)
 
+    async def recall(self, url: str, page: Page) -> None:
+        """Start url's origin from what an earlier session learned of it under page's site, unless this session
+        met it already. Call before preconnect: the pool a preconnect opens keeps the policy it starts with."""
+        await self._recall([url], page)
+
     async def _recall(self, urls: list[str], page: Page) -> list[Origin]:
         """Start each origin this session has not met yet from what an earlier session learned under this site."""
         cache = self.cache_for(page)

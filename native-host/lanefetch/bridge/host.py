@@ -246,6 +246,10 @@ class Host:
             fetcher = self.proxy.fetcher if self.proxy is not None else self.fetcher
             page = _to_page(item["page"])
             handshake: Handshake = "tcp" if item.get("handshake") == "tcp" else "full"
+            if fetcher is self.fetcher:
+                # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
+                # preconnect makes its pool: a pool keeps the policy it was made with.
+                await self.fetcher.recall(item["url"], page)
             if not fetcher.preconnect(item["url"], page, handshake):
                 # A connection is open already: its connect time answers (Firefox waits for one before routing).
                 origin = _origin_of(item["url"])

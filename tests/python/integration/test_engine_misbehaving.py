@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest, Page
 from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
@@ -1276,6 +1277,37 @@ async def test_decoded_requests_ask_for_compressed_bodies() -> None:
         sink.check_exact(decoded, lambda r: content("/enc/gzip/a/5000"))
         seen = {r.path: r.header("Accept-Encoding") for r in srv.requests}
         assert seen == {"/enc/gzip/a/5000": "gzip, deflate", "/r/b/100": None}, seen
+
+
+async def test_what_was_learned_about_the_documents_origin_outlives_the_helper_after_a_preconnect(
+        tmp_path: Path) -> None:
+    """Chromium's navigation preconnects the document's origin before any batch: the helper started anew must
+    still start that origin from what it learned (pipelining proven, the link's estimate), not from nothing."""
+    paths = [f"/r/k{i}/{2000 + i}" for i in range(8)]
+    site = Page(address_space="loopback", top_site="http://site.test")
+    async with setup(well_behaved(settle=0.05), cache=tmp_path) as (srv, first):
+        await fetch(first, gets(srv, paths), site)
+        learned = policy(first, srv)
+        assert learned.state is PipelineState.GREEN and learned.link_bdp is not None
+        await first.aclose()
+        second = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        host = Host(second, send)
+        try:
+            page = {"address_space": "loopback", "top_site": "http://site.test", "url": srv.url("/page")}
+            await host.handle({"type": "preconnect", "url": srv.url("/page"), "page": page})
+            assert policy(second, srv).state is PipelineState.GREEN, "the preconnect started the origin from nothing"
+            assert policy(second, srv).link_bdp == learned.link_bdp
+            before = len(srv.connections)
+            await fetch(second, gets(srv, [p + "?again" for p in paths], prefix="again"), site)
+            firsts = [c.outstanding_at_answer[0] for c in srv.connections[before:] if c.outstanding_at_answer]
+            assert max(firsts) > START_DEPTH, f"the first requests went as to an unknown origin: {firsts}"
+        finally:
+            await host.close()
 
 
 async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Path) -> None:
