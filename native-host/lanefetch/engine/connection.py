@@ -33,7 +33,7 @@ from .pool_plan import Warmth, warmed
 from .request import Origin, serialize
 from .response_check import Expectation
 from .timing import ConnectionInfo, ConnectTiming, now
-from .transport import Transport, kernel_loaded_rtts, kernel_min_rtt
+from .transport import Transport, kernel_loaded_rtts, kernel_min_rtt, kernel_out_of_order_packets
 
 
 class Carrier(Protocol):
@@ -95,6 +95,7 @@ class Connection:
         self._first_request = True
         self._last_activity = now()
         self._last_read = self._last_activity  # when the last response bytes were read (body_stall.py)
+        self._out_of_order_at_read: int | None = None  # the kernel's out-of-order packet count then (body_stall.py)
         self._bulk_window = BulkWindow()
         self.warmth = Warmth()  # the server's estimated window on this connection (pool_plan: warmest first)
 
@@ -232,6 +233,8 @@ class Connection:
             self._last_activity = t
             if data:
                 self._last_read = t
+                if self.pool.config.body_stall_cut:
+                    self._out_of_order_at_read = kernel_out_of_order_packets(self._socket())
             if data and self.state.in_flight:
                 front = self.state.in_flight[0]
                 if front.token.timing.first_byte is None:
@@ -255,10 +258,18 @@ class Connection:
 
     def _body_stalled(self, t: float) -> bool:
         """Has the front response's body been quiet long enough to be cut (body_stall.cut_now)?"""
-        assert self.transport is not None
-        sock = self.transport.writer.get_extra_info("socket")
+        sock = self._socket()
+        now_held, at_read = kernel_out_of_order_packets(sock), self._out_of_order_at_read
+        held = None if now_held is None or at_read is None else max(0, now_held - at_read)
         return cut_now(t - self._last_read, self.pool.link_quiet(t), self.pool.config.body_stall_min,
-                       [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)])
+                       [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)], held)
+
+    def _socket(self) -> socket.socket | None:
+        """The connection's socket (asyncio's view of it: getsockopt works), for the kernel's TCP_INFO."""
+        if self.transport is None:
+            return None
+        sock: socket.socket | None = self.transport.writer.get_extra_info("socket")
+        return sock
 
     def _end_if_used_up(self) -> None:
         """Used up (its request cap reached, every answer in): end it now so the pool opens a fresh one instead

@@ -156,6 +156,7 @@ async def open_transport(
 _TCPI_MIN_RTT = 148  # offset of tcpi_min_rtt (microseconds, u32) in Linux's struct tcp_info
 _TCPI_RTT = 68  # tcpi_rtt: the smoothed round trip of what we sent (its ACKs ride the server's data, queue and all)
 _TCPI_RCV_RTT = 92  # tcpi_rcv_rtt: the receiver's own estimate, from the data it receives
+_TCPI_RCV_OOOPACK = 224  # tcpi_rcv_ooopack (Linux 5.4+): data packets received out of order, ever
 
 
 def kernel_min_rtt(sock: socket.socket | None) -> float | None:
@@ -188,3 +189,19 @@ def kernel_loaded_rtts(sock: socket.socket | None) -> list[float | None]:
             micros = int.from_bytes(info[at : at + 4], sys.byteorder)
             out.append(micros / 1e6 if micros else None)
     return out
+
+
+def kernel_out_of_order_packets(sock: socket.socket | None) -> int | None:
+    """How many data packets this connection has received out of order, ever (Linux 5.4+; None where the kernel
+    does not say). Packets received beyond a hole wait in the kernel, unreadable, until the hole is filled: a rise
+    since the body's last readable bytes means its quiet is a loss the server is recovering, with data behind it
+    that closing the connection would throw away (body_stall.py)."""
+    if sock is None or not hasattr(socket, "TCP_INFO"):
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return None
+    if len(info) < _TCPI_RCV_OOOPACK + 4:
+        return None
+    return int.from_bytes(info[_TCPI_RCV_OOOPACK : _TCPI_RCV_OOOPACK + 4], sys.byteorder)

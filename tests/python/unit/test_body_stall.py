@@ -8,8 +8,15 @@ import socket
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from lanefetch.engine.body_stall import STALL_ROUND_TRIPS, BodyProgress, cut_now, may_cut, quiet_limit
-from lanefetch.engine.transport import kernel_loaded_rtts
+from lanefetch.engine.body_stall import (
+    IDLE_CUT_MAX_HELD,
+    STALL_ROUND_TRIPS,
+    BodyProgress,
+    cut_now,
+    may_cut,
+    quiet_limit,
+)
+from lanefetch.engine.transport import kernel_loaded_rtts, kernel_out_of_order_packets
 
 START = BodyProgress(delivered=1000, held=False, resumable=True, cuts=0)
 
@@ -66,6 +73,26 @@ def test_when_a_body_is_cut(quiet: float, link_quiet: float, rtts: list[float | 
     assert cut_now(quiet, link_quiet, 4.0, rtts) is cut
 
 
+@pytest.mark.parametrize(("quiet", "link_quiet", "held", "cut"), [
+    (1.9, 0.95, None, True),  # the kernel does not say: as before
+    (1.9, 0.95, 0, True),  # a tail loss: nothing waits beyond the hole
+    (1.9, 0.95, IDLE_CUT_MAX_HELD, True),
+    (1.9, 0.95, IDLE_CUT_MAX_HELD + 1, False),  # a window waits beyond the hole: a cut would carry it twice
+    (4.1, 0.0, 30, True),  # the floor's rule stands: a doubled timer costs more than the window
+])
+def test_an_idle_link_cut_throws_away_no_window_held_beyond_a_hole(quiet: float, link_quiet: float,
+                                                                   held: int | None, cut: bool) -> None:
+    assert cut_now(quiet, link_quiet, 4.0, [0.4, 0.9], held) is cut
+
+
+@given(st.floats(0, 30), st.floats(0, 30), st.floats(0.1, 10), st.lists(rtt, max_size=4), st.integers(0, 100))
+def test_packets_held_beyond_a_hole_only_ever_delay_a_cut(quiet: float, link_quiet: float, floor: float,
+                                                          rtts: list[float | None], held: int) -> None:
+    if cut_now(quiet, link_quiet, floor, rtts, held):
+        assert cut_now(quiet, link_quiet, floor, rtts, 0) and cut_now(quiet, link_quiet, floor, rtts)
+        assert held <= IDLE_CUT_MAX_HELD or quiet >= quiet_limit(floor, rtts)
+
+
 @given(st.floats(0, 30), st.floats(0, 30), st.floats(0.1, 10), st.lists(rtt, max_size=4))
 def test_cut_never_before_a_quarter_of_the_floor_nor_on_a_busy_link_before_the_floor(
         quiet: float, link_quiet: float, floor: float, rtts: list[float | None]) -> None:
@@ -89,6 +116,8 @@ def test_the_kernel_reports_loaded_round_trips_of_a_live_connection() -> None:
             while got < 10000:
                 got += len(client.recv(65536))
             rtts = kernel_loaded_rtts(client)
+            held = kernel_out_of_order_packets(client)
+            assert held is None or held == 0, held  # loopback loses and reorders nothing
             if hasattr(socket, "TCP_INFO"):
                 assert len(rtts) == 2, rtts
                 assert rtts[0] is not None and 0 < rtts[0] < 1, rtts  # loopback: well under a second
@@ -99,3 +128,4 @@ def test_the_kernel_reports_loaded_round_trips_of_a_live_connection() -> None:
             client.close()
             peer.close()
     assert kernel_loaded_rtts(None) == []
+    assert kernel_out_of_order_packets(None) is None
