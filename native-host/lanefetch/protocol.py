@@ -229,8 +229,11 @@ def proxied(context_id: str, request: FetchRequest) -> Message:
     return msg
 
 
-def origin_rtt(origin: str, rtt_s: float) -> Message:
-    return {"type": "origin_rtt", "origin": origin, "rtt_ms": round(max(0.0, rtt_s) * 1000.0, 3)}
+def origin_rtt(origin: str, rtt_s: float, remembered: bool = False) -> Message:
+    msg: Message = {"type": "origin_rtt", "origin": origin, "rtt_ms": round(max(0.0, rtt_s) * 1000.0, 3)}
+    if remembered:
+        msg["remembered"] = True
+    return msg
 
 
 def working(batch_id: str) -> Message:

@@ -100,6 +100,18 @@ class FetchService:
         met it already. Call before preconnect: the pool a preconnect opens keeps the policy it starts with."""
         await self._recall([url], page)
 
+    def remembered_round_trip(self, url: str) -> float | None:
+        """url's origin's round trip (s) as an earlier session measured it, while this session has measured none
+        (recall first)."""
+        try:
+            origin = parse_target(url).origin
+        except FetchError:
+            return None
+        policy = self.engine.policies.get(origin)
+        if policy is None or policy.round_trip is not None or policy.remembered_round_trip is None:
+            return None
+        return policy.remembered_round_trip[0]
+
     async def _recall(self, urls: list[str], page: Page) -> list[Origin]:
         """Start each origin this session has not met yet from what an earlier session learned under this site."""
         cache = self.cache_for(page)

@@ -8,7 +8,7 @@ import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
 import type { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import { FINISHING_WAIT_MS, type BrowserWarmConnection } from "../intercept/browser-warm-connection.js";
-import type { HostSpeed } from "../intercept/host-speed.js";
+import { helperSample, type HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { handshakeFor, HeldHandshakes } from "../intercept/preconnect-handshake.js";
@@ -92,7 +92,7 @@ export class Accelerator {
     private readonly options: AcceleratorOptions = { batching: DEFAULT_BATCHING, limits: DEFAULT_LIMITS },
   ) {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
-    client.onOriginRtt((origin, rttMs) => void speed.observe({ url: origin, ms: rttMs, source: "helper_connect" }));
+    client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
     speed.onVerdict(() => {
       for (const waiter of [...this.waitingForHelper]) {
         const detail = speed.stepAsideDetail(waiter.url);

@@ -12,7 +12,7 @@ import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter, pageOf } from "../proxy/proxy-router.js";
-import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
+import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, helperSample, thresholdFromSettings } from "../intercept/host-speed.js";
 import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
 import { justEnabled, probeUrl } from "../sites/just-enabled.js";
 import { SiteStore, type EnabledSite } from "../sites/site-store.js";
@@ -47,7 +47,7 @@ let proxyBlocked = false;
 /** Each host's speed from the helper's new upstream connections (origin_rtt), and the step-aside threshold. */
 const speed = new HostSpeed();
 const client = new HelperClient(connection);
-client.onOriginRtt((origin, rttMs) => void speed.observe({ url: origin, ms: rttMs, source: "helper_connect" }));
+client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
 
 const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
 const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);

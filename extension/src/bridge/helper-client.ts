@@ -32,7 +32,7 @@ export class HelperClient {
   /** Commands answered by one message with the same nonce (cache, interfaces, ping), waiting for it. */
   private readonly answers = new Map<string, (message: Answer | null) => void>();
   private nonceCounter = 0;
-  private readonly rttListeners: ((origin: string, rttMs: number) => void)[] = [];
+  private readonly rttListeners: ((origin: string, rttMs: number, remembered: boolean) => void)[] = [];
   private readonly pageReportListeners: ((report: PageReport) => void)[] = [];
 
   constructor(private readonly connection: HelperConnection) {
@@ -67,7 +67,7 @@ export class HelperClient {
           break;
         }
         case "origin_rtt":
-          for (const l of this.rttListeners) l(message.origin, message.rtt_ms);
+          for (const l of this.rttListeners) l(message.origin, message.rtt_ms, message.remembered === true);
           break;
         case "page_report":
           for (const l of this.pageReportListeners) l(message);
@@ -91,7 +91,7 @@ export class HelperClient {
   }
 
   /** The helper opened a connection to `origin` and its TCP connect took `rttMs` (one round trip). */
-  onOriginRtt(listener: (origin: string, rttMs: number) => void): void {
+  onOriginRtt(listener: (origin: string, rttMs: number, remembered: boolean) => void): void {
     this.rttListeners.push(listener);
   }
 

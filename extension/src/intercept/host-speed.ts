@@ -13,7 +13,11 @@
 // - helper_connect: the helper's new connection (origin_rtt) — one round trip;
 // - browser_connect: the browser's own TCP connect (CDP Network timing, TLS excluded) — one round trip;
 // - browser_first_byte: a request sent → first byte of its response head, which takes at least one round trip (plus
-//   the server's time), so it bounds the RTT from above even on a connection opened earlier.
+//   the server's time), so it bounds the RTT from above even on a connection opened earlier;
+// - helper_memory: what an earlier helper session measured (within a day), sent on a navigation's preconnect before
+//   this session has a connection (origin_rtt, remembered), so the gate's speed probe (speed-probe.ts) decides at
+//   once. It decides only while the host has no measured sample: the first measured one (any source) replaces it,
+//   and it contradicts nothing (the user's network may have changed since).
 // A sample that cannot be a round trip of the network is rejected here: not a finite non-negative number, no origin;
 // a time of an answer that did not cross the network (a service worker's, a cache's, or one lanefetch fulfilled
 // itself: Chromium times a fulfilled document's "sent → first byte" in milliseconds whatever the link; it would make
@@ -44,7 +48,7 @@ export function thresholdFromSettings(settings: Record<string, unknown>): number
   return settings[ACCELERATE_FAST_LINKS_KEY] === true ? null : STEP_ASIDE_BELOW_RTT_MS;
 }
 
-export type SampleSource = "helper_connect" | "browser_connect" | "browser_first_byte";
+export type SampleSource = "helper_connect" | "browser_connect" | "browser_first_byte" | "helper_memory";
 
 export interface SpeedSample {
   /** The URL or origin measured (its origin is kept). */
@@ -81,16 +85,27 @@ export const DEFAULT_SPEED: SpeedOptions = { maxOrigins: 512, maxAgeMs: 5 * 60_0
 export const OUTLIER_FACTOR = 4;
 export const OUTLIER_SLACK_MS = 5;
 
+/** The helper's origin_rtt as a sample (remembered: an earlier session's measure). */
+export function helperSample(origin: string, rttMs: number, remembered: boolean): SpeedSample {
+  return { url: origin, ms: rttMs, source: remembered ? "helper_memory" : "helper_connect" };
+}
+
 interface Kept {
   at: number;
   ms: number;
-  /** A round trip (a connect time) or only an upper bound of one (request sent → first byte). */
-  kind: "rtt" | "upper";
+  /** A round trip (a connect time), only an upper bound of one (request sent → first byte), or an earlier helper
+   * session's round trip (stands only while nothing was measured). */
+  kind: "rtt" | "upper" | "remembered";
+}
+
+function kindOf(source: SampleSource): Kept["kind"] {
+  if (source === "browser_first_byte") return "upper";
+  return source === "helper_memory" ? "remembered" : "rtt";
 }
 
 /** Is this sample impossible next to the host's other samples? At least two other round trips lie far above it and
  * none near it. */
-export function contradicted(sample: { ms: number }, others: readonly { ms: number; kind: "rtt" | "upper" }[]): boolean {
+export function contradicted(sample: { ms: number }, others: readonly { ms: number; kind: Kept["kind"] }[]): boolean {
   const bound = OUTLIER_FACTOR * sample.ms + OUTLIER_SLACK_MS;
   const rtts = others.filter((o) => o.kind === "rtt");
   return rtts.filter((o) => o.ms > bound).length >= 2 && !rtts.some((o) => o.ms <= bound);
@@ -151,7 +166,10 @@ export class HostSpeed {
     const origin = originOf(sample.url);
     const entry = this.byOrigin.get(origin) ?? { host: hostOf(origin), kept: [] };
     this.byOrigin.delete(origin); // re-inserted last: the map's order is least recently observed first
-    entry.kept.push({ at: this.now(), ms: sample.ms, kind: sample.source === "browser_first_byte" ? "upper" : "rtt" });
+    const kind = kindOf(sample.source);
+    // A measured sample replaces what was remembered (the remembered one may be of another network).
+    if (kind !== "remembered") entry.kept = entry.kept.filter((k) => k.kind !== "remembered");
+    entry.kept.push({ at: this.now(), ms: sample.ms, kind });
     if (entry.kept.length > this.options.samples) entry.kept.splice(0, entry.kept.length - this.options.samples);
     this.byOrigin.set(origin, entry);
     this.originsOf.set(entry.host, (this.originsOf.get(entry.host) ?? new Set()).add(origin));
@@ -177,7 +195,10 @@ export class HostSpeed {
   /** The verdict on the host of `url` (a URL, an origin or a bare host name). */
   verdict(url: string): Verdict {
     const host = url.includes("/") ? hostOf(url) : url;
-    const all = this.freshSamples(host);
+    const samples = this.freshSamples(host);
+    // Remembered round trips decide only while none of the host's origins has a measured one.
+    const measured = samples.filter((s) => s.kind !== "remembered");
+    const all = measured.length ? measured : samples;
     const fresh = all.filter((s) => !contradicted(s, all.filter((o) => o !== s)));
     const rttMs = fresh.length ? Math.min(...fresh.map((s) => s.ms)) : null;
     const below = this.belowMs;

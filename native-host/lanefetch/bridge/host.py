@@ -250,6 +250,13 @@ class Host:
                 # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
                 # preconnect makes its pool: a pool keeps the policy it was made with.
                 await self.fetcher.recall(item["url"], page)
+                origin = _origin_of(item["url"])
+                remembered = self.fetcher.remembered_round_trip(item["url"])
+                if origin is not None and origin not in self._rtts and remembered is not None:
+                    # The extension's speed probe waits for a round trip of this host: give it the one an earlier
+                    # session measured now, not a handshake later (a measured one follows and replaces it). Sent in
+                    # order: it reaches the extension before the pong of the probe's ping.
+                    await self._send(protocol.origin_rtt(origin, remembered, remembered=True))
             if not fetcher.preconnect(item["url"], page, handshake):
                 # A connection is open already: its connect time answers (Firefox waits for one before routing).
                 origin = _origin_of(item["url"])

@@ -19,16 +19,27 @@ opens the connections its waiting requests need in parallel instead of one hands
 The records of a site are also what the helper connects to ahead of a page (preconnect_origins): when a
 navigation to the site starts, its document's origin and the origins its earlier loads used get a connection
 before the first subresource batch asks, so none of them costs a handshake of its own on the critical path.
+
+A record also keeps the origin's round trip (the smallest handshake of a session, with when it was measured): on a
+navigation's preconnect the helper tells the extension that number before this session has measured one
+(origin_rtt, remembered), so the gate's speed probe decides at once instead of waiting ~0.1 s for the connect
+(speed-probe.ts). It is carried from record to record with its own age and dropped after ROUND_TRIP_TTL, so a
+number nobody measured again never looks young.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..engine.origin_policy import OriginPolicy, PipelineState
 
 RECORD_TTL = 7 * 24 * 3600.0
 BAD_TTL = 24 * 3600.0
+#: A remembered round trip answers the extension's speed probe for a day: the user's network changes (a laptop
+#: moves from a phone's tether to a LAN), and a stale answer costs the first page on the new network its probe's
+#: verdict (speed-probe.ts), until a measured round trip replaces it.
+ROUND_TRIP_TTL = 24 * 3600.0
 PRECONNECT_MAX = 8  # origins of a site connected ahead of its page: a page's first wave rarely needs more
 PROTOCOLS = ("h2", "http/1.1")
 
@@ -37,11 +48,28 @@ Record = dict[str, Any]
 
 def record_of(policy: OriginPolicy, now: float) -> Record | None:
     """The record to keep for this policy, or None when nothing was learned."""
+    # This session's measure, else the one remembered with when it was measured (carried, never made younger).
+    round_trip = (policy.round_trip, now) if policy.round_trip is not None else policy.remembered_round_trip
     if (policy.state is PipelineState.UNKNOWN and policy.request_limit is None and policy.protocol is None
-            and policy.link_bdp is None):
+            and policy.link_bdp is None and round_trip is None):
         return None
-    return {"state": policy.state.value, "depth": policy.depth, "request_limit": policy.request_limit,
-            "protocol": policy.protocol, "link_bdp": policy.link_bdp, "learned_at": now}
+    record: Record = {"state": policy.state.value, "depth": policy.depth, "request_limit": policy.request_limit,
+                      "protocol": policy.protocol, "link_bdp": policy.link_bdp, "learned_at": now}
+    if round_trip is not None:
+        record["round_trip"], record["round_trip_at"] = round_trip
+    return record
+
+
+def _round_trip_of(record: Record, now: float) -> tuple[float, float] | None:
+    """The record's round trip and when it was measured, if it is younger than ROUND_TRIP_TTL; raises ValueError
+    for one that is not a duration and a time."""
+    value, at = record.get("round_trip"), record.get("round_trip_at")
+    if value is None and at is None:
+        return None
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or not isinstance(at, (int, float))
+            or isinstance(at, bool) or not math.isfinite(value) or not math.isfinite(at) or value < 0):
+        raise ValueError("round_trip")
+    return (float(value), float(at)) if 0 <= now - at <= ROUND_TRIP_TTL else None
 
 
 def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | None:
@@ -53,6 +81,7 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         protocol = record.get("protocol")
         bdp = record.get("link_bdp")
         learned = float(record["learned_at"])
+        round_trip = _round_trip_of(record, now)
     except (KeyError, TypeError, ValueError):
         return None
     ttl = BAD_TTL if state is PipelineState.RED else RECORD_TTL
@@ -64,7 +93,8 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         return None
     if bdp is not None and (not isinstance(bdp, int) or isinstance(bdp, bool) or bdp < 0):
         return None
-    policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit, protocol=protocol, link_bdp=bdp)
+    policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit, protocol=protocol, link_bdp=bdp,
+                          remembered_round_trip=round_trip)
     if state is PipelineState.RED:
         policy.demotions.append("learned in an earlier session")
     return policy

@@ -139,9 +139,14 @@ class Engine:
         return next(self._conn_ids)
 
     def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None:
-        if self.on_connected is not None and timing.connect_start is not None and timing.connect_end is not None:
-            # The kernel's measure where it explains the connect time (rtt_sample.py: never a sample too small).
-            rtt = handshake_round_trip(timing.connect_end - timing.connect_start, timing.handshake_rtt)
+        if timing.connect_start is None or timing.connect_end is None:
+            return
+        # The kernel's measure where it explains the connect time (rtt_sample.py: never a sample too small).
+        rtt = handshake_round_trip(timing.connect_end - timing.connect_start, timing.handshake_rtt)
+        policy = self.policies.get(origin)
+        if policy is not None:
+            policy.observe_round_trip(rtt)  # remembered for the next session (origin_memory.py)
+        if self.on_connected is not None:
             self.on_connected(origin, rtt)
 
     def connection_opened(self, conn: Carrier) -> None:

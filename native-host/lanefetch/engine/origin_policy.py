@@ -42,6 +42,17 @@ class OriginPolicy:
     # The link's bandwidth-delay product to it (bytes, inflight_budget.link_bdp), the largest seen: whether a flight's
     # work pays for being spread over the connections at once (pool_plan.balances).
     link_bdp: int | None = None
+    # The smallest round trip (s) this session's connections to it showed in their TCP handshakes (rtt_sample.py);
+    # queueing only ever adds to one.
+    round_trip: float | None = None
+    # What an earlier session measured, (seconds, when: epoch s), while this session has measured none: told to the
+    # extension on a preconnect so that its speed probe decides at once (origin_memory.py).
+    remembered_round_trip: tuple[float, float] | None = None
+
+    def observe_round_trip(self, seconds: float) -> None:
+        """A connection's handshake took this one round trip."""
+        if seconds >= 0 and (self.round_trip is None or seconds < self.round_trip):
+            self.round_trip = seconds
 
     def learn_protocol(self, alpn: str | None) -> None:
         """The server chose this in the TLS handshake (None: no ALPN, HTTP/1.1)."""

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  ACCELERATE_FAST_LINKS_KEY, HostSpeed, STEP_ASIDE_BELOW_RTT_MS, contradicted, rejectReason, thresholdFromSettings, type SpeedSample,
+  ACCELERATE_FAST_LINKS_KEY, HostSpeed, STEP_ASIDE_BELOW_RTT_MS, contradicted, helperSample, rejectReason, thresholdFromSettings, type SpeedSample,
 } from "../../../extension/src/intercept/host-speed.js";
 import { CdpNetworkLog } from "../../../extension/src/timings/cdp-network-log.js";
 
@@ -177,4 +177,33 @@ test("contradicted: at least two round trips far above, none near; first-byte ti
   assert.equal(contradicted({ ms: 4 }, [rtt(400), rtt(410), rtt(20)]), false, "20 ≤ 4 × 4 + 5 keeps it company");
   assert.equal(contradicted({ ms: 4 }, [upper(400), upper(410)]), false);
   assert.equal(contradicted({ ms: 100 }, [rtt(400), rtt(410)]), false, "within the factor");
+});
+
+test("a remembered round trip decides while nothing is measured; the first measured sample replaces it", () => {
+  const { speed, at } = clocked();
+  const heard: string[] = [];
+  speed.onVerdict((host) => heard.push(host));
+  assert.deepEqual(helperSample("https://far.test", 598, true), { url: "https://far.test", ms: 598, source: "helper_memory" });
+  assert.deepEqual(helperSample("https://far.test", 598, false).source, "helper_connect");
+  speed.observe(helperSample("https://far.test", 598, true));
+  assert.deepEqual(heard, ["far.test"], "the probe hears at once");
+  assert.equal(speed.verdict("https://far.test/").state, "slow");
+  // The network changed since (a LAN now): the measured connect decides, however far the remembered one lies.
+  at(10);
+  speed.observe(connect("https://far.test", 0.6));
+  assert.equal(speed.verdict("https://far.test/").state, "fast");
+  assert.equal(speed.verdict("https://far.test/").rttMs, 0.6);
+  // A remembered one after a measured one changes nothing, on any origin of the host.
+  speed.observe(helperSample("http://far.test:8080", 598, true));
+  assert.equal(speed.verdict("https://far.test/").rttMs, 0.6);
+  // Remembered fast, measured slow (a laptop now on a tether): the measured stands, the remembered is gone.
+  speed.observe(helperSample("https://near.test", 2, true));
+  assert.equal(speed.verdict("https://near.test/").state, "fast");
+  speed.observe(connect("https://near.test", 410));
+  assert.deepEqual([speed.verdict("https://near.test/").state, speed.verdict("https://near.test/").rttMs], ["slow", 410]);
+  // It contradicts nothing: one measured sample far below two remembered ones stands.
+  speed.observe(helperSample("https://x.test", 400, true));
+  speed.observe(helperSample("https://x.test:444", 410, true));
+  speed.observe(connect("https://x.test:8443", 4));
+  assert.equal(speed.verdict("https://x.test/").rttMs, 4);
 });

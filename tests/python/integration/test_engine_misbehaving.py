@@ -1290,6 +1290,7 @@ async def test_what_was_learned_about_the_documents_origin_outlives_the_helper_a
         learned = policy(first, srv)
         assert learned.state is PipelineState.GREEN and learned.link_bdp is not None
         await first.aclose()
+        before = len(srv.connections)  # the second session's connections: its preconnect's and its batch's
         second = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
         sent: list[dict[str, Any]] = []
 
@@ -1302,7 +1303,19 @@ async def test_what_was_learned_about_the_documents_origin_outlives_the_helper_a
             await host.handle({"type": "preconnect", "url": srv.url("/page"), "page": page})
             assert policy(second, srv).state is PipelineState.GREEN, "the preconnect started the origin from nothing"
             assert policy(second, srv).link_bdp == learned.link_bdp
-            before = len(srv.connections)
+            # The round trip the first session measured answers the extension's probe before any connect of this one.
+            assert learned.round_trip is not None
+            origin = srv.url("/").rstrip("/")
+            assert sent[:1] == [{"type": "origin_rtt", "origin": origin, "rtt_ms": round(learned.round_trip * 1000, 3),
+                                 "remembered": True}], sent
+            for _ in range(200):  # then the preconnect's own handshake, measured (bounded wait, fails loudly)
+                if any(m["type"] == "origin_rtt" and "remembered" not in m for m in sent):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError(f"no measured round trip after the remembered one: {sent}")
+            await host.handle({"type": "preconnect", "url": srv.url("/other"), "page": page})
+            assert sum(1 for m in sent if m.get("remembered")) == 1, "a remembered round trip after a measured one"
             await fetch(second, gets(srv, [p + "?again" for p in paths], prefix="again"), site)
             firsts = [c.outstanding_at_answer[0] for c in srv.connections[before:] if c.outstanding_at_answer]
             assert max(firsts) > START_DEPTH, f"the first requests went as to an unknown origin: {firsts}"

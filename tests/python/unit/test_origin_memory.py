@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from lanefetch.cache.origin_memory import BAD_TTL, RECORD_TTL, policy_from, preconnect_origins, record_of
+from hypothesis import given
+from hypothesis import strategies as st
+from lanefetch.cache.origin_memory import (
+    BAD_TTL,
+    RECORD_TTL,
+    ROUND_TRIP_TTL,
+    policy_from,
+    preconnect_origins,
+    record_of,
+)
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 
 NOW = 1_800_000_000.0
@@ -30,6 +39,50 @@ def test_the_links_bandwidth_delay_product_is_kept_and_a_bad_one_refused() -> No
         assert policy_from({**record, "link_bdp": bad}, 16, NOW + 60) is None
     old = {k: v for k, v in record.items() if k != "link_bdp"}  # a record from before it was kept
     assert (policy := policy_from(old, 16, NOW)) is not None and policy.link_bdp is None
+
+
+def test_a_round_trip_is_kept_with_its_own_age_and_forgotten_after_a_day() -> None:
+    measured = OriginPolicy(16)
+    measured.observe_round_trip(0.61)
+    measured.observe_round_trip(0.60)  # the smallest: queueing only adds
+    measured.observe_round_trip(0.95)
+    record = record_of(measured, NOW)  # a round trip alone is worth a record
+    assert record is not None and (record["round_trip"], record["round_trip_at"]) == (0.60, NOW)
+    policy = policy_from(record, 16, NOW + 3600)
+    assert policy is not None and policy.remembered_round_trip == (0.60, NOW) and policy.round_trip is None
+    # a session that measured none carries the old one on, as old as it was: never made younger
+    carried = record_of(policy, NOW + 3600)
+    assert carried is not None and (carried["round_trip"], carried["round_trip_at"]) == (0.60, NOW)
+    late = policy_from(carried, 16, NOW + ROUND_TRIP_TTL + 1)
+    assert late is not None and late.remembered_round_trip is None, "a day-old round trip still answers"
+    # a session that measured one replaces it, whatever it was
+    policy.observe_round_trip(0.002)
+    fresh = record_of(policy, NOW + 7200)
+    assert fresh is not None and (fresh["round_trip"], fresh["round_trip_at"]) == (0.002, NOW + 7200)
+
+
+@pytest.mark.parametrize("bad", [
+    {"round_trip": -0.1, "round_trip_at": NOW}, {"round_trip": "0.6", "round_trip_at": NOW},
+    {"round_trip": True, "round_trip_at": NOW}, {"round_trip": 0.6}, {"round_trip_at": NOW},
+    {"round_trip": float("nan"), "round_trip_at": NOW}, {"round_trip": 0.6, "round_trip_at": float("inf")},
+])
+def test_a_round_trip_that_is_not_ours_is_refused(bad: dict[str, object]) -> None:
+    record = record_of(OriginPolicy(16, PipelineState.GREEN, 8), NOW)
+    assert record is not None
+    assert policy_from({**record, **bad}, 16, NOW) is None
+    assert policy_from(record, 16, NOW) is not None  # a record from before round trips were kept
+
+
+@given(st.lists(st.floats(min_value=0, max_value=10, allow_nan=False), min_size=1, max_size=8),
+       st.floats(min_value=0, max_value=ROUND_TRIP_TTL))
+def test_what_is_remembered_is_the_smallest_round_trip_measured(samples: list[float], age: float) -> None:
+    policy = OriginPolicy(16)
+    for s in samples:
+        policy.observe_round_trip(s)
+    record = record_of(policy, NOW)
+    assert record is not None
+    again = policy_from(record, 16, NOW + age)
+    assert again is not None and again.remembered_round_trip == (min(samples), NOW)
 
 
 def test_a_keepalive_limit_alone_is_kept() -> None:
