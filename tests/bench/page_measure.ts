@@ -14,6 +14,10 @@ export interface LoadResult {
   load_s: number;
   dcl_s: number;
   response_end_s: number;
+  /** Epoch ms (this machine's clock, as the driver's Date.now()) of the final navigation's start and load event end:
+   * the wall clock's two parts, the gate's (call → navigation start) and the driver's (load event → noticed). */
+  start_epoch_ms: number;
+  load_end_epoch_ms: number;
 }
 
 /** How a driver reaches into its page (the in-page functions below run there). */
@@ -47,6 +51,8 @@ export const readLoad = async (): Promise<LoadResult> => {
     load_s: (nav.loadEventEnd - nav.startTime) / 1000,
     dcl_s: (nav.domContentLoadedEventEnd - nav.startTime) / 1000,
     response_end_s: (nav.responseEnd - nav.startTime) / 1000,
+    start_epoch_ms: performance.timeOrigin + nav.startTime,
+    load_end_epoch_ms: performance.timeOrigin + nav.loadEventEnd,
   };
 };
 
@@ -55,11 +61,16 @@ export async function measure(probe: PageProbe, images: number, load: () => Prom
   const t0 = Date.now();
   await load();
   await probe.untilLoaded();
-  const wall = (Date.now() - t0) / 1000;
+  const noticed = Date.now();
+  const wall = (noticed - t0) / 1000;
   const r = await probe.read();
+  // Where the wall clock beyond the navigation went: before the final navigation started (ON in Chromium: the gate's
+  // blocked try, the debugger's attach, the navigation again) and after its load event, until the driver noticed it.
+  const before_nav_s = (r.start_epoch_ms - t0) / 1000;
+  const after_load_s = (noticed - r.load_end_epoch_ms) / 1000;
   // images < 0 (a real page): its images are what they are; the counts are reported, not checked.
   if (images >= 0 && (r.images !== images || r.decoded !== images)) throw new Error(`images: ${r.decoded}/${r.images} decoded, want ${images}`);
-  return { wall_s: wall, ...r };
+  return { wall_s: wall, before_nav_s, after_load_s, ...r };
 }
 
 export interface DriverArgs {

@@ -155,7 +155,9 @@ def _load(d: Run) -> rr.Load:
 def _describe(d: Run) -> str:
     fails = sum(1 for r in d["records"] if r.status >= 400)
     protocols = "+".join(sorted({r.request.rsplit(" ", 1)[-1] for r in d["records"]}))
-    return (f"wall {d['wall_s']:.3f} s, nav {d['load_s']:.3f} s, {d['all_requests']} reqs ({fails} ≥ 400) on "
+    split = (f" (before the navigation {d['before_nav_s']:.3f} s, after the load event {d['after_load_s']:.3f} s)"
+             if "before_nav_s" in d else "")
+    return (f"wall {d['wall_s']:.3f} s{split}, nav {d['load_s']:.3f} s, {d['all_requests']} reqs ({fails} ≥ 400) on "
             f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
             f"{d['decoded']}/{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
