@@ -66,7 +66,7 @@ class ConnectionOwner(Protocol):
     budget: InflightBudget
 
     def take(self, conn: Carrier) -> Exchange | None: ...
-    def delivered(self, t: float, nbytes: int) -> None: ...
+    def delivered(self, t: float, nbytes: int, released: bool = False) -> None: ...
     def link_quiet(self, t: float) -> float: ...
     def carries_bulk(self, conn: Carrier) -> bool: ...
     def h2_serving(self) -> int: ...
@@ -231,16 +231,21 @@ class Connection:
                 continue
             t = now()
             self._last_activity = t
+            released = False
             if data:
                 self._last_read = t
-                if self.pool.config.body_stall_cut:
-                    self._out_of_order_at_read = kernel_out_of_order_packets(self._socket())
+                # Packets received beyond a hole since the last read: this read's bytes (some of them) waited in the
+                # kernel for the hole's retransmission; they came over the last round trips, not now.
+                held_before, self._out_of_order_at_read = (self._out_of_order_at_read,
+                                                           kernel_out_of_order_packets(self._socket()))
+                released = (held_before is not None and self._out_of_order_at_read is not None
+                            and self._out_of_order_at_read > held_before)
             if data and self.state.in_flight:
                 front = self.state.in_flight[0]
                 if front.token.timing.first_byte is None:
                     front.token.timing.first_byte = t
             if data:
-                self.pool.delivered(t, len(data))
+                self.pool.delivered(t, len(data), released)
                 if self.pool.config.separate_bulk:
                     self._clamp_bulk_window(t, len(data))
                 events = self.state.receive(data)

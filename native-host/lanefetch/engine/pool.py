@@ -125,10 +125,11 @@ class OriginPool:
     def outstanding(self) -> int:
         return self.queued() + sum(c.unanswered() for c in self.connections)
 
-    def delivered(self, t: float, nbytes: int) -> None:
+    def delivered(self, t: float, nbytes: int, released: bool = False) -> None:
         """nbytes of answers arrived at time t on one of the origin's connections: the in-flight budget's rate, and
-        the link's bandwidth-delay product the origin's policy keeps (remembered across sessions)."""
-        self.budget.received(t, nbytes)
+        the link's bandwidth-delay product the origin's policy keeps (remembered across sessions). released: the
+        kernel held them beyond a hole until now (inflight_budget.received)."""
+        self.budget.received(t, nbytes, released)
         self.engine.last_arrival = max(self.engine.last_arrival, t)
         bdp = self.budget.link_bdp()
         if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):

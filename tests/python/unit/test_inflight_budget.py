@@ -137,3 +137,21 @@ def test_one_read_that_gathered_a_busy_seconds_bytes_is_no_burst_of_the_link() -
     t = deliver_at_rate(b, 0.0, 48_000, 2200, 10)
     b.received(t + 1.0, 48_000)  # the event loop was busy for a second: one read of what the link brought meanwhile
     assert (b.link_bdp() or 0) < BALANCE_BDP
+
+
+def test_what_the_kernel_held_beyond_a_hole_is_no_burst_of_the_link() -> None:
+    """A lost segment's retransmission releases the window received behind it in one read: W-CDMA's link, 19 kB per
+    round trip, was taken for 42 kB and a flight's answers were asked in pieces."""
+    from lanefetch.engine.pool_plan import BALANCE_BDP
+
+    held = InflightBudget()
+    held.observe_rtt(0.40)
+    t = deliver_at_rate(held, 0.0, 48_000, 2200, 20)
+    held.received(t + 0.05, 44_000, released=True)
+    deliver_at_rate(held, t + 0.05, 48_000, 2200, 10)
+    assert (held.link_bdp() or 0) < BALANCE_BDP
+    counted = InflightBudget()  # the same arrivals taken for the link's own: the estimate the flight was misled by
+    counted.observe_rtt(0.40)
+    t = deliver_at_rate(counted, 0.0, 48_000, 2200, 20)
+    counted.received(t + 0.05, 44_000)
+    assert (counted.link_bdp() or 0) >= BALANCE_BDP
