@@ -32,18 +32,25 @@ LINK_WINDOW_RTTS = 2.0
 
 @dataclass
 class _Delivered:
-    """The bytes delivered over a sliding span of time (the last `span` seconds before the newest delivery)."""
+    """The bytes delivered over a sliding span of time (the last `span` seconds before the newest delivery), and
+    the time they took to come."""
 
     _arrivals: deque[tuple[float, int]] = field(default_factory=deque)
     _bytes: int = 0
+    _before: float | None = None  # the newest arrival that left the span
 
     def add(self, t: float, nbytes: int, span: float) -> int:
         """Count nbytes delivered at t; the bytes delivered in (t - span, t]."""
         self._arrivals.append((t, nbytes))
         self._bytes += nbytes
         while self._arrivals[0][0] <= t - span:
+            self._before = self._arrivals[0][0]
             self._bytes -= self._arrivals.popleft()[1]
         return self._bytes
+
+    def took(self, t: float, span: float) -> float:
+        """How long the bytes in (t - span, t] took to come: since the arrival before them, at least `span`."""
+        return span if self._before is None else max(span, t - self._before)
 
 
 @dataclass
@@ -76,8 +83,12 @@ class InflightBudget:
             else:
                 self._rates.popleft()
         self._rates.append((t, rate))  # rates stay in decreasing order: the first is the maximum
+        # The link's rate: bytes that come at once after a quiet spell were on their way through it (held beyond a
+        # lost segment, behind a busy event loop or a starved link emulator, in a radio link's burst), so they are
+        # counted over the time since the arrival before them, never as a burst of the link's.
         link_window = LINK_WINDOW_RTTS * self.min_rtt
-        self.peak_rate = max(self.peak_rate, self._link_deliveries.add(t, nbytes, link_window) / link_window)
+        got = self._link_deliveries.add(t, nbytes, link_window)
+        self.peak_rate = max(self.peak_rate, got / self._link_deliveries.took(t, link_window))
 
     def link_bdp(self) -> int | None:
         """The link's bandwidth-delay product as far as seen (bytes): the session's highest delivery rate over

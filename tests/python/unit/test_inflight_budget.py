@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lanefetch.engine.inflight_budget import FLOOR_BYTES, InflightBudget
+from lanefetch.engine.inflight_budget import FLOOR_BYTES, LINK_WINDOW_RTTS, InflightBudget
 
 
 def deliver_at_rate(b: InflightBudget, start: float, rate: float, size: int, count: int) -> float:
@@ -155,3 +155,35 @@ def test_what_the_kernel_held_beyond_a_hole_is_no_burst_of_the_link() -> None:
     t = deliver_at_rate(counted, 0.0, 48_000, 2200, 20)
     counted.received(t + 0.05, 44_000)
     assert (counted.link_bdp() or 0) >= BALANCE_BDP
+
+
+def test_bytes_that_come_at_once_after_a_quiet_spell_are_no_burst_of_the_link() -> None:
+    """W-CDMA's link, 19 kB per round trip, stalls for a second and then hands over what it held (a radio link's
+    burst, a starved emulator, a hole filled) at once: the estimate stays under the pieces' gate."""
+    from lanefetch.engine.pool_plan import BALANCE_BDP
+
+    b = InflightBudget()
+    b.observe_rtt(0.40)
+    t = deliver_at_rate(b, 0.0, 48_000, 2200, 20)
+    b.received(t + 1.0, 48_000)  # a second's bytes, in one arrival
+    deliver_at_rate(b, t + 1.0, 48_000, 2200, 20)
+    assert (b.link_bdp() or 0) < BALANCE_BDP
+    assert (b.link_bdp() or 0) >= 0.8 * 48_000 * 0.4  # and it still sees the link's own rate
+
+
+@given(st.floats(0.05, 1.0), st.floats(10_000, 2_000_000), st.lists(st.floats(0.0, 3.0), min_size=1, max_size=30))
+@settings(max_examples=60)
+def test_the_links_estimate_never_exceeds_what_arrived_over_the_time_it_took(rtt: float, rate: float,
+                                                                             gaps: list[float]) -> None:
+    """However a link bunches what a sender sends at a steady `rate`, the estimate is never above that rate (the
+    answer's first byte at 0 s: before any arrival, the first ones can only be counted over the window)."""
+    b = InflightBudget()
+    b.observe_rtt(rtt)
+    b.received(0.0, 1)
+    t, pending = 0.0, 0
+    for gap in gaps:  # the sender sends at `rate` all along; the link hands over what it has after each gap
+        t += gap
+        pending = int(rate * gap)
+        if pending:
+            b.received(t, pending)
+    assert b.peak_rate <= rate * 1.001 + 1 / (LINK_WINDOW_RTTS * rtt)
