@@ -73,8 +73,13 @@ async function breakdown(browser: Browser, page: Page, url: string): Promise<Rec
       depth: r.timing?.connection?.pipeline_depth ?? null, outcome: kind(r),
     }))
     : undefined;
+  // The tab policy's events and commands around the navigation (ms from the final navigation's start; the gate's
+  // blocked try and attach come before it, negative).
+  const trace = await browser.worker.evaluate(() => (globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace ?? []);
+  const tab_trace = trace.filter(([, t]) => t >= nav.start - 3000 && t <= nav.start + 500).map(([label, t]) => `${at(t) ?? ""} ${label}`);
   return {
     requests,
+    tab_trace,
     document_end: at(nav.responseEnd),
     load: at(nav.load),
     phases: out,

@@ -123,7 +123,16 @@ const browserTabs = new BrowserTabRecords({
 let policy = INITIAL_POLICY;
 const queues = new Map<number, Promise<void>>();
 const GLOBAL_QUEUE = -1;
+/** The newest tab events and commands with their epoch ms (a bounded ring): where a gated navigation's time goes.
+ * Read by the benchmarks' Chromium driver from the worker (`globalThis.lanefetchTabTrace`); nothing else. */
+const tabTrace: [string, number][] = [];
+(globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace = tabTrace;
+function traced(label: string): void {
+  tabTrace.push([label, Date.now()]);
+  if (tabTrace.length > 200) tabTrace.splice(0, tabTrace.length - 200);
+}
 function dispatch(event: TabEvent): Promise<void> {
+  traced(`event ${event.type}`);
   const { state, commands } = reduce(policy, event);
   policy = state;
   for (const c of commands) if (c.kind === "page_start") startPage(c.tabId, c.url, `nav:${c.url}`);
@@ -131,7 +140,9 @@ function dispatch(event: TabEvent): Promise<void> {
   const next = (queues.get(key) ?? Promise.resolve()).then(async () => {
     for (const command of commands) {
       try {
+        traced(`start ${command.kind}`);
         await execute(command);
+        traced(`end ${command.kind}`);
       } catch (e) {
         console.warn("lanefetch: tab command failed", command, e);
       }
@@ -301,7 +312,9 @@ async function attachTab(tabId: number): Promise<void> {
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
   // unknown counts as private.
   tabInfo(tabId).incognito = await chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true);
+  traced("attach: tab read");
   const result = await sessions.attach(tabId);
+  traced("attach: session ready");
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   await dispatch({ type: "attached", tabId, ok: result.ok });
   if (result.ok) void connection.ready();
