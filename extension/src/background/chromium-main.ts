@@ -311,9 +311,9 @@ async function attachTab(tabId: number): Promise<void> {
   // Whether the tab is incognito decides which helper cache its pages use (memory only): ask the browser rather
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
   // unknown counts as private.
-  tabInfo(tabId).incognito = await chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true);
-  traced("attach: tab read");
-  const result = await sessions.attach(tabId);
+  // (Asked while the debugger attaches: the gated navigation waits for both.)
+  const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true), sessions.attach(tabId)]);
+  tabInfo(tabId).incognito = incognito;
   traced("attach: session ready");
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   await dispatch({ type: "attached", tabId, ok: result.ok });

@@ -92,6 +92,11 @@ export interface TabState {
   gateOpen: boolean;
   /** Navigate here once the session is attached or the probe ended (the gate blocked it). */
   renavigate: string | null;
+  /** An attach command went out and its "attached" has not come yet. */
+  attaching: boolean;
+  /** Attached from a navigation's start (this URL) before the gate's block of it was heard: the block, if it comes
+   * after all, is navigated again. */
+  mayBeBlocked: string | null;
   probing: string | null;
   /** Going to the browser (fast host) once the helper answered what it holds of the tab: that host. */
   awaitingIdle: string | null;
@@ -114,7 +119,7 @@ export interface PolicyState {
 export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], gateHosts: "", helperUp: false, probed: [] };
 
 function newTab(url: string): TabState {
-  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, probing: null, awaitingIdle: null, attachWhenUp: false };
+  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, awaitingIdle: null, attachWhenUp: false };
 }
 
 /** The tab shows an active site's page without the debugger because its host is fast (the gate let it through). */
@@ -154,6 +159,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
   const onSite = (url: string): boolean => matchingRule(s.active, url) !== null;
   const attach = (tabId: number, t: TabState, renavigate: string | null): void => {
     t.renavigate = renavigate;
+    t.attaching = true;
     commands.push({ kind: "attach", tabId });
   };
   const letThrough = (tabId: number, url: string): void => {
@@ -192,8 +198,21 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     }
     case "navigation_blocked": {
       const t = tab(event.tabId);
+      if (!onSite(event.url)) break;
+      // Blocked before the gate's rewrite for the tab took effect (an attach begun at the navigation's start came
+      // first): the gate lets it through now. Any other block of a tab the gate lets through is stale: not ours.
+      if (t.gateOpen) {
+        if (t.mayBeBlocked === event.url) commands.push({ kind: "navigate", tabId: event.tabId, url: event.url });
+        t.mayBeBlocked = null;
+        break;
+      }
+      // Being attached since the navigation started: navigated again once attached.
+      if (t.attaching) {
+        t.renavigate = event.url;
+        t.mayBeBlocked = null;
+        break;
+      }
       // A second blocked navigation while the first one's probe runs supersedes it (probe_ended checks the URL).
-      if (t.gateOpen || !onSite(event.url)) break;
       // Blocked just before the helper went (or before the gate heard): the browser's, unattached.
       if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
       else if (event.speed === "unknown") {
@@ -215,6 +234,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     }
     case "attached": {
       const t = tab(event.tabId);
+      t.attaching = false;
       t.attached = event.ok;
       t.intercepting = event.ok;
       t.gateOpen = true;
@@ -225,6 +245,20 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     }
     case "navigation_started": {
       const t = tabs.get(event.tabId);
+      if (t?.mayBeBlocked) tab(event.tabId).mayBeBlocked = null;
+      if (!t?.attached && onSite(event.url) && s.helperUp && event.speed === "slow") {
+        // The gate will block it (~50 ms to its error): attach from now, not from the block, so that its second try
+        // finds the session ready or nearly (the attach is most of a gated navigation's cost). A POST navigation,
+        // which the gate lets through, is then intercepted from whenever the session is up.
+        const next = tab(event.tabId);
+        if (!next.gateOpen && !next.attaching && next.probing === null) {
+          next.url = event.url;
+          next.mayBeBlocked = event.url;
+          commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
+          attach(event.tabId, next, null);
+        }
+        break;
+      }
       if (!t?.attached || !onSite(event.url)) break;
       const next = tab(event.tabId);
       next.url = event.url;

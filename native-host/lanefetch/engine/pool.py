@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import heapq
 import ipaddress
+import logging
 import socket
 import ssl
 from collections.abc import Sequence
@@ -30,10 +31,11 @@ from .connection import Carrier, Connection
 from .errors import FetchError
 from .exchange import Exchange
 from .h2_connection import H2Connection
-from .inflight_budget import InflightBudget
+from .inflight_budget import LINK_WINDOW_RTTS, InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
+    BALANCE_BDP,
     RENDER_BLOCKING,
     Ahead,
     Bin,
@@ -133,6 +135,12 @@ class OriginPool:
         self.engine.last_arrival = max(self.engine.last_arrival, t)
         bdp = self.budget.link_bdp()
         if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):
+            if bdp >= BALANCE_BDP > (self.policy.link_bdp or 0):
+                # Once per origin and session: the estimate that lets a flight's answers come in pieces, and why.
+                logging.getLogger("lanefetch.engine").info(
+                    "%s: the link carries %d bytes per round trip (%.0f bytes/s at its best over %.2f s, round trip "
+                    "%.3f s)", self.origin, bdp, self.budget.peak_rate, LINK_WINDOW_RTTS * (self.budget.min_rtt or 0),
+                    self.budget.min_rtt or 0)
             self.policy.link_bdp = bdp
 
     # -- connections pull -----------------------------------------------------------------------------------
