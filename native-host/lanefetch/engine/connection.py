@@ -33,7 +33,7 @@ from .pool_plan import Warmth, warmed
 from .request import Origin, serialize
 from .response_check import Expectation
 from .timing import ConnectionInfo, ConnectTiming, now
-from .transport import Transport, kernel_loaded_rtts, kernel_min_rtt, kernel_out_of_order_packets
+from .transport import Transport, kernel_loaded_rtts, kernel_min_rtt, kernel_out_of_order_packets, kernel_receiving
 
 
 class Carrier(Protocol):
@@ -66,7 +66,7 @@ class ConnectionOwner(Protocol):
     budget: InflightBudget
 
     def take(self, conn: Carrier) -> Exchange | None: ...
-    def delivered(self, t: float, nbytes: int, released: bool = False) -> None: ...
+    def delivered(self, t: float, nbytes: int, released: bool = False, loaded_rtt: float | None = None) -> None: ...
     def link_quiet(self, t: float) -> float: ...
     def carries_bulk(self, conn: Carrier) -> bool: ...
     def h2_serving(self) -> int: ...
@@ -231,13 +231,13 @@ class Connection:
                 continue
             t = now()
             self._last_activity = t
-            released = False
+            released, loaded_rtt = False, None
             if data:
                 self._last_read = t
                 # Packets received beyond a hole since the last read: this read's bytes (some of them) waited in the
                 # kernel for the hole's retransmission; they came over the last round trips, not now.
-                held_before, self._out_of_order_at_read = (self._out_of_order_at_read,
-                                                           kernel_out_of_order_packets(self._socket()))
+                held_before = self._out_of_order_at_read
+                self._out_of_order_at_read, loaded_rtt = kernel_receiving(self._socket())
                 released = (held_before is not None and self._out_of_order_at_read is not None
                             and self._out_of_order_at_read > held_before)
             if data and self.state.in_flight:
@@ -245,7 +245,7 @@ class Connection:
                 if front.token.timing.first_byte is None:
                     front.token.timing.first_byte = t
             if data:
-                self.pool.delivered(t, len(data), released)
+                self.pool.delivered(t, len(data), released, loaded_rtt)
                 if self.pool.config.separate_bulk:
                     self._clamp_bulk_window(t, len(data))
                 events = self.state.receive(data)

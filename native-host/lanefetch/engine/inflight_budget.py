@@ -28,6 +28,12 @@ RATE_MEMORY_RTTS = 10.0  # the highest sample of this many minimum RTTs is the b
 # event loop was busy elsewhere must not pass for a burst of the link's (over half a round trip it made W-CDMA's
 # 19 kB per round trip look like four first flights: 96 kB).
 LINK_WINDOW_RTTS = 2.0
+# A delivery whose receiver's round trip exceeds this many smallest round trips came through a queue: the link is
+# full, whatever rate the page's reads show (on W-CDMA, 384 kbit/s at 400 ms, reads ran at twice the link's rate
+# for most of a second while the receiver's round trip was 0.8-1.2 s; over `sat` a page's load kept it within 1 %
+# of 600 ms). The link's estimate (link_bdp) is what it carries with room to spare, so those deliveries count for no
+# peak: pieces and a spread flight only pay where slow start, not the link, is what the page waits on.
+QUEUED_RTT_FACTOR = 1.5
 
 
 @dataclass
@@ -68,11 +74,12 @@ class InflightBudget:
         if seconds > 0 and (self.min_rtt is None or seconds < self.min_rtt):
             self.min_rtt = seconds
 
-    def received(self, t: float, nbytes: int, released: bool = False) -> None:
+    def received(self, t: float, nbytes: int, released: bool = False, loaded_rtt: float | None = None) -> None:
         """nbytes of responses arrived at time t (monotonic seconds), on any of the origin's connections. released:
         they were received over the last round trips and held by the kernel beyond a lost segment until its
         retransmission filled the hole, so they count for no rate: as one arrival they passed for a burst of the
-        link's (W-CDMA's 19 kB per round trip was estimated at 42 kB, and a flight's answers were asked in pieces)."""
+        link's. loaded_rtt: the receiver's round trip (the kernel's, from the data as it arrives: the link's queue
+        included) when they came, if known; see link_bdp."""
         if self.min_rtt is None or nbytes <= 0 or released:
             return
         window = RATE_WINDOW_RTTS * self.min_rtt
@@ -88,7 +95,8 @@ class InflightBudget:
         # counted over the time since the arrival before them, never as a burst of the link's.
         link_window = LINK_WINDOW_RTTS * self.min_rtt
         got = self._link_deliveries.add(t, nbytes, link_window)
-        self.peak_rate = max(self.peak_rate, got / self._link_deliveries.took(t, link_window))
+        if loaded_rtt is None or loaded_rtt <= QUEUED_RTT_FACTOR * self.min_rtt:
+            self.peak_rate = max(self.peak_rate, got / self._link_deliveries.took(t, link_window))
 
     def link_bdp(self) -> int | None:
         """The link's bandwidth-delay product as far as seen (bytes): the session's highest delivery rate over

@@ -127,11 +127,12 @@ class OriginPool:
     def outstanding(self) -> int:
         return self.queued() + sum(c.unanswered() for c in self.connections)
 
-    def delivered(self, t: float, nbytes: int, released: bool = False) -> None:
+    def delivered(self, t: float, nbytes: int, released: bool = False, loaded_rtt: float | None = None) -> None:
         """nbytes of answers arrived at time t on one of the origin's connections: the in-flight budget's rate, and
         the link's bandwidth-delay product the origin's policy keeps (remembered across sessions). released: the
-        kernel held them beyond a hole until now (inflight_budget.received)."""
-        self.budget.received(t, nbytes, released)
+        kernel held them beyond a hole until now; loaded_rtt: the receiver's round trip as they came
+        (inflight_budget.received)."""
+        self.budget.received(t, nbytes, released, loaded_rtt)
         self.engine.last_arrival = max(self.engine.last_arrival, t)
         bdp = self.budget.link_bdp()
         if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):

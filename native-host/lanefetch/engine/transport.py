@@ -191,6 +191,23 @@ def kernel_loaded_rtts(sock: socket.socket | None) -> list[float | None]:
     return out
 
 
+def kernel_receiving(sock: socket.socket | None) -> tuple[int | None, float | None]:
+    """What the kernel says of the data it receives on this connection (Linux; None where it does not say): the
+    packets received out of order, ever (kernel_out_of_order_packets), and the receiver's own round trip estimate
+    in seconds (tcpi_rcv_rtt: from the data as it arrives, so the link's queue included)."""
+    if sock is None or not hasattr(socket, "TCP_INFO"):
+        return None, None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return None, None
+    rcv_rtt = (int.from_bytes(info[_TCPI_RCV_RTT : _TCPI_RCV_RTT + 4], sys.byteorder)
+               if len(info) >= _TCPI_RCV_RTT + 4 else 0)
+    ooo = (int.from_bytes(info[_TCPI_RCV_OOOPACK : _TCPI_RCV_OOOPACK + 4], sys.byteorder)
+           if len(info) >= _TCPI_RCV_OOOPACK + 4 else None)
+    return ooo, (rcv_rtt / 1e6 if rcv_rtt else None)
+
+
 def kernel_out_of_order_packets(sock: socket.socket | None) -> int | None:
     """How many data packets this connection has received out of order, ever (Linux 5.4+; None where the kernel
     does not say). Packets received beyond a hole wait in the kernel, unreadable, until the hole is filled: a rise

@@ -187,3 +187,29 @@ def test_the_links_estimate_never_exceeds_what_arrived_over_the_time_it_took(rtt
         if pending:
             b.received(t, pending)
     assert b.peak_rate <= rate * 1.001 + 1 / (LINK_WINDOW_RTTS * rtt)
+
+
+def test_deliveries_through_a_queue_say_the_link_is_full_not_how_much_room_it_has() -> None:
+    """W-CDMA: reads at twice the link's rate for most of a second while the receiver's round trip was 0.8-1.2 s (the
+    queue). Over `sat` a page's load kept it at the round trip: its estimate stands."""
+    from lanefetch.engine.inflight_budget import QUEUED_RTT_FACTOR
+    from lanefetch.engine.pool_plan import BALANCE_BDP
+
+    full = InflightBudget()
+    full.observe_rtt(0.40)
+    t = deliver_at_rate(full, 0.0, 48_000, 1448, 10)  # the first flights, before the queue shows
+    for i in range(60):  # then reads at twice the link's rate, the receiver's round trip at 1 s
+        full.received(t + 0.015 * (i + 1), 1448, loaded_rtt=1.0)
+    assert (full.link_bdp() or 0) < BALANCE_BDP
+    roomy = InflightBudget()
+    roomy.observe_rtt(0.60)
+    t = 0.0
+    for _ in range(200):  # 290 kB at 10 Mbit/s, the receiver's round trip at 0.605 s
+        t += 1448 / 1_250_000
+        roomy.received(t, 1448, loaded_rtt=0.605)
+    assert (roomy.link_bdp() or 0) >= BALANCE_BDP
+    edge = InflightBudget()
+    edge.observe_rtt(0.60)
+    edge.received(0.0, 1)
+    edge.received(0.1, 60_000, loaded_rtt=QUEUED_RTT_FACTOR * 0.60 + 0.01)
+    assert edge.peak_rate < 2  # a delivery through a queue moves no estimate (the first byte alone counted)
