@@ -26,8 +26,9 @@ So a response whose body has started and then gone quiet is cut when:
   and three round trips here, ON 6.4 s; with the sooner rule 5.6 s (performance.md). Not where the kernel holds
   more than IDLE_CUT_MAX_HELD packets of the connection received beyond a hole since the body's last readable
   bytes (tcpi_rcv_ooopack): closing the connection throws them away and the rest asked elsewhere carries them
-  again. Measured on `wcdma` (apache-rewrite): one such cut put 45 kB more on the link (1.18× OFF's bytes). There
-  the server's retransmission of the hole releases them all at once, and the floor's rule above still applies;
+  again. Measured on `wcdma` (apache-rewrite): one such cut put 45 kB more on the link (1.18× OFF's bytes), and so
+  did one by the floor's rule after 4 s on a busy link. There the server's retransmission of the hole releases them
+  all at once, so with more than that held the floor's rule waits HELD_LIMIT_FACTOR times as long;
 
 - the cut loses nothing the page has: the response is delivered as it arrives (not held: a held answer is fetched
   again whole), it is a 200 with a strong validator, so its rest can be asked by Range and proven the same
@@ -47,7 +48,8 @@ from dataclasses import dataclass
 STALL_ROUND_TRIPS = 3.0
 IDLE_QUIET_ROUND_TRIPS = 2.0  # the body's quiet, where the whole link is quiet too
 IDLE_LINK_ROUND_TRIPS = 1.0  # the link's quiet
-IDLE_CUT_MAX_HELD = 2  # packets held beyond a hole that the idle-link cut may throw away (a tail loss holds none)
+IDLE_CUT_MAX_HELD = 2  # packets held beyond a hole that a cut may throw away (a tail loss holds none)
+HELD_LIMIT_FACTOR = 2.0  # with more held, the floor's rule waits this many times longer
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,11 @@ def cut_now(quiet: float, link_quiet: float, floor: float, round_trips: list[flo
     """Has a body that may be cut (may_cut) been quiet for `quiet` s long enough to cut it, the engine's
     connections all quiet for `link_quiet` s, the kernel holding `held_beyond_hole` packets of it received out of
     order since its last readable bytes (None: not known, taken as none)? (module docstring)"""
-    if quiet >= quiet_limit(floor, round_trips):
+    held = (held_beyond_hole or 0) > IDLE_CUT_MAX_HELD
+    if quiet >= quiet_limit(floor, round_trips) * (HELD_LIMIT_FACTOR if held else 1.0):
         return True
     rtt = _largest(round_trips)
-    return ((held_beyond_hole or 0) <= IDLE_CUT_MAX_HELD
-            and quiet >= max(floor / 4, IDLE_QUIET_ROUND_TRIPS * rtt)
+    return (not held and quiet >= max(floor / 4, IDLE_QUIET_ROUND_TRIPS * rtt)
             and link_quiet >= max(floor / 8, IDLE_LINK_ROUND_TRIPS * rtt))
 
 
