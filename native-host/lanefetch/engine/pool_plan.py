@@ -228,11 +228,14 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     return Bin(conn_id, load + INITIAL_WINDOW, False, window)
 
 
-#: The link's bandwidth-delay product from which a flight's work is spread by bytes (balances): two first flights.
-#: The estimate (inflight_budget.link_bdp) is a lower bound: a page's load seldom fills the link for two round trips.
-#: At four first flights no piece was ever asked over `sat` (10 Mbit/s at 600 ms: 750 kB), though the spread by bytes,
-#: whose estimate grows during the flight itself, was on; W-CDMA's is 19 kB.
-BALANCE_BDP = 2 * INITIAL_WINDOW
+#: The link's bandwidth-delay product from which a flight's work is spread by bytes (balances): four first flights.
+#: The estimate (inflight_budget.link_bdp) is a lower bound over a fast link (a page's load seldom fills it for two
+#: round trips) and, over a slow one, noisy upwards however it is filtered: W-CDMA's 19 kB per round trip was
+#: estimated at up to 41 kB in learning loads (holes filled in SACK recovery release what waited behind them, a
+#: segment at a time: no kernel counter tells those reads from the link's), and at two first flights (29 kB) pieces
+#: were asked there in 2 of 5 second visits of apache-rewrite (6.9 and 9.3 s against OFF's 6.6 s). Over `sat`
+#: (10 Mbit/s at 600 ms: 750 kB) the estimates remembered from learning loads were 79-81 kB (2026-11-28).
+BALANCE_BDP = 4 * INITIAL_WINDOW
 
 
 def balances(cls: int, expected_size: int | None, link_bdp: int | None) -> bool:
