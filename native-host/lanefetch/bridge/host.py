@@ -246,22 +246,21 @@ class Host:
             fetcher = self.proxy.fetcher if self.proxy is not None else self.fetcher
             page = _to_page(item["page"])
             handshake: Handshake = "tcp" if item.get("handshake") == "tcp" else "full"
+            origin = _origin_of(item["url"])
             if fetcher is self.fetcher:
                 # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
                 # preconnect makes its pool: a pool keeps the policy it was made with.
                 await self.fetcher.recall(item["url"], page)
-                origin = _origin_of(item["url"])
                 remembered = self.fetcher.remembered_round_trip(item["url"])
                 if origin is not None and origin not in self._rtts and remembered is not None:
                     # The extension's speed probe waits for a round trip of this host: give it the one an earlier
                     # session measured now, not a handshake later (a measured one follows and replaces it). Sent in
                     # order: it reaches the extension before the pong of the probe's ping.
                     await self._send(protocol.origin_rtt(origin, remembered, remembered=True))
-            if not fetcher.preconnect(item["url"], page, handshake):
-                # A connection is open already: its connect time answers (Firefox waits for one before routing).
-                origin = _origin_of(item["url"])
-                if origin is not None and origin in self._rtts:
-                    self._report_rtt(origin, self._rtts[origin])
+            # (Connects always; where a connection is open already, its connect time answers: Firefox waits for one
+            # before routing.)
+            if not fetcher.preconnect(item["url"], page, handshake) and origin is not None and origin in self._rtts:
+                self._report_rtt(origin, self._rtts[origin])
             if fetcher is self.fetcher:
                 # The rest of the page's site, as its earlier loads taught (Chromium; the proxy keeps no records),
                 # and the page's load: recorded for the next ones, its flight started if earlier loads taught one.

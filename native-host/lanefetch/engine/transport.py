@@ -159,53 +159,48 @@ _TCPI_RCV_RTT = 92  # tcpi_rcv_rtt: the receiver's own estimate, from the data i
 _TCPI_RCV_OOOPACK = 224  # tcpi_rcv_ooopack (Linux 5.4+): data packets received out of order, ever
 
 
-def kernel_min_rtt(sock: socket.socket | None) -> float | None:
-    """The smallest round trip the kernel measured on this connection (Linux), in seconds. Unlike the
-    connect time seen from Python, it holds no event-loop or scheduling delay of a busy machine."""
+def _tcp_info(sock: socket.socket | None) -> bytes | None:
+    """The kernel's struct tcp_info of this connection (Linux), or None where it does not say."""
     if sock is None or not hasattr(socket, "TCP_INFO"):
         return None
     try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
     except OSError:
         return None
-    if len(info) < _TCPI_MIN_RTT + 4:
-        return None
-    micros = int.from_bytes(info[_TCPI_MIN_RTT : _TCPI_MIN_RTT + 4], sys.byteorder)
-    return micros / 1e6 if 0 < micros < 0xFFFFFFFF else None
+
+
+def _u32(info: bytes, at: int) -> int | None:
+    """The u32 field of tcp_info at offset `at`, or None where this kernel's struct is too short to hold it."""
+    return int.from_bytes(info[at : at + 4], sys.byteorder) if len(info) >= at + 4 else None
+
+
+def kernel_min_rtt(sock: socket.socket | None) -> float | None:
+    """The smallest round trip the kernel measured on this connection (Linux), in seconds. Unlike the
+    connect time seen from Python, it holds no event-loop or scheduling delay of a busy machine."""
+    info = _tcp_info(sock)
+    micros = None if info is None else _u32(info, _TCPI_MIN_RTT)
+    return micros / 1e6 if micros is not None and 0 < micros < 0xFFFFFFFF else None
 
 
 def kernel_loaded_rtts(sock: socket.socket | None) -> list[float | None]:
     """The kernel's round trips on this connection as it is loaded now (Linux; the queue's delay included): the
     smoothed one and the receiver's, in seconds; [] where the kernel does not say."""
-    if sock is None or not hasattr(socket, "TCP_INFO"):
+    info = _tcp_info(sock)
+    if info is None:
         return []
-    try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    except OSError:
-        return []
-    out: list[float | None] = []
-    for at in (_TCPI_RTT, _TCPI_RCV_RTT):
-        if len(info) >= at + 4:
-            micros = int.from_bytes(info[at : at + 4], sys.byteorder)
-            out.append(micros / 1e6 if micros else None)
-    return out
+    fields = [_u32(info, at) for at in (_TCPI_RTT, _TCPI_RCV_RTT)]
+    return [micros / 1e6 if micros else None for micros in fields if micros is not None]
 
 
 def kernel_receiving(sock: socket.socket | None) -> tuple[int | None, float | None]:
     """What the kernel says of the data it receives on this connection (Linux; None where it does not say): the
     packets received out of order, ever (kernel_out_of_order_packets), and the receiver's own round trip estimate
     in seconds (tcpi_rcv_rtt: from the data as it arrives, so the link's queue included)."""
-    if sock is None or not hasattr(socket, "TCP_INFO"):
+    info = _tcp_info(sock)
+    if info is None:
         return None, None
-    try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    except OSError:
-        return None, None
-    rcv_rtt = (int.from_bytes(info[_TCPI_RCV_RTT : _TCPI_RCV_RTT + 4], sys.byteorder)
-               if len(info) >= _TCPI_RCV_RTT + 4 else 0)
-    ooo = (int.from_bytes(info[_TCPI_RCV_OOOPACK : _TCPI_RCV_OOOPACK + 4], sys.byteorder)
-           if len(info) >= _TCPI_RCV_OOOPACK + 4 else None)
-    return ooo, (rcv_rtt / 1e6 if rcv_rtt else None)
+    rcv_rtt = _u32(info, _TCPI_RCV_RTT)
+    return _u32(info, _TCPI_RCV_OOOPACK), (rcv_rtt / 1e6 if rcv_rtt else None)
 
 
 def kernel_out_of_order_packets(sock: socket.socket | None) -> int | None:
@@ -213,12 +208,4 @@ def kernel_out_of_order_packets(sock: socket.socket | None) -> int | None:
     does not say). Packets received beyond a hole wait in the kernel, unreadable, until the hole is filled: a rise
     since the body's last readable bytes means its quiet is a loss the server is recovering, with data behind it
     that closing the connection would throw away (body_stall.py)."""
-    if sock is None or not hasattr(socket, "TCP_INFO"):
-        return None
-    try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
-    except OSError:
-        return None
-    if len(info) < _TCPI_RCV_OOOPACK + 4:
-        return None
-    return int.from_bytes(info[_TCPI_RCV_OOOPACK : _TCPI_RCV_OOOPACK + 4], sys.byteorder)
+    return kernel_receiving(sock)[0]
