@@ -6,6 +6,7 @@ import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connectio
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
+import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, withAttach } from "../intercept/attach-race.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
 import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
@@ -155,23 +156,38 @@ function speedOf(url: string): Speed {
   return speed.verdict(url).state;
 }
 
-// Every sample (and threshold change) of a host: the policy hears its verdict; a fast verdict's end is told too.
+// Every sample (and threshold change) of a host: the policy hears its verdict; the end of a verdict the gate lets
+// through on (fast, or slow enough to race the attach) is told too.
 let expiryTimer: ReturnType<typeof setTimeout> | undefined;
+/** The newest attach durations (ms), kept in storage: a browser started again races with what it measured. */
+let attachDurations: number[] = [];
+function verdictEvent(host: string): TabEvent {
+  const v = speed.verdict(host);
+  return { type: "verdict", host, speed: v.state, racesAttach: racesAttach(v.rttMs, attachDurations) };
+}
 speed.onVerdict((host) => {
-  void dispatch({ type: "verdict", host, speed: speed.verdict(host).state });
+  void dispatch(verdictEvent(host));
   armExpiry();
 });
 function armExpiry(): void {
   clearTimeout(expiryTimer);
-  const at = speed.nextExpiry();
+  const at = speed.nextExpiry([...policy.fastHosts, ...policy.raceHosts]);
   if (at === null) return;
   expiryTimer = setTimeout(() => {
-    for (const host of policy.fastHosts) {
-      const state = speed.verdict(host).state;
-      if (state !== "fast") void dispatch({ type: "verdict", host, speed: state });
-    }
+    for (const host of [...policy.fastHosts, ...policy.raceHosts]) void dispatch(verdictEvent(host));
     armExpiry();
   }, Math.max(0, at - Date.now()) + 1);
+}
+/** An attach took `ms`: kept, and where that moved the estimate every known host's race is decided again. */
+function attachTook(ms: number): void {
+  const before = attachEstimate(attachDurations);
+  attachDurations = withAttach(attachDurations, ms);
+  void chrome.storage.local.set({ [ATTACH_DURATIONS_KEY]: attachDurations });
+  if (attachEstimate(attachDurations) !== before) decideRaces();
+}
+function decideRaces(): void {
+  for (const host of speed.knownHosts()) void dispatch(verdictEvent(host));
+  armExpiry();
 }
 connection.onStateChange((state) => void dispatch({ type: "helper", up: state.status === "connected" }));
 
@@ -182,7 +198,7 @@ const IDLE_WAIT_MS = 10_000;
 async function execute(command: TabCommand): Promise<void> {
   switch (command.kind) {
     case "gate":
-      return gate.update(command.rules, command.openTabs, command.fastHosts);
+      return gate.update(command.rules, command.openTabs, command.allowHosts);
     case "attach":
       return void attachTab(command.tabId);
     case "detach":
@@ -282,8 +298,13 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
 
 async function refreshRules(): Promise<void> {
   const [active, off, settings, enabled] = await Promise.all([
-    store.activeRules(), store.sessionOff(), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY]), store.enabledSites(),
+    store.activeRules(), store.sessionOff(), chrome.storage.local.get([ACCELERATE_FAST_LINKS_KEY, SPLIT_LARGE_KEY, ATTACH_DURATIONS_KEY]),
+    store.enabledSites(),
   ]);
+  if (attachDurations.length === 0) {
+    attachDurations = storedAttaches(settings[ATTACH_DURATIONS_KEY]);
+    if (attachDurations.length > 0) decideRaces();
+  }
   speed.setThreshold(thresholdFromSettings(settings));
   accelerator.splitLarge = settings[SPLIT_LARGE_KEY] === true;
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
@@ -312,9 +333,11 @@ async function attachTab(tabId: number): Promise<void> {
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
   // unknown counts as private.
   // (Asked while the debugger attaches: the gated navigation waits for both.)
+  const began = Date.now();
   const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true), sessions.attach(tabId)]);
   tabInfo(tabId).incognito = incognito;
   traced("attach: session ready");
+  if (result.ok) attachTook(Date.now() - began);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   await dispatch({ type: "attached", tabId, ok: result.ok });
   if (result.ok) void connection.ready();

@@ -225,9 +225,9 @@ export class HostSpeed {
     return this.knownHosts().filter((h) => this.verdict(h).state === "fast");
   }
 
-  /** The earliest time a fast verdict ends without a new sample (epoch ms), null if no host is fast. */
-  nextExpiry(): number | null {
-    const ends = this.fastHosts().map((h) => this.verdict(h).expiresAt ?? Infinity);
+  /** The earliest time one of these hosts' verdicts ends without a new sample (epoch ms), null if none does. */
+  nextExpiry(hosts: readonly string[]): number | null {
+    const ends = hosts.map((h) => this.verdict(h).expiresAt ?? Infinity).filter((at) => Number.isFinite(at));
     return ends.length ? Math.min(...ends) : null;
   }
 

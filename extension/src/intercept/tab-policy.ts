@@ -16,6 +16,9 @@
 //   start of a navigation to a host not known fast (before the new page asks for subresources);
 // - a page the browser fetched alone (attached with interception off, or unattached behind the allow rule) is listed
 //   from its Resource Timing once loaded ("list"), and its page load begins at navigation ("page_start").
+// - a host so slow that its document cannot be back before an attach ends (attach-race.ts) is not blocked at all:
+//   its navigation goes on while the tab is attached from its start (an allow rule, like a fast host's), so the
+//   attach costs nothing; its document is the browser's (a page load begun at navigation), its subresources ours.
 // A site enabled in the last minute (the user's action) has the hosts of its open tabs, else its own name, probed
 // once, so the reload after enabling is not stopped by the gate when the host is fast.
 // No round trip of our own: as soon as a navigation that will be intercepted starts (a blocked one about to be
@@ -50,8 +53,9 @@ export type TabEvent =
   | { type: "navigation_started"; tabId: number; url: string; speed: Speed }
   | { type: "navigation_committed"; tabId: number; url: string; speed: Speed }
   | { type: "page_loaded"; tabId: number; url: string; speed: Speed }
-  /** A host's verdict (after each sample of it, on a threshold change, when a fast verdict expired). */
-  | { type: "verdict"; host: string; speed: Speed }
+  /** A host's verdict (after each sample of it, on a threshold change, when a fast verdict expired, after an attach);
+   * racesAttach: slow enough for its navigation to go on while the tab is attached (attach-race.ts). */
+  | { type: "verdict"; host: string; speed: Speed; racesAttach: boolean }
   /** An "attach" command finished: ok, or the tab loads unaccelerated. */
   | { type: "attached"; tabId: number; ok: boolean }
   /** The browser detached the session (the user cancelled the debugging bar, the tab crashed). */
@@ -72,8 +76,9 @@ export type TabCommand =
    * a navigation about to be intercepted), nothing to wait for. */
   | { kind: "preconnect"; url: string; tabId: number | null }
   | { kind: "navigate"; tabId: number; url: string }
-  /** Rewrite the gate: block active sites in tabs not `openTabs`, allow `fastHosts` (most recent first). */
-  | { kind: "gate"; rules: readonly SiteRule[]; openTabs: number[]; fastHosts: string[] }
+  /** Rewrite the gate: block active sites in tabs not `openTabs`, allow `allowHosts` (fast hosts, most recent first,
+   * then the hosts whose navigation races the attach). */
+  | { kind: "gate"; rules: readonly SiteRule[]; openTabs: number[]; allowHosts: string[] }
   /** Tell "helper_idle" once the helper answered what it holds of the tab. */
   | { kind: "await_idle"; tabId: number }
   /** A page load the browser fetches alone begins (its document is not paused). */
@@ -109,14 +114,16 @@ export interface PolicyState {
   active: readonly SiteRule[];
   /** Hosts known fast, most recently learned first (all sites: the gate keeps those of active ones). */
   fastHosts: readonly string[];
-  /** The fast hosts the gate was last written with (space-separated). */
+  /** Slow hosts whose navigations are not blocked but race the attach, most recently learned first. */
+  raceHosts: readonly string[];
+  /** The hosts the gate was last written to allow (space-separated). */
   gateHosts: string;
   helperUp: boolean;
   /** Just-enabled sites already probed, keyed by rule and enable time (turned off and on again: probed again). */
   probed: readonly string[];
 }
 
-export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], gateHosts: "", helperUp: false, probed: [] };
+export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [] };
 
 function newTab(url: string): TabState {
   return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, awaitingIdle: null, attachWhenUp: false };
@@ -134,9 +141,9 @@ export function attachedButLeft(state: PolicyState, tabId: number): boolean {
   return tab?.attached === true && !tab.intercepting;
 }
 
-/** The gate's allow list: fast hosts of active sites. */
+/** The gate's allow list: fast hosts of active sites, then those racing the attach. */
 function gateHosts(s: PolicyState): string[] {
-  return s.fastHosts.filter((h) => matchingRule(s.active, `http://${h}/`) !== null);
+  return [...s.fastHosts, ...s.raceHosts].filter((h) => matchingRule(s.active, `http://${h}/`) !== null);
 }
 
 export function reduce(state: PolicyState, event: TabEvent): { state: PolicyState; commands: TabCommand[] } {
@@ -150,11 +157,11 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     return copy;
   };
   const gate = (): void => {
-    const fastHosts = gateHosts(s);
-    s.gateHosts = fastHosts.join(" ");
+    const allowHosts = gateHosts(s);
+    s.gateHosts = allowHosts.join(" ");
     const openTabs = [...tabs].filter(([, t]) => t.gateOpen).map(([id]) => id);
     // No helper: nothing is blocked, so nothing is attached and no request paused.
-    commands.push(s.helperUp ? { kind: "gate", rules: s.active, openTabs, fastHosts } : { kind: "gate", rules: [], openTabs: [], fastHosts: [] });
+    commands.push(s.helperUp ? { kind: "gate", rules: s.active, openTabs, allowHosts } : { kind: "gate", rules: [], openTabs: [], allowHosts: [] });
   };
   const onSite = (url: string): boolean => matchingRule(s.active, url) !== null;
   const attach = (tabId: number, t: TabState, renavigate: string | null): void => {
@@ -254,6 +261,8 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
         if (!next.gateOpen && !next.attaching && next.probing === null) {
           next.url = event.url;
           next.mayBeBlocked = event.url;
+          // Let through (it races the attach): its document goes unpaused, so its page load begins now.
+          if (s.raceHosts.includes(hostOf(event.url))) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
           commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
           attach(event.tabId, next, null);
         }
@@ -294,6 +303,8 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     case "verdict": {
       const others = s.fastHosts.filter((h) => h !== event.host);
       s.fastHosts = event.speed === "fast" ? [event.host, ...others] : others;
+      const racing = s.raceHosts.filter((h) => h !== event.host);
+      s.raceHosts = event.speed === "slow" && event.racesAttach ? [event.host, ...racing] : racing;
       if (gateHosts(s).join(" ") !== s.gateHosts) gate();
       if (event.speed !== "fast") break;
       for (const [tabId, t] of tabs) {

@@ -74,7 +74,7 @@ test("samples that cannot be a round trip of the network are rejected, and nobod
   assert.deepEqual(heard, ["a.test"]);
 });
 
-test("a fast verdict expires when its last fast sample ages out; nextExpiry is the earliest such end", () => {
+test("a fast verdict expires when its last fast sample ages out; nextExpiry is the earliest end among the hosts asked", () => {
   const { speed, at } = clocked();
   at(100);
   speed.observe(connect("http://a.test", 2));
@@ -85,12 +85,14 @@ test("a fast verdict expires when its last fast sample ages out; nextExpiry is t
   assert.deepEqual(speed.verdict("http://a.test"), { host: "a.test", state: "fast", rttMs: 2, expiresAt: 1100 });
   assert.equal(speed.verdict("http://far.test").state, "slow");
   assert.deepEqual(speed.fastHosts(), ["b.test", "a.test"], "most recently observed first");
-  assert.equal(speed.nextExpiry(), 1100);
+  assert.equal(speed.nextExpiry(speed.fastHosts()), 1100);
+  assert.equal(speed.nextExpiry(["far.test"]), 1300, "a slow verdict ends when its oldest fresh sample ages out");
+  assert.equal(speed.nextExpiry(["unknown.test"]), null);
   at(1101);
   assert.deepEqual(speed.verdict("http://a.test"), { host: "a.test", state: "slow", rttMs: 140, expiresAt: 1300 });
-  assert.equal(speed.nextExpiry(), 1300, "b.test's");
+  assert.equal(speed.nextExpiry(speed.fastHosts()), 1300, "b.test's");
   at(1301);
-  assert.equal(speed.nextExpiry(), null);
+  assert.equal(speed.nextExpiry(["a.test", "b.test", "far.test"]), null);
   assert.deepEqual(speed.knownHosts(), []);
 });
 

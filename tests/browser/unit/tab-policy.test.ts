@@ -8,7 +8,7 @@ const SITE = { scope: "domain" as const, name: "lan.test" };
 const RULES: TabEvent = { type: "rules", active: [SITE], enabled: [{ ...SITE, added: 0 }], now: JUST_ENABLED_MS };
 const LAN = "http://lan.test/a";
 const FAR = "http://far.lan.test/b";
-const gate = (openTabs: number[] = [], fastHosts: string[] = []): TabCommand => ({ kind: "gate", rules: [SITE], openTabs, fastHosts });
+const gate = (openTabs: number[] = [], allowHosts: string[] = []): TabCommand => ({ kind: "gate", rules: [SITE], openTabs, allowHosts });
 
 type Step = [TabEvent, TabCommand[]];
 
@@ -23,7 +23,7 @@ function play(steps: Step[], start: PolicyState = INITIAL_POLICY): PolicyState {
 }
 
 // Without the helper the gate blocks nothing: no tab is attached, no request paused for a helper that cannot take it.
-const NO_GATE: TabCommand = { kind: "gate", rules: [], openTabs: [], fastHosts: [] };
+const NO_GATE: TabCommand = { kind: "gate", rules: [], openTabs: [], allowHosts: [] };
 const on: Step = [RULES, [NO_GATE]];
 const up: Step = [{ type: "helper", up: true }, [gate()]];
 
@@ -86,7 +86,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     name: "unknown speed with the helper up: probe first; fast → unattached behind an allow rule, listed once loaded",
     steps: [on, up,
       [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
-      [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, [gate([], ["lan.test"])]],
       [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []],
       [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "page_start", tabId: 1, url: LAN }]],
@@ -141,8 +141,8 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
-      [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([1], ["lan.test"]), { kind: "await_idle", tabId: 1 }]],
-      [{ type: "verdict", host: "lan.test", speed: "fast" }, []],
+      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, [gate([1], ["lan.test"]), { kind: "await_idle", tabId: 1 }]],
+      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, []],
       [{ type: "helper_idle", tabId: 1 }, [{ kind: "intercept", tabId: 1, on: false }]],
       [{ type: "helper_idle", tabId: 1 }, []],
       [{ type: "page_loaded", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "list", tabId: 1 }]],
@@ -150,7 +150,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" },
         [{ kind: "intercept", tabId: 1, on: true }, { kind: "page_start", tabId: 1, url: FAR }, { kind: "preconnect", url: FAR, tabId: 1 }]],
       [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "preconnect", url: FAR, tabId: 1 }]],
-      [{ type: "verdict", host: "far.lan.test", speed: "fast" }, [gate([1], ["far.lan.test", "lan.test"]), { kind: "await_idle", tabId: 1 }]],
+      [{ type: "verdict", host: "far.lan.test", speed: "fast", racesAttach: false }, [gate([1], ["far.lan.test", "lan.test"]), { kind: "await_idle", tabId: 1 }]],
       [{ type: "navigation_started", tabId: 1, url: "http://slow.lan.test/", speed: "slow" }, [{ kind: "preconnect", url: "http://slow.lan.test/", tabId: 1 }]],
       [{ type: "helper_idle", tabId: 1 }, []]],
     check: (s) => assert.equal(attachedButLeft(s, 1), false),
@@ -167,10 +167,49 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   {
     name: "a fast verdict that ends drops the allow rule; other sites' fast hosts never get one",
     steps: [on, up,
-      [{ type: "verdict", host: "lan.test", speed: "fast" }, [gate([], ["lan.test"])]],
-      [{ type: "verdict", host: "elsewhere.test", speed: "fast" }, []],
-      [{ type: "verdict", host: "lan.test", speed: "unknown" }, [gate()]],
-      [{ type: "verdict", host: "lan.test", speed: "slow" }, []]],
+      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "elsewhere.test", speed: "fast", racesAttach: false }, []],
+      [{ type: "verdict", host: "lan.test", speed: "unknown", racesAttach: false }, [gate()]],
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: false }, []]],
+  },
+  {
+    name: "a host slow enough to race the attach is let through by the gate: attach and preconnect at the navigation's start, its page load begun then (the document is the browser's), no navigation again",
+    steps: [on, up,
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" },
+        [{ kind: "page_start", tabId: 1, url: LAN }, { kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"])]],
+      [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "slow" }, []],
+      // the tab's next page: intercepted as any attached tab's
+      [{ type: "navigation_started", tabId: 1, url: `${LAN}/next`, speed: "slow" }, [{ kind: "preconnect", url: `${LAN}/next`, tabId: 1 }]]],
+    check: (s) => assert.deepEqual([s.tabs.get(1)?.attached, s.tabs.get(1)?.intercepting, s.tabs.get(1)?.renavigate], [true, true, null]),
+  },
+  {
+    name: "a race verdict that ends (or an attach grown slower) drops its allow rule: the gate blocks that host again",
+    steps: [on, up,
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "far.lan.test", speed: "fast", racesAttach: false }, [gate([], ["far.lan.test", "lan.test"])]],
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, []],
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: false }, [gate([], ["far.lan.test"])]],
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["far.lan.test", "lan.test"])]],
+      // a verdict that is not slow never races (an unknown host is probed first)
+      [{ type: "verdict", host: "lan.test", speed: "unknown", racesAttach: true }, [gate([], ["far.lan.test"])]],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]]],
+  },
+  {
+    name: "a race host's navigation blocked all the same (the gate was not rewritten yet): navigated again once attached",
+    steps: [on, up,
+      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]]],
+  },
+  {
+    name: "without the helper a race host gets no allow rule either: the gate is empty",
+    steps: [on,
+      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [NO_GATE]],
+      [{ type: "helper", up: true }, [gate([], ["lan.test"])]],
+      [{ type: "helper", up: false }, [NO_GATE]]],
   },
   {
     name: "a tab that commits another site is released; an unattached tab's open gate closes at its next commit",
@@ -191,7 +230,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       [{ type: "attached", tabId: 2, ok: true }, [gate([1, 2])]],
       [{ type: "tab_removed", tabId: 2 }, [gate([1])]],
       [{ type: "rules", active: [], enabled: [], now: 0 },
-        [{ kind: "gate", rules: [], openTabs: [1], fastHosts: [] }, { kind: "detach", tabId: 1 }, { kind: "gate", rules: [], openTabs: [], fastHosts: [] }]]],
+        [{ kind: "gate", rules: [], openTabs: [1], allowHosts: [] }, { kind: "detach", tabId: 1 }, { kind: "gate", rules: [], openTabs: [], allowHosts: [] }]]],
   },
   {
     name: "the user cancelled the debugging bar: the tab is detached and no longer let through",
@@ -226,7 +265,7 @@ test("pure: the state given is never changed", () => {
   const before = reduce(INITIAL_POLICY, RULES).state;
   const snapshot = JSON.stringify([...before.tabs]);
   reduce(before, { type: "tab_found", tabId: 1, url: LAN });
-  reduce(before, { type: "verdict", host: "lan.test", speed: "fast" });
+  reduce(before, { type: "verdict", host: "lan.test", speed: "fast", racesAttach: false });
   assert.equal(JSON.stringify([...before.tabs]), snapshot);
   assert.deepEqual(before.fastHosts, []);
 });

@@ -1,0 +1,47 @@
+// Chromium: whether a navigation can go on while its tab is being attached, instead of being blocked by the gate
+// (navigation-gate.ts) and navigated again once the debugger session is up. Pure: chromium-main.ts keeps the durations
+// (in storage, so that a browser started again knows them) and tells the tab policy which hosts qualify.
+//
+// Theory of operation. The gate's block costs a navigation the whole attach (0.1–0.23 s measured on a 2-core
+// machine: `tab_trace` in the real-pages breakdown) before its document is even asked for. It exists so that not one
+// subresource escapes interception. But a subresource can only be asked for once the document's first bytes are
+// back, at least one round trip of the host after the navigation starts (two on a new connection). Where that round
+// trip is well above what an attach takes here, the navigation goes on unblocked, the attach begins at its start
+// (tab-policy.ts, "navigation_started"), and Fetch is on before the page can ask for anything: the document is
+// the browser's own (as without lanefetch), its subresources are lanefetch's, and the attach costs nothing.
+// The margin is the slowest of the recent attaches times RACE_FACTOR; with none measured yet (a new profile), an
+// attach is taken to cost ATTACH_PRIOR_MS, above the slowest seen on a 2-core machine. Losing the race costs no correctness: a subresource asked before Fetch is on
+// is fetched by the browser itself (and a page flight's copy of it is wasted bytes), which is why the margin is wide.
+
+/** The storage key (chrome.storage.local) of the recent attach durations. */
+export const ATTACH_DURATIONS_KEY = "attachDurationsMs";
+/** Recent attach durations kept (the slowest of them decides). */
+export const ATTACH_SAMPLES = 8;
+/** A host's round trip must be at least this many times the slowest recent attach. */
+export const RACE_FACTOR = 1.5;
+/** What an attach is taken to cost before one was measured (ms): the slowest seen was 230 ms (a 2-core machine,
+ * the browser and the helper starting). With it a 600 ms host races the first attach, a 400 ms one waits for one. */
+export const ATTACH_PRIOR_MS = 300;
+
+/** Recent attach durations (ms), newest last, at most ATTACH_SAMPLES. */
+export function withAttach(recent: readonly number[], ms: number): number[] {
+  if (!Number.isFinite(ms) || ms < 0) return [...recent];
+  return [...recent, ms].slice(-ATTACH_SAMPLES);
+}
+
+/** What an attach is taken to cost here: the slowest recent one (ATTACH_PRIOR_MS while none was measured). */
+export function attachEstimate(recent: readonly number[]): number {
+  const valid = recent.filter((ms) => Number.isFinite(ms) && ms >= 0);
+  return valid.length ? Math.max(...valid) : ATTACH_PRIOR_MS;
+}
+
+/** Whether a navigation to a host of this round trip (ms) can go on while its tab is attached. */
+export function racesAttach(rttMs: number | null, recent: readonly number[]): boolean {
+  return rttMs !== null && rttMs >= RACE_FACTOR * attachEstimate(recent);
+}
+
+/** The durations read back from storage (anything else is ignored). */
+export function storedAttaches(value: unknown): number[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter((x): x is number => typeof x === "number" && Number.isFinite(x) && x >= 0).slice(-ATTACH_SAMPLES);
+}

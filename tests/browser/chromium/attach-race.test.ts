@@ -1,0 +1,70 @@
+// A navigation that races the debugger attach (intercept/attach-race.ts), in real Chromium: where the host's round
+// trip is well above what an attach takes, the gate lets the navigation through (an allow rule) and the tab is
+// attached from the navigation's start; the document is the browser's, every subresource still the helper's, and
+// no navigation is blocked. Loopback has no such round trip, so the test makes both sides of the race what they are
+// on a slow link: attaches stored as instant (the extension reads them from storage as after a restart) and every
+// response of the origin held back (the document comes back long after the attach ended).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf, tabStatus, waitForHelper, type Browser } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
+import { siteOptions, startSites, type Sites } from "../support/test-site.js";
+
+let sites: Sites;
+let browser: Browser;
+
+before(async () => {
+  sites = await startSites();
+  browser = await launch(freshProfile(true));
+  await browser.worker.evaluate(async () => chrome.storage.local.set({ attachDurationsMs: [0] }));
+});
+after(async () => {
+  siteOptions.delayMs = 0;
+  await browser.close();
+  await sites.close();
+});
+
+test("a host that races the attach: not blocked, attached from the navigation's start, its subresources the helper's", async () => {
+  // A tab shows the origin before the site is turned on: the just-enabled probe then measures that host, and its
+  // verdict races (an attach taken as instant), so the gate allows it.
+  const before = await browser.context.newPage();
+  await openPage(before, `${sites.a.origin}/many.html?n=1`);
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+  await waitForHelper(browser.context);
+  let rules: string[] = [];
+  await eventually("the gate allows the racing host", async () => (rules = await browser.worker.evaluate(async () =>
+    (await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.action.type).sort())).join() === "allow,block", {}, () => rules);
+
+  siteOptions.delayMs = 700;
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  const url = `${sites.a.origin}/many.html?n=3`;
+  await openPage(page, url);
+  await page.waitForFunction(() => (window as unknown as { __widths?: number[] }).__widths?.length === 3, undefined, { timeout: 20000 });
+
+  const trace = await browser.worker.evaluate(() => (globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace ?? []);
+  const events = trace.map(([label]) => label);
+  assert.ok(!events.includes("event navigation_blocked"), `no navigation was blocked: ${events.join(", ")}`);
+  assert.equal(events.filter((e) => e === "start navigate").length, 0, "nor navigated again");
+  const owner = (path: RegExp): string[] => [...new Set(sites.log.filter((r) => path.test(r.path)).map((r) => r.owner.kind))];
+  assert.deepEqual(owner(/^\/many\.html/), ["browser"], "the document is the browser's own");
+  assert.deepEqual(owner(/\?many$/), ["helper"], "every image is the helper's");
+  assert.equal(sites.log.filter((r) => /\?many$/.test(r.path)).length, 3, "each asked once");
+
+  const tabId = await tabIdOf(browser.worker, url);
+  assert.equal((await tabStatus(browser.context, tabId)).tab.intercepting, true);
+  const probe = await browser.context.newPage();
+  await probe.goto(`chrome-extension://${EXTENSION_ID}/timing.html`);
+  const data = await settledPageLoad(probe, tabId);
+  assert.equal(data.load.url, url, "the page load began at the navigation (the document was not paused)");
+  assert.equal(data.records.filter((r) => r.url.endsWith("?many") && r.outcome === "fulfilled").length, 3);
+
+  // The attach was measured: a real one is slower than the stored 0 ms, so this loopback host races no more.
+  const stored = await browser.worker.evaluate(async () => (await chrome.storage.local.get("attachDurationsMs")).attachDurationsMs as number[]);
+  assert.equal(stored.length, 2);
+  assert.ok((stored[1] ?? 0) > 0, JSON.stringify(stored));
+  await eventually("the racing host's allow rule is gone", async () => (rules = await browser.worker.evaluate(async () =>
+    (await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.action.type))).join() === "block", {}, () => rules);
+  await probe.close();
+  await page.close();
+});
