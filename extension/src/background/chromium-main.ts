@@ -200,7 +200,7 @@ async function execute(command: TabCommand): Promise<void> {
     case "gate":
       return gate.update(command.rules, command.openTabs, command.allowHosts);
     case "attach":
-      return void attachTab(command.tabId);
+      return void attachTab(command.tabId, command.loading === true);
     case "detach":
       return releaseTab(command.tabId);
     case "intercept":
@@ -328,13 +328,13 @@ async function updateBadge(tabId: number): Promise<void> {
   await showBadge(tabId, state);
 }
 
-async function attachTab(tabId: number): Promise<void> {
+async function attachTab(tabId: number, loading: boolean): Promise<void> {
   // Whether the tab is incognito decides which helper cache its pages use (memory only): ask the browser rather
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
   // unknown counts as private.
   // (Asked while the debugger attaches: the gated navigation waits for both.)
   const began = Date.now();
-  const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true), sessions.attach(tabId)]);
+  const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true), sessions.attach(tabId, { loading })]);
   tabInfo(tabId).incognito = incognito;
   traced("attach: session ready");
   if (result.ok) attachTook(Date.now() - began);
@@ -375,6 +375,7 @@ async function startUp(): Promise<void> {
 }
 
 chrome.webNavigation.onErrorOccurred.addListener((details) => {
+  if (details.frameId === 0) void sessions.networkAfterLoad(details.tabId);
   if (details.frameId !== 0 || details.error !== BLOCKED_BY_GATE) return;
   void ready.then(() => dispatch({ type: "navigation_blocked", tabId: details.tabId, url: details.url, speed: speedOf(details.url) }));
 });
@@ -434,6 +435,7 @@ chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
 
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
+  void sessions.networkAfterLoad(details.tabId);
   void dispatch({ type: "page_loaded", tabId: details.tabId, url: details.url, speed: speedOf(details.url) });
   timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
   void chrome.tabs.get(details.tabId).then(

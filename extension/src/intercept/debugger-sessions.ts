@@ -24,6 +24,8 @@ export interface AttachResult {
 export class DebuggerSessions {
   /** tabId → the tab's main frame id (its target id). */
   private readonly attached = new Map<number, string>();
+  /** Tabs attached while their navigation went on, whose Network domain waits for the page's load (networkAfterLoad). */
+  private readonly networkLater = new Set<number>();
 
   constructor(private readonly events: SessionEvents) {
     chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -37,6 +39,7 @@ export class DebuggerSessions {
       }
     });
     chrome.debugger.onDetach.addListener((source, reason) => {
+      if (source.tabId !== undefined) this.networkLater.delete(source.tabId);
       if (source.tabId === undefined || !this.attached.delete(source.tabId)) return;
       this.events.detached(source.tabId, reason);
     });
@@ -54,7 +57,12 @@ export class DebuggerSessions {
     return [...this.attached.keys()];
   }
 
-  async attach(tabId: number): Promise<AttachResult> {
+  /** loading: the tab's navigation goes on meanwhile (it races the attach, attach-race.ts). Then Network is not
+   * enabled now: enabling it while a navigation is pending waits for the commit (the attach measured 1.26 s over a
+   * 600 ms link instead of 13 ms), and the renderer, its network agent enabled just as its preload scanner asks,
+   * then asked again for requests it had made (apache-rewrite: a stylesheet and two images twice in every load).
+   * It is enabled once the page loaded (networkAfterLoad): that page's requests have no browser timing in the panel. */
+  async attach(tabId: number, { loading = false }: { loading?: boolean } = {}): Promise<AttachResult> {
     if (this.attached.has(tabId)) return { ok: true };
     const target = { tabId };
     try {
@@ -71,19 +79,27 @@ export class DebuggerSessions {
       const [targets] = await Promise.all([
         chrome.debugger.getTargets(),
         chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE),
-        this.enableNetwork(target),
+        loading ? Promise.resolve(this.networkLater.add(tabId)) : this.enableNetwork(target),
         chrome.debugger.sendCommand(target, "Target.setAutoAttach", AUTO_ATTACH),
       ]);
       this.attached.set(tabId, targets.find((t) => t.tabId === tabId)?.id ?? "");
       return { ok: true };
     } catch (e) {
       this.attached.delete(tabId);
+      this.networkLater.delete(tabId);
       await chrome.debugger.detach(target).catch(() => undefined);
       return { ok: false, error: e instanceof Error ? e.message : String(e) };
     }
   }
 
+  /** The tab's page loaded (or failed): a Network domain left for later (attach's `loading`) is enabled now. */
+  async networkAfterLoad(tabId: number): Promise<void> {
+    if (!this.networkLater.delete(tabId) || !this.attached.has(tabId)) return;
+    await this.enableNetwork({ tabId });
+  }
+
   async detach(tabId: number): Promise<void> {
+    this.networkLater.delete(tabId);
     if (!this.attached.delete(tabId)) return;
     await chrome.debugger.detach({ tabId }).catch(() => undefined);
   }
@@ -100,6 +116,7 @@ export class DebuggerSessions {
   /** The browser's own timing (CDP Network events) of the tab's own session on or off. */
   async setNetwork(tabId: number, on: boolean): Promise<void> {
     if (!this.attached.has(tabId)) return;
+    this.networkLater.delete(tabId);
     if (on) await this.enableNetwork({ tabId });
     else await chrome.debugger.sendCommand({ tabId }, "Network.disable").catch((e: unknown) => console.warn("lanefetch: Network.disable failed", e));
   }

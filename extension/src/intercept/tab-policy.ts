@@ -66,7 +66,8 @@ export type TabEvent =
   | { type: "helper"; up: boolean };
 
 export type TabCommand =
-  | { kind: "attach"; tabId: number }
+  /** loading: the tab's navigation goes on meanwhile (a race: its Network domain waits for the page's load). */
+  | { kind: "attach"; tabId: number; loading?: true }
   | { kind: "detach"; tabId: number }
   /** Fetch and Network on (Fetch first: the new page's subresources must find it) or off, on the tab's session. */
   | { kind: "intercept"; tabId: number; on: boolean }
@@ -164,10 +165,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     commands.push(s.helperUp ? { kind: "gate", rules: s.active, openTabs, allowHosts } : { kind: "gate", rules: [], openTabs: [], allowHosts: [] });
   };
   const onSite = (url: string): boolean => matchingRule(s.active, url) !== null;
-  const attach = (tabId: number, t: TabState, renavigate: string | null): void => {
+  const attach = (tabId: number, t: TabState, renavigate: string | null, loading = false): void => {
     t.renavigate = renavigate;
     t.attaching = true;
-    commands.push({ kind: "attach", tabId });
+    commands.push(loading ? { kind: "attach", tabId, loading } : { kind: "attach", tabId });
   };
   const letThrough = (tabId: number, url: string): void => {
     gate();
@@ -262,9 +263,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
           next.url = event.url;
           next.mayBeBlocked = event.url;
           // Let through (it races the attach): its document goes unpaused, so its page load begins now.
-          if (s.raceHosts.includes(hostOf(event.url))) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
+          const races = s.raceHosts.includes(hostOf(event.url));
+          if (races) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
           commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
-          attach(event.tabId, next, null);
+          attach(event.tabId, next, null, races);
         }
         break;
       }

@@ -177,7 +177,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     steps: [on, up,
       [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" },
-        [{ kind: "page_start", tabId: 1, url: LAN }, { kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
+        [{ kind: "page_start", tabId: 1, url: LAN }, { kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1, loading: true }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"])]],
       [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "slow" }, []],
       // the tab's next page: intercepted as any attached tab's
