@@ -178,7 +178,7 @@ function armExpiry(): void {
     armExpiry();
   }, Math.max(0, at - Date.now()) + 1);
 }
-/** An attach took `ms`: kept, and where that moved the estimate every known host's race is decided again. */
+/** An attach had Fetch on after `ms`: kept, and where that moved the estimate every known host's race is decided again. */
 function attachTook(ms: number): void {
   const before = attachEstimate(attachDurations);
   attachDurations = withAttach(attachDurations, ms);
@@ -333,11 +333,10 @@ async function attachTab(tabId: number, loading: boolean): Promise<void> {
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
   // unknown counts as private.
   // (Asked while the debugger attaches: the gated navigation waits for both.)
-  const began = Date.now();
   const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true), sessions.attach(tabId, { loading })]);
   tabInfo(tabId).incognito = incognito;
   traced("attach: session ready");
-  if (result.ok) attachTook(Date.now() - began);
+  if (result.fetchOnMs !== undefined) attachTook(result.fetchOnMs);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   await dispatch({ type: "attached", tabId, ok: result.ok });
   if (result.ok) void connection.ready();

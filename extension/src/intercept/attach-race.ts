@@ -9,6 +9,8 @@
 // trip is well above what an attach takes here, the navigation goes on unblocked, the attach begins at its start
 // (tab-policy.ts, "navigation_started"), and Fetch is on before the page can ask for anything: the document is
 // the browser's own (as without lanefetch), its subresources are lanefetch's, and the attach costs nothing.
+// An attach's duration here is from its start until Fetch.enable was answered (what the race must beat; a racing
+// attach leaves Network.enable to the page's load: debugger-sessions.ts says why).
 // The margin is the slowest of the recent attaches times RACE_FACTOR; with none measured yet (a new profile), an
 // attach is taken to cost ATTACH_PRIOR_MS, above the slowest seen on a 2-core machine. Losing the race costs no correctness: a subresource asked before Fetch is on
 // is fetched by the browser itself (and a page flight's copy of it is wasted bytes), which is why the margin is wide.
@@ -19,8 +21,8 @@ export const ATTACH_DURATIONS_KEY = "attachDurationsMs";
 export const ATTACH_SAMPLES = 8;
 /** A host's round trip must be at least this many times the slowest recent attach. */
 export const RACE_FACTOR = 1.5;
-/** What an attach is taken to cost before one was measured (ms): the slowest seen was 230 ms (a 2-core machine,
- * the browser and the helper starting). With it a 600 ms host races the first attach, a 400 ms one waits for one. */
+/** What an attach is taken to cost before one was measured (ms): above the slowest whole attach seen, 230 ms (a
+ * 2-core machine, the browser and the helper starting; Fetch alone is on after ~10–20 ms). With it a 600 ms host races the first attach, a 400 ms one waits for one. */
 export const ATTACH_PRIOR_MS = 300;
 
 /** Recent attach durations (ms), newest last, at most ATTACH_SAMPLES. */

@@ -19,6 +19,9 @@ export interface SessionEvents {
 export interface AttachResult {
   ok: boolean;
   error?: string;
+  /** ms from the attach's start until Fetch was on (what a navigation racing the attach must outrun); absent when
+   * the tab was attached already or the attach failed. */
+  fetchOnMs?: number;
 }
 
 export class DebuggerSessions {
@@ -65,6 +68,8 @@ export class DebuggerSessions {
   async attach(tabId: number, { loading = false }: { loading?: boolean } = {}): Promise<AttachResult> {
     if (this.attached.has(tabId)) return { ok: true };
     const target = { tabId };
+    const began = performance.now();
+    let fetchOnMs: number | undefined;
     try {
       await chrome.debugger.attach(target, PROTOCOL);
     } catch (e) {
@@ -78,12 +83,12 @@ export class DebuggerSessions {
       // attach took 86 ms of a gated navigation's ~170 ms one by one).
       const [targets] = await Promise.all([
         chrome.debugger.getTargets(),
-        chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE),
+        chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE).then(() => (fetchOnMs = performance.now() - began)),
         loading ? Promise.resolve(this.networkLater.add(tabId)) : this.enableNetwork(target),
         chrome.debugger.sendCommand(target, "Target.setAutoAttach", AUTO_ATTACH),
       ]);
       this.attached.set(tabId, targets.find((t) => t.tabId === tabId)?.id ?? "");
-      return { ok: true };
+      return fetchOnMs === undefined ? { ok: true } : { ok: true, fetchOnMs };
     } catch (e) {
       this.attached.delete(tabId);
       this.networkLater.delete(tabId);
