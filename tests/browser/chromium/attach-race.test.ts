@@ -59,6 +59,15 @@ test("a host that races the attach: not blocked, attached from the navigation's 
   assert.equal(data.load.url, url, "the page load began at the navigation (the document was not paused)");
   assert.equal(data.records.filter((r) => r.url.endsWith("?many") && r.outcome === "fulfilled").length, 3);
 
+  // Its Network domain, left for later while the navigation raced, is on once the page loaded: a request the page
+  // makes now has the browser's own timing in the panel again.
+  siteOptions.delayMs = 0;
+  await page.evaluate(async () => (await fetch("/many.html?n=1&after")).status);
+  await eventually("the later request has browser timing", async () => {
+    const later = (await settledPageLoad(probe, tabId)).records.find((r) => r.url.endsWith("&after"));
+    return later?.outcome === "fulfilled" && later.browser !== null;
+  });
+
   // The attach was measured: a real one is slower than the stored 0 ms, so this loopback host races no more.
   const stored = await browser.worker.evaluate(async () => (await chrome.storage.local.get("attachDurationsMs")).attachDurationsMs as number[]);
   assert.equal(stored.length, 2);
