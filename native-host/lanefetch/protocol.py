@@ -236,6 +236,10 @@ def origin_rtt(origin: str, rtt_s: float, remembered: bool = False) -> Message:
     return msg
 
 
+def flight_plan(url: str, flight: bool) -> Message:
+    return {"type": "flight_plan", "url": url, "flight": flight}
+
+
 def working(batch_id: str) -> Message:
     return {"type": "working", "batch_id": batch_id}
 

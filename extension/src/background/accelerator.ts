@@ -109,7 +109,7 @@ export class Accelerator {
    * begins its page load and may fetch what it learned of it); false for a connection made ahead of any page (a
    * site just turned on with no tab showing it): the message then names no page URL, so nothing is fetched for one.
    */
-  pageStarted(page: PageInfo, navigation = true): boolean {
+  pageStarted(page: PageInfo, navigation = true, askFlight = false): boolean {
     if (!page.siteActive || this.blockedBy) return false;
     const origin = originOf(page.url);
     if (!origin.startsWith("http") || this.speed.isFast(page.url)) return false;
@@ -117,7 +117,7 @@ export class Accelerator {
     if (!navigation) delete field.url;
     const handshake = handshakeFor(page.url, navigation, this.multiplexed !== null);
     if (handshake === "tcp") this.heldHandshakes.hold(page.url, page);
-    return this.client.preconnect(page.url, field, handshake);
+    return this.client.preconnect(page.url, field, handshake, askFlight && navigation);
   }
 
   /** A response to the browser's own request came from the network over `protocol` (Chromium): an origin whose

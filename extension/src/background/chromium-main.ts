@@ -6,7 +6,7 @@ import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connectio
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
-import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, withAttach } from "../intercept/attach-race.js";
+import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../intercept/attach-race.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
 import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
@@ -191,6 +191,14 @@ function decideRaces(): void {
 }
 connection.onStateChange((state) => void dispatch({ type: "helper", up: state.status === "connected" }));
 
+/** When each racing navigation's flight question was asked (by URL; the newest few). */
+const raceStarts = new Map<string, number>();
+client.onFlightPlan((url, flight) => {
+  const began = raceStarts.get(url);
+  raceStarts.delete(url);
+  const late = began === undefined || tooLateToRenavigate(Date.now() - began, speed.verdict(url).rttMs);
+  void dispatch({ type: "flight_plan", url, flight, late });
+});
 const probe = new SpeedProbe<PageInfo>(speed, (_url, page) => accelerator.pageStarted(page), PROBE_WAIT_MS.chromium, () => client.acknowledged());
 /** Waiting for the helper to answer a tab's requests before leaving the tab to the browser: at most this long. */
 const IDLE_WAIT_MS = 10_000;
@@ -218,9 +226,13 @@ async function execute(command: TabCommand): Promise<void> {
     case "preconnect": {
       // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
       const { url, tabId } = command;
+      if (command.askFlight) {
+        raceStarts.set(url, Date.now());
+        if (raceStarts.size > 32) raceStarts.delete(raceStarts.keys().next().value ?? "");
+      }
       void connection.ready().then((up) => {
         // tabId null: a site just turned on with no tab showing it, a connection ahead of any page (not a navigation).
-        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito), tabId !== null);
+        if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito), tabId !== null, command.askFlight === true);
       });
       return;
     }
@@ -374,7 +386,6 @@ async function startUp(): Promise<void> {
 }
 
 chrome.webNavigation.onErrorOccurred.addListener((details) => {
-  if (details.frameId === 0) void sessions.networkAfterLoad(details.tabId);
   if (details.frameId !== 0 || details.error !== BLOCKED_BY_GATE) return;
   void ready.then(() => dispatch({ type: "navigation_blocked", tabId: details.tabId, url: details.url, speed: speedOf(details.url) }));
 });
@@ -434,7 +445,7 @@ chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
 
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
-  void sessions.networkAfterLoad(details.tabId);
+  void sessions.networkAfterLoad(details.tabId).then((enabled) => enabled && traced("network: on after the load"));
   void dispatch({ type: "page_loaded", tabId: details.tabId, url: details.url, speed: speedOf(details.url) });
   timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
   void chrome.tabs.get(details.tabId).then(

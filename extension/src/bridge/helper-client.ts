@@ -34,6 +34,7 @@ export class HelperClient {
   private nonceCounter = 0;
   private readonly rttListeners: ((origin: string, rttMs: number, remembered: boolean) => void)[] = [];
   private readonly pageReportListeners: ((report: PageReport) => void)[] = [];
+  private readonly flightPlanListeners: ((url: string, flight: boolean) => void)[] = [];
 
   constructor(private readonly connection: HelperConnection) {
     connection.onMessage((message) => {
@@ -72,6 +73,9 @@ export class HelperClient {
         case "page_report":
           for (const l of this.pageReportListeners) l(message);
           break;
+        case "flight_plan":
+          for (const l of this.flightPlanListeners) l(message.url, message.flight);
+          break;
         case "working":
           for (const entry of this.entries.values()) {
             if (entry.batchId === message.batch_id && !entry.finished) entry.sink.working();
@@ -100,10 +104,17 @@ export class HelperClient {
     this.pageReportListeners.push(listener);
   }
 
+  /** Whether a racing navigation's page has a learned prefetch flight (the answer to preconnect's askFlight). */
+  onFlightPlan(listener: (url: string, flight: boolean) => void): void {
+    this.flightPlanListeners.push(listener);
+  }
+
   /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not
-   * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). */
-  preconnect(url: string, page: Page, handshake: NonNullable<Preconnect["handshake"]> = "full"): boolean {
+   * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). askFlight: the
+   * navigation races the attach, tell whether its page has a flight (onFlightPlan). */
+  preconnect(url: string, page: Page, handshake: NonNullable<Preconnect["handshake"]> = "full", askFlight = false): boolean {
     const message: Preconnect = handshake === "full" ? { type: "preconnect", url, page } : { type: "preconnect", url, page, handshake };
+    if (askFlight) message.ask_flight = true;
     return this.connection.state.status === "connected" && this.connection.send(message);
   }
 

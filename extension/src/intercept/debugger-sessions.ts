@@ -97,10 +97,11 @@ export class DebuggerSessions {
     }
   }
 
-  /** The tab's page loaded (or failed): a Network domain left for later (attach's `loading`) is enabled now. */
-  async networkAfterLoad(tabId: number): Promise<void> {
-    if (!this.networkLater.delete(tabId) || !this.attached.has(tabId)) return;
+  /** The tab's page loaded: a Network domain left for later (attach's `loading`) is enabled now. */
+  async networkAfterLoad(tabId: number): Promise<boolean> {
+    if (!this.networkLater.delete(tabId) || !this.attached.has(tabId)) return false;
     await this.enableNetwork({ tabId });
+    return true;
   }
 
   async detach(tabId: number): Promise<void> {

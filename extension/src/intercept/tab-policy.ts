@@ -61,6 +61,9 @@ export type TabEvent =
   /** The browser detached the session (the user cancelled the debugging bar, the tab crashed). */
   | { type: "detached"; tabId: number }
   | { type: "tab_removed"; tabId: number }
+  /** The helper's answer to a racing navigation's preconnect: does its page have a learned flight; late: it came
+   * too late to navigate again (attach-race.ts). */
+  | { type: "flight_plan"; url: string; flight: boolean; late: boolean }
   /** The helper answered every request of the tab it had (after an "await_idle"). */
   | { type: "helper_idle"; tabId: number }
   | { type: "helper"; up: boolean };
@@ -75,7 +78,7 @@ export type TabCommand =
   | { kind: "probe"; tabId: number; url: string }
   /** Ask the helper to connect to url's origin and its site's known ones (a just-enabled site's host of unknown speed,
    * a navigation about to be intercepted), nothing to wait for. */
-  | { kind: "preconnect"; url: string; tabId: number | null }
+  | { kind: "preconnect"; url: string; tabId: number | null; askFlight?: true }
   | { kind: "navigate"; tabId: number; url: string }
   /** Rewrite the gate: block active sites in tabs not `openTabs`, allow `allowHosts` (fast hosts, most recent first,
    * then the hosts whose navigation races the attach). */
@@ -104,6 +107,8 @@ export interface TabState {
    * after all, is navigated again. */
   mayBeBlocked: string | null;
   probing: string | null;
+  /** Racing the attach (this URL) until the helper said whether its page has a flight. */
+  racing: string | null;
   /** Going to the browser (fast host) once the helper answered what it holds of the tab: that host. */
   awaitingIdle: string | null;
   /** Found on an active site while the helper was not up: attached once it is (unless it navigated meanwhile). */
@@ -127,7 +132,7 @@ export interface PolicyState {
 export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [] };
 
 function newTab(url: string): TabState {
-  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, awaitingIdle: null, attachWhenUp: false };
+  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false };
 }
 
 /** The tab shows an active site's page without the debugger because its host is fast (the gate let it through). */
@@ -254,6 +259,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     case "navigation_started": {
       const t = tabs.get(event.tabId);
       if (t?.mayBeBlocked) tab(event.tabId).mayBeBlocked = null;
+      if (t?.racing) tab(event.tabId).racing = null;
       if (!t?.attached && onSite(event.url) && s.helperUp && event.speed === "slow") {
         // The gate will block it (~50 ms to its error): attach from now, not from the block, so that its second try
         // finds the session ready or nearly (the attach is most of a gated navigation's cost). A POST navigation,
@@ -264,8 +270,13 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
           next.mayBeBlocked = event.url;
           // Let through (it races the attach): its document goes unpaused, so its page load begins now.
           const races = s.raceHosts.includes(hostOf(event.url));
-          if (races) commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
-          commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
+          if (races) {
+            commands.push({ kind: "page_start", tabId: event.tabId, url: event.url });
+            commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId, askFlight: true });
+            next.racing = event.url;
+          } else {
+            commands.push({ kind: "preconnect", url: event.url, tabId: event.tabId });
+          }
           attach(event.tabId, next, null, races);
         }
         break;
@@ -313,6 +324,18 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
         if (!t.attached || !t.intercepting || hostOf(t.url) !== event.host || t.awaitingIdle === event.host) continue;
         tab(tabId).awaitingIdle = event.host;
         commands.push({ kind: "await_idle", tabId });
+      }
+      break;
+    }
+    case "flight_plan": {
+      for (const [tabId, t] of tabs) {
+        if (t.racing !== event.url) continue;
+        const next = tab(tabId);
+        next.racing = null;
+        if (event.flight || event.late) continue;
+        // No flight: the document comes through the helper (what it names is fetched as it streams), as after a block.
+        if (next.attaching) next.renavigate = event.url;
+        else if (next.attached) commands.push({ kind: "navigate", tabId, url: event.url });
       }
       break;
     }

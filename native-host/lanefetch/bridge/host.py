@@ -266,6 +266,10 @@ class Host:
                 # and the page's load: recorded for the next ones, its flight started if earlier loads taught one.
                 self._in_background(self.fetcher.preconnect_site(page, handshake), "preconnecting a site's origins")
                 self.loads.navigation(page)
+                if item.get("ask_flight") is True:
+                    # The navigation raced the attach: its document is the browser's. Without a learned flight the
+                    # extension navigates again, so that the document comes through here and what it names is read.
+                    self._in_background(self._tell_flight(item["url"], page), "telling a page's flight plan")
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -281,6 +285,9 @@ class Host:
             await self._send(await self._cache_command(item["action"], item.get("nonce")))
         elif kind == "interfaces":
             await self._send(await self._interfaces_command(item))
+
+    async def _tell_flight(self, url: str, page: Page) -> None:
+        await self._send(protocol.flight_plan(url, await self.loads.flies(page)))
 
     def _connected(self, origin: Origin, connect_s: float) -> None:
         """Tell the extension each origin's round trip as soon as a connection shows it (it steps aside where

@@ -229,6 +229,17 @@ class PageLoads:
         self._discoverer.warm()
         return True
 
+    async def flies(self, page: Page) -> bool:
+        """Whether the load `navigation(page)` began has a prefetch flight, once its start is done (the page's earlier
+        loads taught one, and not all of it was fresh in the cache). False where no load of the page runs."""
+        key = load_key(page)
+        load = self._loads.get(key) if key is not None else None
+        if load is None:
+            return False
+        if load.starting is not None:
+            await asyncio.gather(asyncio.shield(load.starting), return_exceptions=True)
+        return load.flight is not None
+
     async def _start_flight(self, load: _Load, previous: asyncio.Task[None] | None) -> None:
         if previous is not None:  # the page's previous load is recorded first: this one's plan learns from it
             await asyncio.gather(previous, return_exceptions=True)

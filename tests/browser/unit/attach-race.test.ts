@@ -1,7 +1,7 @@
 // Which hosts' navigations race the debugger attach instead of waiting behind the gate's block (attach-race.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ATTACH_PRIOR_MS, ATTACH_SAMPLES, RACE_FACTOR, attachEstimate, racesAttach, storedAttaches, withAttach } from "../../../extension/src/intercept/attach-race.js";
+import { ATTACH_PRIOR_MS, ATTACH_SAMPLES, RACE_FACTOR, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../../../extension/src/intercept/attach-race.js";
 
 test("before any attach was measured the prior decides: a satellite round trip races, a W-CDMA one waits", () => {
   assert.equal(attachEstimate([]), ATTACH_PRIOR_MS);
@@ -27,6 +27,13 @@ test("only the newest ATTACH_SAMPLES are kept: a slow attach ages out", () => {
   assert.equal(attachEstimate(recent), 100);
   assert.deepEqual(withAttach(recent, Number.NaN), recent, "a duration that is not one is not kept");
   assert.deepEqual(withAttach(recent, -5), recent);
+});
+
+test("a racing page without a flight is navigated again only within half a round trip of its start", () => {
+  assert.equal(tooLateToRenavigate(20, 600), false);
+  assert.equal(tooLateToRenavigate(300, 600), false);
+  assert.equal(tooLateToRenavigate(301, 600), true);
+  assert.equal(tooLateToRenavigate(5, null), true, "a host of no known round trip: never");
 });
 
 test("what storage gives back is read only where it is a list of durations", () => {

@@ -210,3 +210,31 @@ async def test_a_killed_host_closes_its_port_and_leaves_no_discovery_process(hos
         for pid in started:  # whatever the verdict, this test leaves nothing running
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+async def flight_plan(host: HostProcess, p: dict[str, Any]) -> bool:
+    """A navigation that raced the attach asks whether its page has a flight; the answer names its URL."""
+    await host.send({"type": "preconnect", "url": p["url"], "page": p, "ask_flight": True})
+    answer = (await host.until("flight_plan"))[-1]
+    assert answer["url"] == p["url"]
+    return bool(answer["flight"])
+
+
+async def test_a_racing_navigation_is_told_whether_its_page_has_a_flight(host: HostProcess, server: Server) -> None:
+    # Never loaded: no flight (the extension then navigates again, so the document comes through the helper).
+    assert await flight_plan(host, page(server)) is False
+    p = page(server)
+    await host.send({"type": "batch", "batch_id": "d1", "page": p,
+                     "requests": [request("d1", p["url"], "document", "text/html")]})
+    await answers(host, "d1")
+    subresources = [request(f"r1-{i}", server.url + path, kind) for i, (path, (_, kind)) in enumerate(ASSETS.items())]
+    await host.send({"type": "batch", "batch_id": "b1", "page": p, "requests": subresources})
+    await answers(host, "b1")
+    # Its next navigation: the first load is recorded first, and a flight starts from it.
+    assert await flight_plan(host, page(server)) is True
+    await seen_all(server, 2)
+    # Private browsing learns nothing: never a flight; a plain preconnect is answered nothing of the kind.
+    assert await flight_plan(host, page(server, private=True)) is False
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    await host.send({"type": "ping", "nonce": "n"})
+    assert all(m["type"] != "flight_plan" for m in await host.until("pong"))
