@@ -108,7 +108,8 @@ export async function openPage(page: Page, url: string, timeout = 20000): Promis
   try {
     await page.goto(url, { waitUntil: "load" });
   } catch (e) {
-    if (!/ERR_BLOCKED_BY_CLIENT|interrupted by another navigation|frame was detached/i.test(String(e))) throw e;
+    // The gate's block, or a racing navigation the extension started again (no flight: attach-race.ts) aborted.
+    if (!/ERR_BLOCKED_BY_CLIENT|ERR_ABORTED|interrupted by another navigation|frame was detached/i.test(String(e))) throw e;
   }
   // The blocked try shows chrome-error://chromewebdata/; wait for the real page to finish loading.
   await page.waitForFunction((u) => location.href === u && document.readyState === "complete", url, { timeout });
