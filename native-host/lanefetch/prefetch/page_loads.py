@@ -127,6 +127,7 @@ class _Load:
     log: LoadLog
     flight: Flight | None = None
     starting: asyncio.Task[None] | None = None
+    planned_any: asyncio.Future[bool] | None = None  # once the history is read: does the plan have work (flies)
     ended: bool = False
     forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
     exact: History | None = None  # the page's learned history, once recalled
@@ -222,6 +223,7 @@ class PageLoads:
             return True
         previous = self._end_in_background(current) if current is not None else None
         load = _Load(key, page, LoadLog(self._clock()))
+        load.planned_any = asyncio.get_running_loop().create_future()
         self._loads[key] = load
         while len(self._loads) > MAX_LOADS:
             self._end_in_background(next(iter(self._loads.values())))
@@ -230,28 +232,35 @@ class PageLoads:
         return True
 
     async def flies(self, page: Page) -> bool:
-        """Whether the load `navigation(page)` began has a prefetch flight, once its start is done (the page's earlier
-        loads taught one, and not all of it was fresh in the cache). False where no load of the page runs."""
+        """Whether the load `navigation(page)` began has a prefetch flight: known as soon as the page's history is read
+        and planned (~10 ms; before the flight's cache checks), True where the plan has work. False where no load of
+        the page runs (nothing may be learned) or its history could not be read."""
         key = load_key(page)
         load = self._loads.get(key) if key is not None else None
-        if load is None:
+        if load is None or load.planned_any is None:
             return False
-        if load.starting is not None:
-            await asyncio.gather(asyncio.shield(load.starting), return_exceptions=True)
-        return load.flight is not None
+        return await asyncio.shield(load.planned_any)
 
     async def _start_flight(self, load: _Load, previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:  # the page's previous load is recorded first: this one's plan learns from it
-            await asyncio.gather(previous, return_exceptions=True)
+        def planned(any_work: bool) -> None:
+            if load.planned_any is not None and not load.planned_any.done():
+                load.planned_any.set_result(any_work)
+
         try:
-            recalled = await self._memory.recall(load.page, load.key.page)
-        except Exception:  # an unreadable store: the page loads as without a flight
-            log.exception("recalling a page failed")
-            return
-        chosen = plan(recalled.exact, None, [])
-        load.exact = recalled.exact
-        load.limits = chosen.limits if recalled.exact is not None else limits_for(None, first_visit=True)
-        await self._fly(load, chosen.items)
+            if previous is not None:  # the page's previous load is recorded first: this one's plan learns from it
+                await asyncio.gather(previous, return_exceptions=True)
+            try:
+                recalled = await self._memory.recall(load.page, load.key.page)
+            except Exception:  # an unreadable store: the page loads as without a flight
+                log.exception("recalling a page failed")
+                return
+            chosen = plan(recalled.exact, None, [])
+            load.exact = recalled.exact
+            load.limits = chosen.limits if recalled.exact is not None else limits_for(None, first_visit=True)
+            planned(bool(chosen.items))
+            await self._fly(load, chosen.items)
+        finally:
+            planned(False)
 
     async def _fly(self, load: _Load, planned: list[Planned]) -> None:
         """Add the planned items the flight does not have yet, the cache does not hold and the browser did not
