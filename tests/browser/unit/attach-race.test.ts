@@ -3,10 +3,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ATTACH_PRIOR_MS, ATTACH_SAMPLES, RACE_FACTOR, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../../../extension/src/intercept/attach-race.js";
 
-test("before any attach was measured the prior decides: a satellite round trip races, a W-CDMA one waits", () => {
+test("before any attach was measured the prior decides: satellite and W-CDMA round trips race, a shorter one waits", () => {
   assert.equal(attachEstimate([]), ATTACH_PRIOR_MS);
   assert.equal(racesAttach(600, []), true);
-  assert.equal(racesAttach(400, []), false);
+  assert.equal(racesAttach(400, []), true);
+  assert.equal(racesAttach(RACE_FACTOR * ATTACH_PRIOR_MS - 1, []), false);
   assert.equal(racesAttach(null, []), false, "an unknown round trip never races");
 });
 
