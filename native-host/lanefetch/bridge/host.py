@@ -207,6 +207,8 @@ class Host:
             cache = self.fetcher.cache_for(Page(private_browsing=False)) if where and where.exists() else None
             if cache is not None:
                 cache.submit(lambda _store: None)
+            if item["browser"] == "chromium":
+                self.loads.warm()  # Chromium's pages are read for what they name (Firefox's proxy reads none)
         elif kind == "proxy_open":
             if self.proxy is None:
                 reason = "proxy_open needs a Firefox hello first"

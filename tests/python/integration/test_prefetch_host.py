@@ -189,12 +189,7 @@ async def test_a_killed_host_closes_its_port_and_leaves_no_discovery_process(hos
     # A navigation begins a page load, which starts discovery's worker process (through a forkserver).
     p = page(server)
     await host.send({"type": "preconnect", "url": p["url"], "page": p})
-    started: tuple[int, int] | None = None
-    for _ in range(400):
-        started = next(((c, k[0]) for c in _children(host.proc.pid) if (k := _children(c))), None)
-        if started is not None:
-            break
-        await asyncio.sleep(0.05)
+    started = await _discovery_worker(host.proc.pid, 400)
     assert started is not None, "no discovery worker process under the host"
     host.proc.kill()  # no shutdown of any kind: a crash, an OOM kill
     try:
@@ -238,3 +233,32 @@ async def test_a_racing_navigation_is_told_whether_its_page_has_a_flight(host: H
     await host.send({"type": "preconnect", "url": p["url"], "page": p})
     await host.send({"type": "ping", "nonce": "n"})
     assert all(m["type"] != "flight_plan" for m in await host.until("pong"))
+
+
+async def _discovery_worker(pid: int, polls: int) -> tuple[int, int] | None:
+    """The (forkserver, worker) pair under the host, polled `polls` times 50 ms apart; None if it never came."""
+    for _ in range(polls):
+        started = next(((c, k[0]) for c in _children(pid) if (k := _children(c))), None)
+        if started is not None:
+            return started
+        await asyncio.sleep(0.05)
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_a_chromium_hello_starts_the_discovery_worker_before_any_page(tmp_path: Path, browser: str) -> None:
+    # Starting it blocked a fresh helper's event loop ~40 ms at its first navigation (the preconnect, the flight
+    # question waited): a Chromium helper starts it at hello. Firefox's proxy reads no page: none is started.
+    async with running_host({**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}) as h:
+        await h.send({**HELLO, "browser": browser})
+        assert (await h.recv())["type"] == "hello"
+        await h.send({"type": "ping", "nonce": "p"})
+        await h.until("pong")
+        started = await _discovery_worker(h.proc.pid, 400 if browser == "chromium" else 20)
+        try:
+            assert (started is not None) == (browser == "chromium"), started
+        finally:
+            for pid in started or ():
+                if _running(pid):
+                    os.kill(pid, signal.SIGKILL)
