@@ -77,6 +77,7 @@ export class DebuggerSessions {
     }
     // Known attached before any command goes: the auto-attach's child targets are announced as events at once.
     this.attached.set(tabId, "");
+    if (loading) this.networkLater.add(tabId);
     try {
       // Sent at once, not each after the last one's answer: the session takes its commands in order (Fetch first),
       // and the navigation the gate blocked waits for all of them (one round trip to the browser, not four: the
@@ -84,7 +85,7 @@ export class DebuggerSessions {
       const [targets] = await Promise.all([
         chrome.debugger.getTargets(),
         chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE).then(() => (fetchOnMs = performance.now() - began)),
-        loading ? Promise.resolve(this.networkLater.add(tabId)) : this.enableNetwork(target),
+        loading ? Promise.resolve() : this.enableNetwork(target),
         chrome.debugger.sendCommand(target, "Target.setAutoAttach", AUTO_ATTACH),
       ]);
       this.attached.set(tabId, targets.find((t) => t.tabId === tabId)?.id ?? "");

@@ -127,7 +127,8 @@ class _Load:
     log: LoadLog
     flight: Flight | None = None
     starting: asyncio.Task[None] | None = None
-    planned_any: asyncio.Future[bool] | None = None  # once the history is read: does the plan have work (flies)
+    # once the history is read: does the plan have work (flies); made in the loop navigation() runs in
+    planned_any: asyncio.Future[bool] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     ended: bool = False
     forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
     exact: History | None = None  # the page's learned history, once recalled
@@ -223,7 +224,6 @@ class PageLoads:
             return True
         previous = self._end_in_background(current) if current is not None else None
         load = _Load(key, page, LoadLog(self._clock()))
-        load.planned_any = asyncio.get_running_loop().create_future()
         self._loads[key] = load
         while len(self._loads) > MAX_LOADS:
             self._end_in_background(next(iter(self._loads.values())))
@@ -242,13 +242,13 @@ class PageLoads:
         the page runs (nothing may be learned) or its history could not be read."""
         key = load_key(page)
         load = self._loads.get(key) if key is not None else None
-        if load is None or load.planned_any is None:
+        if load is None:
             return False
         return await asyncio.shield(load.planned_any)
 
     async def _start_flight(self, load: _Load, previous: asyncio.Task[None] | None) -> None:
         def planned(any_work: bool) -> None:
-            if load.planned_any is not None and not load.planned_any.done():
+            if not load.planned_any.done():
                 load.planned_any.set_result(any_work)
 
         try:

@@ -26,6 +26,9 @@ function play(steps: Step[], start: PolicyState = INITIAL_POLICY): PolicyState {
 const NO_GATE: TabCommand = { kind: "gate", rules: [], openTabs: [], allowHosts: [] };
 const on: Step = [RULES, [NO_GATE]];
 const up: Step = [{ type: "helper", up: true }, [gate()]];
+/** A navigation to a host that races the attach: its page load begins, the helper is asked for its flight, attach. */
+const racingStart = (tabId: number, url: string): Step => [{ type: "navigation_started", tabId, url, speed: "slow" },
+  [{ kind: "page_start", tabId, url }, { kind: "preconnect", url, tabId, askFlight: true }, { kind: "attach", tabId, loading: true }]];
 
 const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[] = [
   {
@@ -176,8 +179,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     name: "a host slow enough to race the attach is let through by the gate: attach and preconnect at the navigation's start, its page load begun then (the document is the browser's), no navigation again",
     steps: [on, up,
       [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
-      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" },
-        [{ kind: "page_start", tabId: 1, url: LAN }, { kind: "preconnect", url: LAN, tabId: 1, askFlight: true }, { kind: "attach", tabId: 1, loading: true }]],
+      racingStart(1, LAN),
       [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"])]],
       // the helper has a flight for the page: nothing more to do
       [{ type: "flight_plan", url: LAN, flight: true, late: false }, []],
@@ -190,8 +192,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     name: "a racing page with no flight is navigated again once attached (its document then comes through the helper); an answer too late, or for another URL, changes nothing",
     steps: [on, up,
       [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
-      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" },
-        [{ kind: "page_start", tabId: 1, url: LAN }, { kind: "preconnect", url: LAN, tabId: 1, askFlight: true }, { kind: "attach", tabId: 1, loading: true }]],
+      racingStart(1, LAN),
       [{ type: "flight_plan", url: `${LAN}/other`, flight: false, late: false }, []],
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, []],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]],
@@ -201,8 +202,7 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       // tab 2 goes to a host not racing yet: attached as before; tab 3 races, and its answer is too late: left as it is
       [{ type: "navigation_started", tabId: 2, url: FAR, speed: "slow" }, [{ kind: "preconnect", url: FAR, tabId: 2 }, { kind: "attach", tabId: 2 }]],
       [{ type: "verdict", host: "far.lan.test", speed: "slow", racesAttach: true }, [gate([1], ["far.lan.test", "lan.test"])]],
-      [{ type: "navigation_started", tabId: 3, url: FAR, speed: "slow" },
-        [{ kind: "page_start", tabId: 3, url: FAR }, { kind: "preconnect", url: FAR, tabId: 3, askFlight: true }, { kind: "attach", tabId: 3, loading: true }]],
+      racingStart(3, FAR),
       [{ type: "attached", tabId: 3, ok: true }, [gate([1, 3], ["far.lan.test", "lan.test"])]],
       [{ type: "flight_plan", url: FAR, flight: false, late: true }, []]],
     check: (s) => assert.equal(s.tabs.get(3)?.racing, null),
@@ -211,13 +211,11 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     name: "a racing tab attached when the answer comes is navigated again at once; a new navigation drops the question",
     steps: [on, up,
       [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
-      [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" },
-        [{ kind: "page_start", tabId: 1, url: LAN }, { kind: "preconnect", url: LAN, tabId: 1, askFlight: true }, { kind: "attach", tabId: 1, loading: true }]],
+      racingStart(1, LAN),
       [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"])]],
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, [{ kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }]],
-      [{ type: "navigation_started", tabId: 2, url: LAN, speed: "slow" },
-        [{ kind: "page_start", tabId: 2, url: LAN }, { kind: "preconnect", url: LAN, tabId: 2, askFlight: true }, { kind: "attach", tabId: 2, loading: true }]],
+      racingStart(2, LAN),
       [{ type: "navigation_started", tabId: 2, url: FAR, speed: "unknown" }, []],
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, []]],
   },
