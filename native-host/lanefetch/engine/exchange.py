@@ -116,7 +116,7 @@ class Exchange:
         return self.request.method
 
     def sort_key(self) -> tuple[int, int, int, int]:
-        return (*queue_order(*priority_key(self.request), self.request.expected_size), self.seq)
+        return (*queue_order(*priority_key(self.request), self.request.link_bytes), self.seq)
 
     # -- events from the connection ----------------------------------------------------------------------
 

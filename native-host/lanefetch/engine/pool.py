@@ -41,6 +41,7 @@ from .pool_plan import (
     Bin,
     Candidate,
     Handshake,
+    Packing,
     allowed_depth,
     balanced_taker,
     balances,
@@ -52,12 +53,12 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
-    fits_first_flight,
     h2_share,
     long_answer,
     may_join,
     may_wait_for_draining,
     over_budget,
+    packing_taker,
     preconnect_plan,
     preferred_taker,
     receiving,
@@ -186,7 +187,12 @@ class OriginPool:
             return self._pop_for(conn)
         # A flight's small answers share a busy connection where all of it comes in one flight, and leave the idle
         # ones to answers that need more round trips (pool_plan.fits_first_flight).
-        packs = self._packs(conn, ex)
+        packer = self._packer(ex)
+        if packer is not None and packer is not conn:
+            self._deferred.add(conn)  # a busy connection takes it into its first flight (pool_plan.packing_taker)
+            packer.wakeup.set()
+            return None
+        packs = packer is conn
         taker = None if packs else self._preferred_taker(ex)
         if taker is not None and taker is not conn:
             # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
@@ -208,7 +214,7 @@ class OriginPool:
         # connection for render-blocking work are paid only when a request would be pipelined.
         if carried and not packs:
             long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
-                or expected_long(f.token.request.expected_size for f in conn.state.in_flight)
+                or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
             # A font and other work would share the pipeline (fonts go with fonts only).
             incoming_font = ex.request.resource_type == "font"
             font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
@@ -231,7 +237,7 @@ class OriginPool:
     def _balanced_taker(self, ex: Exchange) -> tuple[Connection, bool] | None:
         """The connection that should take ex by bytes (pool_plan.balanced_taker) and whether it may now; None where
         that rule does not apply: ex is not a flight's balanced work, or no connection may send more."""
-        if not balances(ex.sort_key()[0], ex.request.expected_size, self.policy.link_bdp):
+        if not balances(ex.sort_key()[0], ex.request.link_bytes, self.policy.link_bdp):
             return None
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
@@ -242,8 +248,8 @@ class OriginPool:
         if not self._may_send_more(c) or self.carries_bulk(c):
             return Bin(c.id, None)
         aboard = self._aboard(c)
-        sizes = [x.request.expected_size for x in aboard]
-        ready = not any(x.sort_key()[0] == RENDER_BLOCKING or x.request.expected_size is None for x in aboard)
+        sizes = [x.request.link_bytes for x in aboard]
+        ready = not any(x.sort_key()[0] == RENDER_BLOCKING or x.request.link_bytes is None for x in aboard)
         return bin_for(c.id, sizes, ready, cooled(c.warmth, t, rtt))
 
     @staticmethod
@@ -251,12 +257,21 @@ class OriginPool:
         """The exchanges whose answers conn has in flight or holds unverified (pipeline.py)."""
         return [f.token for f in conn.state.in_flight] + [r.token for r in conn.state.unverified]
 
-    def _packs(self, conn: Connection, ex: Exchange) -> bool:
-        """Is conn busy with answers of known size that ex, of known size too, may join in the same first flight?"""
-        if ex.request.expected_size is None:
-            return False
-        aboard = self._aboard(conn)
-        return bool(aboard) and fits_first_flight([x.request.expected_size for x in aboard], ex.request.expected_size)
+    def _packer(self, ex: Exchange) -> Connection | None:
+        """The busy connection that should take ex, of known size, into the same first flight as the answers it
+        carries (pool_plan.packing_taker); None if none may."""
+        if ex.request.link_bytes is None:
+            return None
+        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None, len(self.connections))
+        budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
+        unanswered = sum(c.unanswered() for c in self.connections)
+        conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open and self._aboard(c)}
+        taker = packing_taker((Packing(
+            c.id, tuple(x.request.link_bytes for x in self._aboard(c)),
+            self._may_send_more(c) and not self.carries_bulk(c) and c.state.can_send(ex.method, depth)
+            and not over_budget(len(c.state.in_flight), unanswered, budget)) for c in conns.values()),
+            ex.request.link_bytes)
+        return None if taker is None else conns[taker]
 
     def _laying_out(self) -> bool:
         """Render-blocking work of the origin is queued or in flight: the page is still laying out."""

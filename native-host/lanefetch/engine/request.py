@@ -67,9 +67,18 @@ class FetchRequest:
     # the engine declines the request (error "browser_warm") rather than send it as it is, so the browser fetches
     # it there; the flight, the cache and a revalidation above the engine still answer it.
     browser_warm: bool = False
-    # The response's size as learned from earlier loads (a prefetch flight's request; None: not known): the pool
-    # pipelines no render-blocking request behind one expected long (pool_plan.expected_long).
+    # The response's body size as learned from earlier loads, decoded where the page's copy was (a prefetch flight's
+    # request; None: not known): the flight's byte budget and the ranges of a flight's pieces count in it.
     expected_size: int | None = None
+    # The bytes its answer put on the link in those loads, head included, as the server coded it (a compressed text:
+    # a fraction of expected_size; None: not known). The pool's slow-start rules count in these (link_bytes).
+    expected_wire: int | None = None
+
+    @property
+    def link_bytes(self) -> int | None:
+        """What the answer is expected to cost the link (expected_wire, else expected_size; None: not known): what a
+        connection's slow start carries it in (pool_plan.fits_first_flight, balances, expected_long)."""
+        return self.expected_wire if self.expected_wire is not None else self.expected_size
 
     @property
     def idempotent(self) -> bool:

@@ -86,6 +86,7 @@ class _Held:
     over_budget: bool = False
     claimed: bool = False
     source: str = "none"  # where the flight's fetch was answered from (its timing's cache: none, hit, revalidated)
+    wire_bytes: int = 0  # what its fetch put on the link (its timing's)
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
     def prefetched(self) -> Prefetched | None:
@@ -154,7 +155,7 @@ class Flight:
         for item in plan:
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
                                    resource_type=item.resource_type, decode=item.decode, cache_store=False,
-                                   expected_size=item.expected_size)
+                                   expected_size=item.expected_size, expected_wire=item.expected_wire)
             if self._deferred or not self.ledger.admit(request.id, confident=item.confident,
                                                        expected_size=item.expected_size):
                 if item.confident:  # waits for room (in order: nothing overtakes a deferred item)
@@ -291,6 +292,7 @@ class _HoldSink:
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
         held = self._flight._held[request.id]
         held.source = report.cache
+        held.wire_bytes = report.wire_bytes
         held.done.set()
         self._flight.ledger.finished(request.id)
         self._flight._release()
@@ -360,8 +362,11 @@ class FlightAnswers:
             await sink.error(request, FetchError("internal", f"serving from the prefetch failed: {e!r}"))
         else:
             self._keep(held, request, page, body)
-        # A prefetch the helper's cache answered fresh saved nothing on the wire: it is what it was, a cache hit.
-        await sink.timing(request, TimingReport(timing, None, 0, 0, "hit" if held.source == "hit" else "prefetch"))
+        # A prefetch the helper's cache answered fresh saved nothing on the wire: it is what it was, a cache hit. One
+        # that came whole from the network reports what its fetch put on the link (the panel's "on the wire", the
+        # page's learned load); a revalidated one's bytes were a 304's, not the answer's.
+        wire = held.wire_bytes if held.source == "none" else 0
+        await sink.timing(request, TimingReport(timing, None, 0, wire, "hit" if held.source == "hit" else "prefetch"))
 
     def _keep(self, held: _Held, request: FetchRequest, page: Page, body: bytes) -> None:
         """Store a claimed prefetch in the page's HTTP cache as the answer to `request` (module docstring): only one

@@ -100,7 +100,7 @@ def piece_request(request: FetchRequest, index: int, asked: Range) -> FetchReque
     if last is None and request.expected_size is not None:
         size = max(request.expected_size - first, 0)
     return dataclasses.replace(request, id=piece_id(request.id, index), headers=headers, expected_size=size,
-                               decode=False, cache_store=False)
+                               expected_wire=None, decode=False, cache_store=False)
 
 
 def piece_id(request_id: str, index: int) -> str:

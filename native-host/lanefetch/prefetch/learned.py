@@ -59,7 +59,8 @@ class Observed:
     wave: int
     headers: tuple[tuple[str, str], ...]
     credentialed: bool
-    size: int | None = None
+    size: int | None = None  # body bytes its answer delivered (decoded where the page's copy was)
+    wire: int | None = None  # bytes its answer put on the link, head included, as the server coded it
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -67,11 +68,11 @@ class Observed:
 
 
 def observe(url: str, destination: str, mode: str, wave: int, request_headers: Headers,
-            size: int | None = None) -> Observed:
+            size: int | None = None, wire: int | None = None) -> Observed:
     """The record of one request: only REPLAYED fields kept, credentials reduced to their presence."""
     kept = tuple(sorted((k.lower(), v) for k, v in request_headers if k.lower() in REPLAYED))
     credentialed = any(k.lower() in _CREDENTIALS for k, _ in request_headers)
-    return Observed(url, destination, mode, max(wave, 0), kept, credentialed, size)
+    return Observed(url, destination, mode, max(wave, 0), kept, credentialed, size, wire)
 
 
 def may_learn(page: Page) -> bool:
@@ -161,21 +162,22 @@ def encode(history: History) -> str:
     """JSON; each distinct set of kept fields written once (a load's requests share a handful)."""
     header_sets: dict[tuple[tuple[str, str], ...], int] = {}
     loads = [[[i.url, i.destination, i.mode, i.wave, header_sets.setdefault(i.headers, len(header_sets)),
-               i.credentialed, i.size] for i in load] for load in history.loads]
+               i.credentialed, i.size, i.wire] for i in load] for load in history.loads]
     return json.dumps({"v": 1, "at": history.updated_at, "h": [[list(p) for p in h] for h in header_sets],
                        "loads": loads, "p": history.pages}, separators=(",", ":"))
 
 
 def _observed(raw: Any, header_sets: list[tuple[tuple[str, str], ...]]) -> Observed:
-    url, destination, mode, wave, header_index, credentialed, size = raw
+    # Records written before the wire size was kept have 7 entries (wire: not known).
+    url, destination, mode, wave, header_index, credentialed, size, wire = raw if len(raw) == 8 else [*raw, None]
     headers = header_sets[header_index] if isinstance(header_index, int) and header_index >= 0 else None
     if headers is None:
         raise ValueError("bad header set")
     if not (isinstance(url, str) and isinstance(destination, str) and isinstance(mode, str)
             and isinstance(wave, int) and isinstance(credentialed, bool)
-            and (size is None or (isinstance(size, int) and size >= 0))):
+            and all(n is None or (isinstance(n, int) and n >= 0) for n in (size, wire))):
         raise ValueError("bad item")
-    return Observed(url, destination, mode, wave, headers, credentialed, size)
+    return Observed(url, destination, mode, wave, headers, credentialed, size, wire)
 
 
 def _header_set(raw: Any) -> tuple[tuple[str, str], ...]:

@@ -18,8 +18,11 @@ wave, and when the load is over. Pure: requests and times go in, `Observed` reco
   font). So a request's wave is 1 + the highest wave among the load's responses delivered before its batch came
   (the document's is wave 0). Requests of one batch share a wave. A request a timer makes late counts as a later
   wave: harmless, waves only order a flight.
-- Size: the body bytes its answer delivered (as the sink counts them, which is what the budget counts). A
-  request that ended in an error (cancelled, network) is not kept: nothing a flight should fetch came of it.
+- Size: the body bytes its answer delivered (as the sink counts them, which is what the budget counts), and the
+  bytes it put on the link (`transferred`: head and body as the server coded them, what a connection's slow start
+  carries; a compressed stylesheet's is a fifth of its size) where its answer came from the network, directly or
+  through the page's flight. A request that ended in an error (cancelled, network) is not kept: nothing a flight
+  should fetch came of it.
 - Idle (is_idle): no request pending and none arrived or ended for IDLE_S on the injected clock. An idle load
   ends; so does every load when the helper stops."""
 
@@ -62,7 +65,7 @@ def _field(headers: Headers, name: str) -> str | None:
 
 
 def observe_request(method: str, url: str, headers: Headers, resource_type: str, wave: int,
-                    size: int | None) -> Observed | None:
+                    size: int | None, wire: int | None = None) -> Observed | None:
     """The record of one browser request of the load, or None for a request a flight must never reproduce."""
     if method.upper() != "GET":
         return None
@@ -76,7 +79,7 @@ def observe_request(method: str, url: str, headers: Headers, resource_type: str,
     else:
         cors = destination in _CORS_BY_DEFAULT or _field(headers, "origin") is not None
         mode = "cors" if cors else "no-cors"
-    return observe(url, destination, mode, wave, headers, size)
+    return observe(url, destination, mode, wave, headers, size, wire)
 
 
 @dataclass
@@ -87,6 +90,7 @@ class _Seen:
     resource_type: str
     wave: int
     size: int | None = None
+    wire: int | None = None  # bytes its answer put on the link (transferred)
     ended: bool = False  # delivered whole (end)
     failed: bool = False  # an error instead
 
@@ -131,6 +135,13 @@ class LoadLog:
         self._highest_delivered = max(self._highest_delivered, seen.wave)
         self.last_activity = max(self.last_activity, now)
 
+    def transferred(self, request_id: str, wire_bytes: int) -> None:
+        """The answer of a request that ended put wire_bytes on the link (its timing report's; 0: none, a cache
+        hit)."""
+        seen = self._seen.get(request_id)
+        if seen is not None and seen.ended and wire_bytes > 0:
+            seen.wire = wire_bytes
+
     def failed(self, request_id: str, now: float) -> None:
         seen = self._seen.get(request_id)
         if seen is None or seen.ended:
@@ -148,7 +159,7 @@ class LoadLog:
         for s in self._seen.values():
             if not s.ended:
                 continue
-            item = observe_request(s.method, s.url, s.headers, s.resource_type, s.wave, s.size)
+            item = observe_request(s.method, s.url, s.headers, s.resource_type, s.wave, s.size, s.wire)
             if item is not None:
                 out.append(item)
         return out

@@ -184,6 +184,8 @@ class _LoggingSink:
         await self._inner.error(request, error)
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        if report.cache in ("none", "prefetch"):  # from the network (a revalidation's bytes are a 304's)
+            self._load.log.transferred(request.id, report.wire_bytes)
         await self._inner.timing(request, report)
 
 

@@ -45,7 +45,8 @@ _RANK = {"style": 0, "script": 1, "font": 2}
 @dataclass(frozen=True)
 class Planned:
     """One prefetch: the URL, the request fields to send, the engine's resource type (its queue priority),
-    whether it is confident (else a guess, budget.py), and its expected size if learned."""
+    whether it is confident (else a guess, budget.py), and its expected size and bytes on the link if learned
+    (FetchRequest.expected_size, expected_wire)."""
 
     url: str
     headers: Headers
@@ -53,6 +54,7 @@ class Planned:
     confident: bool = True
     expected_size: int | None = None
     decode: bool = True
+    expected_wire: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
         if item.key in credentialed:
             return
         candidates.append((wave, _RANK.get(item.destination, 3), Planned(
-            item.url, list(item.headers), RESOURCE_TYPE.get(item.destination, "other"), confident, item.size),
+            item.url, list(item.headers), RESOURCE_TYPE.get(item.destination, "other"), confident, item.size,
+            expected_wire=item.wire),
             item.key))
 
     stable_keys: set[tuple[str, str, str]] = set()

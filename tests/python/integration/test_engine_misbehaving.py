@@ -681,6 +681,46 @@ async def test_a_flights_small_answers_share_one_connection_and_its_images_are_s
         assert got["/hold/i20000/20000"].unanswered_at_arrival == 0, "not pipelined behind a large image"
 
 
+@pytest.mark.parametrize("wire", [True, False])
+async def test_a_flights_compressed_texts_are_packed_by_their_bytes_on_the_link(wire: bool) -> None:
+    # Stylesheets learned at 20 kB decoded that came as 4 kB of gzip (FetchRequest.expected_wire) all come in one
+    # first flight: they share a connection, whichever connection asks first (pool_plan.packing_taker), and the
+    # flight's image starts at once on another. Counted decoded (wire=False: no wire size learned), each takes a
+    # connection of its own, and the image waits for one of them to be free.
+    async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
+        proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
+        css = [FetchRequest(f"c{i}", "GET", srv.url(f"/hold/c{i}/4000"), resource_type="stylesheet",
+                            expected_size=20_000, expected_wire=4_000 if wire else None) for i in range(3)]
+        image = FetchRequest("i", "GET", srv.url("/hold/i/60000"), resource_type="image", expected_size=60_000)
+        reqs = [*css, image]
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+        try:
+            deadline = time.monotonic() + 5
+
+            def arrived() -> list[Any]:
+                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
+            while len(arrived()) < (4 if wire else 3) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)  # anything more that would go out before an answer has gone out
+            got = {r.path.split("/")[2]: r for r in arrived()}
+            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+            if wire:
+                assert set(got) == {"c0", "c1", "c2", "i"}, f"before any answer the server had, per connection: {seen}"
+                assert len({got[f"c{i}"].conn for i in range(3)}) == 1, seen
+                assert got["i"].conn != got["c0"].conn, seen
+            else:
+                assert set(got) == {"c0", "c1", "c2"}, seen
+                assert len({got[f"c{i}"].conn for i in range(3)}) == 3, seen
+        finally:
+            release = srv.state.setdefault("release", asyncio.Event())
+            assert isinstance(release, asyncio.Event)
+            release.set()
+            await asyncio.wait_for(task, 15)
+        sink.check_exact(reqs, expected)
+
+
 async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connection() -> None:
     # Nothing render-blocking: every image of the flight is sent at once, each to the connection with the fewest
     # bytes (pool_plan.balanced_taker; largest first, queue_order): 60 kB on one, 12 + 11 + 10 kB on the other (a

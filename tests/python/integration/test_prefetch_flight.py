@@ -186,6 +186,8 @@ async def test_answers_from_the_flight_and_refetches_what_does_not_match(server:
     ], sink, PAGE)
     got = sink.got
     assert got["css"].body == CSS and got["css"].report is not None and got["css"].report.cache == "prefetch"
+    # what the prefetch put on the link, its head included, gzip as it came: a fraction of the CSS it answers with
+    assert len(gzip.compress(CSS)) < got["css"].report.wire_bytes < len(gzip.compress(CSS)) + 1024 < len(CSS)
     assert got["js"].body == JS and got["js"].report is not None and got["js"].report.cache == "none"
     assert got["png"].body == PNG and got["png"].report is not None and got["png"].report.cache == "none"
     assert got["new"].body == BIG
@@ -374,6 +376,7 @@ async def test_a_claimed_prefetch_is_kept_in_the_http_cache_for_the_pages_next_r
                              _browser("css2", f"{server.url}/fresh.css", STYLE)], sink, PAGE)
         icon = sink.got["favicon"]
         assert icon.body == PNG and icon.report is not None and icon.report.cache == "hit"
+        assert icon.report.wire_bytes == 0
         assert server.count("/icon.png") == 1, "the claimed prefetch answered the page's next request of it"
         css = sink.got["css2"]
         assert css.body == CSS and css.report is not None and css.report.cache == "none"
@@ -419,6 +422,7 @@ async def test_a_large_image_or_font_comes_in_pieces_over_the_connections_and_an
         assert fields["content-length"] == str(len(PHOTO)) and "content-range" not in fields
         assert fields["etag"] == '"photo-1"'
         assert got.report is not None and got.report.cache == "prefetch"
+        assert len(PHOTO) < got.report.wire_bytes < len(PHOTO) + 3 * 1024  # three pieces, each with its head
     assert len(server.seen) == 7, "both answered from the flight"
     report = await flight.close()
     assert report.answered == 2 and report.claimed_bytes == 2 * len(PHOTO)

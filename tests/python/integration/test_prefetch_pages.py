@@ -303,6 +303,16 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
     report = ended[-1].flight
     assert ended[-1].url == site.url and report is not None
     assert (report.sent, report.answered, report.wasted_bytes) == (3, 3, 0)
+    # The load answered from its flight is learned with what each answer put on the link (its prefetch's bytes, head
+    # included); the cache hit put nothing there.
+    await settle(service)
+    recalled = await loads._memory.recall(site, site.url)
+    assert recalled.exact is not None
+    newest = {o.url.removeprefix(server.url): o for o in recalled.exact.loads[0]}
+    for path, _ in flown:
+        size, wire = newest[path].size, newest[path].wire
+        assert size is not None and wire is not None and size < wire < size + 1024, (path, size, wire)
+    assert newest["/static/cacheable.js"].wire is None
 
 
 async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(

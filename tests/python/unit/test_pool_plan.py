@@ -19,6 +19,7 @@ from lanefetch.engine.pool_plan import (
     Bin,
     Candidate,
     Handshake,
+    Packing,
     Warmth,
     allowed_depth,
     balanced_taker,
@@ -36,6 +37,7 @@ from lanefetch.engine.pool_plan import (
     may_join,
     may_wait_for_draining,
     over_budget,
+    packing_taker,
     preferred_taker,
     queue_order,
     receiving,
@@ -392,6 +394,36 @@ def test_a_flights_answers_share_a_busy_connection_only_when_all_of_it_comes_in_
     else:
         total = sum((s or 0) + HEAD_BYTES for s in carried) + (incoming or 0) + HEAD_BYTES
         assert fits == (total <= INITIAL_WINDOW)
+
+
+_packings = st.lists(st.tuples(st.lists(st.one_of(st.none(), st.integers(0, 20_000)), max_size=4), st.booleans()),
+                     max_size=6)
+
+
+@given(_packings, st.one_of(st.none(), st.integers(0, 20_000)), st.randoms(use_true_random=False))
+def test_the_packer_is_the_fullest_connection_the_answer_fits_whatever_the_order(
+        conns: list[tuple[list[int | None], bool]], incoming: int | None, rnd: Random) -> None:
+    packings = [Packing(i, tuple(sizes), may) for i, (sizes, may) in enumerate(conns)]
+    taker = packing_taker(packings, incoming)
+    shuffled = list(packings)
+    rnd.shuffle(shuffled)
+    assert packing_taker(shuffled, incoming) == taker  # a function of the states, not of who asks first
+    fitting = [p for p in packings if p.may_send and fits_first_flight(p.sizes, incoming)]
+    if not fitting:
+        assert taker is None
+        return
+    chosen = packings[taker] if taker is not None else None
+    assert chosen in fitting
+    assert all(sum(s or 0 for s in p.sizes) <= sum(s or 0 for s in chosen.sizes) for p in fitting)
+
+
+def test_apache_rewrites_small_answers_pack_on_one_connection_by_their_bytes_on_the_link() -> None:
+    # manual.css (5.3 kB gzipped) is on connection 1; prettify.css (1.4 kB) goes with it, not to an idle one, and
+    # not to connection 2 carrying prettify.min.js (13.7 kB: it would not fit); one that may send no more is passed.
+    busy = [Packing(1, (5_303,)), Packing(2, (13_725,)), Packing(3, (6_000,), may_send=False)]
+    assert packing_taker(busy, 1_387) == 1
+    assert packing_taker([*busy, Packing(4, (5_303, 1_387))], 1_390) == 4  # the fuller of two that fit
+    assert packing_taker(busy, 9_000) is None  # fits nowhere: the idle-connection rules decide
 
 
 def test_first_flight_examples() -> None:

@@ -116,7 +116,7 @@ _ITEMS = st.builds(
     st.sampled_from(["style", "script", "image", "font"]), st.sampled_from(["no-cors", "cors"]), st.integers(0, 5),
     st.lists(st.tuples(st.sampled_from(["Accept", "Origin", "Cookie", "X-Other", "sec-fetch-site"]),
                        st.text(max_size=8)), max_size=4),
-    st.one_of(st.none(), st.integers(0, 10**7)))
+    st.one_of(st.none(), st.integers(0, 10**7)), st.one_of(st.none(), st.integers(0, 10**7)))
 
 
 @given(st.lists(st.lists(_ITEMS, max_size=6), max_size=7), st.floats(0, 1e9))
@@ -137,6 +137,17 @@ def test_encode_decode_round_trip(loads: list[list[Observed]], now: float) -> No
 def test_decode_refuses_garbage_without_raising(raw: object) -> None:
     decode(json.dumps(raw), 0.0)
     decode("{not json", 0.0)
+
+
+def test_a_record_kept_before_wire_sizes_were_learned_still_reads() -> None:
+    record = json.loads(encode(History([[observe("https://a.example/s.css", "style", "no-cors", 1, [], 900, 300)]],
+                                       5.0, ["https://a.example/"])))
+    assert record["loads"][0][0][-2:] == [900, 300]
+    record["loads"][0][0] = record["loads"][0][0][:-1]  # as written before: seven entries
+    h = decode(json.dumps(record), 5.0)
+    assert h is not None and (h.loads[0][0].size, h.loads[0][0].wire) == (900, None)
+    record["loads"][0][0] += [300, "x"]  # nine: not ours
+    assert decode(json.dumps(record), 5.0) is None
 
 
 def test_decode_refuses_a_credential_field() -> None:

@@ -60,6 +60,20 @@ def test_waves_follow_what_was_delivered_before_each_batch() -> None:
     assert [(o.url.rsplit("/", 1)[1], o.wave) for o in log.observed()] == [("css", 1), ("js", 1), ("font", 2)]
 
 
+def test_what_an_answer_put_on_the_link_is_kept_beside_its_size() -> None:
+    # A stylesheet that came as 5.3 kB of gzip for 22.9 kB of CSS: the pool's slow-start rules count the 5.3 kB.
+    log = LoadLog(0.0)
+    _batch(log, ["css", "img", "hit"], "stylesheet")
+    log.transferred("css", 5_303)  # not ended yet: nothing kept
+    log.ended("css", 22_880, 0.1)
+    log.transferred("css", 5_303)
+    log.ended("img", 900, 0.1)
+    log.ended("hit", 700, 0.1)
+    log.transferred("hit", 0)  # a cache hit put nothing on the link: not known
+    kept = {o.url.rsplit("/", 1)[1]: (o.size, o.wire) for o in log.observed()}
+    assert kept == {"css": (22_880, 5_303), "img": (900, None), "hit": (700, None)}
+
+
 @given(st.lists(st.tuples(st.integers(1, 4), st.lists(st.booleans(), max_size=4)), max_size=12))
 def test_a_wave_is_one_more_than_the_highest_delivered_when_its_batch_came(
     script: list[tuple[int, list[bool]]],
