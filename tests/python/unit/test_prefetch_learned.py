@@ -139,6 +139,18 @@ def test_decode_refuses_garbage_without_raising(raw: object) -> None:
     decode("{not json", 0.0)
 
 
+def test_an_answer_from_the_cache_keeps_what_it_put_on_the_link_when_it_last_came_over_it() -> None:
+    def css(size: int, wire: int | None) -> Observed:
+        return observe("https://a.example/s.css", "style", "no-cors", 1, [], size, wire)
+    h = remember(None, [css(22_880, 5_303), _o("x.png", size=900)], 1.0)
+    h = remember(h, [css(22_880, None), _o("x.png", size=900)], 2.0)  # both from the helper's cache this time
+    assert [(o.size, o.wire) for o in h.loads[0]] == [(22_880, 5_303), (900, None)]
+    h = remember(h, [css(23_000, None)], 3.0)  # another size: another answer, its bytes on the link not known
+    assert h.loads[0][0].wire is None
+    h = remember(h, [css(22_880, 5_400)], 4.0)  # came over the link again: its own count
+    assert h.loads[0][0].wire == 5_400
+
+
 def test_a_record_kept_before_wire_sizes_were_learned_still_reads() -> None:
     record = json.loads(encode(History([[observe("https://a.example/s.css", "style", "no-cors", 1, [], 900, 300)]],
                                        5.0, ["https://a.example/"])))
