@@ -220,11 +220,6 @@ export class HostSpeed {
     return v.state === "fast" && v.host !== "" ? `round trip to ${v.host} ~${v.rttMs?.toFixed(1) ?? "?"} ms` : null;
   }
 
-  /** Hosts known fast now, most recently observed first. */
-  fastHosts(): string[] {
-    return this.knownHosts().filter((h) => this.verdict(h).state === "fast");
-  }
-
   /** The earliest time one of these hosts' verdicts ends without a new sample (epoch ms), null if none does. */
   nextExpiry(hosts: readonly string[]): number | null {
     const ends = hosts.map((h) => this.verdict(h).expiresAt ?? Infinity).filter((at) => Number.isFinite(at));

@@ -157,33 +157,51 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
-# RFC 6928's initial window: ten segments of a 1460-byte MSS.
-INITIAL_WINDOW = 10 * 1460
+# RFC 6928's initial window: ten segments (INITIAL_SEGMENTS) of a 1460-byte MSS.
+INITIAL_SEGMENTS = 10
+INITIAL_WINDOW = INITIAL_SEGMENTS * 1460
+#: A segment's payload over a 1500-byte MTU with TCP timestamps (what servers send: 1448 bytes).
+SEGMENT = 1448
 # An answer expected to be larger than this needs three round trips or more on a fresh connection (IW10, then
 # twice that): whatever is pipelined behind it waits for all of them.
 LONG_BYTES = 3 * INITIAL_WINDOW
 
 
-#: What a response's head adds to its body in the one-round-trip estimate (fits_first_flight): a static file's head.
+#: What a response's head adds to its body where only the body's size is known (link_size): a static file's head.
 HEAD_BYTES = 512
 
 
+def link_size(expected_wire: int | None, expected_size: int | None) -> int | None:
+    """What an answer is expected to put on the link, head included (FetchRequest.link_bytes): the bytes it put there
+    in the page's earlier loads (`expected_wire`), else its decoded body size and a head (larger than a compressed
+    text travels, never smaller); None if neither is known. The sizes every rule of this module takes."""
+    if expected_wire is not None:
+        return expected_wire
+    return None if expected_size is None else expected_size + HEAD_BYTES
+
+
+def segments(sizes: Iterable[int]) -> int:
+    """The segments a server sends answers of these link sizes in, each answer its own, rounded up: a pipelined
+    server writes each answer as it is made, so small ones do not share segments. On `sat` a connection carrying
+    eight of django-tutorial07's small stylesheets and scripts, 9.7 kB in all (0.7 of an initial window by bytes),
+    got the eighth a round trip after the others: they took 11 segments."""
+    return sum(max(1, -(-s // SEGMENT)) for s in sizes)
+
+
 def fits_first_flight(carried: Iterable[int | None], incoming: int | None) -> bool:
-    """May a request whose size is known (`incoming`, bytes as learned from the page's earlier loads: a prefetch
-    flight's FetchRequest.expected_size) be pipelined on a busy connection whose in-flight and held answers have
-    these sizes, all known, because all of it, heads included, comes in the server's first flight (INITIAL_WINDOW)?
+    """May a request whose size is known (`incoming`, its link size as learned from the page's earlier loads: a
+    prefetch flight's FetchRequest.link_bytes) be pipelined on a busy connection whose in-flight and held answers have
+    these sizes, all known, because all of it comes in the server's first flight (INITIAL_SEGMENTS, `segments`)?
     Then it may go there whatever its class, even while other connections are idle: the pipeline's answers are
     held until its last is in (pipeline.py), but they all come in the same round trip, so nothing waits for another
     answer's slow start, and the idle connections are left to answers that need more round trips. A flight sends a
     page's every request at once: with its small stylesheets and scripts each alone on a connection, the four large
     images of apache-rewrite could go out only a round trip later, once those connections were free (its second
-    visit on `sat`: the images came from the flight at 2.96-3.04 s, everything else by 1.37 s). Sizes are what the
-    answers put on the link in the page's earlier loads (FetchRequest.link_bytes), heads included, or where that is
-    not known their decoded sizes (larger than they travel, never smaller)."""
+    visit on `sat`: the images came from the flight at 2.96-3.04 s, everything else by 1.37 s)."""
     sizes = list(carried)
     if incoming is None or not sizes or any(s is None for s in sizes):
         return False
-    return sum(s + HEAD_BYTES for s in sizes if s is not None) + incoming + HEAD_BYTES <= INITIAL_WINDOW
+    return segments([*(s for s in sizes if s is not None), incoming]) <= INITIAL_SEGMENTS
 
 
 @dataclass(frozen=True)
@@ -224,8 +242,8 @@ def queue_order(cls: int, rank: int, expected_size: int | None) -> tuple[int, in
 
 @dataclass(frozen=True)
 class Bin:
-    """One HTTP/1.1 connection as a flight's balanced work sees it (balanced_taker): `load` = the bytes, heads
-    included, of the answers it has in flight or holds (one of a size not known counted as LONG_BYTES); None: it may
+    """One HTTP/1.1 connection as a flight's balanced work sees it (balanced_taker): `load` = the link sizes (heads
+    included) of the answers it has in flight or holds (one of a size not known counted as LONG_BYTES); None: it may
     send nothing more and takes no work. `ready`: it carries nothing render-blocking and nothing of unknown size, so
     balanced work may be pipelined behind what it carries now. `window`: its estimated congestion window (Warmth),
     to break ties. Built by bin_for."""
@@ -237,8 +255,8 @@ class Bin:
 
 
 def bin_load(sizes: Iterable[int | None]) -> int:
-    """A connection's load for balanced_taker: its answers' known sizes and heads, LONG_BYTES for one not known."""
-    return sum((LONG_BYTES if s is None else s) + HEAD_BYTES for s in sizes)
+    """A connection's load for balanced_taker: its answers' known link sizes, LONG_BYTES for one not known."""
+    return sum(LONG_BYTES if s is None else s for s in sizes)
 
 
 def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int = INITIAL_WINDOW) -> Bin:
@@ -247,10 +265,11 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     (it is free a round trip from now), and counts that round trip as a first flight it does not carry for the
     flight's work (INITIAL_WINDOW more); one busy longer takes no balanced work: waiting for cmake-interaction's
     20 kB underscore.js (two round trips) started an image on its connection 1.25 s into the load."""
-    load = bin_load(sizes)
+    aboard = list(sizes)
+    load = bin_load(aboard)
     if ready:
         return Bin(conn_id, load, True, window)
-    if load > INITIAL_WINDOW:
+    if any(s is None for s in aboard) or segments(s for s in aboard if s is not None) > INITIAL_SEGMENTS:
         return Bin(conn_id, None, False, window)
     return Bin(conn_id, load + INITIAL_WINDOW, False, window)
 

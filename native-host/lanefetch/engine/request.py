@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from .errors import FetchError
 from .fields import Headers
+from .pool_plan import link_size
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE = re.compile(r"[\r\n\x00]")
@@ -76,9 +77,9 @@ class FetchRequest:
 
     @property
     def link_bytes(self) -> int | None:
-        """What the answer is expected to cost the link (expected_wire, else expected_size; None: not known): what a
-        connection's slow start carries it in (pool_plan.fits_first_flight, balances, expected_long)."""
-        return self.expected_wire if self.expected_wire is not None else self.expected_size
+        """What the answer is expected to put on the link, head included (pool_plan.link_size; None: not known): what
+        a connection's slow start carries it in (pool_plan.fits_first_flight, balances, expected_long)."""
+        return link_size(self.expected_wire, self.expected_size)
 
     @property
     def idempotent(self) -> bool:

@@ -304,7 +304,7 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
     assert ended[-1].url == site.url and report is not None
     assert (report.sent, report.answered, report.wasted_bytes) == (3, 3, 0)
     # The load answered from its flight is learned with what each answer put on the link (its prefetch's bytes, head
-    # included); the cache hit put nothing there.
+    # included); the cache hit put nothing there and keeps what it put there when it came over the link.
     await settle(service)
     recalled = await loads._memory.recall(site, site.url)
     assert recalled.exact is not None
@@ -312,7 +312,9 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
     for path, _ in flown:
         size, wire = newest[path].size, newest[path].wire
         assert size is not None and wire is not None and size < wire < size + 1024, (path, size, wire)
-    assert newest["/static/cacheable.js"].wire is None
+    first = {o.url.removeprefix(server.url): o for o in recalled.exact.loads[-1]}
+    assert first["/static/cacheable.js"].wire is not None
+    assert newest["/static/cacheable.js"].wire == first["/static/cacheable.js"].wire
 
 
 async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from random import Random
 
 import pytest
@@ -12,9 +13,11 @@ from lanefetch.engine.pool_plan import (
     BALANCE_BDP,
     BULK_BYTES,
     HEAD_BYTES,
+    INITIAL_SEGMENTS,
     INITIAL_WINDOW,
     LONG_BYTES,
     RENDER_BLOCKING,
+    SEGMENT,
     WARMER,
     Bin,
     Candidate,
@@ -33,6 +36,7 @@ from lanefetch.engine.pool_plan import (
     drains_soon,
     expected_long,
     fits_first_flight,
+    link_size,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -392,8 +396,11 @@ def test_a_flights_answers_share_a_busy_connection_only_when_all_of_it_comes_in_
     if not known:
         assert not fits  # an unknown size, or an idle connection (taken by the usual rules)
     else:
-        total = sum((s or 0) + HEAD_BYTES for s in carried) + (incoming or 0) + HEAD_BYTES
-        assert fits == (total <= INITIAL_WINDOW)
+        # each answer its own segments (a pipelined server writes them one by one), ten in the first flight
+        count = sum(max(1, math.ceil((s or 0) / SEGMENT)) for s in [*carried, incoming])
+        assert fits == (count <= INITIAL_SEGMENTS)
+        if fits:
+            assert sum(s or 0 for s in [*carried, incoming]) <= INITIAL_SEGMENTS * SEGMENT
 
 
 _packings = st.lists(st.tuples(st.lists(st.one_of(st.none(), st.integers(0, 20_000)), max_size=4), st.booleans()),
@@ -428,6 +435,11 @@ def test_apache_rewrites_small_answers_pack_on_one_connection_by_their_bytes_on_
 
 def test_first_flight_examples() -> None:
     assert fits_first_flight([300, 300], 300)  # three small stylesheets: one round trip on one connection
+    # django-tutorial07's small stylesheets and scripts as they came on `sat`: seven fit, the eighth would not
+    seven = [1214, 358, 661, 576, 1909, 1940, 2260]
+    assert fits_first_flight(seven[:-1], seven[-1]) and not fits_first_flight(seven, 792)
+    assert link_size(5_303, 22_880) == 5_303 and link_size(None, 22_880) == 22_880 + HEAD_BYTES
+    assert link_size(None, None) is None
     assert not fits_first_flight([300], 20_000)  # an image of 20 kB needs a second flight: not behind them
     assert not fits_first_flight([], 300)  # nothing in flight: the idle-connection rules decide
     assert not fits_first_flight([None], 300)  # the browser's own request there, size unknown
@@ -474,11 +486,13 @@ def test_balanced_work_goes_to_the_least_loaded_connection(bins: list[tuple[int 
 
 
 def test_a_connection_carrying_render_blocking_or_unknown_work_counts_it_and_takes_its_share_once_free() -> None:
-    assert bin_load([1000, None]) == 1000 + LONG_BYTES + 2 * HEAD_BYTES
-    assert bin_for(3, [40_000], True) == Bin(3, 40_000 + HEAD_BYTES, True)
+    assert bin_load([1000, None]) == 1000 + LONG_BYTES
+    assert bin_for(3, [40_000], True) == Bin(3, 40_000, True)
     # a stylesheet's connection (5 kB, in at the first flight) is waited for, a round trip's first flight counted
     css = bin_for(1, [5_000], False)
-    assert css == Bin(1, 5_000 + HEAD_BYTES + INITIAL_WINDOW, False)
+    assert css == Bin(1, 5_000 + INITIAL_WINDOW, False)
+    # eight small answers of 9.7 kB in all take 11 segments: their connection is free only after a second flight
+    assert bin_for(4, [1214, 358, 661, 576, 1909, 1940, 2260, 792], False).load is None
     chosen = balanced_taker([bin_for(0, [60_000], True), css])
     assert chosen is not None and (chosen.id, chosen.ready) == (1, False)
     # one busy for longer (a 20 kB script, or the browser's own request of unknown size) takes no balanced work
