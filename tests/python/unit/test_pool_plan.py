@@ -35,6 +35,7 @@ from lanefetch.engine.pool_plan import (
     cooled,
     drains_soon,
     expected_long,
+    first_flight_cost,
     fits_first_flight,
     link_size,
     long_answer,
@@ -488,9 +489,13 @@ def test_balanced_work_goes_to_the_least_loaded_connection(bins: list[tuple[int 
 def test_a_connection_carrying_render_blocking_or_unknown_work_counts_it_and_takes_its_share_once_free() -> None:
     assert bin_load([1000, None]) == 1000 + LONG_BYTES
     assert bin_for(3, [40_000], True) == Bin(3, 40_000, True)
-    # a stylesheet's connection (5 kB, in at the first flight) is waited for, a round trip's first flight counted
+    # a stylesheet's connection (5 kB, 4 segments, in at the first flight) is waited for; its window does not grow on
+    # so little, so by the end of its second round trip it carries 20 segments less of the flight's work
     css = bin_for(1, [5_000], False)
-    assert css == Bin(1, 5_000 + INITIAL_WINDOW, False)
+    assert css == Bin(1, 20 * SEGMENT, False) == Bin(1, first_flight_cost(4), False)
+    # apache-rewrite's four stylesheets (9 segments) grow the window as much: 11 segments less; a full first flight 10
+    assert bin_for(1, [5_303, 1_387, 1_390, 3_372], False).load == first_flight_cost(9) == 11 * SEGMENT
+    assert first_flight_cost(10) == 10 * SEGMENT
     # eight small answers of 9.7 kB in all take 11 segments: their connection is free only after a second flight
     assert bin_for(4, [1214, 358, 661, 576, 1909, 1940, 2260, 792], False).load is None
     chosen = balanced_taker([bin_for(0, [60_000], True), css])
