@@ -681,6 +681,42 @@ async def test_a_flights_small_answers_share_one_connection_and_its_images_are_s
         assert got["/hold/i20000/20000"].unanswered_at_arrival == 0, "not pipelined behind a large image"
 
 
+async def test_a_flights_image_for_a_connection_still_busy_waits_there_not_at_the_queues_head() -> None:
+    # The stylesheet's connection is the least loaded for the third image (pool_plan.bin_for: it is free a round trip
+    # from now): that image waits for it, and the fourth goes at once to the connection the bytes say, pipelined
+    # behind the 30 kB one, instead of waiting at the queue behind the third.
+    async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
+        proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
+        css = FetchRequest("c", "GET", srv.url("/hold/c/4000"), resource_type="stylesheet", expected_size=20_000,
+                           expected_wire=4_000)
+        images = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
+                  for n in (40_000, 30_000, 20_000, 10_000)]
+        reqs = [css, *images]
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+        try:
+            deadline = time.monotonic() + 5
+
+            def arrived() -> list[Any]:
+                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
+            while len(arrived()) < 4 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)  # anything more that would go out before an answer has gone out
+            got = {r.path.split("/")[2]: r for r in arrived()}
+            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+            assert set(got) == {"c", "i40000", "i30000", "i10000"}, f"before any answer the server had: {seen}"
+            assert got["i10000"].conn == got["i30000"].conn != got["c"].conn, seen
+        finally:
+            release = srv.state.setdefault("release", asyncio.Event())
+            assert isinstance(release, asyncio.Event)
+            release.set()
+            await asyncio.wait_for(task, 15)
+        sink.check_exact(reqs, expected)
+        got = {r.path.split("/")[2]: r for r in arrived()}
+        assert got["i20000"].conn == got["c"].conn, "the third image waited for the stylesheet's connection"
+
+
 @pytest.mark.parametrize("wire", [True, False])
 async def test_a_flights_compressed_texts_are_packed_by_their_bytes_on_the_link(wire: bool) -> None:
     # Stylesheets learned at 20 kB decoded that came as 4 kB of gzip (FetchRequest.expected_wire) all come in one
