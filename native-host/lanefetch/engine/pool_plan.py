@@ -59,13 +59,14 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   apache-rewrite's small stylesheets and scripts took a connection of its own and its four large images went a
   round trip later; now the small ones share one and the large ones start at once on the others. Counted decoded
   (22.9 kB for manual.css's 5.3 kB on the link) they still took four connections, and its images waited a round
-  trip for three of them (second visit on `sat`: 2.47 s, 2.13 s counted on the link).
+  trip for three of them (second visit on `sat`, medians of 5 loads: 2.51 s counted decoded, 2.14 s on the link).
 - **A flight's images by bytes.** A flight's work of known size that does not block rendering (its images and
   their pieces, prefetch/flight_pieces.py) goes, largest first, to the connection carrying the fewest bytes of such
   work, pipelined at once (`balanced_taker`: the longest-processing-time rule), or, where that connection carries
-  render-blocking work or the browser's own requests, as soon as those are in; the rules for the browser's own
-  images (not pipelined while the page lays out, warmest idle connection first) would have it wait for a free
-  connection, a round trip or more.
+  render-blocking work or the browser's own requests, as soon as those are in (the pool keeps it in that
+  connection's reserve and goes on with the queue for the others; such a connection counts what its first flight
+  cost the flight's work: `first_flight_cost`); the rules for the browser's own images (not pipelined while the
+  page lays out, warmest idle connection first) would have it wait for a free connection, a round trip or more.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
@@ -272,7 +273,8 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     10 where k is under half the window (not limited by its window, it does not grow). Counted as its answers plus a
     whole first flight instead, apache-rewrite's connection carrying its stylesheets (9 segments) looked loaded
     like one with a 27 kB piece aboard, and the flight's images were packed onto the others, past their second
-    flight (second visit on `sat`: the last image at 2.13 s; 1.9 s expected counted as it is now)."""
+    flight (a breakdown of one second visit on `sat`: the last image in at 2.13 s after the flight started; counted
+    as it is now, with the pool's reserve for busy connections, 1.93 s)."""
     aboard = list(sizes)
     if ready:
         return Bin(conn_id, bin_load(aboard), True, window)
