@@ -274,12 +274,7 @@ class OriginPool:
             self._reserved.pop(conn.id, None)
             return None
         self._reserved[conn.id] = waiting
-        if any(x.sort_key()[0] == RENDER_BLOCKING or x.request.link_bytes is None for x in self._aboard(conn)):
-            return None
-        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None, len(self.connections))
-        budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
-        if not conn.state.can_send(waiting[0].method, depth) or over_budget(
-                len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
+        if not self._balance_ready(self._aboard(conn)) or not self._may_add_known(conn, waiting[0].method):
             return None
         ex = waiting.pop(0)
         if not waiting:
@@ -307,10 +302,22 @@ class OriginPool:
             return Bin(c.id, None)
         aboard = self._aboard(c)
         sizes = [x.request.link_bytes for x in aboard]
-        ready = not any(x.sort_key()[0] == RENDER_BLOCKING or x.request.link_bytes is None for x in aboard)
-        b = bin_for(c.id, sizes, ready, cooled(c.warmth, t, rtt))
+        b = bin_for(c.id, sizes, self._balance_ready(aboard), cooled(c.warmth, t, rtt))
         reserved = [x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished]
         return b if b.load is None or not reserved else dataclasses.replace(b, load=b.load + sum(reserved))
+
+    @staticmethod
+    def _balance_ready(aboard: list[Exchange]) -> bool:
+        """Nothing render-blocking and nothing of unknown size aboard: balanced work may be pipelined behind it."""
+        return not any(x.sort_key()[0] == RENDER_BLOCKING or x.request.link_bytes is None for x in aboard)
+
+    def _may_add_known(self, c: Connection, method: str) -> bool:
+        """May c take one more of a flight's requests of known size now: its learned depth, without a fair share
+        (pool_plan.allowed_depth: such answers come in one flight), and the in-flight budget?"""
+        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None, len(self.connections))
+        budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
+        return c.state.can_send(method, depth) and not over_budget(
+            len(c.state.in_flight), sum(x.unanswered() for x in self.connections), budget)
 
     @staticmethod
     def _aboard(conn: Connection) -> list[Exchange]:
@@ -322,15 +329,11 @@ class OriginPool:
         carries (pool_plan.packing_taker); None if none may."""
         if ex.request.link_bytes is None:
             return None
-        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None, len(self.connections))
-        budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
-        unanswered = sum(c.unanswered() for c in self.connections)
         conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open and self._aboard(c)}
         taker = packing_taker((Packing(
             c.id, tuple(x.request.link_bytes for x in self._aboard(c)),
-            self._may_send_more(c) and not self.carries_bulk(c) and c.state.can_send(ex.method, depth)
-            and not over_budget(len(c.state.in_flight), unanswered, budget)) for c in conns.values()),
-            ex.request.link_bytes)
+            self._may_send_more(c) and not self.carries_bulk(c) and self._may_add_known(c, ex.method))
+            for c in conns.values()), ex.request.link_bytes)
         return None if taker is None else conns[taker]
 
     def _laying_out(self) -> bool:

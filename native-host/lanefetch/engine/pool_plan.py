@@ -278,9 +278,11 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     aboard = list(sizes)
     if ready:
         return Bin(conn_id, bin_load(aboard), True, window)
-    if any(s is None for s in aboard) or segments(s for s in aboard if s is not None) > INITIAL_SEGMENTS:
+    known = [s for s in aboard if s is not None]
+    k = segments(known)
+    if len(known) < len(aboard) or k > INITIAL_SEGMENTS:
         return Bin(conn_id, None, False, window)
-    return Bin(conn_id, first_flight_cost(segments(s for s in aboard if s is not None)), False, window)
+    return Bin(conn_id, first_flight_cost(k), False, window)
 
 
 def first_flight_cost(k: int) -> int:

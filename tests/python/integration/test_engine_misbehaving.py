@@ -641,6 +641,47 @@ async def test_nothing_render_blocking_is_pipelined_behind_an_answer_expected_lo
         assert max(c.max_outstanding for c in srv.connections) >= 2, "the small scripts were still pipelined"
 
 
+@asynccontextmanager
+async def held_flight(srv: ScriptedServer, engine: FetchService, reqs: list[FetchRequest], until: int,
+                      settle: float = 0.0) -> AsyncIterator[HeldFlight]:
+    """Sends reqs as one batch to a `held` server (its /hold/ answers wait for a release) and yields once `until` of
+    them reached the server (at most 5 s) and `settle` s more passed (anything more that would go out before an answer
+    has gone out); on the way out the answers are released and every request must then be answered exactly."""
+    sink = RecordingSink()
+    task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+    flight = HeldFlight(srv)
+    try:
+        deadline = time.monotonic() + 5
+        while len(flight.arrived()) < until and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        if settle:
+            await asyncio.sleep(settle)
+        yield flight
+    finally:
+        release = srv.state.setdefault("release", asyncio.Event())
+        assert isinstance(release, asyncio.Event)
+        release.set()
+        await asyncio.wait_for(task, 15)
+    sink.check_exact(reqs, expected)
+
+
+class HeldFlight:
+    def __init__(self, srv: ScriptedServer) -> None:
+        self.srv = srv
+
+    def arrived(self) -> list[Any]:
+        """The /hold/ requests the server has, on any connection."""
+        return [r for c in self.srv.connections for r in c.received if r.path.startswith("/hold/")]
+
+    def by_name(self) -> dict[str, Any]:
+        """Those requests by the name in their path (/hold/NAME/size)."""
+        return {r.path.split("/")[2]: r for r in self.arrived()}
+
+    def seen(self) -> list[tuple[int, list[str]]]:
+        """Every path the server got, per connection (for assertion messages)."""
+        return [(c.index, [r.path for r in c.received]) for c in self.srv.connections]
+
+
 async def test_a_flights_small_answers_share_one_connection_and_its_images_are_spread_by_bytes_largest_first() -> None:
     # A prefetch flight sends a page's requests at once, sizes known (FetchRequest.expected_size): the small
     # stylesheets, which all come in one round trip, share a connection, and the idle ones go at once to the largest
@@ -656,28 +697,14 @@ async def test_a_flights_small_answers_share_one_connection_and_its_images_are_s
         images = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
                   for n in (20_000, 60_000, 40_000)]
         reqs = [*css, *images]
-        sink = RecordingSink()
-        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
-        try:
-            deadline = time.monotonic() + 5
-            def arrived() -> list[Any]:
-                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < 5 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            got = {r.path: r for r in arrived()}
-            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
-            assert len(got) == 5, f"before any answer, the server had only these, per connection: {seen}"
+        async with held_flight(srv, engine, reqs, 5) as flight:
+            got = {r.path: r for r in flight.arrived()}
+            assert len(got) == 5, f"before any answer, the server had only these, per connection: {flight.seen()}"
             assert {got[f"/hold/c{i}/300"].conn for i in range(3)} == {got["/hold/c0/300"].conn}, "not one connection"
             assert {"/hold/i60000/60000", "/hold/i40000/40000"} <= set(got), "the largest images went first"
             assert len({got["/hold/c0/300"].conn, got["/hold/i60000/60000"].conn,
                         got["/hold/i40000/40000"].conn}) == 3, "each large image on a connection of its own"
-        finally:
-            release = srv.state.setdefault("release", asyncio.Event())
-            assert isinstance(release, asyncio.Event)
-            release.set()
-            await asyncio.wait_for(task, 15)
-        sink.check_exact(reqs, expected)
-        got = {r.path: r for r in arrived()}
+        got = {r.path: r for r in flight.arrived()}
         assert got["/hold/i20000/20000"].unanswered_at_arrival == 0, "not pipelined behind a large image"
 
 
@@ -693,27 +720,11 @@ async def test_a_flights_image_for_a_connection_still_busy_waits_there_not_at_th
         images = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
                   for n in (40_000, 30_000, 20_000, 10_000)]
         reqs = [css, *images]
-        sink = RecordingSink()
-        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
-        try:
-            deadline = time.monotonic() + 5
-
-            def arrived() -> list[Any]:
-                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < 4 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.05)  # anything more that would go out before an answer has gone out
-            got = {r.path.split("/")[2]: r for r in arrived()}
-            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+        async with held_flight(srv, engine, reqs, 4, settle=0.05) as flight:
+            got, seen = flight.by_name(), flight.seen()
             assert set(got) == {"c", "i40000", "i30000", "i10000"}, f"before any answer the server had: {seen}"
             assert got["i10000"].conn == got["i30000"].conn != got["c"].conn, seen
-        finally:
-            release = srv.state.setdefault("release", asyncio.Event())
-            assert isinstance(release, asyncio.Event)
-            release.set()
-            await asyncio.wait_for(task, 15)
-        sink.check_exact(reqs, expected)
-        got = {r.path.split("/")[2]: r for r in arrived()}
+        got = flight.by_name()
         assert got["i20000"].conn == got["c"].conn, "the third image waited for the stylesheet's connection"
 
 
@@ -730,18 +741,8 @@ async def test_a_flights_compressed_texts_are_packed_by_their_bytes_on_the_link(
                             expected_size=20_000, expected_wire=4_000 if wire else None) for i in range(3)]
         image = FetchRequest("i", "GET", srv.url("/hold/i/60000"), resource_type="image", expected_size=60_000)
         reqs = [*css, image]
-        sink = RecordingSink()
-        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
-        try:
-            deadline = time.monotonic() + 5
-
-            def arrived() -> list[Any]:
-                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < (4 if wire else 3) and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.05)  # anything more that would go out before an answer has gone out
-            got = {r.path.split("/")[2]: r for r in arrived()}
-            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+        async with held_flight(srv, engine, reqs, 4 if wire else 3, settle=0.05) as flight:
+            got, seen = flight.by_name(), flight.seen()
             if wire:
                 assert set(got) == {"c0", "c1", "c2", "i"}, f"before any answer the server had, per connection: {seen}"
                 assert len({got[f"c{i}"].conn for i in range(3)}) == 1, seen
@@ -749,12 +750,6 @@ async def test_a_flights_compressed_texts_are_packed_by_their_bytes_on_the_link(
             else:
                 assert set(got) == {"c0", "c1", "c2"}, seen
                 assert len({got[f"c{i}"].conn for i in range(3)}) == 3, seen
-        finally:
-            release = srv.state.setdefault("release", asyncio.Event())
-            assert isinstance(release, asyncio.Event)
-            release.set()
-            await asyncio.wait_for(task, 15)
-        sink.check_exact(reqs, expected)
 
 
 async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connection() -> None:
@@ -766,25 +761,10 @@ async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connec
         on_a_long_fat_link(engine, srv)
         reqs = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
                 for n in (10_000, 11_000, 60_000, 12_000)]
-        sink = RecordingSink()
-        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
-        try:
-            deadline = time.monotonic() + 5
-
-            def arrived() -> list[Any]:
-                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < 4 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            got = {r.path.split("/")[2]: r for r in arrived()}
-            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
+        async with held_flight(srv, engine, reqs, 4) as flight:
+            got, seen = flight.by_name(), flight.seen()
             assert len(got) == 4, f"before any answer, the server had only these, per connection: {seen}"
             assert {got[f"i{n}"].conn for n in (10_000, 11_000, 12_000)} == {1 - got["i60000"].conn}, seen
-        finally:
-            release = srv.state.setdefault("release", asyncio.Event())
-            assert isinstance(release, asyncio.Event)
-            release.set()
-            await asyncio.wait_for(task, 15)
-        sink.check_exact(reqs, expected)
 
 
 async def test_on_a_link_without_room_a_flights_images_wait_for_a_free_connection() -> None:
@@ -795,24 +775,9 @@ async def test_on_a_link_without_room_a_flights_images_wait_for_a_free_connectio
         policy(engine, srv).link_bdp = 19_000
         reqs = [FetchRequest(f"i{n}", "GET", srv.url(f"/hold/i{n}/{n}"), resource_type="image", expected_size=n)
                 for n in (10_000, 11_000, 60_000, 12_000)]
-        sink = RecordingSink()
-        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
-        try:
-            deadline = time.monotonic() + 5
-
-            def arrived() -> list[Any]:
-                return [r for c in srv.connections for r in c.received if r.path.startswith("/hold/")]
-            while len(arrived()) < 2 and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            seen = [(c.index, [r.path for r in c.received]) for c in srv.connections]
-            assert len(arrived()) >= 2, seen
-        finally:
-            release = srv.state.setdefault("release", asyncio.Event())
-            assert isinstance(release, asyncio.Event)
-            release.set()
-            await asyncio.wait_for(task, 15)
-        sink.check_exact(reqs, expected)
-        got = {r.path.split("/")[2]: r for r in arrived()}
+        async with held_flight(srv, engine, reqs, 2) as flight:
+            assert len(flight.arrived()) >= 2, flight.seen()
+        got = flight.by_name()
         # a fair share by count: two on each connection, never all three small ones together
         assert {got[f"i{n}"].conn for n in (10_000, 11_000, 12_000)} == {0, 1}, got
 
