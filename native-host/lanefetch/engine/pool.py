@@ -182,24 +182,16 @@ class OriginPool:
         # what goes to a connection busy with render-blocking answers waits for it there, not at the queue's head:
         # held at the head, it kept every later piece from the connections free now, a round trip each
         # (apache-rewrite's second visit on `sat`: four of its pieces sent at once, the other seven 0.62 s later).
-        balanced = self._reserve_for_busy(ex)
-        if balanced is None and not self._queue:
+        by_bytes = self._reserve_for_busy(ex)
+        if by_bytes is None and not self._queue:
             return None
         ex = self._queue[0][1]
-        if balanced is not None:
-            by_bytes, ready = balanced
-            if by_bytes is not conn or not ready:
-                # That connection takes it, now or once its render-blocking work is in (it pulls again then).
-                if by_bytes is not conn:
-                    self._deferred.add(conn)
-                    if ready:
-                        by_bytes.wakeup.set()
+        if by_bytes is not None:
+            if by_bytes is not conn:
+                self._deferred.add(conn)  # that connection takes it now
+                by_bytes.wakeup.set()
                 return None
-            depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None,
-                                  len(self.connections))
-            if not conn.state.can_send(ex.method, depth):
-                return None
-            return self._pop_for(conn)
+            return self._pop_for(conn) if self._may_add_known(conn, ex.method) else None
         # A flight's small answers share a busy connection where all of it comes in one flight, and leave the idle
         # ones to answers that need more round trips (pool_plan.fits_first_flight).
         packer = self._packer(ex)
@@ -249,14 +241,16 @@ class OriginPool:
             self._deferred.clear()
         return ex
 
-    def _reserve_for_busy(self, ex: Exchange) -> tuple[Connection, bool] | None:
+    def _reserve_for_busy(self, ex: Exchange) -> Connection | None:
         """From the queue's head on, balanced work whose taker is busy with render-blocking answers goes to that
-        connection's reserve; returns the balanced taker of the new head (as _balanced_taker), None when the head is not
-        balanced work or the queue is empty."""
+        connection's reserve; returns the balanced taker of the new head, which may take it now, or None when the head
+        is not balanced work or the queue is empty."""
         for _ in range(len(self._queue)):
             balanced = self._balanced_taker(ex)
-            if balanced is None or balanced[1]:
-                return balanced
+            if balanced is None:
+                return None
+            if balanced[1]:
+                return balanced[0]
             heapq.heappop(self._queue)
             self._reserved.setdefault(balanced[0].id, []).append(ex)
             while self._queue and self._queue[0][1].finished:
