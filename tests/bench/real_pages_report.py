@@ -7,7 +7,8 @@ by the static reading of the document and its stylesheets (`page_deps`). One cel
 × browser × server: the OFF and ON loads of that cell, alternating in one run. From them: medians, the speed-ups
 OFF ÷ ON by wall clock (navigation call → load event, Chromium's gate included) and by navigation timing, each with
 its 90 % bootstrap interval (`report.ratio_interval`), the ON/OFF downlink bytes ratio (medians; the worst ON load
-against OFF's median too), connections, T_min (`page_limit.t_min`) and ON ÷ T_min. The verdicts are issue 17's
+against OFF's median too), connections, the waves each load spent on its critical path (`page_deps.critical_waves`,
+medians), T_min (`page_limit.t_min`) and ON ÷ T_min. The verdicts are issue 17's
 "Done when", one per criterion, each "met", "not met" or "n/a" (does not apply to that cell):
 
 - never slower: the wall-clock speed-up's 90 % interval reaches 0.97 (its upper end ≥ 0.97);
@@ -87,6 +88,7 @@ class Load:
     up_bytes: int
     connections: int  # distinct client connections in the server's access log
     requests: int
+    waves: int = 0  # waves on its critical path as the server saw them (page_deps.critical_waves)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class Cell:
     on_conns: float
     off_requests: float
     on_requests: float
+    off_waves: float
+    on_waves: float
     t_min: float | None
     on_over_t_min: float | None
 
@@ -132,6 +136,7 @@ def cell(off: Sequence[Load], on: Sequence[Load], facts: PageFacts, rtt_ms: floa
         up_ratio=med([d.up_bytes for d in on]) / med([d.up_bytes for d in off]),
         off_conns=med([d.connections for d in off]), on_conns=med([d.connections for d in on]),
         off_requests=med([d.requests for d in off]), on_requests=med([d.requests for d in on]),
+        off_waves=med([d.waves for d in off]), on_waves=med([d.waves for d in on]),
         t_min=tmin, on_over_t_min=None if tmin is None else on_wall / tmin,
     )
 
@@ -163,8 +168,8 @@ def verdicts(c: Cell, link: str, facts: PageFacts) -> Verdicts:
 
 
 HEADER = ["page", "link", "browser", "server", "OFF wall s", "ON wall s", "speed-up wall (90 %)", "OFF nav s",
-          "ON nav s", "speed-up nav (90 %)", "bytes ON/OFF: down (worst), up", "conns OFF / ON", "T_min s",
-          "ON ÷ T_min", "never slower", "≥ 1.5×", "≤ 1.3 T_min", "bytes ≤ 1.02"]
+          "ON nav s", "speed-up nav (90 %)", "bytes ON/OFF: down (worst), up", "conns OFF / ON", "waves OFF / ON",
+          "T_min s", "ON ÷ T_min", "never slower", "≥ 1.5×", "≤ 1.3 T_min", "bytes ≤ 1.02"]
 
 
 def row(page: str, link: str, browser: str, server: str, c: Cell, v: Verdicts) -> list[str]:
@@ -175,6 +180,7 @@ def row(page: str, link: str, browser: str, server: str, c: Cell, v: Verdicts) -
         f"{c.off_nav:.3f}", f"{c.on_nav:.3f}",
         f"{c.nav_speedup:.2f}× ({c.nav_interval[0]:.2f}–{c.nav_interval[1]:.2f})",
         f"{c.bytes_ratio:.3f} ({c.worst_bytes_ratio:.3f}), {c.up_ratio:.2f}", f"{c.off_conns:g} / {c.on_conns:g}",
+        f"{c.off_waves:g} / {c.on_waves:g}",
         "–" if c.t_min is None else f"{c.t_min:.2f}", "–" if c.on_over_t_min is None else f"{c.on_over_t_min:.2f}",
         v.never_slower, v.gain, v.near_limit, v.bytes,
     ]

@@ -24,13 +24,14 @@ The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_rep
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from bench import page_deps, report
 from bench import real_pages_report as rr
-from bench import report
 from bench.netlab import PROFILES
 from bench.page_load import BROWSER_NAMES, PageLab, Run, method
 from bench.real_pages import CORPUS, RealPage, install_missing
@@ -86,17 +87,18 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
     """As PageLab.alternate, with every ON load a second visit (PageLab.second_visit); the learning loads are
     logged, not measured."""
     runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
+    rtt = pl.profile.rtt_ms / 1000
     for r in range(rounds):
         for page in pages:
             for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
                 if mode == "on":
                     learning, d = pl.second_visit(page)
                     for k, ld in enumerate(learning):
-                        log(f"round {r + 1} {page.name} learning load {k + 1}: {_describe(ld)}")
+                        log(f"round {r + 1} {page.name} learning load {k + 1}: {_describe(ld, rtt)}")
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}{_breakdown(d)}")
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}")
     return runs
 
 
@@ -105,17 +107,18 @@ def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
     """As PageLab.alternate, with every ON load a first visit (PageLab.first_visit) after one load of another
     page of the corpus (the next one in the corpus's order; logged, not measured)."""
     runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
+    rtt = pl.profile.rtt_ms / 1000
     for r in range(rounds):
         for page in pages:
             for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
                 if mode == "on":
                     other = CORPUS[(CORPUS.index(page) + 1) % len(CORPUS)]
                     primer, d = pl.first_visit(page, other)
-                    log(f"round {r + 1} {page.name} helper's earlier load ({other.name}): {_describe(primer)}")
+                    log(f"round {r + 1} {page.name} helper's earlier load ({other.name}): {_describe(primer, rtt)}")
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d)}{_breakdown(d)}")
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}")
     return runs
 
 
@@ -147,19 +150,42 @@ def _drop_strays(d: Run, page: RealPage) -> None:
     d["records"], d["all_requests"], d["conns"] = own, len(own), len({r.connection for r in own})
 
 
-def _load(d: Run) -> rr.Load:
+def _load(d: Run, rtt_s: float) -> rr.Load:
     return rr.Load(wall_s=d["wall_s"], nav_s=d["load_s"], down_bytes=d["down_bytes"], up_bytes=d["up_bytes"],
-                   connections=d["conns"], requests=d["all_requests"])
+                   connections=d["conns"], requests=d["all_requests"], waves=load_waves(d, rtt_s))
 
 
-def _describe(d: Run) -> str:
+def load_waves(d: Run, rtt_s: float) -> int:
+    """The waves the load spent on its critical path as the server saw them (page_deps.critical_waves), from its
+    access log: per path, when its first request arrived (the record's end less its duration) and when its last
+    answer ended."""
+    page = next((p for p in CORPUS if any(r.path.startswith(f"/{p.name}/") for r in d["records"])), None)
+    if page is None:
+        return 0
+    times: dict[str, tuple[float, float]] = {}
+    prefix = f"/{page.name}"
+    for r in d["records"]:
+        path = r.path.split("?", 1)[0].removeprefix(prefix)
+        asked, ended = r.end_time - r.duration, r.end_time
+        first, last = times.get(path, (asked, ended))
+        times[path] = (min(first, asked), max(last, ended))
+    return page_deps.critical_waves(_graph(page), page.page, times, rtt_s)
+
+
+@functools.cache
+def _graph(page: RealPage) -> dict[str, list[str]]:
+    return page_deps.dependency_graph(page.page, page.read)
+
+
+def _describe(d: Run, rtt_s: float) -> str:
     fails = sum(1 for r in d["records"] if r.status >= 400)
     protocols = "+".join(sorted({r.request.rsplit(" ", 1)[-1] for r in d["records"]}))
     split = (f" (before the navigation {d['before_nav_s']:.3f} s, after the load event {d['after_load_s']:.3f} s)"
              if "before_nav_s" in d else "")
     return (f"wall {d['wall_s']:.3f} s{split}, nav {d['load_s']:.3f} s, {d['all_requests']} reqs ({fails} ≥ 400) on "
             f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
-            f"{d['decoded']}/{d['images']} decoded, link up {d['up_bytes']} B down {d['down_bytes']} B "
+            f"{d['decoded']}/{d['images']} decoded, waves {load_waves(d, rtt_s)}, link up {d['up_bytes']} B down "
+            f"{d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
             + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1))
@@ -276,7 +302,9 @@ def run(rounds: int) -> int:
                         elif first:
                             runs = _alternate_first_visits(pl, pages, rounds, log_here)
                         else:
-                            runs = pl.alternate(pages, rounds, describe=_describe, log=log_here)
+                            rtt = PROFILES[link].rtt_ms / 1000
+                            runs = pl.alternate(pages, rounds, describe=lambda d, rtt=rtt: _describe(d, rtt),
+                                                log=log_here)
                     for page, by_variant in runs.items():
                         for d in (d for ds in by_variant.values() for d in ds):
                             _drop_strays(d, page)
@@ -306,7 +334,8 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
             for link, runs in by_link.items():
                 off, on = runs[page]["off"], runs[page]["on"]
                 p = PROFILES[link]
-                c = rr.cell([_load(d) for d in off], [_load(d) for d in on], facts, p.rtt_ms,
+                rtt = p.rtt_ms / 1000
+                c = rr.cell([_load(d, rtt) for d in off], [_load(d, rtt) for d in on], facts, p.rtt_ms,
                             p.down_kbit if p.emulated else None, handshakes=2 if server == "nginx-h2" else 1)
                 v = rr.verdicts(c, link, facts)
                 for k in tally:
@@ -366,6 +395,10 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "either way for two round trips, at most 15 s: a response the load event does not wait for is counted), ON "
         "median / OFF median: downlink (worst = largest ON "
         "load / OFF median), then uplink. Conns = distinct client connections in the server's access log, medians. "
+        "Waves = the waves a load spent on its critical path as the server saw them (`page_deps.critical_waves`, "
+        "medians): the longest chain of requested paths from the document (1), each body naming the next, counting "
+        "a step only where the next was asked half a round trip or more after its parent's answer ended (found in "
+        "that body); a prefetched or preloaded path costs its chain no wave. "
         "T_min = (1 + depth) × RTT + bytes served × 8 / downlink rate (`page_limit.py`: one TCP handshake — for "
         "`nginx-h2` two, TCP + TLS 1.3 — one round trip per wave, bodies only, no headers or slow start, not "
         "overlapped); ON ÷ T_min uses ON's median wall clock.",

@@ -92,6 +92,53 @@ def test_what_a_script_fetched_comes_one_wave_after_the_deepest_script() -> None
     assert page_deps.waves_of_requests({"/p.html": 1}, ["/p.html", "/favicon.ico"])["/favicon.ico"] == 2
 
 
+CHAIN = page_deps.dependency_graph("/intro/page.html", FILES.get)
+RTT = 0.6
+
+
+def _browser_alone(paths: list[str]) -> dict[str, tuple[float, float]]:
+    """Each path asked a round trip after the body naming it ended (its answer takes 0.1 s at the server)."""
+    waves = page_deps.waves_of_requests(page_deps.waves(CHAIN, "/intro/page.html"), paths)
+    return {p: (waves[p] * (RTT + 0.1), waves[p] * (RTT + 0.1) + 0.1) for p in paths}
+
+
+def test_the_browser_alone_spends_a_wave_per_body_that_names_the_next() -> None:
+    paths = ["/intro/page.html", "/_static/default.css", "/_images/a.png", "/_static/reset.css",
+             "/_static/fonts/f.woff2"]
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", _browser_alone(paths), RTT) == 4
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", _browser_alone(paths[:3]), RTT) == 2
+
+
+def test_a_flight_asked_with_the_document_spends_one_wave_and_a_pipelined_child_none() -> None:
+    # Every path asked 10 ms after the document: known before any body came (a prefetch).
+    flight = {p: (0.01 if p != "/intro/page.html" else 0.0, 0.4) for p in
+              ["/intro/page.html", "/_static/default.css", "/_static/reset.css", "/_static/fonts/f.woff2"]}
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", flight, RTT) == 1
+    # The font asked right when its stylesheet's answer ended (pipelined behind it): no round trip of its own;
+    # the stylesheet found in the document's answer: one.
+    times = {"/intro/page.html": (0.0, 0.1), "/_static/default.css": (0.8, 0.9), "/_static/reset.css": (1.7, 1.8),
+             "/_static/fonts/f.woff2": (1.8, 1.9)}
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", times, RTT) == 3
+
+
+def test_what_a_script_fetched_waits_on_a_script_and_an_orphan_on_the_document() -> None:
+    times = {"/intro/page.html": (0.0, 0.1), "/_static/doctools.js": (0.8, 0.9), "/search-index.js": (1.6, 1.7),
+             "/_static/note.png": (0.2, 0.3)}  # its stylesheet never asked: hangs from the document, asked early
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", times, RTT) == 3
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", {"/_images/a.png": (0.0, 1.0)}, RTT) == 0
+
+
+@given(st.lists(st.sampled_from(sorted(page_deps.waves(CHAIN, "/intro/page.html"))), min_size=1, unique=True),
+       st.lists(st.tuples(st.floats(0, 10), st.floats(0, 3)), min_size=12, max_size=12))
+def test_critical_waves_never_exceed_the_loads_depth_and_the_document_counts_one(
+        paths: list[str], spans: list[tuple[float, float]]) -> None:
+    requested = ["/intro/page.html", *(p for p in paths if p != "/intro/page.html")]
+    times = {p: (start, start + length) for p, (start, length) in zip(requested, spans, strict=False)}
+    depth = max(page_deps.waves_of_requests(page_deps.waves(CHAIN, "/intro/page.html"), requested).values())
+    got = page_deps.critical_waves(CHAIN, "/intro/page.html", times, RTT)
+    assert 1 <= got <= depth
+
+
 @pytest.mark.parametrize(("depth", "rtt", "size", "kbit", "hs", "want"), [
     (1, 0.6, 0, 10_000, 1, 1.2),  # a bare document: handshake + its round trip
     (4, 0.6, 1_250_000, 10_000, 1, 5 * 0.6 + 1.0),  # sat: 4 waves, 1.25 MB at 10 Mbit/s = 1 s
