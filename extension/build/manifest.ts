@@ -21,7 +21,7 @@ export function manifestFor(browser: TargetBrowser, identity: Identity, version:
       key: identity.chromium_manifest_key,
       // chrome.debugger child sessions (sessionId in Debuggee) need 125.
       minimum_chrome_version: "125",
-      permissions: ["debugger", "declarativeNetRequest", "webNavigation", "scripting", "storage", "nativeMessaging", "proxy"],
+      permissions: ["debugger", "declarativeNetRequest", "webNavigation", "webRequest", "scripting", "storage", "nativeMessaging", "proxy"],
       background: { service_worker: "background.js" },
     };
   }

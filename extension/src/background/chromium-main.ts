@@ -21,7 +21,8 @@ import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { flightOf, TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
-import { BrowserWarmConnection } from "../intercept/browser-warm-connection.js";
+import { BrowserWarmConnection, WARM_SPAN_RTTS } from "../intercept/browser-warm-connection.js";
+import { DocumentArrival } from "../intercept/document-arrival.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
@@ -91,6 +92,29 @@ const networkLog = new CdpNetworkLog(
   },
   (url, timing) => warmConnections.progress(url, timing),
 );
+// A tab whose attach raced its navigation has no Network events until its page loaded: its document's arrival, which
+// may leave the browser's connection warm, comes from webRequest (main frames only: one event per navigation, where
+// listeners on every request cost a page of many small requests ~11 % on a fast link, PERMISSIONS.md).
+const documents = new DocumentArrival();
+const MAIN_FRAMES: chrome.webRequest.RequestFilter = { urls: ["<all_urls>"], types: ["main_frame"] };
+chrome.webRequest.onResponseStarted.addListener((d) => {
+  if (d.tabId < 0 || !sessions.networkDeferred(d.tabId)) return;
+  documents.responseStarted(d);
+  const rttMs = speed.verdict(d.url).rttMs;
+  if (rttMs === null) return;
+  setTimeout(() => {
+    const arriving = documents.arriving(d.requestId, Date.now(), rttMs);
+    if (arriving !== null) warmConnections.progress(arriving.url, arriving.timing);
+  }, WARM_SPAN_RTTS * rttMs);
+}, MAIN_FRAMES);
+chrome.webRequest.onCompleted.addListener((d) => {
+  const done = documents.completed(d, speed.verdict(d.url).rttMs);
+  if (done !== null) warmConnections.finished(done.url, done.timing);
+}, MAIN_FRAMES);
+chrome.webRequest.onErrorOccurred.addListener((d) => {
+  const done = documents.failed(d.requestId, d.timeStamp, d.error);
+  if (done !== null) warmConnections.finished(done.url, done.timing);
+}, MAIN_FRAMES);
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
   network: (tabId, method, params, sessionId) => {

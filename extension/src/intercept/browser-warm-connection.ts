@@ -16,6 +16,13 @@
 // answer costs the same single round trip on either connection; a large one is spared the slow start. The claim
 // ends when the browser's own request finishes there (the connection is idle again, warmer) or the helper answered
 // it after all. Pure: the caller feeds the browser's finished requests (CDP Network events) and an injected clock.
+//
+// A tab whose attach raced its navigation (attach-race.ts) has no Network domain until its page loaded, so its
+// document's bytes are not counted; what the browser still tells (webRequest, document-arrival.ts) is when the
+// document's first and last bytes came. A body that took WARM_SPAN_RTTS of the host's round trips from its first byte
+// to its last came in three flights or more, so the server's window was doubled at least twice on the way: as warm as
+// WARM_BYTES says (measured 2026-11-28: without this, rust-book-print on `sat` fell to 0.79–0.92× once the attach
+// raced, its 313 kB script again on a cold helper connection).
 
 import { originOf } from "./origin-of.js";
 
@@ -26,6 +33,10 @@ export const WARM_BYTES = 64 * 1024;
  * idleness (RFC 2861; at least 200 ms over the round trip), and a page's next request comes within milliseconds of
  * the document's end when it is render-blocking. */
 export const WARM_FOR_MS = 1000;
+/** A body whose first and last bytes came this many of the host's round trips apart warmed its connection as much
+ * as WARM_BYTES: one flight per round trip, each twice the last (two round trips: three flights; the threshold sits
+ * between two flights' and three's). */
+export const WARM_SPAN_RTTS = 1.5;
 /** A render-blocking request asked for while such a response is still arriving waits this long at most for its end:
  * the parser asks for what the document's last bytes name before the browser reports the document finished
  * (CDP's loadingFinished came after the next script's Fetch.requestPaused in one of two loads of rust-book-print). */
@@ -49,6 +60,9 @@ export interface FinishedOnWire {
   end: number | null;
   /** Set when it failed. */
   error: string | null;
+  /** How many of the host's round trips its body took from first byte to last, where the byte count is not known
+   * (document-arrival.ts); absent or null: not measured. */
+  spanRoundTrips?: number | null;
 }
 
 interface WarmConnection {
@@ -71,6 +85,13 @@ export interface ArrivingOnWire {
   fromCache: string | null;
   /** Body bytes received so far. */
   bodyBytes: number | null;
+  /** Round trips of the host since its first byte, where the byte count is not known (as FinishedOnWire's). */
+  spanRoundTrips?: number | null;
+}
+
+/** Has this response carried enough to leave its connection warm, by its bytes or by its round trips? */
+function warmedBy(bytes: number | null, spanRoundTrips: number | null | undefined): boolean {
+  return (bytes ?? 0) >= WARM_BYTES || (spanRoundTrips ?? 0) >= WARM_SPAN_RTTS;
 }
 
 /** The browser's own response over the network on HTTP/1.1 (not the helper's answer, a cache's, h2's or h3's). */
@@ -94,7 +115,7 @@ export class BrowserWarmConnection {
     const onWire = overHttp11(t);
     // The claimed request arriving on the warm connection: nothing to wait for, the connection stays claimed.
     if (this.warm.get(origin)?.claimedBy === stripFragment(url)) return;
-    if (onWire && (t.bodyBytes ?? 0) >= WARM_BYTES) {
+    if (onWire && warmedBy(t.bodyBytes, t.spanRoundTrips)) {
       this.arriving.set(origin, stripFragment(url));
       if (this.arriving.size > MAX_ORIGINS) {
         const oldest = this.arriving.keys().next().value;
@@ -138,7 +159,7 @@ export class BrowserWarmConnection {
       else this.warm.delete(origin);
       return;
     }
-    if (onWire && (t.encodedBytes ?? 0) >= WARM_BYTES) {
+    if (onWire && warmedBy(t.encodedBytes, t.spanRoundTrips)) {
       this.set(origin, { idleSince: t.end ?? this.now(), claimedBy: null, claimedAt: 0 });
     }
   }

@@ -98,6 +98,12 @@ export class DebuggerSessions {
     }
   }
 
+  /** Is the tab's Network domain left for after its page's load (attach's `loading`)? Its document is then seen
+   * only through webRequest (document-arrival.ts). */
+  networkDeferred(tabId: number): boolean {
+    return this.networkLater.has(tabId);
+  }
+
   /** The tab's page loaded: a Network domain left for later (attach's `loading`) is enabled now. */
   async networkAfterLoad(tabId: number): Promise<boolean> {
     if (!this.networkLater.delete(tabId) || !this.attached.has(tabId)) return false;

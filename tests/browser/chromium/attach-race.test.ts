@@ -5,39 +5,24 @@
 // its document comes through the helper, but only within half the host's round trip of the navigation's start, and
 // loopback's is far shorter than any answer: the page is left as it goes (the tab policy's table tests hold the
 // navigation again; the helper's answer both ways is test_prefetch_host.py's). Loopback has no such round trip, so the test makes both sides of the race what they are
-// on a slow link: attaches stored as instant (the extension reads them from storage as after a restart) and every
-// response of the origin held back (the document comes back long after the attach ended).
+// on a slow link: attaches stored as instant (startRacing) and every response of the origin held back (the document comes back long after the attach ended).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf, tabStatus, waitForHelper, type Browser } from "../support/chromium-harness.js";
+import { EXTENSION_ID, openPage, settledPageLoad, startRacing, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
-import { siteOptions, startSites, type Sites } from "../support/test-site.js";
+import { siteOptions, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
 let browser: Browser;
 
-before(async () => {
-  sites = await startSites();
-  browser = await launch(freshProfile(true));
-  await browser.worker.evaluate(async () => chrome.storage.local.set({ attachDurationsMs: [0] }));
-});
+before(async () => ({ sites, browser } = await startRacing()));
 after(async () => {
   siteOptions.delayMs = 0;
-  await browser.close();
-  await sites.close();
+  await stopSiteOn({ sites, browser });
 });
 
 test("a host that races the attach: not blocked, attached from the navigation's start, its subresources the helper's", async () => {
-  // A tab shows the origin before the site is turned on: the just-enabled probe then measures that host, and its
-  // verdict races (an attach taken as instant), so the gate allows it.
-  const before = await browser.context.newPage();
-  await openPage(before, `${sites.a.origin}/many.html?n=1`);
-  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
-  await waitForHelper(browser.context);
   let rules: string[] = [];
-  await eventually("the gate allows the racing host", async () => (rules = await browser.worker.evaluate(async () =>
-    (await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.action.type).sort())).join() === "allow,block", {}, () => rules);
-
   siteOptions.delayMs = 700;
   sites.clearLog();
   const page = await browser.context.newPage();

@@ -171,3 +171,22 @@ export async function stopSiteOn(env: SiteOn): Promise<void> {
   await env.browser.close();
   await env.sites.close();
 }
+
+/** The test sites and Chromium where the loopback test site's navigations race the debugger attach
+ * (intercept/attach-race.ts). Loopback has no round trip longer than an attach, so attaches are stored as instant
+ * (read from storage at the worker's start) and a tab shows the origin before the site is turned on: the just-enabled
+ * probe measures that host and its verdict races, so the gate allows it. The first real attach is measured and ends
+ * the race: each racing test needs its own browser. */
+export async function startRacing(): Promise<SiteOn> {
+  const sites = await startSites();
+  const browser = await launch(freshProfile(true));
+  await browser.worker.evaluate(async () => chrome.storage.local.set({ attachDurationsMs: [0] }));
+  const before = await browser.context.newPage();
+  await openPage(before, `${sites.a.origin}/many.html?n=1`);
+  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+  await waitForHelper(browser.context);
+  let rules: string[] = [];
+  await eventually("the gate allows the racing host", async () => (rules = await browser.worker.evaluate(async () =>
+    (await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.action.type).sort())).join() === "allow,block", {}, () => rules);
+  return { sites, browser };
+}

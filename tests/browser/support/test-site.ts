@@ -277,8 +277,19 @@ export const testSite: Handler = async (req, res, url) => {
       return send(res, 200, "text/javascript", SW_SCRIPT);
     case "/csp.html":
       return send(res, 200, "text/html; charset=utf-8", cspPage(req), { "Content-Security-Policy": "default-src 'self'; img-src 'self'" });
-    case "/long.html":
-      return send(res, 200, "text/html; charset=utf-8", longPage());
+    case "/long.html": {
+      // ?trickle=MS: the body in ten parts over MS ms (chunked, no length), as a slow link brings a long document.
+      const trickleMs = Number(url.searchParams.get("trickle") ?? 0);
+      if (!trickleMs) return send(res, 200, "text/html; charset=utf-8", longPage());
+      const body = Buffer.from(longPage());
+      res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+      for (let part = 0; part < 10; part++) {
+        res.write(body.subarray(Math.floor((part * body.length) / 10), Math.floor(((part + 1) * body.length) / 10)));
+        await new Promise((ok) => setTimeout(ok, trickleMs / 10));
+      }
+      res.end();
+      return;
+    }
     case "/many.html":
       return send(res, 200, "text/html; charset=utf-8", manyPage(Number(url.searchParams.get("n") ?? 30)));
     case "/data/xhr.txt":

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  BrowserWarmConnection, CLAIM_FOR_MS, WARM_BYTES, WARM_FOR_MS, type FinishedOnWire,
+  BrowserWarmConnection, CLAIM_FOR_MS, WARM_BYTES, WARM_FOR_MS, WARM_SPAN_RTTS, type FinishedOnWire,
 } from "../../../extension/src/intercept/browser-warm-connection.js";
 
 function wire(end: number, encodedBytes = 1_600_000, over: Partial<FinishedOnWire> = {}): FinishedOnWire {
@@ -154,4 +154,24 @@ test("a large response still arriving: render-blocking requests may wait for its
   w.progress("http://a.test/big2.html", arriving(WARM_BYTES));
   w.finished("http://a.test/big2.html", wire(0));
   assert.deepEqual(heard, ["http://a.test"], "unsubscribed");
+});
+
+test("without a byte count, a body that took WARM_SPAN_RTTS of the host's round trips warms its connection", () => {
+  let now = 10_000;
+  const w = new BrowserWarmConnection(() => now);
+  const span = (spanRoundTrips: number | null): FinishedOnWire => wire(now, 0, { encodedBytes: null, spanRoundTrips });
+  w.finished("http://a.test/two-flights.html", span(WARM_SPAN_RTTS - 0.01));
+  assert.equal(w.claim("http://a.test/x.js", "Script"), false, "two flights: not warm enough");
+  w.finished("http://b.test/unmeasured.html", span(null));
+  assert.equal(w.claim("http://b.test/x.js", "Script"), false, "no span, no bytes: not known warm");
+  w.finished("http://c.test/three-flights.html", span(WARM_SPAN_RTTS));
+  assert.equal(w.claim("http://c.test/x.js", "Script"), true, "three flights");
+  // Still arriving after that many round trips: a render-blocking request may wait for its end.
+  w.progress("http://d.test/long.html", { protocol: "http/1.1", remoteAddress: "10.0.0.2", fromCache: null,
+    bodyBytes: null, spanRoundTrips: WARM_SPAN_RTTS });
+  assert.equal(w.finishing("http://d.test/a.css", "Stylesheet"), true);
+  now += 10;
+  w.finished("http://d.test/long.html", span(WARM_SPAN_RTTS + 0.2));
+  assert.equal(w.finishing("http://d.test/a.css", "Stylesheet"), false, "it ended");
+  assert.equal(w.claim("http://d.test/a.css", "Stylesheet"), true);
 });
