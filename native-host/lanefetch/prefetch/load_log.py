@@ -93,6 +93,7 @@ class _Seen:
     wire: int | None = None  # bytes its answer put on the link (transferred)
     ended: bool = False  # delivered whole (end)
     failed: bool = False  # an error instead
+    left: bool = False  # handed to the browser's own warm connection: the page's all the same, its size unknown
 
 
 @dataclass
@@ -142,11 +143,14 @@ class LoadLog:
         if seen is not None and seen.ended and wire_bytes > 0:
             seen.wire = wire_bytes
 
-    def failed(self, request_id: str, now: float) -> None:
+    def failed(self, request_id: str, now: float, *, left_to_browser: bool = False) -> None:
+        """The request was not answered here. left_to_browser: declined for the browser's own warm connection
+        (error browser_warm), which fetches it itself: the page asked for it as for any other, so it is learned
+        (size unknown); another error is not (a request that failed may not be one the page needs)."""
         seen = self._seen.get(request_id)
         if seen is None or seen.ended:
             return
-        seen.failed = True
+        seen.failed, seen.left = True, left_to_browser
         self.last_activity = max(self.last_activity, now)
 
     def is_idle(self, now: float, idle_s: float = IDLE_S) -> bool:
@@ -154,10 +158,11 @@ class LoadLog:
         return not pending and now - self.last_activity >= idle_s
 
     def observed(self) -> list[Observed]:
-        """What learned.py keeps of this load: the delivered requests a flight may reproduce, in order of arrival."""
+        """What learned.py keeps of this load: the requests a flight may reproduce (delivered, or left to the browser's
+        warm connection), in order of arrival."""
         out = []
         for s in self._seen.values():
-            if not s.ended:
+            if not (s.ended or s.left):
                 continue
             item = observe_request(s.method, s.url, s.headers, s.resource_type, s.wave, s.size, s.wire)
             if item is not None:

@@ -179,7 +179,7 @@ class _LoggingSink:
         await self._inner.end(request, body_bytes, trailers)
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
-        self._load.log.failed(request.id, self._clock())
+        self._load.log.failed(request.id, self._clock(), left_to_browser=error.code == "browser_warm")
         self._load.taps.pop(request.id, None)
         await self._inner.error(request, error)
 

@@ -317,6 +317,47 @@ async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: F
     assert newest["/static/cacheable.js"].wire == first["/static/cacheable.js"].wire
 
 
+async def test_a_request_left_to_the_browsers_warm_connection_is_learned_and_flies_next_time(
+        server: Server, service: FetchService) -> None:
+    """A script the extension marked `browser_warm` (the browser's own connection was warm) is declined and fetched
+    by the browser in both learning loads; it is the page's all the same: the next load's flight fetches it, and the
+    browser's request, marked again, is answered from the flight (found on jinja-templates' second visit on `sat`:
+    never learned, it cost a round trip after the document)."""
+    clock = Clock()
+    loads, _ = recording_loads(service, clock=clock)
+    site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+    assets = [("/static/site.css", "style"), ("/static/app.js", "script")]
+
+    def batch(n: int) -> list[FetchRequest]:
+        requests = [browser_request(f"{n}-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)]
+        requests[1].browser_warm = True
+        return requests
+
+    for n in range(2):
+        assert loads.navigation(site)
+        sink = Collect()
+        await loads.fetch(batch(n), sink, site)
+        assert set(sink.errors) == {f"{n}-1"} and sink.errors[f"{n}-1"].code == "browser_warm"
+        clock.t += 30.0
+        loads.navigation(Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/other.html"))
+        await asyncio.gather(*list(loads._ending))
+    await settle(service)
+    assert "/static/app.js" not in server.seen, "declined: never sent by the helper"
+
+    assert loads.navigation(site)
+    third = loads._loads[load_key(site)]  # type: ignore[index]
+    assert third.starting is not None
+    await third.starting
+    assert third.flight is not None
+    await third.flight.wait()
+    assert "/static/app.js" in server.seen, "the flight fetched it"
+    sink = Collect()
+    await loads.fetch(batch(2), sink, site)
+    assert not sink.errors
+    assert sink.cache["2-1"] == "prefetch" and sink.bodies["2-1"] == BODIES["/static/app.js"]
+    await loads.end_all()
+
+
 async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(
         server: Server, service: FetchService) -> None:
     """A flight's prefetch that the helper's cache answered without the network saved nothing: the browser's

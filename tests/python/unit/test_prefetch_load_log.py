@@ -60,6 +60,20 @@ def test_waves_follow_what_was_delivered_before_each_batch() -> None:
     assert [(o.url.rsplit("/", 1)[1], o.wave) for o in log.observed()] == [("css", 1), ("js", 1), ("font", 2)]
 
 
+def test_a_request_left_to_the_browsers_warm_connection_is_learned_without_a_size() -> None:
+    # jinja-templates on `sat`: a script asked after the 388 kB document went to the browser's warm connection in
+    # both learning loads, so it was never learned, never flown, and cost the second visit a round trip.
+    log = LoadLog(0.0)
+    _batch(log, ["doc.js", "broken.js", "css"], "script")
+    log.failed("doc.js", 0.1, left_to_browser=True)
+    log.failed("broken.js", 0.1)
+    log.ended("css", 10, 0.2)
+    log.ended("doc.js", 99, 0.3)  # nothing is delivered after the hand-off: a late end changes nothing
+    kept = {o.url.rsplit("/", 1)[1]: o.size for o in log.observed()}
+    assert kept == {"doc.js": None, "css": 10}
+    assert log.is_idle(0.2 + IDLE_S)
+
+
 def test_what_an_answer_put_on_the_link_is_kept_beside_its_size() -> None:
     # A stylesheet that came as 5.3 kB of gzip for 22.9 kB of CSS: the pool's slow-start rules count the 5.3 kB.
     log = LoadLog(0.0)
