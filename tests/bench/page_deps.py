@@ -156,17 +156,19 @@ def waves_of_requests(static: Mapping[str, int], requested: Iterable[str]) -> di
 def critical_waves(graph: Mapping[str, Sequence[str]], root: str, times: Mapping[str, tuple[float, float]],
                    rtt_s: float) -> int:
     """The waves one real load spent on its critical path, as the server saw them: the longest chain of requested
-    paths from the document (which counts 1), each step counting 1 more only where the child was asked for at least
-    half a round trip after its parent's answer ended ("the browser found it in that body"; an answer that ends
-    reaches the client half a round trip later, and a request it prompts reaches the server half a round trip after
-    that). A child asked sooner was known before its parent arrived (a prefetch, a preload scanner reading the
-    document's first bytes, a request pipelined behind its parent): that step cost no round trip.
+    paths from the document (which counts 1), each step a body that named the next and whose answer had ended half a
+    round trip or more before the next was asked ("the browser found it in that body": an answer that ends reaches
+    the client half a round trip later, and a request it prompts reaches the server half a round trip after that).
+    A parent whose answer had not ended by then did not gate the child: a prefetch, a preload scanner reading the
+    document's first bytes, a request pipelined behind its parent. A child no parent gated hangs from the document:
+    2 if it was asked half a round trip or more after the document's answer ended (found in it), else 1.
 
     `times`: each path the load requested (below the page's folder, no query) → (when the server got its first
     request for it, when its last answer ended), seconds on one clock. A parent is a requested path whose body names
     the child (`graph`), of a lower wave; what no document or stylesheet names (a script fetched it) has the requested
-    scripts for parents (as `waves_of_requests`); a path with no requested parent hangs from the document. Without
-    the document in `times` the load saw nothing: 0."""
+    scripts for parents (as `waves_of_requests`). Without the document in `times` the load saw nothing: 0.
+    Limits: a server logs a pipelined request when it reaches it, not when it came, so a child pipelined behind a
+    long answer may look found late (ON counted high); a parent answered twice counts its last answer's end."""
     if root not in times:
         return 0
     wave = waves_of_requests(waves(graph, root), times)
@@ -175,12 +177,16 @@ def critical_waves(graph: Mapping[str, Sequence[str]], root: str, times: Mapping
         for child in children:
             named_by.setdefault(child, []).append(parent)
     scripts = [p for p in times if kind_of(p) == "js"]
+
+    def gated(parent: str, asked: float) -> bool:
+        return asked > times[parent][1] + rtt_s / 2
+
     chain: dict[str, int] = {}
     for path in sorted(times, key=lambda p: (wave[p], p)):
         if path == root:
             chain[path] = 1
             continue
-        parents = [q for q in named_by.get(path, scripts) if q in chain and wave[q] < wave[path]]
         asked = times[path][0]
-        chain[path] = max(chain[q] + (asked >= times[q][1] + rtt_s / 2) for q in (parents or [root]))
+        parents = [q for q in named_by.get(path, scripts) if q in chain and wave[q] < wave[path] and gated(q, asked)]
+        chain[path] = max([1 + gated(root, asked), *(chain[q] + 1 for q in parents)])
     return max(chain.values())

@@ -8,7 +8,9 @@
 // for requests it had made (debugger-sessions.ts). Its events carry a timestamp, the remote IP, the cache flag and
 // the status line, not the bytes; the span of the body in round trips stands in for them (WARM_SPAN_RTTS). Chromium
 // writes an HTTP/2 answer's status line as HTTP/1.1, so a document that came over h2 may count as HTTP/1.1 here: its
-// claim then sends one render-blocking request to the browser's h2 connection, which is as warm. Pure: the caller
+// claim then sends one render-blocking request to the browser's h2 connection, which is as warm. A body that took
+// long for another reason (a server that flushed its head and then thought) counts as warm too: the request it
+// hands to the browser then costs what it would cost without lanefetch, on the connection the browser would use. Pure: the caller
 // feeds the events and the host's round trip, and asks `arriving` once WARM_SPAN_RTTS of them have passed.
 
 import type { ArrivingOnWire, FinishedOnWire } from "./browser-warm-connection.js";

@@ -127,16 +127,21 @@ def remember(history: History | None, load: list[Observed], now: float, page: st
     answer that put nothing on the link this time (the helper's cache answered it) keeps what the same answer, of
     the same size, put there when it last came over it: the flight after a load answered from the cache would
     otherwise count its compressed texts decoded (apache-rewrite on `sat`: the second visit after such a load took
-    2.5 s instead of 2.1 s: its stylesheets took four connections' first flights instead of one)."""
+    2.5 s instead of 2.1 s: its stylesheets took four connections' first flights instead of one). An answer of
+    unknown size (handed to the browser's warm connection) keeps the size it had in an older load, and that
+    answer's link bytes."""
     loads = history.loads if history is not None else []
     carried = {(item.key, item.size): item.wire for older in reversed(loads) for item in older if item.wire is not None}
+    # An answer handed to the browser's own connection (load_log: size unknown) keeps its newest known size.
+    sized = {item.key: item.size for older in reversed(loads) for item in older if item.size is not None}
     seen: set[tuple[str, str, str]] = set()
     kept: list[Observed] = []
     for item in load:
         if item.key not in seen and len(kept) < MAX_ITEMS:
             seen.add(item.key)
-            wire = item.wire if item.wire is not None else carried.get((item.key, item.size))
-            kept.append(item if wire == item.wire else replace(item, wire=wire))
+            size = item.size if item.size is not None else sized.get(item.key)
+            wire = item.wire if item.wire is not None else carried.get((item.key, size))
+            kept.append(item if (size, wire) == (item.size, item.wire) else replace(item, size=size, wire=wire))
     pages = history.pages if history is not None else []
     return History([kept, *loads][:MAX_LOADS], now, [page, *pages][:MAX_LOADS])
 

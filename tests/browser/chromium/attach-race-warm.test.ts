@@ -3,10 +3,12 @@
 // not counted; webRequest says when its first and last bytes came, and a body that took three flights or more warmed
 // its connection. The script the page asks for after its load then goes to that connection (the browser's, reused),
 // its image to the helper, as for a tab whose Network is on (site-on.test.ts). Loopback's round trip is a
-// millisecond: the document trickled over 400 ms spans hundreds of them; sent at once it spans none.
+// millisecond: the document trickled over 400 ms spans hundreds of them. (Fails without the webRequest feed: the
+// script then goes to the helper.)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { openPage, startRacing, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import { eventually } from "../support/eventually.js";
 import type { Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -22,8 +24,11 @@ test("a racing tab's long document, trickled in: the next script goes to the bro
   await openPage(page, url);
   await page.waitForFunction(() => (window as unknown as { __classic?: string }).__classic !== undefined, undefined, { timeout: 20000 });
   await page.waitForFunction(() => ((window as unknown as { __longImage?: number }).__longImage ?? 0) > 0, undefined, { timeout: 20000 });
-  const trace = await browser.worker.evaluate(() => (globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace ?? []);
-  assert.ok(!trace.some(([label]) => label === "event navigation_blocked"), "the navigation raced, not blocked");
+  const traceNow = async (): Promise<string[]> => (await browser.worker.evaluate(() =>
+    (globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace ?? [])).map(([label]) => label);
+  // Network was off while the page loaded (so the document's bytes were never counted): on only after the load.
+  await eventually("Network on after the load", async () => (await traceNow()).includes("network: on after the load"));
+  assert.ok(!(await traceNow()).includes("event navigation_blocked"), "the navigation raced, not blocked");
   const doc = sites.log.find((r) => r.path.startsWith("/long.html"));
   const script = sites.log.find((r) => r.path === "/js/classic.js");
   const image = sites.log.find((r) => r.path === "/img/13.png");

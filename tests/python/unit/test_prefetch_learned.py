@@ -151,6 +151,17 @@ def test_an_answer_from_the_cache_keeps_what_it_put_on_the_link_when_it_last_cam
     assert h.loads[0][0].wire == 5_400
 
 
+def test_an_answer_of_unknown_size_keeps_the_size_and_link_bytes_of_an_older_load() -> None:
+    # Handed to the browser's warm connection (load_log), a script's size is not known this time.
+    def js(size: int | None, wire: int | None) -> Observed:
+        return observe("https://a.example/v.js", "script", "no-cors", 2, [], size, wire)
+
+    h = remember(None, [js(1_200, 700)], 1.0)
+    h = remember(h, [js(None, None)], 2.0)
+    assert (h.loads[0][0].size, h.loads[0][0].wire) == (1_200, 700)
+    assert (remember(None, [js(None, None)], 1.0).loads[0][0].size) is None, "never known: stays unknown"
+
+
 def test_a_record_kept_before_wire_sizes_were_learned_still_reads() -> None:
     record = json.loads(encode(History([[observe("https://a.example/s.css", "style", "no-cors", 1, [], 900, 300)]],
                                        5.0, ["https://a.example/"])))

@@ -121,6 +121,14 @@ def test_a_flight_asked_with_the_document_spends_one_wave_and_a_pipelined_child_
     assert page_deps.critical_waves(CHAIN, "/intro/page.html", times, RTT) == 3
 
 
+def test_a_child_asked_before_its_parent_came_does_not_take_that_parents_chain() -> None:
+    # reset.css prefetched with the document: default.css (found in the document) did not gate it, so neither it
+    # nor the font it names (asked once its own answer was in) sits on default.css's chain.
+    times = {"/intro/page.html": (0.0, 0.1), "/_static/default.css": (0.8, 0.9), "/_static/reset.css": (0.05, 0.2),
+             "/_static/fonts/f.woff2": (0.55, 0.6)}
+    assert page_deps.critical_waves(CHAIN, "/intro/page.html", times, RTT) == 2
+
+
 def test_what_a_script_fetched_waits_on_a_script_and_an_orphan_on_the_document() -> None:
     times = {"/intro/page.html": (0.0, 0.1), "/_static/doctools.js": (0.8, 0.9), "/search-index.js": (1.6, 1.7),
              "/_static/note.png": (0.2, 0.3)}  # its stylesheet never asked: hangs from the document, asked early
