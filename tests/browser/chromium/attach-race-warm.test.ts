@@ -9,15 +9,21 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { openPage, startRacing, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
-import type { Sites } from "../support/test-site.js";
+import { siteOptions, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
 let browser: Browser;
 
 before(async () => ({ sites, browser } = await startRacing()));
-after(() => stopSiteOn({ sites, browser }));
+after(async () => {
+  siteOptions.delayMs = 0;
+  await stopSiteOn({ sites, browser });
+});
 
 test("a racing tab's long document, trickled in: the next script goes to the browser's warm connection", async () => {
+  // Every answer held back (as attach-race.test.ts): the document's head comes long after the attach ended, as on a
+  // slow link; without it the navigation may commit first and the page is left to the browser.
+  siteOptions.delayMs = 700;
   sites.clearLog();
   const page = await browser.context.newPage();
   const url = `${sites.a.origin}/long.html?trickle=400`;
