@@ -167,6 +167,8 @@ def load_waves(d: Run, rtt_s: float) -> int:
     times: dict[str, tuple[float, float]] = {}
     prefix = f"/{page.name}"
     for r in d["records"]:
+        if not r.path.startswith(prefix + "/"):
+            continue  # another page's (a stray favicon): not on this page's chains
         path = r.path.split("?", 1)[0].removeprefix(prefix)
         asked, ended = r.end_time - r.duration, r.end_time
         first, last = times.get(path, (asked, ended))

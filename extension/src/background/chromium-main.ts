@@ -93,7 +93,7 @@ const networkLog = new CdpNetworkLog(
   (url, timing) => warmConnections.progress(url, timing),
 );
 // A tab whose attach raced its navigation has no Network events until its page loaded: its document's arrival, which
-// may leave the browser's connection warm, comes from webRequest (main frames only: one event per navigation, where
+// may leave the browser's connection warm, comes from webRequest (main frames only: a few events per navigation, where
 // listeners on every request cost a page of many small requests ~11 % on a fast link, PERMISSIONS.md).
 const documents = new DocumentArrival();
 const MAIN_FRAMES: chrome.webRequest.RequestFilter = { urls: ["<all_urls>"], types: ["main_frame"] };

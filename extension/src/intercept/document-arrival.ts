@@ -10,8 +10,9 @@
 // writes an HTTP/2 answer's status line as HTTP/1.1, so a document that came over h2 may count as HTTP/1.1 here: its
 // claim then sends one render-blocking request to the browser's h2 connection, which is as warm. A body that took
 // long for another reason (a server that flushed its head and then thought) counts as warm too: the request it
-// hands to the browser then costs what it would cost without lanefetch, on the connection the browser would use. Pure: the caller
-// feeds the events and the host's round trip, and asks `arriving` once WARM_SPAN_RTTS of them have passed.
+// hands to the browser then costs what it would cost without lanefetch, on the connection the browser would use.
+// Pure: the caller feeds the events and the host's round trip, and asks `arriving` once WARM_SPAN_RTTS of them have
+// passed.
 
 import type { ArrivingOnWire, FinishedOnWire } from "./browser-warm-connection.js";
 
@@ -74,9 +75,8 @@ export class DocumentArrival {
 
   /** webRequest.onCompleted: the document's last byte came. Null for one whose start was not seen. */
   completed(e: WebRequestResponse, rttMs: number | null): { url: string; timing: FinishedOnWire } | null {
-    const s = this.started.get(e.requestId);
+    const s = this.ended(e.requestId);
     if (s === undefined) return null;
-    this.started.delete(e.requestId);
     return {
       url: s.url,
       timing: {
@@ -89,13 +89,19 @@ export class DocumentArrival {
 
   /** webRequest.onErrorOccurred: the document failed (or was cancelled) after its first byte. */
   failed(requestId: string, timeStamp: number, error: string): { url: string; timing: FinishedOnWire } | null {
-    const s = this.started.get(requestId);
+    const s = this.ended(requestId);
     if (s === undefined) return null;
-    this.started.delete(requestId);
     return {
       url: s.url,
       timing: { protocol: s.protocol, remoteAddress: s.remoteAddress, fromCache: s.fromCache, encodedBytes: null,
         end: timeStamp, error, spanRoundTrips: null },
     };
+  }
+
+  /** The started document's record, forgotten: it ended (or failed) once. */
+  private ended(requestId: string): Started | undefined {
+    const s = this.started.get(requestId);
+    this.started.delete(requestId);
+    return s;
   }
 }

@@ -7,7 +7,7 @@
 // script then goes to the helper.)
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { openPage, startRacing, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import { openPage, startRacing, stopRacing, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
 import { siteOptions, type Sites } from "../support/test-site.js";
 
@@ -15,10 +15,7 @@ let sites: Sites;
 let browser: Browser;
 
 before(async () => ({ sites, browser } = await startRacing()));
-after(async () => {
-  siteOptions.delayMs = 0;
-  await stopSiteOn({ sites, browser });
-});
+after(() => stopRacing({ sites, browser }));
 
 test("a racing tab's long document, trickled in: the next script goes to the browser's warm connection", async () => {
   // Every answer held back (as attach-race.test.ts): the document's head comes long after the attach ended, as on a

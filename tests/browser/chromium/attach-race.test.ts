@@ -8,7 +8,7 @@
 // on a slow link: attaches stored as instant (startRacing) and every response of the origin held back (the document comes back long after the attach ended).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { EXTENSION_ID, openPage, settledPageLoad, startRacing, stopSiteOn, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
+import { EXTENSION_ID, openPage, settledPageLoad, startRacing, stopRacing, tabIdOf, tabStatus, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
 import { siteOptions, type Sites } from "../support/test-site.js";
 
@@ -16,10 +16,7 @@ let sites: Sites;
 let browser: Browser;
 
 before(async () => ({ sites, browser } = await startRacing()));
-after(async () => {
-  siteOptions.delayMs = 0;
-  await stopSiteOn({ sites, browser });
-});
+after(() => stopRacing({ sites, browser }));
 
 test("a host that races the attach: not blocked, attached from the navigation's start, its subresources the helper's", async () => {
   let rules: string[] = [];

@@ -10,7 +10,7 @@ import type { PageLoadReply, PageLoadsReply, PopupRequest, StatusReply, TimingsR
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
 import { untilSettled } from "./page-load-wait.js";
 import { chromiumDist, chromiumExecutable, helperCli, repoRoot } from "./paths.js";
-import { startSites, type Sites } from "./test-site.js";
+import { siteOptions, startSites, type Sites } from "./test-site.js";
 import { eventually } from "./eventually.js";
 
 const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { chromium_extension_id: string };
@@ -189,4 +189,10 @@ export async function startRacing(): Promise<SiteOn> {
   await eventually("the gate allows the racing host", async () => (rules = await browser.worker.evaluate(async () =>
     (await chrome.declarativeNetRequest.getSessionRules()).map((r) => r.action.type).sort())).join() === "allow,block", {}, () => rules);
   return { sites, browser };
+}
+
+/** After startRacing: answers no longer held back (a racing test holds them, siteOptions.delayMs), all stopped. */
+export async function stopRacing(env: SiteOn): Promise<void> {
+  siteOptions.delayMs = 0;
+  await stopSiteOn(env);
 }
