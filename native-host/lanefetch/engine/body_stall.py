@@ -17,11 +17,13 @@ So a response whose body has started and then gone quiet is cut when:
   and the next one waits for a doubled timer. The floor is there because the kernel's round trips run below what
   a busy slow link shows: with 2 s, answers in ordinary fast recovery behind other connections' queued bytes were
   cut on `wcdma` (9 of 15 loads, up to 17 % more bytes on the link);
-- or the link is idle as well: no byte of any response arrived on any of the engine's connections for one round
-  trip (at least an eighth of the floor), and this body has been quiet for two round trips (at least a quarter of
-  the floor). Then nothing else stands in the queue in front of this body's bytes: it waits on the server's timer,
-  and the sooner it is asked elsewhere the better (the measured stall above sat on an idle link). A cut there costs
-  little where it was not needed: the link is idle, and the rest comes on an idle connection in a round trip.
+- or the link is idle as well: no byte of any response arrived on any of the engine's connections, nor on the
+  host's network interfaces where the host says (host_link.py: the browser's own downloads fill the same queue),
+  for one round trip (at least an eighth of the floor), and this body has been quiet for two round trips (at least
+  a quarter of the floor). Then nothing else stands in the queue in front of this body's bytes: it waits on the
+  server's timer, and the sooner it is asked elsewhere the better (the measured stall above sat on an idle link).
+  A cut there costs little where it was not needed: the link is idle, and the rest comes on an idle connection in
+  a round trip.
   Measured on `wcdma` (flask-tutorial's second visit, OFF 5.7 s, ON 15.7 s without the cut): with half the floor
   and three round trips here, ON 6.4 s; with the sooner rule 5.6 s (performance.md). Not where the kernel holds
   more than IDLE_CUT_MAX_HELD packets of the connection received beyond a hole since the body's last readable

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 from typing import Protocol
@@ -67,7 +68,7 @@ class ConnectionOwner(Protocol):
 
     def take(self, conn: Carrier) -> Exchange | None: ...
     def delivered(self, t: float, nbytes: int, released: bool = False, loaded_rtt: float | None = None) -> None: ...
-    def link_quiet(self, t: float) -> float: ...
+    def link_quiet(self, t: float, loopback: bool) -> float: ...
     def carries_bulk(self, conn: Carrier) -> bool: ...
     def h2_serving(self) -> int: ...
     async def open_transport(self, timing: ConnectTiming) -> Transport: ...
@@ -211,9 +212,9 @@ class Connection:
                     stopped = self.state.in_flight[0].token
                     stopped.body_stall_cuts += 1
                     logging.getLogger("lanefetch.engine").info(
-                        "connection %d to %s: %s stopped mid-body for %.1f s (every connection quiet for %.1f s); "
+                        "connection %d to %s: %s stopped mid-body for %.1f s (the link quiet for %.1f s); "
                         "its rest is asked elsewhere", self.id, self.pool.origin, stopped.request.url,
-                        t - self._last_read, self.pool.link_quiet(t))
+                        t - self._last_read, self.pool.link_quiet(t, self._loopback_peer()))
                     await self._handle(self.state.body_stalled())
                 elif self.state.in_flight and cuttable and t - self._last_read < cfg.stall_timeout:
                     continue
@@ -266,8 +267,16 @@ class Connection:
         sock = self._socket()
         now_held, at_read = kernel_out_of_order_packets(sock), self._out_of_order_at_read
         held = None if now_held is None or at_read is None else max(0, now_held - at_read)
-        return cut_now(t - self._last_read, self.pool.link_quiet(t), self.pool.config.body_stall_min,
-                       [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)], held)
+        return cut_now(t - self._last_read, self.pool.link_quiet(t, self._loopback_peer()),
+                       self.pool.config.body_stall_min, [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)], held)
+
+    def _loopback_peer(self) -> bool:
+        """Is the server on loopback (host_link.py: then loopback is the link)?"""
+        sock = self._socket()
+        try:
+            return sock is not None and ipaddress.ip_address(sock.getpeername()[0]).is_loopback
+        except (OSError, ValueError, IndexError, TypeError):
+            return False
 
     def _socket(self) -> socket.socket | None:
         """The connection's socket (asyncio's view of it: getsockopt works), for the kernel's TCP_INFO."""

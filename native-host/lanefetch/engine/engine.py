@@ -19,6 +19,7 @@ from .connection import Carrier
 from .errors import FetchError
 from .exchange import Exchange, Sink
 from .fetcher import BatchResult, Page
+from .host_link import HostLink
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
 from .pool_plan import Handshake
@@ -52,6 +53,7 @@ class Engine:
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
         self.last_arrival = 0.0  # when response bytes last arrived on any connection (pool.delivered; body_stall.py)
+        self.host_link = HostLink()  # whether the host's interfaces have been quiet too (body_stall.py)
         #: Told each new connection's origin and TCP connect time in seconds (one round trip).
         self.on_connected: Callable[[Origin, float], None] | None = None
 

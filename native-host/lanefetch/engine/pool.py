@@ -32,6 +32,7 @@ from .connection import Carrier, Connection
 from .errors import FetchError
 from .exchange import Exchange
 from .h2_connection import H2Connection
+from .host_link import HostLink
 from .inflight_budget import LINK_WINDOW_RTTS, InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
@@ -75,6 +76,7 @@ class PoolOwner(Protocol):
 
     config: EngineConfig
     last_arrival: float  # when response bytes last arrived on any of the engine's connections (monotonic s)
+    host_link: HostLink  # the host's interfaces: has the link been quiet, not only the engine's connections?
 
     def next_connection_id(self) -> int: ...
     def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None: ...
@@ -562,6 +564,14 @@ class OriginPool:
 
     async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None:
         self.policy.on_connection_ended(ended.misbehaviour, conn.responses_completed)
+        if ended.failed or ended.suspect or ended.retry:
+            # What a connection's end costs (a request asked again is asked of the server twice): the log says
+            # which, so a load with paths asked twice can be traced to the end that caused it.
+            logging.getLogger("lanefetch.engine").info(
+                "connection %d to %s ended (%s): %s", conn.id, self.origin, ended.reason, "; ".join(
+                    f"{what} {' '.join(ex.request.url for ex in exs)}" for what, exs in (
+                        ("asked again:", ended.retry), ("held, asked again:", ended.suspect),
+                        ("failed:", ended.failed)) if exs))
         for ex in ended.failed:
             await ex.fail(FetchError("connection_lost", f"{ended.reason}; {ex.method} is not retried"))
         for ex in ended.suspect:
@@ -592,9 +602,11 @@ class OriginPool:
         self.engine.connection_closed(conn)
         self._plan()
 
-    def link_quiet(self, t: float) -> float:
-        """Seconds since response bytes last arrived on any of the engine's connections (body_stall.py)."""
-        return t - self.engine.last_arrival
+    def link_quiet(self, t: float, loopback: bool) -> float:
+        """Seconds since response bytes last arrived on any of the engine's connections and, where the host says,
+        on its interfaces that carry a connection to a loopback peer or to any other (body_stall.py, host_link.py)."""
+        host = self.engine.host_link.quiet(t, loopback)
+        return t - self.engine.last_arrival if host is None else min(host, t - self.engine.last_arrival)
 
     def request_finished(self) -> None:
         for c in self.connections:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest, Page
+from lanefetch.engine.host_link import HostLink
 from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
 from lanefetch.engine.request import Origin
@@ -1306,6 +1307,41 @@ async def test_a_stopped_body_is_waited_for_where_a_cut_would_lose_what_arrived(
         sink.check_exact(reqs, expected)
         assert srv.state["finished_after_pause"] is True and "ranges" not in srv.state
         assert srv.served(path) == 1 and len(srv.connections) == 1
+
+
+class _Counter:
+    """A host's byte count for host_link.HostLink: moving (another download fills the link) or standing still."""
+
+    def __init__(self, moving: bool) -> None:
+        self.moving, self.count, self.reads = moving, 0, []
+
+    def __call__(self, loopback: bool) -> int:
+        self.reads.append(loopback)
+        self.count += self.moving
+        return self.count
+
+
+@pytest.mark.parametrize("link_busy", [False, True])
+async def test_a_quiet_body_is_cut_soon_only_where_the_hosts_link_is_quiet_too(link_busy: bool) -> None:
+    """body_stall.py's sooner rule (the link idle as well) reads the host's interfaces, not only the engine's own
+    connections: while the host keeps receiving (the browser's own download fills the queue) a body quiet for
+    less than the floor is waited for; on a quiet host it is cut after a quarter of the floor and its rest asked
+    by Range. The floor is 4 s and the server pauses 3 s, so only the sooner rule can cut."""
+    path = "/r/big/300000"
+    async with setup(pause_mid_body(path, cut=100_000, pause=3), config(body_stall_min=4.0, stall_timeout=10)) as (
+            srv, engine):
+        counter = _Counter(moving=link_busy)
+        engine.engine.host_link = HostLink(read=counter)
+        reqs = gets(srv, [path])
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        assert counter.reads and all(counter.reads), "the loopback interface's counter (the server's) was not read"
+        if link_busy:
+            assert srv.state["finished_after_pause"] is True and "ranges" not in srv.state
+            assert srv.served(path) == 1 and len(srv.connections) == 1
+        else:
+            assert srv.state["ranges"] == ["bytes=100000-"], srv.state
+            assert srv.state.get("finished_after_pause") is False, "the client waited for the paused server"
 
 
 async def test_decoded_requests_ask_for_compressed_bodies() -> None:
