@@ -158,10 +158,13 @@ def _load(d: Run, rtt_s: float) -> rr.Load:
 def load_waves(d: Run, rtt_s: float) -> int:
     """The waves the load spent on its critical path as the server saw them (page_deps.critical_waves), from its
     access log: per path, when its first request arrived (the record's end less its duration) and when its last
-    answer ended."""
+    answer ended. Computed once per load (its log line and its report row both ask)."""
+    if "waves" in d:
+        return int(d["waves"])
     # The corpus page with most of the load's records (a late request of the previous page's may be among them).
     counts = Counter(p for r in d["records"] for p in CORPUS if r.path.startswith(f"/{p.name}/"))
     if not counts:
+        d["waves"] = 0
         return 0
     page = counts.most_common(1)[0][0]
     times: dict[str, tuple[float, float]] = {}
@@ -173,7 +176,8 @@ def load_waves(d: Run, rtt_s: float) -> int:
         asked, ended = r.end_time - r.duration, r.end_time
         first, last = times.get(path, (asked, ended))
         times[path] = (min(first, asked), max(last, ended))
-    return page_deps.critical_waves(_graph(page), page.page, times, rtt_s)
+    d["waves"] = page_deps.critical_waves(_graph(page), page.page, times, rtt_s)
+    return int(d["waves"])
 
 
 @functools.cache

@@ -193,7 +193,7 @@ class OriginPool:
                 self._deferred.add(conn)  # that connection takes it now
                 by_bytes.wakeup.set()
                 return None
-            return self._pop_for(conn) if self._may_add_known(conn, ex.method) else None
+            return self._pop() if self._may_add_known(conn, ex.method) else None  # the budget checked there
         # A flight's small answers share a busy connection where all of it comes in one flight, and leave the idle
         # ones to answers that need more round trips (pool_plan.fits_first_flight).
         packer = self._packer(ex)
@@ -236,6 +236,10 @@ class OriginPool:
         budget = self.budget.max_unanswered(now()) if self.config.inflight_budget else None
         if over_budget(len(conn.state.in_flight), sum(c.unanswered() for c in self.connections), budget):
             return None
+        return self._pop()
+
+    def _pop(self) -> Exchange:
+        """The queue's head, taken; connections that deferred to its taker look at the next one."""
         ex = heapq.heappop(self._queue)[1]
         if self._deferred and self._queue:
             for c in self._deferred:

@@ -7,11 +7,10 @@ import sys
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from lanefetch.engine.host_link import HostLink, QuietTracker, parse_received, read_received
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+ face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed
     lo: 5000      40    0    0    0     0          0         0     5000      40    0    0    0     0       0          0
   eth0: 123456   300    0    0    0     0          0         0    9999       80    0    0    0     0       0          0
  wlan0:    44     1    0    0    0     0          0         0       0        0    0    0    0     0       0          0
