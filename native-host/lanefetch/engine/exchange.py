@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,6 +28,8 @@ from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
 from .resume import continues, replaces, resume_headers
 from .timing import ConnectionInfo, LaneReport, RequestTiming, now
+
+_log = logging.getLogger("lanefetch.engine")
 
 _HOP_BY_HOP_RESPONSE = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
@@ -266,6 +269,16 @@ class Exchange:
 
     async def _report_timing(self) -> None:
         report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes)
+        if _log.isEnabledFor(logging.DEBUG):
+            # Where each answer went and when, on the helper's clock (epoch ms): with LANEFETCH_LOG=DEBUG, a bench
+            # load's breakdown (the browser's view) can be read against the connections' (docs/performance.md).
+            ms = self.timing.as_epoch_ms()
+            c = self.connection
+            _log.debug("%s: conn %s pos %s/%s, queued %s sent %s first %s last %s ms, %d B on the wire, %d retries",
+                       self.request.url, c.id if c else None, c.pipeline_position if c else None,
+                       c.pipeline_depth if c else None, *(f"{ms[k]:.0f}" if ms[k] is not None else None
+                                                          for k in ("queued", "sent", "first_byte", "last_byte")),
+                       self.wire_bytes, self.retries)
         try:
             await self.sink.timing(self.request, report)
         finally:

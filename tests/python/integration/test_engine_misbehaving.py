@@ -6,6 +6,7 @@ sink checks one end or one error per request), and the server's own records prov
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -1342,6 +1343,17 @@ async def test_a_quiet_body_is_cut_soon_only_where_the_hosts_link_is_quiet_too(l
         else:
             assert srv.state["ranges"] == ["bytes=100000-"], srv.state
             assert srv.state.get("finished_after_pause") is False, "the client waited for the paused server"
+
+
+async def test_each_answer_is_logged_with_its_connection_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    """LANEFETCH_LOG=DEBUG: each answer's connection, place in its pipeline and times (exchange._report_timing)."""
+    caplog.set_level(logging.DEBUG, logger="lanefetch.engine")
+    async with setup(well_behaved()) as (srv, engine):
+        reqs = gets(srv, ["/r/a/2000"])
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(reqs[0].url + ": conn ")]
+    assert len(lines) == 1 and " pos 1/1, queued " in lines[0] and "0 retries" in lines[0], lines
 
 
 async def test_decoded_requests_ask_for_compressed_bodies() -> None:
