@@ -61,6 +61,7 @@ from .pool_plan import (
     may_wait_for_draining,
     over_budget,
     packing_taker,
+    pipelining_taker,
     preconnect_plan,
     preferred_taker,
     receiving,
@@ -203,33 +204,39 @@ class OriginPool:
             return None
         packs = packer is conn
         taker = None if packs else self._preferred_taker(ex)
+        if taker is None and not packs:
+            # None is idle: the warmest that may pipeline it takes it (pool_plan.pipelining_taker).
+            taker = self._pipelining_taker(ex, conn)
         if taker is not None and taker is not conn:
             # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
             # request_finished wakes it); this one is woken again when the queue's next request is up.
             self._deferred.add(conn)
             taker.wakeup.set()
             return None
-        # Packed answers come in one flight: the fair share, which keeps a batch's last answers from queueing behind
-        # one connection, does not bound them (pool_plan.allowed_depth).
+        return self._pop_for(conn) if self._may_add(conn, ex, packs) else None
+
+    def _may_add(self, conn: Connection, ex: Exchange, packs: bool = False) -> bool:
+        """May conn take ex now: its depth (packed answers come in one flight: the fair share, which keeps a batch's
+        last answers from queueing behind one connection, does not bound them; pool_plan.allowed_depth) and, where
+        it carries answers, the pipelining rules (pool_plan.may_join)? The in-flight budget is _pop_for's."""
         depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth,
                               None if packs else self.outstanding(), len(self.connections))
         if not conn.state.can_send(ex.method, depth):
-            return None
+            return False
         aboard = self._aboard(conn)
         carried = {x.sort_key()[0] for x in aboard}
-        idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
-                   and not c.state.in_flight and not c.state.unverified)
         # On a connection that carries nothing may_join always says yes: the scans of the queue and of every
         # connection for render-blocking work are paid only when a request would be pipelined.
-        if carried and not packs:
-            long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
-                or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
-            # A font and other work would share the pipeline (fonts go with fonts only).
-            incoming_font = ex.request.resource_type == "font"
-            font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
-            if not may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out(), font):
-                return None
-        return self._pop_for(conn)
+        if not carried or packs:
+            return True
+        idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
+                   and not c.state.in_flight and not c.state.unverified)
+        long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
+            or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
+        # A font and other work would share the pipeline (fonts go with fonts only).
+        incoming_font = ex.request.resource_type == "font"
+        font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
+        return may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out(), font)
 
     def _pop_for(self, conn: Connection) -> Exchange | None:
         """The queue's head for conn, unless the origin has asked for enough answers already (the in-flight budget)."""
@@ -350,6 +357,17 @@ class OriginPool:
         candidates = [self._candidate(c, t, rtt) for c in conns.values()]
         may_wait = any(c.draining for c in candidates) and may_wait_for_draining(ex.sort_key()[0], self._laying_out())
         taker = preferred_taker(candidates, may_wait)
+        return None if taker is None else conns[taker]
+
+    def _pipelining_taker(self, ex: Exchange, asker: Connection) -> Connection | None:
+        """With none idle, the busy connection that should pipeline ex, the queue's head (pool_plan.pipelining_taker):
+        of those that may take it now (not tied up by a bulk body, _may_add), the warmest; the asker among equals."""
+        t, rtt = now(), self.budget.min_rtt
+        conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
+        candidates = [dataclasses.replace(self._candidate(c, t, rtt),
+                                          may_pipeline=not self.carries_bulk(c) and self._may_add(c, ex))
+                      for c in conns.values()]
+        taker = pipelining_taker(candidates, asker.id)
         return None if taker is None else conns[taker]
 
     def _candidate(self, c: Connection, t: float, rtt: float | None) -> Candidate:

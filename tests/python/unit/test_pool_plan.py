@@ -43,6 +43,7 @@ from lanefetch.engine.pool_plan import (
     may_wait_for_draining,
     over_budget,
     packing_taker,
+    pipelining_taker,
     preferred_taker,
     queue_order,
     receiving,
@@ -239,6 +240,39 @@ def test_the_taker_is_the_warmest_idle_connection_whatever_the_order(cs: list[Ca
     assert chosen.window == best_idle
     assert all(c.id > chosen.id for c in idle if c.window == chosen.window and c is not chosen)
     assert not any(c.draining and not c.idle and c.window >= WARMER * best_idle for c in cs)
+
+
+_pipeliners = st.lists(st.builds(Candidate, id=st.integers(0, 50), idle=st.just(False),
+                                 window=st.integers(INITIAL_WINDOW, 10 * INITIAL_WINDOW), draining=st.booleans(),
+                                 may_pipeline=st.booleans()),
+                       max_size=8, unique_by=lambda c: c.id)
+
+
+@given(_pipeliners, st.one_of(st.none(), st.integers(0, 50)), st.randoms(use_true_random=False))
+def test_with_none_idle_the_warmest_that_may_pipeline_takes_it_whatever_the_order(
+        cs: list[Candidate], asker: int | None, rnd: Random) -> None:
+    taker = pipelining_taker(cs, asker)
+    shuffled = list(cs)
+    rnd.shuffle(shuffled)
+    assert pipelining_taker(shuffled, asker) == taker
+    able = [c for c in cs if c.may_pipeline]
+    if not able:
+        assert taker is None  # none may: the request waits for a connection that may
+        return
+    chosen = next(c for c in cs if c.id == taker)
+    assert chosen.may_pipeline and chosen.window == max(c.window for c in able)
+    equals = [c.id for c in able if c.window == chosen.window]
+    assert taker == (asker if asker in equals else min(equals))  # among equals the asker keeps it
+
+
+def test_apache_rewrite_s_seventh_image_goes_behind_the_documents_warm_connection() -> None:
+    """First visit on `sat`: six connections busy, the document's (warmed by 9 kB and a stylesheet) and one that
+    carried a 287 B icon both may pipeline the last image; the document's takes it (pool_plan docstring)."""
+    icon = Candidate(6, idle=False, window=INITIAL_WINDOW, may_pipeline=True)
+    document = Candidate(1, idle=False, window=INITIAL_WINDOW + 10 * 1448, may_pipeline=True)
+    bulk = Candidate(5, idle=False, window=4 * INITIAL_WINDOW, may_pipeline=False)  # may not: not chosen
+    assert pipelining_taker([icon, bulk, document]) == 1
+    assert pipelining_taker([Candidate(2, idle=True, window=INITIAL_WINDOW, may_pipeline=True)]) is None
 
 
 @given(_candidates)
