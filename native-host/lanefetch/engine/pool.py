@@ -207,6 +207,8 @@ class OriginPool:
         if taker is None and not packs:
             # None is idle: the warmest that may pipeline it takes it (pool_plan.pipelining_taker).
             taker = self._pipelining_taker(ex, conn)
+            if taker is conn:
+                return self._pop_for(conn)  # _may_add said yes for it there
         if taker is not None and taker is not conn:
             # Warmest first (pool_plan.preferred_taker): that one takes it (a draining one once its answer is in:
             # request_finished wakes it); this one is woken again when the queue's next request is up.

@@ -50,9 +50,9 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   pipelined on the warmest that may take it (`pipelining_taker`), not on whichever asks first: apache-rewrite's
   first visit on `sat` had its seventh image of unknown size (59 kB) pipelined behind a 53 kB one, on the
   connection that had carried a 287 B icon in one load of four (last byte 3.82 s after the document was asked;
-  two loads of three in an earlier run) and on the document's own, warmed by it, in the others (3.47 s). The choice is a function of the connections'
-  states only (ties: the lowest id; to pipeline, the asking connection among equals, as before the rule), never of
-  which connection's task happens to wake first among unequal ones.
+  two loads of three in an earlier run) and on the document's own, warmed by it, in the others (3.47 s). The
+  choice is a function of the connections' states only (ties: the lowest id; to pipeline, the asking connection
+  among equals, as before the rule), never of which connection's task happens to wake first among unequal ones.
 - **A flight's small answers together, its largest first.** A prefetch flight knows its requests' sizes from the
   page's earlier loads, as they came over the link (FetchRequest.link_bytes: a compressed stylesheet's gzip bytes,
   a fifth of its CSS), and sends them all at once. Answers that together fit in a connection's first flight from
