@@ -50,12 +50,9 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   pipelined on the warmest that may take it (`pipelining_taker`), not on whichever asks first: apache-rewrite's
   first visit on `sat` had its seventh image of unknown size (59 kB) pipelined behind a 53 kB one, on the
   connection that had carried a 287 B icon in one load of four (last byte 3.82 s after the document was asked;
-  two loads of three in an earlier run) and on the document's own, warmed by it, in the others (3.47 s). A
-  draining connection comes first: with the warmest alone, the document's connection, free last (its script, the
-  last render-blocking answer), took both large images (3.72 s), where the connection finishing a 21 kB image
-  would have started the second a round trip sooner (3.10 s when it did). The choice is a function of the connections'
-  states only (ties: the lowest id; to pipeline, the asking connection among equals, as before the rule), never of
-  which connection's task happens to wake first among unequal ones.
+  two loads of three in an earlier run) and on the document's own, warmed by it, in the others (3.47 s). The
+  choice is a function of the connections' states only (ties: the lowest id; to pipeline, the asking connection
+  among equals, as before the rule), never of which connection's task happens to wake first among unequal ones.
 - **A flight's small answers together, its largest first.** A prefetch flight knows its requests' sizes from the
   page's earlier loads, as they came over the link (FetchRequest.link_bytes: a compressed stylesheet's gzip bytes,
   a fifth of its CSS), and sends them all at once. Answers that together fit in a connection's first flight from
@@ -441,15 +438,13 @@ def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> 
 
 def pipelining_taker(connections: Iterable[Candidate], asker: int | None = None) -> int | None:
     """With no connection idle, the id of the busy one that should pipeline the queue's next request: of those that
-    may (`may_pipeline`: its depth, its share and the pipelining rules allow it), a draining one if any (its answer's
-    rest already within its window: its turn comes within a round trip, where an answer not begun may be of any
-    size), and of those the one with the largest window (ties: the asking connection `asker` if it is among them,
-    else the lowest id); None when none may. The warmest sends it fastest once its turn comes (module docstring,
-    "Warmest first"); among equals the asker keeps it, as before the rule."""
+    may (`may_pipeline`: its depth, its share and the pipelining rules allow it), the one with the largest window
+    (ties: the asking connection `asker` if it is among them, else the lowest id); None when none may. The warmest
+    sends it fastest once its turn comes (module docstring, "Warmest first"); among equals the asker keeps it, as
+    before the rule."""
     able = [c for c in connections if c.may_pipeline and not c.idle]
     if not able:
         return None
-    able = [c for c in able if c.draining] or able
     window = max(c.window for c in able)
     best = [c.id for c in able if c.window == window]
     return asker if asker in best else min(best)
