@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import socket
 from typing import Protocol
 
+from .address_policy import address_space_of
 from .body_stall import cut_now, may_cut
 from .bulk_window import BulkWindow
 from .config import EngineConfig
@@ -97,6 +97,7 @@ class Connection:
         self._last_activity = now()
         self._last_read = self._last_activity  # when the last response bytes were read (body_stall.py)
         self._out_of_order_at_read: int | None = None  # the kernel's out-of-order packet count then (body_stall.py)
+        self._loopback_peer = False  # the server is on loopback: then loopback is the link (host_link.py)
         self._bulk_window = BulkWindow()
         self.warmth = Warmth()  # the server's estimated window on this connection (pool_plan: warmest first)
 
@@ -141,6 +142,7 @@ class Connection:
             self.state.ended = True
             await self.pool.serve_h2(self, transport)
             return
+        self._loopback_peer = self._peer_on_loopback()
         self.pool.connection_opened(self)
         self.wakeup.set()
         sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-send-{self.id}")
@@ -208,13 +210,16 @@ class Connection:
                 if self.state.in_flight and syncing:
                     continue  # a request went out during the short sync wait: listen again, for the stall timeout
                 t = now()
-                if self.state.in_flight and cuttable and self._body_stalled(t):
+                # One look at the link's quiet per poll: it reads the host's counters (host_link.py).
+                link_quiet = self.pool.link_quiet(t, self._loopback_peer) if self.state.in_flight and cuttable \
+                    else None
+                if link_quiet is not None and self._body_stalled(t, link_quiet):
                     stopped = self.state.in_flight[0].token
                     stopped.body_stall_cuts += 1
                     logging.getLogger("lanefetch.engine").info(
                         "connection %d to %s: %s stopped mid-body for %.1f s (the link quiet for %.1f s); "
                         "its rest is asked elsewhere", self.id, self.pool.origin, stopped.request.url,
-                        t - self._last_read, self.pool.link_quiet(t, self._loopback_peer()))
+                        t - self._last_read, link_quiet)
                     await self._handle(self.state.body_stalled())
                 elif self.state.in_flight and cuttable and t - self._last_read < cfg.stall_timeout:
                     continue
@@ -262,19 +267,20 @@ class Connection:
         return (self.pool.config.body_stall_cut and bool(self.state.in_flight) and self.transport is not None
                 and may_cut(self.state.in_flight[0].token.body_progress()))
 
-    def _body_stalled(self, t: float) -> bool:
-        """Has the front response's body been quiet long enough to be cut (body_stall.cut_now)?"""
+    def _body_stalled(self, t: float, link_quiet: float) -> bool:
+        """Has the front response's body been quiet long enough to be cut (body_stall.cut_now), the link quiet for
+        `link_quiet` s?"""
         sock = self._socket()
         now_held, at_read = kernel_out_of_order_packets(sock), self._out_of_order_at_read
         held = None if now_held is None or at_read is None else max(0, now_held - at_read)
-        return cut_now(t - self._last_read, self.pool.link_quiet(t, self._loopback_peer()),
-                       self.pool.config.body_stall_min, [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)], held)
+        return cut_now(t - self._last_read, link_quiet, self.pool.config.body_stall_min,
+                       [self.pool.budget.min_rtt, *kernel_loaded_rtts(sock)], held)
 
-    def _loopback_peer(self) -> bool:
-        """Is the server on loopback (host_link.py: then loopback is the link)?"""
+    def _peer_on_loopback(self) -> bool:
+        """Is the server on loopback (address_policy's address spaces), as its socket says once it is open?"""
         sock = self._socket()
         try:
-            return sock is not None and ipaddress.ip_address(sock.getpeername()[0]).is_loopback
+            return sock is not None and address_space_of(str(sock.getpeername()[0])) == "loopback"
         except (OSError, ValueError, IndexError, TypeError):
             return False
 

@@ -70,6 +70,8 @@ from .request import Origin
 from .timing import ConnectTiming, now
 from .transport import Transport, open_transport
 
+log = logging.getLogger("lanefetch.engine")
+
 
 class PoolOwner(Protocol):
     """What a pool needs from the engine that owns it (engine.py): settings, connection ids, and where to report
@@ -147,7 +149,7 @@ class OriginPool:
         if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):
             if bdp >= BALANCE_BDP > (self.policy.link_bdp or 0):
                 # Once per origin and session: the estimate that lets a flight's answers come in pieces, and why.
-                logging.getLogger("lanefetch.engine").info(
+                log.info(
                     "%s: the link carries %d bytes per round trip (%.0f bytes/s at its best over %.2f s, round trip "
                     "%.3f s)", self.origin, bdp, self.budget.peak_rate, LINK_WINDOW_RTTS * (self.budget.min_rtt or 0),
                     self.budget.min_rtt or 0)
@@ -217,10 +219,11 @@ class OriginPool:
             return None
         return self._pop_for(conn) if self._may_add(conn, ex, packs) else None
 
-    def _may_add(self, conn: Connection, ex: Exchange, packs: bool = False) -> bool:
+    def _may_add(self, conn: Connection, ex: Exchange, packs: bool = False, laying_out: bool | None = None) -> bool:
         """May conn take ex now: its depth (packed answers come in one flight: the fair share, which keeps a batch's
         last answers from queueing behind one connection, does not bound them; pool_plan.allowed_depth) and, where
-        it carries answers, the pipelining rules (pool_plan.may_join)? The in-flight budget is _pop_for's."""
+        it carries answers, the pipelining rules (pool_plan.may_join)? The in-flight budget is _pop_for's.
+        `laying_out`: _laying_out() where the caller already has it (asking for every connection in turn)."""
         depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth,
                               None if packs else self.outstanding(), len(self.connections))
         if not conn.state.can_send(ex.method, depth):
@@ -238,7 +241,8 @@ class OriginPool:
         # A font and other work would share the pipeline (fonts go with fonts only).
         incoming_font = ex.request.resource_type == "font"
         font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
-        return may_join(carried, ex.sort_key()[0], idle, long_here, self._laying_out(), font)
+        return may_join(carried, ex.sort_key()[0], idle, long_here,
+                        self._laying_out() if laying_out is None else laying_out, font)
 
     def _pop_for(self, conn: Connection) -> Exchange | None:
         """The queue's head for conn, unless the origin has asked for enough answers already (the in-flight budget)."""
@@ -364,10 +368,10 @@ class OriginPool:
     def _pipelining_taker(self, ex: Exchange, asker: Connection) -> Connection | None:
         """With none idle, the busy connection that should pipeline ex, the queue's head (pool_plan.pipelining_taker):
         of those that may take it now (not tied up by a bulk body, _may_add), the warmest; the asker among equals."""
-        t, rtt = now(), self.budget.min_rtt
+        t, rtt, laying_out = now(), self.budget.min_rtt, self._laying_out()  # one scan of the queue, not one each
         conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
-        candidates = [dataclasses.replace(self._candidate(c, t, rtt),
-                                          may_pipeline=not self.carries_bulk(c) and self._may_add(c, ex))
+        candidates = [dataclasses.replace(self._candidate(c, t, rtt), may_pipeline=not self.carries_bulk(c)
+                                          and self._may_add(c, ex, laying_out=laying_out))
                       for c in conns.values()]
         taker = pipelining_taker(candidates, asker.id)
         return None if taker is None else conns[taker]
@@ -588,10 +592,10 @@ class OriginPool:
 
     async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None:
         self.policy.on_connection_ended(ended.misbehaviour, conn.responses_completed)
-        if ended.failed or ended.suspect or ended.retry:
+        if (ended.failed or ended.suspect or ended.retry) and log.isEnabledFor(logging.INFO):
             # What a connection's end costs (a request asked again is asked of the server twice): the log says
             # which, so a load with paths asked twice can be traced to the end that caused it.
-            logging.getLogger("lanefetch.engine").info(
+            log.info(
                 "connection %d to %s ended (%s): %s", conn.id, self.origin, ended.reason, "; ".join(
                     f"{what} {' '.join(ex.request.url for ex in exs)}" for what, exs in (
                         ("asked again:", ended.retry), ("held, asked again:", ended.suspect),
