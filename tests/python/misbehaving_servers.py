@@ -121,10 +121,14 @@ def response(
 _REASONS = {100: "Continue", 103: "Early Hints", 200: "OK", 204: "No Content", 304: "Not Modified", 404: "Not Found"}
 
 
+_TYPED = {"css": "text/css", "js": "text/javascript", "font": "font/woff2", "img": "image/png"}
+
+
 def ordinary(req: Received, *, extra: Iterable[tuple[str, str]] = (), version: str = "1.1") -> bytes:
     """What a correct server answers to a request, by path:
 
-    * ``/r/<name>/<size>``: 200 with content(path), Content-Length, ETag;
+    * ``/r/<name>/<size>``: 200 with content(path), Content-Length, ETag, as application/octet-stream (``/css/``,
+      ``/js/``, ``/font/``, ``/img/`` instead of ``/r/``: typed as a stylesheet, script, font, image);
     * ``/chunked/<name>/<size>``: chunked in uneven pieces, trailers X-Checksum (sha256) and X-Count;
     * ``/hints/<name>/<size>``: 100 Continue and 103 Early Hints, then the 200;
     * ``/status/204``, ``/status/304/<name>``: no body (the 304 carries the representation's Content-Length);
@@ -141,7 +145,8 @@ def ordinary(req: Received, *, extra: Iterable[tuple[str, str]] = (), version: s
         return response(304, headers=[("ETag", etag(path)), ("Content-Length", "12345"), *extra], length=None,
                         with_body=False, version=version)
     body = content(path)
-    hdrs = [("ETag", etag(path)), ("Content-Type", "application/octet-stream"), *extra]
+    hdrs = [("ETag", etag(path)), ("Content-Type", _TYPED.get(path.split("/")[1], "application/octet-stream")),
+            *extra]
     if path.startswith("/chunked/"):
         trailers = [("X-Checksum", sha(body)), ("X-Count", str(len(body)))]
         hdrs.append(("Trailer", "X-Checksum, X-Count"))

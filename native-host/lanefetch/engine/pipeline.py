@@ -9,6 +9,10 @@ only once its place is proven (see the integrity notes in docs/architecture.md):
 
 - A response is *in step at once* when its head arrives with its request alone on the connection and
   every earlier response already proven: exactly what a browser without pipelining relies on.
+- So is one that *proves its place*: a 206 of exactly its own range (the lanes' pieces), or, for a request that
+  went out with nothing in flight before it, a 200 whose media type no other unproven request of the connection
+  could take (a stylesheet with a font behind it: response_check.proves_by_exclusion). What was sent behind the
+  latter stays at risk: an extra answer written after it would come there.
 - Any other response is *held*: ResponseStarted says so, and the shell keeps it from the sink and the
   cache. Held responses are proven together at a *sync point*: the connection is idle (everything
   answered) and stays quiet for a moment (`quiet()`, the shell's timer), or the server closes it with
@@ -26,7 +30,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .response_check import Expectation, implausible, proves_itself
+from .response_check import Expectation, implausible, proves_by_exclusion, proves_itself
 from .response_parser import (
     BodyData,
     Framing,
@@ -94,6 +98,7 @@ class ResponseComplete(Generic[T]):
     framing: Framing | None
     wire_bytes: int
     held: bool = False  # complete on the wire, its place not yet proven
+    expect: Expectation | None = None  # what its request let us expect (a held answer's, for proofs by exclusion)
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,7 @@ class PipelineConnection(Generic[T]):
         self.request_cap: int | None = None  # total requests this connection may carry (Keep-Alive max)
         self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
         self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
+        self._risky_until = 0  # requests up to this position were sent behind an answer proven by exclusion
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -187,8 +193,14 @@ class PipelineConnection(Generic[T]):
                 if isinstance(ev, Informational):
                     continue
                 if isinstance(ev, HeadReceived):
-                    front.held = self._at_risk() and not (proves_itself(ev.head, front.expect)
-                                                          and self._range_unique(front))
+                    excluded = self._may_exclude(front) and proves_by_exclusion(
+                        ev.head, front.expect, self._unproven_others())
+                    front.held = self._at_risk(front) and not (
+                        (proves_itself(ev.head, front.expect) and self._range_unique(front)) or excluded)
+                    if excluded and not front.held and len(self.in_flight) > 1:
+                        # What was sent behind it waits for a sync point: an extra answer written after this one
+                        # would land there unseen (the exclusion covered only this answer's place).
+                        self._risky_until = self.requests_sent
                     if front.held and (why := implausible(ev.head, front.expect)) is not None:
                         return [*events, self._end(f"out of step: {why}", Misbehaviour.DESYNC)]
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
@@ -258,10 +270,22 @@ class PipelineConnection(Generic[T]):
     def _pipelined_in_flight(self) -> bool:
         return any(f.depth > 1 for f in self.in_flight)
 
-    def _at_risk(self) -> bool:
+    def _at_risk(self, front: InFlight[T]) -> bool:
         """Could the response now arriving belong to another request? Not when its request is the only one
-        out and every earlier answer is proven: then it is the connection's next response, as for a browser."""
-        return len(self.in_flight) > 1 or bool(self.unverified)
+        out and every earlier answer is proven: then it is the connection's next response, as for a browser;
+        unless it was sent behind an answer proven by exclusion, whose extra copy would come here."""
+        return len(self.in_flight) > 1 or bool(self.unverified) or front.position <= self._risky_until
+
+    def _may_exclude(self, front: InFlight[T]) -> bool:
+        """May front's answer prove its place by exclusion? Only where its request went out with nothing in flight
+        before it (depth 1): an answer owed to an earlier request (skipped, or answered twice) could otherwise come
+        typed like front's own, and only holding until the connection drains would show it."""
+        return front.depth == 1
+
+    def _unproven_others(self) -> list[Expectation | None]:
+        """What the requests other than the front one, not proven in step, let us expect: those behind it and
+        those answered but held (None: not known, which proves nothing by exclusion)."""
+        return [f.expect for f in list(self.in_flight)[1:]] + [r.expect for r in self.unverified]
 
     def _range_unique(self, front: InFlight[T]) -> bool:
         """Was front's byte range asked by no other request on this connection? Only then can a 206 of exactly that
@@ -296,7 +320,7 @@ class PipelineConnection(Generic[T]):
         keep_alive = front.parser.keep_alive()
         done: ResponseComplete[T] = ResponseComplete(
             front.token, head, trailers, keep_alive, front.depth > 1, front.position,
-            front.parser.framing, front.parser.consumed, front.held,
+            front.parser.framing, front.parser.consumed, front.held, front.expect,
         )
         if front.held:
             self.unverified.append(done)

@@ -59,6 +59,7 @@ from .pool_plan import (
     long_answer,
     may_join,
     may_wait_for_draining,
+    mixes_fonts,
     over_budget,
     packing_taker,
     pipelining_taker,
@@ -238,9 +239,9 @@ class OriginPool:
                    and not c.state.in_flight and not c.state.unverified)
         long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
             or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
-        # A font and other work would share the pipeline (fonts go with fonts only).
-        incoming_font = ex.request.resource_type == "font"
-        font = any((x.request.resource_type == "font") != incoming_font for x in aboard)
+        # A font and other work would share the pipeline (fonts go with fonts only, or behind a lone stylesheet).
+        font = mixes_fonts([f.token.request.resource_type for f in conn.state.in_flight],
+                           [r.token.request.resource_type for r in conn.state.unverified], ex.request.resource_type)
         return may_join(carried, ex.sort_key()[0], idle, long_here,
                         self._laying_out() if laying_out is None else laying_out, font)
 

@@ -95,7 +95,7 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
@@ -153,7 +153,8 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
     kB, and an answer pipelined with one waits for it whole, ahead of it (held until the connection drains) or
     behind it. On `wcdma` rustdoc's first stylesheets were pipelined with its fonts (52–133 kB at 384 kbit/s) and
     reached the page 10–12 s after their last byte (real-pages rust-std: 0.79x); never pipelining fonts at all made
-    four of its six fonts wait a round trip for a free connection on `sat` (1.07x -> 0.93x)."""
+    four of its six fonts wait a round trip for a free connection on `sat` (1.07x -> 0.93x). One exception is
+    `mixes_fonts`'s: a font behind a lone stylesheet or script."""
     if not carried:
         return True
     if font:
@@ -163,6 +164,24 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
     if incoming != RENDER_BLOCKING and laying_out:
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
+
+FONT_LEADERS = frozenset({"stylesheet", "script"})
+
+
+def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str) -> bool:
+    """Would pipelining a request of resource type `incoming` on a connection with answers of these types in flight
+    (and `held`: complete, unproven) put a font and other work in one pipeline (may_join's `font`)? Not a
+    font behind one lone stylesheet or script, sent alone and not in yet: a text/css or script answer at its
+    place proves itself by exclusion, as no font request takes one (pipeline.py, response_check.proves_by_exclusion),
+    and streams to the page as it arrives; the font follows it in the same round trips instead of waiting for a
+    free connection. rustdoc's first visit on `sat` (rust-std, six preloaded fonts, 523 kB): its fonts waited a
+    round trip for the connections its stylesheets and scripts held, then went three each to the first two
+    connections to free (last font byte 4.2 s after the navigation)."""
+    incoming_font = incoming == "font"
+    if incoming_font and not held and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS:
+        return False
+    return any((t == "font") != incoming_font for t in [*in_flight, *held])
+
 
 # RFC 6928's initial window: ten segments (INITIAL_SEGMENTS) of a 1460-byte MSS.
 INITIAL_SEGMENTS = 10

@@ -21,6 +21,15 @@ another request's; the pipeline passes it on at once instead of holding it until
 lane that always has its next range queued would never do). A flight's pieces of several bodies
 (prefetch/flight_pieces.py) can ask the same range of two URLs on one connection: those are held like any answer.
 
+Another proves its place by exclusion (`proves_by_exclusion`): a 200 to a GET whose media type its request's
+destination takes and every other request not yet proven on the connection (pipelined behind it, or answered but
+held) refuses by the table below. A shift can only move an answer to another request of the connection; where no
+other one could take a text/css body, a text/css body at a stylesheet's place is that stylesheet's. So a stylesheet
+with a font pipelined behind it reaches the page as it arrives instead of after the font (tens of kB, seconds on a
+slow link): the pool may then send a page's fonts in the same round trip as its stylesheets. What stays is the
+browser's own risk: a connection's already proven request answered twice, late, looks like the next answer to a
+browser on a keep-alive connection too.
+
 A finding is a sign of desynchronisation, not proof; the pipeline treats it as one (pipeline.py): the
 connection is dropped, everything on it not yet proven in step is fetched again alone, and the origin
 stops pipelining. A false alarm therefore costs a refetch, never a wrong body.
@@ -29,6 +38,7 @@ stops pipelining. A false alarm therefore costs a refetch, never a wrong body.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .fields import Headers
@@ -85,6 +95,32 @@ def proves_itself(head: ResponseHead, expect: Expectation) -> bool:
     return int(m[1]) == first and want_last is not None and int(m[2]) == want_last
 
 
+def _media(head: ResponseHead) -> str:
+    return (head.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+
+def refuses(destination: str, media: str) -> bool:
+    """Can a successful body of this media type never serve this destination (_FOREIGN)?"""
+    foreign = _FOREIGN.get(destination, ())
+    return bool(media) and any(media == f or (f.endswith("/") and media.startswith(f)) for f in foreign)
+
+
+def proves_by_exclusion(head: ResponseHead, expect: Expectation, others: Iterable[Expectation | None]) -> bool:
+    """Is this head its request's answer because no other unproven request of the connection (`others`: those
+    pipelined behind it and those answered but held; None: unknown) could take it: a 200 to a plain GET (no Range, not
+    conditional) of a destination the table knows, with a media type that destination takes and every other one,
+    all plain GETs of known destinations, refuses?"""
+    media = _media(head)
+    if head.status != 200 or not media or not _plain_get(expect) or refuses(expect.destination, media):
+        return False
+    return all(o is not None and _plain_get(o) and refuses(o.destination, media) for o in others)
+
+
+def _plain_get(expect: Expectation) -> bool:
+    return (expect.method == "GET" and not expect.ranged and not expect.conditional
+            and expect.destination in _FOREIGN)
+
+
 def implausible(head: ResponseHead, expect: Expectation) -> str | None:
     """Why this head cannot answer a request with this expectation; None when it can."""
     if not expect.ranged:
@@ -98,9 +134,6 @@ def implausible(head: ResponseHead, expect: Expectation) -> str | None:
             return f"a range from byte {m[1]} answered a request for one from byte {expect.byte_range[0]}"
     if head.status == 304 and not expect.conditional:
         return "a 304 answered a request that was not conditional"
-    foreign = _FOREIGN.get(expect.destination)
-    if foreign and 200 <= head.status < 300:
-        media = (head.get("content-type") or "").split(";", 1)[0].strip().lower()
-        if media and any(media == f or (f.endswith("/") and media.startswith(f)) for f in foreign):
-            return f"a {media} body answered a {expect.destination} request"
+    if 200 <= head.status < 300 and refuses(expect.destination, media := _media(head)):
+        return f"a {media} body answered a {expect.destination} request"
     return None

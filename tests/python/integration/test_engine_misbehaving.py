@@ -25,6 +25,7 @@ from lanefetch.service import FetchService, ServiceConfig
 from misbehaving_servers import (
     CACHEABLE,
     LOOPBACK,
+    Headers,
     RecordingSink,
     Scenario,
     ScriptedServer,
@@ -804,6 +805,41 @@ async def test_a_font_is_never_pipelined_with_a_stylesheet() -> None:
         assert shared == [], f"a font and another answer in one pipeline: {shared}"
         got = {r.path: r for c in srv.connections for r in c.received}
         assert any(got[f"/r/{c.id}/300"].unanswered_at_arrival > 0 for c in css), "the stylesheets were pipelined"
+
+
+async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet_streams_at_once() -> None:
+    # A text/css answer at the stylesheet's place cannot be the font's (response_check.proves_by_exclusion): the font
+    # is pipelined behind it (pool_plan.mixes_fonts) and the stylesheet reaches the page before the font is answered.
+    css_in = asyncio.Event()
+    font_waited: list[str] = []
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            if req.path.startswith("/font/"):
+                try:
+                    await asyncio.wait_for(css_in.wait(), 5)
+                except TimeoutError:
+                    font_waited.append(req.path)  # the stylesheet was held behind the font
+            await conn.answer(req, ordinary(req))
+
+    class Sink(RecordingSink):
+        async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+            await super().end(request, body_bytes, trailers)
+            if request.id == "c0":
+                css_in.set()
+
+    async with setup(run, config(connections_per_origin=1)) as (srv, engine):
+        proven(engine, srv)
+        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
+                FetchRequest("f0", "GET", srv.url("/font/f0/60000"), resource_type="font")]
+        sink = Sink()
+        await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
+        sink.check_exact(reqs, expected)
+        asked = [r for c in srv.connections for r in c.received]
+        assert sorted(r.path for r in asked) == ["/css/c0/3000", "/font/f0/60000"], "asked again after a stall"
+        font = next(r for r in asked if r.path == "/font/f0/60000")
+        assert font.unanswered_at_arrival == 1, "the font waited for the stylesheet's answer to be sent"
+        assert font_waited == [], "the stylesheet reached the page only after the font"
 
 
 # ---------------------------------------------------------------------------------------- non-GET

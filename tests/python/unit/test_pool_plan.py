@@ -41,6 +41,7 @@ from lanefetch.engine.pool_plan import (
     long_answer,
     may_join,
     may_wait_for_draining,
+    mixes_fonts,
     over_budget,
     packing_taker,
     pipelining_taker,
@@ -150,6 +151,23 @@ def test_a_font_never_shares_a_pipeline_with_other_work(carried: set[int], incom
     assert may_join(carried, incoming, idle, long_here, laying_out, font=True) is (not carried)
     if not carried:
         assert may_join(carried, incoming, idle, long_here, laying_out, font=False)
+
+
+_TYPES = st.sampled_from(["font", "stylesheet", "script", "image", "fetch", "other"])
+
+
+@given(st.lists(_TYPES, max_size=4), st.lists(_TYPES, max_size=3), _TYPES)
+def test_a_font_goes_behind_a_lone_stylesheet_or_script_and_nothing_waits_for_a_font(
+        in_flight: list[str], held: list[str], incoming: str) -> None:
+    mixes = mixes_fonts(in_flight, held, incoming)
+    aboard = [*in_flight, *held]
+    lone_leader = incoming == "font" and not held and len(in_flight) == 1 and in_flight[0] in ("stylesheet", "script")
+    # the one exception to "fonts with fonts only": its leader's answer proves its place by exclusion
+    assert mixes is (not lone_leader and any((t == "font") != (incoming == "font") for t in aboard))
+    if incoming != "font" and "font" in aboard:
+        assert mixes, "an answer behind a font (or held until one drains) would wait for all of it"
+    if held and incoming == "font" and any(t != "font" for t in aboard):
+        assert mixes, "a held answer is proven only when the connection drains: behind the font"
 
 
 @given(st.lists(st.one_of(st.none(), st.integers(0, 10 * LONG_BYTES)), max_size=6))
