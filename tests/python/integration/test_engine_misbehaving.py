@@ -830,6 +830,7 @@ async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet
 
     async with setup(run, config(connections_per_origin=1)) as (srv, engine):
         proven(engine, srv)
+        on_a_long_fat_link(engine, srv)  # on a thin one fonts go with fonts only (pool_plan.mixes_fonts)
         reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
                 FetchRequest("f0", "GET", srv.url("/font/f0/60000"), resource_type="font")]
         sink = Sink()

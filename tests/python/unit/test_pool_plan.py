@@ -156,12 +156,15 @@ def test_a_font_never_shares_a_pipeline_with_other_work(carried: set[int], incom
 _TYPES = st.sampled_from(["font", "stylesheet", "script", "image", "fetch", "other"])
 
 
-@given(st.lists(_TYPES, max_size=4), st.lists(_TYPES, max_size=3), _TYPES)
+@given(st.lists(_TYPES, max_size=4), st.lists(_TYPES, max_size=3), _TYPES,
+       st.one_of(st.none(), st.integers(0, 20 * INITIAL_WINDOW)))
 def test_a_font_goes_behind_a_lone_stylesheet_or_script_and_nothing_waits_for_a_font(
-        in_flight: list[str], held: list[str], incoming: str) -> None:
-    mixes = mixes_fonts(in_flight, held, incoming)
+        in_flight: list[str], held: list[str], incoming: str, link_bdp: int | None) -> None:
+    mixes = mixes_fonts(in_flight, held, incoming, link_bdp)
     aboard = [*in_flight, *held]
-    lone_leader = incoming == "font" and not held and len(in_flight) == 1 and in_flight[0] in ("stylesheet", "script")
+    roomy = link_bdp is not None and link_bdp >= BALANCE_BDP  # on a thin link fonts go with fonts only
+    lone_leader = (roomy and incoming == "font" and not held and len(in_flight) == 1
+                   and in_flight[0] in ("stylesheet", "script"))
     # the one exception to "fonts with fonts only": its leader's answer proves its place by exclusion
     assert mixes is (not lone_leader and any((t == "font") != (incoming == "font") for t in aboard))
     if incoming != "font" and "font" in aboard:
