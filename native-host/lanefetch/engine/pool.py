@@ -38,7 +38,6 @@ from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
     BALANCE_BDP,
-    LONE_LEADERS,
     RENDER_BLOCKING,
     Ahead,
     Bin,
@@ -56,7 +55,6 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
-    far_warmer_taker,
     h2_share,
     long_answer,
     may_join,
@@ -75,11 +73,6 @@ from .transport import Transport, open_transport
 
 log = logging.getLogger("lanefetch.engine")
 
-
-
-def _flight_image(ex: Exchange) -> bool:
-    """Is ex a prefetch flight's image (prefetch/flight.py: its requests are the ones kept out of the HTTP cache)?"""
-    return ex.request.resource_type == "image" and not ex.request.cache_store
 
 class PoolOwner(Protocol):
     """What a pool needs from the engine that owns it (engine.py): settings, connection ids, and where to report
@@ -213,15 +206,6 @@ class OriginPool:
             packer.wakeup.set()
             return None
         packs = packer is conn
-        # A flight's image of unknown size goes behind the document's warm connection rather than to a cold one
-        # (pool_plan.far_warmer_taker).
-        far = None if packs else self._far_warmer_taker(ex)
-        if far is not None:
-            if far is conn:
-                return self._pop_for(conn)  # its depth was checked for it (_may_follow)
-            self._deferred.add(conn)
-            far.wakeup.set()
-            return None
         taker = None if packs else self._preferred_taker(ex)
         if taker is None and not packs:
             # None is idle: the warmest that may pipeline it takes it (pool_plan.pipelining_taker).
@@ -382,41 +366,6 @@ class OriginPool:
         may_wait = any(c.draining for c in candidates) and may_wait_for_draining(ex.sort_key()[0], self._laying_out())
         taker = preferred_taker(candidates, may_wait)
         return None if taker is None else conns[taker]
-
-    def _far_warmer_taker(self, ex: Exchange) -> Connection | None:
-        """The busy connection far warmer than any idle one that should take ex behind what it carries
-        (pool_plan.far_warmer_taker), where ex is a flight's image of unknown size to an origin whose link is known
-        to be roomy (link_bdp, as for the flight's balancing); None otherwise."""
-        if not (_flight_image(ex) and ex.request.link_bytes is None
-                and (self.policy.link_bdp or 0) >= BALANCE_BDP):
-            return None
-        t, rtt = now(), self.budget.min_rtt
-        conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
-        candidates = []
-        for c in conns.values():
-            aboard = self._aboard(c)
-            followers = sum(1 for x in aboard if _flight_image(x))
-            candidates.append(dataclasses.replace(self._candidate(c, t, rtt), may_follow=self._may_follow(c),
-                                                  followers=followers))
-        taker = far_warmer_taker(candidates)
-        return None if taker is None else conns[taker]
-
-    def _may_follow(self, c: Connection) -> bool:
-        """May a flight's image go behind what c carries now: c may send one more (its learned depth, no fair share),
-        carries no bulk body, and carries only the flight's images, behind at most one stylesheet or script at its
-        front, sent with nothing before it and not answered yet (its answer proves its place by exclusion: no image
-        request takes text/css or a script; pipeline.py)? Held answers would wait for the images: none."""
-        s = c.state
-        if not s.in_flight or s.unverified or self.carries_bulk(c) or not self._may_send_more(c):
-            return False
-        depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth, None, len(self.connections))
-        if not s.can_send("GET", depth):
-            return False
-        front, *rest = list(s.in_flight)
-        if not _flight_image(front.token) and (front.token.request.resource_type not in LONE_LEADERS
-                                               or front.depth != 1 or front.parser.head is not None):
-            return False
-        return all(_flight_image(f.token) for f in rest)
 
     def _pipelining_taker(self, ex: Exchange, asker: Connection) -> Connection | None:
         """With none idle, the busy connection that should pipeline ex, the queue's head (pool_plan.pipelining_taker):

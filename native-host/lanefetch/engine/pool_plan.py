@@ -72,14 +72,6 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   connection's reserve and goes on with the queue for the others; such a connection counts what its first flight
   cost the flight's work: `first_flight_cost`); the rules for the browser's own images (not pipelined while the
   page lays out, warmest idle connection first) would have it wait for a free connection, a round trip or more.
-- **Behind the document's warm connection.** A flight's image of unknown size (a first visit's, named by the
-  document) goes behind what a busy connection carries where that connection's window, shared with the flight's
-  images already there, is FAR_WARMER times the warmest idle connection's (`far_warmer_taker`; the link known to be
-  roomy, as for balancing): the document's connection leaves its answer with a window of hundreds of kB, a connection
-  that carried stylesheets one of 15 kB. It follows only the flight's images and at most one stylesheet or script
-  at the front, sent alone and not answered yet, whose answer then proves its place by exclusion (pipeline.py):
-  nothing render-blocking is held behind an image. mdBook's print page on `sat`: its four large images (82–241 kB)
-  came 5.1–5.5 s after the navigation instead of 5.9–7.8 s.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
@@ -173,9 +165,7 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
-# What a font or a flight's image may follow on a connection, alone at its front: a text/css or script answer
-# proves its place by exclusion there (no font or image request takes one; response_check.proves_by_exclusion).
-LONE_LEADERS = frozenset({"stylesheet", "script"})
+FONT_LEADERS = frozenset({"stylesheet", "script"})
 
 
 def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, link_bdp: int | None = None) -> bool:
@@ -193,7 +183,7 @@ def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, li
     14.7–17.1 s without lanefetch."""
     incoming_font = incoming == "font"
     roomy = link_bdp is not None and link_bdp >= BALANCE_BDP
-    if roomy and incoming_font and not held and len(in_flight) == 1 and in_flight[0] in LONE_LEADERS:
+    if roomy and incoming_font and not held and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS:
         return False
     return any((t == "font") != incoming_font for t in [*in_flight, *held])
 
@@ -445,8 +435,6 @@ class Candidate:
     window: int
     draining: bool = False
     may_pipeline: bool = False  # busy, and may take the request into its pipeline now (pipelining_taker)
-    may_follow: bool = False  # busy, and may take a flight's image behind what it carries (far_warmer_taker)
-    followers: int = 0  # a flight's images it carries already (far_warmer_taker)
 
 
 def may_wait_for_draining(incoming: int, laying_out: bool) -> bool:
@@ -484,29 +472,6 @@ def pipelining_taker(connections: Iterable[Candidate], asker: int | None = None)
     window = max(c.window for c in able)
     best = [c.id for c in able if c.window == window]
     return asker if asker in best else min(best)
-
-
-# How much warmer than the warmest idle connection a busy one must be, per image of a flight it would carry, to take
-# one more (far_warmer_taker).
-FAR_WARMER = 4
-
-
-def far_warmer_taker(connections: Iterable[Candidate]) -> int | None:
-    """For a flight's image of unknown size, on a roomy link (pool.py decides): the id of the busy connection that
-    may take it behind what it carries (`may_follow`: a lone stylesheet or script whose answer proves its place by
-    exclusion, and the flight's images already there) whose window, shared with those images (`followers`), is still
-    FAR_WARMER times the warmest idle connection's; the warmest such, None where there is none (the image then goes
-    by the other rules, to an idle connection). A page's document warms its connection far beyond any other: the
-    1.6 MB mdBook print page (392 kB gzip) left it with a window of a few hundred kB, and the large images named at
-    its end (82–241 kB) went to connections that had carried only stylesheets, 2.4–3.4 s of slow start each while
-    the document's connection sent highlight.js (313 kB) in 0.34 s."""
-    cs = list(connections)
-    idle = [c.window for c in cs if c.idle]
-    if not idle:
-        return None
-    floor = FAR_WARMER * max(idle)
-    able = [c for c in cs if not c.idle and c.may_follow and c.window >= floor * (1 + c.followers)]
-    return max(able, key=lambda c: (c.window, -c.id)).id if able else None
 
 
 def h2_connection_count(h2_connections: int, min_rtt: float | None) -> int:

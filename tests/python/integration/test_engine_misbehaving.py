@@ -843,26 +843,6 @@ async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet
         assert font_waited == [], "the stylesheet reached the page only after the font"
 
 
-async def test_a_flights_images_follow_a_script_on_the_documents_warm_connection_not_a_cold_one() -> None:
-    # After a 400 kB answer one connection's window is far larger than a fresh one's: a flight's images of unknown
-    # size go behind the script it carries (whose answer proves its place by exclusion), not to the idle cold one
-    # (pool_plan.far_warmer_taker).
-    async with setup(well_behaved(settle=0.2), config(connections_per_origin=2)) as (srv, engine):
-        proven(engine, srv)
-        on_a_long_fat_link(engine, srv)
-        warm = [FetchRequest("doc", "GET", srv.url("/r/doc/400000")), FetchRequest("tiny", "GET", srv.url("/r/t/10"))]
-        (await fetch(engine, warm)).check_exact(warm, expected)
-        assert len(srv.connections) == 2, "the test needs a warm connection and a cold one"
-        reqs = [FetchRequest("s", "GET", srv.url("/js/s/3000"), resource_type="script"),
-                *[FetchRequest(f"i{k}", "GET", srv.url(f"/img/i{k}/50000"), resource_type="image", cache_store=False)
-                  for k in range(2)]]
-        (await fetch(engine, reqs)).check_exact(reqs, expected)
-        doc_conn = next(c for c in srv.connections if any(r.path == "/r/doc/400000" for r in c.received))
-        images = [r for r in doc_conn.received if r.path.startswith("/img/")]
-        assert len(images) == 2 and all(r.unanswered_at_arrival >= 1 for r in images), \
-            [(c.index, [(r.path, r.unanswered_at_arrival) for r in c.received]) for c in srv.connections]
-
-
 # ---------------------------------------------------------------------------------------- non-GET
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from random import Random
@@ -13,7 +12,6 @@ from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BALANCE_BDP,
     BULK_BYTES,
-    FAR_WARMER,
     HEAD_BYTES,
     INITIAL_SEGMENTS,
     INITIAL_WINDOW,
@@ -37,7 +35,6 @@ from lanefetch.engine.pool_plan import (
     cooled,
     drains_soon,
     expected_long,
-    far_warmer_taker,
     first_flight_cost,
     fits_first_flight,
     link_size,
@@ -584,32 +581,3 @@ def test_what_is_balanced_a_flights_known_sizes_that_do_not_block_rendering_on_a
     assert not balances(2, None, room)  # the browser's own request: its size is not known
     assert not balances(2, 30_000, None)  # the link not known yet
     assert not balances(2, 30_000, room - 1)  # W-CDMA: 384 kbit/s at 400 ms carries 19 kB per round trip
-
-
-_CANDIDATES = st.lists(st.builds(Candidate, st.integers(0, 50), st.booleans(),
-                                 st.integers(INITIAL_WINDOW, 100 * INITIAL_WINDOW), st.booleans(), st.booleans(),
-                                 st.booleans(), st.integers(0, 6)), max_size=6, unique_by=lambda c: c.id)
-
-
-@given(_CANDIDATES)
-def test_a_flights_image_follows_only_a_connection_far_warmer_than_every_idle_one(cs: list[Candidate]) -> None:
-    taker = far_warmer_taker(cs)
-    idle = [c.window for c in cs if c.idle]
-    if not idle:
-        assert taker is None, "with nothing idle the usual pipelining rules decide"
-        return
-    able = [c for c in cs if not c.idle and c.may_follow and c.window >= FAR_WARMER * max(idle) * (1 + c.followers)]
-    if not able:
-        assert taker is None
-        return
-    chosen = next(c for c in cs if c.id == taker)
-    assert chosen in able and chosen.window == max(c.window for c in able)
-
-
-def test_the_documents_connection_takes_the_images_until_its_share_of_its_window_is_a_cold_ones() -> None:
-    # the document's connection: a window of 20 initial windows; an idle one has IW10
-    warm = Candidate(1, False, 20 * INITIAL_WINDOW, may_follow=True)
-    cold = Candidate(2, True, INITIAL_WINDOW)
-    takes = [far_warmer_taker([dataclasses.replace(warm, followers=k), cold]) for k in range(6)]
-    assert takes == [1, 1, 1, 1, 1, None]  # 20 >= 4 x (1 + k) for k <= 4
-    assert far_warmer_taker([dataclasses.replace(warm, may_follow=False), cold]) is None
