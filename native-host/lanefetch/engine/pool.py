@@ -242,7 +242,7 @@ class OriginPool:
         # A font and other work would share the pipeline (fonts go with fonts only, or behind a lone stylesheet).
         font = mixes_fonts([f.token.request.resource_type for f in conn.state.in_flight],
                            [r.token.request.resource_type for r in conn.state.unverified], ex.request.resource_type,
-                           self.policy.link_bdp)
+                           self.policy.link_bdp, all(f.depth == 1 for f in conn.state.in_flight))
         return may_join(carried, ex.sort_key()[0], idle, long_here,
                         self._laying_out() if laying_out is None else laying_out, font)
 

@@ -165,14 +165,18 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
+# What a font may follow on a connection, alone at its front: a text/css or script answer proves its place by
+# exclusion there (no font request takes one; response_check.proves_by_exclusion).
 FONT_LEADERS = frozenset({"stylesheet", "script"})
 
 
-def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, link_bdp: int | None = None) -> bool:
+def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, link_bdp: int | None = None,
+                sent_alone: bool = True) -> bool:
     """Would pipelining a request of resource type `incoming` on a connection with answers of these types in flight
     (and `held`: complete, unproven) put a font and other work in one pipeline (may_join's `font`)? Not a
-    font behind one lone stylesheet or script, sent alone and not in yet, to an origin whose link is known to carry
-    BALANCE_BDP or more per round trip (`link_bdp`, as for `balances`): a text/css or script answer at its place
+    font behind one lone stylesheet or script whose request went out with nothing in flight before it
+    (`sent_alone`), to an origin whose link is known to carry BALANCE_BDP or more per round trip (`link_bdp`, as
+    for `balances`): a text/css or script answer at its place
     proves itself by exclusion, as no font request takes one (pipeline.py, response_check.proves_by_exclusion),
     and streams to the page as it arrives; the font follows it in the same round trips instead of waiting for a
     free connection. rustdoc's first visit on `sat` (rust-std, six preloaded fonts, 523 kB): its fonts waited a
@@ -183,7 +187,7 @@ def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, li
     14.7–17.1 s without lanefetch."""
     incoming_font = incoming == "font"
     roomy = link_bdp is not None and link_bdp >= BALANCE_BDP
-    if roomy and incoming_font and not held and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS:
+    if roomy and sent_alone and incoming_font and not held and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS:
         return False
     return any((t == "font") != incoming_font for t in [*in_flight, *held])
 

@@ -171,6 +171,9 @@ def test_a_font_goes_behind_a_lone_stylesheet_or_script_and_nothing_waits_for_a_
         assert mixes, "an answer behind a font (or held until one drains) would wait for all of it"
     if held and incoming == "font" and any(t != "font" for t in aboard):
         assert mixes, "a held answer is proven only when the connection drains: behind the font"
+    if any(t != "font" for t in aboard) and incoming == "font":
+        # a stylesheet sent behind another answer cannot prove its place by exclusion: it would wait for the font
+        assert mixes_fonts(in_flight, held, incoming, link_bdp, sent_alone=False)
 
 
 @given(st.lists(st.one_of(st.none(), st.integers(0, 10 * LONG_BYTES)), max_size=6))
