@@ -193,11 +193,13 @@ class PipelineConnection(Generic[T]):
                 if isinstance(ev, Informational):
                     continue
                 if isinstance(ev, HeadReceived):
-                    excluded = self._may_exclude(front) and proves_by_exclusion(
+                    # The proofs are looked for only where the answer is at risk: most heads come alone.
+                    at_risk = self._at_risk(front)
+                    excluded = at_risk and self._may_exclude(front) and proves_by_exclusion(
                         ev.head, front.expect, self._unproven_others())
-                    front.held = self._at_risk(front) and not (
+                    front.held = at_risk and not (
                         (proves_itself(ev.head, front.expect) and self._range_unique(front)) or excluded)
-                    if excluded and not front.held and len(self.in_flight) > 1:
+                    if excluded and len(self.in_flight) > 1:
                         # What was sent behind it waits for a sync point: an extra answer written after this one
                         # would land there unseen (the exclusion covered only this answer's place).
                         self._risky_until = self.requests_sent
