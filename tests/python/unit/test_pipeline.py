@@ -342,6 +342,39 @@ def test_post_waits_for_held_answers_to_be_proven() -> None:
     assert conn.can_send("POST", 8)
 
 
+def _with_fault(answers: list[bytes], fault: str, at: int, stray: bytes) -> list[bytes]:
+    """The answers as a server with one fault writes them: `extra` one answer too many after the at-th (an
+    application writing twice, a short length), `skip` the at-th never written, `twice` the at-th written twice,
+    `swap` the at-th and the next in each other's place."""
+    answers = list(answers)
+    if fault == "extra":
+        answers.insert(at + 1, stray)
+    elif fault == "skip":
+        del answers[at]
+    elif fault == "twice":
+        answers.insert(at, answers[at])
+    elif fault == "swap" and at + 1 < len(answers):
+        answers[at], answers[at + 1] = answers[at + 1], answers[at]
+    return answers
+
+
+def _play(conn: PipelineConnection[str], wire: bytes, cuts: list[int], end: str) -> list[object]:
+    """The events of conn receiving wire, written all at once and cut by the network anywhere (`cuts`), then its
+    end: `eof` the server closes; otherwise (`quiet`, `stall`) the shell's timer, a stall if a request is out."""
+    events: list[object] = []
+    pos = 0
+    for cut in [*cuts, len(wire)]:
+        events += conn.receive(wire[pos : pos + cut])
+        pos += cut
+        if pos >= len(wire):
+            break
+    if end == "eof":
+        events += conn.receive_eof()
+    else:
+        events += [conn.stalled()] if conn.in_flight else conn.quiet()
+    return events
+
+
 @st.composite
 def _server_scripts(draw: st.DrawFn) -> tuple[int, str, int, list[int]]:
     n = draw(st.integers(1, 8))
@@ -360,27 +393,8 @@ def test_no_answer_is_ever_delivered_to_another_request(script: tuple[int, str, 
     tokens = [f"t{i}" for i in range(n)]
     conn: PipelineConnection[str] = PipelineConnection()
     send(conn, *tokens)
-    answers = [ok(_body(t)) for t in tokens]
-    if fault == "extra":  # one answer too many after the at-th (an application writing twice, a short length)
-        answers.insert(at + 1, ok(b"<stray>"))
-    elif fault == "skip":
-        del answers[at]
-    elif fault == "twice":
-        answers.insert(at, answers[at])
-    wire = b"".join(answers)
-    events: list[object] = []
-    pos = 0
-    for cut in [*cuts, len(wire)]:  # the server wrote it all at once; the network cuts it anywhere
-        events += conn.receive(wire[pos : pos + cut])
-        pos += cut
-        if pos >= len(wire):
-            break
-    if end == "quiet":
-        events += conn.quiet() if not conn.in_flight else [conn.stalled()]
-    elif end == "eof":
-        events += conn.receive_eof()
-    else:
-        events += [conn.stalled()] if conn.in_flight else conn.quiet()
+    answers = _with_fault([ok(_body(t)) for t in tokens], fault, at, ok(b"<stray>"))
+    events = _play(conn, b"".join(answers), cuts, end)
     delivered = _delivered(events)
     for token, body in delivered.items():
         assert body == _body(token), (fault, at, token, body)
@@ -517,27 +531,9 @@ def test_no_answer_proven_by_exclusion_is_another_requests(
     tokens = [f"t{i}" for i in range(len(destinations))]
     conn: PipelineConnection[str] = PipelineConnection()
     _send_to(conn, *zip(tokens, destinations, strict=True))
-    answers = [_typed(t, d) for t, d in zip(tokens, destinations, strict=True)]
-    if fault == "extra":
-        answers.insert(at + 1, _typed("stray", stray))
-    elif fault == "skip":
-        del answers[at]
-    elif fault == "twice":
-        answers.insert(at, answers[at])
-    elif fault == "swap" and at + 1 < len(answers):
-        answers[at], answers[at + 1] = answers[at + 1], answers[at]
-    wire = b"".join(answers)
-    events: list[object] = []
-    pos = 0
-    for cut in [*cuts, len(wire)]:
-        events += conn.receive(wire[pos : pos + cut])
-        pos += cut
-        if pos >= len(wire):
-            break
-    if end == "eof":
-        events += conn.receive_eof()
-    else:
-        events += [conn.stalled()] if conn.in_flight else conn.quiet()
+    answers = _with_fault([_typed(t, d) for t, d in zip(tokens, destinations, strict=True)], fault, at,
+                          _typed("stray", stray))
+    events = _play(conn, b"".join(answers), cuts, end)
     delivered = _delivered(events)
     for token, body in delivered.items():
         # two answers swapped, each of a type the other's request takes, are invisible to a pipeline that holds
