@@ -29,7 +29,7 @@ from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV
 from lanefetch.cache.sqlite_store import DB_NAME
 
 from bench import png, report
-from bench.netlab import Lab, LinkProfile
+from bench.netlab import Host, Lab, LinkProfile
 from bench.servers import ServerHandle, start_apache, start_nginx, tls_conf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -227,6 +227,11 @@ class PageLab:
             for shape in shapes:
                 shape.write(Path(self._docroot.name))
             server_host = self.lab.host("server")
+            #: The server's TCP congestion control: a new namespace takes the machine's default (BBR on some
+            #: machines, CUBIC on Debian's stock kernel), which sets how fast a fresh connection's body ramps up
+            #: (BBR paces its second flight at 2.89 × the first's delivery rate: 20 segments spread over about
+            #: 0.45 s at 600 ms RTT). LANEFETCH_BENCH_SERVER_CC pins it; the report names what ran.
+            self.server_cc = _server_congestion_control(server_host, os.environ.get("LANEFETCH_BENCH_SERVER_CC", ""))
             self.client = self.lab.host("client")
             self.link = self.lab.link(self.client, server_host, profile)
             Path(self._docroot.name).chmod(0o755)  # Apache's children (www-data) read it in place
@@ -440,3 +445,15 @@ class PageLab:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def _server_congestion_control(host: Host, wanted: str) -> str:
+    """Set `wanted` (e.g. cubic, bbr; "" keeps the machine's default) as host's TCP congestion control; returns the
+    one in force."""
+    key = "net.ipv4.tcp_congestion_control"
+    if wanted:
+        done = host.run(["sysctl", "-qw", f"{key}={wanted}"], check=False)
+        if done.returncode != 0:
+            have = host.run(["sysctl", "-n", "net.ipv4.tcp_available_congestion_control"]).stdout.strip()
+            raise RuntimeError(f"LANEFETCH_BENCH_SERVER_CC={wanted!r}: {done.stderr.strip()} (available: {have})")
+    return host.run(["sysctl", "-n", key]).stdout.strip()

@@ -285,6 +285,7 @@ def run(rounds: int) -> int:
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
+    ccs: dict[str, None] = {}  # the servers' congestion controls, in the order met
     with log_path.open("w") as log_file:
         def log(line: str) -> None:
             print(line, flush=True)
@@ -301,6 +302,7 @@ def run(rounds: int) -> int:
                     with PageLab(PROFILES[link], served, browser, compression_conf(server.removesuffix("-h2")),
                                  server=server, warm_port=False, public=first) as pl:
                         where = f"{server} {browser} {link}"
+                        ccs[pl.server_cc] = None
 
                         def log_here(line: str, where: str = where) -> None:
                             log(f"[{where}] {line}")
@@ -318,12 +320,12 @@ def run(rounds: int) -> int:
                             _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
-                    _write(name, chosen, pages, measured, rounds, log_path.name, second, first)
+                    _write(name, chosen, pages, measured, rounds, log_path.name, second, first, ", ".join(ccs))
     return 0
 
 
 def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
-           log_name: str, second: bool = False, first: bool = False) -> None:
+           log_name: str, second: bool = False, first: bool = False, server_cc: str = "") -> None:
     statics = {p: p.static_waves() for p in pages}
     rows: list[list[str]] = []
     facts_rows: list[list[str]] = []
@@ -369,7 +371,8 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "",
         f"Servers: {', '.join(chosen['LANEFETCH_BENCH_SERVERS'])} (HTTP/1.1, keep-alive; `nginx-h2`: the same nginx "
         "over HTTPS offering h2 and http/1.1 by ALPN, certificate from a throwaway CA that only the Chromium "
-        "profile's NSS store and the helper trust, Chromium only), each gzipping "
+        "profile's NSS store and the helper trust, Chromium only; TCP congestion control "
+        f"{server_cc or 'unknown'}, `LANEFETCH_BENCH_SERVER_CC`), each gzipping "
         f"{', '.join(COMPRESSED_TYPES)} (nginx `gzip_comp_level 6`, Apache mod_deflate's default). Instead of PNG "
         "grids, the pages are Debian documentation packages' own pages, copied at run time from the installed "
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
