@@ -449,9 +449,17 @@ class PageLab:
 
 def _server_congestion_control(host: Host, wanted: str) -> str:
     """Set `wanted` (e.g. cubic, bbr; "" keeps the machine's default) as host's TCP congestion control; returns the
-    one in force."""
-    key = "net.ipv4.tcp_congestion_control"
-    if wanted:
+    one in force. A namespace other than the root may only choose one of the root's allowed list
+    (net.ipv4.tcp_allowed_congestion_control, global): `wanted` joins that list for the lab's life, then the list is
+    as it was."""
+    key, allowed = "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_allowed_congestion_control"
+    if wanted and host.run(["sysctl", "-qw", f"{key}={wanted}"], check=False).returncode != 0:
+        before = subprocess.run(["sysctl", "-n", allowed], capture_output=True, text=True, check=True).stdout.strip()
+        if wanted not in before.split():
+            def restore() -> None:
+                subprocess.run(["sysctl", "-qw", f"{allowed}={before}"], capture_output=True, check=False)
+            subprocess.run(["sysctl", "-qw", f"{allowed}={before} {wanted}"], capture_output=True, check=False)
+            host.lab.defer(restore)
         done = host.run(["sysctl", "-qw", f"{key}={wanted}"], check=False)
         if done.returncode != 0:
             have = host.run(["sysctl", "-n", "net.ipv4.tcp_available_congestion_control"]).stdout.strip()
