@@ -10,14 +10,20 @@ path shape (first segment kept, the others `*`, the last one's extension kept: `
 `/news/*/*/*.html`; a path of one segment keeps it unless it has an extension: `/about.html` → `/*.html`) and
 the same set of stylesheets (what makes pages of one template look alike; the set is known once the document
 is parsed, so the template is looked up after the exact key). A load is remembered under both, so a first visit
-to another article of a known template still finds the template's shared assets.
+to another article of a known template still finds the template's shared assets. A third key, the *shape* (origin
+and path shape alone), is known when the navigation starts: a first visit to a page of a known shape can fly what
+every kept load of that shape requested (shared(), below) a round trip or more before its document names anything,
+where the template's assets join only once the document was read whole.
 
 *Stable* (stable()): requested in at least STABLE_MIN of the kept loads, one of them the most recent (for a
 template: in loads of at least STABLE_MIN distinct pages, so one article's own images never become the
 template's). The
 latter is stricter than "≥ 2 of the last N" alone on purpose: after a deploy renames `app.3f2a.js`, the old URL
 is still in older loads but will never be requested again; fetching it would be pure waste. Everything else a
-load saw is a *guess* (budget.py limits those).
+load saw is a *guess* (budget.py limits those). *Shared* (shared(), for a shape's history): requested in every
+kept load, the loads of at least STABLE_MIN distinct pages. Stricter again, because a path shape may hold pages of
+several templates (`/docs/*.html`: articles and an index): what every one of them asked for is what the site's
+pages have in common (its stylesheets, scripts, fonts), not one template's.
 
 Privacy and retention: local only (kept in the helper's cache database, table `pages`); partitioned by top-level
 site like the cache (a site cannot learn what another site's pages requested); never for private browsing
@@ -84,6 +90,7 @@ def may_learn(page: Page) -> bool:
 class PageKeys:
     exact: str
     template: str | None
+    shape: str = ""  # origin and path shape: known before the document
 
 
 def _path_shape(path: str) -> str:
@@ -99,8 +106,8 @@ def _path_shape(path: str) -> str:
 
 
 def page_keys(url: str, stylesheets: list[str] | None = None) -> PageKeys | None:
-    """The page's exact key and, once its stylesheets are known (non-empty), its template key; None for a URL
-    that is not http(s)."""
+    """The page's exact key, its shape key and, once its stylesheets are known (non-empty), its template key; None
+    for a URL that is not http(s)."""
     try:
         parsed = ada_url.URL(url)
     except ValueError:
@@ -109,10 +116,11 @@ def page_keys(url: str, stylesheets: list[str] | None = None) -> PageKeys | None
         return None
     parsed.hash = ""
     exact = "u:" + str(parsed.href)
+    shape = f"{parsed.origin}{_path_shape(str(parsed.pathname))}"
     if not stylesheets:
-        return PageKeys(exact, None)
+        return PageKeys(exact, None, "s:" + shape)
     digest = hashlib.sha256("\n".join(sorted(set(stylesheets))).encode()).hexdigest()[:16]
-    return PageKeys(exact, f"t:{parsed.origin}{_path_shape(str(parsed.pathname))}#{digest}")
+    return PageKeys(exact, f"t:{shape}#{digest}", "s:" + shape)
 
 
 @dataclass
@@ -159,6 +167,15 @@ def stable(history: History, *, across_pages: bool = False) -> list[Observed]:
             sources.setdefault(item.key, set()).add(source)
     newest = [item for item in history.loads[0] if len(sources[item.key]) >= STABLE_MIN]
     return sorted(newest, key=lambda item: item.wave)  # sorted() is stable: the load's order within a wave
+
+
+def shared(history: History) -> list[Observed]:
+    """What every kept load of a shape's history requested, if those loads are of at least STABLE_MIN distinct
+    pages (see the module's docstring), as the most recent load made them, by wave."""
+    if len(set(history.pages[:len(history.loads)])) < STABLE_MIN or len(history.pages) < len(history.loads):
+        return []
+    in_every = set.intersection(*({item.key for item in load} for load in history.loads))
+    return sorted((item for item in history.loads[0] if item.key in in_every), key=lambda item: item.wave)
 
 
 def page_bytes(history: History) -> int | None:

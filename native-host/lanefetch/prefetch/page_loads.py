@@ -7,7 +7,8 @@ and the engine, so a prefetched response answers before any of them is asked):
 - `navigation(page)`: a navigation of an enabled site starts (the extension's `preconnect`). The page's load
   begins (load_log.load_key: never for private browsing or without a top-level site); a load of the same page
   that already saw requests ends first. In the background the page's learned history is recalled
-  (page_memory.py, exact page: the template key needs the document's stylesheets), planned (plan.py) and,
+  (page_memory.py, exact page and, for a page never loaded, its shape: what every kept load of pages of the same
+  origin and path shape requested; the template key needs the document's stylesheets), planned (plan.py) and,
   if the plan is not empty, flown (flight.py) through the
   inner fetcher, within the page's budget. Left out: what the helper's HTTP cache holds (fresh, it answers the
   browser as fast; stale, the browser's own request revalidates it, where a prefetch would fetch the whole body
@@ -133,6 +134,7 @@ class _Load:
     forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
     exact: History | None = None  # the page's learned history, once recalled
     template: History | None = None  # its template's, once the document's stylesheets are known
+    shape: History | None = None  # its shape's, for a page never loaded (what a new page of a known site shares)
     stylesheets: list[str] | None = None  # the document's, once read whole (the template key)
     limits: Limits | None = None  # the page's budget, from its history
     taps: dict[str, _Tap] = field(default_factory=dict)  # by request id
@@ -261,8 +263,10 @@ class PageLoads:
             except Exception:  # an unreadable store: the page loads as without a flight
                 log.exception("recalling a page failed")
                 return
-            chosen = plan(recalled.exact, None, [])
-            load.exact = recalled.exact
+            # A page never loaded flies what every load of its shape shared, before its document names anything
+            shape = recalled.shape if recalled.exact is None else None
+            chosen = plan(recalled.exact, None, [], shape=shape)
+            load.exact, load.shape = recalled.exact, shape
             load.limits = chosen.limits if recalled.exact is not None else limits_for(None, first_visit=True)
             planned(bool(chosen.items))
             await self._fly(load, chosen.items)
@@ -325,7 +329,7 @@ class PageLoads:
             ua = tap.user_agent or load.user_agent
             profile = await self._profile(load.page, ua) if ua is not None else None
             chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
-                          cookies_on_site=load.cookies_on_site)
+                          cookies_on_site=load.cookies_on_site, shape=load.shape)
             await self._fly(load, chosen.items)  # less what was planned, is cached or was asked for already
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")

@@ -1,7 +1,7 @@
 """Recalling and recording learned pages (learned.py) in the helper's cache database: the thin shell.
 
-`recall` reads a page's histories (exact key, and the template key once the stylesheets are known) from the
-store of the page's cache, in its top-level site's partition; `record` adds one load under both keys. The read,
+`recall` reads a page's histories (exact key, shape key, and the template key once the stylesheets are known) from
+the store of the page's cache, in its top-level site's partition; `record` adds one load under all of them. The read,
 merge and write of `record` run as one function on the cache's single worker thread, so two loads of one page
 recorded at once cannot lose each other. Nothing is read or written for private browsing or a page without a
 top-level site (learned.may_learn), nor when the service runs without a cache (nothing to clear it with)."""
@@ -22,6 +22,7 @@ from .learned import History, Observed, decode, encode, may_learn, page_keys, re
 class Recalled:
     exact: History | None = None
     template: History | None = None
+    shape: History | None = None
 
 
 class PageMemory:
@@ -34,19 +35,18 @@ class PageMemory:
         return self._cache_for(page) if may_learn(page) else None
 
     async def recall(self, page: Page, url: str, stylesheets: list[str] | None = None) -> Recalled:
-        """The page's histories (exact, and template once the stylesheets are known); None where not kept."""
+        """The page's histories (exact, shape, and template once the stylesheets are known); None where not kept."""
         cache = self._cache(page)
         keys = page_keys(url, stylesheets)
         if cache is None or keys is None:
             return Recalled()
-        wanted = [k for k in (keys.exact, keys.template) if k is not None]
-        records = await cache.pages(page.top_site, wanted)
+        records = await cache.pages(page.top_site, _keys(keys.exact, keys.template, keys.shape))
         now = self._clock()
-        exact = decode(records[keys.exact], now) if keys.exact in records else None
-        template = None
-        if keys.template is not None and keys.template in records:
-            template = decode(records[keys.template], now)
-        return Recalled(exact, template)
+
+        def history(key: str | None) -> History | None:
+            return decode(records[key], now) if key is not None and key in records else None
+
+        return Recalled(history(keys.exact), history(keys.template), history(keys.shape))
 
     def record(self, page: Page, url: str, stylesheets: list[str] | None, load: list[Observed], *,
                keep_empty: bool = False) -> None:
@@ -58,7 +58,7 @@ class PageMemory:
         keys = page_keys(url, stylesheets)
         if cache is None or keys is None or not (load or keep_empty):
             return
-        wanted = [k for k in (keys.exact, keys.template) if k is not None]
+        wanted = _keys(keys.exact, keys.template, keys.shape)
         partition, now, exact = page.top_site, self._clock(), keys.exact
 
         def update(store: EntryStore) -> None:
@@ -68,3 +68,7 @@ class PageMemory:
                 for k in wanted}, now)
 
         cache.submit(update)
+
+
+def _keys(*keys: str | None) -> list[str]:
+    return [k for k in keys if k]

@@ -1,11 +1,12 @@
 """What one page's flight fetches, in which order, and as which requests: learned and discovered merged.
 
-Inputs: the page's learned histories (exact page and template, learned.py), what discovery found in this
+Inputs: the page's learned histories (exact page, template and shape, learned.py), what discovery found in this
 load's document and stylesheets (discover_html.py, discover_css.py), and the link's rate if measured.
 
-- *Confident*: stable learned requests (exact page first, then the template's, stable across distinct pages)
-  and discovered requests the browser makes unconditionally (its own preload scanner finds the same ones).
-  Budget class `total` only.
+- *Confident*: stable learned requests (exact page first, then the template's, stable across distinct pages, then
+  what every kept load of the page's shape shared: what a new page of a known site is planned with before its
+  document arrives) and discovered requests the browser makes unconditionally (its own preload scanner finds the
+  same ones). Budget class `total` only.
 - *Guesses*: requests the newest learned load of this very page made that are not stable yet, and discovered
   conditional ones (@font-face sources) that a learned load requested. Budget class `speculative` (budget.py).
 - Never planned: a request whose learned observations carried Cookie or Authorization (the helper cannot send
@@ -34,7 +35,7 @@ import ada_url
 from ..engine.fields import Headers
 from .budget import Limits, limits_for
 from .field_profile import FieldProfile, fields_for, relation, sends_cookies
-from .learned import History, Observed, page_bytes, stable
+from .learned import History, Observed, page_bytes, shared, stable
 from .resource import Subresource
 
 RESOURCE_TYPE = {"style": "stylesheet", "script": "script", "font": "font", "image": "image", "empty": "fetch",
@@ -72,11 +73,12 @@ def _origin(url: str) -> str | None:
 
 def plan(exact: History | None, template: History | None, discovered: list[tuple[Subresource, int]],
          link_bytes_per_s: float | None = None, *, profile: FieldProfile | None = None, page_url: str | None = None,
-         cookies_on_site: bool = False) -> Plan:
-    """The flight's plan from the page's own history, its template's (either may be None) and what discovery
-    found, each item with its wave (1: named by the document, 2: by a stylesheet, …); `profile` and `page_url`
-    (the page's document URL) give discovered requests their fields where no learned load of the origin did."""
-    histories = [h for h in (exact, template) if h is not None]
+         cookies_on_site: bool = False, shape: History | None = None) -> Plan:
+    """The flight's plan from the page's own history, its template's, its shape's (any may be None) and what
+    discovery found, each item with its wave (1: named by the document, 2: by a stylesheet, …); `profile` and
+    `page_url` (the page's document URL) give discovered requests their fields where no learned load of the origin
+    did."""
+    histories = [h for h in (exact, template, shape) if h is not None]
     observed = [item for h in histories for load in h.loads for item in load]
     credentialed = {item.key for item in observed if item.credentialed}
     cookie_origins = {_origin(item.url) for item in observed if item.credentialed}
@@ -100,6 +102,9 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
         for item in stable(history, across_pages=across_pages) if history is not None else []:
             stable_keys.add(item.key)
             add(item, item.wave, True)
+    for item in shared(shape) if shape is not None else []:
+        stable_keys.add(item.key)
+        add(item, item.wave, True)
     learned_keys = {item.key for item in observed}
     if exact is not None and exact.loads:
         for item in exact.loads[0]:
@@ -128,5 +133,5 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
         if key not in seen:
             seen.add(key)
             items.append(planned)
-    newest = histories[0] if histories else None
+    newest = exact if exact is not None else template  # the page's measure; another page's bytes are not it
     return Plan(items, limits_for(page_bytes(newest) if newest is not None else None, link_bytes_per_s))

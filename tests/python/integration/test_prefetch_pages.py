@@ -577,3 +577,39 @@ async def test_a_new_page_of_a_known_template_flies_the_template_s_stable_assets
     assert sink.cache == {f"b{i}": "prefetch" for i in range(4)}
     assert all(server.count(p) == 1 for p, _ in assets)
     await loads.end_all()
+
+
+async def test_a_new_page_of_a_known_shape_flies_what_its_loads_shared_before_its_document(
+        server: Server, service: FetchService) -> None:
+    """Two pages of one shape (same origin and path shape) loaded through the helper: a third page's navigation
+    flies what both asked for at once, before its document is even requested (its template is not known yet); a page
+    of another shape flies nothing; the browser's requests for the shared assets are answered from the flight."""
+    loads, _ended = recording_loads(service)
+    shared_assets = [("/static/site.css", "style"), ("/static/app.js", "script")]
+    for name in ("one", "two"):
+        page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/{name}.html")
+        assert loads.navigation(page)
+        await loads.fetch([document_request(f"{name}-doc", page.url or "")], Collect(), page)
+        own = [(f"/static/{name}.png", "image")]
+        await loads.fetch([browser_request(f"{name}-{i}", server.url + p, d)
+                           for i, (p, d) in enumerate([*shared_assets, *own])], Collect(), page)
+        await loads.end_all()
+    await settle(service)
+
+    server.seen.clear()
+    other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/blog/2026/post.html")
+    assert loads.navigation(other)
+    assert not await loads.flies(other)  # another shape: nothing learned for it
+    page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/three.html")
+    assert loads.navigation(page)
+    assert await loads.flies(page)
+    await until(lambda: all(p in server.seen for p, _ in shared_assets), "the shape's shared assets prefetched")
+    assert sorted(server.seen) == sorted(p for p, _ in shared_assets)  # no document yet, no page's own image
+    load = loads._loads[load_key(page)]  # type: ignore[index]
+    assert load.template is None and load.shape is not None
+    sink = Collect()
+    await loads.fetch([browser_request(f"b{i}", server.url + p, d) for i, (p, d) in enumerate(shared_assets)],
+                      sink, page)
+    assert sink.cache == {"b0": "prefetch", "b1": "prefetch"}
+    assert all(server.count(p) == 1 for p, _ in shared_assets)
+    await loads.end_all()

@@ -21,6 +21,7 @@ from lanefetch.prefetch.learned import (
     page_bytes,
     page_keys,
     remember,
+    shared,
     stable,
 )
 
@@ -65,6 +66,9 @@ def test_page_keys(url: str, sheets: list[str] | None, exact: str, template: str
         assert keys.template is None
     else:
         assert keys.template is not None and keys.template.split("#")[0] == template
+        # the shape: the template's origin and path shape, known without the stylesheets
+        assert keys.shape == "s:" + template.removeprefix("t:")
+        assert page_keys(url, None) == type(keys)(exact, None, keys.shape)
 
 
 def test_template_depends_on_the_stylesheet_set_not_its_order() -> None:
@@ -91,6 +95,39 @@ def test_stable_is_ordered_by_wave_then_by_the_newest_load() -> None:
     load = [_o("img.png", 2), _o("a.css", 1), _o("font.woff2", 3), _o("b.js", 1)]
     h = remember(remember(None, load, 1.0), load, 2.0)
     assert [i.url.rsplit("/", 1)[1] for i in stable(h)] == ["a.css", "b.js", "img.png", "font.woff2"]
+
+
+def test_shared_is_what_every_kept_load_of_two_pages_or_more_asked_for() -> None:
+    h = remember(None, [_o("a.css"), _o("app.js"), _o("one.png", 2)], 1.0, "u:one")
+    assert shared(h) == []  # one page proves nothing
+    h = remember(h, [_o("a.css"), _o("app.js"), _o("one.png", 2)], 2.0, "u:one")
+    assert shared(h) == []  # nor two loads of it: its own image is not the site's
+    h = remember(h, [_o("font.woff2", 3), _o("app.js"), _o("a.css"), _o("two.png", 2)], 3.0, "u:two")
+    assert [i.url.rsplit("/", 1)[1] for i in shared(h)] == ["app.js", "a.css"]  # the newest load's order
+    # an index page of the same shape without the script: only what all asked for is left
+    h = remember(h, [_o("a.css"), _o("index.png", 2)], 4.0, "u:index")
+    assert [i.url.rsplit("/", 1)[1] for i in shared(h)] == ["a.css"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["u:1", "u:2", "u:3"]),
+                          st.lists(st.sampled_from(["a.css", "b.js", "c.png", "d.woff2"]), max_size=4)),
+                max_size=8))
+def test_shared_items_are_in_every_kept_load_of_two_pages_or_more(loads: list[tuple[str, list[str]]]) -> None:
+    h: History | None = None
+    for n, (page, names) in enumerate(loads):
+        h = remember(h, [_o(name) for name in names], float(n), page)
+    if h is None:
+        return
+    got = shared(h)
+    assert len({i.key for i in got}) == len(got)
+    if got:
+        assert len(set(h.pages)) >= 2
+    for item in got:
+        assert all(item.key in {i.key for i in load} for load in h.loads)
+    # and nothing that every kept load asked for is left out, once two pages are among them
+    if len(set(h.pages)) >= 2:
+        every = set.intersection(*({i.key for i in load} for load in h.loads))
+        assert {i.key for i in got} == every
 
 
 def test_history_is_bounded_and_repeats_dropped() -> None:

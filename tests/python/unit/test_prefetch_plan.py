@@ -83,6 +83,22 @@ def test_template_history_adds_assets_stable_across_its_pages() -> None:
         ("a.css", True), ("p1.png", True), ("shared.png", True)]
 
 
+def test_a_new_page_of_a_known_shape_plans_what_every_load_of_the_shape_shared() -> None:
+    # the shape's loads, newest first: an article, another article, the index (no font); a credentialed stylesheet
+    shape = _history([css("a.css"), img("two.png"), font("f.woff2"), css("private.css", cookie=True)],
+                     [font("f.woff2"), css("a.css"), img("one.png"), css("private.css", cookie=True)],
+                     [css("a.css"), img("index.png"), css("private.css", cookie=True)],
+                     pages=["u:two", "u:one", "u:index"])
+    p = plan(None, None, [], shape=shape)
+    assert [(i.url.rsplit("/", 1)[1], i.confident) for i in p.items] == [("a.css", True)]
+    assert p.limits == limits_for(None)  # another page's bytes are not this page's measure
+    # without the index, the font is shared too; a page's own images never are
+    p = plan(None, None, [], shape=_history(*shape.loads[:2], pages=["u:two", "u:one"]))
+    assert [(i.url.rsplit("/", 1)[1], i.confident) for i in p.items] == [("a.css", True), ("f.woff2", True)]
+    # one page's loads share nothing yet
+    assert plan(None, None, [], shape=_history(*shape.loads[:2], pages=["u:one", "u:one"])).items == []
+
+
 def test_order_by_wave_then_render_blocking_then_confident_first() -> None:
     load = [img("i.png", 1), font("f.woff2", 2), css("late.css", 2), css("a.css", 1),
             observe(f"{ORG}/app.js", "script", "no-cors", 1, IMAGE, 10)]
