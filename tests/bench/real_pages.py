@@ -31,6 +31,12 @@ class RealPage:
     package: str  # the Debian package that ships it
     root: str  # the package's HTML folder
     page: str  # the page, a path below root ("/intro/tutorial07.html")
+    #: Two other pages of the package beside it (same folder depth, same template): what a reader opened before
+    #: (LANEFETCH_BENCH_VISIT=sibling); served under the same `/<name>/`, so their path shape is the page's.
+    siblings: tuple[str, ...] = ()
+
+    def sibling_pages(self) -> list[RealPage]:
+        return [RealPage(self.name, self.package, self.root, p) for p in self.siblings]
 
     @property
     def images(self) -> None:
@@ -81,13 +87,20 @@ class RealPage:
 
 
 CORPUS = [
-    RealPage("apache-rewrite", "apache2-doc", str(DOC / "apache2-doc/manual"), "/en/rewrite/intro.html"),
-    RealPage("django-tutorial07", "python-django-doc", str(DOC / "python-django-doc/html"), "/intro/tutorial07.html"),
-    RealPage("flask-tutorial", "python-flask-doc", str(DOC / "python-flask-doc/html"), "/tutorial/index.html"),
-    RealPage("cmake-interaction", "cmake-doc", str(DOC / "cmake-doc/html"), "/guide/user-interaction/index.html"),
-    RealPage("jinja-templates", "python-jinja2-doc", str(DOC / "python-jinja2-doc/html"), "/templates.html"),
-    RealPage("rust-std", "rust-doc", str(DOC / "rust-doc/html"), "/std/index.html"),
-    RealPage("rust-book-print", "rust-doc", str(DOC / "rust-doc/html"), "/book/print.html"),  # the whole book
+    RealPage("apache-rewrite", "apache2-doc", str(DOC / "apache2-doc/manual"), "/en/rewrite/intro.html",
+             ("/en/rewrite/flags.html", "/en/rewrite/remapping.html")),
+    RealPage("django-tutorial07", "python-django-doc", str(DOC / "python-django-doc/html"), "/intro/tutorial07.html",
+             ("/intro/tutorial06.html", "/intro/tutorial05.html")),
+    RealPage("flask-tutorial", "python-flask-doc", str(DOC / "python-flask-doc/html"), "/tutorial/index.html",
+             ("/tutorial/layout.html", "/tutorial/factory.html")),
+    RealPage("cmake-interaction", "cmake-doc", str(DOC / "cmake-doc/html"), "/guide/user-interaction/index.html",
+             ("/guide/tutorial/index.html", "/guide/using-dependencies/index.html")),
+    RealPage("jinja-templates", "python-jinja2-doc", str(DOC / "python-jinja2-doc/html"), "/templates.html",
+             ("/api.html", "/intro.html")),
+    RealPage("rust-std", "rust-doc", str(DOC / "rust-doc/html"), "/std/index.html",
+             ("/core/index.html", "/alloc/index.html")),
+    RealPage("rust-book-print", "rust-doc", str(DOC / "rust-doc/html"), "/book/print.html",  # the whole book
+             ("/book/ch01-00-getting-started.html", "/book/ch02-00-guessing-game-tutorial.html")),
 ]
 
 

@@ -16,8 +16,11 @@ has seen one load of another page of the corpus (PageLab.first_visit: so it know
 for anyone who used lanefetch before; the page's learned history empty; the helper's stored responses deleted and
 the browser's cache fresh), the pages served on a public address (Lab.public_address) for ON and OFF alike, so
 the helper fetches the document, as for a real site (on the lab's private address Chromium loads a local
-document itself and nothing can be discovered from it). The report's name ends in `-first-visit`. Unset: every
-ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
+document itself and nothing can be discovered from it). The report's name ends in `-first-visit`.
+LANEFETCH_BENCH_VISIT=sibling: as first, but the helper's earlier loads are of the page's two siblings
+(`RealPage.siblings`: other pages of its package, same path shape), as for a reader who opened two pages of the
+site before (the stored responses deleted as for a first visit). The report's name ends in `-sibling-visit`.
+Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
 
@@ -59,22 +62,24 @@ def _chosen(var: str) -> list[str]:
 
 
 def visit_mode() -> str:
-    """"fresh" (LANEFETCH_BENCH_VISIT unset), "first" or "second"."""
+    """"fresh" (LANEFETCH_BENCH_VISIT unset), "first", "sibling" or "second"."""
     visit = os.environ.get("LANEFETCH_BENCH_VISIT", "") or "fresh"
-    if visit not in ("fresh", "first", "second"):
-        raise SystemExit(f"LANEFETCH_BENCH_VISIT: first or second (or unset), not {visit!r}")
+    if visit not in ("fresh", "first", "sibling", "second"):
+        raise SystemExit(f"LANEFETCH_BENCH_VISIT: first, sibling or second (or unset), not {visit!r}")
     return visit
 
 
-def report_name(chosen: dict[str, list[str]], second: bool = False, first: bool = False) -> str:
-    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit` or
-    `-first-visit`."""
+def report_name(chosen: dict[str, list[str]], second: bool = False, first: bool = False,
+                sibling: bool = False) -> str:
+    """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit`,
+    `-first-visit` or `-sibling-visit`."""
     parts = [NAME]
     for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
                 "LANEFETCH_BENCH_PAGES"):
         if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
             parts += chosen[var]
-    return "-".join([*parts, *(["second", "visit"] if second else []), *(["first", "visit"] if first else [])])
+    kind = "second" if second else "sibling" if sibling else "first" if first else ""
+    return "-".join([*parts, *([kind, "visit"] if kind else [])])
 
 
 def _breakdown(d: Run) -> str:
@@ -103,9 +108,10 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
 
 
 def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
-                            log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
+                            log: Callable[[str], None], sibling: bool = False) -> dict[RealPage, dict[str, list[Run]]]:
     """As PageLab.alternate, with every ON load a first visit (PageLab.first_visit) after one load of another
-    page of the corpus (the next one in the corpus's order; logged, not measured)."""
+    page of the corpus (the next one in the corpus's order; logged, not measured), or with `sibling` after one
+    load of each of the page's siblings (the last one logged)."""
     runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
     rtt = pl.profile.rtt_ms / 1000
     for r in range(rounds):
@@ -113,8 +119,10 @@ def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
             for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
                 if mode == "on":
                     other = CORPUS[(CORPUS.index(page) + 1) % len(CORPUS)]
-                    primer, d = pl.first_visit(page, other)
-                    log(f"round {r + 1} {page.name} helper's earlier load ({other.name}): {_describe(primer, rtt)}")
+                    before = page.sibling_pages() if sibling else [other]
+                    primer, d = pl.first_visit(page, before)
+                    log(f"round {r + 1} {page.name} helper's earlier load "
+                        f"({before[-1].name}{before[-1].page if sibling else ''}): {_describe(primer, rtt)}")
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
@@ -258,6 +266,14 @@ FIRST_VISIT = (
 )
 
 
+SIBLING_VISIT = (
+    "**Sibling visit (`LANEFETCH_BENCH_VISIT=sibling`)**: as the first visit above, except that the helper's earlier "
+    "loads are one ON load of each of the page's two siblings (other pages of its package in the same folder, so "
+    "of the same path shape; `RealPage.siblings`), as for a reader who opened two pages of the site before; their "
+    "stored responses deleted as for a first visit (what the siblings asked for comes over the link again)."
+)
+
+
 def waste(page_offs: Sequence[Run], d: Run) -> int:
     """Body bytes the server sent in ON load d beyond what any OFF load of the page asked for: each path's
     answers past the most any OFF load got (a prefetch nobody claimed, or one refused and fetched again)."""
@@ -275,13 +291,15 @@ def waste(page_offs: Sequence[Run], d: Run) -> int:
 def run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
     visit = visit_mode()
-    second, first = visit == "second", visit == "first"
+    second, sibling = visit == "second", visit == "sibling"
+    first = visit == "first" or sibling
     if visit != "fresh" and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
         raise SystemExit(f"LANEFETCH_BENCH_VISIT={visit}: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
     pages = [p for p in CORPUS if p.name in chosen["LANEFETCH_BENCH_PAGES"]]
-    others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first else []
+    others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first and not sibling else []
     install_missing([*pages, *(o for o in others if o not in pages)])
-    name = report_name(chosen, second, first)
+    others += [s for p in pages for s in p.sibling_pages()] if sibling else []
+    name = report_name(chosen, second, first, sibling)
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
@@ -310,7 +328,7 @@ def run(rounds: int) -> int:
                         if second:
                             runs = _alternate_second_visits(pl, pages, rounds, log_here)
                         elif first:
-                            runs = _alternate_first_visits(pl, pages, rounds, log_here)
+                            runs = _alternate_first_visits(pl, pages, rounds, log_here, sibling)
                         else:
                             rtt = PROFILES[link].rtt_ms / 1000
                             runs = pl.alternate(pages, rounds, describe=lambda d, rtt=rtt: _describe(d, rtt),
@@ -320,12 +338,14 @@ def run(rounds: int) -> int:
                             _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
-                    _write(name, chosen, pages, measured, rounds, log_path.name, second, first, ", ".join(ccs))
+                    _write(name, chosen, pages, measured, rounds, log_path.name, second, first, ", ".join(ccs),
+                           sibling)
     return 0
 
 
 def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
-           log_name: str, second: bool = False, first: bool = False, server_cc: str = "") -> None:
+           log_name: str, second: bool = False, first: bool = False, server_cc: str = "",
+           sibling: bool = False) -> None:
     statics = {p: p.static_waves() for p in pages}
     rows: list[list[str]] = []
     facts_rows: list[list[str]] = []
@@ -380,6 +400,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
         *(["", SECOND_VISIT] if second else []),
         *(["", FIRST_VISIT] if first else []),
+        *(["", SIBLING_VISIT] if sibling else []),
         "",
         f"{rounds} browser runs per page, link, browser, server and variant, ON/OFF order alternating round by "
         "round. Links: " + "; ".join(f"`{n}` " + (f"RTT {PROFILES[n].rtt_ms:g} ms, {PROFILES[n].down_kbit:g} / "

@@ -294,6 +294,23 @@ def test_a_second_visit_run_says_so_in_its_name() -> None:
     chosen = {**_ALL, "LANEFETCH_BENCH_BROWSERS": ["chromium"], "LANEFETCH_BENCH_SERVERS": ["apache"],
               "LANEFETCH_BENCH_PROFILES": ["sat"]}
     assert report_name(chosen, second=True) == "real-pages-chromium-apache-sat-second-visit"
+    assert report_name(chosen, first=True) == "real-pages-chromium-apache-sat-first-visit"
+    assert report_name(chosen, first=True, sibling=True) == "real-pages-chromium-apache-sat-sibling-visit"
+
+
+def test_every_corpus_page_has_two_siblings_of_its_path_shape() -> None:
+    """A sibling visit's earlier loads teach the helper the page's shape (prefetch/learned.py's shape key): each
+    sibling is another page of the package, served under the same folder, with the same path shape."""
+    from bench.real_pages import CORPUS
+    from lanefetch.prefetch.learned import page_keys
+
+    for page in CORPUS:
+        assert len(page.sibling_pages()) == 2
+        keys = page_keys("http://h.example" + page.url_path)
+        for sibling in page.sibling_pages():
+            assert sibling.name == page.name and sibling.page != page.page and sibling.url_path != page.url_path
+            other = page_keys("http://h.example" + sibling.url_path)
+            assert keys is not None and other is not None and other.shape == keys.shape
 
 
 def test_emptying_the_helpers_http_cache_keeps_its_learned_pages_and_origins(tmp_path: Path) -> None:
