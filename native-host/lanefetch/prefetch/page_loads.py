@@ -128,7 +128,7 @@ class _Load:
     log: LoadLog
     flight: Flight | None = None
     starting: asyncio.Task[None] | None = None
-    # once the history is read: does the plan have work (flies); made in the loop navigation() runs in
+    # once the history is read: does the page's own history plan work (flies); made in the loop navigation() runs in
     planned_any: asyncio.Future[bool] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     ended: bool = False
     forgotten: bool = False  # the cache was cleared while it ran: nothing of it is recorded
@@ -241,9 +241,11 @@ class PageLoads:
         self._discoverer.warm()
 
     async def flies(self, page: Page) -> bool:
-        """Whether the load `navigation(page)` began has a prefetch flight: known as soon as the page's history is read
-        and planned (~10 ms; before the flight's cache checks), True where the plan has work. False where no load of
-        the page runs (nothing may be learned) or its history could not be read."""
+        """Whether the load `navigation(page)` began has a prefetch flight of its own: known as soon as the page's
+        history is read and planned (~10 ms; before the flight's cache checks), True where the page's own history
+        planned work. False where no load of the page runs (nothing may be learned), its history could not be read,
+        or only its shape's shared assets fly: those are not the page's own images and scripts, which only its
+        document names, so the extension should let the document come through the helper to be read (flight_plan)."""
         key = load_key(page)
         load = self._loads.get(key) if key is not None else None
         if load is None:
@@ -268,7 +270,7 @@ class PageLoads:
             chosen = plan(recalled.exact, None, [], shape=shape)
             load.exact, load.shape = recalled.exact, shape
             load.limits = chosen.limits if recalled.exact is not None else limits_for(None, first_visit=True)
-            planned(bool(chosen.items))
+            planned(recalled.exact is not None and bool(chosen.items))
             await self._fly(load, chosen.items)
         finally:
             planned(False)
