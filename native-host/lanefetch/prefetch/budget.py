@@ -30,7 +30,11 @@ A prefetch is admitted before its request is sent, against its expected size (th
 UNKNOWN_SIZE for a confident item until it ends, nothing for a guess: then only while its class is under its
 limit); its bytes are counted as they arrive (`received` tells
 the caller to cancel the fetch when the class went over). Claimed bytes leave the ledger (they were useful);
-discarded ones stay counted as waste to the end of the page. Pure: no clock, no I/O."""
+discarded ones stay counted as waste to the end of the page. A prefetch the browser has asked for (its request
+waits for it: `asked`) is no longer unrequested: it leaves both classes and is never cancelled for the budget's
+sake; cancelling it would only make the waiting request start again from nothing, a round trip later (rust-std's
+italic font, a 60 kB guess on a sibling visit: cut at 32 KiB while the browser waited, then fetched whole again).
+Refused by the fidelity rule after all, it is waste like any other. Pure: no clock, no I/O."""
 
 from __future__ import annotations
 
@@ -68,7 +72,7 @@ class _Item:
     confident: bool
     expected: int
     received: int = 0
-    state: str = "pending"  # pending, claimed, discarded
+    state: str = "pending"  # pending, asked (a browser request waits for it), claimed, discarded
 
     @property
     def weight(self) -> int:
@@ -82,7 +86,7 @@ class Ledger:
 
     def _used(self, *, speculative_only: bool) -> int:
         return sum(i.weight for i in self._items.values()
-                   if i.state != "claimed" and not (speculative_only and i.confident))
+                   if i.state not in ("claimed", "asked") and not (speculative_only and i.confident))
 
     def admit(self, item_id: str, *, confident: bool, expected_size: int | None) -> bool:
         """Whether a prefetch may be sent now; if so it is recorded against its expected size."""
@@ -112,6 +116,12 @@ class Ledger:
             return False
         return item.confident or self._used(speculative_only=True) <= self.limits.speculative
 
+    def asked(self, item_id: str) -> None:
+        """A browser request for this prefetch's URL waits for it: requested, no longer counted or cancelled."""
+        item = self._items.get(item_id)
+        if item is not None and item.state == "pending":
+            item.state = "asked"
+
     def finished(self, item_id: str) -> None:
         """A prefetch arrived whole: its size is known now (an estimate no longer counts)."""
         item = self._items.get(item_id)
@@ -121,13 +131,13 @@ class Ledger:
     def claim(self, item_id: str) -> None:
         """A browser request took this prefetch's response: its bytes were useful."""
         item = self._items.get(item_id)
-        if item is not None and item.state == "pending":
+        if item is not None and item.state in ("pending", "asked"):
             item.state = "claimed"
 
     def discard(self, item_id: str) -> None:
         """Never to be claimed (fidelity refused it, it failed, was cancelled or the page ended): waste."""
         item = self._items.get(item_id)
-        if item is not None and item.state == "pending":
+        if item is not None and item.state in ("pending", "asked"):
             item.state = "discarded"
             item.expected = 0  # only what really came over the link is waste
 
@@ -141,5 +151,5 @@ class Ledger:
 
     @property
     def unrequested_bytes(self) -> int:
-        """Fetched and not claimed: pending plus wasted."""
-        return sum(i.received for i in self._items.values() if i.state != "claimed")
+        """Fetched and neither claimed nor asked for: pending plus wasted."""
+        return sum(i.received for i in self._items.values() if i.state not in ("claimed", "asked"))

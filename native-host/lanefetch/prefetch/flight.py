@@ -206,6 +206,7 @@ class Flight:
         for held in list(self._by_url.get(request.url, ())):
             if held.claimed:
                 continue
+            self.ledger.asked(held.request.id)  # requested now: the budget no longer cuts it (budget.py)
             await held.done.wait()
             prefetched = held.prefetched()
             if held.claimed or prefetched is None or self.closed:

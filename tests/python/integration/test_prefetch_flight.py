@@ -102,6 +102,14 @@ async def server() -> AsyncIterator[Server]:
         if name == "slow.js":
             await state.release.wait()
             return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
+        if name == "held.woff2":  # its first 16 KiB at once, the rest once released
+            response = web.StreamResponse(headers={"Content-Type": "font/woff2", "Content-Length": str(len(BIG))})
+            await response.prepare(request)
+            await response.write(BIG[:16 * 1024])
+            await state.release.wait()
+            await response.write(BIG[16 * 1024:])
+            await response.write_eof()
+            return response
         return web.Response(status=404)
 
     app = web.Application()
@@ -245,6 +253,29 @@ async def test_the_budget_keeps_unaffordable_guesses_unsent_and_cancels_one_that
     await answers.fetch([_browser("big", f"{server.url}/big.bin", IMAGE)], sink, PAGE)
     assert sink.got["big"].body == BIG and sink.got["big"].report is not None
     assert sink.got["big"].report.cache == "none"
+
+
+async def test_a_guess_the_browser_asked_for_is_not_cut_by_the_budget(server: Server, service: FetchService) -> None:
+    """A guess of unknown size (a font a stylesheet names, learned before) grows past the speculative limit only
+    after the browser asked for it: it is requested now, so it is not cancelled, and the waiting request is answered
+    from it, the server asked once (found on rust-std's sibling visit: cut at 32 KiB, then fetched whole again)."""
+    ledger = Ledger(Limits(speculative=32 * 1024, total=4 * 1024 * 1024))
+    flight = Flight(service, PAGE, ledger)
+    flight.start([Planned(f"{server.url}/held.woff2", IMAGE, "font", confident=False, expected_size=None)])
+    await until(lambda: server.count("/held.woff2") == 1, "the guess sent", lambda: server.seen)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    asking = asyncio.create_task(answers.fetch([_browser("font", f"{server.url}/held.woff2", IMAGE)], sink, PAGE))
+    for _ in range(50):  # the request reaches the flight and waits there (no I/O on its way)
+        await asyncio.sleep(0)
+    assert not asking.done()
+    server.release.set()  # the rest, 1 MiB in all: far past the 32 KiB of guesses
+    await asyncio.wait_for(asking, 10)
+    assert sink.got["font"].body == BIG and sink.got["font"].report is not None
+    assert sink.got["font"].report.cache == "prefetch"
+    assert server.count("/held.woff2") == 1
+    report = await flight.close()
+    assert report.cancelled_by_budget == 0 and report.answered == 1 and report.wasted_bytes == 0
 
 
 async def until(condition: Callable[[], bool], what: str, seen: Callable[[], object]) -> None:

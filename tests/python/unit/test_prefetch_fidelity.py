@@ -123,7 +123,23 @@ def test_ledger_story() -> None:
     assert not ledger.admit("css", confident=True, expected_size=1)  # one entry per prefetch
 
 
-_OPS = st.lists(st.tuples(st.sampled_from(["admit", "bytes", "bytes", "bytes", "claim", "discard"]), st.integers(0, 3),
+def test_a_guess_the_browser_asked_for_is_not_cut_and_not_unrequested() -> None:
+    ledger = Ledger(Limits(speculative=100, total=1000))
+    assert ledger.admit("font", confident=False, expected_size=None)
+    assert ledger.received("font", 60)
+    ledger.asked("font")  # the browser's request for it waits
+    assert ledger.received("font", 60)  # 120 > 100, but asked for: not cut
+    assert ledger.unrequested_bytes == 0
+    assert ledger.admit("guess", confident=False, expected_size=90)  # the asked one no longer fills the class
+    ledger.discard("font")  # refused by the fidelity rule after all: waste
+    assert ledger.wasted_bytes == 120 and ledger.unrequested_bytes == 120
+    ledger.asked("guess")
+    ledger.claim("guess")
+    assert ledger.claimed_bytes == 0 and ledger.wasted_bytes == 120
+
+
+_OPS = st.lists(st.tuples(st.sampled_from(["admit", "bytes", "bytes", "bytes", "claim", "discard", "ask"]),
+                          st.integers(0, 3),
                           st.booleans(), st.one_of(st.none(), st.integers(0, 400)), st.integers(1, 200)),
                 max_size=60)
 
@@ -137,6 +153,7 @@ def test_ledger_bounds_unrequested_bytes(spec: int, total: int, ops: list[tuple[
     """A caller that stops a fetch when told holds at most limit + the reads it was told to stop after."""
     ledger = Ledger(Limits(speculative=spec, total=max(spec, total)))
     live: dict[str, bool] = {}  # admitted and still fetching -> confident
+    asked: set[str] = set()
     overshoot_total = overshoot_spec = 0
     for op, n, confident, expected, chunk in ops:
         key = f"r{n}"
@@ -151,11 +168,19 @@ def test_ledger_bounds_unrequested_bytes(spec: int, total: int, ops: list[tuple[
         elif op == "claim" and key in live:
             ledger.claim(key)
             del live[key]
+            asked.discard(key)
         elif op == "discard" and key in live:
             ledger.discard(key)
             del live[key]
+            if key in asked:  # asked for, then refused: what it received while asked is waste beyond the limits
+                overshoot_total += ledger._items[key].received
+                overshoot_spec += 0 if ledger._items[key].confident else ledger._items[key].received
+        elif op == "ask" and key in live:
+            ledger.asked(key)  # requested: never cut; its bytes count again only if discarded
+            asked.add(key)
         assert ledger.unrequested_bytes <= ledger.limits.total + overshoot_total
-        spec_unrequested = sum(i.received for i in ledger._items.values() if not i.confident and i.state != "claimed")
+        spec_unrequested = sum(i.received for i in ledger._items.values()
+                               if not i.confident and i.state not in ("claimed", "asked"))
         assert spec_unrequested <= ledger.limits.speculative + overshoot_spec
 
 
