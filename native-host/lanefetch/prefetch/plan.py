@@ -23,6 +23,8 @@ load's document and stylesheets (discover_html.py, discover_css.py), and the lin
 - Order: by wave as learned (discovered items: 1 for the document's, 2 for a stylesheet's), within a wave
   render-blocking first (style, script, font, then the rest): the engine's queue orders by priority too, but
   on one pipelined connection the order of sending is the order of answers.
+- A discovered request that a learned load made carries that load's size (the newest such history's), so the
+  budget weighs a guess before it is sent rather than cutting it midway.
 - The budget's limits come from the newest load's bytes (learned.page_bytes) and the link's rate.
 Pure: no I/O, no clock."""
 
@@ -105,6 +107,12 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
     for item in shared(shape) if shape is not None else []:
         stable_keys.add(item.key)
         add(item, item.wave, True)
+    # The newest learned size of each request: a discovered request a load learned keeps it, so the budget weighs a
+    # guess before sending it (a 60 kB font guessed at an unknown size was sent, then cut at the guesses' limit).
+    learned: dict[tuple[str, str, str], Observed] = {}
+    for item in observed:
+        if item.size is not None:
+            learned.setdefault(item.key, item)
     learned_keys = {item.key for item in observed}
     if exact is not None and exact.loads:
         for item in exact.loads[0]:
@@ -124,7 +132,9 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
             headers = fields_for(profile, sub, page_url)
         if headers is None:
             continue
-        add(Observed(sub.url, sub.destination, sub.mode, wave, headers, False, None), wave, not sub.conditional)
+        known = learned.get(key)
+        add(Observed(sub.url, sub.destination, sub.mode, wave, headers, False, known.size if known else None,
+                     known.wire if known else None), wave, not sub.conditional)
 
     seen: set[tuple[str, str, str]] = set()
     items: list[Planned] = []

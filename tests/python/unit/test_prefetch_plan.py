@@ -73,6 +73,16 @@ def test_discovered_take_learned_fields_of_the_same_origin_destination_and_mode(
     assert new.headers == sorted((k.lower(), v) for k, v in STYLE) and new.expected_size is None
 
 
+def test_a_discovered_request_a_load_learned_carries_its_learned_size() -> None:
+    # one page of the shape asked for the italic font, the other did not: not shared, but learned, so a stylesheet
+    # naming it makes it a guess, weighed by the budget at its learned size before it is sent
+    shape = _history([css("a.css"), font("italic.woff2", size=60000)], [css("a.css")], pages=["u:core", "u:alloc"])
+    italic = Subresource(f"{CDN}/italic.woff2", "font", "cors", "same-origin", f"{ORG}/a.css", True)
+    p = plan(None, None, [(italic, 2)], shape=shape)
+    assert [(i.url.rsplit("/", 1)[1], i.confident, i.expected_size) for i in p.items] == [
+        ("a.css", True, 1000), ("italic.woff2", False, 60000)]
+
+
 def test_template_history_adds_assets_stable_across_its_pages() -> None:
     page = _history([css("a.css"), img("p1.png")], [css("a.css"), img("p1.png")])
     # the template's loads: page 2 twice, then page 3; p2.png is in two loads but of one page only
