@@ -362,18 +362,16 @@ class PageLab:
             empty_http_cache(Path(home) / "lanefetch")
             return learning, self.load(shape, "on", helper_home=home)[0]
 
-    def first_visit(self, shape: Page, other: Page | Sequence[Page]) -> tuple[Run, Run]:
-        """Chromium ON, a page the helper never loaded, by a helper that has loaded another page (`other`, one ON
-        load in a fresh browser): so the helper knows this browser's field profile (prefetch/field_profile.py), as
-        for anyone who used lanefetch before, and nothing of `shape`. Then the helper's stored responses are
-        deleted (a bench step: its learned pages, `other`'s included, are kept; nothing of `shape` is among them)
-        and `shape` is loaded in a fresh browser (its own cache empty). Returns (the other page's load, the
-        measured one). Several others: one load each, in that order; the last one's load is returned."""
+    def first_visit(self, shape: Page, others: Sequence[Page]) -> tuple[Run, Run]:
+        """Chromium ON, a page the helper never loaded, by a helper that has loaded other pages (`others`, one ON
+        load each in a fresh browser, in that order): so the helper knows this browser's field profile
+        (prefetch/field_profile.py), as for anyone who used lanefetch before, and nothing of `shape` itself. Then
+        the helper's stored responses are deleted (a bench step: its learned pages, the others', are kept) and
+        `shape` is loaded in a fresh browser (its own cache empty). Returns (the last other page's load, the
+        measured one)."""
         with tempfile.TemporaryDirectory(prefix="lf-bench-first-") as home:
             Path(home).chmod(0o755)
-            primers = [self.load(one, "on", helper_home=home)[0]
-                       for one in ([other] if not isinstance(other, Sequence) else other)]
-            primer = primers[-1]
+            primer = [self.load(other, "on", helper_home=home)[0] for other in others][-1]
             helper_done(Path(home) / "lanefetch")
             empty_http_cache(Path(home) / "lanefetch")
             return primer, self.load(shape, "on", helper_home=home)[0]

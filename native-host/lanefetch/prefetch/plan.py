@@ -99,13 +99,11 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
             expected_wire=item.wire),
             item.key))
 
-    stable_keys: set[tuple[str, str, str]] = set()
-    for history, across_pages in ((exact, False), (template, True)):
-        for item in stable(history, across_pages=across_pages) if history is not None else []:
-            stable_keys.add(item.key)
-            add(item, item.wave, True)
-    for item in shared(shape) if shape is not None else []:
-        stable_keys.add(item.key)
+    confident = [*(stable(exact) if exact is not None else []),
+                 *(stable(template, across_pages=True) if template is not None else []),
+                 *(shared(shape) if shape is not None else [])]
+    stable_keys = {item.key for item in confident}
+    for item in confident:
         add(item, item.wave, True)
     # The newest learned size of each request: a discovered request a load learned keeps it, so the budget weighs a
     # guess before sending it (a 60 kB font guessed at an unknown size was sent, then cut at the guesses' limit).
