@@ -55,12 +55,12 @@ class CachingFetcher:
                 continue
             wire = req
             revalidating = None
-            if isinstance(decision, Revalidate) and body is not None and req.cache_store:
+            if isinstance(decision, Revalidate) and body is not None and (req.cache_store or req.cache_refresh):
                 revalidating = (decision.entry, body)
                 wire = dataclasses.replace(req, headers=req.headers + decision.conditional)
-            if not (isinstance(decision, Bypass) and method == "GET") and req.cache_store:
+            if (not (isinstance(decision, Bypass) and method == "GET") and req.cache_store) or revalidating:
                 taps.watch(wire, req, CacheTap(writes, method, url, headers, sent_at, cache.max_entry_bytes,
-                                                revalidating))
+                                                revalidating, store=req.cache_store))
             network.append(wire)
         try:
             result = await self.inner.fetch(network, taps, page)
@@ -119,7 +119,7 @@ class _TapSink:
         self._taps.pop(request.id, None)  # the 304 is done with: nothing more to record
         served = substitute.head
         await self._sink.head(original, DeliveredHead(served.status, served.reason, served.http_version,
-                                                      served.headers, False))
+                                                      served.headers, False, stored=True))
         for i in range(0, len(substitute.body), HIT_CHUNK):
             await self._sink.body(original, substitute.body[i : i + HIT_CHUNK])
         self._substituted[request.id] = len(substitute.body)
@@ -161,7 +161,7 @@ async def _serve_hit(sink: Sink, request: FetchRequest, hit: Hit, body: bytes) -
         stored = hit.entry.head
         timing.first_byte = now()
         await sink.head(request, DeliveredHead(stored.status, stored.reason, stored.http_version,
-                                               served_headers(stored, hit.age), False))
+                                               served_headers(stored, hit.age), False, stored=True))
         for i in range(0, len(body), HIT_CHUNK):
             await sink.body(request, body[i : i + HIT_CHUNK])
         timing.last_byte = now()

@@ -1,7 +1,9 @@
 """The cache's side of one request that goes to the network: records the body as received (as the server
 coded it) and stores the response when it is complete and storable; answers a 304 to the cache's own
 revalidation with the stored response, refreshed; invalidates the URL after a successful unsafe
-request. Sans-I/O: every write it decides on goes through `Writes` (the shell runs them)."""
+request. With `store=False` (a prefetch that may only refresh what is stored, engine/request.py `cache_refresh`) it
+refreshes a stored response on a 304 and drops it when the server answers in full, and stores nothing new.
+Sans-I/O: every write it decides on goes through `Writes` (the shell runs them)."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ class Writes(Protocol):
 class CacheTap:
     def __init__(
         self, writes: Writes, method: str, url: str, request_headers: Headers, request_time: float,
-        max_entry_bytes: int, revalidating: tuple[StoredEntry, bytes] | None = None,
+        max_entry_bytes: int, revalidating: tuple[StoredEntry, bytes] | None = None, *, store: bool = True,
     ) -> None:
         self._writes = writes
         self._method = method
@@ -47,6 +49,7 @@ class CacheTap:
         self._request_time = request_time  # epoch seconds, when the request left for the network (§4.2.3)
         self._max_entry = max_entry_bytes
         self._revalidating = revalidating
+        self._store = store
         self._recording: StoredHead | None = None  # the head to store once the body is complete
         self._variant = ""
         self._chunks: list[bytes] = []
@@ -73,6 +76,8 @@ class CacheTap:
                 served = ResponseHead(fresh.status, fresh.reason, fresh.http_version, headers)
                 return Substitute(served, body)
             self._writes.delete(entry.id)  # a full answer replaces what was stored
+        if not self._store:
+            return None
         fields = vary_fields(v for k, v in head.headers if k.lower() == "vary")
         vary = request_values(self._request_headers, fields or [])
         candidate = StoredHead(

@@ -61,6 +61,9 @@ class DeliveredHead:
     headers: Headers
     decoded: bool
     unproven: bool = False  # passed on before its pipeline place was proven (too large to hold): never cache it
+    # The body comes from the helper's HTTP cache (a fresh hit, or a 304 that validated the stored response): none of
+    # it crosses the link (a flight's budget counts link bytes, prefetch/flight.py)
+    stored: bool = False
 
 
 @dataclass

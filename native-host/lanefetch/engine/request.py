@@ -64,6 +64,10 @@ class FetchRequest:
     # False: the HTTP cache neither stores the response nor revalidates for it (a prefetch nobody asked for yet,
     # prefetch/flight.py: were it stored, a request the fidelity rule refused it to could get it from the cache)
     cache_store: bool = True
+    # With cache_store False: a stale stored response may still be revalidated for this request (a 304 refreshes it
+    # and the request gets the stored body; a full answer drops it, and nothing new is stored): a flight's prefetch
+    # of what the helper's cache holds stale (prefetch/flight.py), which then costs the link a 304, not a body
+    cache_refresh: bool = False
     # The browser's own connection to the origin is warm and idle (the extension's browser-warm-connection.ts):
     # the engine declines the request (error "browser_warm") rather than send it as it is, so the browser fetches
     # it there; the flight, the cache and a revalidation above the engine still answer it.

@@ -58,7 +58,7 @@ from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
-from ..engine.pool_plan import Handshake
+from ..engine.pool_plan import HEAD_BYTES, Handshake
 from ..engine.request import FetchRequest, with_accept_encoding
 from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
@@ -153,11 +153,14 @@ class Flight:
             return
         requests: list[FetchRequest] = []
         for item in plan:
+            # What the helper's cache holds stale is revalidated: the link carries a 304 (a head), the body comes
+            # from the cache, so the budget, which weighs link bytes, admits it at nothing
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
                                    resource_type=item.resource_type, decode=item.decode, cache_store=False,
-                                   expected_size=item.expected_size, expected_wire=item.expected_wire)
+                                   cache_refresh=item.stored, expected_size=item.expected_size,
+                                   expected_wire=HEAD_BYTES if item.stored else item.expected_wire)
             if self._deferred or not self.ledger.admit(request.id, confident=item.confident,
-                                                       expected_size=item.expected_size):
+                                                       expected_size=0 if item.stored else item.expected_size):
                 if item.confident:  # waits for room (in order: nothing overtakes a deferred item)
                     self._deferred.append(item)
                 else:
@@ -275,6 +278,9 @@ class _HoldSink:
         held = self._flight._held[request.id]
         if held.over_budget:  # still arriving after the cancel: it crossed the link all the same
             self._flight.ledger.received(request.id, len(data))
+            return
+        if held.head is not None and held.head.stored:  # from the helper's cache (a 304 refreshed it): not link bytes
+            held.body.append(data)
             return
         if not self._flight.ledger.received(request.id, len(data)):
             self._flight._over_budget(held)

@@ -84,6 +84,8 @@ def splittable(request: FetchRequest) -> bool:
     """Is this flight request asked in pieces? (module docstring)"""
     if request.method.upper() != "GET" or request.expected_size is None or request.expected_size <= PIECE_BYTES:
         return False
+    if request.cache_refresh:  # a stale stored copy is revalidated whole (a 304), never asked again in ranges
+        return False
     if any(k.lower() in _OWN_FIELDS - {"accept-encoding"} for k, _ in request.headers):
         return False
     path = _path(request.url)

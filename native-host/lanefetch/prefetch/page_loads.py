@@ -10,9 +10,10 @@ and the engine, so a prefetched response answers before any of them is asked):
   (page_memory.py, exact page and, for a page never loaded, its shape: what every kept load of pages of the same
   origin and path shape requested; the template key needs the document's stylesheets), planned (plan.py) and,
   if the plan is not empty, flown (flight.py) through the
-  inner fetcher, within the page's budget. Left out: what the helper's HTTP cache holds (fresh, it answers the
-  browser as fast; stale, the browser's own request revalidates it, where a prefetch would fetch the whole body
-  again), and what the browser already asked for while the history was read (it went its own way).
+  inner fetcher, within the page's budget. Left out: what the helper's HTTP cache holds fresh (it answers the
+  browser as fast) and what the browser already asked for while the history was read (it went its own way); what
+  it holds stale is revalidated by the flight (a 304 costs the link a head: the page's revalidations all go at
+  the navigation instead of wave by wave).
 - Discovery (discover_worker.py runs discover_html/discover_css in a worker process): the load's document (its
   request for the load's own URL, wave 0) and every stylesheet that reaches the helper (the browser's, or one the
   flight prefetched) are read as they stream: the document as soon as 1 KiB of it arrived (its <meta charset>
@@ -44,6 +45,7 @@ cleared with the cache)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -366,9 +368,10 @@ class PageLoads:
             cache.keep_pages(PARTITION, {record_key(ua): encode_profile(profile)}, now)
 
     async def _not_cached(self, page: Page, items: list[Planned]) -> list[Planned]:
-        """The items the helper's HTTP cache holds nothing of. A fresh copy answers the browser's request as fast
-        as a flight could; a stale one is the browser's request's to revalidate (a prefetch never stores, so it
-        cannot turn a 304 into the stored body: it would fetch the whole body the cache already has)."""
+        """The items the helper's HTTP cache holds no fresh copy of: a fresh one answers the browser's request as
+        fast as a flight could. One it holds stale with a validator is `stored`: its prefetch revalidates it (a 304
+        refreshes the stored response, whose body then answers; FetchRequest.cache_refresh), so the page's
+        revalidations go at the navigation, all in one flight, not wave by wave as the browser finds them."""
         cache = self._cache_for(page)
         if cache is None or not items:
             return items
@@ -380,8 +383,13 @@ class PageLoads:
         decisions = await cache.plan(queries, page.top_site)
         if decisions is None:
             return items
-        return [item for item, (decision, body) in zip(items, decisions, strict=True)
-                if not (isinstance(decision, Hit | Revalidate) and body is not None)]
+        kept = []
+        for item, (decision, body) in zip(items, decisions, strict=True):
+            if isinstance(decision, Hit) and body is not None:
+                continue
+            stored = isinstance(decision, Revalidate) and body is not None
+            kept.append(dataclasses.replace(item, stored=True) if stored else item)
+        return kept
 
     def _end_idle(self) -> None:
         now = self._clock()

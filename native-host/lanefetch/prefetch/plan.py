@@ -49,7 +49,8 @@ _RANK = {"style": 0, "script": 1, "font": 2}
 class Planned:
     """One prefetch: the URL, the request fields to send, the engine's resource type (its queue priority),
     whether it is confident (else a guess, budget.py), and its expected size and bytes on the link if learned
-    (FetchRequest.expected_size, expected_wire)."""
+    (FetchRequest.expected_size, expected_wire); `stored`: the helper's HTTP cache holds it stale (page_loads.py),
+    so the prefetch revalidates it (FetchRequest.cache_refresh) rather than fetch the body again."""
 
     url: str
     headers: Headers
@@ -58,6 +59,7 @@ class Planned:
     expected_size: int | None = None
     decode: bool = True
     expected_wire: int | None = None
+    stored: bool = False
 
 
 @dataclass(frozen=True)

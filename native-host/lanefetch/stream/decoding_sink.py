@@ -41,7 +41,7 @@ class DecodingSink:
         drop = ("content-encoding", "content-length")
         headers = [(k, v) for k, v in head.headers if k.lower() not in drop]
         await self._sink.head(request, DeliveredHead(head.status, head.reason, head.http_version, headers, True,
-                                                    head.unproven))
+                                                    head.unproven, head.stored))
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         if request.id in self._failed:

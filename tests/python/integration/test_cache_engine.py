@@ -217,6 +217,44 @@ async def test_changed_resource_replaces_the_entry(engine: Engine, origin: Origi
     assert origin.hits("/etag")[-1].headers["If-None-Match"] == '"v2"'
 
 
+async def test_a_refresh_only_request_revalidates_what_is_stored_and_stores_nothing_new(
+        engine: Engine, origin: Origin) -> None:
+    """A request that may not store (a flight's prefetch: cache_store False) but may refresh (cache_refresh) sends
+    a stale stored entry's validator: a 304 serves the stored body (head marked `stored`: its body never crossed
+    the link) and refreshes the entry; a full answer drops the stale entry and is not stored; without a stored
+    entry nothing is stored either."""
+    async def refresh(path: str) -> Got:
+        sink = Collect()
+        request = FetchRequest("r", "GET", f"{origin.url}{path}", [], cache_store=False, cache_refresh=True)
+        await engine.fetch([request], sink, SITE)
+        await settle(engine)
+        return sink.got["r"]
+
+    await get(engine, f"{origin.url}/etag", SITE)
+    await settle(engine)
+    refreshed = await refresh("/etag")
+    assert refreshed.error is None and refreshed.body == TEXT and refreshed.head is not None
+    assert refreshed.head.status == 200 and refreshed.head.stored and refreshed.header("X-Refreshed") == "yes"
+    assert refreshed.report is not None and refreshed.report.cache == "revalidated"
+    assert origin.hits("/etag")[-1].headers["If-None-Match"] == '"v1"'
+    after = await get(engine, f"{origin.url}/etag", SITE)  # the refreshed head was stored
+    assert after.header("X-Refreshed") == "yes" and after.report is not None and after.report.cache == "revalidated"
+
+    origin.etag = '"v2"'
+    await settle(engine)
+    changed = await refresh("/etag")
+    assert changed.report is not None and changed.report.cache == "none" and changed.header("ETag") == '"v2"'
+    assert changed.head is not None and not changed.head.stored
+    plain = await get(engine, f"{origin.url}/etag", SITE)  # nothing stored: neither the stale entry nor the new one
+    assert plain.report is not None and plain.report.cache == "none"
+    assert "If-None-Match" not in origin.hits("/etag")[-1].headers
+
+    unknown = await refresh("/lm")  # nothing stored before: nothing stored now
+    assert unknown.report is not None and unknown.report.cache == "none" and unknown.body == b"lm body"
+    again = await get(engine, f"{origin.url}/lm", SITE)
+    assert again.report is not None and again.report.cache == "none"
+
+
 async def test_last_modified_revalidation(engine: Engine, origin: Origin) -> None:
     await get(engine, f"{origin.url}/lm", SITE)
     await settle(engine)

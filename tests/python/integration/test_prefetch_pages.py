@@ -614,3 +614,71 @@ async def test_a_new_page_of_a_known_shape_flies_what_its_loads_shared_before_it
     assert sink.cache == {"b0": "prefetch", "b1": "prefetch"}
     assert all(server.count(p) == 1 for p, _ in shared_assets)
     await loads.end_all()
+
+
+async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_answered_from_the_flight(
+        service: FetchService) -> None:
+    """A learned page whose assets the helper's cache holds stale (`no-cache`, an ETag): at the next navigation the
+    flight sends their revalidations at once, before the browser asks; a 304 refreshes the stored response, whose
+    body answers the browser's request from the flight (none of the browser's requests reaches the server); an
+    asset that changed comes whole in that same flight and answers with its new body. Nothing is fetched in pieces
+    or twice."""
+    versions = {"/static/site.css": b"v1", "/static/app.js": b"v1", "/static/logo.png": b"v1"}
+    seen: list[tuple[str, str | None]] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append((request.path, request.headers.get("If-None-Match")))
+        version = versions.get(request.path)
+        if version is None:
+            return web.Response(status=404)
+        etag = f'"{version.decode()}"'
+        cache = {"ETag": etag, "Cache-Control": "no-cache"}
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=cache)
+        return web.Response(body=BODIES[request.path] + version, headers=cache)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app) as port:
+        base = f"http://127.0.0.1:{port}"
+        clock = Clock()
+        loads, ended = recording_loads(service, clock=clock)
+        site = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+        assets = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")]
+        for n in range(2):  # learned twice (stable), each load's answers stored by the helper's cache
+            assert loads.navigation(site)
+            sink = Collect()
+            await loads.fetch([browser_request(f"{n}-{i}", base + p, d) for i, (p, d) in enumerate(assets)], sink,
+                              site)
+            assert not sink.errors
+            clock.t += 30.0
+            await loads.end_all()
+            await settle(service)
+        assert sum(1 for _, etag in seen if etag is not None) == 3  # the second load revalidated, as the browser's
+
+        seen.clear()
+        versions["/static/app.js"] = b"v2"  # changed on the server since
+        assert loads.navigation(site)
+        load = loads._loads[load_key(site)]  # type: ignore[index]
+        assert load.starting is not None
+        await load.starting
+        assert load.flight is not None
+        await load.flight.wait()
+        assert sorted(seen) == [("/static/app.js", '"v1"'), ("/static/logo.png", '"v1"'), ("/static/site.css", '"v1"')]
+        sink = Collect()
+        await loads.fetch([browser_request(f"3-{i}", base + p, d) for i, (p, d) in enumerate(assets)], sink, site)
+        assert not sink.errors
+        assert sink.cache == {"3-0": "prefetch", "3-1": "prefetch", "3-2": "prefetch"}
+        assert sink.bodies == {"3-0": BODIES["/static/site.css"] + b"v1", "3-1": BODIES["/static/app.js"] + b"v2",
+                               "3-2": BODIES["/static/logo.png"] + b"v1"}
+        assert len(seen) == 3, "the browser's requests were all answered from the flight"
+        await loads.end_all()
+        report = ended[-1].flight
+        assert report is not None and (report.sent, report.answered) == (3, 3)
+        # Only what crossed the link counts: the changed script's body; the two 304s' stored bodies do not
+        assert report.claimed_bytes == len(BODIES["/static/app.js"]) + 2 and report.wasted_bytes == 0
+        await settle(service)
+        seen.clear()
+        sink = Collect()  # the changed script, claimed, was stored: the next plain request revalidates "v2"
+        await service.fetch([browser_request("4", f"{base}/static/app.js", "script")], sink, site)
+        assert seen == [("/static/app.js", '"v2"')] and sink.cache == {"4": "revalidated"}

@@ -56,6 +56,8 @@ def test_what_is_split_large_images_but_svg_and_woff_fonts_as_they_are() -> None
     assert not splittable(_request("http://a.example/p/photo.png", "image", big, method="HEAD"))
     for own in (("Range", "bytes=0-9"), ("If-Range", '"x"'), ("If-None-Match", '"x"')):
         assert not splittable(_request("http://a.example/p/photo.png", "image", big, [own]))
+    stale = dataclasses.replace(_request("http://a.example/p/photo.png", "image", big), cache_refresh=True)
+    assert not splittable(stale)  # the helper's cache holds it stale: revalidated whole (a 304), never in ranges
 
 
 def test_a_piece_asks_its_range_in_identity_and_keeps_the_requests_other_fields() -> None:
