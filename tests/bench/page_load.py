@@ -362,6 +362,20 @@ class PageLab:
             empty_http_cache(Path(home) / "lanefetch")
             return learning, self.load(shape, "on", helper_home=home)[0]
 
+    def revisit(self, shape: Page, learning_loads: int = 2) -> tuple[list[Run], Run]:
+        """Chromium ON, a page the helper learned and whose responses its HTTP cache keeps: `learning_loads` ON
+        loads (each a fresh browser, one helper state), then the measured load in a fresh browser. With servers
+        that say `no-cache` (servers.revalidate_conf) every stored response is stale: the return to a page after
+        its freshness ran out. A fresh browser, not the learning loads' profile: in debugger mode the browser's own
+        cache holds nothing the helper answered, so its profile would hold nothing of the page either."""
+        with tempfile.TemporaryDirectory(prefix="lf-bench-revisit-") as home:
+            Path(home).chmod(0o755)
+            learning = []
+            for _ in range(learning_loads):
+                learning += self.load(shape, "on", helper_home=home)
+                helper_done(Path(home) / "lanefetch")
+            return learning, self.load(shape, "on", helper_home=home)[0]
+
     def first_visit(self, shape: Page, others: Sequence[Page]) -> tuple[Run, Run]:
         """Chromium ON, a page the helper never loaded, by a helper that has loaded other pages (`others`, one ON
         load each in a fresh browser, in that order): so the helper knows this browser's field profile

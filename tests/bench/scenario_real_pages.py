@@ -20,6 +20,12 @@ document itself and nothing can be discovered from it). The report's name ends i
 LANEFETCH_BENCH_VISIT=sibling: as first, but the helper's earlier loads are of the page's two siblings
 (`RealPage.siblings`: other pages of its package, same path shape), as for a reader who opened two pages of the
 site before (the stored responses deleted as for a first visit). The report's name ends in `-sibling-visit`.
+LANEFETCH_BENCH_VISIT=revisit (Chromium only): a return to a page after its freshness ran out. The servers say
+`Cache-Control: no-cache` (every use of a stored response revalidates, ETag / Last-Modified, as once a site's
+max-age has passed); each ON load is the third load of the page by one helper (two learning ON loads, the helper's
+cache and learned pages kept, PageLab.revisit), each OFF load the second of one Chromium profile (restarted
+between, its own cache warm: the driver's --repeat); both on the public address as for a first visit. The
+report's name ends in `-revisit`.
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
@@ -38,7 +44,7 @@ from bench import real_pages_report as rr
 from bench.netlab import PROFILES
 from bench.page_load import BROWSER_NAMES, PageLab, Run, method
 from bench.real_pages import CORPUS, RealPage, install_missing
-from bench.servers import COMPRESSED_TYPES, AccessRecord, compression_conf
+from bench.servers import COMPRESSED_TYPES, AccessRecord, compression_conf, revalidate_conf
 
 NAME = "real-pages"
 _ALL = {
@@ -61,25 +67,27 @@ def _chosen(var: str) -> list[str]:
     return names
 
 
+VISITS = ("fresh", "first", "sibling", "second", "revisit")
+
+
 def visit_mode() -> str:
-    """"fresh" (LANEFETCH_BENCH_VISIT unset), "first", "sibling" or "second"."""
+    """One of VISITS: "fresh" when LANEFETCH_BENCH_VISIT is unset."""
     visit = os.environ.get("LANEFETCH_BENCH_VISIT", "") or "fresh"
-    if visit not in ("fresh", "first", "sibling", "second"):
-        raise SystemExit(f"LANEFETCH_BENCH_VISIT: first, sibling or second (or unset), not {visit!r}")
+    if visit not in VISITS:
+        raise SystemExit(f"LANEFETCH_BENCH_VISIT: {', '.join(VISITS[1:])} (or unset), not {visit!r}")
     return visit
 
 
-def report_name(chosen: dict[str, list[str]], second: bool = False, first: bool = False,
-                sibling: bool = False) -> str:
+def report_name(chosen: dict[str, list[str]], visit: str = "fresh") -> str:
     """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit`,
-    `-first-visit` or `-sibling-visit`."""
+    `-first-visit`, `-sibling-visit` or `-revisit`."""
     parts = [NAME]
     for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
                 "LANEFETCH_BENCH_PAGES"):
         if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
             parts += chosen[var]
-    kind = "second" if second else "sibling" if sibling else "first" if first else ""
-    return "-".join([*parts, *([kind, "visit"] if kind else [])])
+    tail = {"fresh": [], "revisit": ["revisit"]}.get(visit, [visit, "visit"])
+    return "-".join([*parts, *tail])
 
 
 def _breakdown(d: Run) -> str:
@@ -104,6 +112,28 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
                 log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}")
+    return runs
+
+
+def _alternate_revisits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
+                        log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
+    """As PageLab.alternate, with every ON load a revisit (PageLab.revisit) and every OFF load the second of one
+    browser profile (the first logged, not measured)."""
+    runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
+    rtt = pl.profile.rtt_ms / 1000
+    for r in range(rounds):
+        for page in pages:
+            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                if mode == "on":
+                    learning, d = pl.revisit(page)
+                else:
+                    learning = pl.load(page, "off", repeat=True)
+                    d = learning.pop()
+                for k, ld in enumerate(learning):
+                    log(f"round {r + 1} {page.name} {mode} earlier load {k + 1}: {_describe(ld, rtt)}")
+                runs[page][mode].append(d)
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}"
+                    f" ({d.get('not_modified', 0)} × 304)")
     return runs
 
 
@@ -266,6 +296,17 @@ FIRST_VISIT = (
 )
 
 
+REVISIT = (
+    "**Revisit (`LANEFETCH_BENCH_VISIT=revisit`)**: a return to a page after its freshness ran out. The servers "
+    "answer with `Cache-Control: no-cache` (Apache mod_headers, nginx `add_header`): a stored response is used only "
+    "after a revalidation (ETag, Last-Modified), as happens on every site once its max-age has passed. ON: the third "
+    "load of the page by one helper (two learning ON loads in fresh Chromiums, its cache and learned pages kept), "
+    "in a fresh Chromium (in debugger mode the browser's own cache holds nothing lanefetch answered). OFF: the "
+    "second load of one Chromium profile, restarted between (its own cache warm: every stored response "
+    "revalidated). Both on the public address, as for a first visit."
+)
+
+
 SIBLING_VISIT = (
     "**Sibling visit (`LANEFETCH_BENCH_VISIT=sibling`)**: as the first visit above, except that the helper's earlier "
     "loads are one ON load of each of the page's two siblings (other pages of its package in the same folder, so "
@@ -291,7 +332,7 @@ def waste(page_offs: Sequence[Run], d: Run) -> int:
 def run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
     visit = visit_mode()
-    second, sibling = visit == "second", visit == "sibling"
+    sibling = visit == "sibling"
     first = visit == "first" or sibling
     if visit != "fresh" and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
         raise SystemExit(f"LANEFETCH_BENCH_VISIT={visit}: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
@@ -299,7 +340,7 @@ def run(rounds: int) -> int:
     others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first and not sibling else []
     install_missing([*pages, *(o for o in others if o not in pages)])
     others += [s for p in pages for s in p.sibling_pages()] if sibling else []
-    name = report_name(chosen, second, first, sibling)
+    name = report_name(chosen, visit)
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
@@ -317,16 +358,20 @@ def run(rounds: int) -> int:
                     continue
                 for link in chosen["LANEFETCH_BENCH_PROFILES"]:
                     served = [*pages, *(o for o in dict.fromkeys(others) if o not in pages)]
-                    with PageLab(PROFILES[link], served, browser, compression_conf(server.removesuffix("-h2")),
-                                 server=server, warm_port=False, public=first) as pl:
+                    kind = server.removesuffix("-h2")
+                    conf = compression_conf(kind) + (revalidate_conf(kind) if visit == "revisit" else "")
+                    with PageLab(PROFILES[link], served, browser, conf, server=server, warm_port=False,
+                                 public=first or visit == "revisit") as pl:
                         where = f"{server} {browser} {link}"
                         ccs[pl.server_cc] = None
 
                         def log_here(line: str, where: str = where) -> None:
                             log(f"[{where}] {line}")
 
-                        if second:
+                        if visit == "second":
                             runs = _alternate_second_visits(pl, pages, rounds, log_here)
+                        elif visit == "revisit":
+                            runs = _alternate_revisits(pl, pages, rounds, log_here)
                         elif first:
                             runs = _alternate_first_visits(pl, pages, rounds, log_here, sibling)
                         else:
@@ -338,14 +383,12 @@ def run(rounds: int) -> int:
                             _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
-                    _write(name, chosen, pages, measured, rounds, log_path.name, second, first, ", ".join(ccs),
-                           sibling)
+                    _write(name, chosen, pages, measured, rounds, log_path.name, visit, ", ".join(ccs))
     return 0
 
 
 def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
-           log_name: str, second: bool = False, first: bool = False, server_cc: str = "",
-           sibling: bool = False) -> None:
+           log_name: str, visit: str = "fresh", server_cc: str = "") -> None:
     statics = {p: p.static_waves() for p in pages}
     rows: list[list[str]] = []
     facts_rows: list[list[str]] = []
@@ -398,9 +441,10 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
-        *(["", SECOND_VISIT] if second else []),
-        *(["", FIRST_VISIT] if first else []),
-        *(["", SIBLING_VISIT] if sibling else []),
+        *(["", SECOND_VISIT] if visit == "second" else []),
+        *(["", FIRST_VISIT] if visit in ("first", "sibling") else []),
+        *(["", SIBLING_VISIT] if visit == "sibling" else []),
+        *(["", REVISIT] if visit == "revisit" else []),
         "",
         f"{rounds} browser runs per page, link, browser, server and variant, ON/OFF order alternating round by "
         "round. Links: " + "; ".join(f"`{n}` " + (f"RTT {PROFILES[n].rtt_ms:g} ms, {PROFILES[n].down_kbit:g} / "

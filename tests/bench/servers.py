@@ -275,6 +275,18 @@ def compression_conf(kind: str) -> str:
     raise ValueError(f"no server {kind!r} (have: nginx, apache)")
 
 
+def revalidate_conf(kind: str) -> str:
+    """`extra_conf` for start_nginx / start_apache that marks every answer `Cache-Control: no-cache`: a cache may
+    store it and must revalidate it before each use (the servers' own ETag and Last-Modified), as every cache does
+    once a site's max-age has run out (the real-pages revisit)."""
+    if kind == "nginx":
+        return "add_header Cache-Control no-cache;\n"
+    if kind == "apache":
+        return (f"LoadModule headers_module {APACHE_MODULES}/mod_headers.so\n"
+                'Header always set Cache-Control "no-cache"\n')
+    raise ValueError(f"no server {kind!r} (have: nginx, apache)")
+
+
 def tls_conf(pki: Path, ip: str, port: int = 443, http2: bool = True) -> str:
     """`extra_conf` for start_nginx: also listen on ip:port with TLS (srv.pem / srv.key of `tls_pki`) and, with
     `http2`, HTTP/2 offered by ALPN beside HTTP/1.1 (nginx 1.22's `listen ... ssl http2`)."""

@@ -293,9 +293,10 @@ def test_a_second_visit_run_says_so_in_its_name() -> None:
 
     chosen = {**_ALL, "LANEFETCH_BENCH_BROWSERS": ["chromium"], "LANEFETCH_BENCH_SERVERS": ["apache"],
               "LANEFETCH_BENCH_PROFILES": ["sat"]}
-    assert report_name(chosen, second=True) == "real-pages-chromium-apache-sat-second-visit"
-    assert report_name(chosen, first=True) == "real-pages-chromium-apache-sat-first-visit"
-    assert report_name(chosen, first=True, sibling=True) == "real-pages-chromium-apache-sat-sibling-visit"
+    assert report_name(chosen, "second") == "real-pages-chromium-apache-sat-second-visit"
+    assert report_name(chosen, "first") == "real-pages-chromium-apache-sat-first-visit"
+    assert report_name(chosen, "sibling") == "real-pages-chromium-apache-sat-sibling-visit"
+    assert report_name(chosen, "revisit") == "real-pages-chromium-apache-sat-revisit"
 
 
 def test_every_corpus_page_has_two_siblings_of_its_path_shape() -> None:
