@@ -348,32 +348,22 @@ class PageLab:
         time.sleep(1)  # tcpdump is listening
         return cap
 
-    def second_visit(self, shape: Page, learning_loads: int = 2) -> tuple[list[Run], Run]:
+    def second_visit(self, shape: Page, learning_loads: int = 2, *, keep_stored: bool = False) -> tuple[list[Run], Run]:
         """Chromium ON, a page the helper learned: `learning_loads` ON loads (each a fresh browser; the helper
         records each load when the browser quits and it stops), then the helper's HTTP cache emptied with its
         learned pages (and origins) kept — a bench step, no product path empties one without the other (clearing
-        the cache forgets the pages too) — then the measured load in a fresh browser (its own cache empty)."""
+        the cache forgets the pages too) — then the measured load in a fresh browser (its own cache empty).
+        `keep_stored`: the helper's cache is kept (a revisit: with servers that say `no-cache`,
+        servers.revalidate_conf, every stored response is stale, as once a page's freshness ran out). A fresh
+        browser all the same: in debugger mode the browser's own cache holds nothing the helper answered."""
         with tempfile.TemporaryDirectory(prefix="lf-bench-learned-") as home:
             Path(home).chmod(0o755)
             learning = []
             for _ in range(learning_loads):
                 learning += self.load(shape, "on", helper_home=home)
                 helper_done(Path(home) / "lanefetch")
-            empty_http_cache(Path(home) / "lanefetch")
-            return learning, self.load(shape, "on", helper_home=home)[0]
-
-    def revisit(self, shape: Page, learning_loads: int = 2) -> tuple[list[Run], Run]:
-        """Chromium ON, a page the helper learned and whose responses its HTTP cache keeps: `learning_loads` ON
-        loads (each a fresh browser, one helper state), then the measured load in a fresh browser. With servers
-        that say `no-cache` (servers.revalidate_conf) every stored response is stale: the return to a page after
-        its freshness ran out. A fresh browser, not the learning loads' profile: in debugger mode the browser's own
-        cache holds nothing the helper answered, so its profile would hold nothing of the page either."""
-        with tempfile.TemporaryDirectory(prefix="lf-bench-revisit-") as home:
-            Path(home).chmod(0o755)
-            learning = []
-            for _ in range(learning_loads):
-                learning += self.load(shape, "on", helper_home=home)
-                helper_done(Path(home) / "lanefetch")
+            if not keep_stored:
+                empty_http_cache(Path(home) / "lanefetch")
             return learning, self.load(shape, "on", helper_home=home)[0]
 
     def first_visit(self, shape: Page, others: Sequence[Page]) -> tuple[Run, Run]:

@@ -23,9 +23,9 @@ site before (the stored responses deleted as for a first visit). The report's na
 LANEFETCH_BENCH_VISIT=revisit (Chromium only): a return to a page after its freshness ran out. The servers say
 `Cache-Control: no-cache` (every use of a stored response revalidates, ETag / Last-Modified, as once a site's
 max-age has passed); each ON load is the third load of the page by one helper (two learning ON loads, the helper's
-cache and learned pages kept, PageLab.revisit), each OFF load the second of one Chromium profile (restarted
-between, its own cache warm: the driver's --repeat); both on the public address as for a first visit. The
-report's name ends in `-revisit`.
+cache and learned pages kept: PageLab.second_visit with keep_stored), each OFF load the second of one Chromium
+profile (restarted between, its own cache warm: the driver's --repeat); both on the public address as for a first
+visit. The report's name ends in `-revisit`.
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
@@ -95,45 +95,26 @@ def _breakdown(d: Run) -> str:
     return f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""
 
 
-def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
-                             log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
+def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int, log: Callable[[str], None],
+                             revisit: bool = False) -> dict[RealPage, dict[str, list[Run]]]:
     """As PageLab.alternate, with every ON load a second visit (PageLab.second_visit); the learning loads are
-    logged, not measured."""
+    logged, not measured. `revisit`: the helper's stored responses kept, and every OFF load the second of one
+    browser profile (the driver's --repeat; the first logged, not measured)."""
     runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
     rtt = pl.profile.rtt_ms / 1000
     for r in range(rounds):
         for page in pages:
             for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
                 if mode == "on":
-                    learning, d = pl.second_visit(page)
-                    for k, ld in enumerate(learning):
-                        log(f"round {r + 1} {page.name} learning load {k + 1}: {_describe(ld, rtt)}")
+                    learning, d = pl.second_visit(page, keep_stored=revisit)
                 else:
-                    d = pl.load(page, "off")[0]
-                runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}")
-    return runs
-
-
-def _alternate_revisits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
-                        log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
-    """As PageLab.alternate, with every ON load a revisit (PageLab.revisit) and every OFF load the second of one
-    browser profile (the first logged, not measured)."""
-    runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
-    rtt = pl.profile.rtt_ms / 1000
-    for r in range(rounds):
-        for page in pages:
-            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
-                if mode == "on":
-                    learning, d = pl.revisit(page)
-                else:
-                    learning = pl.load(page, "off", repeat=True)
+                    learning = pl.load(page, "off", repeat=revisit)
                     d = learning.pop()
                 for k, ld in enumerate(learning):
                     log(f"round {r + 1} {page.name} {mode} earlier load {k + 1}: {_describe(ld, rtt)}")
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}"
-                    f" ({d.get('not_modified', 0)} × 304)")
+                revalidated = f" ({d.get('not_modified', 0)} × 304)" if revisit else ""
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}{revalidated}")
     return runs
 
 
@@ -371,7 +352,7 @@ def run(rounds: int) -> int:
                         if visit == "second":
                             runs = _alternate_second_visits(pl, pages, rounds, log_here)
                         elif visit == "revisit":
-                            runs = _alternate_revisits(pl, pages, rounds, log_here)
+                            runs = _alternate_second_visits(pl, pages, rounds, log_here, revisit=True)
                         elif first:
                             runs = _alternate_first_visits(pl, pages, rounds, log_here, sibling)
                         else:

@@ -9,8 +9,9 @@ Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.
   fetcher it was given (the service's: same pools, pipelining or h2, address policy, Accept-Encoding as the
   helper asks for the browser), and keeps every response whole in memory (head, body, trailers, when its head
   arrived on the injected clock), never in the HTTP cache (`cache_store=False`: a stored prefetch would answer,
-  through the cache, a request the fidelity rule refused it to; a fresh cache hit may still answer a prefetch)
-  until a browser request claims it (below).
+  through the cache, a request the fidelity rule refused it to; a fresh cache hit may still answer a prefetch, and
+  an item the cache holds stale, `Planned.stored`, is revalidated: a 304 refreshes the stored response and its
+  body is held, `cache_refresh`) until a browser request claims it (below).
   Body bytes are counted as they arrive; when the ledger says an item's class is
   over its limit the fetch is cancelled and the item discarded. Never sent: anything but GET, and any request
   with Cookie or Authorization (the helper holds no credentials of the user's; a prefetch must not carry any

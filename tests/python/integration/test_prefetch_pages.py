@@ -264,6 +264,16 @@ def recording_loads(service: FetchService, **kwargs: Any) -> tuple[PageLoads, li
     return PageLoads(service, service.cache_for, on_end, **kwargs), ended
 
 
+async def flown(loads: PageLoads, site: Page) -> Flight:
+    """The flight of the load `loads.navigation(site)` began, once it has started and every prefetch ended."""
+    load = loads._loads[load_key(site)]  # type: ignore[index]
+    assert load.starting is not None
+    await load.starting
+    assert load.flight is not None
+    await load.flight.wait()
+    return load.flight
+
+
 async def test_page_loads_learn_fly_and_end_when_idle(server: Server, service: FetchService) -> None:
     """The host's wiring (prefetch/page_loads.py) in process, on an injected clock: a load ends when idle (checked
     when the next navigation or batch comes), is recorded and reported; a second navigation message before any
@@ -345,11 +355,7 @@ async def test_a_request_left_to_the_browsers_warm_connection_is_learned_and_fli
     assert "/static/app.js" not in server.seen, "declined: never sent by the helper"
 
     assert loads.navigation(site)
-    third = loads._loads[load_key(site)]  # type: ignore[index]
-    assert third.starting is not None
-    await third.starting
-    assert third.flight is not None
-    await third.flight.wait()
+    await flown(loads, site)
     assert "/static/app.js" in server.seen, "the flight fetched it"
     sink = Collect()
     await loads.fetch(batch(2), sink, site)
@@ -659,11 +665,7 @@ async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_a
         seen.clear()
         versions["/static/app.js"] = b"v2"  # changed on the server since
         assert loads.navigation(site)
-        load = loads._loads[load_key(site)]  # type: ignore[index]
-        assert load.starting is not None
-        await load.starting
-        assert load.flight is not None
-        await load.flight.wait()
+        await flown(loads, site)
         assert sorted(seen) == [("/static/app.js", '"v1"'), ("/static/logo.png", '"v1"'), ("/static/site.css", '"v1"')]
         sink = Collect()
         await loads.fetch([browser_request(f"3-{i}", base + p, d) for i, (p, d) in enumerate(assets)], sink, site)
