@@ -353,17 +353,22 @@ class PageLab:
         records each load when the browser quits and it stops), then the helper's HTTP cache emptied with its
         learned pages (and origins) kept — a bench step, no product path empties one without the other (clearing
         the cache forgets the pages too) — then the measured load in a fresh browser (its own cache empty).
-        `keep_stored`: the helper's cache is kept (a revisit: with servers that say `no-cache`,
-        servers.revalidate_conf, every stored response is stale, as once a page's freshness ran out). A fresh
-        browser all the same: in debugger mode the browser's own cache holds nothing the helper answered."""
+        `keep_stored`: a revisit, as a returning user makes it. The helper's cache is kept (with servers that say
+        `no-cache`, servers.revalidate_conf, every stored response is stale, as once a page's freshness ran out),
+        and the last learning load and the measured one are one browser profile, restarted between (the driver's
+        --repeat): in debugger mode the browser's own cache holds nothing the helper answered, but it holds what the
+        browser fetched itself (a page's favicons: a fresh profile fetched rust-std's 12 kB whole, 1.05 × OFF's
+        downlink)."""
         with tempfile.TemporaryDirectory(prefix="lf-bench-learned-") as home:
             Path(home).chmod(0o755)
             learning = []
-            for _ in range(learning_loads):
+            for _ in range(learning_loads - 1 if keep_stored else learning_loads):
                 learning += self.load(shape, "on", helper_home=home)
                 helper_done(Path(home) / "lanefetch")
-            if not keep_stored:
-                empty_http_cache(Path(home) / "lanefetch")
+            if keep_stored:
+                *last, measured = self.load(shape, "on", repeat=True, helper_home=home)
+                return learning + last, measured
+            empty_http_cache(Path(home) / "lanefetch")
             return learning, self.load(shape, "on", helper_home=home)[0]
 
     def first_visit(self, shape: Page, others: Sequence[Page]) -> tuple[Run, Run]:

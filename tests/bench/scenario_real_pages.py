@@ -23,9 +23,9 @@ site before (the stored responses deleted as for a first visit). The report's na
 LANEFETCH_BENCH_VISIT=revisit (Chromium only): a return to a page after its freshness ran out. The servers say
 `Cache-Control: no-cache` (every use of a stored response revalidates, ETag / Last-Modified, as once a site's
 max-age has passed); each ON load is the third load of the page by one helper (two learning ON loads, the helper's
-cache and learned pages kept: PageLab.second_visit with keep_stored), each OFF load the second of one Chromium
-profile (restarted between, its own cache warm: the driver's --repeat); both on the public address as for a first
-visit. The report's name ends in `-revisit`.
+cache and learned pages kept, the second learning load and the measured one one Chromium profile restarted
+between: PageLab.second_visit with keep_stored), each OFF load the second of one Chromium profile (restarted
+between, its own cache warm: the driver's --repeat); both on the public address as for a first visit. The report's name ends in `-revisit`.
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
@@ -281,10 +281,10 @@ REVISIT = (
     "**Revisit (`LANEFETCH_BENCH_VISIT=revisit`)**: a return to a page after its freshness ran out. The servers "
     "answer with `Cache-Control: no-cache` (Apache mod_headers, nginx `add_header`): a stored response is used only "
     "after a revalidation (ETag, Last-Modified), as happens on every site once its max-age has passed. ON: the third "
-    "load of the page by one helper (two learning ON loads in fresh Chromiums, its cache and learned pages kept), "
-    "in a fresh Chromium (in debugger mode the browser's own cache holds nothing lanefetch answered). OFF: the "
-    "second load of one Chromium profile, restarted between (its own cache warm: every stored response "
-    "revalidated). Both on the public address, as for a first visit."
+    "load of the page by one helper (two learning ON loads, its cache and learned pages kept; the second learning "
+    "load and the measured one are one Chromium profile, restarted between, so the browser's own cache holds what "
+    "it fetched itself, such as favicons). OFF: the second load of one Chromium profile, restarted between (its own "
+    "cache warm: every stored response revalidated). Both on the public address, as for a first visit."
 )
 
 
