@@ -25,7 +25,8 @@ LANEFETCH_BENCH_VISIT=revisit (Chromium only): a return to a page after its fres
 max-age has passed); each ON load is the third load of the page by one helper (two learning ON loads, the helper's
 cache and learned pages kept, the second learning load and the measured one one Chromium profile restarted
 between: PageLab.second_visit with keep_stored), each OFF load the second of one Chromium profile (restarted
-between, its own cache warm: the driver's --repeat); both on the public address as for a first visit. The report's name ends in `-revisit`.
+between, its own cache warm: the driver's --repeat); both on the public address as for a first visit. The
+report's name ends in `-revisit`.
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """

@@ -3,9 +3,13 @@
 
 - The conditional request carries the stored ETag as If-None-Match and the stored Last-Modified as
   If-Modified-Since (both when both exist: servers such as nginx then require both to match).
-- A 304 selects the stored response it validates (§4.3.4): if it carries a strong ETag, the stored
-  one must be that same ETag; if it carries a Last-Modified, the stored one must equal it. A 304 that
-  names a different representation updates nothing and cannot be answered from the store.
+- A 304 selects the stored response it validates (§4.3.4): if it carries an ETag and the stored response
+  has one, their opaque tags must be equal (the weak comparison of RFC 9110 §8.8.3.2, where §4.3.4 asks for
+  a strong validator: nginx weakens the ETag of a body it compresses, W/"x", and names the version "x" in
+  its 304, which carries no body to compress; the request was conditional on this one entry, so the tag
+  says which version the server means, not which of several entries); a strong ETag for an entry stored
+  without one selects nothing; otherwise, if it carries a Last-Modified, the stored one must equal it. A 304
+  that names a different representation updates nothing and cannot be answered from the store.
 - The stored head is updated from the 304 (§3.2): every field in the 304 replaces the stored field of
   that name, except fields never stored, Content-Length, and the fields that describe how the stored
   body is encoded (Content-Encoding, Content-Range, Transfer-Encoding), which must keep matching the
@@ -41,12 +45,19 @@ def _strong(etag: str | None) -> str | None:
     return None if etag.startswith("W/") else etag
 
 
+def _opaque(etag: str) -> str:
+    etag = etag.strip()
+    return etag[2:] if etag.startswith("W/") else etag
+
+
 def validates(stored: StoredHead, not_modified: Headers) -> bool:
-    """Whether a 304 with these fields refers to the stored response (§4.3.4 selection)."""
+    """Whether a 304 with these fields refers to the stored response (§4.3.4 selection, module docstring)."""
     new_etag = next((v for k, v in not_modified if k.lower() == "etag"), None)
-    strong = _strong(new_etag)
-    if strong is not None:
-        return _strong(stored.get("etag")) == strong
+    stored_etag = stored.get("etag")
+    if new_etag is not None and stored_etag is not None:
+        return _opaque(new_etag) == _opaque(stored_etag)
+    if _strong(new_etag) is not None:
+        return False  # a strong validator for a response stored without one: another version
     new_lm = next((v for k, v in not_modified if k.lower() == "last-modified"), None)
     if new_lm is not None and stored.get("last-modified") is not None:
         return new_lm.strip() == (stored.get("last-modified") or "").strip()

@@ -29,6 +29,9 @@ EXTRA = """
     location /etag/ { alias DOCROOT/; add_header Cache-Control "no-cache"; }
     location /lm/ { alias DOCROOT/; etag off; add_header Cache-Control "no-cache"; }
     location /fresh/ { alias DOCROOT/; expires 1h; }
+    location /gzip/ {
+        alias DOCROOT/; gzip on; gzip_types text/css; gzip_min_length 1; add_header Cache-Control "no-cache";
+    }
 """
 
 
@@ -71,6 +74,34 @@ async def test_revalidation_against_nginx(nginx: ServerHandle, tmp_path: Path, p
         assert [r.status for r in log] == [200] * len(FILES) + [304] * len(FILES)
         assert {r.body_bytes for r in log[len(FILES):]} == {0}
         assert any(r.pipelined for r in log[len(FILES):]), "revalidations should be pipelined"
+    finally:
+        await engine.aclose()
+
+
+async def test_a_compressed_answer_s_weakened_etag_is_revalidated_by_nginx_s_304(
+        nginx: ServerHandle, tmp_path: Path) -> None:
+    """nginx weakens the ETag of a body it compresses (W/"x") and names the version "x" in its 304, which has no
+    body to compress: the 304 refreshes the stored gzip body all the same (weak comparison), rather than failing
+    the request as "resource_changed"."""
+    engine = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1), cache_dir=tmp_path / "cache"))
+    try:
+        base = nginx.url("").rstrip("/")
+
+        async def fetch() -> Collect:
+            sink = Collect()
+            await engine.fetch([FetchRequest(n, "GET", f"{base}/gzip/{n}", decode=True) for n in FILES], sink, PAGE)
+            for cache in engine._caches.values():
+                await asyncio.gather(*list(cache._pending))
+            return sink
+
+        first = await fetch()
+        assert all((first.got[n].header("ETag") or "").startswith('W/"') for n in FILES), "nginx compressed them"
+        second = await fetch()
+        for name, data in FILES.items():
+            g = second.got[name]
+            assert g.error is None and g.body == data and g.report is not None and g.report.cache == "revalidated"
+        log = nginx.access_log(wait_for=2 * len(FILES))
+        assert [r.status for r in log] == [200] * len(FILES) + [304] * len(FILES)
     finally:
         await engine.aclose()
 

@@ -214,7 +214,13 @@ def test_conditional_headers_and_304_selection() -> None:
     assert conditional_headers(head(FRESH)) == []
     assert validates(both, [("ETag", '"x"')])
     assert not validates(both, [("ETag", '"y"')])
-    assert validates(both, [("ETag", 'W/"y"')])  # a weak validator cannot select: it answers what we asked
+    assert not validates(both, [("ETag", 'W/"y"')])  # another version, weak or not
+    assert validates(both, [("ETag", 'W/"x"')])  # the same version (weak comparison)
+    weak = head(("ETag", 'W/"x"'), ("Cache-Control", "no-cache"))
+    assert validates(weak, [("ETag", '"x"')])  # nginx: W/"x" for its gzip body, "x" in the body-less 304
+    assert not validates(weak, [("ETag", '"y"')])
+    assert not validates(head(FRESH), [("ETag", '"x"')])  # a strong tag for an entry stored without one
+    assert validates(head(FRESH), [("ETag", 'W/"x"')])  # a weak one cannot say: it answers what we asked
     assert not validates(both, [("Last-Modified", date(NOW))])
     assert validates(both, [])
 
