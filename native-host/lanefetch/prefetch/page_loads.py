@@ -377,8 +377,10 @@ class PageLoads:
             return items
         queries = []
         for item in items:
-            wire = FetchRequest("plan", "GET", item.url, list(item.headers))
-            with_accept_encoding(wire, item.url.split(":", 1)[0].lower())  # as the service will send it
+            # As the service will send it: Accept-Encoding is added only where the helper decodes, and a response
+            # that varies on it (every compressed one) is stored under that value
+            wire = FetchRequest("plan", "GET", item.url, list(item.headers), decode=item.decode)
+            with_accept_encoding(wire, item.url.split(":", 1)[0].lower())
             queries.append(("GET", cache_url(item.url), wire.headers))
         decisions = await cache.plan(queries, page.top_site)
         if decisions is None:

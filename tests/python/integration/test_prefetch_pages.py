@@ -7,6 +7,7 @@ top-level sites learn and recall nothing; clearing the cache forgets the pages."
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -624,8 +625,9 @@ async def test_a_new_page_of_a_known_shape_flies_what_its_loads_shared_before_it
 
 async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_answered_from_the_flight(
         service: FetchService) -> None:
-    """A learned page whose assets the helper's cache holds stale (`no-cache`, an ETag): at the next navigation the
-    flight sends their revalidations at once, before the browser asks; a 304 refreshes the stored response, whose
+    """A learned page whose assets the helper's cache holds stale (`no-cache`, an ETag; the stylesheet gzipped and
+    stored under its Accept-Encoding, `Vary`): at the next navigation the flight sends their revalidations at once,
+    before the browser asks; a 304 refreshes the stored response, whose
     body answers the browser's request from the flight (none of the browser's requests reaches the server); an
     asset that changed comes whole in that same flight and answers with its new body. Nothing is fetched in pieces
     or twice."""
@@ -639,9 +641,15 @@ async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_a
             return web.Response(status=404)
         etag = f'"{version.decode()}"'
         cache = {"ETag": etag, "Cache-Control": "no-cache"}
+        compressed = request.path.endswith(".css")  # stored under the Accept-Encoding it was asked with (Vary)
+        if compressed:
+            cache["Vary"] = "Accept-Encoding"
         if request.headers.get("If-None-Match") == etag:
             return web.Response(status=304, headers=cache)
-        return web.Response(body=BODIES[request.path] + version, headers=cache)
+        body = BODIES[request.path] + version
+        if compressed and "gzip" in request.headers.get("Accept-Encoding", ""):
+            return web.Response(body=gzip.compress(body), headers={**cache, "Content-Encoding": "gzip"})
+        return web.Response(body=body, headers=cache)
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
