@@ -1,9 +1,16 @@
-"""What a proxied request's own fields say about it: its resource type (Sec-Fetch-Dest, else Accept) and
-priority (RFC 9218 Priority urgency), in the engine's terms, so render-blocking requests go first."""
+"""What a proxied request's own fields say about it: its resource type (Sec-Fetch-Dest, else Accept, else the
+path's suffix) and priority (RFC 9218 Priority urgency), in the engine's terms, so render-blocking requests go
+first.
+
+Firefox sends Sec-Fetch-* to potentially trustworthy origins only; over plain http:// a script's Accept is
+`*/*`, like a fetch()'s, and a font's names its formats. Without the suffix a script was "other" work, which the
+pool pipelines behind images: real-pages rust-book-print in Firefox on `sat` had highlight.js (313 kB) wait 2.6 s
+behind a 241 kB image (0.87x). The type only orders and places requests (pool_plan); it never changes one."""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from .request_reader import RequestHead
 
@@ -15,6 +22,8 @@ _DEST = {
     "font": "font", "image": "image", "audio": "media", "video": "media", "track": "texttrack",
     "manifest": "manifest", "report": "cspviolationreport", "empty": "fetch",
 }
+# What a path says where the fields do not (plain http://, Accept */*)
+_BY_SUFFIX = ((".js", "script"), (".mjs", "script"), (".css", "stylesheet"), (".woff2", "font"), (".woff", "font"))
 _URGENCY = re.compile(r"(?:^|,)\s*u\s*=\s*([0-7])\b")
 _PRIORITY = ["VeryHigh", "High", "Medium", "Low", "VeryLow", "VeryLow", "VeryLow", "VeryLow"]
 
@@ -31,7 +40,10 @@ def resource_type(head: RequestHead) -> str:
         return "stylesheet"
     if accept.startswith("image/"):
         return "image"
-    return "other"
+    if accept.startswith(("application/font", "font/")):
+        return "font"
+    path = urlsplit(head.target).path.lower() if "://" in head.target else ""
+    return next((kind for suffix, kind in _BY_SUFFIX if path.endswith(suffix)), "other")
 
 
 def priority(head: RequestHead) -> str | None:

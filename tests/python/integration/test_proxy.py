@@ -76,6 +76,13 @@ def test_type_and_priority_from_the_request_fields() -> None:
     assert resource_type(head(("Sec-Fetch-Dest", "empty"))) == "fetch"
     assert resource_type(head(("Accept", "image/avif,image/webp,*/*"))) == "image"
     assert resource_type(head(("Accept", "*/*"))) == "other"
+    # Over plain http:// Firefox sends no Sec-Fetch-*: a font says so in Accept, a script only in its path
+    assert resource_type(head(("Accept", "application/font-woff2;q=1.0,application/font-woff;q=0.9,*/*;q=0.8"))) \
+        == "font"
+    at = RequestHead("GET", "http://a.test/static/highlight.js?v=2", "1.1", [("Accept", "*/*")])
+    assert resource_type(at) == "script"
+    assert resource_type(RequestHead("GET", "http://a.test/api/data.json", "1.1", [("Accept", "*/*")])) == "other"
+    assert resource_type(RequestHead("GET", "http://a.test/x.js", "1.1", [("Sec-Fetch-Dest", "empty")])) == "fetch"
     assert priority(head(("Priority", "u=2"))) == "Medium"
     assert priority(head(("Priority", "u=4, i"))) == "VeryLow"
     assert priority(head()) is None
