@@ -278,9 +278,10 @@ class PageLoads:
             planned(False)
 
     async def _fly(self, load: _Load, planned: list[Planned]) -> None:
-        """Add the planned items the flight does not have yet, the cache does not hold and the browser did not
-        ask for yet (what it asked for went its own way: fetching it again is waste)."""
-        items = await self._not_cached(load.page, [i for i in planned if i.url not in load.planned])
+        """Add the planned items the flight does not have yet, the cache does not hold fresh (what it holds stale
+        is revalidated) and the browser did not ask for yet (what it asked for went its own way: fetching it again
+        is waste)."""
+        items = await self._not_fresh(load.page, [i for i in planned if i.url not in load.planned])
         items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned]
         if not items or load.ended:
             return
@@ -367,7 +368,7 @@ class PageLoads:
             self._profiles[ua] = profile
             cache.keep_pages(PARTITION, {record_key(ua): encode_profile(profile)}, now)
 
-    async def _not_cached(self, page: Page, items: list[Planned]) -> list[Planned]:
+    async def _not_fresh(self, page: Page, items: list[Planned]) -> list[Planned]:
         """The items the helper's HTTP cache holds no fresh copy of: a fresh one answers the browser's request as
         fast as a flight could. One it holds stale with a validator is `stored`: its prefetch revalidates it (a 304
         refreshes the stored response, whose body then answers; FetchRequest.cache_refresh), so the page's
