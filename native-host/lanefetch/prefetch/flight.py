@@ -370,11 +370,13 @@ class FlightAnswers:
             await sink.error(request, FetchError("internal", f"serving from the prefetch failed: {e!r}"))
         else:
             self._keep(held, request, page, body)
-        # A prefetch the helper's cache answered fresh saved nothing on the wire: it is what it was, a cache hit. One
-        # that came whole from the network reports what its fetch put on the link (the panel's "on the wire", the
-        # page's learned load); a revalidated one's bytes were a 304's, not the answer's.
+        # A prefetch the helper's cache answered is what it was: a cache hit (fresh: nothing on the wire), or the
+        # stored response a 304 revalidated (ahead of the browser's request: the panel counts it with the cache's
+        # revalidations). One that came whole from the network reports what its fetch put on the link (the panel's
+        # "on the wire", the page's learned load); a revalidated one's bytes were a 304's, not the answer's.
         wire = held.wire_bytes if held.source == "none" else 0
-        await sink.timing(request, TimingReport(timing, None, 0, wire, "hit" if held.source == "hit" else "prefetch"))
+        source = held.source if held.source in ("hit", "revalidated") else "prefetch"
+        await sink.timing(request, TimingReport(timing, None, 0, wire, source))
 
     def _keep(self, held: _Held, request: FetchRequest, page: Page, body: bytes) -> None:
         """Store a claimed prefetch in the page's HTTP cache as the answer to `request` (module docstring): only one
