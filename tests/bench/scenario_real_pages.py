@@ -350,10 +350,8 @@ def run(rounds: int) -> int:
                         def log_here(line: str, where: str = where) -> None:
                             log(f"[{where}] {line}")
 
-                        if visit == "second":
-                            runs = _alternate_second_visits(pl, pages, rounds, log_here)
-                        elif visit == "revisit":
-                            runs = _alternate_second_visits(pl, pages, rounds, log_here, revisit=True)
+                        if visit in ("second", "revisit"):
+                            runs = _alternate_second_visits(pl, pages, rounds, log_here, revisit=visit == "revisit")
                         elif first:
                             runs = _alternate_first_visits(pl, pages, rounds, log_here, sibling)
                         else:

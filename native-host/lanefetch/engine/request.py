@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from .errors import FetchError
@@ -192,6 +192,15 @@ def with_accept_encoding(request: FetchRequest, scheme: str) -> None:
     names = {k.lower() for k, _ in request.headers}
     if request.decode and request.idempotent and not request.split and not names & {"accept-encoding", "range"}:
         request.headers = [*request.headers, ("Accept-Encoding", _ACCEPT_ENCODING.get(scheme, "gzip, deflate"))]
+
+
+def sent_headers(request: FetchRequest) -> Headers:
+    """The request's fields as the service will send them (with_accept_encoding, on a copy; the scheme from the
+    URL): what the cache is asked with and what a prefetch is compared on before the service has seen the request.
+    Accept-Encoding depends on `decode`: a compressed response is stored under the value it was asked with (Vary)."""
+    wire = replace(request, headers=list(request.headers))
+    with_accept_encoding(wire, request.url.split(":", 1)[0].lower())
+    return wire.headers
 
 
 def serialize(request: FetchRequest, target: Target) -> bytes:

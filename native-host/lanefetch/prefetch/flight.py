@@ -19,7 +19,7 @@ Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.
 - `FlightAnswers`: a Fetcher around another (the service). For each request of a batch: if the page's flight
   holds prefetches for that URL, it waits for them to finish (their bytes are already on their way: waiting is
   never slower than asking again) and asks fidelity.may_answer about each, comparing the request's fields as
-  the helper would send them (with_accept_encoding applied, as the service would); the first match is claimed
+  the helper would send them (engine/request.py `sent_headers`, as the service would); the first match is claimed
   and served whole (head, body, end, timing with cache "prefetch", or "hit" where the helper's HTTP cache had
   answered the prefetch fresh: the flight saved nothing there). Everything else, and every request of a
   page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request only.
@@ -46,7 +46,6 @@ than under-counted when bodies arrive compressed."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 import time
@@ -60,7 +59,7 @@ from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.pool_plan import HEAD_BYTES, Handshake
-from ..engine.request import FetchRequest, with_accept_encoding
+from ..engine.request import FetchRequest, sent_headers
 from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
@@ -204,9 +203,7 @@ class Flight:
         """The held response that may answer this browser request (claimed for it), or None."""
         if self.closed:
             return None
-        wire = dataclasses.replace(request, headers=list(request.headers))
-        scheme = request.url.split(":", 1)[0].lower()
-        with_accept_encoding(wire, scheme)  # the fields as the service would send them
+        headers = sent_headers(request)  # the fields as the service would send them
         for held in list(self._by_url.get(request.url, ())):
             if held.claimed:
                 continue
@@ -218,7 +215,7 @@ class Flight:
             if held.request.decode != request.decode:
                 verdict_reason = "decode"
             else:
-                verdict = may_answer(prefetched, wire.method.upper(), wire.url, wire.headers, now=self._clock(),
+                verdict = may_answer(prefetched, request.method.upper(), request.url, headers, now=self._clock(),
                                      max_age=self._max_age)
                 if verdict.ok:
                     held.claimed = True

@@ -58,7 +58,7 @@ from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.pool_plan import Handshake
-from ..engine.request import FetchRequest, with_accept_encoding
+from ..engine.request import FetchRequest, sent_headers
 from .budget import Ledger, Limits, limits_for
 from .discover_worker import Discoverer
 from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
@@ -378,11 +378,8 @@ class PageLoads:
             return items
         queries = []
         for item in items:
-            # As the service will send it: Accept-Encoding is added only where the helper decodes, and a response
-            # that varies on it (every compressed one) is stored under that value
-            wire = FetchRequest("plan", "GET", item.url, list(item.headers), decode=item.decode)
-            with_accept_encoding(wire, item.url.split(":", 1)[0].lower())
-            queries.append(("GET", cache_url(item.url), wire.headers))
+            sent = sent_headers(FetchRequest("plan", "GET", item.url, list(item.headers), decode=item.decode))
+            queries.append(("GET", cache_url(item.url), sent))
         decisions = await cache.plan(queries, page.top_site)
         if decisions is None:
             return items
