@@ -20,8 +20,9 @@ Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.
   holds prefetches for that URL, it waits for them to finish (their bytes are already on their way: waiting is
   never slower than asking again) and asks fidelity.may_answer about each, comparing the request's fields as
   the helper would send them (engine/request.py `sent_headers`, as the service would); the first match is claimed
-  and served whole (head, body, end, timing with cache "prefetch", or "hit" where the helper's HTTP cache had
-  answered the prefetch fresh: the flight saved nothing there). Everything else, and every request of a
+  and served whole (head, body, end, timing with cache "prefetch", "hit" where the helper's HTTP cache had
+  answered the prefetch fresh: the flight saved nothing there, or "revalidated" where a 304 refreshed the stored
+  response it answers with). Everything else, and every request of a
   page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request only.
   Claimed, it is the answer to that request, and is stored in the helper's HTTP cache as the service would have
   stored it (`_keep`): a fulfilled answer never enters the browser's own cache, so the page's next request for the
