@@ -1,5 +1,5 @@
 // Page loads in real Chromium (run inside the lab's client namespace by bench/page_load.py):
-//   node --import tsx tests/bench/chromium_page_driver.ts URL on|off IMAGES [WARM_URL | --repeat]
+//   node --import tsx tests/bench/chromium_page_driver.ts URL on|off IMAGES [WARM_URL | --repeat | --again]
 // A fresh profile each run (no HTTP cache); "on" registers the helper, enables the page's host and waits for the helper first.
 // Prints one JSON line per load (measured as bench/page_measure.ts says): in-page navigation timing (navigation
 // start → load event end) and the wall clock from page.goto to the load event (for the first "on" load this includes the extension's gate: blocked try,
@@ -7,7 +7,8 @@
 // counters), then: with WARM_URL (a page of the same shape on another origin of the same host) loads it in the
 // same tab: the browser, the extension and the helper are running, the connections are new; with --repeat restarts
 // Chromium on the same profile (its own disk cache warm for OFF, the helper's cache, kept in the profile, warm for
-// ON; the renderer's memory cache gone) and loads URL again in a new tab.
+// ON; the renderer's memory cache gone) and loads URL again in a new tab; with --again loads URL again in the same
+// tab (a return to the page: the browser's caches warm, the tab intercepted since its first load).
 // LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()); =requests: and each request.
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
@@ -114,7 +115,7 @@ function probe(page: Page): PageProbe {
 
 async function main(): Promise<void> {
   const [url, mode, imagesArg, next] = process.argv.slice(2);
-  if (url === undefined || (mode !== "on" && mode !== "off")) throw new Error("usage: URL on|off IMAGES [WARM_URL | --repeat]");
+  if (url === undefined || (mode !== "on" && mode !== "off")) throw new Error("usage: URL on|off IMAGES [WARM_URL | --repeat | --again]");
   const images = Number(imagesArg ?? "80");
   const on = mode === "on";
   const explain = on && process.env.LANEFETCH_BENCH_BREAKDOWN ? breakdown : null;
@@ -150,6 +151,8 @@ async function main(): Promise<void> {
         browser = await launch(browser.userDataDir);
         page = await browser.context.newPage();
         await visit(url, on); // the gate blocks the first try again after a restart
+      } else if (next === "--again") {
+        await visit(url, false);
       } else {
         await visit(next, false);
       }

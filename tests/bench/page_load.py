@@ -270,16 +270,17 @@ class PageLab:
         return f"http://{self.ip}{f':{WARM_PORT}' if warm else ''}{shape.path(warm)}"
 
     def load(self, shape: Page, mode: str, warm: bool = False, repeat: bool = False,
-             helper_home: str | None = None) -> list[Run]:
+             helper_home: str | None = None, again: bool = False) -> list[Run]:
         """One fresh browser (mode "on" or "off") loading the page, then with `warm` its warm copy in the same
-        tab, or with `repeat` (Chromium only) the same page again after a browser restart on the same profile
-        (caches warm); per load what the page, nginx and the link saw (for a repeat visit also how many 304s).
-        The helper's state (its cache and learned pages, in `XDG_CACHE_HOME`) is fresh, or `helper_home`'s."""
-        if repeat and self.browser != "chromium":
+        tab, with `repeat` (Chromium only) the same page again after a browser restart on the same profile
+        (caches warm), or with `again` (Chromium only) the same page again in the same tab; per load what the page,
+        nginx and the link saw (for a repeat visit also how many 304s). The helper's state (its cache and learned
+        pages, in `XDG_CACHE_HOME`) is fresh, or `helper_home`'s."""
+        if (repeat or again) and self.browser != "chromium":
             raise ValueError(f"repeat visits are measured in Chromium only, not {self.browser}")
         images = -1 if shape.images is None else shape.images  # -1: the driver counts, does not check
         argv = ["node", "--import", "tsx", str(DRIVERS[self.browser]), self.url(shape), mode, str(images)]
-        argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else []
+        argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else ["--again"] if again else []
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
                 tempfile.TemporaryFile("w+") as err:
@@ -291,7 +292,7 @@ class PageLab:
             cap = self._capture(shape, mode)
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
-            for k in range(2 if warm or repeat else 1):
+            for k in range(2 if warm or repeat or again else 1):
                 before = len(self.srv.access_log())
                 s0 = self._counters()
                 line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
@@ -300,7 +301,7 @@ class PageLab:
                     err.seek(0)
                     raise RuntimeError(f"driver ({mode}, {shape.name}) failed: {err.read().strip()[-2000:]}")
                 data: Run = json.loads(line)
-                if repeat and k == 1:  # a cache answers an unknown part: wait for the document, then stragglers
+                if (repeat or again) and k == 1:  # a cache answers an unknown part: the document, then stragglers
                     recs = self.srv.access_log(wait_for=before + 1)
                     time.sleep(0.5)
                     recs = self.srv.access_log()[before:]
@@ -320,7 +321,7 @@ class PageLab:
                     data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
                     data[f"{d}_drops"] = b.get("dropped_queue", 0) - a.get("dropped_queue", 0)
                 runs.append(data)
-                if k == 0 and (warm or repeat):
+                if k == 0 and (warm or repeat or again):
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
             proc.stdin.close()

@@ -27,6 +27,14 @@ cache and learned pages kept, the second learning load and the measured one one 
 between: PageLab.second_visit with keep_stored), each OFF load the second of one Chromium profile (restarted
 between, its own cache warm: the driver's --repeat); both on the public address as for a first visit. The
 report's name ends in `-revisit`.
+LANEFETCH_BENCH_VISIT=again (Chromium only): a return to a page in the tab that showed it (a link back to it): every
+load, ON and OFF, is the second navigation to the page in one tab of a fresh browser (the first logged, not
+measured), the browser's caches and, ON, the helper's warm with what each fetched, the tab intercepted since its
+first load (its Network events on, so the browser's protocol to the origin known: over h2 its requests are the
+browser's connection's unless the helper holds them). The servers say `Cache-Control: no-cache` as for a revisit
+(every stored response revalidated: the files are copied at run time, so a heuristic freshness from their
+Last-Modified would last seconds and differ from round to round). On the public address as for a first visit. The
+report's name ends in `-again`.
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
@@ -68,7 +76,7 @@ def _chosen(var: str) -> list[str]:
     return names
 
 
-VISITS = ("fresh", "first", "sibling", "second", "revisit")
+VISITS = ("fresh", "first", "sibling", "second", "revisit", "again")
 
 
 def visit_mode() -> str:
@@ -81,13 +89,13 @@ def visit_mode() -> str:
 
 def report_name(chosen: dict[str, list[str]], visit: str = "fresh") -> str:
     """`real-pages` for the full matrix; a subset adds what it selected, selector by selector; `-second-visit`,
-    `-first-visit`, `-sibling-visit` or `-revisit`."""
+    `-first-visit`, `-sibling-visit`, `-revisit` or `-again`."""
     parts = [NAME]
     for var in ("LANEFETCH_BENCH_BROWSERS", "LANEFETCH_BENCH_SERVERS", "LANEFETCH_BENCH_PROFILES",
                 "LANEFETCH_BENCH_PAGES"):
         if set(chosen[var]) != set(_ALL[var]):  # the order (which link first) does not make a subset
             parts += chosen[var]
-    tail = {"fresh": [], "revisit": ["revisit"]}.get(visit, [visit, "visit"])
+    tail = {"fresh": [], "revisit": ["revisit"], "again": ["again"]}.get(visit, [visit, "visit"])
     return "-".join([*parts, *tail])
 
 
@@ -116,6 +124,23 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
                 runs[page][mode].append(d)
                 revalidated = f" ({d.get('not_modified', 0)} × 304)" if revisit else ""
                 log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}{revalidated}")
+    return runs
+
+
+def _alternate_again(pl: PageLab, pages: Sequence[RealPage], rounds: int,
+                     log: Callable[[str], None]) -> dict[RealPage, dict[str, list[Run]]]:
+    """As PageLab.alternate, with every load (ON and OFF) the page's second in one tab of a fresh browser
+    (PageLab.load's `again`; the first logged, not measured)."""
+    runs: dict[RealPage, dict[str, list[Run]]] = {p: {"on": [], "off": []} for p in pages}
+    rtt = pl.profile.rtt_ms / 1000
+    for r in range(rounds):
+        for page in pages:
+            for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
+                first, d = pl.load(page, mode, again=True)
+                log(f"round {r + 1} {page.name} {mode} first load in the tab: {_describe(first, rtt)}")
+                runs[page][mode].append(d)
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)} "
+                    f"({d.get('not_modified', 0)} × 304)")
     return runs
 
 
@@ -289,6 +314,16 @@ REVISIT = (
 )
 
 
+AGAIN = (
+    "**Again (`LANEFETCH_BENCH_VISIT=again`)**: a return to a page in the tab that showed it. Every load, ON and "
+    "OFF, is the second navigation to the page in one tab of a fresh Chromium (the first logged, not measured): "
+    "the browser's caches warm with what it fetched itself and, ON, the helper's with what the helper fetched; the "
+    "tab intercepted since its first load, so the browser's protocol to the origin is known (over h2 the page's "
+    "requests are the browser's connection's unless the helper holds them). The servers answer with "
+    "`Cache-Control: no-cache`, as for a revisit: every stored response is revalidated. Both on the public address."
+)
+
+
 SIBLING_VISIT = (
     "**Sibling visit (`LANEFETCH_BENCH_VISIT=sibling`)**: as the first visit above, except that the helper's earlier "
     "loads are one ON load of each of the page's two siblings (other pages of its package in the same folder, so "
@@ -341,16 +376,18 @@ def run(rounds: int) -> int:
                 for link in chosen["LANEFETCH_BENCH_PROFILES"]:
                     served = [*pages, *(o for o in dict.fromkeys(others) if o not in pages)]
                     kind = server.removesuffix("-h2")
-                    conf = compression_conf(kind) + (revalidate_conf(kind) if visit == "revisit" else "")
+                    conf = compression_conf(kind) + (revalidate_conf(kind) if visit in ("revisit", "again") else "")
                     with PageLab(PROFILES[link], served, browser, conf, server=server, warm_port=False,
-                                 public=first or visit == "revisit") as pl:
+                                 public=first or visit in ("revisit", "again")) as pl:
                         where = f"{server} {browser} {link}"
                         ccs[pl.server_cc] = None
 
                         def log_here(line: str, where: str = where) -> None:
                             log(f"[{where}] {line}")
 
-                        if visit in ("second", "revisit"):
+                        if visit == "again":
+                            runs = _alternate_again(pl, pages, rounds, log_here)
+                        elif visit in ("second", "revisit"):
                             runs = _alternate_second_visits(pl, pages, rounds, log_here, revisit=visit == "revisit")
                         elif first:
                             runs = _alternate_first_visits(pl, pages, rounds, log_here, sibling)
@@ -425,6 +462,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         *(["", FIRST_VISIT] if visit in ("first", "sibling") else []),
         *(["", SIBLING_VISIT] if visit == "sibling" else []),
         *(["", REVISIT] if visit == "revisit" else []),
+        *(["", AGAIN] if visit == "again" else []),
         "",
         f"{rounds} browser runs per page, link, browser, server and variant, ON/OFF order alternating round by "
         "round. Links: " + "; ".join(f"`{n}` " + (f"RTT {PROFILES[n].rtt_ms:g} ms, {PROFILES[n].down_kbit:g} / "

@@ -297,6 +297,7 @@ def test_a_second_visit_run_says_so_in_its_name() -> None:
     assert report_name(chosen, "first") == "real-pages-chromium-apache-sat-first-visit"
     assert report_name(chosen, "sibling") == "real-pages-chromium-apache-sat-sibling-visit"
     assert report_name(chosen, "revisit") == "real-pages-chromium-apache-sat-revisit"
+    assert report_name(chosen, "again") == "real-pages-chromium-apache-sat-again"
 
 
 def test_every_corpus_page_has_two_siblings_of_its_path_shape() -> None:
