@@ -43,6 +43,9 @@ export interface AcceleratorOptions {
 interface Item {
   id: string;
   held: HeldRequest;
+  /** Its origin is the browser's over a warm h2/h3 connection (why, BrowserMultiplexed.detail): the helper answers
+   * it only from what it holds (its page's prefetch flight, its cache) and declines the rest to the browser. */
+  multiplexed?: string;
 }
 
 function unavailableReason(state: HelperState): PassReason {
@@ -150,9 +153,17 @@ export class Accelerator {
       this.passNow(id, held, "low_latency", fast);
       return;
     }
-    const warm = this.multiplexed?.detail(paused.url) ?? null;
-    if (warm !== null) {
-      this.passNow(id, held, "browser_multiplexed", warm);
+    const multiplexed = this.multiplexed?.detail(paused.url) ?? null;
+    if (multiplexed !== null) {
+      // The browser's own connection carries what the helper does not hold. What it holds (a learned page's flight,
+      // which fetched these before the browser asked) answers from here: passed at once, the flight's answers were
+      // never claimed (its bytes wasted) and the page's requests never learned. Without the helper up nothing is
+      // held, and a flight never holds a document (its detour would delay the whole page for nothing).
+      if (!this.helperHolds() || paused.cdpResourceType === "Document") {
+        this.passNow(id, held, "browser_multiplexed", multiplexed);
+        return;
+      }
+      this.batcher.add(`${tabId}|${originOf(paused.url)}|held`, { id, held, multiplexed });
       return;
     }
     this.batcher.add(`${tabId}|${originOf(paused.url)}`, { id, held });
@@ -179,6 +190,12 @@ export class Accelerator {
 
   get inFlight(): number {
     return this.deliveries.size + this.batcher.pending;
+  }
+
+  /** Whether the helper is up and can answer a request only from what it holds (`browser_warm`). */
+  private helperHolds(): boolean {
+    const state = this.helperState();
+    return state.status === "connected" && state.capabilities.includes("browser_warm");
   }
 
   private passNow(id: string, held: HeldRequest, reason: PassReason, detail: string): void {
@@ -245,9 +262,19 @@ export class Accelerator {
     if (canWarm && warm && items.some((it) => warm.finishing(it.held.paused.url, it.held.paused.cdpResourceType))) {
       await this.untilFinished(warm, originOf(first.held.paused.url));
     }
+    const warmClaimed = new Set<number>();
     for (const [i, r] of requests.entries()) {
-      const paused = items[i]?.held.paused;
-      if (canWarm && warm && !r.split && paused && warm.claim(paused.url, paused.cdpResourceType)) r.browser_warm = true;
+      const item = items[i];
+      if (item?.multiplexed !== undefined) {
+        r.browser_warm = true;
+        delete r.split; // what the helper holds is whole (a split asks the network in pieces)
+        continue;
+      }
+      const paused = item?.held.paused;
+      if (canWarm && warm && !r.split && paused && warm.claim(paused.url, paused.cdpResourceType)) {
+        r.browser_warm = true;
+        warmClaimed.add(i);
+      }
     }
     const [head, ...rest] = requests;
     if (!head) return;
@@ -260,8 +287,10 @@ export class Accelerator {
       const delivery = new RequestDelivery(item.id, item.held.paused, item.held.responder, {
         done: (result) => {
           // Answered by the helper after all (its flight or cache): the browser's warm connection was not used.
-          if (requests[i]?.browser_warm && result.outcome === "fulfilled") this.warmConnection?.release(item.held.paused.url);
-          this.finished(item.id, item.held.tabId, result);
+          if (warmClaimed.has(i) && result.outcome === "fulfilled") this.warmConnection?.release(item.held.paused.url);
+          // Declined: it goes to the browser's multiplexed connection, as it would have without asking.
+          const declined = item.multiplexed !== undefined && result.outcome === "passed" && result.reason === "browser_warm_connection";
+          this.finished(item.id, item.held.tabId, declined ? { outcome: "passed", reason: "browser_multiplexed", detail: item.multiplexed ?? "" } : result);
         },
         timing: (message) => this.store.update(item.id, { timing: message }),
         cancel: (id) => this.client.cancel([id]),

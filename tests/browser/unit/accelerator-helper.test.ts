@@ -145,6 +145,36 @@ test("requests to an origin the browser reaches over a warm h2 connection go to 
   assert.equal(s.ports.length, 0, "no helper started for it");
 });
 
+test("with the helper up, an h2 origin's requests are answered from what the helper holds and the rest declined to the browser's connection", async () => {
+  const s = setUp();
+  try {
+    server.clearLog();
+    const multiplexed = new BrowserMultiplexed();
+    s.accelerator.multiplexed = multiplexed;
+    assert.ok(await s.connection.ready());
+    const origin = `http://127.0.0.1:${port}`;
+    // Before the browser reached the origin over h2: the helper fetched this image and keeps it (max-age).
+    s.accelerator.handle({ tabId: 10, paused: paused(1, "/cached/5.png", { cdpResourceType: "Image" }), responder: s.recorder, page: page() });
+    await settle(s.recorder, 1);
+    multiplexed.observe(`${origin}/index.html`, "h2");
+    s.accelerator.handle({ tabId: 10, paused: paused(2, "/cached/5.png", { cdpResourceType: "Image" }), responder: s.recorder, page: page() });
+    s.accelerator.handle({ tabId: 10, paused: paused(3, "/js/gzip.js", { cdpResourceType: "Script" }), responder: s.recorder, page: page() });
+    await settle(s.recorder, 3);
+    assert.equal(s.recorder.answers.get("i2")?.kind, "fulfill", "what the helper holds answers");
+    assert.equal(s.recorder.answers.get("i3")?.kind, "pass", "what it does not hold goes to the browser's h2 connection");
+    assert.deepEqual(s.counters.get(10).passed, { browser_multiplexed: 1 });
+    assert.deepEqual(s.store.forTab(10).map((r) => r.reason), [null, null, "browser_multiplexed"]);
+    assert.deepEqual(server.log.map((r) => r.path), ["/cached/5.png"], "the helper sent nothing to the h2 origin");
+    const offered = s.log.sent.filter((m) => (m as { type: string }).type === "batch")
+      .flatMap((m) => (m as { requests: { url: string; browser_warm?: boolean }[] }).requests)
+      .filter((r) => r.browser_warm).map((r) => new URL(r.url).pathname);
+    assert.deepEqual(offered.sort(), ["/cached/5.png", "/js/gzip.js"]);
+    assert.deepEqual(s.log.schemaViolations, []);
+  } finally {
+    s.connection.close(); // also when an assertion failed: the helper process would keep the test running
+  }
+});
+
 test("the browser's warm HTTP/1.1 connection: one render-blocking request is declined by the helper to it, the rest go to the helper", async () => {
   const s = setUp();
   server.clearLog();
