@@ -11,9 +11,13 @@ for it is the request the prefetch was sent as:
   Accept-Encoding, User-Agent: servers sniff these without `Vary` often enough);
 - every field the response's `Vary` names matches as well (RFC 9111 §4.1 normalisation, cache/vary.py), and
   `Vary: *` never matches;
-- the browser's request is not conditional, ranged or a reload (If-None-Match, If-Modified-Since, If-Match,
-  If-Unmodified-Since, If-Range, Range, Cache-Control/Pragma no-cache or no-store): it asked for something a
-  plain prefetched GET is not;
+- the browser's request is not ranged, conditional on a precondition or a reload (If-Match, If-Unmodified-Since,
+  If-Range, Range, Cache-Control/Pragma no-cache or no-store): it asked for something a plain prefetched GET is
+  not. A validation (If-None-Match, If-Modified-Since: the browser holds a copy and asks whether it is still
+  current) may be answered: the prefetch is the server's current response, fetched within `max_age`, and a full
+  response answers a validation as a 304 would (the browser stores it in place of its copy; the page sees the same
+  response either way). Refused, the browser's revalidations of a page it showed in the same tab went to the server
+  a second time after the flight had revalidated them all, and the first refusal ended the flight;
 - the response is one a GET may be answered with (no 206 or 1xx) and was fetched at most `max_age` seconds
   before (time passed in, never read here): a guess held longer is a copy the user did not ask to keep.
 Anything else: the prefetch is discarded (its bytes count as wasted, budget.py) and the browser's request is
@@ -34,7 +38,7 @@ CREDENTIAL_FIELDS = (
     "cookie", "authorization", "origin", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-site", "sec-fetch-user",
     "accept", "accept-language", "accept-encoding", "user-agent",
 )
-_NOT_PLAIN = ("if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range")
+_NOT_PLAIN = ("if-match", "if-unmodified-since", "if-range", "range")  # If-None-Match, If-Modified-Since: a validation
 MAX_AGE = 30.0
 
 

@@ -7,6 +7,7 @@ top-level sites learn and recall nothing; clearing the cache forgets the pages."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -623,14 +624,16 @@ async def test_a_new_page_of_a_known_shape_flies_what_its_loads_shared_before_it
     await loads.end_all()
 
 
+@pytest.mark.parametrize("browser_copy", [False, True], ids=["browser-cache-empty", "browser-revalidates"])
 async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_answered_from_the_flight(
-        service: FetchService) -> None:
+        service: FetchService, browser_copy: bool) -> None:
     """A learned page whose assets the helper's cache holds stale (`no-cache`, an ETag; the stylesheet gzipped and
     stored under its Accept-Encoding, `Vary`): at the next navigation the flight sends their revalidations at once,
     before the browser asks; a 304 refreshes the stored response, whose
     body answers the browser's request from the flight (none of the browser's requests reaches the server); an
     asset that changed comes whole in that same flight and answers with its new body. Nothing is fetched in pieces
-    or twice."""
+    or twice. `browser_copy`: the browser holds copies of its own and asks to validate them (If-None-Match, as on
+    a return to the page in the same tab): the flight answers those too."""
     versions = {"/static/site.css": b"v1", "/static/app.js": b"v1", "/static/logo.png": b"v1"}
     seen: list[tuple[str, str | None]] = []
 
@@ -676,7 +679,10 @@ async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_a
         await flown(loads, site)
         assert sorted(seen) == [("/static/app.js", '"v1"'), ("/static/logo.png", '"v1"'), ("/static/site.css", '"v1"')]
         sink = Collect()
-        await loads.fetch([browser_request(f"3-{i}", base + p, d) for i, (p, d) in enumerate(assets)], sink, site)
+        third = [browser_request(f"3-{i}", base + p, d) for i, (p, d) in enumerate(assets)]
+        if browser_copy:
+            third = [dataclasses.replace(r, headers=[*r.headers, ("If-None-Match", '"v1"')]) for r in third]
+        await loads.fetch(third, sink, site)
         assert not sink.errors
         # Answered from the flight; the panel calls a stored response a 304 refreshed what it is (revalidated)
         assert sink.cache == {"3-0": "revalidated", "3-1": "prefetch", "3-2": "revalidated"}

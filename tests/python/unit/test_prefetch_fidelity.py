@@ -56,7 +56,15 @@ def _held(headers: list[tuple[str, str]] | None = None, status: int = 200,
         (_held(response=[("Vary", "*")]), "GET", URL, SENT, 101.0, "vary:*"),
         # what the browser asks for is not a plain GET
         (_held(), "GET", URL, [*SENT, ("Range", "bytes=0-")], 101.0, "conditional:range"),
-        (_held(), "GET", URL, [*SENT, ("If-None-Match", '"a"')], 101.0, "conditional:if-none-match"),
+        (_held(), "GET", URL, [*SENT, ("If-Match", '"a"')], 101.0, "conditional:if-match"),
+        (_held(), "GET", URL, [*SENT, ("If-Unmodified-Since", "Sat, 28 Nov 2026 10:00:00 GMT")], 101.0,
+         "conditional:if-unmodified-since"),
+        (_held(), "GET", URL, [*SENT, ("If-Range", '"a"'), ("Range", "bytes=5-")], 101.0, "conditional:if-range"),
+        # a validation of the browser's own copy: the prefetch is the server's current answer, a full one answers it
+        (_held(), "GET", URL, [*SENT, ("If-None-Match", '"a"')], 101.0, "match"),
+        (_held(), "GET", URL, [*SENT, ("If-Modified-Since", "Sat, 28 Nov 2026 10:00:00 GMT")], 101.0, "match"),
+        (_held(), "GET", URL, [*SENT, ("If-None-Match", '"a"'), ("Cache-Control", "max-age=0")], 101.0, "match"),
+        (_held(), "GET", URL, [*SENT, ("If-None-Match", '"a"'), ("Cookie", "sid=1")], 101.0, "header:cookie"),
         (_held(), "GET", URL, [*SENT, ("Cache-Control", "no-cache")], 101.0, "reload"),
         (_held(), "GET", URL, [*SENT, ("Pragma", "no-cache")], 101.0, "reload"),
         (_held(), "GET", URL, [*SENT, ("Cache-Control", "max-age=0")], 101.0, "match"),
@@ -191,7 +199,7 @@ _HEADER_LISTS = st.lists(st.tuples(_FIELD_NAMES, st.text(alphabet="abc ,;=/*0", 
 @given(_HEADER_LISTS, st.lists(st.sampled_from(["X-Thing", "Referer", "accept", "Priority"]), max_size=3))
 def test_a_prefetch_answers_the_very_request_it_was_sent_as(headers: list[tuple[str, str]], vary: list[str]) -> None:
     """Reflexive: whatever the fields, the identical plain GET is answered (Vary on any of them included),
-    unless it is conditional, ranged or a reload, which a prefetch never is (flight.py sends none of those)."""
+    unless it is ranged, preconditioned or a reload, which a prefetch never is (flight.py sends none of those)."""
     held = Prefetched("GET", URL, headers, 200, [("Vary", ", ".join(vary))] if vary else [], fetched_at=0.0)
     assert may_answer(held, "GET", URL, list(headers), now=0.0).ok
 
