@@ -34,7 +34,10 @@ discarded ones stay counted as waste to the end of the page. A prefetch the brow
 waits for it: `asked`) is no longer unrequested: it leaves both classes and is never cancelled for the budget's
 sake; cancelling it would only make the waiting request start again from nothing, a round trip later (rust-std's
 italic font, a 60 kB guess on a sibling visit: cut at 32 KiB while the browser waited, then fetched whole again).
-Refused by the fidelity rule after all, it is waste like any other. Pure: no clock, no I/O."""
+Refused by the fidelity rule after all, it is waste like any other. A flight's revalidation of what the helper's
+cache holds stale (flight.py, `Planned.stored`) is admitted at nothing (a 304 is a head) and as confident: the page
+asked for it before, and a full answer where a 304 was expected (a changed file, or a server that never sends 304,
+as Apache for what it compresses) is what the browser's own revalidation would fetch. Pure: no clock, no I/O."""
 
 from __future__ import annotations
 

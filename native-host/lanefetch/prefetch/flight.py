@@ -160,9 +160,15 @@ class Flight:
                                    resource_type=item.resource_type, decode=item.decode, cache_store=False,
                                    cache_refresh=item.stored, expected_size=item.expected_size,
                                    expected_wire=HEAD_BYTES if item.stored else item.expected_wire)
-            if self._deferred or not self.ledger.admit(request.id, confident=item.confident,
+            # A revalidation is no guess of its own: the helper's cache holds the response because this page asked
+            # for it before. Counted as a guess, a full answer where a 304 was expected (Apache sends one for every
+            # file it compresses: its suffixed ETag never matches) pushed the page's guesses over their limit as it
+            # arrived, was cut whole and asked again by the browser (rust-std returned to in one tab, learned from one
+            # load: six stylesheets, scripts and icons asked twice)
+            confident = item.confident or item.stored
+            if self._deferred or not self.ledger.admit(request.id, confident=confident,
                                                        expected_size=0 if item.stored else item.expected_size):
-                if item.confident:  # waits for room (in order: nothing overtakes a deferred item)
+                if confident:  # waits for room (in order: nothing overtakes a deferred item)
                     self._deferred.append(item)
                 else:
                     self.report.refused_by_budget += 1
@@ -225,6 +231,7 @@ class Flight:
                     self.report.answered += 1
                     return held
                 verdict_reason = verdict.reason
+            log.debug("the prefetch of %s may not answer the browser's request: %s", request.url, verdict_reason)
             counts = self.report.refused_by_fidelity
             counts[verdict_reason] = counts.get(verdict_reason, 0) + 1
             if not self.distrusted:
@@ -253,6 +260,7 @@ class Flight:
     # the holding sink's side
 
     def _over_budget(self, held: _Held) -> None:
+        log.debug("the prefetch of %s is cut: the page's budget is spent (%s)", held.request.url, self.ledger.limits)
         held.over_budget = True
         self.report.cancelled_by_budget += 1
         held.body.clear()
@@ -291,6 +299,7 @@ class _HoldSink:
         self._flight._held[request.id].trailers = trailers
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
+        log.debug("the prefetch of %s failed: %s", request.url, error)
         held = self._flight._held[request.id]
         held.error = error
         held.done.set()

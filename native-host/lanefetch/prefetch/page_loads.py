@@ -227,7 +227,9 @@ class PageLoads:
             return False
         current = self._loads.get(key)
         if current is not None and current.log.fresh:
+            log.debug("the load of %s goes on (no request yet)", key.page)
             return True
+        log.debug("a load of %s begins%s", key.page, " (its previous load ends)" if current is not None else "")
         previous = self._end_in_background(current) if current is not None else None
         load = _Load(key, page, LoadLog(self._clock()))
         self._loads[key] = load
@@ -419,6 +421,10 @@ class PageLoads:
             if load.starting is not None:
                 await load.starting  # a flight being set up is closed like one under way
             report = await load.flight.close() if load.flight is not None else None
+            if report is not None:
+                log.debug("the load of %s ended: its flight sent %d, answered %d, cut by the budget %d, refused %s",
+                          load.key.page, report.sent, report.answered, report.cancelled_by_budget,
+                          report.refused_by_fidelity or "none")
             observed = [] if load.forgotten else load.log.observed()
             if not load.forgotten:
                 await self._learn_profile(load, observed)

@@ -699,3 +699,51 @@ async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_a
         sink = Collect()  # the changed script, claimed, was stored: the next plain request revalidates "v2"
         await service.fetch([browser_request("4", f"{base}/static/app.js", "script")], sink, site)
         assert seen == [("/static/app.js", '"v2"')] and sink.cache == {"4": "revalidated"}
+
+
+async def test_a_revalidation_answered_whole_is_held_for_the_page_like_one_answered_304(
+        service: FetchService) -> None:
+    """A page learned from one load (its requests are guesses, whose limit is 5 % of the page, at least 32 KiB)
+    whose responses the helper's cache holds stale, from a server that never answers 304 (Apache's suffixed ETag on
+    what it compresses): the flight's revalidations come back whole, 120 kB in all. They are held like the 304s
+    would have been, not cut as guesses over their limit: the browser's requests are all answered from the flight,
+    and the server sees each path once in that load."""
+    paths = ["/static/a.js", "/static/b.js", "/static/c.css"]
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path)
+        # the ETag it sends never matches the If-None-Match it gets back, as Apache's "-gzip" suffix
+        headers = {"ETag": f'"{len(seen)}-gzip"', "Cache-Control": "no-cache"}
+        return web.Response(body=request.path.encode() * 4000, headers=headers)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app) as port:
+        base = f"http://127.0.0.1:{port}"
+        clock = Clock()
+        loads, ended = recording_loads(service, clock=clock)
+        site = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+        assets = list(zip(paths, ["script", "script", "style"], strict=True))
+        assert loads.navigation(site)  # the one load it learns from; its answers stored (stale: no-cache)
+        sink = Collect()
+        await loads.fetch([browser_request(f"1-{i}", base + p, d) for i, (p, d) in enumerate(assets)],
+                          sink, site)
+        assert not sink.errors
+        clock.t += 30.0
+        await loads.end_all()
+        await settle(service)
+
+        seen.clear()
+        assert loads.navigation(site)
+        await flown(loads, site)
+        assert sorted(seen) == sorted(paths)  # revalidated, and answered whole
+        sink = Collect()
+        await loads.fetch([browser_request(f"2-{i}", base + p, d) for i, (p, d) in enumerate(assets)],
+                          sink, site)
+        assert not sink.errors
+        assert sink.bodies == {f"2-{i}": p.encode() * 4000 for i, p in enumerate(paths)}
+        assert sorted(seen) == sorted(paths), "the browser's requests were answered from the flight"
+        await loads.end_all()
+        report = ended[-1].flight
+        assert report is not None and (report.sent, report.answered, report.cancelled_by_budget) == (3, 3, 0)
