@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 from ..cache.http_cache import HttpCache, cache_url
 from ..cache.policy import Hit, Revalidate
+from ..cache.validation import answered_whole
 from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
@@ -389,8 +390,9 @@ class PageLoads:
         for item, (decision, body) in zip(items, decisions, strict=True):
             if isinstance(decision, Hit) and body is not None:
                 continue
-            stored = isinstance(decision, Revalidate) and body is not None
-            kept.append(dataclasses.replace(item, stored=True) if stored else item)
+            if isinstance(decision, Revalidate) and body is not None:
+                item = dataclasses.replace(item, stored=True, stored_whole=answered_whole(decision.entry.head))
+            kept.append(item)
         return kept
 
     def _end_idle(self) -> None:
