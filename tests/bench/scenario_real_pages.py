@@ -33,8 +33,10 @@ measured), the browser's caches and, ON, the helper's warm with what each fetche
 first load (its Network events on, so the browser's protocol to the origin known: over h2 its requests are the
 browser's connection's unless the helper holds them). The servers say `Cache-Control: no-cache` as for a revisit
 (every stored response revalidated: the files are copied at run time, so a heuristic freshness from their
-Last-Modified would last seconds and differ from round to round). On the public address as for a first visit. The
-report's name ends in `-again`.
+Last-Modified would last seconds and differ from round to round). On the public address as for a first visit, or
+with LANEFETCH_BENCH_ADDRESS=private on the lab's private one (Chromium then loads the document itself: over h2
+the browser's protocol to the origin is known from it, and the page's requests go to the helper only to be answered
+from what it holds). The report's name ends in `-again` (`-again-private`).
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
@@ -320,7 +322,8 @@ AGAIN = (
     "the browser's caches warm with what it fetched itself and, ON, the helper's with what the helper fetched; the "
     "tab intercepted since its first load, so the browser's protocol to the origin is known (over h2 the page's "
     "requests are the browser's connection's unless the helper holds them). The servers answer with "
-    "`Cache-Control: no-cache`, as for a revisit: every stored response is revalidated. Both on the public address."
+    "`Cache-Control: no-cache`, as for a revisit: every stored response is revalidated. Both on the public address "
+    "(a report named `-again-private`: the lab's private one, where Chromium loads the document itself)."
 )
 
 
@@ -349,6 +352,7 @@ def waste(page_offs: Sequence[Run], d: Run) -> int:
 def run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
     visit = visit_mode()
+    private = visit == "again" and os.environ.get("LANEFETCH_BENCH_ADDRESS", "public") == "private"
     sibling = visit == "sibling"
     first = visit == "first" or sibling
     if visit != "fresh" and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
@@ -357,7 +361,7 @@ def run(rounds: int) -> int:
     others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first and not sibling else []
     install_missing([*pages, *(o for o in others if o not in pages)])
     others += [s for p in pages for s in p.sibling_pages()] if sibling else []
-    name = report_name(chosen, visit)
+    name = report_name(chosen, visit) + ("-private" if private else "")
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
@@ -378,7 +382,7 @@ def run(rounds: int) -> int:
                     kind = server.removesuffix("-h2")
                     conf = compression_conf(kind) + (revalidate_conf(kind) if visit in ("revisit", "again") else "")
                     with PageLab(PROFILES[link], served, browser, conf, server=server, warm_port=False,
-                                 public=first or visit in ("revisit", "again")) as pl:
+                                 public=first or visit == "revisit" or (visit == "again" and not private)) as pl:
                         where = f"{server} {browser} {link}"
                         ccs[pl.server_cc] = None
 
