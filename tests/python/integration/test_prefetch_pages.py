@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -625,6 +625,20 @@ async def test_a_new_page_of_a_known_shape_flies_what_its_loads_shared_before_it
     await loads.end_all()
 
 
+@asynccontextmanager
+async def one_page_site(service: FetchService, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                        ) -> AsyncIterator[tuple[str, Clock, PageLoads, list[LoadEnded], Page]]:
+    """A server answering every GET with `handler`, and page loads over the service on an injected clock, for
+    one page of it: (its origin, the clock, the loads, the loads ended, the page)."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app) as port:
+        base = f"http://127.0.0.1:{port}"
+        clock = Clock()
+        loads, ended = recording_loads(service, clock=clock)
+        yield base, clock, loads, ended, Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+
+
 @pytest.mark.parametrize("browser_copy", [False, True], ids=["browser-cache-empty", "browser-revalidates"])
 async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_answered_from_the_flight(
         service: FetchService, browser_copy: bool) -> None:
@@ -655,13 +669,7 @@ async def test_what_the_cache_holds_stale_is_revalidated_at_the_navigation_and_a
             return web.Response(body=gzip.compress(body), headers={**cache, "Content-Encoding": "gzip"})
         return web.Response(body=body, headers=cache)
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    async with serve_app(app) as port:
-        base = f"http://127.0.0.1:{port}"
-        clock = Clock()
-        loads, ended = recording_loads(service, clock=clock)
-        site = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+    async with one_page_site(service, handler) as (base, clock, loads, ended, site):
         assets = [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")]
         for n in range(2):  # learned twice (stable), each load's answers stored by the helper's cache
             assert loads.navigation(site)
@@ -719,13 +727,7 @@ async def test_a_revalidation_answered_whole_is_held_for_the_page_like_one_answe
                    "Content-Encoding": "gzip"}
         return web.Response(body=gzip.compress(request.path.encode() * 4000), headers=headers)
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    async with serve_app(app) as port:
-        base = f"http://127.0.0.1:{port}"
-        clock = Clock()
-        loads, ended = recording_loads(service, clock=clock)
-        site = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+    async with one_page_site(service, handler) as (base, clock, loads, ended, site):
         assets = list(zip(paths, ["script", "script", "style"], strict=True))
         assert loads.navigation(site)  # the one load it learns from; its answers stored (stale: no-cache)
         sink = Collect()
