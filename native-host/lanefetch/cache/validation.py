@@ -38,20 +38,6 @@ def conditional_headers(head: StoredHead) -> Headers:
     return out
 
 
-# Apache marks the ETag of a body it compresses (mod_deflate / mod_brotli `DeflateAlterETag AddSuffix`, the default
-# since 2.4): "<tag>-gzip", "<tag>-br"; it then compares If-None-Match with the file's own tag, unsuffixed, so such an
-# entry's revalidation is always answered whole (Apache bug 45023)
-_APACHE_SUFFIXES = {"gzip": '-gzip"', "br": '-br"'}
-
-
-def answered_whole(head: StoredHead) -> bool:
-    """Will the server answer this entry's revalidation with its whole body, never 304? True for Apache's
-    suffixed ETag on a body it compressed with that coding (see _APACHE_SUFFIXES); False when a 304 may come."""
-    etag, coding = (head.get("etag") or "").strip(), (head.get("content-encoding") or "").strip().lower()
-    suffix = _APACHE_SUFFIXES.get(coding)
-    return suffix is not None and etag.startswith('"') and etag.endswith(suffix)
-
-
 def _strong(etag: str | None) -> str | None:
     if etag is None:
         return None

@@ -155,14 +155,11 @@ class Flight:
         requests: list[FetchRequest] = []
         for item in plan:
             # What the helper's cache holds stale is revalidated: the link carries a 304 (a head), the body comes
-            # from the cache, so the budget, which weighs link bytes, admits it at nothing; the pool weighs it as a
-            # head too, unless the server answers it whole (stored_whole: weighed as a head, Apache's 86 kB jquery
-            # was pipelined in front of the page's small scripts, which then waited for its last byte)
+            # from the cache, so the budget, which weighs link bytes, admits it at nothing
             request = FetchRequest(f"prefetch-{next(_ids)}", "GET", item.url, list(item.headers),
                                    resource_type=item.resource_type, decode=item.decode, cache_store=False,
                                    cache_refresh=item.stored, expected_size=item.expected_size,
-                                   expected_wire=HEAD_BYTES if item.stored and not item.stored_whole
-                                   else item.expected_wire)
+                                   expected_wire=HEAD_BYTES if item.stored else item.expected_wire)
             # A revalidation is no guess of its own: the helper's cache holds the response because this page asked
             # for it before. Counted as a guess, a full answer where a 304 was expected (Apache sends one for every
             # file it compresses: its suffixed ETag never matches) pushed the page's guesses over their limit as it

@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 
 from ..cache.http_cache import HttpCache, cache_url
 from ..cache.policy import Hit, Revalidate
-from ..cache.validation import answered_whole
 from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, Fetcher, Page
@@ -390,9 +389,8 @@ class PageLoads:
         for item, (decision, body) in zip(items, decisions, strict=True):
             if isinstance(decision, Hit) and body is not None:
                 continue
-            if isinstance(decision, Revalidate) and body is not None:
-                item = dataclasses.replace(item, stored=True, stored_whole=answered_whole(decision.entry.head))
-            kept.append(item)
+            stored = isinstance(decision, Revalidate) and body is not None
+            kept.append(dataclasses.replace(item, stored=True) if stored else item)
         return kept
 
     def _end_idle(self) -> None:

@@ -50,9 +50,7 @@ class Planned:
     """One prefetch: the URL, the request fields to send, the engine's resource type (its queue priority),
     whether it is confident (else a guess, budget.py), and its expected size and bytes on the link if learned
     (FetchRequest.expected_size, expected_wire); `stored`: the helper's HTTP cache holds it stale (page_loads.py),
-    so the prefetch revalidates it (FetchRequest.cache_refresh) rather than fetch the body again; `stored_whole`:
-    and the server answers that revalidation whole, never 304 (cache.validation.answered_whole), so the pool weighs
-    it by its learned bytes on the link rather than as a head."""
+    so the prefetch revalidates it (FetchRequest.cache_refresh) rather than fetch the body again."""
 
     url: str
     headers: Headers
@@ -62,7 +60,6 @@ class Planned:
     decode: bool = True
     expected_wire: int | None = None
     stored: bool = False
-    stored_whole: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from lanefetch.cache.policy import (
     served_headers,
 )
 from lanefetch.cache.storability import may_store, stored_fields
-from lanefetch.cache.validation import answered_whole, conditional_headers, updated_head, validates
+from lanefetch.cache.validation import conditional_headers, updated_head, validates
 from lanefetch.cache.vary import (
     matches,
     normalised_value,
@@ -223,21 +223,6 @@ def test_conditional_headers_and_304_selection() -> None:
     assert validates(head(FRESH), [("ETag", 'W/"x"')])  # a weak one cannot say: it answers what we asked
     assert not validates(both, [("Last-Modified", date(NOW))])
     assert validates(both, [])
-
-
-@pytest.mark.parametrize(("etag", "coding", "whole"), [
-    ('"2a-5f1-gzip"', "gzip", True),  # Apache mod_deflate's suffix on a body it compressed: never 304
-    ('"2a-5f1-br"', "br", True),  # mod_brotli's
-    ('"2a-5f1-gzip"', None, False),  # a tag that merely ends so, on a body not compressed
-    ('"2a-5f1-br"', "gzip", False),
-    ('W/"2a-5f1-gzip"', "gzip", False),  # weak: not Apache's
-    ('"2a-5f1"', "gzip", False),  # nginx, or Apache with DeflateAlterETag NoChange: a 304 may come
-    (None, "gzip", False),
-])
-def test_an_apache_suffixed_etag_is_revalidated_whole(etag: str | None, coding: str | None, whole: bool) -> None:
-    fields = [("ETag", etag)] if etag is not None else []
-    fields += [("Content-Encoding", coding)] if coding is not None else []
-    assert answered_whole(head(*fields)) is whole
 
 
 def test_304_updates_stored_fields_but_not_the_body_framing() -> None:
