@@ -276,6 +276,7 @@ class PageLab:
         (caches warm), or with `again` (Chromium only) the same page again in the same tab; per load what the page,
         nginx and the link saw (for a repeat visit also how many 304s). The helper's state (its cache and learned
         pages, in `XDG_CACHE_HOME`) is fresh, or `helper_home`'s."""
+        twice = warm or repeat or again
         if (repeat or again) and self.browser != "chromium":
             raise ValueError(f"repeat visits are measured in Chromium only, not {self.browser}")
         images = -1 if shape.images is None else shape.images  # -1: the driver counts, does not check
@@ -292,7 +293,7 @@ class PageLab:
             cap = self._capture(shape, mode)
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
-            for k in range(2 if warm or repeat or again else 1):
+            for k in range(2 if twice else 1):
                 before = len(self.srv.access_log())
                 s0 = self._counters()
                 line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
@@ -321,7 +322,7 @@ class PageLab:
                     data[f"{d}_bytes"] = b.get("bytes", 0) - a.get("bytes", 0)
                     data[f"{d}_drops"] = b.get("dropped_queue", 0) - a.get("dropped_queue", 0)
                 runs.append(data)
-                if k == 0 and (warm or repeat or again):
+                if k == 0 and twice:
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
             proc.stdin.close()

@@ -256,7 +256,11 @@ export class Accelerator {
     const state = this.helperState();
     const canSplit = this.splitLarge && state.status === "connected" && state.capabilities.includes("split");
     const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
-    for (const r of requests) if (canSplit && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
+    // What the helper holds for a multiplexed origin is whole: never split (a split asks the network in pieces)
+    const heldOnly = (i: number): boolean => items[i]?.multiplexed !== undefined;
+    for (const [i, r] of requests.entries()) {
+      if (canSplit && !heldOnly(i) && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
+    }
     const canWarm = state.status === "connected" && state.capabilities.includes("browser_warm");
     const warm = this.warmConnection;
     if (canWarm && warm && items.some((it) => warm.finishing(it.held.paused.url, it.held.paused.cdpResourceType))) {
@@ -264,13 +268,11 @@ export class Accelerator {
     }
     const warmClaimed = new Set<number>();
     for (const [i, r] of requests.entries()) {
-      const item = items[i];
-      if (item?.multiplexed !== undefined) {
+      if (heldOnly(i)) {
         r.browser_warm = true;
-        delete r.split; // what the helper holds is whole (a split asks the network in pieces)
         continue;
       }
-      const paused = item?.held.paused;
+      const paused = items[i]?.held.paused;
       if (canWarm && warm && !r.split && paused && warm.claim(paused.url, paused.cdpResourceType)) {
         r.browser_warm = true;
         warmClaimed.add(i);
