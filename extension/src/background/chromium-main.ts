@@ -23,6 +23,7 @@ import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import { BrowserWarmConnection, WARM_SPAN_RTTS } from "../intercept/browser-warm-connection.js";
 import { DocumentArrival } from "../intercept/document-arrival.js";
+import { atMost, NavigationProtocols, NAVIGATION_ENTRY_EXPRESSION, WAIT_AT_MOST_MS } from "../intercept/navigation-protocol.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type PageInfo } from "./accelerator.js";
@@ -96,10 +97,24 @@ const networkLog = new CdpNetworkLog(
 // may leave the browser's connection warm, comes from webRequest (main frames only: a few events per navigation, where
 // listeners on every request cost a page of many small requests ~11 % on a fast link, PERMISSIONS.md).
 const documents = new DocumentArrival();
+// What its document came over, asked of a racing tab's page (navigation-protocol.ts): h2/h3 leaves the origin's
+// requests to the browser's connection, HTTP/1.1 lets the helper's held handshake go on.
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const protocols = new NavigationProtocols(async (tabId) => {
+  const params: Protocol.Runtime.EvaluateRequest = { expression: NAVIGATION_ENTRY_EXPRESSION, returnByValue: true, silent: true };
+  const reply = (await chrome.debugger.sendCommand({ tabId }, "Runtime.evaluate", params)) as Protocol.Runtime.EvaluateResponse;
+  return reply.result.value as unknown;
+}, sleep);
 const MAIN_FRAMES: chrome.webRequest.RequestFilter = { urls: ["<all_urls>"], types: ["main_frame"] };
 chrome.webRequest.onResponseStarted.addListener((d) => {
   if (d.tabId < 0 || !sessions.networkDeferred(d.tabId)) return;
   documents.responseStarted(d);
+  void protocols.ask(d.tabId, d.url).then((protocol) => {
+    traced(`protocol: ${protocol ?? "unknown"} (asked of the page)`);
+    if (protocol === null) return;
+    multiplexed.observe(d.url, protocol);
+    accelerator.browserAnswered(d.url, protocol);
+  });
   const rttMs = speed.verdict(d.url).rttMs;
   if (rttMs === null) return;
   setTimeout(() => {
@@ -326,10 +341,15 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const page = pageInfo(pageUrl, info.incognito);
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
+    protocols.forget(tabId);
     startPage(tabId, paused.url, paused.networkId ?? paused.interceptionId);
     accelerator.pageStarted(page);
   }
-  accelerator.handle({ tabId, paused, responder: responderFor(source), page });
+  const held = { tabId, paused, responder: responderFor(source), page };
+  // A racing tab's page is being asked what its document came over: its origin's requests wait for the answer.
+  const answer = isTopDocument ? null : protocols.pending(tabId, paused.url);
+  if (answer === null) accelerator.handle(held);
+  else void atMost(answer, WAIT_AT_MOST_MS, sleep).then(() => accelerator.handle(held));
 }
 
 async function refreshRules(): Promise<void> {
@@ -381,11 +401,13 @@ async function attachTab(tabId: number, loading: boolean): Promise<void> {
 async function releaseTab(tabId: number): Promise<void> {
   await sessions.detach(tabId);
   accelerator.tabGone(tabId);
+  protocols.forget(tabId);
   for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
 }
 
 async function onDetached(tabId: number, reason: string): Promise<void> {
   accelerator.tabGone(tabId);
+  protocols.forget(tabId);
   void dispatch({ type: "detached", tabId });
   if (reason === "canceled_by_user") {
     const rule = matchingRule(activeRules, tabInfo(tabId).url);
@@ -446,6 +468,7 @@ chrome.tabs.onCreated.addListener((tab) => {
 chrome.tabs.onRemoved.addListener((tabId) => {
   pageKeys.delete(tabId);
   accelerator.tabGone(tabId);
+  protocols.forget(tabId);
   counters.forget(tabId);
   tabs.delete(tabId);
   void dispatch({ type: "tab_removed", tabId });

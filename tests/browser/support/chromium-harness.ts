@@ -31,11 +31,13 @@ export function freshProfile(withHelper: boolean): string {
   return dir;
 }
 
-/** headless: false opens a window (the `npm start` demo on a display). */
-export async function launch(userDataDir: string, { headless = true }: { headless?: boolean } = {}): Promise<Browser> {
+/** headless: false opens a window (the `npm start` demo on a display). ignoreHttpsErrors: the browser takes the
+ * tests' own https origins (their CA is not the system's; the helper trusts it through LANEFETCH_TEST_UPSTREAM_CA_FILE). */
+export async function launch(userDataDir: string, { headless = true, ignoreHttpsErrors = false }: { headless?: boolean; ignoreHttpsErrors?: boolean } = {}): Promise<Browser> {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumExecutable,
     headless,
+    ignoreHTTPSErrors: ignoreHttpsErrors,
     viewport: headless ? { width: 1280, height: 720 } : null,
     // The helper Chromium starts keeps its HTTP cache and interface policy with the profile, never in the runner's own;
     // LANEFETCH_BENCH_HELPER_CACHE: one the benchmark keeps across fresh profiles (learned pages, bench/page_load.py).
@@ -177,9 +179,9 @@ export async function stopSiteOn(env: SiteOn): Promise<void> {
  * (read from storage at the worker's start) and a tab shows the origin before the site is turned on: the just-enabled
  * probe measures that host and its verdict races, so the gate allows it. The first real attach is measured and ends
  * the race: each racing test needs its own browser. */
-export async function startRacing(): Promise<SiteOn> {
+export async function startRacing({ ignoreHttpsErrors = false } = {}): Promise<SiteOn> {
   const sites = await startSites();
-  const browser = await launch(freshProfile(true));
+  const browser = await launch(freshProfile(true), { ignoreHttpsErrors });
   await browser.worker.evaluate(async () => chrome.storage.local.set({ attachDurationsMs: [0] }));
   const before = await browser.context.newPage();
   await openPage(before, `${sites.a.origin}/many.html?n=1`);
