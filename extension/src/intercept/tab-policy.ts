@@ -31,6 +31,7 @@
 // is let through unattached; intercepted tabs turn Fetch and Network off when the helper goes; when it is back the
 // gate blocks again and the next navigation is intercepted as usual (tabs found at start-up are attached then).
 // Which *request* of an intercepted tab goes to the helper is the accelerator's (background/accelerator.ts).
+import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { justEnabled, probeUrl } from "../sites/just-enabled.js";
 import { matchingRule, type SiteRule } from "../sites/site-rule.js";
 import type { EnabledSite } from "../sites/site-store.js";
@@ -333,7 +334,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
         const next = tab(tabId);
         next.racing = null;
         if (event.flight || event.late) continue;
-        // No flight: the document comes through the helper (what it names is fetched as it streams), as after a block.
+        // No flight: the document comes through the helper (what it names is fetched as it streams), as after a block;
+        // a local page's document never does (pass-through-policy.ts: local_document), so navigating again would only
+        // start its load over.
+        if (addressSpaceOfUrl(event.url) !== "public") continue;
         if (next.attaching) next.renavigate = event.url;
         else if (next.attached) commands.push({ kind: "navigate", tabId, url: event.url });
       }

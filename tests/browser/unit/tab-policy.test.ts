@@ -4,11 +4,15 @@ import assert from "node:assert/strict";
 import { JUST_ENABLED_MS } from "../../../extension/src/sites/just-enabled.js";
 import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type PolicyState, type TabCommand, type TabEvent } from "../../../extension/src/intercept/tab-policy.js";
 
-const SITE = { scope: "domain" as const, name: "lan.test" };
+const SITE = { scope: "domain" as const, name: "lan.example" };
 const RULES: TabEvent = { type: "rules", active: [SITE], enabled: [{ ...SITE, added: 0 }], now: JUST_ENABLED_MS };
-const LAN = "http://lan.test/a";
-const FAR = "http://far.lan.test/b";
+const LAN = "http://lan.example/a";
+const FAR = "http://far.lan.example/b";
 const gate = (openTabs: number[] = [], allowHosts: string[] = []): TabCommand => ({ kind: "gate", rules: [SITE], openTabs, allowHosts });
+
+const LOCAL_SITE = { scope: "domain" as const, name: "10.0.0.5" };
+const LOCAL = "http://10.0.0.5/docs/";
+const gateLocal = (openTabs: number[] = [], allowHosts: string[] = []): TabCommand => ({ kind: "gate", rules: [LOCAL_SITE], openTabs, allowHosts });
 
 type Step = [TabEvent, TabCommand[]];
 
@@ -26,6 +30,7 @@ function play(steps: Step[], start: PolicyState = INITIAL_POLICY): PolicyState {
 const NO_GATE: TabCommand = { kind: "gate", rules: [], openTabs: [], allowHosts: [] };
 const on: Step = [RULES, [NO_GATE]];
 const up: Step = [{ type: "helper", up: true }, [gate()]];
+const upLocal: Step = [{ type: "helper", up: true }, [gateLocal()]];
 /** A navigation to a host that races the attach: its page load begins, the helper is asked for its flight, attach. */
 const racingStart = (tabId: number, url: string): Step => [{ type: "navigation_started", tabId, url, speed: "slow" },
   [{ kind: "page_start", tabId, url }, { kind: "preconnect", url, tabId, askFlight: true }, { kind: "attach", tabId, loading: true }]];
@@ -89,8 +94,8 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     name: "unknown speed with the helper up: probe first; fast → unattached behind an allow rule, listed once loaded",
     steps: [on, up,
       [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
-      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, [gate([], ["lan.test"])]],
-      [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "verdict", host: "lan.example", speed: "fast", racesAttach: false }, [gate([], ["lan.example"])]],
+      [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []],
       [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "page_start", tabId: 1, url: LAN }]],
       [{ type: "page_loaded", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "list", tabId: 1 }]]],
@@ -144,8 +149,8 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
     steps: [on, up,
       [{ type: "tab_found", tabId: 1, url: LAN }, [{ kind: "attach", tabId: 1 }]],
       [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
-      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, [gate([1], ["lan.test"]), { kind: "await_idle", tabId: 1 }]],
-      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, []],
+      [{ type: "verdict", host: "lan.example", speed: "fast", racesAttach: false }, [gate([1], ["lan.example"]), { kind: "await_idle", tabId: 1 }]],
+      [{ type: "verdict", host: "lan.example", speed: "fast", racesAttach: false }, []],
       [{ type: "helper_idle", tabId: 1 }, [{ kind: "intercept", tabId: 1, on: false }]],
       [{ type: "helper_idle", tabId: 1 }, []],
       [{ type: "page_loaded", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "list", tabId: 1 }]],
@@ -153,8 +158,8 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" },
         [{ kind: "intercept", tabId: 1, on: true }, { kind: "page_start", tabId: 1, url: FAR }, { kind: "preconnect", url: FAR, tabId: 1 }]],
       [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, [{ kind: "preconnect", url: FAR, tabId: 1 }]],
-      [{ type: "verdict", host: "far.lan.test", speed: "fast", racesAttach: false }, [gate([1], ["far.lan.test", "lan.test"]), { kind: "await_idle", tabId: 1 }]],
-      [{ type: "navigation_started", tabId: 1, url: "http://slow.lan.test/", speed: "slow" }, [{ kind: "preconnect", url: "http://slow.lan.test/", tabId: 1 }]],
+      [{ type: "verdict", host: "far.lan.example", speed: "fast", racesAttach: false }, [gate([1], ["far.lan.example", "lan.example"]), { kind: "await_idle", tabId: 1 }]],
+      [{ type: "navigation_started", tabId: 1, url: "http://slow.lan.example/", speed: "slow" }, [{ kind: "preconnect", url: "http://slow.lan.example/", tabId: 1 }]],
       [{ type: "helper_idle", tabId: 1 }, []]],
     check: (s) => assert.equal(attachedButLeft(s, 1), false),
   },
@@ -170,17 +175,17 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   {
     name: "a fast verdict that ends drops the allow rule; other sites' fast hosts never get one",
     steps: [on, up,
-      [{ type: "verdict", host: "lan.test", speed: "fast", racesAttach: false }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "fast", racesAttach: false }, [gate([], ["lan.example"])]],
       [{ type: "verdict", host: "elsewhere.test", speed: "fast", racesAttach: false }, []],
-      [{ type: "verdict", host: "lan.test", speed: "unknown", racesAttach: false }, [gate()]],
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: false }, []]],
+      [{ type: "verdict", host: "lan.example", speed: "unknown", racesAttach: false }, [gate()]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: false }, []]],
   },
   {
     name: "a host slow enough to race the attach is let through by the gate: attach and preconnect at the navigation's start, its page load begun then (the document is the browser's), no navigation again",
     steps: [on, up,
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [gate([], ["lan.example"])]],
       racingStart(1, LAN),
-      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"])]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.example"])]],
       // the helper has a flight for the page: nothing more to do
       [{ type: "flight_plan", url: LAN, flight: true, late: false }, []],
       [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "slow" }, []],
@@ -191,28 +196,28 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   {
     name: "a racing page with no flight is navigated again once attached (its document then comes through the helper); an answer too late, or for another URL, changes nothing",
     steps: [on, up,
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [gate([], ["lan.example"])]],
       racingStart(1, LAN),
       [{ type: "flight_plan", url: `${LAN}/other`, flight: false, late: false }, []],
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, []],
-      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }]],
       // a second answer for the same URL (a stale one) does not navigate again
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, []],
       // tab 2 goes to a host not racing yet: attached as before; tab 3 races, and its answer is too late: left as it is
       [{ type: "navigation_started", tabId: 2, url: FAR, speed: "slow" }, [{ kind: "preconnect", url: FAR, tabId: 2 }, { kind: "attach", tabId: 2 }]],
-      [{ type: "verdict", host: "far.lan.test", speed: "slow", racesAttach: true }, [gate([1], ["far.lan.test", "lan.test"])]],
+      [{ type: "verdict", host: "far.lan.example", speed: "slow", racesAttach: true }, [gate([1], ["far.lan.example", "lan.example"])]],
       racingStart(3, FAR),
-      [{ type: "attached", tabId: 3, ok: true }, [gate([1, 3], ["far.lan.test", "lan.test"])]],
+      [{ type: "attached", tabId: 3, ok: true }, [gate([1, 3], ["far.lan.example", "lan.example"])]],
       [{ type: "flight_plan", url: FAR, flight: false, late: true }, []]],
     check: (s) => assert.equal(s.tabs.get(3)?.racing, null),
   },
   {
     name: "a racing tab attached when the answer comes is navigated again at once; a new navigation drops the question",
     steps: [on, up,
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [gate([], ["lan.example"])]],
       racingStart(1, LAN),
-      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"])]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.example"])]],
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, [{ kind: "navigate", tabId: 1, url: LAN }]],
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }]],
       racingStart(2, LAN),
@@ -220,30 +225,39 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
       [{ type: "flight_plan", url: LAN, flight: false, late: false }, []]],
   },
   {
+    name: "a racing local page (a private or loopback address) with no flight is not navigated again: its document never comes through the helper",
+    steps: [[{ ...RULES, active: [LOCAL_SITE], enabled: [{ ...LOCAL_SITE, added: 0 }] }, [NO_GATE]], upLocal,
+      [{ type: "verdict", host: "10.0.0.5", speed: "slow", racesAttach: true }, [gateLocal([], ["10.0.0.5"])]],
+      racingStart(1, LOCAL),
+      [{ type: "attached", tabId: 1, ok: true }, [gateLocal([1], ["10.0.0.5"])]],
+      [{ type: "flight_plan", url: LOCAL, flight: false, late: false }, []]],
+    check: (s) => assert.equal(s.tabs.get(1)?.racing, null),
+  },
+  {
     name: "a race verdict that ends (or an attach grown slower) drops its allow rule: the gate blocks that host again",
     steps: [on, up,
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
-      [{ type: "verdict", host: "far.lan.test", speed: "fast", racesAttach: false }, [gate([], ["far.lan.test", "lan.test"])]],
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, []],
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: false }, [gate([], ["far.lan.test"])]],
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["far.lan.test", "lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [gate([], ["lan.example"])]],
+      [{ type: "verdict", host: "far.lan.example", speed: "fast", racesAttach: false }, [gate([], ["far.lan.example", "lan.example"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, []],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: false }, [gate([], ["far.lan.example"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [gate([], ["far.lan.example", "lan.example"])]],
       // a verdict that is not slow never races (an unknown host is probed first)
-      [{ type: "verdict", host: "lan.test", speed: "unknown", racesAttach: true }, [gate([], ["far.lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "unknown", racesAttach: true }, [gate([], ["far.lan.example"])]],
       [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]]],
   },
   {
     name: "a race host's navigation blocked all the same (the gate was not rewritten yet): navigated again once attached",
     steps: [on, up,
       [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [gate([], ["lan.example"])]],
       [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []],
-      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.test"]), { kind: "navigate", tabId: 1, url: LAN }]]],
+      [{ type: "attached", tabId: 1, ok: true }, [gate([1], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]]],
   },
   {
     name: "without the helper a race host gets no allow rule either: the gate is empty",
     steps: [on,
-      [{ type: "verdict", host: "lan.test", speed: "slow", racesAttach: true }, [NO_GATE]],
-      [{ type: "helper", up: true }, [gate([], ["lan.test"])]],
+      [{ type: "verdict", host: "lan.example", speed: "slow", racesAttach: true }, [NO_GATE]],
+      [{ type: "helper", up: true }, [gate([], ["lan.example"])]],
       [{ type: "helper", up: false }, [NO_GATE]]],
   },
   {
@@ -279,12 +293,12 @@ const cases: { name: string; steps: Step[]; check?: (s: PolicyState) => void }[]
   {
     name: "a site enabled in the last minute: its open tabs' hosts (else its name) are asked for, once per enabling",
     steps: [[{ type: "helper", up: true }, [NO_GATE]],
-      [{ type: "tab_found", tabId: 3, url: "http://www.lan.test/p" }, []],
+      [{ type: "tab_found", tabId: 3, url: "http://www.lan.example/p" }, []],
       [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 1000 }], now: 2000 },
-        [gate(), { kind: "preconnect", url: "http://www.lan.test/p", tabId: 3 }]],
+        [gate(), { kind: "preconnect", url: "http://www.lan.example/p", tabId: 3 }]],
       [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 1000 }], now: 3000 }, [gate()]],
       [{ type: "tab_removed", tabId: 3 }, []],
-      [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 5000 }], now: 6000 }, [gate(), { kind: "preconnect", url: "http://lan.test/", tabId: null }]],
+      [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 5000 }], now: 6000 }, [gate(), { kind: "preconnect", url: "http://lan.example/", tabId: null }]],
       [{ type: "rules", active: [SITE], enabled: [{ ...SITE, added: 7000 }], now: 7000 + JUST_ENABLED_MS }, [gate()]]],
   },
 ];
@@ -300,7 +314,7 @@ test("pure: the state given is never changed", () => {
   const before = reduce(INITIAL_POLICY, RULES).state;
   const snapshot = JSON.stringify([...before.tabs]);
   reduce(before, { type: "tab_found", tabId: 1, url: LAN });
-  reduce(before, { type: "verdict", host: "lan.test", speed: "fast", racesAttach: false });
+  reduce(before, { type: "verdict", host: "lan.example", speed: "fast", racesAttach: false });
   assert.equal(JSON.stringify([...before.tabs]), snapshot);
   assert.deepEqual(before.fastHosts, []);
 });
