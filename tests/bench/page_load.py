@@ -206,6 +206,23 @@ def _open_by_any_process(path: Path) -> bool:
     return False
 
 
+def breakdown_lines(d: Run) -> str:
+    """With LANEFETCH_BENCH_BREAKDOWN, the lines logged after a load's own: the extension's per-request breakdown (ON
+    loads in Chromium) and, for every load, ON and OFF, the server's side of it: per request, when it came and when its
+    answer ended, ms from the first request's arrival, with its connection (what OFF did is seen only there)."""
+    if not os.environ.get("LANEFETCH_BENCH_BREAKDOWN"):
+        return ""
+    extension = f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""
+    records: list[Any] = d.get("records", [])
+    if not records:
+        return extension
+    start = min(r.end_time - r.duration for r in records)
+    timeline = [f"{(r.end_time - r.duration - start) * 1000:.0f}–{(r.end_time - start) * 1000:.0f} {r.connection} "
+                f"{r.request.split(' ')[1] if ' ' in r.request else r.request}"
+                for r in sorted(records, key=lambda r: r.end_time - r.duration)]
+    return f"{extension}\n  server {json.dumps(timeline, ensure_ascii=False)}"
+
+
 class PageLab:
     """A lab (client — link — server) with nginx (or Apache) serving the pages, loaded by `browser`."""
 
@@ -431,8 +448,8 @@ class PageLab:
                 for mode in (MODES if r % 2 == 0 else MODES[::-1]):
                     for key, d in zip((mode, f"{mode}-warm"), self.load(shape, mode, warm), strict=False):
                         runs[shape][key].append(d)
-                        log(f"round {r + 1} {shape.name} {key}: {(describe or _describe_images)(d)}"
-                            + (f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""))
+                        described = (describe or _describe_images)(d)
+                        log(f"round {r + 1} {shape.name} {key}: {described}{breakdown_lines(d)}")
         return runs
 
     def t_min(self, on_runs: Sequence[Run]) -> float | None:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -53,7 +52,7 @@ from collections.abc import Callable, Sequence
 from bench import page_deps, report
 from bench import real_pages_report as rr
 from bench.netlab import PROFILES
-from bench.page_load import BROWSER_NAMES, PageLab, Run, method
+from bench.page_load import BROWSER_NAMES, PageLab, Run, breakdown_lines, method
 from bench.real_pages import CORPUS, RealPage, install_missing
 from bench.servers import COMPRESSED_TYPES, AccessRecord, compression_conf, revalidate_conf
 
@@ -102,8 +101,8 @@ def report_name(chosen: dict[str, list[str]], visit: str = "fresh") -> str:
 
 
 def _breakdown(d: Run) -> str:
-    """The load's per-request breakdown (LANEFETCH_BENCH_BREAKDOWN) as PageLab.alternate logs it."""
-    return f"\n  breakdown {json.dumps(d['breakdown'])}" if "breakdown" in d else ""
+    """The load's breakdown lines (LANEFETCH_BENCH_BREAKDOWN) as PageLab.alternate logs them."""
+    return breakdown_lines(d)
 
 
 def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int, log: Callable[[str], None],
