@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .proxy.response_tally import DeliveredResponse
 
 PROTOCOL_VERSION = 1
-CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces", "browser_warm"]
+CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces", "browser_warm", "browser_fetched"]
 
 Message = dict[str, Any]
 

@@ -58,6 +58,15 @@ function pageField(page: PageInfo): Page {
   return { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
 }
 
+/** Pages whose flight answer is kept (a tab's navigation asks again). */
+const MAX_FLIGHTS_KNOWN = 64;
+
+/** A page's key among flight answers: its URL without the fragment (a preconnect may name it with one). */
+function pageKey(url: string): string {
+  const hash = url.indexOf("#");
+  return hash < 0 ? url : url.slice(0, hash);
+}
+
 function originOf(url: string): string {
   try {
     return new URL(url).origin;
@@ -83,6 +92,9 @@ export class Accelerator {
    * marked `browser_warm` for them (the helper answers it from what it holds or declines it to the browser). */
   warmConnection: BrowserWarmConnection | null = null;
   private readonly heldHandshakes = new HeldHandshakes<PageInfo>();
+  /** Chromium: whether each page (URL, no fragment; the newest few) has a learned prefetch flight, as the helper
+   * answered its navigation's preconnect; absent until it answered. */
+  private readonly flights = new Map<string, boolean>();
 
   constructor(
     /** Hosts' speed: requests to fast ones go to the browser. The helper's connect times (origin_rtt) are fed here;
@@ -96,6 +108,11 @@ export class Accelerator {
   ) {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
     client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
+    client.onFlightPlan((url, flight) => {
+      this.flights.delete(pageKey(url));
+      this.flights.set(pageKey(url), flight);
+      if (this.flights.size > MAX_FLIGHTS_KNOWN) this.flights.delete(this.flights.keys().next().value ?? "");
+    });
     speed.onVerdict(() => {
       for (const waiter of [...this.waitingForHelper]) {
         const detail = speed.stepAsideDetail(waiter.url);
@@ -120,7 +137,11 @@ export class Accelerator {
     if (!navigation) delete field.url;
     const handshake = handshakeFor(page.url, navigation, this.multiplexed !== null);
     if (handshake === "tcp") this.heldHandshakes.hold(page.url, page);
-    return this.client.preconnect(page.url, field, handshake, askFlight && navigation);
+    // Chromium asks every navigation whether its page has a flight (an h2 origin's requests are offered to the
+    // helper only if it has one); unknown until the answer, as the last load's answer may have changed.
+    const asks = navigation && (askFlight || this.multiplexed !== null);
+    if (asks) this.flights.delete(pageKey(page.url));
+    return this.client.preconnect(page.url, field, handshake, asks);
   }
 
   /** A response to the browser's own request came from the network over `protocol` (Chromium): an origin whose
@@ -163,6 +184,15 @@ export class Accelerator {
         this.passNow(id, held, "browser_multiplexed", multiplexed);
         return;
       }
+      // The page has no flight: the helper holds nothing of it (but what its cache kept, which the browser's own cache
+      // keeps too), and the detour's milliseconds can lose a race on the server: a stylesheet reaching nginx just after
+      // it began writing an image it would otherwise have sent after the stylesheet (flask-tutorial's first load over
+      // `sat`, 5 of 5 loads one round trip slower with the detour). Passed at once, told to the helper, which learns it.
+      if (this.flights.get(pageKey(held.page.url)) === false && this.helperTakes("browser_fetched")) {
+        this.passNow(id, held, "browser_multiplexed", multiplexed);
+        this.client.browserFetched(pageField(held.page), [toHelperRequest(id, paused)]);
+        return;
+      }
       this.batcher.add(`${tabId}|${originOf(paused.url)}|held`, { id, held, multiplexed });
       return;
     }
@@ -194,8 +224,12 @@ export class Accelerator {
 
   /** Whether the helper is up and can answer a request only from what it holds (`browser_warm`). */
   private helperHolds(): boolean {
+    return this.helperTakes("browser_warm");
+  }
+
+  private helperTakes(capability: string): boolean {
     const state = this.helperState();
-    return state.status === "connected" && state.capabilities.includes("browser_warm");
+    return state.status === "connected" && state.capabilities.includes(capability);
   }
 
   private passNow(id: string, held: HeldRequest, reason: PassReason, detail: string): void {

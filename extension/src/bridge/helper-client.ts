@@ -1,7 +1,7 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
 import type {
   Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, PageReport,
-  Ping, Pong, Preconnect,
+  Ping, Pong, Preconnect, Request,
   Timing,
 } from "../generated/protocol.js";
 import type { HelperConnection } from "./helper-connection.js";
@@ -104,18 +104,26 @@ export class HelperClient {
     this.pageReportListeners.push(listener);
   }
 
-  /** Whether a racing navigation's page has a learned prefetch flight (the answer to preconnect's askFlight). */
+  /** Whether a navigation's page has a learned prefetch flight (the answer to preconnect's askFlight). */
   onFlightPlan(listener: (url: string, flight: boolean) => void): void {
     this.flightPlanListeners.push(listener);
   }
 
   /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not
-   * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). askFlight: the
-   * navigation races the attach, tell whether its page has a flight (onFlightPlan). */
+   * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). askFlight: tell
+   * whether its page has a flight (onFlightPlan). */
   preconnect(url: string, page: Page, handshake: NonNullable<Preconnect["handshake"]> = "full", askFlight = false): boolean {
     const message: Preconnect = handshake === "full" ? { type: "preconnect", url, page } : { type: "preconnect", url, page, handshake };
     if (askFlight) message.ask_flight = true;
     return this.connection.state.status === "connected" && this.connection.send(message);
+  }
+
+  /** Tell the helper of requests of `page` the browser fetches itself (passed at once), so that the page is learned;
+   * false (nothing sent) if it is not connected. Nothing is answered. */
+  browserFetched(page: Page, requests: Request[]): boolean {
+    const [head, ...rest] = requests;
+    if (head === undefined || this.connection.state.status !== "connected") return false;
+    return this.connection.send({ type: "browser_fetched", page, requests: [head, ...rest] });
   }
 
   /** Resolves true once the helper answers a ping sent now: it handles messages in order, so it has taken every

@@ -240,6 +240,17 @@ class Host:
             result = await self.proxy.sync_https(wanted)
             result = dataclasses.replace(result, sites=[*result.sites, *refused])
             await self._send(protocol.https_state(item.get("nonce"), result))
+        elif kind == "browser_fetched":
+            # Requests the browser fetched itself over its own h2/h3 connection (the page has no flight): learned, as a
+            # browser_warm request declined here would be. A request that is not valid is left out, not answered.
+            page = _to_page(item["page"])
+            requests = []
+            for raw in item["requests"]:
+                try:
+                    requests.append(_to_request(raw))
+                except FetchError:
+                    continue
+            self.loads.browser_fetched(requests, page)
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])

@@ -452,17 +452,40 @@ class PageLoads:
         self._tap(load, requests, wave)
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
 
+    def browser_fetched(self, requests: list[FetchRequest], page: Page) -> None:
+        """Requests of the page that the browser fetched itself over its own h2/h3 connection, never offered here
+        (the page had no flight): logged in the page's load as left to the browser, as a browser_warm request
+        declined here is, so the page is learned all the same. Nothing is read of them (no body comes here)."""
+        self._end_idle()
+        key = load_key(page)
+        load = self._loads.get(key) if key is not None else None
+        if load is None or not requests:
+            return
+        now = self._clock()
+        load.log.batch([(r.id, r.method, r.url, list(r.headers), r.resource_type) for r in requests], now)
+        for r in requests:
+            if r.method.upper() == "GET":
+                self._observe_browser(load, r)
+            load.log.failed(r.id, now, left_to_browser=True)
+
+    @staticmethod
+    def _observe_browser(load: _Load, r: FetchRequest) -> str | None:
+        """What a GET of the page says of the browser: its User-Agent (returned), whether it holds cookies for the
+        page's site."""
+        ua = next((v for k, v in r.headers if k.lower() == "user-agent"), None)
+        load.user_agent = load.user_agent or ua
+        if any(k.lower() in ("cookie", "authorization") for k, _ in r.headers) and (
+                relation(r.url, load.key.page) in ("same-origin", "same-site")):
+            load.cookies_on_site = True
+        return ua
+
     def _tap(self, load: _Load, requests: list[FetchRequest], wave: int) -> None:
         """Which bodies of the batch are read (the load's document, stylesheets), and what its requests say of
-        the browser (its User-Agent, whether it holds cookies for the page's site)."""
+        the browser (_observe_browser)."""
         for r in requests:
             if r.method.upper() != "GET":
                 continue
-            ua = next((v for k, v in r.headers if k.lower() == "user-agent"), None)
-            load.user_agent = load.user_agent or ua
-            if any(k.lower() in ("cookie", "authorization") for k, _ in r.headers) and (
-                    relation(r.url, load.key.page) in ("same-origin", "same-site")):
-                load.cookies_on_site = True
+            ua = self._observe_browser(load, r)
             if r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page:
                 load.taps[r.id] = _Tap("html", r.url, 0, ua)
             elif r.resource_type == "stylesheet" and r.url not in load.read:

@@ -175,6 +175,49 @@ test("with the helper up, an h2 origin's requests are answered from what the hel
   }
 });
 
+test("an h2 origin's page without a flight: its requests go to the browser at once, told to the helper, which learns the page", async () => {
+  const s = setUp();
+  try {
+    server.clearLog();
+    const multiplexed = new BrowserMultiplexed();
+    s.accelerator.multiplexed = multiplexed;
+    const plans: boolean[] = [];
+    s.client.onFlightPlan((_url, flight) => plans.push(flight));
+    assert.ok(await s.connection.ready());
+    const p = { ...page(), url: `http://127.0.0.1:${port}/many.html?n=2` };
+    multiplexed.observe(p.url, "h2");
+    s.accelerator.pageStarted(p);
+    await eventually("the helper's flight plan", () => plans.length === 1, { everyMs: 10 });
+    assert.deepEqual(plans, [false], "never loaded: no flight");
+    const handle = (n: number, path: string): void =>
+      s.accelerator.handle({ tabId: 11, paused: paused(n, path, { cdpResourceType: "Script", headers: [["Accept", "*/*"]] }), responder: s.recorder, page: p });
+    // Small bodies: a page learned from one load flies as guesses, within a small budget of unrequested bytes.
+    handle(1, "/data/300.txt");
+    handle(2, "/data/400.txt");
+    await settle(s.recorder, 2);
+    assert.deepEqual([...s.recorder.answers.values()].map((a) => a.kind), ["pass", "pass"]);
+    assert.deepEqual(s.counters.get(11).passed, { browser_multiplexed: 2 });
+    const types = (): string[] => s.log.sent.map((m) => (m as { type: string }).type);
+    assert.ok(!types().includes("batch"), "nothing offered to the helper: no detour");
+    const told = s.log.sent.filter((m) => (m as { type: string }).type === "browser_fetched")
+      .flatMap((m) => (m as { requests: { url: string }[] }).requests).map((r) => new URL(r.url).pathname);
+    assert.deepEqual(told, ["/data/300.txt", "/data/400.txt"]);
+    // The page's next navigation: the helper learned it from what it was told (its load ended at this navigation).
+    s.accelerator.pageStarted(p);
+    await eventually("the second flight plan", () => plans.length === 2, { everyMs: 10 });
+    assert.deepEqual(plans, [false, true], "learned from the requests it was told of");
+    await eventually("the flight fetched them", () => server.log.filter((r) => r.path.startsWith("/data/")).length === 2, { everyMs: 10 });
+    // With a flight the page's requests are offered first, and answered from it.
+    handle(3, "/data/300.txt");
+    await settle(s.recorder, 3);
+    assert.equal(s.recorder.answers.get("i3")?.kind, "fulfill", `answered from the flight: ${JSON.stringify(s.log.received.slice(-4))}`);
+    assert.equal(server.log.filter((r) => r.path === "/data/300.txt").length, 1, "the server asked once, by the flight");
+    assert.deepEqual(s.log.schemaViolations, []);
+  } finally {
+    s.connection.close();
+  }
+});
+
 test("the browser's warm HTTP/1.1 connection: one render-blocking request is declined by the helper to it, the rest go to the helper", async () => {
   const s = setUp();
   server.clearLog();

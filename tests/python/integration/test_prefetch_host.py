@@ -235,6 +235,24 @@ async def test_a_racing_navigation_is_told_whether_its_page_has_a_flight(host: H
     assert all(m["type"] != "flight_plan" for m in await host.until("pong"))
 
 
+async def test_requests_the_browser_fetched_itself_teach_the_page(host: HostProcess, server: Server) -> None:
+    """An h2 page without a flight: its requests go to the browser at once and the extension only tells the helper
+    (`browser_fetched`). Nothing is answered or fetched for them; the page is learned, so its next navigation has a
+    flight, which fetches them."""
+    p = page(server)
+    assert await flight_plan(host, p) is False
+    told = [request(f"t1-{i}", server.url + path, kind) for i, (path, (_, kind)) in enumerate(ASSETS.items())]
+    await host.send({"type": "browser_fetched", "page": p, "requests": told})
+    # One not valid (no URL) in a message of its own: refused with a reason naming it, nothing else lost.
+    await host.send({"type": "browser_fetched", "page": p, "requests": [{"id": "bad", "method": "GET", "headers": []}]})
+    await host.send({"type": "ping", "nonce": "n"})
+    replies = await host.until("pong")
+    assert [m["type"] for m in replies if m["type"] not in ("origin_rtt", "pong")] == ["error"], replies
+    assert server.seen == [], "told, never fetched"
+    assert await flight_plan(host, page(server)) is True
+    await seen_all(server, 1)
+
+
 async def _discovery_worker(pid: int, polls: int) -> tuple[int, int] | None:
     """The (forkserver, worker) pair under the host, polled `polls` times 50 ms apart; None if it never came."""
     for _ in range(polls):

@@ -366,6 +366,42 @@ async def test_a_request_left_to_the_browsers_warm_connection_is_learned_and_fli
     await loads.end_all()
 
 
+async def test_requests_the_browser_fetched_itself_are_learned_and_fly_next_time(
+        server: Server, service: FetchService) -> None:
+    """A page without a flight whose origin the browser reaches over h2: its requests go to the browser at once and
+    the extension tells the helper (`browser_fetched`); nothing is fetched here, but the page is learned, so the next
+    load's flight fetches them and the browser's requests, offered first, are answered from it."""
+    clock = Clock()
+    loads, _ = recording_loads(service, clock=clock)
+    site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+    assets = [("/static/site.css", "style"), ("/static/app.js", "script")]
+
+    def batch(n: int) -> list[FetchRequest]:
+        return [browser_request(f"{n}-{i}", server.url + p, d) for i, (p, d) in enumerate(assets)]
+
+    for n in range(2):
+        assert loads.navigation(site)
+        loads.browser_fetched(batch(n), site)
+        clock.t += 30.0
+        loads.navigation(Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/other.html"))
+        await asyncio.gather(*list(loads._ending))
+    await settle(service)
+    assert not {"/static/site.css", "/static/app.js"} & set(server.seen), "told, never fetched by the helper"
+    loads.browser_fetched(batch(9), Page(address_space="loopback", top_site=server.url, url=f"{server.url}/nowhere"))
+
+    assert loads.navigation(site)
+    await flown(loads, site)
+    assert {"/static/site.css", "/static/app.js"} <= set(server.seen), "the flight fetched them"
+    sink = Collect()
+    requests = batch(2)
+    for r in requests:
+        r.browser_warm = True
+    await loads.fetch(requests, sink, site)
+    assert not sink.errors
+    assert sink.cache["2-1"] == "prefetch" and sink.bodies["2-1"] == BODIES["/static/app.js"]
+    await loads.end_all()
+
+
 async def test_a_prefetch_the_http_cache_answered_fresh_is_a_hit_not_a_prefetch(
         server: Server, service: FetchService) -> None:
     """A flight's prefetch that the helper's cache answered without the network saved nothing: the browser's
