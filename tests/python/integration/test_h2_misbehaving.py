@@ -13,6 +13,7 @@ Waits are bounded (the engine's own timeouts and asyncio.wait_for around each ba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -418,3 +419,68 @@ async def test_two_connections_one_breaks_mid_batch(misbehave: str, pki: Path) -
             assert len(srv.connections) >= 2
     finally:
         await engine.aclose()
+
+
+async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: Path) -> None:
+    """With the default's two h2 connections, the second one the pool opens after the first's ALPN said h2 has its
+    TCP and TLS handshakes ahead (two round trips over `sat`): the open connection takes the whole batch meanwhile,
+    none of it waits for the other. Here a relay in front of the server holds that second connection until the
+    batch is done; kept for a share, half the batch waited for it and the batch never finished (the wait fails)."""
+    release = asyncio.Event()
+    relayed: list[int] = []
+
+    async def scenario(conn: H2ServerConn) -> None:
+        if conn.index != 0:
+            await conn.serve_rest()
+            return
+        first = await conn.next_request()
+        assert first is not None
+        await conn.respond(first)
+        # The batch's answers wait until all of it came on this connection (as answers still under way over a slow
+        # link keep a connection's streams open): a share kept for the held connection never comes.
+        batch: list[H2Req] = []
+        while len(batch) < 8 and (r := await conn.next_request(timeout=5.0)) is not None:
+            batch.append(r)
+        conn.server.state["together"] = len(batch)
+        for r in batch:
+            await conn.respond(r)
+        await conn.serve_rest()
+
+    async with H2Server(scenario, pki) as srv:
+
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError, ConnectionError):
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            writer.close()
+
+        async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            relayed.append(len(relayed))
+            if len(relayed) > 1:
+                await release.wait()  # the second connection: its handshakes are held
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", srv.port)
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        front = await asyncio.start_server(relay, "127.0.0.1", 0)
+        port = front.sockets[0].getsockname()[1]
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=EngineConfig().h2_connections))
+        try:
+            first = [FetchRequest("one", "GET", f"https://localhost:{port}/r/one/100", resource_type="script")]
+            before = await run_batch(engine, first)
+            (pool,) = engine._pools.values()
+            pool.budget.min_rtt = 0.6  # as over `sat`: loopback's round trip would leave the origin one connection
+            reqs = [FetchRequest(f"g{i}", "GET", f"https://localhost:{port}/r/g{i}/{s}", resource_type="script")
+                    for i, s in enumerate([2048, 17, 65536, 1, 9000, 0, 4096, 300])]
+            sink = await run_batch(engine, reqs, timeout=20)
+            sink.check_once(reqs)
+            assert len(relayed) == 2, "the pool opened its second connection for the batch"
+            conns = {sink.records[r.id].report.connection.id for r in reqs}  # type: ignore[union-attr]
+            first_conn = before.records["one"].report.connection.id  # type: ignore[union-attr]
+            assert conns == {first_conn}, "every request on the connection that was up"
+            assert srv.state["together"] == len(reqs), "the whole batch came on it at once"
+        finally:
+            release.set()
+            await engine.aclose()
+            front.close()
+            await front.wait_closed()
