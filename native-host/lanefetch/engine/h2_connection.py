@@ -37,7 +37,6 @@ class H2Connection:
         self._first_request = True
         self._last_activity = now()
         self._taking = 0  # requests taken from the pool for the streams about to open
-        self._taken: list[Exchange] = []  # those requests
 
     @property
     def open(self) -> bool:
@@ -60,10 +59,6 @@ class H2Connection:
 
     def carries(self, ex: Exchange) -> bool:
         return self.session.carries(ex)
-
-    def exchanges(self) -> list[Exchange]:
-        """The requests of its open streams and those being taken for streams about to open."""
-        return [*self.session.tokens(), *self._taken]
 
     def abort(self) -> None:
         if self.transport is not None:
@@ -126,9 +121,7 @@ class H2Connection:
             batch.append(H2Request(ex, ex.method, ex.target.origin.scheme, ex.target.origin.authority(),
                                    ex.target.path, ex.wire_request.headers, ex.wire_request.body, u, incremental))
             self._taking = len(batch)
-            self._taken.append(ex)
         self._taking = 0
-        self._taken = []
         if not batch:
             return []
         sent = self.session.send(batch)

@@ -191,10 +191,6 @@ class H2Session(Generic[T]):
     def carries(self, token: T) -> bool:
         return token in self._by_token
 
-    def tokens(self) -> list[T]:
-        """The requests of the open streams."""
-        return list(self._by_token)
-
     def send(self, requests: list[H2Request[T]]) -> list[tuple[H2Request[T], int, int]]:
         """Open a stream per request, most urgent first, while the peer's limit allows; returns what was sent as
         (request, stream id, streams open then, this one included). Requests beyond the limit are not sent

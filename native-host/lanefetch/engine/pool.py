@@ -56,7 +56,6 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
-    h2_holds_back,
     h2_share,
     long_answer,
     may_join,
@@ -178,15 +177,6 @@ class OriginPool:
             # ahead) has no share kept for it: the open one takes the work (over `sat` a second connection opened at
             # the first's ALPN held an @import stylesheet and the page's images 1.2-1.8 s while the first had room:
             # flask-tutorial's first visit a round trip slower than the browser alone).
-            # What is not render-blocking (images above all) waits while the page's stylesheets and scripts are
-            # still coming on the origin's h2 streams, as the browser's own requests do: sent together, the server
-            # shares its slow start among them by weight and the stylesheets and scripts came a round trip later
-            # (django-tutorial07's first visit over `sat`: its scripts ended 1.86 s after the document against
-            # 1.26 s in the browser alone, its nine screenshots taking most of each flight). On a short round trip
-            # slow start's rounds cost little: all go together (pool_plan.h2_holds_back).
-            head = self._queue[0][1]
-            if h2_holds_back(head.sort_key()[0], self.budget.min_rtt) and self._h2_laying_out():
-                return None
             if self.config.h2_connections > 1:
                 serving = [c for c in self.connections if not (isinstance(c, H2Connection) and c.draining)
                            and c not in self._opened_late]
@@ -374,12 +364,6 @@ class OriginPool:
         return any(not q.finished and q.sort_key()[0] == RENDER_BLOCKING for _, q in self._queue) or any(
             f.token.sort_key()[0] == RENDER_BLOCKING for c in self.connections if isinstance(c, Connection)
             for f in c.state.in_flight)
-
-    def _h2_laying_out(self) -> bool:
-        """A stylesheet, script or font of the origin is under way on one of its h2 streams (a document is not:
-        what it names is asked while it streams)."""
-        return any(not x.finished and x.sort_key()[0] == RENDER_BLOCKING and x.request.resource_type != "document"
-                   for c in self.connections if isinstance(c, H2Connection) for x in c.exchanges())
 
     def _preferred_taker(self, ex: Exchange) -> Connection | None:
         """The connection that should take ex, the queue's head (pool_plan.preferred_taker), None if none is

@@ -503,15 +503,6 @@ def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, 
     return per_origin
 
 
-def h2_holds_back(incoming: int, min_rtt: float | None) -> bool:
-    """Does a request of priority class `incoming` wait, on an origin's h2 connections, while its stylesheets,
-    scripts or fonts are under way? Yes for what is not render-blocking where the round trip is known long (LONG_RTT):
-    there the server shares each round trip of its slow start among the streams by weight, and images sent with
-    the page's scripts delay them by rounds; the browser asks for its images after them too. On a short round trip
-    the rounds cost little and everything goes at once."""
-    return incoming != RENDER_BLOCKING and min_rtt is not None and min_rtt >= LONG_RTT
-
-
 def h2_share(outstanding: int, connections: int) -> int:
     """Streams one of an origin's h2 connections may have open when it has several (`h2_connections`): its
     share of the outstanding work (queued + open streams), rounded up, so each starts its own slow start with a

@@ -484,37 +484,3 @@ async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: P
             await engine.aclose()
             front.close()
             await front.wait_closed()
-
-
-async def test_on_a_long_round_trip_images_wait_for_the_pages_stylesheet_on_h2(pki: Path) -> None:
-    """Over a long round trip (`sat`) an h2 origin's images are not sent while its stylesheet is under way: the
-    server would share its slow start's rounds among them and the stylesheet would come rounds later. The server
-    here sees no image request until it answered the stylesheet, then all of them; every request answered once."""
-
-    async def scenario(conn: H2ServerConn) -> None:
-        first = await conn.next_request()
-        assert first is not None
-        await conn.respond(first)
-        css = await conn.next_request()
-        assert css is not None and "site.css" in css.path, css
-        early = await conn.next_request(timeout=1.0)
-        conn.server.state["before the stylesheet's answer"] = early.path if early is not None else None
-        await conn.respond(css)
-        if early is not None:
-            await conn.respond(early)
-        await conn.serve_rest()
-
-    engine = Engine(config(ca_file=str(pki / "ca.pem")))
-    try:
-        async with H2Server(scenario, pki) as srv:
-            await run_batch(engine, [FetchRequest("one", "GET", srv.url("/r/one/100"), resource_type="script")])
-            (pool,) = engine._pools.values()
-            pool.budget.min_rtt = 0.6  # as over `sat` (loopback's round trip sends everything at once)
-            reqs = [FetchRequest("css", "GET", srv.url("/r/site.css/3000"), resource_type="stylesheet")]
-            reqs += [FetchRequest(f"img{i}", "GET", srv.url(f"/r/img{i}/{20_000 + i}"), resource_type="image")
-                     for i in range(3)]
-            sink = await run_batch(engine, reqs, timeout=20)
-            check(sink, reqs, srv, Outcome())
-            assert srv.state["before the stylesheet's answer"] is None, "an image was sent with the stylesheet"
-    finally:
-        await engine.aclose()

@@ -16,7 +16,6 @@ from lanefetch.engine.pool_plan import (
     INITIAL_SEGMENTS,
     INITIAL_WINDOW,
     LONG_BYTES,
-    LONG_RTT,
     RENDER_BLOCKING,
     SEGMENT,
     WARMER,
@@ -38,7 +37,6 @@ from lanefetch.engine.pool_plan import (
     expected_long,
     first_flight_cost,
     fits_first_flight,
-    h2_holds_back,
     link_size,
     long_answer,
     may_join,
@@ -586,12 +584,3 @@ def test_what_is_balanced_a_flights_known_sizes_that_do_not_block_rendering_on_a
     assert not balances(2, None, room)  # the browser's own request: its size is not known
     assert not balances(2, 30_000, None)  # the link not known yet
     assert not balances(2, 30_000, room - 1)  # W-CDMA: 384 kbit/s at 400 ms carries 19 kB per round trip
-
-
-@given(st.integers(min_value=0, max_value=5), st.one_of(st.none(), st.floats(min_value=0.0, max_value=2.0)))
-def test_on_h2_only_what_is_not_render_blocking_waits_and_only_on_a_known_long_round_trip(
-        incoming: int, min_rtt: float | None) -> None:
-    waits = h2_holds_back(incoming, min_rtt)
-    assert waits == (incoming != RENDER_BLOCKING and min_rtt is not None and min_rtt >= LONG_RTT)
-    assert not h2_holds_back(RENDER_BLOCKING, 0.6), "a stylesheet or script never waits for another"
-    assert h2_holds_back(RENDER_BLOCKING + 1, 0.6) and not h2_holds_back(RENDER_BLOCKING + 1, 0.004)
