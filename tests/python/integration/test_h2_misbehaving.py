@@ -69,6 +69,17 @@ def config(**kw: object) -> EngineConfig:
     return cfg
 
 
+async def scripted_first(conn: H2ServerConn) -> H2Req | None:
+    """A scenario's start where only the first connection is scripted: any other serves everything (None); the
+    first connection's first request otherwise."""
+    if conn.index != 0:
+        await conn.serve_rest()
+        return None
+    first = await conn.next_request()
+    assert first is not None
+    return first
+
+
 @dataclass
 class Outcome:
     """What a case expects beyond "each answered exactly once": requests that must fail (a clear error), requests
@@ -391,11 +402,9 @@ async def test_two_connections_one_breaks_mid_batch(misbehave: str, pki: Path) -
     assert EngineConfig().h2_connections == 2
 
     async def scenario(conn: H2ServerConn) -> None:
-        if conn.index != 0:
-            await conn.serve_rest()
+        first = await scripted_first(conn)
+        if first is None:
             return
-        first = await conn.next_request()
-        assert first is not None
         reqs = [first]
         while (r := await conn.next_request(timeout=1.0)) is not None:
             reqs.append(r)
@@ -430,11 +439,9 @@ async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: P
     relayed: list[int] = []
 
     async def scenario(conn: H2ServerConn) -> None:
-        if conn.index != 0:
-            await conn.serve_rest()
+        first = await scripted_first(conn)
+        if first is None:
             return
-        first = await conn.next_request()
-        assert first is not None
         await conn.respond(first)
         # The batch's answers wait until all of it came on this connection (as answers still under way over a slow
         # link keep a connection's streams open): a share kept for the held connection never comes.
