@@ -100,11 +100,6 @@ def report_name(chosen: dict[str, list[str]], visit: str = "fresh") -> str:
     return "-".join([*parts, *tail])
 
 
-def _breakdown(d: Run) -> str:
-    """The load's breakdown lines (LANEFETCH_BENCH_BREAKDOWN) as PageLab.alternate logs them."""
-    return breakdown_lines(d)
-
-
 def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int, log: Callable[[str], None],
                              revisit: bool = False) -> dict[RealPage, dict[str, list[Run]]]:
     """As PageLab.alternate, with every ON load a second visit (PageLab.second_visit); the learning loads are
@@ -124,7 +119,7 @@ def _alternate_second_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int
                     log(f"round {r + 1} {page.name} {mode} earlier load {k + 1}: {_describe(ld, rtt)}")
                 runs[page][mode].append(d)
                 revalidated = f" ({d.get('not_modified', 0)} × 304)" if revisit else ""
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}{revalidated}")
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{breakdown_lines(d)}{revalidated}")
     return runs
 
 
@@ -140,7 +135,7 @@ def _alternate_again(pl: PageLab, pages: Sequence[RealPage], rounds: int,
                 first, d = pl.load(page, mode, again=True)
                 log(f"round {r + 1} {page.name} {mode} first load in the tab: {_describe(first, rtt)}")
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)} "
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{breakdown_lines(d)} "
                     f"({d.get('not_modified', 0)} × 304)")
     return runs
 
@@ -164,7 +159,7 @@ def _alternate_first_visits(pl: PageLab, pages: Sequence[RealPage], rounds: int,
                 else:
                     d = pl.load(page, "off")[0]
                 runs[page][mode].append(d)
-                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{_breakdown(d)}")
+                log(f"round {r + 1} {page.name} {mode}: {_describe(d, rtt)}{breakdown_lines(d)}")
     return runs
 
 

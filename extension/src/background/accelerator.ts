@@ -12,6 +12,7 @@ import { helperSample, type HostSpeed } from "../intercept/host-speed.js";
 import { decide } from "../intercept/pass-through-policy.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { handshakeFor, HeldHandshakes } from "../intercept/preconnect-handshake.js";
+import { withoutFragment } from "../intercept/origin-of.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
 import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
 import type { AddressSpace } from "../sites/address-space.js";
@@ -61,12 +62,6 @@ function pageField(page: PageInfo): Page {
 /** Pages whose flight answer is kept (a tab's navigation asks again). */
 const MAX_FLIGHTS_KNOWN = 64;
 
-/** A page's key among flight answers: its URL without the fragment (a preconnect may name it with one). */
-function pageKey(url: string): string {
-  const hash = url.indexOf("#");
-  return hash < 0 ? url : url.slice(0, hash);
-}
-
 function originOf(url: string): string {
   try {
     return new URL(url).origin;
@@ -109,8 +104,8 @@ export class Accelerator {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
     client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
     client.onFlightPlan((url, flight) => {
-      this.flights.delete(pageKey(url));
-      this.flights.set(pageKey(url), flight);
+      this.flights.delete(withoutFragment(url));
+      this.flights.set(withoutFragment(url), flight);
       if (this.flights.size > MAX_FLIGHTS_KNOWN) this.flights.delete(this.flights.keys().next().value ?? "");
     });
     speed.onVerdict(() => {
@@ -140,7 +135,7 @@ export class Accelerator {
     // Chromium asks every navigation whether its page has a flight (an h2 origin's requests are offered to the
     // helper only if it has one); unknown until the answer, as the last load's answer may have changed.
     const asks = navigation && (askFlight || this.multiplexed !== null);
-    if (asks) this.flights.delete(pageKey(page.url));
+    if (asks) this.flights.delete(withoutFragment(page.url));
     return this.client.preconnect(page.url, field, handshake, asks);
   }
 
@@ -188,7 +183,7 @@ export class Accelerator {
       // keeps too), and the detour's milliseconds can lose a race on the server: a stylesheet reaching nginx just after
       // it began writing an image it would otherwise have sent after the stylesheet (flask-tutorial's first load over
       // `sat`, 5 of 5 loads one round trip slower with the detour). Passed at once, told to the helper, which learns it.
-      if (this.flights.get(pageKey(held.page.url)) === false && this.helperTakes("browser_fetched")) {
+      if (this.flights.get(withoutFragment(held.page.url)) === false && this.helperTakes("browser_fetched")) {
         this.passNow(id, held, "browser_multiplexed", multiplexed);
         this.client.browserFetched(pageField(held.page), [toHelperRequest(id, paused)]);
         return;
@@ -287,15 +282,14 @@ export class Accelerator {
     if (!first) return;
     const { page, tabId } = first.held;
     const batchId = this.client.nextBatchId();
-    const state = this.helperState();
-    const canSplit = this.splitLarge && state.status === "connected" && state.capabilities.includes("split");
+    const canSplit = this.splitLarge && this.helperTakes("split");
     const requests = items.map((item) => toHelperRequest(item.id, item.held.paused));
     // What the helper holds for a multiplexed origin is whole: never split (a split asks the network in pieces)
     const heldOnly = (i: number): boolean => items[i]?.multiplexed !== undefined;
     for (const [i, r] of requests.entries()) {
       if (canSplit && !heldOnly(i) && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
     }
-    const canWarm = state.status === "connected" && state.capabilities.includes("browser_warm");
+    const canWarm = this.helperHolds();
     const warm = this.warmConnection;
     if (canWarm && warm && items.some((it) => warm.finishing(it.held.paused.url, it.held.paused.cdpResourceType))) {
       await this.untilFinished(warm, originOf(first.held.paused.url));

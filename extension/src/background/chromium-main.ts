@@ -99,12 +99,11 @@ const networkLog = new CdpNetworkLog(
 const documents = new DocumentArrival();
 // What its document came over, asked of a racing tab's page (navigation-protocol.ts): h2/h3 leaves the origin's
 // requests to the browser's connection, HTTP/1.1 lets the helper's held handshake go on.
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const protocols = new NavigationProtocols(async (tabId) => {
   const params: Protocol.Runtime.EvaluateRequest = { expression: NAVIGATION_ENTRY_EXPRESSION, returnByValue: true, silent: true };
   const reply = (await chrome.debugger.sendCommand({ tabId }, "Runtime.evaluate", params)) as Protocol.Runtime.EvaluateResponse;
   return reply.result.value as unknown;
-}, sleep);
+});
 const MAIN_FRAMES: chrome.webRequest.RequestFilter = { urls: ["<all_urls>"], types: ["main_frame"] };
 chrome.webRequest.onResponseStarted.addListener((d) => {
   if (d.tabId < 0 || !sessions.networkDeferred(d.tabId)) return;
@@ -349,7 +348,7 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   // A racing tab's page is being asked what its document came over: its origin's requests wait for the answer.
   const answer = isTopDocument ? null : protocols.pending(tabId, paused.url);
   if (answer === null) accelerator.handle(held);
-  else void atMost(answer, WAIT_AT_MOST_MS, sleep).then(() => accelerator.handle(held));
+  else void atMost(answer, WAIT_AT_MOST_MS).then(() => accelerator.handle(held));
 }
 
 async function refreshRules(): Promise<void> {

@@ -24,7 +24,7 @@
 // WARM_BYTES says (measured 2026-11-28: without this, rust-book-print on `sat` fell to 0.79–0.92× once the attach
 // raced, its 313 kB script again on a cold helper connection).
 
-import { originOf } from "./origin-of.js";
+import { originOf, withoutFragment } from "./origin-of.js";
 
 /** A response at least this large (bytes on the wire) leaves its connection warm: its window has grown past four
  * times the initial window (IW10: 14.6 kB), two round trips of slow start saved for any answer that needs them. */
@@ -73,11 +73,6 @@ interface WarmConnection {
   claimedAt: number;
 }
 
-function stripFragment(url: string): string {
-  const i = url.indexOf("#");
-  return i < 0 ? url : url.slice(0, i);
-}
-
 /** What the caller knows of the browser's own response while it arrives (CdpNetworkLog's BrowserTiming so far). */
 export interface ArrivingOnWire {
   protocol: string | null;
@@ -114,9 +109,9 @@ export class BrowserWarmConnection {
     if (origin === "" || origin === "null") return;
     const onWire = overHttp11(t);
     // The claimed request arriving on the warm connection: nothing to wait for, the connection stays claimed.
-    if (this.warm.get(origin)?.claimedBy === stripFragment(url)) return;
+    if (this.warm.get(origin)?.claimedBy === withoutFragment(url)) return;
     if (onWire && warmedBy(t.bodyBytes, t.spanRoundTrips)) {
-      this.arriving.set(origin, stripFragment(url));
+      this.arriving.set(origin, withoutFragment(url));
       if (this.arriving.size > MAX_ORIGINS) {
         const oldest = this.arriving.keys().next().value;
         if (oldest !== undefined) this.arriving.delete(oldest);
@@ -142,7 +137,7 @@ export class BrowserWarmConnection {
     const origin = originOf(url);
     if (origin === "" || origin === "null") return;
     this.record(origin, url, t);
-    if (this.arriving.get(origin) === stripFragment(url)) {
+    if (this.arriving.get(origin) === withoutFragment(url)) {
       this.arriving.delete(origin);
       for (const listener of [...this.finishListeners]) listener(origin);
     }
@@ -151,7 +146,7 @@ export class BrowserWarmConnection {
   private record(origin: string, url: string, t: FinishedOnWire): void {
     const w = this.warm.get(origin);
     const onWire = overHttp11(t) && t.error === null;
-    if (w !== undefined && w.claimedBy === stripFragment(url)) {
+    if (w !== undefined && w.claimedBy === withoutFragment(url)) {
       // The claimed request ended on the browser's warm connection: idle again, warmer still. Answered without the
       // network (the helper's flight or cache): the connection was not used. Failed: forget it.
       if (onWire) this.set(origin, { idleSince: t.end ?? this.now(), claimedBy: null, claimedAt: 0 });
@@ -181,7 +176,7 @@ export class BrowserWarmConnection {
       this.warm.delete(origin);
       return false;
     }
-    w.claimedBy = stripFragment(url);
+    w.claimedBy = withoutFragment(url);
     w.claimedAt = now;
     return true;
   }
@@ -189,7 +184,7 @@ export class BrowserWarmConnection {
   /** The helper answered the claimed request itself (from its flight or cache): the connection is idle again. */
   release(url: string): void {
     const w = this.warm.get(originOf(url));
-    if (w !== undefined && w.claimedBy === stripFragment(url)) w.claimedBy = null;
+    if (w !== undefined && w.claimedBy === withoutFragment(url)) w.claimedBy = null;
   }
 
   private set(origin: string, w: WarmConnection): void {

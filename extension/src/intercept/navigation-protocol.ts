@@ -15,7 +15,7 @@
 // the response started on loopback). What the page says only steers where its own requests go: a page that lies
 // about it misleads nothing but its own acceleration. Pure apart from the injected `evaluate` and `sleep`.
 
-import { originOf } from "./origin-of.js";
+import { originOf, withoutFragment } from "./origin-of.js";
 
 /** Evaluated in the tab's main frame: [document URL, protocol] of its navigation entry, or null before it has one. */
 export const NAVIGATION_ENTRY_EXPRESSION =
@@ -29,11 +29,6 @@ export const WAIT_AT_MOST_MS = 300;
 
 /** What one evaluation says: the document's protocol, "again" (not committed yet), or "none" (it will not say). */
 export type Reading = { protocol: string } | "again" | "none";
-
-function withoutFragment(url: string): string {
-  const hash = url.indexOf("#");
-  return hash < 0 ? url : url.slice(0, hash);
-}
 
 /** Reads one evaluation's value (`NAVIGATION_ENTRY_EXPRESSION`) for the document at `documentUrl`. */
 export function readingOf(documentUrl: string, value: unknown): Reading {
@@ -50,6 +45,11 @@ interface Question {
   answer: Promise<string | null>;
 }
 
+/** A real timer's wait (tests inject their own). */
+function timerSleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
 export class NavigationProtocols {
   /** tabId → the question asked of its newest racing document. */
   private readonly asked = new Map<number, Question>();
@@ -57,17 +57,17 @@ export class NavigationProtocols {
   constructor(
     /** Evaluates NAVIGATION_ENTRY_EXPRESSION in the tab's main frame; rejects when the tab cannot be asked. */
     private readonly evaluate: (tabId: number) => Promise<unknown>,
-    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+    private readonly sleep: (ms: number) => Promise<void> = timerSleep,
   ) {}
 
   /** The racing tab's document at `documentUrl` started to arrive: asks the page until it says; resolves with the
    * protocol, or null (it did not say, or a newer document of the tab replaced the question). */
   ask(tabId: number, documentUrl: string): Promise<string | null> {
     const question: Question = { origin: originOf(documentUrl), answer: Promise.resolve(null) };
+    this.asked.set(tabId, question);
     question.answer = this.questions(tabId, documentUrl, question).finally(() => {
       if (this.asked.get(tabId) === question) this.asked.delete(tabId);
     });
-    this.asked.set(tabId, question);
     return question.answer;
   }
 
@@ -83,8 +83,10 @@ export class NavigationProtocols {
 
   private async questions(tabId: number, documentUrl: string, question: Question): Promise<string | null> {
     for (let i = 0; i < MAX_QUESTIONS; i += 1) {
-      if (i > 0) await this.sleep(ASK_EVERY_MS);
-      if (this.asked.get(tabId) !== question && i > 0) return null;
+      if (i > 0) {
+        await this.sleep(ASK_EVERY_MS);
+        if (this.asked.get(tabId) !== question) return null;
+      }
       let value: unknown;
       try {
         value = await this.evaluate(tabId);
@@ -101,6 +103,6 @@ export class NavigationProtocols {
 }
 
 /** Waits for `answer` at most `ms`: null when it did not come in time. */
-export function atMost<T>(answer: Promise<T | null>, ms: number, sleep: (ms: number) => Promise<void>): Promise<T | null> {
+export function atMost<T>(answer: Promise<T | null>, ms: number, sleep: (ms: number) => Promise<void> = timerSleep): Promise<T | null> {
   return Promise.race([answer, sleep(ms).then(() => null)]);
 }

@@ -1,6 +1,7 @@
 // A request held by the CDP Fetch domain, in the shape the rest of the extension uses, and its conversion to
 // a protocol Request for the helper.
 import type { Protocol } from "devtools-protocol";
+import { withoutFragment } from "./origin-of.js";
 import type { Priority, Request as HelperRequest, ResourceType } from "../generated/protocol.js";
 
 export interface PausedRequest {
@@ -54,17 +55,11 @@ export function headerValue(headers: readonly (readonly [string, string])[], nam
   return headers.find(([n]) => n.toLowerCase() === lower)?.[1];
 }
 
-/** URL without the fragment: what goes on the wire. */
-function wireUrl(url: string): string {
-  const hash = url.indexOf("#");
-  return hash === -1 ? url : url.slice(0, hash);
-}
-
 export function toHelperRequest(id: string, paused: PausedRequest): HelperRequest {
   const request: HelperRequest = {
     id,
     method: paused.method,
-    url: wireUrl(paused.url),
+    url: withoutFragment(paused.url), // what goes on the wire
     headers: paused.headers.map(([n, v]) => [n, v]),
     resource_type: resourceTypeOf(paused.cdpResourceType),
     decode: true,

@@ -2,6 +2,7 @@
 // of each request), kept small and in memory; the timing panel reads them. Bounded: the newest page loads only.
 import type { PageReport, Timing } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
+import { withoutFragment } from "../intercept/origin-of.js";
 import type { BrowserTiming } from "./browser-timing.js";
 
 export interface RequestRecord {
@@ -95,11 +96,6 @@ export interface StoreLimits {
 
 export const DEFAULT_STORE_LIMITS: StoreLimits = { pageLoads: 30, recordsPerLoad: 3000 };
 
-function withoutFragment(url: string): string {
-  const hash = url.indexOf("#");
-  return hash === -1 ? url : url.slice(0, hash);
-}
-
 /** The request of the page's own top-level document (not a frame's, not a fetch of the page's URL). */
 export function isTopDocument(r: Pick<NewRecord, "resourceType" | "url" | "pageUrl">): boolean {
   return r.resourceType.toLowerCase() === "document" && withoutFragment(r.url) === withoutFragment(r.pageUrl);
@@ -116,8 +112,7 @@ export function beginsAnotherLoad(load: PageLoad, fresh: NewRecord): boolean {
 }
 
 function joinKey(networkId: string, url: string): string {
-  const hash = url.indexOf("#");
-  return `${networkId} ${hash === -1 ? url : url.slice(0, hash)}`;
+  return `${networkId} ${withoutFragment(url)}`;
 }
 
 export class TimingStore {
