@@ -136,6 +136,7 @@ class Connection:
             self.state.ended = True
             await self.pool.connection_failed(self, e)
             return
+        _log_opened(self.id, self.pool.origin, self.connect_timing, self.transport.alpn)
         if self.transport.alpn == "h2":
             # The server chose HTTP/2: the pool runs this transport as an H2Connection in this one's place.
             transport, self.transport = self.transport, None
@@ -342,4 +343,14 @@ class Connection:
             await self.pool.connection_ended(self, ev)
         # a response finished or the connection ended: the sender may have room, the pool may re-plan
         self.wakeup.set()
+
+
+def _log_opened(conn_id: int, origin: Origin, t: ConnectTiming, alpn: str | None) -> None:
+    """Debug: when a connection's handshakes ran (monotonic ms), so a load's timeline shows what its first requests
+    waited for."""
+    def ms(x: float | None) -> str:
+        return "-" if x is None else str(round(x * 1000))
+    logging.getLogger("lanefetch.engine").debug(
+        "conn %d to %s open: dns %s-%s, tcp %s-%s, tls end %s%s, alpn %s", conn_id, origin, ms(t.dns_start),
+        ms(t.dns_end), ms(t.connect_start), ms(t.connect_end), ms(t.tls_end), " (held)" if t.held else "", alpn)
 
