@@ -96,12 +96,12 @@ class H2Connection:
 
     def _cap(self, t: float) -> int:
         """What the server may have outstanding on this connection (receive_window.py), from the origin's delivery
-        rate and round trip, shared with the origin's other h2 connections; the session's full window where the
-        config turns the cap off."""
+        rate and round trip, shared with the origin's other h2 connections that have streams open; the session's
+        full window where the config turns the cap off."""
         unbounded = WINDOW
         if not self.pool.config.h2_receive_cap:
             return unbounded
-        return self.pool.budget.h2_window(t, unbounded, self.pool.h2_serving())
+        return self.pool.budget.h2_window(t, unbounded, self.pool.h2_receiving())
 
     def _flush(self) -> None:
         data = self.session.data_to_send()

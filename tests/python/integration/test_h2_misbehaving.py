@@ -24,6 +24,9 @@ from h2.errors import ErrorCodes
 from h2.settings import SettingCodes
 from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
+from lanefetch.engine.h2_connection import H2Connection
+from lanefetch.engine.h2_session import WINDOW
+from lanefetch.engine.timing import now
 from misbehaving_servers import LOOPBACK, RecordingSink, content, sha
 from tls_pki import make_test_pki
 
@@ -491,3 +494,72 @@ async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: P
             await engine.aclose()
             front.close()
             await front.wait_closed()
+
+
+async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path) -> None:
+    """The origin's receive cap (what its servers may have outstanding: H2_GAIN x delivery rate x round trip) is
+    shared among its h2 connections that have streams open. A connection carrying a whole batch while the other is
+    idle gets all of it (counted, the idle one had halved it: a second visit's flight over `sat` then grew 1.5x a
+    round trip instead of slow start's 2x); two carrying get half each."""
+    release = asyncio.Event()
+    held: list[H2Req] = []
+
+    async def scenario(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request(timeout=15.0)) is not None:
+            if r.path.startswith("/r/hold"):
+                held.append(r)
+
+                async def later(req: H2Req = r) -> None:
+                    await release.wait()
+                    await conn.respond(req)
+                t = asyncio.create_task(later())
+                conn.tasks.add(t)
+                t.add_done_callback(conn.tasks.discard)
+            else:
+                conn.answer_soon(r)
+
+    async def until(cond: Callable[[], bool], what: str) -> None:
+        for _ in range(500):
+            if cond():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"not seen in 5 s: {what}")
+
+    async with H2Server(scenario, pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        try:
+            await run_batch(engine, [FetchRequest("one", "GET", srv.url("/r/one/100"), resource_type="script")])
+            (pool,) = engine._pools.values()
+            pool.budget.min_rtt = 0.6  # as over `sat`: the origin gets its second h2 connection
+            warm = [FetchRequest(f"w{i}", "GET", srv.url(f"/r/w{i}/3000"), resource_type="script") for i in range(8)]
+            (await run_batch(engine, warm)).check_once(warm)
+            conns = [c for c in pool.connections if isinstance(c, H2Connection)]
+            assert len(conns) == 2, "two h2 connections up"
+
+            def caps() -> tuple[int, int, int, int]:
+                pool.budget.min_rtt = 0.6  # (loopback's handshakes lowered it again)
+                t = now()
+                return (conns[0]._cap(t), conns[1]._cap(t), pool.budget.h2_window(t, WINDOW, 1),
+                        pool.budget.h2_window(t, WINDOW, 2))
+
+            one = [FetchRequest("h0", "GET", srv.url("/r/hold0/5000"), resource_type="script")]
+            first = asyncio.create_task(run_batch(engine, one))
+            await until(lambda: len(held) == 1, "the held request at the server")
+            a, b, whole, half = caps()
+            assert whole > half > 0, "a cap below the session's window, so that sharing shows"
+            carrying = [c for c in conns if c.session.open_streams()]
+            assert len(carrying) == 1
+            assert (a if carrying[0] is conns[0] else b) == whole, "the only connection carrying gets the whole cap"
+
+            more = [FetchRequest(f"h{i}", "GET", srv.url(f"/r/hold{i}/5000"), resource_type="script")
+                    for i in range(1, 9)]
+            second = asyncio.create_task(run_batch(engine, more))
+            await until(lambda: len(held) == 9, "the second batch at the server")
+            assert all(c.session.open_streams() for c in conns), "the batch shared between the two"
+            assert caps()[:2] == (half, half), "two connections carrying: half each"
+            release.set()
+            (await first).check_once(one)
+            (await second).check_once(more)
+        finally:
+            release.set()
+            await engine.aclose()
