@@ -103,7 +103,7 @@ class OriginPool:
         self.policy = policy
         self.tls = tls
         self.connections: set[Connection | H2Connection] = set()
-        # Connections opened once the origin was known to speak h2, until their handshakes end (take: no share).
+        # Connections opened once the origin was known to speak h2 and another was up (take: no share).
         self._opened_late: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.budget = InflightBudget()
         self._queue: list[tuple[tuple[int, int, int, int], Exchange]] = []
@@ -173,10 +173,10 @@ class OriginPool:
         if isinstance(conn, H2Connection):
             # Streams multiplex: no depth, no bulk, no order to keep; only the peer's stream limit, and with
             # several h2 connections configured, this one's share (pool_plan.h2_share) among those up and those
-            # opened with them. One opened once the origin was known to speak h2 (its TCP and TLS handshakes still
-            # ahead) has no share kept for it: the open one takes the work (over `sat` a second connection opened at
-            # the first's ALPN held an @import stylesheet and the page's images 1.2-1.8 s while the first had room:
-            # flask-tutorial's first visit a round trip slower than the browser alone).
+            # opened with them. One opened once the origin was known to speak h2 and another was up (its TCP and
+            # TLS handshakes still ahead) has no share kept for it: the open one takes the work (over `sat` a second
+            # connection opened at the first's ALPN held an @import stylesheet and the page's images 1.2-1.8 s
+            # while the first had room: flask-tutorial's first visit a round trip slower than the browser alone).
             if self.config.h2_connections > 1:
                 serving = [c for c in self.connections if not (isinstance(c, H2Connection) and c.draining)
                            and c not in self._opened_late]
@@ -480,7 +480,13 @@ class OriginPool:
     def _open(self) -> Connection:
         conn = Connection(self, self.engine.next_connection_id())
         self.connections.add(conn)
-        if self.policy.protocol == "h2":
+        if self.policy.protocol == "h2" and any(
+                c.connect_timing.tls_end is not None and not (isinstance(c, H2Connection) and c.draining)
+                for c in self.connections):
+            # Late: another connection's handshakes are done and it can take the work now. Connections opened
+            # together before any was up (a remembered h2 origin's preconnect) share it as equals: a second
+            # visit's flight otherwise all went on the first to finish its handshake, 14 ms ahead of the other,
+            # and the server's slow start had one initial window to grow from instead of two.
             self._opened_late.add(conn)
         task = asyncio.create_task(conn.run(), name=f"lanefetch-conn-{conn.id}")
         self._tasks.add(task)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
 from lanefetch.engine.h2_connection import H2Connection
 from lanefetch.engine.h2_session import WINDOW
+from lanefetch.engine.origin_policy import OriginPolicy
+from lanefetch.engine.request import Origin
 from lanefetch.engine.timing import now
 from misbehaving_servers import LOOPBACK, RecordingSink, content, sha
 from tls_pki import make_test_pki
@@ -81,6 +84,30 @@ async def scripted_first(conn: H2ServerConn) -> H2Req | None:
     first = await conn.next_request()
     assert first is not None
     return first
+
+
+async def relay_holding_second(srv: H2Server, hold: Callable[[], Awaitable[object]],
+                               relayed: list[int]) -> tuple[asyncio.Server, int]:
+    """A TCP relay in front of srv whose second connection reaches the server only once `hold()` returns: its
+    handshakes wait (as a connection opened later, or one whose packets took longer, over a long link). Returns
+    the relay and its port; every accepted connection is counted in `relayed`."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, ConnectionError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        relayed.append(len(relayed))
+        if len(relayed) > 1:
+            await hold()
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", srv.port)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    front = await asyncio.start_server(relay, "127.0.0.1", 0)
+    return front, front.sockets[0].getsockname()[1]
 
 
 @dataclass
@@ -457,23 +484,7 @@ async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: P
         await conn.serve_rest()
 
     async with H2Server(scenario, pki) as srv:
-
-        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError, ConnectionError):
-                while data := await reader.read(65536):
-                    writer.write(data)
-                    await writer.drain()
-            writer.close()
-
-        async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            relayed.append(len(relayed))
-            if len(relayed) > 1:
-                await release.wait()  # the second connection: its handshakes are held
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", srv.port)
-            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-        front = await asyncio.start_server(relay, "127.0.0.1", 0)
-        port = front.sockets[0].getsockname()[1]
+        front, port = await relay_holding_second(srv, release.wait, relayed)
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=EngineConfig().h2_connections))
         try:
             first = [FetchRequest("one", "GET", f"https://localhost:{port}/r/one/100", resource_type="script")]
@@ -563,3 +574,52 @@ async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path
         finally:
             release.set()
             await engine.aclose()
+
+
+async def test_h2_connections_opened_together_share_the_first_batch(pki: Path) -> None:
+    """An origin remembered to speak h2 gets its two connections at once (before any is up, as a page's
+    preconnect opens them): they share the batch as equals, even where one's handshakes end first (here the relay
+    lets the second reach the server 0.3 s later). Marked late like a connection opened once another was up, the
+    second got none of a second visit's flight: it all went on the first, whose server started slow start from
+    one initial window instead of two."""
+    relayed: list[int] = []
+    second_asked = asyncio.Event()
+
+    async def scenario(conn: H2ServerConn) -> None:
+        if conn.index != 0:
+            first = await conn.next_request()
+            if first is not None:
+                second_asked.set()
+                conn.answer_soon(first)
+            await conn.serve_rest()
+            return
+        # The first connection's answers wait until the batch is all on it or the second connection asked too (as
+        # answers still under way over a long link keep streams open): loopback would otherwise answer the first
+        # share before the second connection is up and leave it nothing to take.
+        mine: list[H2Req] = []
+        for _ in range(400):  # at most 20 s
+            if len(mine) == 8 or second_asked.is_set():
+                break
+            if (r := await conn.next_request(timeout=0.05)) is not None:
+                mine.append(r)
+        for r in mine:
+            conn.answer_soon(r)
+        await conn.serve_rest()
+
+    async with H2Server(scenario, pki) as srv:
+        front, port = await relay_holding_second(srv, lambda: asyncio.sleep(0.3), relayed)
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        engine.policies[Origin("https", "localhost", port)] = OriginPolicy(engine.config.effective_depth,
+                                                                           protocol="h2")
+        try:
+            reqs = [FetchRequest(f"g{i}", "GET", f"https://localhost:{port}/r/g{i}/{s}", resource_type="script")
+                    for i, s in enumerate([2048, 17, 65536, 1, 9000, 0, 4096, 300])]
+            sink = await run_batch(engine, reqs, timeout=20)
+            sink.check_once(reqs)
+            assert len(relayed) == 2, "two connections opened together"
+            carried = Counter(sink.records[r.id].report.connection.id for r in reqs)  # type: ignore[union-attr]
+            assert len(carried) == 2 and min(carried.values()) >= 2, f"the batch shared: {dict(carried)}"
+        finally:
+            await engine.aclose()
+            front.close()
+            await front.wait_closed()
