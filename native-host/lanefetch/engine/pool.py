@@ -432,8 +432,9 @@ class OriginPool:
 
     def _limit(self) -> int:
         """Connections the origin may have serving it (pool_plan.connection_limit)."""
+        sized = sum(ex.request.link_bytes or 0 for _, ex in self._queue) if self.policy.protocol == "h2" else 0
         return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2(),
-                                self.config.h2_connections, self.budget.min_rtt)
+                                self.config.h2_connections, self.budget.min_rtt, sized, self.policy.link_bdp)
 
     def h2_receiving(self) -> int:
         """The origin's h2 connections that share its receive cap (h2_connection.py `_cap`): those with streams open

@@ -623,3 +623,26 @@ async def test_h2_connections_opened_together_share_the_first_batch(pki: Path) -
             await engine.aclose()
             front.close()
             await front.wait_closed()
+
+
+async def test_a_flight_of_known_bytes_on_a_roomy_link_gets_more_h2_connections(pki: Path) -> None:
+    """An origin remembered to speak h2 over a link that carries 178 kB per round trip (as `sat` was learned): a
+    flight whose answers are known to put 400 kB on the link gets four connections at once (one per
+    pool_plan.H2_CONNECTION_BYTES) instead of the two a long round trip gives any batch; its requests shared over
+    them, each answered once."""
+
+    async def scenario(conn: H2ServerConn) -> None:
+        await conn.serve_rest()
+
+    async with H2Server(scenario, pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(
+            engine.config.effective_depth, protocol="h2", link_bdp=177_788)
+        try:
+            reqs = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/2000"), resource_type="image",
+                                 expected_size=100_000, expected_wire=100_000) for i in range(4)]
+            sink = await run_batch(engine, reqs, timeout=20)
+            sink.check_once(reqs)
+            assert len(srv.connections) == 4, f"{len(srv.connections)} connections"
+        finally:
+            await engine.aclose()

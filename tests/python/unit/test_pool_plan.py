@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lanefetch.engine.pool_plan import (
     BALANCE_BDP,
     BULK_BYTES,
+    H2_CONNECTION_BYTES,
     HEAD_BYTES,
     INITIAL_SEGMENTS,
     INITIAL_WINDOW,
@@ -37,6 +38,7 @@ from lanefetch.engine.pool_plan import (
     expected_long,
     first_flight_cost,
     fits_first_flight,
+    h2_connections_for,
     link_size,
     long_answer,
     may_join,
@@ -192,6 +194,39 @@ def test_expected_long_only_from_a_known_size_above_the_threshold(sizes: list[in
 ])
 def test_connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, limit: int) -> None:
     assert connection_limit(per_origin, protocol, may_speak_h2) == limit
+
+
+@given(st.integers(1, 3), st.integers(0, 4_000_000), st.one_of(st.none(), st.integers(0, 2_000_000)),
+       st.integers(1, 8))
+def test_a_flight_of_known_bytes_gets_h2_connections_by_its_size_and_the_links_room(
+        base: int, sized: int, link_bdp: int | None, per_origin: int) -> None:
+    """Never fewer than the base count; more only for known bytes on a link of BALANCE_BDP or more per round trip,
+    then one per H2_CONNECTION_BYTES, never beyond the per-origin limit nor more initial windows than the link
+    carries per round trip; more bytes never fewer connections."""
+    n = h2_connections_for(base, sized, link_bdp, per_origin)
+    assert n >= base
+    if base <= 1 or link_bdp is None or link_bdp < BALANCE_BDP:
+        assert n == base
+        return
+    assert n == base or (n <= per_origin and n * INITIAL_WINDOW <= link_bdp
+                         and (n - 1) * H2_CONNECTION_BYTES < sized)
+    assert h2_connections_for(base, sized + H2_CONNECTION_BYTES, link_bdp, per_origin) >= n
+
+
+def test_h2_connections_for_the_measured_pages() -> None:
+    """The pages that set the rule, their flights' bytes on `sat` (a learned link of 178 kB per round trip): four
+    connections for django-tutorial07 (338 kB), six for rust-std (615 kB: the per-origin limit), two for
+    flask-tutorial (160 kB); over W-CDMA (19 kB per round trip) two whatever the bytes; HTTP/1.1 and an origin whose
+    protocol is not known yet are not concerned."""
+    sat, wcdma = 177_788, 19_200
+    assert h2_connections_for(2, 338_650, sat, 6) == 4
+    assert h2_connections_for(2, 615_550, sat, 6) == 6
+    assert h2_connections_for(2, 160_386, sat, 6) == 2
+    assert h2_connections_for(2, 615_550, wcdma, 6) == 2
+    assert h2_connections_for(1, 615_550, sat, 6) == 1  # a short round trip: one connection
+    assert connection_limit(6, "h2", True, 2, 0.6, 338_650, sat) == 4
+    assert connection_limit(6, None, True, 2, 0.6, 338_650, sat) == 2  # the protocol not known yet
+    assert connection_limit(6, "http/1.1", True, 2, 0.6, 338_650, sat) == 6
 
 
 @given(st.integers(0, 12), st.integers(0, 100), st.integers(1, 8))
