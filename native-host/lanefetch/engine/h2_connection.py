@@ -37,6 +37,7 @@ class H2Connection:
         self._first_request = True
         self._last_activity = now()
         self._taking = 0  # requests taken from the pool for the streams about to open
+        self._taking_bytes = 0  # and their answers' expected bytes
 
     @property
     def open(self) -> bool:
@@ -53,6 +54,11 @@ class H2Connection:
 
     def unanswered(self) -> int:
         return self.session.open_streams() + self._taking  # those being taken count: the pool's share rule
+
+    def unanswered_bytes(self) -> int:
+        """What its open streams' and the requests being taken's answers are expected to put on the link, as far as
+        known (FetchRequest.link_bytes; unknown counts 0): the pool's share rule by bytes."""
+        return sum(ex.request.link_bytes or 0 for ex in self.session.open_tokens()) + self._taking_bytes
 
     def can_take(self, ex: Exchange) -> bool:
         return self.session.may_open(ex.method)
@@ -121,7 +127,8 @@ class H2Connection:
             batch.append(H2Request(ex, ex.method, ex.target.origin.scheme, ex.target.origin.authority(),
                                    ex.target.path, ex.wire_request.headers, ex.wire_request.body, u, incremental))
             self._taking = len(batch)
-        self._taking = 0
+            self._taking_bytes += ex.request.link_bytes or 0
+        self._taking = self._taking_bytes = 0
         if not batch:
             return []
         sent = self.session.send(batch)

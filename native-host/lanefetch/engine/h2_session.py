@@ -188,6 +188,10 @@ class H2Session(Generic[T]):
     def open_streams(self) -> int:
         return len(self._streams)
 
+    def open_tokens(self) -> list[T]:
+        """The requests whose streams are open (sent, not yet answered to their end)."""
+        return list(self._by_token)
+
     def carries(self, token: T) -> bool:
         return token in self._by_token
 

@@ -56,7 +56,7 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
-    h2_share,
+    h2_may_take,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -181,7 +181,10 @@ class OriginPool:
                 serving = [c for c in self.connections if not (isinstance(c, H2Connection) and c.draining)
                            and c not in self._opened_late]
                 outstanding = self.queued() + sum(c.unanswered() for c in serving)
-                if conn.unanswered() >= h2_share(outstanding, len(serving)):
+                up = [c.unanswered_bytes() for c in serving if isinstance(c, H2Connection)]
+                sized = self._queue[0][1].request.link_bytes is not None
+                if not h2_may_take(conn.unanswered(), outstanding, conn.unanswered_bytes(), min(up, default=0),
+                                   len(serving), sized, handshaking=len(up) < len(serving)):
                     return None
             return heapq.heappop(self._queue)[1] if conn.can_take(self._queue[0][1]) else None
         assert isinstance(conn, Connection)

@@ -532,6 +532,23 @@ def h2_share(outstanding: int, connections: int) -> int:
     return max(1, -(-outstanding // max(1, connections)))
 
 
+def h2_may_take(mine: int, outstanding: int, mine_bytes: int, least_bytes: int, connections: int,
+                sized: bool, handshaking: bool = False) -> bool:
+    """May one of an origin's `connections` h2 connections take the queue's next request? Where that request's
+    answer has a known size (a flight's: `sized`), only the up connection carrying the fewest expected bytes
+    (`least_bytes`) takes it: taken largest first (queue_order), that is the longest-processing-time rule again
+    (balanced_taker), and the connections end within one answer of each other. Counted in streams instead
+    (h2_share), rust-std's flight over `sat` (six connections) left one carrying a single 174-byte image while two
+    carried 130 kB each and ended 1.8 s after it. While some of them are still in their handshakes (`handshaking`:
+    opened with the others, so they keep their part of the work), the up ones also stay within their count share;
+    once all are up, the least loaded may always take, so work never waits for every connection to refuse. Without
+    a known size, by count."""
+    by_count = mine < h2_share(outstanding, connections)
+    if sized:
+        return mine_bytes <= least_bytes and (by_count or not handshaking)
+    return by_count
+
+
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:
     """New connections to open: up to the per-origin limit, no more than the work (queued + in flight on the
     connections serving small requests) can use."""

@@ -646,3 +646,50 @@ async def test_a_flight_of_known_bytes_on_a_roomy_link_gets_more_h2_connections(
             assert len(srv.connections) == 4, f"{len(srv.connections)} connections"
         finally:
             await engine.aclose()
+
+
+async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -> None:
+    """Three h2 connections up, a flight of one 90 kB answer and nine of 10 kB (sizes known from earlier loads):
+    the connection that took the large one takes nothing more (the least loaded takes the next, largest first), so
+    the connections end near together; counted in streams (four each), it would also have carried three small
+    ones. The server answers only once the whole flight has come, so nothing ends early and lowers a load."""
+    arrived: list[tuple[int, H2Req]] = []
+    everything = asyncio.Event()
+
+    async def scenario(conn: H2ServerConn) -> None:
+        for _ in range(400):  # at most 20 s
+            if everything.is_set():
+                break
+            r = await conn.next_request(timeout=0.05)
+            if r is None:
+                continue
+            if not r.path.startswith("/r/f"):
+                conn.answer_soon(r)  # the warm-up
+                continue
+            arrived.append((conn.index, r))
+            if len(arrived) == 10:
+                everything.set()
+        await everything.wait()
+        for _, r in [(i, r) for i, r in arrived if i == conn.index]:
+            conn.answer_soon(r)
+        await conn.serve_rest()
+
+    async with H2Server(scenario, pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=3))
+        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(engine.config.effective_depth,
+                                                                               protocol="h2")
+        try:
+            warm = [FetchRequest(f"w{i}", "GET", srv.url(f"/r/w{i}/100"), resource_type="image") for i in range(6)]
+            (await run_batch(engine, warm)).check_once(warm)
+            assert len(srv.connections) == 3, "three connections up"
+            sizes = [90_000] + [10_000] * 9
+            flight = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/{n}"), resource_type="image",
+                                   expected_size=n, expected_wire=n) for i, n in enumerate(sizes)]
+            sink = await run_batch(engine, flight, timeout=20)
+            sink.check_once(flight)
+            big = next(i for i, r in arrived if r.path.startswith("/r/f0/"))
+            with_big = [r.path for i, r in arrived if i == big]
+            assert with_big == ["/r/f0/90000"], f"the large answer's connection also carried {with_big[1:]}"
+        finally:
+            everything.set()
+            await engine.aclose()

@@ -39,6 +39,7 @@ from lanefetch.engine.pool_plan import (
     first_flight_cost,
     fits_first_flight,
     h2_connections_for,
+    h2_may_take,
     link_size,
     long_answer,
     may_join,
@@ -211,6 +212,40 @@ def test_a_flight_of_known_bytes_gets_h2_connections_by_its_size_and_the_links_r
     assert n == base or (n <= per_origin and n * INITIAL_WINDOW <= link_bdp
                          and (n - 1) * H2_CONNECTION_BYTES < sized)
     assert h2_connections_for(base, sized + H2_CONNECTION_BYTES, link_bdp, per_origin) >= n
+
+
+@given(st.lists(st.integers(1, 200_000), min_size=1, max_size=40), st.integers(1, 6), st.randoms())
+def test_h2_connections_take_a_flight_by_bytes_and_end_within_one_answer_of_each_other(
+        sizes: list[int], connections: int, rnd: Random) -> None:
+    """A flight of known sizes, largest first, taken by `connections` h2 connections, each waking in any order and
+    taking the queue's head while h2_may_take says so (nothing answered meanwhile): all of it is taken (while work
+    waits some connection may take it), and no connection carries more than another plus one answer."""
+    queue = sorted(sizes, reverse=True)
+    loads = [0] * connections
+    counts = [0] * connections
+    for _ in range(len(sizes) * connections + 1):
+        if not queue:
+            break
+        def may(i: int) -> bool:
+            return h2_may_take(counts[i], len(queue) + sum(counts), loads[i], min(loads), connections, True)
+        willing = [i for i in range(connections) if may(i)]
+        assert willing, "work waits and no connection may take it"
+        i = rnd.choice(willing)
+        while queue and may(i):
+            loads[i] += queue.pop(0)
+            counts[i] += 1
+    assert not queue
+    assert max(loads) - min(loads) <= max(sizes)
+
+
+def test_h2_connections_take_unsized_work_by_count() -> None:
+    """Without known sizes the share is counted in streams, as h2_share; with them, the least loaded takes."""
+    assert h2_may_take(3, 8, 0, 0, 2, sized=False)
+    assert not h2_may_take(4, 8, 0, 0, 2, sized=False)
+    assert h2_may_take(4, 8, 10, 10, 2, sized=True)
+    assert not h2_may_take(0, 8, 60, 10, 2, sized=True)
+    assert not h2_may_take(4, 8, 10, 10, 2, sized=True, handshaking=True)  # the other's count share kept for it
+    assert h2_may_take(3, 8, 10, 10, 2, sized=True, handshaking=True)
 
 
 def test_h2_connections_for_the_measured_pages() -> None:
