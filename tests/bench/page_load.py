@@ -249,6 +249,13 @@ class PageLab:
             #: (BBR paces its second flight at 2.89 × the first's delivery rate: 20 segments spread over about
             #: 0.45 s at 600 ms RTT). LANEFETCH_BENCH_SERVER_CC pins it; the report names what ran.
             self.server_cc = _server_congestion_control(server_host, os.environ.get("LANEFETCH_BENCH_SERVER_CC", ""))
+            #: No TCP metrics kept between the server's connections: Linux caches a closed connection's ssthresh
+            #: per client address (CUBIC's HyStart leaves slow start early without a loss, and that is cached), so
+            #: the next load's connections would start slow start with an earlier one's exit point, and which
+            #: variant ran before (ON's helper connections or OFF's one) set the next load's ramp (flask-tutorial
+            #: over h2: ON 5.67 and 5.70 s after django-tutorial07's loads, 5.04-5.08 s in runs of its own). Every
+            #: load meets the server as a first contact, whichever ran before.
+            server_host.run(["sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], check=True)
             self.client = self.lab.host("client")
             self.link = self.lab.link(self.client, server_host, profile)
             Path(self._docroot.name).chmod(0o755)  # Apache's children (www-data) read it in place
