@@ -181,10 +181,13 @@ class OriginPool:
                 serving = [c for c in self.connections if not (isinstance(c, H2Connection) and c.draining)
                            and c not in self._opened_late]
                 outstanding = self.queued() + sum(c.unanswered() for c in serving)
-                up = [c.unanswered_bytes() for c in serving if isinstance(c, H2Connection)]
+                up = [c for c in serving if isinstance(c, H2Connection)]
+                # The least loaded among those that may open a stream now (one at the server's stream limit would
+                # otherwise hold every other back until its streams end).
+                least = min((c.unanswered_bytes() for c in up if c is conn or c.session.can_open()), default=0)
                 sized = self._queue[0][1].request.link_bytes is not None
-                if not h2_may_take(conn.unanswered(), outstanding, conn.unanswered_bytes(), min(up, default=0),
-                                   len(serving), sized, handshaking=len(up) < len(serving)):
+                if not h2_may_take(conn.unanswered(), outstanding, conn.unanswered_bytes(), least, len(serving),
+                                   sized, handshaking=len(up) < len(serving)):
                     return None
             return heapq.heappop(self._queue)[1] if conn.can_take(self._queue[0][1]) else None
         assert isinstance(conn, Connection)
