@@ -129,12 +129,6 @@ class OriginPool:
     def submit(self, ex: Exchange) -> None:
         heapq.heappush(self._queue, (ex.sort_key(), ex))
         self._needed.set()
-        if ex.request.resource_type == "document" and self.policy.protocol == "h2":
-            # A page's document: its subresources follow a round trip later. The origin's further h2 connections
-            # open now, with the document's, so that they are up when that wave comes and share it; opened for the
-            # wave itself they came once the document's was up, held no share, and it carried the whole wave (a
-            # public page's first visit over `sat`: twenty requests on one connection, the other carried two).
-            self._open_ahead()
         self._plan()
 
     def _requeue(self, ex: Exchange) -> None:

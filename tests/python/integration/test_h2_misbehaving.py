@@ -695,26 +695,3 @@ async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -
             everything.set()
             await engine.aclose()
 
-
-async def test_a_documents_request_opens_the_origins_further_h2_connections_with_its_own(pki: Path) -> None:
-    """A page's document to an origin remembered to speak h2, over a long round trip: the origin's second h2
-    connection opens with the document's (its subresources follow a round trip later and find both up), not when
-    that wave comes (then the first is up, the second holds no share, and the first carries the whole wave)."""
-
-    async def scenario(conn: H2ServerConn) -> None:
-        await conn.serve_rest()
-
-    async with H2Server(scenario, pki) as srv:
-        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
-        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(engine.config.effective_depth,
-                                                                               protocol="h2")
-        try:
-            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
-            (await run_batch(engine, doc)).check_once(doc)
-            for _ in range(500):  # the second connection's handshake may still be under way: at most 5 s
-                if len(srv.connections) >= 2:
-                    break
-                await asyncio.sleep(0.01)
-            assert len(srv.connections) == 2, "the second connection opened with the document's"
-        finally:
-            await engine.aclose()
