@@ -353,4 +353,3 @@ def _log_opened(conn_id: int, origin: Origin, t: ConnectTiming, alpn: str | None
     logging.getLogger("lanefetch.engine").debug(
         "conn %d to %s open: dns %s-%s, tcp %s-%s, tls end %s%s, alpn %s", conn_id, origin, ms(t.dns_start),
         ms(t.dns_end), ms(t.connect_start), ms(t.connect_end), ms(t.tls_end), " (held)" if t.held else "", alpn)
-

@@ -178,14 +178,14 @@ class OriginPool:
             # connection opened at the first's ALPN held an @import stylesheet and the page's images 1.2-1.8 s
             # while the first had room: flask-tutorial's first visit a round trip slower than the browser alone).
             if self.config.h2_connections > 1:
-                serving = [c for c in self.connections if not (isinstance(c, H2Connection) and c.draining)
-                           and c not in self._opened_late]
+                serving = [c for c in self.connections if not _draining(c) and c not in self._opened_late]
                 outstanding = self.queued() + sum(c.unanswered() for c in serving)
                 up = [c for c in serving if isinstance(c, H2Connection)]
-                # The least loaded among those that may open a stream now (one at the server's stream limit would
-                # otherwise hold every other back until its streams end).
-                least = min((c.unanswered_bytes() for c in up if c is conn or c.session.can_open()), default=0)
                 sized = self._queue[0][1].request.link_bytes is not None
+                # The least loaded among those that may open a stream now (one at the server's stream limit would
+                # otherwise hold every other back until its streams end); only a sized request is taken by bytes.
+                least = min((c.unanswered_bytes() for c in up if c is conn or c.session.can_open()),
+                            default=0) if sized else 0
                 if not h2_may_take(conn.unanswered(), outstanding, conn.unanswered_bytes(), least, len(serving),
                                    sized, handshaking=len(up) < len(serving)):
                     return None
@@ -428,7 +428,7 @@ class OriginPool:
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
         # An h2 connection that got a GOAWAY takes no new streams: it does not serve the queue either.
         serving = [c for c in self.connections
-                   if not self.carries_bulk(c) and not (isinstance(c, H2Connection) and c.draining)]
+                   if not self.carries_bulk(c) and not _draining(c)]
         work = self.queued() + sum(c.unanswered() for c in serving)
         for _ in range(connections_to_open(len(serving), work, self._limit())):
             self._open()
@@ -488,8 +488,7 @@ class OriginPool:
         conn = Connection(self, self.engine.next_connection_id())
         self.connections.add(conn)
         if self.policy.protocol == "h2" and any(
-                c.connect_timing.tls_end is not None and not (isinstance(c, H2Connection) and c.draining)
-                for c in self.connections):
+                c.connect_timing.tls_end is not None and not _draining(c) for c in self.connections):
             # Late: another connection's handshakes are done and it can take the work now. Connections opened
             # together before any was up (a remembered h2 origin's preconnect) share it as equals: a second
             # visit's flight otherwise all went on the first to finish its handshake, 14 ms ahead of the other,
@@ -677,6 +676,11 @@ class OriginPool:
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _draining(conn: Carrier) -> bool:
+    """An h2 connection that got a GOAWAY (or ended): it takes no new streams, so it serves no queued work."""
+    return isinstance(conn, H2Connection) and conn.draining
 
 
 def _address_literal(host: str, port: int) -> list[_AddrInfo]:
