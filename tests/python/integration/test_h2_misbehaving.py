@@ -32,6 +32,7 @@ from lanefetch.engine.request import Origin
 from lanefetch.engine.timing import now
 from misbehaving_servers import LOOPBACK, RecordingSink, content, sha
 from tls_pki import make_test_pki
+from waits import until
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 
@@ -529,13 +530,6 @@ async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path
             else:
                 conn.answer_soon(r)
 
-    async def until(cond: Callable[[], bool], what: str) -> None:
-        for _ in range(500):
-            if cond():
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"not seen in 5 s: {what}")
-
     async with H2Server(scenario, pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
         try:
@@ -555,7 +549,7 @@ async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path
 
             one = [FetchRequest("h0", "GET", srv.url("/r/hold0/5000"), resource_type="script")]
             first = asyncio.create_task(run_batch(engine, one))
-            await until(lambda: len(held) == 1, "the held request at the server")
+            await until(lambda: len(held) == 1, "the held request at the server", seconds=5)
             a, b, whole, half = caps()
             assert whole > half > 0, "a cap below the session's window, so that sharing shows"
             carrying = [c for c in conns if c.session.open_streams()]
@@ -565,7 +559,7 @@ async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path
             more = [FetchRequest(f"h{i}", "GET", srv.url(f"/r/hold{i}/5000"), resource_type="script")
                     for i in range(1, 9)]
             second = asyncio.create_task(run_batch(engine, more))
-            await until(lambda: len(held) == 9, "the second batch at the server")
+            await until(lambda: len(held) == 9, "the second batch at the server", seconds=5)
             assert all(c.session.open_streams() for c in conns), "the batch shared between the two"
             a, b, _, half = caps()  # (now: what was delivered meanwhile moved the rate)
             assert (a, b) == (half, half), "two connections carrying: half each"

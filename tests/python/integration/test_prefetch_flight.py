@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.plan import Planned
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
+from waits import until
 
 CSS = b"body { color: #333 } " * 500
 JS = b"console.log('x');" * 300
@@ -262,7 +263,7 @@ async def test_a_guess_the_browser_asked_for_is_not_cut_by_the_budget(server: Se
     ledger = Ledger(Limits(speculative=32 * 1024, total=4 * 1024 * 1024))
     flight = Flight(service, PAGE, ledger)
     flight.start([Planned(f"{server.url}/held.woff2", IMAGE, "font", confident=False, expected_size=None)])
-    await until(lambda: server.count("/held.woff2") == 1, "the guess sent", lambda: server.seen)
+    await until(lambda: server.count("/held.woff2") == 1, "the guess sent", seconds=5, seen=lambda: server.seen)
     answers = FlightAnswers(service, lambda page: flight)
     sink = Collect()
     asking = asyncio.create_task(answers.fetch([_browser("font", f"{server.url}/held.woff2", IMAGE)], sink, PAGE))
@@ -278,22 +279,16 @@ async def test_a_guess_the_browser_asked_for_is_not_cut_by_the_budget(server: Se
     assert report.cancelled_by_budget == 0 and report.answered == 1 and report.wasted_bytes == 0
 
 
-async def until(condition: Callable[[], bool], what: str, seen: Callable[[], object]) -> None:
-    for _ in range(500):  # 5 s at most
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never happened: {what}; seen: {seen()!r}")
-
-
 async def test_a_request_waiting_on_a_prefetch_can_be_cancelled(server: Server, service: FetchService) -> None:
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
     flight.start([Planned(f"{server.url}/slow.js", SCRIPT, "script")])
-    await until(lambda: server.count("/slow.js") == 1, "the prefetch reached the server", lambda: server.seen)
+    await until(lambda: server.count("/slow.js") == 1, "the prefetch reached the server", seconds=5,
+                seen=lambda: server.seen)
     answers = FlightAnswers(service, lambda page: flight)
     sink = Collect()
     batch = asyncio.create_task(answers.fetch([_browser("w", f"{server.url}/slow.js", SCRIPT)], sink, PAGE))
-    await until(lambda: "w" in answers._waiting, "the browser request waits on the prefetch", lambda: sink.got)
+    await until(lambda: "w" in answers._waiting, "the browser request waits on the prefetch", seconds=5,
+                seen=lambda: sink.got)
     await answers.cancel(["w"])
     await asyncio.wait_for(batch, 5)
     got = sink.got["w"]

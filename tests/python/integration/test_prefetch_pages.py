@@ -29,6 +29,7 @@ from lanefetch.prefetch.page_memory import PageMemory, Recalled
 from lanefetch.prefetch.plan import Planned, plan
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
+from waits import until
 
 PAGE_HTML = b"""<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="/static/site.css"><script src="/static/app.js"></script></head>
@@ -499,14 +500,6 @@ def document_request(rid: str, url: str) -> FetchRequest:
     fields = [("Accept", "text/html"), ("Sec-Fetch-Dest", "document"), ("Sec-Fetch-Mode", "navigate"),
               ("Sec-Fetch-Site", "none"), ("User-Agent", "UA/2"), ("Accept-Language", "en")]
     return FetchRequest(rid, "GET", url, fields, resource_type="document", decode=True)
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    for _ in range(1000):  # fails loudly after 10 s
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"waited 10 s for {what}")
 
 
 async def test_a_first_visit_flies_what_its_document_and_stylesheets_name(service: FetchService) -> None:
