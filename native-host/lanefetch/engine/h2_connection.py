@@ -60,6 +60,11 @@ class H2Connection:
         known (FetchRequest.link_bytes; unknown counts 0): the pool's share rule by bytes."""
         return sum(ex.request.link_bytes or 0 for ex in self.session.open_tokens()) + self._taking_bytes
 
+    def open_classes(self) -> list[int]:
+        """The priority classes (Exchange.sort_key's first) of its open streams' requests: the pool's render reserve
+        rule (pool_plan.h2_for_reserve)."""
+        return [ex.sort_key()[0] for ex in self.session.open_tokens()]
+
     def can_take(self, ex: Exchange) -> bool:
         return self.session.may_open(ex.method)
 

@@ -56,7 +56,9 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
+    h2_for_reserve,
     h2_may_take,
+    h2_render_reserve,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -105,6 +107,9 @@ class OriginPool:
         self.connections: set[Connection | H2Connection] = set()
         # Connections opened once the origin was known to speak h2 and another was up (take: no share).
         self._opened_late: weakref.WeakSet[Connection] = weakref.WeakSet()
+        # The id of the h2 connection a page's document opened beside its own for render-blocking work
+        # (pool_plan.h2_render_reserve); it keeps its id when its TLS handshake makes it an H2Connection.
+        self._render_reserve: int | None = None
         self.budget = InflightBudget()
         self._queue: list[tuple[tuple[int, int, int, int], Exchange]] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -130,6 +135,10 @@ class OriginPool:
         heapq.heappush(self._queue, (ex.sort_key(), ex))
         self._needed.set()
         self._plan()
+        if ex.request.resource_type == "document" and h2_render_reserve(
+                self.policy.protocol if self._may_speak_h2() else None, self.config.h2_connections,
+                self.budget.min_rtt, self._reserve() is not None):
+            self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
 
     def _requeue(self, ex: Exchange) -> None:
         # A retried request keeps its place: same sort key as when it first came.
@@ -171,6 +180,26 @@ class OriginPool:
         if not self._queue:
             return None
         if isinstance(conn, H2Connection):
+            reserve = self._reserve()
+            if reserve is not None and not isinstance(reserve, H2Connection):
+                reserve = None  # still in its handshakes: the others take everything meanwhile
+            if reserve is not None:
+                # The render reserve takes render-blocking work that would otherwise queue behind other work's
+                # bytes (pool_plan.h2_for_reserve); the others defer that to it, and it takes nothing else.
+                head = self._queue[0][1]
+                to_reserve = h2_for_reserve(head.sort_key()[0], (
+                    (c.session.can_open(), c.open_classes()) for c in self.connections
+                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)))
+                if conn is reserve:
+                    if not to_reserve or not conn.can_take(head):
+                        return None
+                    for c in self.connections:
+                        if c is not conn:
+                            c.wakeup.set()  # the queue's next head may be theirs
+                    return heapq.heappop(self._queue)[1]
+                if to_reserve and reserve.session.can_open():
+                    reserve.wakeup.set()
+                    return None
             # Streams multiplex: no depth, no bulk, no order to keep; only the peer's stream limit, and with
             # several h2 connections configured, this one's share (pool_plan.h2_share) among those up and those
             # opened with them. One opened once the origin was known to speak h2 and another was up (its TCP and
@@ -178,7 +207,8 @@ class OriginPool:
             # connection opened at the first's ALPN held an @import stylesheet and the page's images 1.2-1.8 s
             # while the first had room: flask-tutorial's first visit a round trip slower than the browser alone).
             if self.config.h2_connections > 1:
-                serving = [c for c in self.connections if not _draining(c) and c not in self._opened_late]
+                serving = [c for c in self.connections
+                           if not _draining(c) and c not in self._opened_late and c.id != self._render_reserve]
                 outstanding = self.queued() + sum(c.unanswered() for c in serving)
                 up = [c for c in serving if isinstance(c, H2Connection)]
                 sized = self._queue[0][1].request.link_bytes is not None
@@ -446,9 +476,18 @@ class OriginPool:
         """The origin's h2 connections that share its receive cap (h2_connection.py `_cap`): those with streams open
         (at least 1: the one asking). An idle one needs none of it: counted, it halved the cap of the one carrying
         a whole flight (rust-std's second visit over `sat`: the server's window grew 1.5x a round trip instead of
-        slow start's 2x, and 615 kB took 4.4 s on a 10 Mbit/s link)."""
+        slow start's 2x, and 615 kB took 4.4 s on a 10 Mbit/s link). Nor does the render reserve take a share
+        (pool_plan.h2_render_reserve): it carries a few render-blocking answers for a round trip or so, and halving
+        the flight's connection's cap for them would cost the flight more than they weigh."""
         return max(1, sum(1 for c in self.connections
-                          if isinstance(c, H2Connection) and not c.draining and c.session.open_streams()))
+                          if isinstance(c, H2Connection) and not c.draining and c.session.open_streams()
+                          and c.id != self._render_reserve))
+
+    def _reserve(self) -> Connection | H2Connection | None:
+        """The render reserve (pool_plan.h2_render_reserve) while it is open and takes new streams."""
+        if self._render_reserve is None:
+            return None
+        return next((c for c in self.connections if c.id == self._render_reserve and not _draining(c)), None)
 
     def carries_bulk(self, conn: Carrier) -> bool:
         """The connection is receiving a response with more than BULK_BYTES still to come: anything

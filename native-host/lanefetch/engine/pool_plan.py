@@ -549,6 +549,32 @@ def h2_may_take(mine: int, outstanding: int, mine_bytes: int, least_bytes: int, 
     return by_count
 
 
+def h2_render_reserve(protocol: str | None, h2_connections: int, min_rtt: float | None, have_one: bool) -> bool:
+    """Does a page's document to this origin open a render reserve beside its own connection: an h2 connection
+    that takes only render-blocking requests, and only while no other of the origin's h2 connections is free of
+    other work (`h2_for_reserve`)? Where the origin is remembered to speak h2 and gets several connections
+    (`h2_connection_count`: a long or unknown round trip), and it has none open yet (`have_one`).
+
+    Why: a first visit's flight (the document's stylesheets, scripts and images, found as it streams) goes on the
+    document's connection, and the stylesheets those stylesheets `@import`, asked a round trip later, reached the
+    server behind the images' bytes in its socket: over `sat` django-tutorial07's three `@import`s were answered
+    0.6 s after they came (the browser's own, asked before its images, at once), and the page's last chain link
+    with them. Opened with the document, the reserve is up when they come; it carries nothing else, so the flight
+    keeps the document's warm connection and, while the reserve has no streams, its whole receive cap."""
+    return protocol == "h2" and not have_one and h2_connection_count(h2_connections, min_rtt) > 1
+
+
+def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int]]]) -> bool:
+    """Should the origin's render reserve (`h2_render_reserve`) take a request of priority class `incoming`? Only a
+    render-blocking one, and only where none of the origin's other h2 connections is free for it: each of `others`
+    as (may open a stream, the priority classes of its open streams); free = may open one and carries nothing but
+    render-blocking work. A connection that carries images or other later work would queue the request behind their
+    bytes at the server; one that carries only render-blocking work is what the reserve would be. Where this says
+    no, the other connections take the request by their own rules (so no request ever waits for the reserve)."""
+    return incoming == RENDER_BLOCKING and not any(
+        may_open and all(c == RENDER_BLOCKING for c in classes) for may_open, classes in others)
+
+
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:
     """New connections to open: up to the per-origin limit, no more than the work (queued + in flight on the
     connections serving small requests) can use."""

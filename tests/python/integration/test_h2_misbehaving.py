@@ -689,3 +689,63 @@ async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -
             everything.set()
             await engine.aclose()
 
+
+
+async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_flight_holds_the_other(
+        pki: Path) -> None:
+    """A page's document to an origin remembered to speak h2 (round trip not known yet: long) opens a render
+    reserve beside its own connection (pool_plan.h2_render_reserve). The flight that follows (a script, an image)
+    goes on the document's connection; a stylesheet asked while the image is still coming (as an `@import` found a
+    round trip later) goes to the reserve, not behind the image's bytes. Without the reserve it went on the
+    document's connection (there was no other up)."""
+    release = asyncio.Event()
+    held: list[H2Req] = []
+
+    async def scenario(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request(timeout=15.0)) is not None:
+            if r.path.startswith("/r/hold"):
+                held.append(r)
+
+                async def later(req: H2Req = r) -> None:
+                    await release.wait()
+                    await conn.respond(req)
+                t = asyncio.create_task(later())
+                conn.tasks.add(t)
+                t.add_done_callback(conn.tasks.discard)
+            else:
+                conn.answer_soon(r)
+
+    async with H2Server(scenario, pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(engine.config.effective_depth,
+                                                                               protocol="h2")
+        try:
+            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
+            first = await run_batch(engine, doc)
+            first.check_once(doc)
+            await until(lambda: len(srv.connections) == 2, "the reserve's connection at the server")
+            (pool,) = engine._pools.values()
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+            flight = [FetchRequest("s1", "GET", srv.url("/r/s1/2000"), resource_type="script"),
+                      FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image")]
+            flying = asyncio.create_task(run_batch(engine, flight))
+            await until(lambda: len(held) == 1, "the image at the server", seconds=5)
+            css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
+            late = await run_batch(engine, css, timeout=10)  # answered while the image is still held
+            late.check_once(css)
+            release.set()
+            flown = await flying
+            flown.check_once(flight)
+
+            def conn_of(sink: RecordingSink, rid: str) -> int:
+                report = sink.records[rid].report
+                assert report is not None and report.connection is not None
+                return report.connection.id
+
+            doc_conn = conn_of(first, "doc")
+            assert conn_of(flown, "s1") == doc_conn and conn_of(flown, "img") == doc_conn, "the flight on it"
+            assert conn_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the image"
+            assert len(srv.connections) == 2
+        finally:
+            release.set()
+            await engine.aclose()

@@ -39,7 +39,9 @@ from lanefetch.engine.pool_plan import (
     first_flight_cost,
     fits_first_flight,
     h2_connections_for,
+    h2_for_reserve,
     h2_may_take,
+    h2_render_reserve,
     link_size,
     long_answer,
     may_join,
@@ -236,6 +238,38 @@ def test_h2_connections_take_a_flight_by_bytes_and_end_within_one_answer_of_each
             counts[i] += 1
     assert not queue
     assert max(loads) - min(loads) <= max(sizes)
+
+
+@given(st.integers(0, 3), st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 3), max_size=4)), max_size=4))
+def test_the_render_reserve_takes_only_render_blocking_work_no_other_connection_is_free_for(
+        incoming: int, others: list[tuple[bool, list[int]]]) -> None:
+    """The reserve takes a request exactly when it blocks rendering and every other h2 connection either may open
+    no stream or carries later work; otherwise some other connection is free for it or it is later work, which the
+    others take by their own rules: so whatever the reserve refuses, nothing waits for it."""
+    free = [may_open and all(c == RENDER_BLOCKING for c in classes) for may_open, classes in others]
+    assert h2_for_reserve(incoming, others) == (incoming == RENDER_BLOCKING and not any(free))
+
+
+def test_the_render_reserve_example_of_the_first_visit() -> None:
+    """The document's connection carries the flight's images: an @import stylesheet goes to the reserve; the
+    flight itself, while that connection carried only render-blocking answers (or nothing), stayed on it."""
+    image = RENDER_BLOCKING + 2
+    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING, image])])
+    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING])])
+    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [])])
+    assert not h2_for_reserve(image, [(True, [image])])
+    assert h2_for_reserve(RENDER_BLOCKING, [(False, [])])  # at its stream limit
+    assert h2_for_reserve(RENDER_BLOCKING, [])  # no other up yet
+
+
+def test_a_document_opens_a_render_reserve_to_a_remembered_h2_origin_over_a_long_round_trip() -> None:
+    assert h2_render_reserve("h2", 2, 0.6, have_one=False)
+    assert h2_render_reserve("h2", 2, None, have_one=False)  # an unknown round trip counts as long
+    assert not h2_render_reserve("h2", 2, 0.6, have_one=True)
+    assert not h2_render_reserve("h2", 2, 0.001, have_one=False)  # a short one: one connection
+    assert not h2_render_reserve("h2", 1, 0.6, have_one=False)
+    assert not h2_render_reserve(None, 2, 0.6, have_one=False)
+    assert not h2_render_reserve("http/1.1", 2, 0.6, have_one=False)
 
 
 def test_h2_connections_take_unsized_work_by_count() -> None:
