@@ -35,7 +35,8 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   h2 sees the frame; frames go to h2 one at a time) itself.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
   request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
-  the urgency, every stream a sibling on stream 0: `tree_weight`), because that is what servers act on: nginx 1.22
+  the urgency, `tree_weight`, and an exclusive dependency on the last open stream as urgent or more, `tree_parent`:
+  one chain in urgency order, as Chromium sends), because that is what servers act on: nginx 1.22
   and Apache 2.4 ignore RFC 9218 and honour the tree (measured: tests/bench/h2_priority.py, docs/architecture.md).
   The shell hands requests over in the pool's priority order, so render-blocking streams are also opened first.
 - **RTT.** A PING goes out with the preface and whenever the shell asks (`ping`); its ACK gives `rtt`.
@@ -134,6 +135,7 @@ class _Stream(Generic[T]):
     expected: int | None = None  # the response's content-length (0 for HEAD), once its head arrived
     data_bytes: int = 0  # DATA payload received so far
     unreturned: int = 0  # stream window taken by DATA the sink consumed, not yet handed back
+    urgency: int = 3  # RFC 9218 urgency it was sent with (its place in the priority chain: tree_parent)
 
 
 class H2Session(Generic[T]):
@@ -205,17 +207,23 @@ class H2Session(Generic[T]):
                 break
             sid = self._h2.get_next_available_stream_id()
             self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body,
-                                  priority_weight=tree_weight(req.urgency), priority_depends_on=0,
-                                  priority_exclusive=False)
+                                  priority_weight=tree_weight(req.urgency),
+                                  priority_depends_on=tree_parent(req.urgency, self._open_urgencies()),
+                                  priority_exclusive=True)
             initial = self._h2.local_settings.initial_window_size
             if self._window > initial:
                 self._h2.increment_flow_control_window(self._window - initial, sid)
             self.requests_sent += 1
-            self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"")
+            self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"",
+                                         urgency=req.urgency)
             self._by_token[req.token] = sid
             sent.append((req, sid, len(self._streams)))
         self._send_bodies()
         return sent
+
+    def _open_urgencies(self) -> list[tuple[int, int]]:
+        """(stream id, urgency) of the open streams, in the order they were opened."""
+        return [(sid, st.urgency) for sid, st in self._streams.items()]
 
     def cancel(self, token: T) -> None:
         """We no longer want this answer: reset its stream (CANCEL) and forget it; what still arrives for it is
@@ -478,6 +486,21 @@ class H2Session(Generic[T]):
                 except H2Error:
                     s.body = b""
                     break
+
+
+def tree_parent(urgency: int, open_streams: list[tuple[int, int]]) -> int:
+    """The stream a new stream of this urgency depends on, exclusively (RFC 7540 §5.3): of the open streams
+    (`open_streams`: (id, urgency) in the order opened) as urgent as it or more, the least urgent, the last opened
+    among those; 0 (the root) if none. Exclusive, it takes that stream's dependants as its own, so the tree is one
+    chain in urgency order, first come first within an urgency: the order a server that follows the tree sends them in (Chromium builds its tree the
+    same way). As siblings of the root sharing by weight, a first visit's images, asked with its scripts, took
+    part of each round trip from them: django-tutorial07's scripts over `sat` ended a round trip later than the
+    browser's own (asked before its images), and the page's last wave waited for them."""
+    best: tuple[int, int] | None = None  # (urgency, id) of the parent so far
+    for sid, u in open_streams:
+        if u <= urgency and (best is None or u >= best[0]):
+            best = (u, sid)
+    return 0 if best is None else best[1]
 
 
 def tree_weight(urgency: int) -> int:

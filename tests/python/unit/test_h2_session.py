@@ -5,6 +5,7 @@ answered twice, and only GET/HEAD are offered for retry."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from random import Random
 
 import pytest
 from h2.config import H2Configuration
@@ -15,7 +16,7 @@ from h2.settings import SettingCodes
 from hyperframe.frame import GoAwayFrame, HeadersFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned
+from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned, tree_parent
 from lanefetch.engine.pipeline import ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
 from lanefetch.engine.receive_window import MIN_GRANT
 from lanefetch.engine.request import FetchRequest, urgency
@@ -38,6 +39,7 @@ class Server:
         self.ended: set[int] = set()
         self.reset: set[int] = set()
         self.weights: dict[int, tuple[int | None, int | None]] = {}  # stream -> RFC 7540 (weight, depends on)
+        self.exclusive: dict[int, bool | None] = {}
 
     def receive(self, data: bytes) -> None:
         for ev in self.h2.receive_data(data):
@@ -45,6 +47,7 @@ class Server:
                 self.requests[ev.stream_id] = dict(ev.headers)  # type: ignore[arg-type]
                 if ev.priority_updated is not None:
                     self.weights[ev.stream_id] = (ev.priority_updated.weight, ev.priority_updated.depends_on)
+                    self.exclusive[ev.stream_id] = ev.priority_updated.exclusive
                 self.bodies[ev.stream_id] = b""
             elif isinstance(ev, DataReceived):
                 self.bodies[ev.stream_id] += ev.data
@@ -143,8 +146,58 @@ def test_windows_are_large_and_priority_is_sent() -> None:
     by_path = {h[":path"]: (sid, h) for sid, h in server.requests.items()}
     assert by_path["/a.css"][1]["priority"] == "u=0" and by_path["/i.png"][1]["priority"] == "u=5, i"
     assert by_path["/a.css"][0] < by_path["/i.png"][0], "the render-blocking request is opened first"
-    # ... and the RFC 7540 weights nginx and Apache act on (they ignore the RFC 9218 field): siblings on stream 0.
-    assert server.weights == {by_path["/a.css"][0]: (256, 0), by_path["/i.png"][0]: (8, 0)}
+    # ... and the RFC 7540 tree nginx and Apache act on (they ignore the RFC 9218 field): one chain in urgency
+    # order, the image under the stylesheet.
+    css_sid, img_sid = by_path["/a.css"][0], by_path["/i.png"][0]
+    assert server.weights == {css_sid: (256, 0), img_sid: (8, css_sid)}
+    assert server.exclusive == {css_sid: True, img_sid: True}
+
+
+def test_a_later_urgent_stream_goes_ahead_of_the_open_images_in_the_tree() -> None:
+    """Asked once images are streaming (an @import found a round trip later), a stylesheet depends on the last
+    open stream as urgent as it (the script), exclusively: the images, the script's dependants, become its own."""
+    client, server = Client(), Server()
+    script = H2Request("js", "GET", "https", "e.test", "/a.js", [], urgency=0)
+    img = H2Request("img", "GET", "https", "e.test", "/i.png", [], urgency=5, incremental=True)
+    handshake(client, server, [script, img])
+    client.session.send([H2Request("css", "GET", "https", "e.test", "/b.css", [], urgency=0)])
+    server.receive(client.session.data_to_send())
+    sid = {h[":path"]: sid for sid, h in server.requests.items()}
+    assert server.weights[sid["/b.css"]] == (256, sid["/a.js"]) and server.exclusive[sid["/b.css"]]
+
+
+@given(st.lists(st.one_of(st.integers(0, 7), st.just(-1)), max_size=40), st.randoms())
+def test_the_priority_tree_stays_one_chain_in_urgency_order(ops: list[int], rnd: Random) -> None:
+    """Streams opened (an urgency) and closed (-1: a random open one) in any order, each opened with an exclusive
+    dependency on tree_parent and each closed one's dependants given to its parent (RFC 7540 §5.3.3-5.3.4): the tree
+    is one chain, and walked from the root it lists the open streams by urgency, first opened first within one."""
+    parent: dict[int, int] = {}
+    urg: dict[int, int] = {}
+    opened: list[int] = []
+    for n, op in enumerate(ops, start=1):
+        if op < 0:
+            if opened:
+                gone = opened.pop(rnd.randrange(len(opened)))
+                for k, p in parent.items():
+                    if p == gone:
+                        parent[k] = parent[gone]
+                del parent[gone], urg[gone]
+            continue
+        dep = tree_parent(op, [(s, urg[s]) for s in opened])
+        for k, p in parent.items():
+            if p == dep:
+                parent[k] = n  # exclusive: the parent's dependants become the new stream's
+        parent[n], urg[n] = dep, op
+        opened.append(n)
+    chain, at = [], 0
+    for _ in range(len(opened) + 1):
+        kids = [k for k, p in parent.items() if p == at]
+        assert len(kids) <= 1, "one chain"
+        if not kids:
+            break
+        at = kids[0]
+        chain.append(at)
+    assert chain == sorted(opened, key=lambda s: (urg[s], opened.index(s)))
 
 
 def test_urgency_from_type_and_priority() -> None:
