@@ -123,15 +123,22 @@ class InflightBudget:
             return self.floor_bytes
         return max(self.floor_bytes, int(GAIN * self.best_rate(t) * self.min_rtt))
 
-    def h2_window(self, t: float, unbounded: int, connections: int = 1) -> int:
+    def h2_window(self, t: float, unbounded: int, connections: int = 1, roomy_bdp: int | None = None) -> int:
         """The cap on what the server may have outstanding on one of the origin's `connections` h2 connections
         (receive_window.py): H2_GAIN × the best delivery rate × the minimum round trip, at least the floor, shared
         equally among them (the origin's delivery rate is one link's: each connection capping at all of it would
         let them together overflow its queue); `unbounded` while no round trip is known or on a link too short to
-        overflow a queue (as for the budget)."""
+        overflow a queue (as for the budget). `roomy_bdp`: the link's bandwidth-delay product as remembered for
+        the origin (OriginPolicy.link_bdp, a lower bound: what it carried with room to spare), given only where it
+        is roomy (pool_plan.BALANCE_BDP); the cap is then never below H2_GAIN times it. The best delivery rate
+        counts what the server had to send: after a page's document alone (9 kB over `sat`) it held the flight that
+        followed at the floor, and django-tutorial07's scripts ended two round trips after they were asked where
+        the browser's own took one. A queue that held H2_GAIN × a lower bound of the link's BDP would have to be
+        shallower than half a BDP to overflow."""
         if self.min_rtt is None or self.min_rtt < MIN_RTT:
             return unbounded
-        return max(self.floor_bytes, int(H2_GAIN * self.best_rate(t) * self.min_rtt)) // max(1, connections)
+        floor = self.floor_bytes if roomy_bdp is None else max(self.floor_bytes, int(H2_GAIN * roomy_bdp))
+        return max(floor, int(H2_GAIN * self.best_rate(t) * self.min_rtt)) // max(1, connections)
 
     def max_unanswered(self, t: float) -> int | None:
         """Requests the origin may have unanswered now; None while nothing was delivered yet or the link is short."""

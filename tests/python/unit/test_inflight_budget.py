@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lanefetch.engine.inflight_budget import FLOOR_BYTES, LINK_WINDOW_RTTS, InflightBudget
+from lanefetch.engine.inflight_budget import FLOOR_BYTES, H2_GAIN, LINK_WINDOW_RTTS, InflightBudget
 
 
 def deliver_at_rate(b: InflightBudget, start: float, rate: float, size: int, count: int) -> float:
@@ -110,6 +110,20 @@ def test_h2_connections_share_one_cap(rtt: float, rate: float, connections: int)
     assert b.h2_window(t, 1 << 24, 0) == alone
     b.observe_rtt(0.001)  # a short link is not capped, however many connections
     assert b.h2_window(t, 1 << 24, connections) == 1 << 24
+
+
+@given(rtt=st.floats(0.01, 2.0), rate=st.floats(1_000, 50_000_000), bdp=st.integers(1, 5_000_000))
+def test_a_roomy_links_remembered_bdp_is_the_caps_floor(rtt: float, rate: float, bdp: int) -> None:
+    """Given a link's remembered bandwidth-delay product (a roomy one, the caller's test), the cap is never below
+    H2_GAIN times it, and otherwise what the delivery rate says: after a document alone the rate is a few kB a
+    round trip, and the flight after it was held at the floor."""
+    b = InflightBudget()
+    b.observe_rtt(rtt)
+    t = deliver_at_rate(b, 0.0, rate, 16_384, 4)
+    without = b.h2_window(t, 1 << 24)
+    with_bdp = b.h2_window(t, 1 << 24, 1, bdp)
+    assert with_bdp == max(without, int(H2_GAIN * bdp))
+    assert b.h2_window(t, 1 << 24, 2, bdp) == with_bdp // 2
 
 
 def test_the_links_bdp_is_the_best_rate_of_the_session_times_the_round_trip() -> None:
