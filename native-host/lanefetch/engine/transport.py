@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import sys
@@ -43,6 +44,58 @@ async def _streams(
             ssl_handshake_timeout=handshake_timeout,
         )
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
+# TLS record content types (RFC 8446 §5.1)
+_CHANGE_CIPHER_SPEC, _HANDSHAKE, _APPLICATION_DATA = 0x14, 0x16, 0x17
+FINISHED_HOLD = 0.05  # seconds a TLS 1.3 client Finished may wait for the connection's first request
+
+
+def ends_tls13_client_handshake(data: bytes) -> bool:
+    """Is this write the client's last handshake flight of TLS 1.3 (its Finished, encrypted: an application_data
+    record, after the middlebox-compatibility ChangeCipherSpec if any)? A TLS 1.2 client's second flight starts
+    with a handshake record (ClientKeyExchange) and a retried ClientHello is one too: the server must answer those
+    before anything else can be sent, so they are never held."""
+    if data[:1] == bytes([_CHANGE_CIPHER_SPEC]) and len(data) > 6:
+        data = data[6:]  # the compatibility record is 6 bytes: 0x14 0x03 0x03 0x00 0x01 0x01
+    return data[:1] == bytes([_APPLICATION_DATA])
+
+
+class FinishedWithRequestSocket(socket.socket):
+    """A TCP socket whose TLS 1.3 client Finished waits in the kernel (TCP_CORK, Linux) for the connection's first
+    request, at most FINISHED_HOLD, so the two leave in one segment, as a browser's do.
+
+    Why: written apart (the helper's request followed its Finished by 2 ms, the event loop's turns between the
+    handshake's end and the pool's first write), nginx answered the Finished alone (two session tickets and its
+    SETTINGS, three small packets) and the request in a second pass (its SETTINGS ACK and the response's HEADERS
+    in one more small packet): eleven packets where the server's initial window (IW10) holds ten, and a 9.4 kB
+    document's last 745 bytes came a round trip later (django-tutorial07 over `sat`: 0.6 s). Chromium's Finished
+    and request arrive together and its answer fits."""
+
+    _held = False
+    _sends = 0
+
+    def send(self, data: bytes, flags: int = 0) -> int:  # type: ignore[override]
+        self._sends += 1
+        if self._held:
+            n = super().send(data, flags)
+            self.release()  # the first request (or whatever came first) goes with the Finished
+            return n
+        # The write after the ClientHello: a TLS 1.3 Finished, or a flight the server must answer first.
+        if self._sends == 2 and hasattr(socket, "TCP_CORK") and ends_tls13_client_handshake(bytes(data[:7])):
+            with contextlib.suppress(OSError):
+                self.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                self._held = True
+                asyncio.get_running_loop().call_later(FINISHED_HOLD, self.release)
+        return super().send(data, flags)
+
+    def release(self) -> None:
+        """Send what is held now."""
+        if self._held:
+            self._held = False
+            if self.fileno() != -1:
+                with contextlib.suppress(OSError):
+                    self.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
 
 
 @dataclass
@@ -96,7 +149,8 @@ async def open_transport(
     loop = asyncio.get_running_loop()
     last: Exception | None = None
     for family, sockaddr in addresses:
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = FinishedWithRequestSocket(family, socket.SOCK_STREAM) if tls is not None else socket.socket(
+            family, socket.SOCK_STREAM)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if setup is not None:  # a lane: bind to its interface

@@ -105,3 +105,60 @@ async def test_wrong_name_is_refused(https_origin: tuple[int, list[str]], pki: P
     # the certificate names only localhost: the same server reached by its address must be refused
     sink = await fetch([f"https://127.0.0.1:{port}/a"], pki / "ca.pem")
     assert sink.errors["0"].code == "tls_failed" and "0" not in sink.bodies
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
+async def test_a_tls13_finished_waits_in_the_kernel_for_the_first_request(
+        pki: Path, version: ssl.TLSVersion, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TLS 1.3: the client's Finished is held (TCP_CORK) until the connection's first write, which leaves with it,
+    so the server reads the two together. TLS 1.2: the client's second flight is never held (the server must
+    answer it before the handshake ends). A server sees the same bytes either way."""
+    import socket
+
+    from lanefetch.engine import transport
+    from lanefetch.engine.timing import ConnectTiming
+
+    monkeypatch.setattr(transport, "FINISHED_HOLD", 60.0)  # only the first write releases it here
+    got: list[bytes] = []
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    ctx.maximum_version = version
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        got.append(await reader.readexactly(5))
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=ctx)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        t = await transport.open_transport(
+            [(socket.AF_INET, ("127.0.0.1", port))], server_hostname="localhost",
+            tls=transport.make_tls_context(str(pki / "ca.pem")), timing=ConnectTiming(), connect_timeout=5)
+        sock = t.writer.get_extra_info("socket")
+        assert t.writer.get_extra_info("ssl_object").version() == {
+            ssl.TLSVersion.TLSv1_3: "TLSv1.3", ssl.TLSVersion.TLSv1_2: "TLSv1.2"}[version]
+        corked = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK)
+        assert corked == (1 if version == ssl.TLSVersion.TLSv1_3 else 0)
+        t.writer.write(b"hello")
+        await t.writer.drain()
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0, "released with the first write"
+        for _ in range(500):  # at most 5 s
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        assert got == [b"hello"]
+        t.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def test_only_a_tls13_finished_flight_is_held() -> None:
+    from lanefetch.engine.transport import ends_tls13_client_handshake
+
+    assert ends_tls13_client_handshake(bytes([0x14, 3, 3, 0, 1, 1, 0x17, 3, 3]))  # compat CCS, then Finished
+    assert ends_tls13_client_handshake(bytes([0x17, 3, 3, 0, 0x35]))
+    assert not ends_tls13_client_handshake(bytes([0x16, 3, 1, 2, 0]))  # a ClientHello
+    assert not ends_tls13_client_handshake(bytes([0x16, 3, 3, 0, 0x46]))  # TLS 1.2: ClientKeyExchange first
+    assert not ends_tls13_client_handshake(bytes([0x14, 3, 3, 0, 1, 1, 0x16, 3, 3]))  # compat CCS, ClientHello
+    assert not ends_tls13_client_handshake(b"")
