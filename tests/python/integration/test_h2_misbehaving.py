@@ -111,6 +111,27 @@ async def relay_holding_second(srv: H2Server, hold: Callable[[], Awaitable[objec
     return front, front.sockets[0].getsockname()[1]
 
 
+def holding_marked(release: asyncio.Event, held: list[H2Req]) -> Scenario:
+    """A server that answers every request at once but those whose path starts with /r/hold: those are kept in
+    `held` and answered once `release` is set (as answers still under way over a long link keep streams open)."""
+
+    async def scenario(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request(timeout=15.0)) is not None:
+            if r.path.startswith("/r/hold"):
+                held.append(r)
+
+                async def later(req: H2Req = r) -> None:
+                    await release.wait()
+                    await conn.respond(req)
+                t = asyncio.create_task(later())
+                conn.tasks.add(t)
+                t.add_done_callback(conn.tasks.discard)
+            else:
+                conn.answer_soon(r)
+
+    return scenario
+
+
 @dataclass
 class Outcome:
     """What a case expects beyond "each answered exactly once": requests that must fail (a clear error), requests
@@ -516,21 +537,7 @@ async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path
     release = asyncio.Event()
     held: list[H2Req] = []
 
-    async def scenario(conn: H2ServerConn) -> None:
-        while (r := await conn.next_request(timeout=15.0)) is not None:
-            if r.path.startswith("/r/hold"):
-                held.append(r)
-
-                async def later(req: H2Req = r) -> None:
-                    await release.wait()
-                    await conn.respond(req)
-                t = asyncio.create_task(later())
-                conn.tasks.add(t)
-                t.add_done_callback(conn.tasks.discard)
-            else:
-                conn.answer_soon(r)
-
-    async with H2Server(scenario, pki) as srv:
+    async with H2Server(holding_marked(release, held), pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
         try:
             await run_batch(engine, [FetchRequest("one", "GET", srv.url("/r/one/100"), resource_type="script")])
@@ -701,21 +708,7 @@ async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_fl
     release = asyncio.Event()
     held: list[H2Req] = []
 
-    async def scenario(conn: H2ServerConn) -> None:
-        while (r := await conn.next_request(timeout=15.0)) is not None:
-            if r.path.startswith("/r/hold"):
-                held.append(r)
-
-                async def later(req: H2Req = r) -> None:
-                    await release.wait()
-                    await conn.respond(req)
-                t = asyncio.create_task(later())
-                conn.tasks.add(t)
-                t.add_done_callback(conn.tasks.discard)
-            else:
-                conn.answer_soon(r)
-
-    async with H2Server(scenario, pki) as srv:
+    async with H2Server(holding_marked(release, held), pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
         engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(engine.config.effective_depth,
                                                                                protocol="h2")
