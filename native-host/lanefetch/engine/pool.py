@@ -185,11 +185,12 @@ class OriginPool:
                 reserve = None  # still in its handshakes: the others take everything meanwhile
             if reserve is not None:
                 # The render reserve takes render-blocking work that would otherwise queue behind other work's
-                # bytes (pool_plan.h2_for_reserve); the others defer that to it, and it takes nothing else.
+                # bytes, and its share of what the others are free for (pool_plan.h2_for_reserve); the others defer
+                # that to it, and it takes nothing else.
                 head = self._queue[0][1]
                 to_reserve = h2_for_reserve(head.sort_key()[0], (
-                    (c.session.can_open(), c.open_classes()) for c in self.connections
-                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)))
+                    (c.session.can_open(), c.open_classes(), c.unanswered()) for c in self.connections
+                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)), reserve.unanswered())
                 if conn is reserve:
                     if not to_reserve or not conn.can_take(head):
                         return None

@@ -559,20 +559,26 @@ def h2_render_reserve(protocol: str | None, h2_connections: int, min_rtt: float 
     document's connection, and the stylesheets those stylesheets `@import`, asked a round trip later, reached the
     server behind the images' bytes in its socket: over `sat` django-tutorial07's three `@import`s were answered
     0.6 s after they came (the browser's own, asked before its images, at once), and the page's last chain link
-    with them. Opened with the document, the reserve is up when they come; it carries nothing else, so the flight
-    keeps the document's warm connection and, while the reserve has no streams, its whole receive cap."""
+    with them. Opened with the document, the reserve is up when they come; it carries no later work, so the flight
+    keeps the document's warm connection's receive cap whole (the reserve holds no share of it)."""
     return protocol == "h2" and not have_one and h2_connection_count(h2_connections, min_rtt) > 1
 
 
-def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int]]]) -> bool:
+def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int], int]], reserve_streams: int) -> bool:
     """Should the origin's render reserve (`h2_render_reserve`) take a request of priority class `incoming`? Only a
-    render-blocking one, and only where none of the origin's other h2 connections is free for it: each of `others`
-    as (may open a stream, the priority classes of its open streams); free = may open one and carries nothing but
-    render-blocking work. A connection that carries images or other later work would queue the request behind their
-    bytes at the server; one that carries only render-blocking work is what the reserve would be. Where this says
-    no, the other connections take the request by their own rules (so no request ever waits for the reserve)."""
-    return incoming == RENDER_BLOCKING and not any(
-        may_open and all(c == RENDER_BLOCKING for c in classes) for may_open, classes in others)
+    render-blocking one: where none of the origin's other h2 connections is free for it, or where the reserve has
+    fewer streams open than every one that is. Each of `others` as (may open a stream, the priority classes of its
+    open streams, its open streams); free = may open one and carries nothing but render-blocking work;
+    `reserve_streams`: the reserve's open streams. A connection that carries images or other later work would queue
+    the request behind their bytes at the server; among those free, sharing the page's first stylesheets and scripts
+    by count starts a second slow start for them from the reserve's own initial window (django-tutorial07's first
+    visit over `sat`: its small scripts then came in the first round trip, its last wave 0.5 s sooner). Where this
+    says no, the other connections take the request by their own rules (so no request ever waits for the reserve)."""
+    if incoming != RENDER_BLOCKING:
+        return False
+    free = [streams for may_open, classes, streams in others
+            if may_open and all(c == RENDER_BLOCKING for c in classes)]
+    return not free or reserve_streams < min(free)
 
 
 def connections_to_open(serving: int, work: int, per_origin: int) -> int:

@@ -701,10 +701,11 @@ async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -
 async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_flight_holds_the_other(
         pki: Path) -> None:
     """A page's document to an origin remembered to speak h2 (round trip not known yet: long) opens a render
-    reserve beside its own connection (pool_plan.h2_render_reserve). The flight that follows (a script, an image)
-    goes on the document's connection; a stylesheet asked while the image is still coming (as an `@import` found a
-    round trip later) goes to the reserve, not behind the image's bytes. Without the reserve it went on the
-    document's connection (there was no other up)."""
+    reserve beside its own connection (pool_plan.h2_render_reserve). The flight that follows (two scripts, an image):
+    the scripts shared by count (one each: a second slow start for them), the image on the document's connection;
+    a stylesheet asked while the image is still coming (as an `@import` found a round trip later) goes to the
+    reserve, not behind the image's bytes. Without the reserve all of it went on the document's connection (there
+    was no other up)."""
     release = asyncio.Event()
     held: list[H2Req] = []
 
@@ -719,10 +720,11 @@ async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_fl
             await until(lambda: len(srv.connections) == 2, "the reserve's connection at the server")
             (pool,) = engine._pools.values()
             await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
-            flight = [FetchRequest("s1", "GET", srv.url("/r/s1/2000"), resource_type="script"),
+            flight = [FetchRequest("s1", "GET", srv.url("/r/hold-s1/2000"), resource_type="script"),
+                      FetchRequest("s2", "GET", srv.url("/r/hold-s2/2000"), resource_type="script"),
                       FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image")]
             flying = asyncio.create_task(run_batch(engine, flight))
-            await until(lambda: len(held) == 1, "the image at the server", seconds=5)
+            await until(lambda: len(held) == 3, "the flight at the server", seconds=5)
             css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
             late = await run_batch(engine, css, timeout=10)  # answered while the image is still held
             late.check_once(css)
@@ -736,7 +738,8 @@ async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_fl
                 return report.connection.id
 
             doc_conn = conn_of(first, "doc")
-            assert conn_of(flown, "s1") == doc_conn and conn_of(flown, "img") == doc_conn, "the flight on it"
+            assert conn_of(flown, "img") == doc_conn, "the image on the document's connection"
+            assert {conn_of(flown, "s1"), conn_of(flown, "s2")} == {doc_conn, conn_of(late, "css")}, "shared"
             assert conn_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the image"
             assert len(srv.connections) == 2
         finally:

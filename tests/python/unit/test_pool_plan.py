@@ -240,26 +240,53 @@ def test_h2_connections_take_a_flight_by_bytes_and_end_within_one_answer_of_each
     assert max(loads) - min(loads) <= max(sizes)
 
 
-@given(st.integers(0, 3), st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 3), max_size=4)), max_size=4))
-def test_the_render_reserve_takes_only_render_blocking_work_no_other_connection_is_free_for(
-        incoming: int, others: list[tuple[bool, list[int]]]) -> None:
-    """The reserve takes a request exactly when it blocks rendering and every other h2 connection either may open
-    no stream or carries later work; otherwise some other connection is free for it or it is later work, which the
-    others take by their own rules: so whatever the reserve refuses, nothing waits for it."""
-    free = [may_open and all(c == RENDER_BLOCKING for c in classes) for may_open, classes in others]
-    assert h2_for_reserve(incoming, others) == (incoming == RENDER_BLOCKING and not any(free))
+@given(st.integers(0, 3), st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 3), max_size=4),
+                                            st.integers(0, 8)), max_size=4), st.integers(0, 8))
+def test_the_render_reserve_takes_only_render_blocking_work_and_never_strands_it(
+        incoming: int, others: list[tuple[bool, list[int], int]], reserve_streams: int) -> None:
+    """Later work never goes to the reserve; render-blocking work the reserve refuses has some other connection free
+    for it (may open a stream, carries only render-blocking work), which takes it by its own rules: nothing waits
+    for the reserve. Where none is free, the reserve takes it."""
+    took = h2_for_reserve(incoming, others, reserve_streams)
+    free = [n for may_open, classes, n in others if may_open and all(c == RENDER_BLOCKING for c in classes)]
+    if incoming != RENDER_BLOCKING:
+        assert not took
+    elif not took:
+        assert free and reserve_streams >= min(free)
+    if incoming == RENDER_BLOCKING and not free:
+        assert took
+
+
+@given(st.integers(1, 30), st.integers(0, 3), st.randoms())
+def test_render_blocking_work_is_shared_by_count_with_the_reserve(n: int, others: int, rnd: Random) -> None:
+    """A flight's render-blocking requests, taken one at a time by whichever connection wakes (a free other, or the
+    reserve when h2_for_reserve says so), end spread by count: the reserve within one stream of the fewest any free
+    connection carries; with no other connection, all on the reserve."""
+    counts = [0] * others
+    reserve = 0
+    for _ in range(n):
+        if h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING] * c, c) for c in counts], reserve):
+            reserve += 1
+        else:
+            least = min(range(others), key=lambda i: (counts[i], rnd.random()))
+            counts[least] += 1
+    if others == 0:
+        assert reserve == n
+    else:
+        assert min(counts) - 1 <= reserve <= min(counts) + 1
 
 
 def test_the_render_reserve_example_of_the_first_visit() -> None:
-    """The document's connection carries the flight's images: an @import stylesheet goes to the reserve; the
-    flight itself, while that connection carried only render-blocking answers (or nothing), stayed on it."""
+    """The document's connection carries the flight's images: an @import stylesheet goes to the reserve. While it
+    carried only render-blocking answers, the reserve took its share of them by count."""
     image = RENDER_BLOCKING + 2
-    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING, image])])
-    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING])])
-    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [])])
-    assert not h2_for_reserve(image, [(True, [image])])
-    assert h2_for_reserve(RENDER_BLOCKING, [(False, [])])  # at its stream limit
-    assert h2_for_reserve(RENDER_BLOCKING, [])  # no other up yet
+    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING, image], 2)], 0)
+    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING], 1)], 0)  # its share
+    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING], 1)], 1)
+    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [], 0)], 0)  # the document's connection first
+    assert not h2_for_reserve(image, [(True, [image], 1)], 0)
+    assert h2_for_reserve(RENDER_BLOCKING, [(False, [], 5)], 3)  # the other at its stream limit
+    assert h2_for_reserve(RENDER_BLOCKING, [], 4)  # no other up yet
 
 
 def test_a_document_opens_a_render_reserve_to_a_remembered_h2_origin_over_a_long_round_trip() -> None:
