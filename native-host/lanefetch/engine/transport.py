@@ -47,7 +47,7 @@ async def _streams(
 
 
 # TLS record content types (RFC 8446 §5.1)
-_CHANGE_CIPHER_SPEC, _HANDSHAKE, _APPLICATION_DATA = 0x14, 0x16, 0x17
+_CHANGE_CIPHER_SPEC, _APPLICATION_DATA = 0x14, 0x17
 FINISHED_HOLD = 0.05  # seconds a TLS 1.3 client Finished may wait for the connection's first request
 
 
