@@ -34,7 +34,7 @@ from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
 from .engine.origin_policy import OriginPolicy
-from .engine.pool_plan import BALANCE_BDP, Handshake
+from .engine.pool_plan import Handshake, roomy_bdp
 from .engine.request import FetchRequest, Origin, parse_target, with_accept_encoding
 from .lanes.split_fetch import LaneObserver, SplitFetcher
 from .lanes.splitting_fetcher import SplittingFetcher
@@ -75,7 +75,7 @@ class FetchService:
         await self._recall([url], page)  # what an earlier session learned of it, as a fetch would start from
         policy = self.engine.policies.get(origin)
         bdp = None if policy is None else policy.link_bdp
-        room = bdp is not None and bdp >= BALANCE_BDP
+        room = roomy_bdp(bdp) is not None
         logging.getLogger("lanefetch.service").info("%s: link's estimate %s bytes per round trip: %s", origin, bdp,
                                                     "room for pieces" if room else "no room")
         return room

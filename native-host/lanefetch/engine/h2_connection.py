@@ -19,7 +19,7 @@ from .errors import FetchError
 from .exchange import Exchange
 from .h2_session import WINDOW, H2Event, H2Request, H2Session, StreamFailed, StreamsReturned
 from .pipeline import ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
-from .pool_plan import BALANCE_BDP
+from .pool_plan import roomy_bdp
 from .request import urgency
 from .timing import ConnectionInfo, ConnectTiming, now
 from .transport import Transport
@@ -113,9 +113,7 @@ class H2Connection:
         unbounded = WINDOW
         if not self.pool.config.h2_receive_cap:
             return unbounded
-        known = self.pool.policy.link_bdp
-        return self.pool.budget.h2_window(t, unbounded, self.pool.h2_receiving(),
-                                          known if known is not None and known >= BALANCE_BDP else None)
+        return self.pool.budget.h2_window(t, unbounded, self.pool.h2_receiving(), roomy_bdp(self.pool.policy.link_bdp))
 
     def _flush(self) -> None:
         data = self.session.data_to_send()

@@ -186,7 +186,7 @@ def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, li
     it: rust-std on `wcdma` (384 kbit/s, 19 kB per round trip) took 16.4–20.5 s with the rule for everyone, against
     14.7–17.1 s without lanefetch."""
     incoming_font = incoming == "font"
-    roomy = link_bdp is not None and link_bdp >= BALANCE_BDP
+    roomy = roomy_bdp(link_bdp) is not None
     if roomy and sent_alone and incoming_font and not held and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS:
         return False
     return any((t == "font") != incoming_font for t in [*in_flight, *held])
@@ -335,6 +335,13 @@ def first_flight_cost(k: int) -> int:
 BALANCE_BDP = 4 * INITIAL_WINDOW
 
 
+def roomy_bdp(link_bdp: int | None) -> int | None:
+    """The link's bandwidth-delay product (`link_bdp`, bytes: origin_policy, learned and remembered) where it is
+    known to be BALANCE_BDP or more, the links whose flights wait on slow start rather than on their bytes; None
+    otherwise (unknown, or a thin link such as W-CDMA)."""
+    return link_bdp if link_bdp is not None and link_bdp >= BALANCE_BDP else None
+
+
 def balances(cls: int, expected_size: int | None, link_bdp: int | None) -> bool:
     """Is this request a flight's work to be spread by bytes (balanced_taker): its size known from the page's
     earlier loads, not render-blocking, to an origin whose link is known to carry BALANCE_BDP or more per round trip
@@ -343,8 +350,7 @@ def balances(cls: int, expected_size: int | None, link_bdp: int | None) -> bool:
     one first flight per round trip (W-CDMA, 384 kbit/s at 400 ms: 19 kB) the page waits on its bytes whatever the
     order, and six connections in slow start at once only overflowed its queue: 67-70 drops per load of
     django-tutorial07 against 37-45 without lanefetch, and retransmission timeouts (11.6 s against 9.4 s)."""
-    return (expected_size is not None and cls != RENDER_BLOCKING and link_bdp is not None
-            and link_bdp >= BALANCE_BDP)
+    return expected_size is not None and cls != RENDER_BLOCKING and roomy_bdp(link_bdp) is not None
 
 
 def balanced_taker(bins: Iterable[Bin]) -> Bin | None:
@@ -507,10 +513,11 @@ def h2_connections_for(base: int, sized_bytes: int, link_bdp: int | None, per_or
     338 kB), 5.96 s and 4.83 s (rust-std, 615 kB), the same 3.8 s either way for flask-tutorial (160 kB), where each
     further TLS handshake only adds its ~2 kB to the downlink. On a link that carries little more than one initial
     window per round trip (W-CDMA) more connections only overflow its queue (`balances`): base only."""
-    if base <= 1 or link_bdp is None or link_bdp < BALANCE_BDP:
+    room = roomy_bdp(link_bdp)
+    if base <= 1 or room is None:
         return base
     wanted = -(-sized_bytes // H2_CONNECTION_BYTES)
-    return max(base, min(per_origin, wanted, link_bdp // INITIAL_WINDOW))
+    return max(base, min(per_origin, wanted, room // INITIAL_WINDOW))
 
 
 def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, h2_connections: int = 1,
