@@ -21,6 +21,7 @@ from lanefetch.engine import (
 )
 from local_app import serve_app
 from tls_pki import make_test_pki
+from waits import until
 
 
 @pytest.fixture(scope="module")
@@ -142,10 +143,7 @@ async def test_a_tls13_finished_waits_in_the_kernel_for_the_first_request(
         t.writer.write(b"hello")
         await t.writer.drain()
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0, "released with the first write"
-        for _ in range(500):  # at most 5 s
-            if got:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: bool(got), "the server reading the first write", seconds=5)
         assert got == [b"hello"]
         t.close()
     finally:
