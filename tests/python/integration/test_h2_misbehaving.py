@@ -321,10 +321,8 @@ async def informational_then_200(conn: H2ServerConn) -> None:
 async def zero_then_raised(conn: H2ServerConn) -> None:
     """MAX_CONCURRENT_STREAMS 0: every stream the client opened before it knew is refused (the 12 GETs and HEAD;
     the POSTs wait for the SETTINGS); once all were, the limit is raised to 100 and everything is served."""
-    for _ in range(500):  # bounded: 10 s
-        if len(conn.refused) >= N - 2:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: len(conn.refused) >= N - 2, "the streams opened before the limit was known refused",
+                seen=lambda: len(conn.refused))
     assert len(conn.refused) == N - 2, f"{len(conn.refused)} streams refused"
     conn.server.received.clear()
     conn.enforce_streams = None

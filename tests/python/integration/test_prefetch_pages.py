@@ -431,10 +431,7 @@ async def test_an_idle_load_ends_without_another_message(server: Server, service
     site = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
     assert loads.navigation(site)
     await loads.fetch([browser_request("a", f"{server.url}/static/app.js", "script")], Collect(), site)
-    for _ in range(500):  # fails loudly after 5 s
-        if ended:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(ended), "the idle load's end", seconds=5)
     assert [(e.url, e.recorded) for e in ended] == [(site.url, 1)]
     await loads.end_all()
 
