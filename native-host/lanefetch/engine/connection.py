@@ -350,6 +350,7 @@ def _log_opened(conn_id: int, origin: Origin, t: ConnectTiming, alpn: str | None
     waited for."""
     def ms(x: float | None) -> str:
         return "-" if x is None else str(round(x * 1000))
+    notes = (" (held)" if t.held else "") + (" (resumed)" if t.tls_resumed else "")
     logging.getLogger("lanefetch.engine").debug(
         "conn %d to %s open: dns %s-%s, tcp %s-%s, tls end %s%s, alpn %s", conn_id, origin, ms(t.dns_start),
-        ms(t.dns_end), ms(t.connect_start), ms(t.connect_end), ms(t.tls_end), " (held)" if t.held else "", alpn)
+        ms(t.dns_end), ms(t.connect_start), ms(t.connect_end), ms(t.tls_end), notes, alpn)

@@ -45,7 +45,9 @@ class Engine:
     def __init__(self, config: EngineConfig | None = None) -> None:
         self.config = config or EngineConfig()
         self.policies: dict[Origin, OriginPolicy] = {}
-        self._pools: dict[tuple[Origin, AddressSpace, str], OriginPool] = {}
+        # One pool per origin, address space, top-level site and window kind: a private window's connections (and
+        # the TLS sessions they resume) are never a normal window's, as in the browser's own network stack.
+        self._pools: dict[tuple[Origin, AddressSpace, str, bool], OriginPool] = {}
         self._conn_ids = itertools.count(1)
         self._seq = itertools.count()
         self._open_connections = 0
@@ -163,7 +165,7 @@ class Engine:
     # -- internals -------------------------------------------------------------------------------------------
 
     def _pool_for(self, origin: Origin, page: Page) -> OriginPool:
-        key = (origin, page.address_space, page.top_site)
+        key = (origin, page.address_space, page.top_site, page.private_browsing)
         pool = self._pools.get(key)
         if pool is None:
             policy = self.policies.setdefault(origin, OriginPolicy(self.config.effective_depth))

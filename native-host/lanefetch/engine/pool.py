@@ -23,6 +23,7 @@ import ipaddress
 import logging
 import socket
 import ssl
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Protocol
@@ -71,8 +72,9 @@ from .pool_plan import (
     receiving,
 )
 from .request import Origin
+from .session_tickets import SessionTickets
 from .timing import ConnectTiming, now
-from .transport import Transport, open_transport
+from .transport import Transport, offers_sessions, open_transport
 
 log = logging.getLogger("lanefetch.engine")
 
@@ -128,6 +130,9 @@ class OriginPool:
         self._alpn_first: ConnectTiming | None = None
         self._protocol_known = asyncio.Event()
         self.protocol_waits = 0  # connections that held their TLS handshake for another's ALPN (for the tests)
+        # The TLS sessions this pool's connections received, for its next connections to resume (one pool per
+        # origin, address space and top-level site: partitioned as the browser's own session cache).
+        self._tickets: SessionTickets[ssl.SSLSession] = SessionTickets()
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -588,6 +593,7 @@ class OriginPool:
                 interface=self.config.interface,
                 setup=self.config.socket_setup,
                 tcp_up=lambda: self._tcp_up(timing),
+                session=self._session_to_offer,
             )
         finally:
             if self._alpn_first is timing:  # its handshake answered (or failed): the ones waiting for it go on
@@ -602,6 +608,20 @@ class OriginPool:
                 if self._ahead:
                     self._open_ahead()  # and those a page's preconnect asked for
         return transport
+
+    def _session_to_offer(self) -> ssl.SSLSession | None:
+        """The session a connection about to handshake offers: the newest its siblings (open or closed) received."""
+        for c in self.connections:
+            self._keep_session(c)
+        return self._tickets.take(time.time())
+
+    def _keep_session(self, conn: Carrier) -> None:
+        """Keep the TLS session conn holds now (its latest ticket), for the pool's next connections."""
+        if conn.transport is None or not offers_sessions(self.tls):
+            return
+        tls = conn.transport.writer.get_extra_info("ssl_object")
+        if isinstance(tls, ssl.SSLObject) and (session := tls.session) is not None:
+            self._tickets.keep(session, time.time(), reusable=tls.version() == "TLSv1.2")
 
     async def serve_h2(self, conn: Connection, transport: Transport) -> None:
         """conn's TLS handshake chose h2: run its transport as an H2Connection in its place (in conn's task)."""
@@ -693,6 +713,7 @@ class OriginPool:
         self._plan()
 
     async def connection_closed(self, conn: Carrier) -> None:
+        self._keep_session(conn)
         self.connections.discard(conn)
         self._release_reserved(conn)
         self.engine.connection_closed(conn)

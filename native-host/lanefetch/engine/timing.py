@@ -31,6 +31,8 @@ class ConnectTiming:
     handshake_rtt: float | None = None
     #: The TLS handshake waited for the connection to be needed (a `tcp` preconnect's; pool.py).
     held: bool = False
+    #: The TLS handshake resumed a session of an earlier connection (session_tickets.py).
+    tls_resumed: bool = False
 
 
 @dataclass

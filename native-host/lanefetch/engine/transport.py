@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import socket
 import ssl
 import sys
@@ -29,20 +30,44 @@ class DataBeforeErrorReader(asyncio.StreamReader):
         self.feed_eof()
 
 
+# The session the connection being opened offers (session_tickets.py): asyncio's SSL transport makes its SSLObject
+# with the context's wrap_bio and passes no session, so SessionOfferingContext reads it from here.
+_OFFERED: contextvars.ContextVar[ssl.SSLSession | None] = contextvars.ContextVar("lanefetch_offered_session",
+                                                                                 default=None)
+
+
+class SessionOfferingContext(ssl.SSLContext):
+    """An SSLContext whose client connections offer the TLS session open_transport chose for them."""
+
+    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
+                 server_hostname: str | bytes | None = None, session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session or _OFFERED.get())
+
+
+def offers_sessions(tls: ssl.SSLContext | None) -> bool:
+    """Do this context's connections resume sessions (make_tls_context)?"""
+    return isinstance(tls, SessionOfferingContext)
+
+
 async def _streams(
-    sock: socket.socket, tls: ssl.SSLContext | None, server_hostname: str | None, handshake_timeout: float
+    sock: socket.socket, tls: ssl.SSLContext | None, server_hostname: str | None, handshake_timeout: float,
+    session: ssl.SSLSession | None = None,
 ) -> tuple[DataBeforeErrorReader, asyncio.StreamWriter]:
-    """asyncio.open_connection with our reader."""
+    """asyncio.open_connection with our reader (over TLS offering `session`, where the context offers one)."""
     loop = asyncio.get_running_loop()
     reader = DataBeforeErrorReader(limit=STREAM_LIMIT, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     if tls is None:
         transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
     else:
-        transport, _ = await loop.create_connection(
-            lambda: protocol, sock=sock, ssl=tls, server_hostname=server_hostname,
-            ssl_handshake_timeout=handshake_timeout,
-        )
+        offered = _OFFERED.set(session)
+        try:
+            transport, _ = await loop.create_connection(
+                lambda: protocol, sock=sock, ssl=tls, server_hostname=server_hostname,
+                ssl_handshake_timeout=handshake_timeout,
+            )
+        finally:
+            _OFFERED.reset(offered)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
@@ -120,13 +145,24 @@ def _fmt(addr: tuple[object, ...]) -> str:
 def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLContext:
     """Strict verification against the system trust store (truststore), or only ca_file when given
     (tests with their own CA: never both, so a test CA is never trusted in normal use). ALPN offers h2 first
-    when http2 (the server picks; the pool runs whichever it chose)."""
+    when http2 (the server picks; the pool runs whichever it chose). Its connections resume TLS sessions
+    (SessionOfferingContext) where OpenSSL verifies the chain itself: with ca_file, and truststore on Linux. On
+    macOS and Windows truststore verifies the chain after the handshake with the platform's verifier, and a resumed
+    handshake carries no chain to verify, so there every handshake is a full one."""
     if ca_file is not None:
-        ctx = ssl.create_default_context(cafile=ca_file)
+        ctx: ssl.SSLContext = SessionOfferingContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(cafile=ca_file)
     else:
         import truststore
 
-        ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if sys.platform.startswith("linux"):
+
+            class Context(SessionOfferingContext, truststore.SSLContext):  # type: ignore[misc]  # (typeshed twins)
+                """truststore's context (the system's trust store; OpenSSL verifies), offering sessions."""
+
+            ctx = Context(ssl.PROTOCOL_TLS_CLIENT)
+        else:
+            ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return ctx
@@ -142,10 +178,12 @@ async def open_transport(
     interface: str | None = None,
     setup: Callable[[socket.socket], None] | None = None,
     tcp_up: Callable[[], Awaitable[None]] | None = None,
+    session: Callable[[], ssl.SSLSession | None] | None = None,
 ) -> Transport:
     """Connect to the first address that answers. `server_hostname` is the SNI/verification name. `tcp_up` is
     awaited once TCP is connected, before TLS: it reports the round trip, and may hold the TLS handshake until
-    the connection is needed (or raise to give it up; the socket is then closed)."""
+    the connection is needed (or raise to give it up; the socket is then closed). `session` is asked, as the TLS
+    handshake starts, for the session to offer (session_tickets.py; a SessionOfferingContext's connections only)."""
     loop = asyncio.get_running_loop()
     last: Exception | None = None
     for family, sockaddr in addresses:
@@ -180,11 +218,14 @@ async def open_transport(
         alpn: str | None = None
         try:
             if tls is not None:
+                offered = session() if session is not None and offers_sessions(tls) else None
                 reader, writer = await asyncio.wait_for(
-                    _streams(sock, tls, server_hostname, connect_timeout), connect_timeout * 1.5
+                    _streams(sock, tls, server_hostname, connect_timeout, offered), connect_timeout * 1.5
                 )
                 timing.tls_end = now()
-                alpn = writer.get_extra_info("ssl_object").selected_alpn_protocol()
+                tls_object = writer.get_extra_info("ssl_object")
+                timing.tls_resumed = bool(tls_object.session_reused)
+                alpn = tls_object.selected_alpn_protocol()
                 if alpn not in (None, "http/1.1", "h2"):
                     writer.close()
                     raise FetchError("tls_failed", f"server chose ALPN {alpn!r}, expected h2 or http/1.1")

@@ -51,7 +51,8 @@ class Nginx:
         return f"https://localhost:{self.port}/{name}"
 
     def access_log(self, wait_for: int) -> list[list[str]]:
-        """Lines as [connection serial, protocol, status, pipelined, request]; waits (bounded) for wait_for."""
+        """Lines as [connection serial, protocol, status, pipelined, request, TLS session resumed ("r" or ".")];
+        waits (bounded) for wait_for."""
         deadline = time.monotonic() + 10
         while True:
             lines = [ln.split("\t") for ln in (self.work / "access.log").read_text().splitlines()]
@@ -87,7 +88,7 @@ error_log {work}/error.log notice;
 events {{ worker_connections 256; }}
 http {{
     default_type application/octet-stream;
-    log_format t "$connection\\t$server_protocol\\t$status\\t$pipe\\t$request";
+    log_format t "$connection\\t$server_protocol\\t$status\\t$pipe\\t$request\\t$ssl_session_reused";
     access_log {work}/access.log t;
     keepalive_requests {keepalive_requests};  # over h2: GOAWAY after this many streams on a connection
     client_body_temp_path {work}; proxy_temp_path {work}; fastcgi_temp_path {work};
@@ -325,3 +326,7 @@ async def test_goaway_moves_the_rest_to_a_new_h2_connection(nginx_h2_goaway: Ngi
     log = nginx_h2_goaway.access_log(len(names))
     assert {line[1] for line in log} == {"HTTP/2.0"}
     assert len({line[0] for line in log}) >= 2
+    # Each next connection resumed the TLS session its predecessor received (session_tickets.py): nginx sent
+    # no certificate again.
+    resumed = {line[0]: line[5] for line in log}
+    assert resumed[log[0][0]] == "." and set(list(resumed.values())[1:]) == {"r"}, resumed

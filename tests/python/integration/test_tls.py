@@ -160,3 +160,42 @@ def test_only_a_tls13_finished_flight_is_held() -> None:
     assert not ends_tls13_client_handshake(bytes([0x16, 3, 3, 0, 0x46]))  # TLS 1.2: ClientKeyExchange first
     assert not ends_tls13_client_handshake(bytes([0x14, 3, 3, 0, 1, 1, 0x16, 3, 3]))  # compat CCS, ClientHello
     assert not ends_tls13_client_handshake(b"")
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
+async def test_a_later_connection_resumes_the_tls_session_within_its_partition_only(
+        pki: Path, version: ssl.TLSVersion) -> None:
+    """A server that closes every connection after one answer: each request needs a new connection. The second
+    and later of one top-level site's resume the session an earlier one received (the server sends no certificate
+    again); another top-level site's, or a private window's of the same site, handshake in full, as in the
+    browser, whose session cache is partitioned the same way."""
+    resumed: list[tuple[str, bool]] = []
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    ctx.maximum_version = version
+
+    async def handler(request: web.Request) -> web.Response:
+        tls = request.transport.get_extra_info("ssl_object") if request.transport else None
+        assert isinstance(tls, ssl.SSLObject)
+        resumed.append((request.path, tls.session_reused))
+        response = web.Response(text="x")
+        response.force_close()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app, ssl_context=ctx) as port:
+        sink = Collect()
+        engine = Engine(EngineConfig(ca_file=str(pki / "ca.pem"), connect_timeout=5))
+        try:
+            for name, page in [("a1", Page("loopback", "a.test")), ("a2", Page("loopback", "a.test")),
+                               ("b1", Page("loopback", "b.test")), ("a3", Page("loopback", "a.test")),
+                               ("p1", Page("loopback", "a.test", private_browsing=True)),
+                               ("a4", Page("loopback", "a.test"))]:
+                await asyncio.wait_for(engine.fetch(
+                    [FetchRequest(name, "GET", f"https://localhost:{port}/{name}")], sink, page), 30)
+        finally:
+            await engine.aclose()
+    assert sink.errors == {}
+    assert resumed == [("/a1", False), ("/a2", True), ("/b1", False), ("/a3", True), ("/p1", False),
+                       ("/a4", True)]
