@@ -39,6 +39,9 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   one chain in urgency order, as Chromium sends), because that is what servers act on: nginx 1.22
   and Apache 2.4 ignore RFC 9218 and honour the tree (measured: tests/bench/h2_priority.py, docs/architecture.md).
   The shell hands requests over in the pool's priority order, so render-blocking streams are also opened first.
+- **Data as it arrives.** What arrived of a DATA frame still arriving is handed to h2 as a DATA frame of its own
+  (`_data_so_far`), so a response's first kilobytes are not held until the end of a large frame that a slow
+  start delivers over two round trips (h2 hands out a frame's data only whole; Chromium's framer does not wait).
 - **RTT.** A PING goes out with the preface and whenever the shell asks (`ping`); its ACK gives `rtt`.
 """
 
@@ -300,7 +303,8 @@ class H2Session(Generic[T]):
         """Split what arrived at frame boundaries: each frame for h2 on its own (so a stream error h2 raises is
         known to be that frame's: _receive_frames), and each GOAWAY as (last stream id, error code) for us. h2
         reads nothing after a GOAWAY (its connection state closes: python-hyper/h2 issue 1181), but the streams
-        at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it."""
+        at or below its last stream id are still answered (RFC 9113 §6.8), so h2 never sees it. What arrived of a
+        DATA frame still arriving goes to h2 at once as a DATA frame of its own (_data_so_far)."""
         out: list[bytes | tuple[int, int]] = []
         buf = self._inbuf
         while len(buf) >= 9:
@@ -310,6 +314,8 @@ class H2Session(Generic[T]):
                 buf.clear()
                 break
             if len(buf) < 9 + length:
+                if (part := _data_so_far(buf, length)) is not None:
+                    out.append(part)
                 break
             frame = bytes(buf[: 9 + length])
             del buf[: 9 + length]
@@ -486,6 +492,26 @@ class H2Session(Generic[T]):
                 except H2Error:
                     s.body = b""
                     break
+
+
+def _data_so_far(buf: bytearray, length: int) -> bytes | None:
+    """buf holds the start of a frame of `length` bytes that has not arrived whole. If it is a DATA frame (not
+    padded, on a stream), cut what arrived of its data off as a DATA frame of its own, without END_STREAM, and
+    leave in buf the header of the rest (its flags kept: END_STREAM ends the stream with the last piece).
+
+    Why: h2 hands out a DATA frame's data only once the whole frame arrived, and servers send large frames (nginx
+    8 kB, http2_chunk_size; others 16 kB) that straddle the round trips of a slow start: a document's first
+    kilobytes, which name its stylesheets, scripts and fonts, then waited a round trip for the frame's end.
+    Chromium's framer hands a DATA frame's data on as it arrives; so does this. The pieces add up to the frame:
+    flow control, content-length checks and END_STREAM see the same bytes. A padded frame (its padding length
+    first, the padding last) goes whole, as before."""
+    arrived = len(buf) - 9
+    if arrived <= 0 or buf[3] != _DATA or buf[4] & _PADDED or int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF == 0:
+        return None
+    flags, sid = buf[4], bytes(buf[5:9])
+    part = arrived.to_bytes(3, "big") + bytes([_DATA, flags & ~_END_STREAM]) + sid + bytes(buf[9:])
+    buf[:] = (length - arrived).to_bytes(3, "big") + bytes([_DATA, flags]) + sid
+    return part
 
 
 def tree_parent(urgency: int, open_streams: list[tuple[int, int]]) -> int:

@@ -352,6 +352,28 @@ def test_any_frame_boundaries(n: int, cuts: list[int], data: st.DataObject) -> N
     assert all(client.bodies[r.token] == (body_for(r.path) if r.method != "HEAD" else b"") for r in batch)
 
 
+def test_what_arrived_of_a_data_frame_is_handed_on_before_the_frame_ends() -> None:
+    """A server's 8 kB DATA frame of which half arrived (the rest a round trip later, in a slow start): the half
+    is the response's body so far, not held until the frame's end; the rest completes it exactly once."""
+    client, server = Client(), Server()
+    batch = reqs(1)
+    handshake(client, server, batch)
+    sid = next(iter(server.requests))
+    body = bytes(range(256)) * 32
+    server.h2.send_headers(sid, [(":status", "200"), ("content-length", str(len(body)))])
+    server.h2.send_data(sid, body, end_stream=True)
+    wire = server.out()
+    frame_at = len(wire) - 9 - len(body)  # the DATA frame is the last thing sent
+    assert wire[frame_at + 3] == 0 and int.from_bytes(wire[frame_at:frame_at + 3], "big") == len(body)
+    client.feed(wire[:frame_at + 9 + 3000])
+    client.feed(b"")
+    assert client.bodies["r0"] == body[:3000] and "r0" not in client.complete
+    client.feed(wire[frame_at + 9 + 3000:frame_at + 9 + 5000])
+    assert client.bodies["r0"] == body[:5000] and "r0" not in client.complete
+    client.feed(wire[frame_at + 9 + 5000:])
+    assert client.bodies["r0"] == body and client.complete == {"r0": 1}
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 10), st.data())
 def test_failures_at_any_point(n: int, data: st.DataObject) -> None:
