@@ -11,7 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from . import tls_diagnosis
+from . import tls_diagnosis, tls_records
 from .errors import FetchError
 from .timing import ConnectTiming, now
 
@@ -164,6 +164,7 @@ def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLC
         else:
             ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    tls_records.ask_small_records(ctx)  # records of at most 4 KiB, read as they arrive (tls_records.py)
     ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return ctx
 

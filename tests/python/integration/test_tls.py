@@ -199,3 +199,74 @@ async def test_a_later_connection_resumes_the_tls_session_within_its_partition_o
     assert sink.errors == {}
     assert resumed == [("/a1", False), ("/a2", True), ("/b1", False), ("/a3", True), ("/p1", False),
                        ("/a4", True)]
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
+async def test_the_server_is_asked_for_records_of_at_most_4_kib(pki: Path, version: ssl.TLSVersion) -> None:
+    """The helper's context asks for 4 KiB records (tls_records.py, RFC 6066 max_fragment_length) and an OpenSSL
+    server writes 30 kB in records of that size, where it writes 16 kB records to a context that does not ask.
+    The records are read off the wire by a relay between the two."""
+    import socket
+
+    from lanefetch.engine import tls_records, transport
+    from lanefetch.engine.timing import ConnectTiming
+
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    server_ctx.maximum_version = version
+    payload = bytes(range(256)) * 120
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(1)
+        writer.write(payload)
+        await writer.drain()
+        writer.close()
+
+    downstream: list[bytearray] = []
+
+    async def relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection("127.0.0.1", tls_port)
+        seen = bytearray()
+        downstream.append(seen)
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter, log: bytearray | None) -> None:
+            while data := await r.read(65536):
+                if log is not None:
+                    log += data
+                w.write(data)
+                await w.drain()
+            w.close()
+
+        await asyncio.gather(pipe(client_r, server_w, None), pipe(server_r, client_w, seen),
+                             return_exceptions=True)
+
+    tls_server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+    tls_port = tls_server.sockets[0].getsockname()[1]
+    relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    relay_port = relay_server.sockets[0].getsockname()[1]
+
+    async def largest_record(ctx: ssl.SSLContext) -> int:
+        t = await transport.open_transport(
+            [(socket.AF_INET, ("127.0.0.1", relay_port))], server_hostname="localhost", tls=ctx,
+            timing=ConnectTiming(), connect_timeout=5)
+        t.writer.write(b"x")
+        assert await asyncio.wait_for(t.reader.read(), 10) == payload
+        t.close()
+        await until(lambda: len(downstream[-1]) > len(payload), "the relay seeing the server's records", seconds=5)
+        wire, sizes, at = bytes(downstream[-1]), [], 0
+        while at + 5 <= len(wire):
+            size = int.from_bytes(wire[at + 3:at + 5], "big")
+            if wire[at] == 0x17:  # application data
+                sizes.append(size)
+            at += 5 + size
+        return max(sizes)
+
+    try:
+        helper = transport.make_tls_context(str(pki / "ca.pem"))
+        assert await largest_record(helper) <= tls_records.RECORD_BYTES + 64  # tag, nonce, content type
+        plain = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        assert await largest_record(plain) > 16000
+    finally:
+        for s in (relay_server, tls_server):
+            s.close()
+            await s.wait_closed()

@@ -1,0 +1,83 @@
+"""Asking origins for TLS records of at most 4 KiB (RFC 6066's max_fragment_length extension).
+
+Theory of operation
+- A TLS record is decrypted only whole: its authentication tag is at its end. nginx and Apache write records of up
+  to 16 kB (nginx's ssl_buffer_size), so a response's first bytes can wait for the end of a record that the server's
+  slow start delivers over two round trips. rust-std's 11 kB document, whose head names six fonts, three stylesheets
+  and three scripts, came from nginx in one record of which the first flight brought 10 kB: nothing of it could be
+  read until the rest came 600 ms later over `sat` (packet capture, 2026-11-29; the browser alone waits the same).
+- A client may ask for smaller records with max_fragment_length (RFC 6066 §4). OpenSSL servers (nginx, Apache with
+  OpenSSL 1.1.1 or newer) honour it over TLS 1.2 and 1.3 (measured against nginx 1.22 with OpenSSL 3.0: records of
+  4113 bytes instead of 16401); a server that does not know it ignores it. With 4 KiB records at most 4 KiB of
+  what arrived waits for the rest of its record, which the h2 session then hands on at once (h2_session.py,
+  `_data_so_far`). The cost: one record header and tag per 4 KiB (22 bytes over TLS 1.3, 0.5 %).
+- Python's ssl module has no call for it, so it is set on the context's OpenSSL SSL_CTX through ctypes
+  (SSL_CTX_set_tlsext_max_fragment_length), only where that is known to be sound: CPython on Linux, through the
+  one libssl the process has loaded (the _ssl module's own, found in /proc/self/maps) when its version is the one
+  the ssl module reports, and at the SSL_CTX pointer (the first field after the object header of CPython's
+  PySSLContext) only once that libssl reads back the context's own options and verify mode from it. Anywhere
+  else, or when a check fails, nothing is written and records stay as the server writes them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import ssl
+import sys
+from pathlib import Path
+
+log = logging.getLogger("lanefetch.engine")
+
+# RFC 6066 §4's codes: 1 = 512, 2 = 1024, 3 = 2048, 4 = 4096 bytes.
+MAX_FRAGMENT_4096 = 4
+RECORD_BYTES = 4096
+# What CPython's verify modes are in OpenSSL's SSL_VERIFY_* bits (CERT_REQUIRED: PEER | FAIL_IF_NO_PEER_CERT).
+_OPENSSL_VERIFY_MODE = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}
+
+
+def loaded_libssl(maps: str) -> str | None:
+    """The path of the one libssl mapped into this process (the text of /proc/self/maps), or None when there is
+    none or more than one (which of them the ssl module uses would then be a guess)."""
+    paths = {line.split(None, 5)[5].strip() for line in maps.splitlines()
+             if len(line.split(None, 5)) == 6 and Path(line.split(None, 5)[5].strip()).name.startswith("libssl.so")}
+    return paths.pop() if len(paths) == 1 else None
+
+
+def _ssl_ctx_pointer(ctx: ssl.SSLContext) -> int | None:
+    """The SSL_CTX* of a CPython ssl.SSLContext: PySSLContext's first field after PyObject_HEAD."""
+    value = ctypes.c_void_p.from_address(id(ctx) + object.__basicsize__).value
+    return int(value) if value else None
+
+
+def ask_small_records(ctx: ssl.SSLContext) -> bool:
+    """Have this client context ask servers for records of at most RECORD_BYTES. False (nothing changed) where that
+    cannot be done soundly here; see the module's theory."""
+    inner = getattr(ctx, "_ctx", ctx)  # truststore's context wraps the ssl.SSLContext that makes the connections
+    if sys.implementation.name != "cpython" or not sys.platform.startswith("linux") or not isinstance(
+            inner, ssl.SSLContext):
+        return False
+    try:
+        path = loaded_libssl(Path("/proc/self/maps").read_text())
+        if path is None:
+            return False
+        lib = ctypes.CDLL(path)
+        lib.OpenSSL_version_num.restype = ctypes.c_ulong
+        if lib.OpenSSL_version_num() != ssl.OPENSSL_VERSION_NUMBER:
+            return False
+        pointer = _ssl_ctx_pointer(inner)
+        if pointer is None:
+            return False
+        lib.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_get_options.restype = ctypes.c_uint64
+        lib.SSL_CTX_get_verify_mode.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_get_verify_mode.restype = ctypes.c_int
+        if lib.SSL_CTX_get_options(pointer) != int(inner.options) or (
+                lib.SSL_CTX_get_verify_mode(pointer) != _OPENSSL_VERIFY_MODE[inner.verify_mode]):
+            return False
+        lib.SSL_CTX_set_tlsext_max_fragment_length.argtypes = [ctypes.c_void_p, ctypes.c_uint8]
+        lib.SSL_CTX_set_tlsext_max_fragment_length.restype = ctypes.c_int
+        return bool(lib.SSL_CTX_set_tlsext_max_fragment_length(pointer, MAX_FRAGMENT_4096) == 1)
+    except (OSError, AttributeError, ValueError) as e:  # no such file or symbol: an older or unusual libssl
+        log.debug("TLS records stay as servers write them: %s", e)
+        return False
