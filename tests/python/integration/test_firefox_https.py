@@ -167,6 +167,29 @@ def test_remove_all_undoes_everything(tmp_path: Path, profile: Path) -> None:
     assert "not enabled" in doctor.check_firefox_https(root.parent).detail
 
 
+def test_the_cli_adds_a_site_ca_to_a_profile_before_firefox_starts_and_the_helper_uses_that_one(
+        tmp_path: Path, profile: Path) -> None:
+    data = tmp_path / "data"
+    root = data / "firefox-https"
+    HttpsSites(root, ca_firefox.RunningFirefox(profile, 0.0), home=tmp_path).sync([Site("domain", "example.com")])
+
+    def add(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(LANEFETCH), "firefox-https", "add", *argv, "--data-dir", str(data)],
+                              capture_output=True, text=True, check=False)
+
+    done = add("--scope", "host", "--profile", str(profile), "10.0.0.2")
+    assert done.returncode == 0 and "from its next start" in done.stdout, done
+    assert listed(profile).count("lanefetch") == 2, "the profile's other site is kept"
+    # The Firefox started after the add: the helper it starts finds the CA active and mints from it, no new one.
+    started = HttpsSites(root, ca_firefox.RunningFirefox(profile, time.time() + 1), home=tmp_path)
+    states = started.sync([Site("domain", "example.com"), Site("host", "10.0.0.2")]).sites
+    assert [s.state for s in states] == ["active", "active"]
+    assert started.authority_for("10.0.0.2") is not None and len(list(root.rglob("*.key"))) == 2
+    assert add("--profile", str(profile), "com").returncode == 1, "a public suffix is refused as by the popup"
+    assert add("10.0.0.3").returncode == 2, "no profile named"  # (argparse's own refusal)
+    assert add("--profile", str(profile), "a b").returncode == 2
+
+
 def test_without_the_running_firefox_every_profile_of_the_user_is_used(tmp_path: Path) -> None:
     base = tmp_path / ".mozilla" / "firefox"
     for name in ("a.default", "b.work"):
