@@ -6,8 +6,18 @@
 // a site is enabled, so the helper's start-up is not inside the load), then every http:// request of the tab goes
 // through the helper's proxy. Prints one JSON line per load (bench/page_measure.ts); with WARM_URL it then loads
 // WARM_URL in the same tab (another origin: no connection carries over, the helper is running).
+// An https:// URL (real-pages' nginx-h2): the profile is made fresh with a store trusting the origin's CA
+// (LANEFETCH_TEST_UPSTREAM_CA_FILE, which the helper trusts too), as a public CA is trusted; "on" is a site opted into
+// "Accelerate HTTPS on this site" before a Firefox restart: the site's CA installed into that profile by
+// `lanefetch firefox-https add` before Firefox starts, the extension's storage saying the site is enabled and opted
+// in, and the navigation only once the extension routes the site's https requests to the helper (its helper said
+// the CA is one this Firefox trusts).
+import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import type { Page } from "puppeteer-core";
-import { freshHome, launchFirefox, setSites, waitForHelper } from "../browser/support/firefox-harness.js";
+import type { SiteRule } from "../../extension/src/sites/site-rule.js";
+import { freshHome, launchFirefox, setSites, trustingProfile, untilHttpsRouted, waitForHelper } from "../browser/support/firefox-harness.js";
+import { helperCli } from "../browser/support/paths.js";
 import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, type PageProbe } from "./page_measure.js";
 
 function probe(page: Page): PageProbe {
@@ -19,12 +29,26 @@ function probe(page: Page): PageProbe {
 
 async function main(): Promise<void> {
   const args = driverArgs(process.argv.slice(2));
-  const ff = await launchFirefox(freshHome(args.on));
+  const site: SiteRule = { scope: "host", name: new URL(args.url).hostname };
+  const https = args.url.startsWith("https://");
+  const originCa = process.env.LANEFETCH_TEST_UPSTREAM_CA_FILE;
+  if (https && !originCa) throw new Error("an https:// page needs its CA in LANEFETCH_TEST_UPSTREAM_CA_FILE");
+  const home = freshHome(args.on);
+  const profile = https && originCa ? trustingProfile(originCa, "lanefetch bench CA") : undefined;
+  if (profile && args.on) {
+    execFileSync(helperCli, ["firefox-https", "add", "--scope", site.scope, "--profile", profile, site.name],
+      { stdio: "pipe", env: { ...process.env, HOME: home } });
+  }
+  const ff = await launchFirefox(home, profile ? { profile } : {}).catch((e: unknown) => {
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    throw e;
+  });
   try {
     if (args.on) {
-      await setSites(ff, [{ scope: "host", name: new URL(args.url).hostname }], { accelerateFastLinks: false });
+      await setSites(ff, [site], { accelerateFastLinks: false, httpsSites: profile ? [site] : [] });
       const status = await waitForHelper(ff);
       if (status.helper.status !== "connected") throw new Error(`helper not connected: ${JSON.stringify(status.helper)}`);
+      if (profile) await untilHttpsRouted(ff, args.url);
     }
     const page = await ff.browser.newPage();
     // Some pages call window.print() once loaded (mdBook's print.html, 100 ms after its load event). In headless
@@ -39,6 +63,7 @@ async function main(): Promise<void> {
     await page.close();
   } finally {
     await ff.close();
+    if (profile) rmSync(profile, { recursive: true, force: true }); // one we made: Firefox leaves it in place
   }
 }
 

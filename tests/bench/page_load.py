@@ -28,7 +28,7 @@ from typing import Any, Protocol, Self
 from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV
 from lanefetch.cache.sqlite_store import DB_NAME
 
-from bench import png, report
+from bench import helper_log, png, report
 from bench.netlab import Host, Lab, LinkProfile
 from bench.servers import ServerHandle, start_apache, start_nginx, tls_conf
 
@@ -206,6 +206,18 @@ def _open_by_any_process(path: Path) -> bool:
     return False
 
 
+def helper_line(d: Run) -> str:
+    """What the helper's own log said of a load (PageLab._check_helper; Firefox over HTTPS), for its log line."""
+    h = d.get("helper")
+    if h is None:
+        return ""
+    if not h["fetched"] and not h["conns"]:
+        return "; the helper fetched none of it"
+    direct = f", left to the browser: {' '.join(h['direct'])}" if h["direct"] else ""
+    return (f"; the helper fetched {h['fetched']} of its {h['of']} requests on its connections "
+            f"({'+'.join(h['conns']) or 'none opened'}){direct}")
+
+
 def breakdown_lines(d: Run) -> str:
     """With LANEFETCH_BENCH_BREAKDOWN, the lines logged after a load's own: the extension's per-request breakdown (ON
     loads in Chromium) and, for every load, ON and OFF, the server's side of it: per request, when it came and when its
@@ -232,11 +244,10 @@ class PageLab:
             raise ValueError(f"no page driver for {browser!r} (have: {', '.join(DRIVERS)})")
         self.profile = profile
         self.browser = browser
-        #: "nginx-h2": the pages over HTTPS (a throwaway CA that Chromium's NSS store in a HOME of the lab's own and
-        #: the helper trust, nothing else), nginx offering h2 and http/1.1 by ALPN.
+        #: "nginx-h2": the pages over HTTPS (a throwaway CA that the browser and the helper trust, nothing else:
+        #: Chromium's NSS store in a HOME of the lab's own, a fresh Firefox profile's store made by the driver),
+        #: nginx offering h2 and http/1.1 by ALPN.
         self.https = server == "nginx-h2"
-        if self.https and browser != "chromium":
-            raise ValueError("the HTTPS + h2 pages are measured in Chromium only")
         self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
         self._trust = tempfile.TemporaryDirectory(prefix="lf-bench-trust-") if self.https else None
         self.lab = Lab()
@@ -314,6 +325,10 @@ class PageLab:
                 env["LANEFETCH_BENCH_HELPER_CACHE"] = helper_home
             if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
                 env |= {"HOME": self._trust.name, TEST_UPSTREAM_CA_ENV: f"{self._trust.name}/pki/ca.pem"}
+            # Firefox over HTTPS: the helper's own log says what it fetched (ON must have gone through it, OFF not).
+            log_file = Path(cache) / "helper.log" if self.https and self.browser == "firefox" else None
+            if log_file is not None:
+                env |= {"LANEFETCH_LOG": "DEBUG", "LANEFETCH_LOG_FILE": str(log_file)}
             cap = self._capture(shape, mode)
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
@@ -358,7 +373,37 @@ class PageLab:
             if code != 0:
                 err.seek(0)
                 raise RuntimeError(f"driver ({mode}, {shape.name}) failed at exit: {err.read().strip()[-2000:]}")
+            if log_file is not None:
+                self._check_helper(shape, mode, runs, log_file)
         return runs
+
+    def _check_helper(self, shape: Page, mode: str, runs: list[Run], log_file: Path) -> None:
+        """Fails the load unless ON's requests of the page (those under the page's top folder, as the server
+        answered them) were all fetched by the helper, each one as often as the server answered it, and OFF's
+        helper fetched nothing: Firefox falls back to a direct connection silently (a tunnel the helper closes, a
+        request the extension did not route), and a variant measured that way would be OFF under ON's name. The
+        helper's log is appended to LANEFETCH_LOG_FILE's file where the bench was given one. Records per load in
+        `helper`: what the helper fetched of the page, the protocols of its connections to the server, the
+        requests left to the browser (outside the page's folder: a favicon)."""
+        text = log_file.read_text(errors="replace") if log_file.exists() else ""
+        if text and (keep := os.environ.get("LANEFETCH_LOG_FILE")):
+            with open(keep, "a") as f:
+                f.write(text)
+        urls = helper_log.fetched(text)
+        folder = "/" + shape.path().split("/")[1] + "/"
+        for d in runs:
+            served = [r.path for r in d["records"]]
+            left = helper_log.not_fetched(served, urls, self.ip)
+            own = [p for p in served if p.startswith(folder)]
+            d["helper"] = {"fetched": len(own) - sum(p.startswith(folder) for p in left), "of": len(own),
+                           "conns": helper_log.opened(text, self.ip), "direct": left}
+            if mode == "on" and (not own or any(p.startswith(folder) for p in left)):
+                raise RuntimeError(
+                    f"ON load of {shape.name} did not go through the helper: of the {len(own)} requests of the page "
+                    f"the server answered, the helper's log accounts for {d['helper']['fetched']} (not: "
+                    f"{', '.join(p for p in left if p.startswith(folder))[:1500]}); its log:\n{text[-3000:]}")
+        if mode == "off" and urls:
+            raise RuntimeError(f"OFF load of {shape.name}: a helper fetched {len(urls)} requests ({urls[:5]})")
 
     def _capture(self, shape: Page, mode: str) -> subprocess.Popen[bytes] | None:
         """With LANEFETCH_BENCH_PCAP=DIR: the load's packets in the client namespace (headers only) to

@@ -2,9 +2,18 @@
 in real Chromium and Firefox, site ON (lanefetch) vs OFF, served by Apache and nginx (HTTP/1.1, gzip for text as a
 real site does) over `wcdma`, `lte`, `sat` and `lan`, ON/OFF order alternating round by round.
 
-Selectors (comma lists; default all): LANEFETCH_BENCH_PAGES (corpus names), LANEFETCH_BENCH_SERVERS (apache, nginx),
-LANEFETCH_BENCH_PROFILES (links), LANEFETCH_BENCH_BROWSERS (chromium, firefox). A run on a subset writes its own
-report, named after what it selected (`results/real-pages-chromium-apache.md`), beside the full one.
+Selectors (comma lists; default all): LANEFETCH_BENCH_PAGES (corpus names), LANEFETCH_BENCH_SERVERS (apache, nginx,
+nginx-h2), LANEFETCH_BENCH_PROFILES (links), LANEFETCH_BENCH_BROWSERS (chromium, firefox). A run on a subset writes its
+own report, named after what it selected (`results/real-pages-chromium-apache.md`), beside the full one.
+
+Server nginx-h2 (issue 18): the same nginx over HTTPS, h2 and http/1.1 offered by ALPN, its certificate from a
+throwaway CA. In Chromium the CA is trusted by an NSS store in a HOME of the lab's own. In Firefox (FIREFOX_HTTPS)
+every load's fresh profile trusts it; OFF loads the page from nginx, ON is a site opted into "Accelerate HTTPS on
+this site" before a Firefox restart (the site's CA installed into the profile by `lanefetch firefox-https add`, the
+extension's storage saying enabled and opted in): Firefox sends CONNECT to the helper, which fetches from nginx.
+The helper trusts the throwaway CA through LANEFETCH_TEST_UPSTREAM_CA_FILE in both browsers. A Firefox load whose
+helper log (LANEFETCH_LOG=DEBUG) does not account for every request of the page nginx answered fails the run (ON),
+as does one where a helper fetched anything (OFF): Firefox falls back to direct silently.
 
 LANEFETCH_BENCH_VISIT=second (issue 20, Chromium only): each ON load is a *second visit* of a page the helper learned
 (PageLab.second_visit: two learning ON loads, then the helper's HTTP cache emptied with its learned pages kept, then
@@ -52,7 +61,7 @@ from collections.abc import Callable, Sequence
 from bench import page_deps, report
 from bench import real_pages_report as rr
 from bench.netlab import PROFILES
-from bench.page_load import BROWSER_NAMES, PageLab, Run, breakdown_lines, method
+from bench.page_load import BROWSER_NAMES, PageLab, Run, breakdown_lines, helper_line, method
 from bench.real_pages import CORPUS, RealPage, install_missing
 from bench.servers import COMPRESSED_TYPES, AccessRecord, compression_conf, revalidate_conf
 
@@ -237,7 +246,8 @@ def _describe(d: Run, rtt_s: float) -> str:
             f"{d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
-            + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1))
+            + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1)
+            + helper_line(d))
 
 
 def _answers(d: Run, again: dict[str, int]) -> str:
@@ -296,6 +306,22 @@ FIRST_VISIT = (
     "fetches the document, as it does for a real site (a page on a private address is loaded by Chromium itself). "
     "Issue 20's aims: first visit ≥ 1.3× (the speed-up column), bytes never asked for ≤ 5 % (the waste column "
     "below: bytes the server sent ON beyond what any OFF load asked for)."
+)
+
+
+FIREFOX_HTTPS = (
+    "**Firefox over HTTPS (`nginx-h2`)**: every load a fresh Firefox profile whose certificate store (NSS "
+    "`certutil`, as the product installs its own CAs) trusts the throwaway CA. OFF: Firefox loads the page from "
+    "nginx itself (h2 by ALPN). ON: the site enabled and opted into \"Accelerate HTTPS on this site\" as before a "
+    "Firefox restart: the helper's certificate authority for the site created and installed into the profile before "
+    "Firefox starts (`lanefetch firefox-https add`, the opt-in's own code), the extension's storage saying the site "
+    "is enabled and opted in, and the navigation once the extension routes the site's https requests to the helper "
+    "(its helper reported the CA active). Firefox then sends CONNECT to the helper's proxy, the helper ends Firefox's "
+    "TLS with a certificate it mints and fetches the requests from nginx over h2 (it trusts the throwaway CA through "
+    "`LANEFETCH_TEST_UPSTREAM_CA_FILE`). Each load's helper log (`LANEFETCH_LOG=DEBUG`) must account for every "
+    "request of the page nginx answered (ON) and name none (OFF), or the run fails: Firefox falls back to a direct "
+    "connection silently. Firefox's connections to the helper are local and not on the emulated link; nginx's "
+    "connections column counts the helper's."
 )
 
 
@@ -368,9 +394,6 @@ def run(rounds: int) -> int:
 
         for server in chosen["LANEFETCH_BENCH_SERVERS"]:
             for browser in chosen["LANEFETCH_BENCH_BROWSERS"]:
-                if server == "nginx-h2" and browser != "chromium":
-                    log(f"[{server} {browser}] skipped: the HTTPS + h2 variant is measured in Chromium only")
-                    continue
                 for link in chosen["LANEFETCH_BENCH_PROFILES"]:
                     served = [*pages, *(o for o in dict.fromkeys(others) if o not in pages)]
                     kind = server.removesuffix("-h2")
@@ -438,8 +461,8 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                               f"{wasted[-1]} B of the page's {page_bytes} B (OFF median, bodies): worst "
                               f"{100 * wasted[-1] / max(page_bytes, 1):.1f} %")
     done = sum(len(v) for v in measured.values())
-    planned = sum(1 for s in chosen["LANEFETCH_BENCH_SERVERS"] for b in chosen["LANEFETCH_BENCH_BROWSERS"]
-                  if s != "nginx-h2" or b == "chromium") * len(chosen["LANEFETCH_BENCH_PROFILES"])
+    planned = (len(chosen["LANEFETCH_BENCH_SERVERS"]) * len(chosen["LANEFETCH_BENCH_BROWSERS"])
+               * len(chosen["LANEFETCH_BENCH_PROFILES"]))
     links = chosen["LANEFETCH_BENCH_PROFILES"]
     lines = [
         *([] if done == planned else [f"**Partial**: {done} of {planned} server × browser × link runs done.", ""]),
@@ -448,14 +471,17 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                  for b in chosen["LANEFETCH_BENCH_BROWSERS"]),
         "",
         f"Servers: {', '.join(chosen['LANEFETCH_BENCH_SERVERS'])} (HTTP/1.1, keep-alive; `nginx-h2`: the same nginx "
-        "over HTTPS offering h2 and http/1.1 by ALPN, certificate from a throwaway CA that only the Chromium "
-        "profile's NSS store and the helper trust, Chromium only; TCP congestion control "
+        "over HTTPS offering h2 and http/1.1 by ALPN, certificate from a throwaway CA that only the browser's store "
+        "(Chromium: an NSS store in a HOME of the lab's own; Firefox: each fresh profile's) and the helper trust; "
+        "TCP congestion control "
         f"{server_cc or 'unknown'}, `LANEFETCH_BENCH_SERVER_CC`), each gzipping "
         f"{', '.join(COMPRESSED_TYPES)} (nginx `gzip_comp_level 6`, Apache mod_deflate's default). Instead of PNG "
         "grids, the pages are Debian documentation packages' own pages, copied at run time from the installed "
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
+        *(["", FIREFOX_HTTPS] if "nginx-h2" in chosen["LANEFETCH_BENCH_SERVERS"]
+          and "firefox" in chosen["LANEFETCH_BENCH_BROWSERS"] else []),
         *(["", SECOND_VISIT] if visit == "second" else []),
         *(["", FIRST_VISIT] if visit in ("first", "sibling") else []),
         *(["", SIBLING_VISIT] if visit == "sibling" else []),

@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForResult, type Firefox } from "../support/firefox-harness.js";
+import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, trustingProfile, waitForResult, type Firefox } from "../support/firefox-harness.js";
 import { OriginServer } from "../support/origin-server.js";
 import { helperCli, repoRoot } from "../support/paths.js";
 import { startSites, testSite, type Sites } from "../support/test-site.js";
@@ -57,10 +57,8 @@ before(async () => {
   bad = new OriginServer(testSite, "127.0.0.1", [], { cert: readFileSync(join(certs, "rogue.pem"), "utf8"), key: readFileSync(join(certs, "rogue.key"), "utf8") });
   await bad.listen();
   home = freshHome(true);
-  profile = mkdtempSync(join(tmpdir(), "lf-https-profile-"));
-  execFileSync("certutil", ["-N", "--empty-password", "-d", `sql:${profile}`]);
   // The origins' CA stands in for a public CA: Firefox loads the site directly before and after lanefetch.
-  execFileSync("certutil", ["-A", "-n", "test origins CA", "-t", "C,,", "-i", join(certs, "upstream-ca.pem"), "-d", `sql:${profile}`]);
+  profile = trustingProfile(join(certs, "upstream-ca.pem"));
   ff = await launch();
   await setSites(ff, [SITE]);
 });

@@ -147,10 +147,42 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
 /** Enables `sites`. The test origins are loopback (RTT far below the step-aside threshold, where lanefetch leaves
  * requests to Firefox): `accelerateFastLinks` (default true here, as in the Chromium harness) makes it take them
  * anyway, so the tests see the proxy path; benchmarks and the demo pass false (what users get). */
-export async function setSites(ff: Firefox, sites: SiteRule[], { accelerateFastLinks = true } = {}): Promise<void> {
+export async function setSites(ff: Firefox, sites: SiteRule[], { accelerateFastLinks = true, httpsSites = [] as SiteRule[] } = {}): Promise<void> {
   const stored = sites.map((x) => ({ ...x, added: Date.now() }));
-  await ff.inExtension(`chrome.storage.local.set({ sites: ${JSON.stringify(stored)}, accelerateFastLinks: ${String(accelerateFastLinks)} })`);
+  // The sites opted into HTTPS in the same write as the sites: the helper makes the opted-in set true as soon as
+  // the extension connects, so a site enabled but not yet opted in would lose a CA installed before the start.
+  const https = httpsSites.length > 0 ? `, httpsSites: ${JSON.stringify(httpsSites)}` : "";
+  await ff.inExtension(`chrome.storage.local.set({ sites: ${JSON.stringify(stored)}, accelerateFastLinks: ${String(accelerateFastLinks)}${https} })`);
   await new Promise((r) => setTimeout(r, 200)); // the background reads the rules on storage.onChanged
+}
+
+/** A fresh Firefox profile directory whose certificate store trusts `caFile` for TLS servers, as a public CA is
+ * trusted (Firefox reads a store it finds there instead of making one). */
+export function trustingProfile(caFile: string, nickname = "test origins CA"): string {
+  const profile = mkdtempSync(join(tmpdir(), "lf-firefox-profile-"));
+  execFileSync("certutil", ["-N", "--empty-password", "-d", `sql:${profile}`]);
+  execFileSync("certutil", ["-A", "-n", nickname, "-t", "C,,", "-i", caFile, "-d", `sql:${profile}`]);
+  return profile;
+}
+
+/** Until the extension routes `url`'s https requests to the helper (its site's CA is one this Firefox trusts, the
+ * helper said so), asked about a tab that shows the URL without loading it (a discarded tab: no request, no
+ * connection), or throws after `ms` with the last status. */
+export async function untilHttpsRouted(ff: Firefox, url: string, ms = 15000): Promise<StatusReply> {
+  const tabId = await ff.inExtension<number>(`chrome.tabs.create({ url: ${JSON.stringify(url)}, discarded: true, active: false }).then((t) => t.id)`);
+  try {
+    const end = Date.now() + ms;
+    for (;;) {
+      const reply = await tabStatus(ff, tabId);
+      if ((reply.tab.https?.state === "active" && reply.tab.intercepting) || Date.now() > end) {
+        if (!reply.tab.intercepting) throw new Error(`https requests of ${url} not routed to the helper: ${JSON.stringify(reply.tab)}`);
+        return reply;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await ff.inExtension(`chrome.tabs.remove(${String(tabId)})`);
+  }
 }
 
 export async function tabIdOf(ff: Firefox, url: string): Promise<number> {

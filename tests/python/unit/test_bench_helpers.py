@@ -94,3 +94,36 @@ def test_ratio_interval_brackets_the_ratio_and_narrows_with_runs() -> None:
     assert report.ratio_interval([2.0], [1.0]) == (2.0, 2.0)
     with pytest.raises(ValueError):
         report.ratio_interval([], [1.0])
+
+
+_STAMP = "2026-11-29 21:50:01,100 lanefetch-host[42]"
+_OPEN = "open: dns 0-0, tcp 0-601, tls end 1203, alpn h2"
+_TIMES = "pos None/None, queued 1 sent 2 first 3 last 4 ms, 900 B on the wire, 0 retries"
+HELPER_LOG = "".join(f"{_STAMP} {line}\n" for line in [
+    "WARNING LANEFETCH_TEST_UPSTREAM_CA_FILE is set: origins are verified against /tmp/ca.pem only",
+    f"DEBUG conn 1 to https://10.231.1.2:443 {_OPEN}",
+    f"DEBUG conn 2 to https://10.9.9.9:443 {_OPEN}",
+    f"DEBUG https://10.231.1.2/p/index.html: conn 1 {_TIMES}",
+    f"DEBUG https://10.231.1.2/p/a.css?v=2: conn 1 {_TIMES}",
+    f"DEBUG https://10.9.9.9/p/a.css: conn 2 {_TIMES}",
+])
+
+
+def test_helper_log_names_what_the_helper_fetched_and_its_connections() -> None:
+    from bench import helper_log
+
+    urls = helper_log.fetched(HELPER_LOG)
+    assert urls == ["https://10.231.1.2/p/index.html", "https://10.231.1.2/p/a.css?v=2", "https://10.9.9.9/p/a.css"]
+    assert helper_log.opened(HELPER_LOG, "10.231.1.2") == ["h2"]
+    assert helper_log.opened("", "10.231.1.2") == []
+
+
+def test_what_the_server_answered_that_the_helper_did_not_fetch() -> None:
+    from bench import helper_log
+
+    urls = helper_log.fetched(HELPER_LOG)
+    assert helper_log.not_fetched(["/p/index.html", "/p/a.css?v=2"], urls, "10.231.1.2") == []
+    # Asked twice of the server, fetched once by the helper; another host's fetch accounts for nothing here.
+    assert helper_log.not_fetched(["/p/index.html", "/p/a.css?v=2", "/p/a.css?v=2", "/p/a.css", "/favicon.ico"],
+                                  urls, "10.231.1.2") == ["/favicon.ico", "/p/a.css", "/p/a.css?v=2"]
+    assert helper_log.not_fetched(["/p/index.html"], [], "10.231.1.2") == ["/p/index.html"]
