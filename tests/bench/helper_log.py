@@ -14,12 +14,13 @@ from collections import Counter
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-_FETCHED = re.compile(r" DEBUG (\S+): conn \S+ pos ")
+# A request the helper failed is logged too, with no connection and nothing sent or received: not fetched.
+_FETCHED = re.compile(r" DEBUG (\S+): conn \d+ pos \S+, queued \S+ sent \d+ first \d+ ")
 _OPENED = re.compile(r" DEBUG conn \d+ to (\S+) open: .*, alpn (\S+)$")
 
 
 def fetched(log: str) -> list[str]:
-    """The URLs of the requests the helper fetched (one per exchange, in log order)."""
+    """The URLs of the requests the helper fetched, an answer received (one per exchange, in log order)."""
     return [m.group(1) for line in log.splitlines() if (m := _FETCHED.search(line))]
 
 

@@ -106,6 +106,9 @@ HELPER_LOG = "".join(f"{_STAMP} {line}\n" for line in [
     f"DEBUG https://10.231.1.2/p/index.html: conn 1 {_TIMES}",
     f"DEBUG https://10.231.1.2/p/a.css?v=2: conn 1 {_TIMES}",
     f"DEBUG https://10.9.9.9/p/a.css: conn 2 {_TIMES}",
+    # Failed (the origin's certificate refused): nothing sent; the browser fetched it itself.
+    "DEBUG https://10.231.1.2/p/b.js: conn None pos None/None, queued 1 sent None first None last None ms, "
+    "0 B on the wire, 0 retries",
 ])
 
 
@@ -127,3 +130,4 @@ def test_what_the_server_answered_that_the_helper_did_not_fetch() -> None:
     assert helper_log.not_fetched(["/p/index.html", "/p/a.css?v=2", "/p/a.css?v=2", "/p/a.css", "/favicon.ico"],
                                   urls, "10.231.1.2") == ["/favicon.ico", "/p/a.css", "/p/a.css?v=2"]
     assert helper_log.not_fetched(["/p/index.html"], [], "10.231.1.2") == ["/p/index.html"]
+    assert helper_log.not_fetched(["/p/b.js"], urls, "10.231.1.2") == ["/p/b.js"], "a failed request is not fetched"
