@@ -150,6 +150,12 @@ class FetchService:
                 records[str(origin)] = json.dumps(record)
         cache.learn(page.top_site, records)
 
+    async def speaks_h2(self, url: str, page: Page) -> bool:
+        """Is url's origin known to choose HTTP/2: learned this session, or remembered under page's site?"""
+        origins = await self._recall([url], page)
+        policy = self.engine.policies.get(origins[0]) if origins else None
+        return policy is not None and policy.protocol == "h2"
+
     def preconnect(self, url: str, page: Page | None = None, handshake: Handshake = "full") -> bool:
         return self._splitting.preconnect(url, page or Page(), handshake)
 

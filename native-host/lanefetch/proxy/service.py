@@ -50,7 +50,7 @@ class ProxyService:
             await self.close(next(iter(self._listeners)))
         listener = ProxyListener(self.fetcher, page, self.secret, self._observer, context_id,
                                  connect_timeout=self.fetcher.config.engine.connect_timeout, tls=self.tls,
-                                 admission=self.admission)
+                                 admission=self.admission, speaks_h2=self.fetcher.speaks_h2)
         await listener.start()
         self._listeners[context_id] = listener
         return listener

@@ -461,6 +461,17 @@ async def test_proxy_upstream_speaks_h2_to_an_h2_origin(tmp_path: Path, profile:
                               if line.lower().startswith(b"content-length:"))
                 assert await asyncio.wait_for(reader.readexactly(length), 20) == data, path
             writer.close()
+            # The origin is known to speak h2 now: the next CONNECT is tunnelled untouched, Firefox's own h2 to the
+            # origin (its own certificate reaches the client, h2 offered by ALPN); no lanefetch leaf.
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+            writer.write(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                         f"Proxy-Authorization: {basic_credentials(svc.secret)}\r\n\r\n".encode())
+            assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)).startswith(b"HTTP/1.1 200")
+            direct = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+            direct.set_alpn_protocols(["h2", "http/1.1"])
+            await asyncio.wait_for(writer.start_tls(direct, server_hostname="127.0.0.1"), 20)
+            assert writer.get_extra_info("ssl_object").selected_alpn_protocol() == "h2"
+            writer.close()
         finally:
             await svc.aclose()
         log = srv.access_log(wait_for=len(files), timeout=10)
