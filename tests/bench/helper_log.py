@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 # A request the helper failed is logged too, with no connection and nothing sent or received: not fetched.
 _FETCHED = re.compile(r" DEBUG (\S+): conn \d+ pos \S+, queued \S+ sent \d+ first \d+ ")
 _OPENED = re.compile(r" DEBUG conn \d+ to (\S+) open: .*, alpn (\S+)$")
+# proxy/server.py: a CONNECT to an origin known to speak HTTP/2 is left to Firefox's own h2 through the tunnel.
+_TUNNELLED_H2 = re.compile(r" DEBUG CONNECT (\S+) tunnelled: the origin speaks HTTP/2$")
 
 
 def fetched(log: str) -> list[str]:
@@ -28,6 +30,13 @@ def opened(log: str, host: str) -> list[str]:
     """The ALPN protocol of each connection the helper opened to `host` ("None": none negotiated)."""
     return [m.group(2) for line in log.splitlines()
             if (m := _OPENED.search(line)) and urlsplit(m.group(1)).hostname == host]
+
+
+def tunnelled_h2(log: str, host: str) -> int:
+    """How many CONNECTs to `host` the helper tunnelled untouched because the origin speaks HTTP/2 (what went
+    through them is Firefox's own, by design)."""
+    return sum(1 for line in log.splitlines()
+               if (m := _TUNNELLED_H2.search(line)) and urlsplit(f"//{m.group(1)}").hostname == host)
 
 
 def not_fetched(served: Iterable[str], urls: Iterable[str], host: str) -> list[str]:

@@ -214,8 +214,10 @@ def helper_line(d: Run) -> str:
     if not h["fetched"] and not h["conns"]:
         return "; the helper fetched none of it"
     direct = f", left to the browser: {' '.join(h['direct'])}" if h["direct"] else ""
+    tunnelled = (f", {h['tunnelled']} CONNECTs tunnelled to Firefox's own h2 (the origin speaks HTTP/2)"
+                 if h.get("tunnelled") else "")
     return (f"; the helper fetched {h['fetched']} of its {h['of']} requests on its connections "
-            f"({'+'.join(h['conns']) or 'none opened'}){direct}")
+            f"({'+'.join(h['conns']) or 'none opened'}){tunnelled}{direct}")
 
 
 def breakdown_lines(d: Run) -> str:
@@ -384,7 +386,10 @@ class PageLab:
         request the extension did not route), and a variant measured that way would be OFF under ON's name. The
         helper's log is appended to LANEFETCH_LOG_FILE's file where the bench was given one. Records per load in
         `helper`: what the helper fetched of the page, the protocols of its connections to the server, the
-        requests left to the browser (outside the page's folder: a favicon)."""
+        requests left to the browser (outside the page's folder: a favicon). An origin the helper learned to speak
+        HTTP/2 is left to Firefox by design once known (proxy/server.py: its later CONNECTs are tunnelled, logged):
+        then the page's requests after the first tunnel are Firefox's own, counted in `tunnelled`, and only the
+        first tunnel's (the document's) must be the helper's."""
         text = log_file.read_text(errors="replace") if log_file.exists() else ""
         if text and (keep := os.environ.get("LANEFETCH_LOG_FILE")):
             with open(keep, "a") as f:
@@ -395,9 +400,11 @@ class PageLab:
             served = [r.path for r in d["records"]]
             left = helper_log.not_fetched(served, urls, self.ip)
             own = [p for p in served if p.startswith(folder)]
+            tunnelled = helper_log.tunnelled_h2(text, self.ip)
             d["helper"] = {"fetched": len(own) - sum(p.startswith(folder) for p in left), "of": len(own),
-                           "conns": helper_log.opened(text, self.ip), "direct": left}
-            if mode == "on" and (not own or any(p.startswith(folder) for p in left)):
+                           "conns": helper_log.opened(text, self.ip), "direct": left, "tunnelled": tunnelled}
+            if mode == "on" and (not own or d["helper"]["fetched"] == 0 or (
+                    not tunnelled and any(p.startswith(folder) for p in left))):
                 raise RuntimeError(
                     f"ON load of {shape.name} did not go through the helper: of the {len(own)} requests of the page "
                     f"the server answered, the helper's log accounts for {d['helper']['fetched']} (not: "

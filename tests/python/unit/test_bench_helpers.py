@@ -109,6 +109,9 @@ HELPER_LOG = "".join(f"{_STAMP} {line}\n" for line in [
     # Failed (the origin's certificate refused): nothing sent; the browser fetched it itself.
     "DEBUG https://10.231.1.2/p/b.js: conn None pos None/None, queued 1 sent None first None last None ms, "
     "0 B on the wire, 0 retries",
+    "DEBUG CONNECT 10.231.1.2:443 tunnelled: the origin speaks HTTP/2",
+    "DEBUG CONNECT 10.231.1.2:443 tunnelled: the origin speaks HTTP/2",
+    "DEBUG CONNECT 10.9.9.9:443 tunnelled: the origin speaks HTTP/2",
 ])
 
 
@@ -119,6 +122,7 @@ def test_helper_log_names_what_the_helper_fetched_and_its_connections() -> None:
     assert urls == ["https://10.231.1.2/p/index.html", "https://10.231.1.2/p/a.css?v=2", "https://10.9.9.9/p/a.css"]
     assert helper_log.opened(HELPER_LOG, "10.231.1.2") == ["h2"]
     assert helper_log.opened("", "10.231.1.2") == []
+    assert helper_log.tunnelled_h2(HELPER_LOG, "10.231.1.2") == 2 and helper_log.tunnelled_h2("", "10.231.1.2") == 0
 
 
 def test_what_the_server_answered_that_the_helper_did_not_fetch() -> None:
