@@ -158,8 +158,10 @@ class ProxyListener:
         # Shared by all listeners of a session (ProxyService) so the total caps hold; a lone listener has its own.
         self.admission: Admission[asyncio.StreamWriter] = admission if admission is not None else Admission()
         self.tls = tls  # HTTPS sites the user opted into: their CONNECTs are terminated here
-        # Is an origin known to speak HTTP/2? Its CONNECTs are tunnelled, opted in or not (_client).
+        # Is an origin known to speak HTTP/2? Its CONNECTs are tunnelled, opted in or not (_client), unless a tunnel
+        # to it that this listener ended is still open (`_ending`, by authority).
         self.speaks_h2 = speaks_h2
+        self._ending: dict[str, int] = {}
         self._credentials = basic_credentials(secret).encode()
         self._gatherer = Gatherer(self._fetch_group)
         self._servers: list[asyncio.Server] = []
@@ -236,17 +238,23 @@ class ProxyListener:
                 return
             if req.head.method == "CONNECT":
                 context = self.tls.context_for(_connect_host(req.head.target)) if self.tls is not None else None
-                if context is not None and self.speaks_h2 is not None and await self.speaks_h2(
-                        f"https://{req.head.target}/", self.page):
+                if context is not None and self.speaks_h2 is not None and not self._ending.get(
+                        req.head.target) and await self.speaks_h2(f"https://{req.head.target}/", self.page):
                     # Firefox's own HTTP/2 through the tunnel: ended here, its requests would come over HTTP/1.1
                     # connections to the helper, six at a time, with nothing to gain back (measured over `sat`,
-                    # nginx: 0.84-0.98x the browser alone). Tunnelled, it costs a local hop and no round trip.
+                    # nginx: 0.84-0.98x the browser alone). Not while a tunnel to it ended here is open: that page
+                    # goes on as it began (switched mid-page, Firefox's new tunnels each paid a TCP and a TLS
+                    # handshake of their own, and the page was no faster: 0.82-1.01x, with 2-8 % more bytes).
                     log.debug("CONNECT %s tunnelled: the origin speaks HTTP/2", req.head.target)
                     context = None
                 if context is None:
                     await self._tunnel(req, rr.take_rest(), reader, writer)
                 else:
-                    await self._terminate(req, rr.take_rest(), context, reader, writer, split)
+                    self._ending[req.head.target] = self._ending.get(req.head.target, 0) + 1
+                    try:
+                        await self._terminate(req, rr.take_rest(), context, reader, writer, split)
+                    finally:
+                        self._ending[req.head.target] -= 1
                 return
             if not req.head.target.lower().startswith("http://"):
                 writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))

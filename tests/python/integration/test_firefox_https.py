@@ -29,6 +29,7 @@ from lanefetch.proxy.ca_certs import CA_VALIDITY, Authority, Site, make_authorit
 from lanefetch.proxy.ca_sites import HttpsSites, remove_all, status
 from lanefetch.proxy.server import ProxyListener, basic_credentials
 from lanefetch.proxy.tls_terminator import TlsTerminator
+from waits import until
 
 NOW = datetime.datetime.now(datetime.UTC)
 LANEFETCH = Path(sys.executable).parent / "lanefetch"
@@ -460,13 +461,24 @@ async def test_proxy_upstream_speaks_h2_to_an_h2_origin(tmp_path: Path, profile:
                 length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
                               if line.lower().startswith(b"content-length:"))
                 assert await asyncio.wait_for(reader.readexactly(length), 20) == data, path
+
+            async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+                r, w = await asyncio.open_connection("127.0.0.1", listener.port)
+                w.write(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                        f"Proxy-Authorization: {basic_credentials(svc.secret)}\r\n\r\n".encode())
+                assert (await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 20)).startswith(b"HTTP/1.1 200")
+                return r, w
+
+            # The origin is known to speak h2 now, but this page's tunnel is still open: a new one is ended here too.
+            _, second = await connect()
+            await asyncio.wait_for(second.start_tls(ssl.create_default_context(cafile=str(lanefetch_ca)),
+                                                    server_hostname="127.0.0.1"), 20)
+            second.close()
             writer.close()
-            # The origin is known to speak h2 now: the next CONNECT is tunnelled untouched, Firefox's own h2 to the
-            # origin (its own certificate reaches the client, h2 offered by ALPN); no lanefetch leaf.
-            reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
-            writer.write(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                         f"Proxy-Authorization: {basic_credentials(svc.secret)}\r\n\r\n".encode())
-            assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 20)).startswith(b"HTTP/1.1 200")
+            await until(lambda: not any(listener._ending.values()), "the ended tunnels closing", seconds=10)
+            # None is open: the next CONNECT is tunnelled untouched, Firefox's own h2 to the origin (its own
+            # certificate reaches the client, h2 offered by ALPN); no lanefetch leaf.
+            reader, writer = await connect()
             direct = ssl.create_default_context(cafile=str(pki / "ca.pem"))
             direct.set_alpn_protocols(["h2", "http/1.1"])
             await asyncio.wait_for(writer.start_tls(direct, server_hostname="127.0.0.1"), 20)
