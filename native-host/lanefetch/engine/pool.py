@@ -133,6 +133,9 @@ class OriginPool:
         # The TLS sessions this pool's connections received, for its next connections to resume (one pool per
         # origin, address space and top-level site: partitioned as the browser's own session cache).
         self._tickets: SessionTickets[ssl.SSLSession] = SessionTickets()
+        # A connection of this pool asks for small TLS records (tls_records.py): the first one opened while none is,
+        # which carries a page's document and first wave; cleared when the pool has no connection left.
+        self._small_records_asked = False
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -594,6 +597,7 @@ class OriginPool:
                 setup=self.config.socket_setup,
                 tcp_up=lambda: self._tcp_up(timing),
                 session=self._session_to_offer,
+                small_records=self._asks_small_records,
             )
         finally:
             if self._alpn_first is timing:  # its handshake answered (or failed): the ones waiting for it go on
@@ -614,6 +618,11 @@ class OriginPool:
         for c in self.connections:
             self._keep_session(c)
         return self._tickets.take(time.time())
+
+    def _asks_small_records(self) -> bool:
+        """Does the connection about to handshake ask for small TLS records? The pool's first one only."""
+        first, self._small_records_asked = not self._small_records_asked, True
+        return first
 
     def _keep_session(self, conn: Carrier) -> None:
         """Keep the TLS session conn holds now (its latest ticket), for the pool's next connections."""
@@ -665,6 +674,8 @@ class OriginPool:
 
     async def connection_failed(self, conn: Carrier, error: FetchError) -> None:
         self.connections.discard(conn)
+        if not self.connections:
+            self._small_records_asked = False
         self._release_reserved(conn)
         if any(c.open or c.transport is None for c in self.connections):
             return  # others are up or still connecting: they serve the queue
@@ -715,6 +726,8 @@ class OriginPool:
     async def connection_closed(self, conn: Carrier) -> None:
         self._keep_session(conn)
         self.connections.discard(conn)
+        if not self.connections:
+            self._small_records_asked = False
         self._release_reserved(conn)
         self.engine.connection_closed(conn)
         self._plan()

@@ -30,18 +30,24 @@ class DataBeforeErrorReader(asyncio.StreamReader):
         self.feed_eof()
 
 
-# The session the connection being opened offers (session_tickets.py): asyncio's SSL transport makes its SSLObject
-# with the context's wrap_bio and passes no session, so SessionOfferingContext reads it from here.
-_OFFERED: contextvars.ContextVar[ssl.SSLSession | None] = contextvars.ContextVar("lanefetch_offered_session",
-                                                                                 default=None)
+# What the connection being opened asks in its handshake: the session it offers (session_tickets.py) and whether
+# it asks for small records (tls_records.py). asyncio's SSL transport makes its SSLObject with the context's
+# wrap_bio and passes neither, so SessionOfferingContext reads them from here.
+_OFFERED: contextvars.ContextVar[tuple[ssl.SSLSession | None, bool]] = contextvars.ContextVar(
+    "lanefetch_offered_session", default=(None, False))
 
 
 class SessionOfferingContext(ssl.SSLContext):
-    """An SSLContext whose client connections offer the TLS session open_transport chose for them."""
+    """An SSLContext whose client connections offer the TLS session open_transport chose for them (and ask for
+    small records where it said so)."""
 
     def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
                  server_hostname: str | bytes | None = None, session: ssl.SSLSession | None = None) -> ssl.SSLObject:
-        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session or _OFFERED.get())
+        offered, small_records = _OFFERED.get()
+        tls = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session or offered)
+        if small_records:
+            tls_records.ask_small_records(tls, self)
+        return tls
 
 
 def offers_sessions(tls: ssl.SSLContext | None) -> bool:
@@ -51,16 +57,17 @@ def offers_sessions(tls: ssl.SSLContext | None) -> bool:
 
 async def _streams(
     sock: socket.socket, tls: ssl.SSLContext | None, server_hostname: str | None, handshake_timeout: float,
-    session: ssl.SSLSession | None = None,
+    session: ssl.SSLSession | None = None, small_records: bool = False,
 ) -> tuple[DataBeforeErrorReader, asyncio.StreamWriter]:
-    """asyncio.open_connection with our reader (over TLS offering `session`, where the context offers one)."""
+    """asyncio.open_connection with our reader (over TLS offering `session` and asking for small records where
+    said, where the context is a SessionOfferingContext)."""
     loop = asyncio.get_running_loop()
     reader = DataBeforeErrorReader(limit=STREAM_LIMIT, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     if tls is None:
         transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
     else:
-        offered = _OFFERED.set(session)
+        offered = _OFFERED.set((session, small_records))
         try:
             transport, _ = await loop.create_connection(
                 lambda: protocol, sock=sock, ssl=tls, server_hostname=server_hostname,
@@ -164,7 +171,6 @@ def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLC
         else:
             ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    tls_records.ask_small_records(ctx)  # records of at most 4 KiB, read as they arrive (tls_records.py)
     ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return ctx
 
@@ -180,11 +186,13 @@ async def open_transport(
     setup: Callable[[socket.socket], None] | None = None,
     tcp_up: Callable[[], Awaitable[None]] | None = None,
     session: Callable[[], ssl.SSLSession | None] | None = None,
+    small_records: Callable[[], bool] | None = None,
 ) -> Transport:
     """Connect to the first address that answers. `server_hostname` is the SNI/verification name. `tcp_up` is
     awaited once TCP is connected, before TLS: it reports the round trip, and may hold the TLS handshake until
     the connection is needed (or raise to give it up; the socket is then closed). `session` is asked, as the TLS
-    handshake starts, for the session to offer (session_tickets.py; a SessionOfferingContext's connections only)."""
+    handshake starts, for the session to offer (session_tickets.py; a SessionOfferingContext's connections only),
+    and `small_records` whether to ask for TLS records of at most 4 KiB (tls_records.py; the same connections)."""
     loop = asyncio.get_running_loop()
     last: Exception | None = None
     for family, sockaddr in addresses:
@@ -220,8 +228,9 @@ async def open_transport(
         try:
             if tls is not None:
                 offered = session() if session is not None and offers_sessions(tls) else None
+                small = small_records is not None and offers_sessions(tls) and small_records()
                 reader, writer = await asyncio.wait_for(
-                    _streams(sock, tls, server_hostname, connect_timeout, offered), connect_timeout * 1.5
+                    _streams(sock, tls, server_hostname, connect_timeout, offered, small), connect_timeout * 1.5
                 )
                 timing.tls_end = now()
                 tls_object = writer.get_extra_info("ssl_object")

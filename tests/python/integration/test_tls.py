@@ -203,9 +203,9 @@ async def test_a_later_connection_resumes_the_tls_session_within_its_partition_o
 
 @pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
 async def test_the_server_is_asked_for_records_of_at_most_4_kib(pki: Path, version: ssl.TLSVersion) -> None:
-    """The helper's context asks for 4 KiB records (tls_records.py, RFC 6066 max_fragment_length) and an OpenSSL
-    server writes 30 kB in records of that size, where it writes 16 kB records to a context that does not ask.
-    The records are read off the wire by a relay between the two."""
+    """A connection told to ask for 4 KiB records (tls_records.py, RFC 6066 max_fragment_length: a pool's first)
+    gets an OpenSSL server's 30 kB in records of that size, where the server writes 16 kB records to one that does
+    not ask. The records are read off the wire by a relay between the two."""
     import socket
 
     from lanefetch.engine import tls_records, transport
@@ -245,10 +245,10 @@ async def test_the_server_is_asked_for_records_of_at_most_4_kib(pki: Path, versi
     relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
     relay_port = relay_server.sockets[0].getsockname()[1]
 
-    async def largest_record(ctx: ssl.SSLContext) -> int:
+    async def largest_record(ctx: ssl.SSLContext, small: bool) -> int:
         t = await transport.open_transport(
             [(socket.AF_INET, ("127.0.0.1", relay_port))], server_hostname="localhost", tls=ctx,
-            timing=ConnectTiming(), connect_timeout=5)
+            timing=ConnectTiming(), connect_timeout=5, small_records=lambda: small)
         t.writer.write(b"x")
         assert await asyncio.wait_for(t.reader.read(), 10) == payload
         t.close()
@@ -263,9 +263,8 @@ async def test_the_server_is_asked_for_records_of_at_most_4_kib(pki: Path, versi
 
     try:
         helper = transport.make_tls_context(str(pki / "ca.pem"))
-        assert await largest_record(helper) <= tls_records.RECORD_BYTES + 64  # tag, nonce, content type
-        plain = ssl.create_default_context(cafile=str(pki / "ca.pem"))
-        assert await largest_record(plain) > 16000
+        assert await largest_record(helper, True) <= tls_records.RECORD_BYTES + 64  # tag, nonce, content type
+        assert await largest_record(helper, False) > 16000
     finally:
         for s in (relay_server, tls_server):
             s.close()
