@@ -132,7 +132,10 @@ class OriginPool:
         self.protocol_waits = 0  # connections that held their TLS handshake for another's ALPN (for the tests)
         # The TLS sessions this pool's connections received, for its next connections to resume (one pool per
         # origin, address space and top-level site: partitioned as the browser's own session cache).
-        self._tickets: SessionTickets[ssl.SSLSession] = SessionTickets()
+        # Kept apart by whether their connection asked for small records: a session resumed by a connection that
+        # does not ask the same makes OpenSSL fail the handshake (the server answers with the session's
+        # max_fragment_length: "unsolicited extension").
+        self._tickets: dict[bool, SessionTickets[ssl.SSLSession]] = {False: SessionTickets(), True: SessionTickets()}
         # A connection of this pool asks for small TLS records (tls_records.py): the first one opened while none is,
         # which carries a page's document and first wave; cleared when the pool has no connection left.
         self._small_records_asked = False
@@ -613,11 +616,12 @@ class OriginPool:
                     self._open_ahead()  # and those a page's preconnect asked for
         return transport
 
-    def _session_to_offer(self) -> ssl.SSLSession | None:
-        """The session a connection about to handshake offers: the newest its siblings (open or closed) received."""
+    def _session_to_offer(self, small_records: bool) -> ssl.SSLSession | None:
+        """The session a connection about to handshake offers: the newest its siblings (open or closed) that asked
+        for small records as it does received."""
         for c in self.connections:
             self._keep_session(c)
-        return self._tickets.take(time.time())
+        return self._tickets[small_records].take(time.time())
 
     def _asks_small_records(self) -> bool:
         """Does the connection about to handshake ask for small TLS records? The pool's first one only."""
@@ -630,7 +634,8 @@ class OriginPool:
             return
         tls = conn.transport.writer.get_extra_info("ssl_object")
         if isinstance(tls, ssl.SSLObject) and (session := tls.session) is not None:
-            self._tickets.keep(session, time.time(), reusable=tls.version() == "TLSv1.2")
+            self._tickets[conn.connect_timing.small_records].keep(session, time.time(),
+                                                                  reusable=tls.version() == "TLSv1.2")
 
     async def serve_h2(self, conn: Connection, transport: Transport) -> None:
         """conn's TLS handshake chose h2: run its transport as an H2Connection in its place (in conn's task)."""

@@ -33,6 +33,8 @@ class ConnectTiming:
     held: bool = False
     #: The TLS handshake resumed a session of an earlier connection (session_tickets.py).
     tls_resumed: bool = False
+    #: The TLS handshake asked for records of at most 4 KiB (tls_records.py).
+    small_records: bool = False
 
 
 @dataclass

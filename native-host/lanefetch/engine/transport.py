@@ -185,14 +185,15 @@ async def open_transport(
     interface: str | None = None,
     setup: Callable[[socket.socket], None] | None = None,
     tcp_up: Callable[[], Awaitable[None]] | None = None,
-    session: Callable[[], ssl.SSLSession | None] | None = None,
+    session: Callable[[bool], ssl.SSLSession | None] | None = None,
     small_records: Callable[[], bool] | None = None,
 ) -> Transport:
     """Connect to the first address that answers. `server_hostname` is the SNI/verification name. `tcp_up` is
     awaited once TCP is connected, before TLS: it reports the round trip, and may hold the TLS handshake until
     the connection is needed (or raise to give it up; the socket is then closed). `session` is asked, as the TLS
-    handshake starts, for the session to offer (session_tickets.py; a SessionOfferingContext's connections only),
-    and `small_records` whether to ask for TLS records of at most 4 KiB (tls_records.py; the same connections)."""
+    handshake starts, whether to ask for TLS records of at most 4 KiB (`small_records`, tls_records.py) and for the
+    session to offer (`session`, told that answer: session_tickets.py), a SessionOfferingContext's connections
+    only."""
     loop = asyncio.get_running_loop()
     last: Exception | None = None
     for family, sockaddr in addresses:
@@ -227,8 +228,9 @@ async def open_transport(
         alpn: str | None = None
         try:
             if tls is not None:
-                offered = session() if session is not None and offers_sessions(tls) else None
                 small = small_records is not None and offers_sessions(tls) and small_records()
+                offered = session(small) if session is not None and offers_sessions(tls) else None
+                timing.small_records = small
                 reader, writer = await asyncio.wait_for(
                     _streams(sock, tls, server_hostname, connect_timeout, offered, small), connect_timeout * 1.5
                 )

@@ -326,7 +326,8 @@ async def test_goaway_moves_the_rest_to_a_new_h2_connection(nginx_h2_goaway: Ngi
     log = nginx_h2_goaway.access_log(len(names))
     assert {line[1] for line in log} == {"HTTP/2.0"}
     assert len({line[0] for line in log}) >= 2
-    # Each next connection resumed the TLS session its predecessor received (session_tickets.py): nginx sent
-    # no certificate again.
-    resumed = {line[0]: line[5] for line in log}
-    assert resumed[log[0][0]] == "." and set(list(resumed.values())[1:]) == {"r"}, resumed
+    # Each next connection resumed the TLS session its predecessor received (session_tickets.py): nginx sent no
+    # certificate again. Not the second: the first asked for small records (a pool's first does, tls_records.py)
+    # and a session is resumed only by a connection that asks as its own did.
+    resumed = list({line[0]: line[5] for line in log}.values())
+    assert len(resumed) >= 3 and resumed[:2] == [".", "."] and set(resumed[2:]) == {"r"}, resumed
