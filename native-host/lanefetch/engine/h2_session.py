@@ -48,6 +48,7 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -77,6 +78,10 @@ from .response_parser import Framing, ResponseHead
 T = TypeVar("T")
 
 WINDOW = 16 * 1024 * 1024  # per stream and per connection: a 10 Mbit/s × 600 ms link needs 750 KB in flight
+# hpack logs every header field it codes, with its value, at DEBUG: cookies and Authorization would be written to
+# the helper's DEBUG log (LANEFETCH_LOG=DEBUG). That log never holds them: hpack says only what goes wrong.
+logging.getLogger("hpack").setLevel(logging.INFO)
+
 _DATA, _GOAWAY = 0x0, 0x7  # frame types
 _END_STREAM, _PADDED = 0x1, 0x8  # DATA frame flags
 STREAMS_BEFORE_SETTINGS = 100  # RFC 9113 §6.5.2: a server should allow at least 100 concurrent streams

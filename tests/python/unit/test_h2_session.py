@@ -4,6 +4,7 @@ answered twice, and only GET/HEAD are offered for retry."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from random import Random
 
@@ -350,6 +351,19 @@ def test_any_frame_boundaries(n: int, cuts: list[int], data: st.DataObject) -> N
     accounted(client, batch)
     assert client.complete == {r.token: 1 for r in batch}
     assert all(client.bodies[r.token] == (body_for(r.path) if r.method != "HEAD" else b"") for r in batch)
+
+
+def test_no_header_value_reaches_the_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    """hpack would log each header field with its value at DEBUG: a Cookie or Authorization never reaches the
+    helper's DEBUG log."""
+    caplog.set_level(logging.DEBUG)
+    client, server = Client(), Server()
+    client.session.start()
+    client.session.send([H2Request("r0", "GET", "https", "example.test", "/", [("cookie", "sid=s3cr3t-value"),
+                                                                             ("authorization", "Bearer t0ken")])])
+    server.receive(client.session.data_to_send())
+    assert server.requests and next(iter(server.requests.values()))["cookie"] == "sid=s3cr3t-value"
+    assert "s3cr3t" not in caplog.text and "t0ken" not in caplog.text
 
 
 def test_what_arrived_of_a_data_frame_is_handed_on_before_the_frame_ends() -> None:
