@@ -45,8 +45,8 @@ _OPENSSL_VERIFY_MODE = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRE
 def loaded_libssl(maps: str) -> str | None:
     """The path of the one libssl mapped into this process (the text of /proc/self/maps), or None when there is
     none or more than one (which of them the ssl module uses would then be a guess)."""
-    paths = {line.split(None, 5)[5].strip() for line in maps.splitlines()
-             if len(line.split(None, 5)) == 6 and Path(line.split(None, 5)[5].strip()).name.startswith("libssl.so")}
+    fields = (line.split(None, 5) for line in maps.splitlines())
+    paths = {f[5].strip() for f in fields if len(f) == 6 and Path(f[5].strip()).name.startswith("libssl.so")}
     return paths.pop() if len(paths) == 1 else None
 
 

@@ -30,11 +30,20 @@ class DataBeforeErrorReader(asyncio.StreamReader):
         self.feed_eof()
 
 
-# What the connection being opened asks in its handshake: the session it offers (session_tickets.py) and whether
-# it asks for small records (tls_records.py). asyncio's SSL transport makes its SSLObject with the context's
-# wrap_bio and passes neither, so SessionOfferingContext reads them from here.
-_OFFERED: contextvars.ContextVar[tuple[ssl.SSLSession | None, bool]] = contextvars.ContextVar(
-    "lanefetch_offered_session", default=(None, False))
+@dataclass
+class _Handshake:
+    """What the connection being opened asks in its TLS handshake: the session it offers (session_tickets.py) and
+    whether it asks for small records (tls_records.py; set to False by wrap_bio where that could not be done, so
+    the connection's timing says what it really asked)."""
+
+    session: ssl.SSLSession | None = None
+    small_records: bool = False
+
+
+# asyncio's SSL transport makes its SSLObject with the context's wrap_bio and passes no session, so
+# SessionOfferingContext reads the connection's _Handshake from here.
+_OFFERED: contextvars.ContextVar[_Handshake | None] = contextvars.ContextVar("lanefetch_offered_session",
+                                                                           default=None)
 
 
 class SessionOfferingContext(ssl.SSLContext):
@@ -43,10 +52,11 @@ class SessionOfferingContext(ssl.SSLContext):
 
     def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
                  server_hostname: str | bytes | None = None, session: ssl.SSLSession | None = None) -> ssl.SSLObject:
-        offered, small_records = _OFFERED.get()
-        tls = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session or offered)
-        if small_records:
-            tls_records.ask_small_records(tls, self)
+        asked = _OFFERED.get()
+        tls = super().wrap_bio(incoming, outgoing, server_side, server_hostname,
+                               session or (asked.session if asked is not None else None))
+        if asked is not None and asked.small_records:
+            asked.small_records = tls_records.ask_small_records(tls, self)
         return tls
 
 
@@ -57,17 +67,17 @@ def offers_sessions(tls: ssl.SSLContext | None) -> bool:
 
 async def _streams(
     sock: socket.socket, tls: ssl.SSLContext | None, server_hostname: str | None, handshake_timeout: float,
-    session: ssl.SSLSession | None = None, small_records: bool = False,
+    asked: _Handshake | None = None,
 ) -> tuple[DataBeforeErrorReader, asyncio.StreamWriter]:
-    """asyncio.open_connection with our reader (over TLS offering `session` and asking for small records where
-    said, where the context is a SessionOfferingContext)."""
+    """asyncio.open_connection with our reader (over TLS asking what `asked` says, where the context is a
+    SessionOfferingContext)."""
     loop = asyncio.get_running_loop()
     reader = DataBeforeErrorReader(limit=STREAM_LIMIT, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     if tls is None:
         transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
     else:
-        offered = _OFFERED.set((session, small_records))
+        offered = _OFFERED.set(asked)
         try:
             transport, _ = await loop.create_connection(
                 lambda: protocol, sock=sock, ssl=tls, server_hostname=server_hostname,
@@ -190,10 +200,9 @@ async def open_transport(
 ) -> Transport:
     """Connect to the first address that answers. `server_hostname` is the SNI/verification name. `tcp_up` is
     awaited once TCP is connected, before TLS: it reports the round trip, and may hold the TLS handshake until
-    the connection is needed (or raise to give it up; the socket is then closed). `session` is asked, as the TLS
-    handshake starts, whether to ask for TLS records of at most 4 KiB (`small_records`, tls_records.py) and for the
-    session to offer (`session`, told that answer: session_tickets.py), a SessionOfferingContext's connections
-    only."""
+    the connection is needed (or raise to give it up; the socket is then closed). As the TLS handshake starts (a
+    SessionOfferingContext's connections only), `small_records` says whether to ask for TLS records of at most
+    4 KiB (tls_records.py) and `session`, told that answer, which session to offer (session_tickets.py)."""
     loop = asyncio.get_running_loop()
     last: Exception | None = None
     for family, sockaddr in addresses:
@@ -229,11 +238,11 @@ async def open_transport(
         try:
             if tls is not None:
                 small = small_records is not None and offers_sessions(tls) and small_records()
-                offered = session(small) if session is not None and offers_sessions(tls) else None
-                timing.small_records = small
+                asked = _Handshake(session(small) if session is not None and offers_sessions(tls) else None, small)
                 reader, writer = await asyncio.wait_for(
-                    _streams(sock, tls, server_hostname, connect_timeout, offered, small), connect_timeout * 1.5
+                    _streams(sock, tls, server_hostname, connect_timeout, asked), connect_timeout * 1.5
                 )
+                timing.small_records = asked.small_records  # what it really asked: its sessions are kept by it
                 timing.tls_end = now()
                 tls_object = writer.get_extra_info("ssl_object")
                 timing.tls_resumed = bool(tls_object.session_reused)

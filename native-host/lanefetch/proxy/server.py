@@ -255,6 +255,8 @@ class ProxyListener:
                         await self._terminate(req, rr.take_rest(), context, reader, writer, split)
                     finally:
                         self._ending[req.head.target] -= 1
+                        if not self._ending[req.head.target]:
+                            del self._ending[req.head.target]  # (a listener meets many hosts over its life)
                 return
             if not req.head.target.lower().startswith("http://"):
                 writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))
