@@ -396,11 +396,11 @@ class PageLab:
                 f.write(text)
         urls = helper_log.fetched(text)
         folder = "/" + shape.path().split("/")[1] + "/"
+        tunnelled = helper_log.tunnelled_h2(text, self.ip)
         for d in runs:
             served = [r.path for r in d["records"]]
             left = helper_log.not_fetched(served, urls, self.ip)
             own = [p for p in served if p.startswith(folder)]
-            tunnelled = helper_log.tunnelled_h2(text, self.ip)
             d["helper"] = {"fetched": len(own) - sum(p.startswith(folder) for p in left), "of": len(own),
                            "conns": helper_log.opened(text, self.ip), "direct": left, "tunnelled": tunnelled}
             if mode == "on" and (not own or d["helper"]["fetched"] == 0 or (
