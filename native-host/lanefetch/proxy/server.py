@@ -34,6 +34,7 @@ from ..engine.fields import Headers
 from ..engine.request import parse_target
 from .admission import Admission
 from .gather import Gatherer
+from .h2_server import H2BrowserConnection, H2StreamOut
 from .request_meta import priority, resource_type
 from .request_reader import BadRequest, Request, RequestHead, RequestReader
 from .response_tally import DeliveredResponse, ResponseTally
@@ -56,6 +57,12 @@ READ_SIZE = 64 * 1024
 _ids = itertools.count(1)
 
 
+class ProxyFetcher(Fetcher, Protocol):
+    async def cancel_and_close(self, request_id: str) -> None:
+        """Cancel a request whose answer nobody will read (engine.Engine.cancel_and_close)."""
+        ...
+
+
 class ProxyObserver(Protocol):
     """Who hears about proxied requests (the native port: the extension's timing records)."""
 
@@ -69,13 +76,46 @@ def basic_credentials(secret: str) -> str:
     return "Basic " + base64.b64encode(f"{PROXY_USER}:{secret}".encode()).decode("ascii")
 
 
-class _Responder:
-    """Writes one request's response to the browser's connection (the engine's sink for it)."""
+class BrowserOut(Protocol):
+    """Where one request's response goes: the browser's HTTP/1.1 connection (_H1Out) or an HTTP/2 stream
+    (h2_server.H2StreamOut). Each raises OSError once the browser went away."""
 
-    def __init__(self, writer: asyncio.StreamWriter, out: ResponseWriter, engine: Fetcher,
-                 observer: ProxyObserver) -> None:
+    async def head(self, head: DeliveredHead) -> None: ...
+    async def body(self, data: bytes) -> None: ...
+    async def end(self, trailers: Headers) -> None: ...
+    def watch(self, gone: Callable[[], None]) -> None: ...
+
+
+class _H1Out:
+    def __init__(self, writer: asyncio.StreamWriter, framing: ResponseWriter) -> None:
         self.writer = writer
+        self.framing = framing
+
+    async def _write(self, data: bytes) -> None:
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()  # backpressure: the engine reads no more until the browser took this
+
+    async def head(self, head: DeliveredHead) -> None:
+        await self._write(self.framing.head(head))
+
+    async def body(self, data: bytes) -> None:
+        await self._write(self.framing.body(data))
+
+    async def end(self, trailers: Headers) -> None:
+        await self._write(self.framing.end(trailers))
+
+    def watch(self, gone: Callable[[], None]) -> None:
+        """An HTTP/1.1 browser connection that went away is noticed at the next write."""
+
+
+class _Responder:
+    """Writes one request's response to the browser (the engine's sink for it)."""
+
+    def __init__(self, out: BrowserOut, request: FetchRequest, engine: ProxyFetcher,
+                 observer: ProxyObserver) -> None:
         self.out = out
+        self.request = request
         self.engine = engine
         self.observer = observer
         self.started = False
@@ -84,29 +124,42 @@ class _Responder:
         self.broken = False  # the browser went away
         self.tally = ResponseTally()  # what the browser got, for the extension's record (it sees no head itself)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        out.watch(self.abandon)
 
-    async def _write(self, data: bytes, request: FetchRequest) -> None:
-        if self.broken or not data:
+    def abandon(self) -> None:
+        """The browser gave up on this response: its fetch is cancelled."""
+        if self.broken:
+            return
+        self.broken = True
+        task = asyncio.ensure_future(self._give_up())
+        task.add_done_callback(lambda t: t.exception())
+
+    async def _give_up(self) -> None:
+        # The rest of its body is not read (over HTTP/1.1 its connection closes, over h2 its stream is reset), as a
+        # browser does with a response it gave up on: reading it to the end would cost the link its bytes.
+        await self.engine.cancel_and_close(self.request.id)
+        await self.engine.cancel([self.request.id])  # a split fetch's pieces too
+
+    async def _send(self, step: Callable[[], Awaitable[None]]) -> None:
+        if self.broken:
             return
         try:
-            self.writer.write(data)
-            await self.writer.drain()  # backpressure: the engine reads no more until the browser took this
+            await step()
         except OSError:
-            self.broken = True
-            task = asyncio.ensure_future(self.engine.cancel([request.id]))
-            task.add_done_callback(lambda t: t.exception())
+            self.abandon()
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
         self.started = True
         self.tally.head(head)
-        await self._write(self.out.head(head), request)
+        await self._send(lambda: self.out.head(head))
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         self.tally.body(data)
-        await self._write(self.out.body(data), request)
+        if data:
+            await self._send(lambda: self.out.body(data))
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
-        await self._write(self.out.end(trailers), request)
+        await self._send(lambda: self.out.end(trailers))
         self.ok = not self.broken
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
@@ -144,7 +197,7 @@ class _MuxSink:
 
 
 class ProxyListener:
-    def __init__(self, engine: Fetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
+    def __init__(self, engine: ProxyFetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
                  *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None,
                  head_timeout: float = HEAD_TIMEOUT_S,
                  admission: Admission[asyncio.StreamWriter] | None = None,
@@ -294,20 +347,27 @@ class ProxyListener:
         return hmac.compare_digest(given, self._credentials)
 
     async def _forward(self, req: Request, writer: asyncio.StreamWriter, url: str, split: bool) -> bool:
-        """Answer one request for `url`; False when the connection must close afterwards."""
+        """Answer one request of an HTTP/1.1 connection for `url`; False when the connection must close
+        afterwards."""
+        framing = ResponseWriter(req.head.method.upper(), req.head.http_version, keep_alive=req.head.keep_alive)
+        responder = await self._answer(req, url, split, _H1Out(writer, framing))
+        return responder is not None and responder.ok and framing.keep_alive
+
+    async def _answer(self, req: Request, url: str, split: bool, out: BrowserOut) -> _Responder | None:
+        """Fetch one request for `url` and write its response to `out`. None, or a responder that never started:
+        nothing was answered (the browser is to fail over, the module's doc)."""
         head = req.head
         now = time.monotonic()
         self._failed = {u: t for u, t in self._failed.items() if t > now}
         if url in self._failed:
-            return False  # failed a moment ago: let the browser fail over to direct at once
+            return None  # failed a moment ago: let the browser fail over to direct at once
         request = FetchRequest(
             id=f"p{next(_ids)}", method=head.method.upper(), url=url,
             headers=[(k, v) for k, v in head.headers if k.lower() not in ("proxy-authorization", "proxy-connection")],
             body=req.body if req.body is not None and head.method.upper() not in ("GET", "HEAD") else None,
             resource_type=resource_type(head), priority=priority(head), decode=False, split=split,
         )
-        out = ResponseWriter(request.method, head.http_version, keep_alive=head.keep_alive)
-        responder = _Responder(writer, out, self.engine, self.observer)
+        responder = _Responder(out, request, self.engine, self.observer)
         await self.observer.proxied(self.context_id, request)
         self._gatherer.add(request, responder)
         await responder.done
@@ -315,8 +375,7 @@ class ProxyListener:
             self._failed[url] = time.monotonic() + FAILED_MEMORY_S
             if responder.error_kind == "tls_failed" and self.tls is not None:
                 self.tls.upstream_rejected(str(parse_target(url).origin))
-            return False
-        return responder.ok and out.keep_alive
+        return responder
 
     async def _fetch_group(self, items: list[tuple[FetchRequest, _Responder]]) -> None:
         sinks = {r.id: s for r, s in items}
@@ -344,6 +403,15 @@ class ProxyListener:
         try:
             await writer.start_tls(context, ssl_handshake_timeout=self.connect_timeout)
         except (ssl.SSLError, OSError, TimeoutError):
+            return
+        tls = writer.get_extra_info("ssl_object")
+        if tls is not None and tls.selected_alpn_protocol() == "h2":
+            # The whole page's requests at once on this one connection (h2_server.py's doc says why).
+            async def answer(head: RequestHead, body: bytes | None, out: H2StreamOut) -> bool:
+                responder = await self._answer(Request(head, body), head.target, split, out)
+                return responder is not None and responder.started
+
+            await H2BrowserConnection(reader, writer, authority, answer).serve()
             return
         rr = RequestReader()
         while True:

@@ -1,5 +1,5 @@
 """The helper's side of the browser's TLS for opted-in HTTPS sites: a server TLS context per host (TLS 1.2 or
-newer, ALPN http/1.1) with a leaf certificate minted on demand from the site's CA and kept while valid; and the
+newer, ALPN h2 or http/1.1) with a leaf certificate minted on demand from the site's CA and kept while valid; and the
 origins whose real certificate the engine rejected, so their next CONNECTs are closed unanswered (Firefox then
 fails over to a direct connection and shows the certificate error itself)."""
 
@@ -45,7 +45,7 @@ class TlsTerminator:
         leaf = make_leaf(ca, host, datetime.datetime.fromtimestamp(now, datetime.UTC))
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.set_alpn_protocols(["h2", "http/1.1"])  # h2 first: proxy/h2_server.py
         _load_chain(ctx, leaf.chain_pem, leaf.key)
         self._contexts[host] = (ctx, leaf.cert.not_valid_after_utc.timestamp(), ca.cert.serial_number)
         while len(self._contexts) > MAX_CONTEXTS:

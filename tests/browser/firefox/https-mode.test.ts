@@ -149,6 +149,10 @@ test("after the restart the site's https requests go through the helper — ever
   assert.deepEqual(fonts, ["LfNoCors:error", "LfOk:loaded"], "CORS still enforced on fonts");
   assert.equal(r.cssRule, "applied");
   assert.equal(r.module, "dep+cross");
+  // Firefox spoke HTTP/2 to the helper inside the tunnel (the helper offers it by ALPN: a page's requests at once).
+  const hops = await page.evaluate(() => [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]
+    .filter((e) => e.name.startsWith(location.origin)).map((e) => (e as PerformanceResourceTiming).nextHopProtocol));
+  assert.ok(hops.length > 5 && hops.every((h) => h === "h2"), `protocol to the helper: ${hops.join(", ")}`);
   await new Promise((ok) => setTimeout(ok, 300));
   const a = new URL(url).host;
   const byHelper = sites.log.filter((x) => x.host === a).map((x) => `${x.path} ${x.owner.kind}`);
