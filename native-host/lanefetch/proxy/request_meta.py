@@ -47,5 +47,20 @@ def resource_type(head: RequestHead) -> str:
 
 
 def priority(head: RequestHead) -> str | None:
+    """The engine's priority from Firefox's RFC 9218 urgency, sharpened by the resource type where Firefox's is
+    coarse: it marks the head's stylesheets, its parser-blocking scripts and its preloaded fonts all u=2. Offered
+    HTTP/2 (h2_server.py), Firefox sends a page's requests at once, and rust-std's six preloaded fonts (600 kB), first
+    in its head, went ahead of its stylesheets on one upstream connection: normalize.css (784 B) arrived 2.5 s after
+    it was asked for, the page 0.91x the browser alone over `sat`. As Chromium does, the head's stylesheets come
+    first (VeryHigh), its blocking scripts next (High), then fonts."""
     m = _URGENCY.search(head.get("priority") or "")
-    return _PRIORITY[int(m.group(1))] if m else None
+    if m is None:
+        return None
+    urgency = int(m.group(1))
+    if urgency <= 2:
+        kind = resource_type(head)
+        if kind == "stylesheet":
+            return "VeryHigh"
+        if kind == "script":
+            return "High"
+    return _PRIORITY[urgency]

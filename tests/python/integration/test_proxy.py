@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine.config import EngineConfig
 from lanefetch.engine.exchange import DeliveredHead
+from lanefetch.engine.request import FetchRequest, urgency
 from lanefetch.engine.response_parser import BodyData, HeadReceived, MessageEnd, ResponseParser
 from lanefetch.proxy.request_meta import priority, resource_type
 from lanefetch.proxy.request_reader import BadRequest, RequestHead, RequestReader
@@ -87,6 +88,22 @@ def test_type_and_priority_from_the_request_fields() -> None:
     assert priority(head(("Priority", "u=4, i"))) == "VeryLow"
     assert priority(head()) is None
     assert not head(("Connection", "close")).keep_alive and not head(version="1.0").keep_alive
+
+
+def test_firefoxs_coarse_urgency_puts_stylesheets_then_blocking_scripts_before_preloaded_fonts() -> None:
+    # What Firefox 153 sends for rust-std's head (all u=2), its defer scripts (no field) and its images.
+    def request(dest: str, prio: str | None) -> FetchRequest:
+        h = head(("Sec-Fetch-Dest", dest), *([("Priority", prio)] if prio else []))
+        return FetchRequest(id=dest, method="GET", url="https://a.test/", resource_type=resource_type(h),
+                            priority=priority(h))
+
+    order = [request("font", "u=2"), request("style", "u=2"), request("script", "u=2"), request("script", None),
+             request("image", "u=5, i"), request("style", "u=4")]
+    ranked = sorted(order, key=lambda r: urgency(r)[0])
+    assert [(r.resource_type, r.priority) for r in ranked] == [
+        ("stylesheet", "VeryHigh"), ("script", "High"), ("font", "Medium"), ("script", None),
+        ("stylesheet", "VeryLow"), ("image", "VeryLow")]
+    assert urgency(ranked[0])[0] < urgency(ranked[1])[0] < urgency(ranked[2])[0]
 
 
 def test_answers_are_reframed_for_the_browser_with_the_coding_untouched() -> None:
