@@ -41,11 +41,10 @@ load, ON and OFF, is the second navigation to the page in one tab of a fresh bro
 measured), the browser's caches and, ON, the helper's warm with what each fetched, the tab intercepted since its
 first load (its Network events on, so the browser's protocol to the origin known: over h2 its requests are the
 browser's connection's unless the helper holds them). The servers say `Cache-Control: no-cache` as for a revisit
-(every stored response revalidated: the files are copied at run time, so a heuristic freshness from their
-Last-Modified would last seconds and differ from round to round). On the public address as for a first visit, or
-with LANEFETCH_BENCH_ADDRESS=private on the lab's private one (Chromium then loads the document itself: over h2
-the browser's protocol to the origin is known from it, and the page's requests go to the helper only to be answered
-from what it holds). The report's name ends in `-again` (`-again-private`).
+(every stored response revalidated, rather than a heuristic freshness from the files' Last-Modified). On the public
+address as for a first visit, or with LANEFETCH_BENCH_ADDRESS=private on the lab's private one (Chromium then loads
+the document itself: over h2 the browser's protocol to the origin is known from it, and the page's requests go to
+the helper only to be answered from what it holds). The report's name ends in `-again` (`-again-private`).
 Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """

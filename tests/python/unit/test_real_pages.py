@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,20 @@ def test_emptying_the_helpers_http_cache_keeps_its_learned_pages_and_origins(tmp
         assert store.learned("https://a.example", ["https://a.example"]) == {"https://a.example": "{}"}
     finally:
         store.close()
+
+
+def test_a_page_is_copied_with_its_packages_modification_times(tmp_path: Path) -> None:
+    from bench.real_pages import RealPage
+
+    pkg = tmp_path / "pkg"
+    (pkg / "intro").mkdir(parents=True)
+    (pkg / "_static").mkdir()
+    (pkg / "intro" / "page.html").write_text('<link rel="stylesheet" href="../_static/site.css"><p>x</p>')
+    (pkg / "_static" / "site.css").write_text("p { color: red }")
+    old = 1_607_634_677  # 2020-12-10, as Debian's python-django-doc ships console-tabs.css
+    for f in (pkg / "intro" / "page.html", pkg / "_static" / "site.css"):
+        os.utime(f, (old, old))
+    docroot = tmp_path / "www"
+    RealPage("p", "pkg", str(pkg), "/intro/page.html").write(docroot)
+    copied = [docroot / "p" / "intro" / "page.html", docroot / "p" / "_static" / "site.css"]
+    assert [int(f.stat().st_mtime) for f in copied] == [old, old], "Last-Modified years old, as on a real site"
