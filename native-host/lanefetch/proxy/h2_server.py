@@ -320,9 +320,11 @@ class H2BrowserConnection:
             if incoming is not None:
                 incoming.has_body = True
                 incoming.body += ev.data or b""
-                if len(incoming.body) > MAX_BODY_BYTES and incoming.refusal is None:
+                # Bodies are held whole (as over HTTP/1.1), at most MAX_BODY_BYTES on the whole connection at once:
+                # one HTTP/1.1 connection holds one body at a time, an h2 one may have MAX_STREAMS on their way.
+                held = sum(len(i.body) for i in self._incoming.values())
+                if held > MAX_BODY_BYTES and incoming.refusal is None:
                     incoming.refusal = (413, "request body too large for the helper's proxy")
-                    incoming.body.clear()
                 if incoming.refusal is not None:
                     incoming.body.clear()
             if ev.stream_ended is not None:
@@ -369,6 +371,11 @@ class H2BrowserConnection:
                 self.h2(lambda c: c.reset_stream(out.stream_id, ErrorCodes.INTERNAL_ERROR))
         except ConnectionResetError:
             pass
+        except Exception:  # a bug must cut this stream only, never leave it hanging
+            log.exception("proxied h2 stream %d failed", out.stream_id)
+            with contextlib.suppress(ConnectionResetError):
+                if not out.ended and not out.closed and not self._over:
+                    self.h2(lambda c: c.reset_stream(out.stream_id, ErrorCodes.INTERNAL_ERROR))
         finally:
             self._streams.pop(out.stream_id, None)
             if self._done():

@@ -319,3 +319,30 @@ async def test_a_browser_without_h2_still_speaks_http11(setting: Setting) -> Non
     assert await asyncio.wait_for(reader.readexactly(len(BODIES["/n/4"])), 20) == BODIES["/n/4"]
     writer.close()
 
+
+
+async def test_request_bodies_held_on_one_connection_are_capped_together(setting: Setting,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from lanefetch.proxy import h2_server
+
+    monkeypatch.setattr(h2_server, "MAX_BODY_BYTES", 50_000)
+    b = await open_h2(setting)
+    ids = []
+    for _ in range(2):  # two uploads on their way at once, 30 kB each: 60 kB held (within one window)
+        sid = b.h2.get_next_available_stream_id()
+        b.h2.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", b.authority),
+                                (":path", "/echo")])
+        b.streams[sid] = Stream()
+        ids.append(sid)
+    for sid in ids:
+        b.h2.send_data(sid, b"u" * 15_000)
+        b.h2.send_data(sid, b"u" * 15_000)
+    for sid in ids:
+        b.h2.end_stream(sid)
+    b._flush()
+    await b.pump(lambda: all(b.streams[s].ended for s in ids))
+    first, second = (b.streams[s] for s in ids)
+    assert (first.status, bytes(first.body)) == (200, b"u" * 30_000)
+    assert second.status == 413 and b"too large" in second.body
+    assert setting.origin.seen == ["POST /echo"], "the refused upload never reached the origin"
+    b.writer.close()
