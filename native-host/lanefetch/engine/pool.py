@@ -60,6 +60,7 @@ from .pool_plan import (
     h2_for_reserve,
     h2_may_take,
     h2_render_reserve,
+    h2_reserve_from_opening,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -150,6 +151,12 @@ class OriginPool:
                 self.policy.protocol if self._may_speak_h2() else None, self.config.h2_connections,
                 self.budget.min_rtt, self._reserve() is not None):
             self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
+        elif ex.request.resource_type == "document" and h2_reserve_from_opening(
+                self._may_speak_h2(), self.policy.protocol, self.config.h2_connections, self.budget.min_rtt,
+                self._reserve() is not None, len(self.connections)):
+            # The last opened: the first's handshake says the protocol and takes the document (a reserve that turns
+            # out HTTP/1.1 is an ordinary connection: only h2 connections consult it).
+            self._render_reserve = max(c.id for c in self.connections)
 
     def _requeue(self, ex: Exchange) -> None:
         # A retried request keeps its place: same sort key as when it first came.

@@ -571,6 +571,23 @@ def h2_render_reserve(protocol: str | None, h2_connections: int, min_rtt: float 
     return protocol == "h2" and not have_one and h2_connection_count(h2_connections, min_rtt) > 1
 
 
+def h2_reserve_from_opening(may_speak_h2: bool, protocol: str | None, h2_connections: int, min_rtt: float | None,
+                            have_one: bool, opening: int) -> bool:
+    """Does a page's document to an origin whose protocol is not known yet make one of the connections a preconnect
+    opened with it (`opening`: the pool's connections, all still in their handshakes or just up) the render
+    reserve, should the origin speak h2? Where two or more are there (the first's ALPN says the protocol, the others
+    wait for it: OriginPool._await_protocol), on a long or unknown round trip, none is the reserve yet, and TLS may
+    offer h2.
+
+    Why: `h2_render_reserve` opens a reserve only beside a document to an origin remembered to speak h2. Where the
+    protocol is learned at the document's own handshake (Firefox over HTTPS: a fresh helper, the document's origin
+    preconnected as its navigation starts), the second connection took the page's images with its share of the
+    stylesheets, and django-tutorial07's `@import`ed stylesheets, asked a round trip later, reached the helper two
+    round trips after they were sent, behind the images' bytes in that connection's socket at nginx (sat)."""
+    return (may_speak_h2 and protocol is None and not have_one and opening >= 2
+            and h2_connection_count(h2_connections, min_rtt) > 1)
+
+
 def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int], int]], reserve_streams: int) -> bool:
     """Should the origin's render reserve (`h2_render_reserve`) take a request of priority class `incoming`? Only a
     render-blocking one: where none of the origin's other h2 connections is free for it, or where the reserve has

@@ -696,6 +696,52 @@ async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -
 
 
 
+async def test_a_document_to_an_origin_of_unknown_protocol_adopts_a_preconnected_connection_as_its_reserve(
+        pki: Path) -> None:
+    """Nothing remembered of the origin; a preconnect (as Firefox's navigation starts: the extension asks for one
+    before it routes the document) opens its connections together, the first's ALPN says h2. The document's
+    submit makes the last of them the render reserve (pool_plan.h2_reserve_from_opening): a stylesheet asked while
+    the flight's image is still held goes to it, not behind the image on the document's connection. Without the
+    adoption the second connection took the image's share too and the stylesheet waited behind whichever carried
+    it."""
+    release = asyncio.Event()
+    held: list[H2Req] = []
+
+    async with H2Server(holding_marked(release, held), pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        try:
+            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
+            (pool,) = engine._pools.values()
+            assert len(pool.connections) >= 2, "the preconnect opens them together (the protocol is not known)"
+            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
+            first = await run_batch(engine, doc)
+            first.check_once(doc)
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+            assert pool.policy.protocol == "h2"
+            flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image"),
+                      FetchRequest("img2", "GET", srv.url("/r/hold-img2/40000"), resource_type="image")]
+            flying = asyncio.create_task(run_batch(engine, flight))
+            await until(lambda: len(held) == 2, "the images at the server", seconds=5)
+            css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
+            late = await run_batch(engine, css, timeout=10)  # answered while both images are still held
+            late.check_once(css)
+            release.set()
+            flown = await flying
+            flown.check_once(flight)
+
+            def conn_of(sink: RecordingSink, rid: str) -> int:
+                report = sink.records[rid].report
+                assert report is not None and report.connection is not None
+                return report.connection.id
+
+            doc_conn = conn_of(first, "doc")
+            assert {conn_of(flown, "img"), conn_of(flown, "img2")} == {doc_conn}, "the images on one connection"
+            assert conn_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the images"
+        finally:
+            release.set()
+            await engine.aclose()
+
+
 async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_flight_holds_the_other(
         pki: Path) -> None:
     """A page's document to an origin remembered to speak h2 (round trip not known yet: long) opens a render

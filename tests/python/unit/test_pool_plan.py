@@ -38,10 +38,12 @@ from lanefetch.engine.pool_plan import (
     expected_long,
     first_flight_cost,
     fits_first_flight,
+    h2_connection_count,
     h2_connections_for,
     h2_for_reserve,
     h2_may_take,
     h2_render_reserve,
+    h2_reserve_from_opening,
     link_size,
     long_answer,
     may_join,
@@ -715,3 +717,24 @@ def test_what_is_balanced_a_flights_known_sizes_that_do_not_block_rendering_on_a
     assert not balances(2, None, room)  # the browser's own request: its size is not known
     assert not balances(2, 30_000, None)  # the link not known yet
     assert not balances(2, 30_000, room - 1)  # W-CDMA: 384 kbit/s at 400 ms carries 19 kB per round trip
+
+
+@given(st.booleans(), st.sampled_from([None, "h2", "http/1.1"]), st.integers(1, 4),
+       st.one_of(st.none(), st.floats(0.0005, 2.0)), st.booleans(), st.integers(0, 8))
+def test_a_reserve_is_adopted_only_among_connections_opened_for_an_origin_of_unknown_protocol(
+        tls: bool, protocol: str | None, h2_connections: int, min_rtt: float | None, have_one: bool,
+        opening: int) -> None:
+    adopted = h2_reserve_from_opening(tls, protocol, h2_connections, min_rtt, have_one, opening)
+    if adopted:
+        assert tls and protocol is None and not have_one and opening >= 2
+        assert h2_connection_count(h2_connections, min_rtt) > 1, "never where the origin gets one h2 connection"
+    # Where the protocol is remembered h2, h2_render_reserve decides (it opens one); never both.
+    assert not (adopted and h2_render_reserve(protocol, h2_connections, min_rtt, have_one))
+
+
+def test_a_document_whose_origin_is_being_preconnected_adopts_one_as_its_reserve() -> None:
+    assert h2_reserve_from_opening(True, None, 2, None, have_one=False, opening=2)
+    assert h2_reserve_from_opening(True, None, 2, 0.6, have_one=False, opening=6)
+    assert not h2_reserve_from_opening(True, None, 2, 0.6, have_one=False, opening=1)  # nothing beside its own
+    assert not h2_reserve_from_opening(True, None, 2, 0.01, have_one=False, opening=2)  # a short round trip
+    assert not h2_reserve_from_opening(False, None, 2, 0.6, have_one=False, opening=2)  # plain http://
