@@ -696,6 +696,28 @@ async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -
 
 
 
+def connection_of(sink: RecordingSink, rid: str) -> int:
+    report = sink.records[rid].report
+    assert report is not None and report.connection is not None
+    return report.connection.id
+
+
+async def css_while_held(engine: Engine, srv: H2Server, held: list[H2Req], release: asyncio.Event,
+                         flight: list[FetchRequest]) -> tuple[RecordingSink, RecordingSink]:
+    """The flight sent and held at the server, a stylesheet asked meanwhile (as an `@import` found a round trip
+    later) and answered while the flight is still held, then the flight released: (the flight's sink, the
+    stylesheet's)."""
+    flying = asyncio.create_task(run_batch(engine, flight))
+    await until(lambda: len(held) == len(flight), "the flight at the server", seconds=5)
+    css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
+    late = await run_batch(engine, css, timeout=10)
+    late.check_once(css)
+    release.set()
+    flown = await flying
+    flown.check_once(flight)
+    return flown, late
+
+
 async def test_a_document_to_an_origin_of_unknown_protocol_adopts_a_preconnected_connection_as_its_reserve(
         pki: Path) -> None:
     """Nothing remembered of the origin; a preconnect (as Firefox's navigation starts: the extension asks for one
@@ -720,23 +742,10 @@ async def test_a_document_to_an_origin_of_unknown_protocol_adopts_a_preconnected
             assert pool.policy.protocol == "h2"
             flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image"),
                       FetchRequest("img2", "GET", srv.url("/r/hold-img2/40000"), resource_type="image")]
-            flying = asyncio.create_task(run_batch(engine, flight))
-            await until(lambda: len(held) == 2, "the images at the server", seconds=5)
-            css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
-            late = await run_batch(engine, css, timeout=10)  # answered while both images are still held
-            late.check_once(css)
-            release.set()
-            flown = await flying
-            flown.check_once(flight)
-
-            def conn_of(sink: RecordingSink, rid: str) -> int:
-                report = sink.records[rid].report
-                assert report is not None and report.connection is not None
-                return report.connection.id
-
-            doc_conn = conn_of(first, "doc")
-            assert {conn_of(flown, "img"), conn_of(flown, "img2")} == {doc_conn}, "the images on one connection"
-            assert conn_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the images"
+            flown, late = await css_while_held(engine, srv, held, release, flight)
+            doc_conn = connection_of(first, "doc")
+            assert {connection_of(flown, "img"), connection_of(flown, "img2")} == {doc_conn}, "images on one"
+            assert connection_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the images"
         finally:
             release.set()
             await engine.aclose()
@@ -767,24 +776,12 @@ async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_fl
             flight = [FetchRequest("s1", "GET", srv.url("/r/hold-s1/2000"), resource_type="script"),
                       FetchRequest("s2", "GET", srv.url("/r/hold-s2/2000"), resource_type="script"),
                       FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image")]
-            flying = asyncio.create_task(run_batch(engine, flight))
-            await until(lambda: len(held) == 3, "the flight at the server", seconds=5)
-            css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
-            late = await run_batch(engine, css, timeout=10)  # answered while the image is still held
-            late.check_once(css)
-            release.set()
-            flown = await flying
-            flown.check_once(flight)
-
-            def conn_of(sink: RecordingSink, rid: str) -> int:
-                report = sink.records[rid].report
-                assert report is not None and report.connection is not None
-                return report.connection.id
-
-            doc_conn = conn_of(first, "doc")
-            assert conn_of(flown, "img") == doc_conn, "the image on the document's connection"
-            assert {conn_of(flown, "s1"), conn_of(flown, "s2")} == {doc_conn, conn_of(late, "css")}, "shared"
-            assert conn_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the image"
+            flown, late = await css_while_held(engine, srv, held, release, flight)
+            doc_conn = connection_of(first, "doc")
+            assert connection_of(flown, "img") == doc_conn, "the image on the document's connection"
+            assert {connection_of(flown, "s1"), connection_of(flown, "s2")} == {
+                doc_conn, connection_of(late, "css")}, "shared"
+            assert connection_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the image"
             assert len(srv.connections) == 2
         finally:
             release.set()

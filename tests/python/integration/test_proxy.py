@@ -126,6 +126,16 @@ GZ = gzip.compress(b"console.log('zipped');" * 50)
 BIG = os.urandom(2 * 1024 * 1024 + 3)
 
 
+async def chunked_parts(request: web.Request) -> web.StreamResponse:
+    """An answer without Content-Length (chunked from the origin): "part0;part1;part2;"."""
+    resp = web.StreamResponse()
+    await resp.prepare(request)
+    for i in range(3):
+        await resp.write(f"part{i};".encode())
+    await resp.write_eof()
+    return resp
+
+
 @pytest.fixture
 async def origin() -> AsyncIterator[str]:
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -135,12 +145,7 @@ async def origin() -> AsyncIterator[str]:
         if name == "big":
             return web.Response(body=BIG)
         if name == "stream":  # no Content-Length: chunked from the origin
-            resp = web.StreamResponse()
-            await resp.prepare(request)
-            for i in range(3):
-                await resp.write(f"part{i};".encode())
-            await resp.write_eof()
-            return resp
+            return await chunked_parts(request)
         if name == "cookie":
             resp = web.Response(text=request.headers.get("Cookie", "-"))
             resp.set_cookie("seen", "1", httponly=True)

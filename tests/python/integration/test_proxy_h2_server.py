@@ -38,6 +38,7 @@ from lanefetch.proxy.server import ProxyListener, basic_credentials
 from lanefetch.proxy.tls_terminator import TlsTerminator, _load_chain
 from local_app import serve_app
 from test_firefox_https import NOW, Quiet, profile  # noqa: F401  (fixture)
+from test_proxy import chunked_parts
 from waits import until
 
 pytestmark = pytest.mark.skipif(not ca_firefox.certutil_available(), reason="certutil (libnss3-tools) not installed")
@@ -83,12 +84,7 @@ async def setting(tmp_path: Path, profile: Path) -> AsyncIterator[Setting]:  # n
         if request.path == "/echo":
             return web.Response(body=await request.read())
         if request.path == "/chunked":  # no Content-Length from the origin
-            resp = web.StreamResponse()
-            await resp.prepare(request)
-            for i in range(3):
-                await resp.write(f"part{i};".encode())
-            await resp.write_eof()
-            return resp
+            return await chunked_parts(request)
         if request.path == "/gated":  # answers when the test says so
             await origin.gate.wait()
             return web.Response(body=BODIES["/n/5"])
