@@ -199,6 +199,11 @@ class OriginPool:
             return None
         if isinstance(conn, H2Connection):
             reserve = self._reserve()
+            if reserve is not None and not any(c is not reserve and not _draining(c) for c in self.connections):
+                # The only connection left (the other closed or draining; or the round trip proved short and no
+                # second is opened): an ordinary one again, else the work it does not take would wait for none.
+                self._render_reserve = None
+                reserve = None
             if reserve is not None and not isinstance(reserve, H2Connection):
                 reserve = None  # still in its handshakes: the others take everything meanwhile
             if reserve is not None:

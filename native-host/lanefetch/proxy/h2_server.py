@@ -27,8 +27,9 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from h2.config import H2Configuration
 from h2.connection import H2Connection
@@ -188,14 +189,15 @@ class H2StreamOut:
             self.ended = True
         await self._conn.drain()
 
-    def respond(self, status: int, message: str) -> None:
-        """A whole answer of the proxy itself (421, 501 …)."""
+    async def respond(self, status: int, message: str) -> None:
+        """A whole answer of the proxy itself (421, 413, 501 …), its body as the flow-control windows allow."""
         body = (message + "\n").encode()
+        self._check()
         self._conn.h2(lambda c: c.send_headers(self.stream_id, [
             (":status", str(status)), ("content-type", "text/plain; charset=utf-8"),
             ("content-length", str(len(body)))]))
-        self._conn.h2(lambda c: c.send_data(self.stream_id, body, end_stream=True))
-        self.ended = True
+        await self.body(body)
+        await self.end([])
 
     def refuse(self) -> None:
         """Nothing of this request was processed: the browser may send it again (on a new connection)."""
@@ -234,6 +236,8 @@ class H2BrowserConnection:
         self._tasks: set[asyncio.Task[None]] = set()
         self._opened = asyncio.Event()
         self._last_stream: int | None = None  # set once this side sent its GOAWAY
+        self._browser_left = False  # its GOAWAY came
+        self._held = 0  # request body bytes of the streams being answered (MAX_BODY_BYTES with those arriving)
         self._over = False
 
     # -- used by the streams --
@@ -291,8 +295,13 @@ class H2BrowserConnection:
                     self._send()
                     break
                 for ev in events:
-                    self._event(ev)
+                    try:
+                        self._event(ev)
+                    except H2Error as e:  # a stream h2 already closed (a reset crossing ours): that event only
+                        log.debug("browser h2 event %s not taken: %s", type(ev).__name__, e)
                 self._send()
+                if self._browser_left:
+                    break
         finally:
             self._over = True
             for out in list(self._streams.values()):
@@ -322,9 +331,14 @@ class H2BrowserConnection:
                 incoming.body += ev.data or b""
                 # Bodies are held whole (as over HTTP/1.1), at most MAX_BODY_BYTES on the whole connection at once:
                 # one HTTP/1.1 connection holds one body at a time, an h2 one may have MAX_STREAMS on their way.
-                held = sum(len(i.body) for i in self._incoming.values())
+                held = self._held + sum(len(i.body) for i in self._incoming.values())
                 if held > MAX_BODY_BYTES and incoming.refusal is None:
+                    # Answered now and the rest refused (RST_STREAM NO_ERROR once answered, RFC 9113 §8.1), as
+                    # over HTTP/1.1 the connection closes with such a body unread.
                     incoming.refusal = (413, "request body too large for the helper's proxy")
+                    incoming.body.clear()
+                    self._start(ev.stream_id, reset_after=True)
+                    return
                 if incoming.refusal is not None:
                     incoming.body.clear()
             if ev.stream_ended is not None:
@@ -341,29 +355,51 @@ class H2BrowserConnection:
         elif isinstance(ev, WindowUpdated | RemoteSettingsChanged):
             self._wake()
         elif isinstance(ev, ConnectionTerminated):
-            self._goaway()  # the browser is leaving: answer what it sent, then close
+            # The browser is leaving (Firefox closes right after its GOAWAY); h2 sends nothing after it either.
+            self._browser_left = True
 
-    def _start(self, stream_id: int) -> None:
+    def _start(self, stream_id: int, *, reset_after: bool = False) -> None:
         incoming = self._incoming.pop(stream_id, None)
         if incoming is None or stream_id in self._streams:
             return
         method = incoming.head.method if incoming.head is not None else "GET"
         out = H2StreamOut(self, stream_id, method)
+        self._streams[stream_id] = out
         if incoming.refusal is not None or incoming.head is None:
             status, message = incoming.refusal or (400, "bad request")
-            with contextlib.suppress(ConnectionResetError):
-                out.respond(status, message)
+            self._spawn(self._refuse_stream(out, status, message, reset_after))
             return
-        self._streams[stream_id] = out
         body = bytes(incoming.body) if incoming.has_body else None
-        task = asyncio.create_task(self._serve_stream(incoming.head, body, out))
+        self._spawn(self._serve_stream(incoming.head, body, out))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _refuse_stream(self, out: H2StreamOut, status: int, message: str, reset_after: bool) -> None:
+        try:
+            await out.respond(status, message)
+            if reset_after and not out.closed:
+                self.h2(lambda c: c.reset_stream(out.stream_id, ErrorCodes.NO_ERROR))  # send no more of it
+        except ConnectionResetError:
+            pass
+        finally:
+            self._finished(out)
+
+    def _finished(self, out: H2StreamOut) -> None:
+        self._streams.pop(out.stream_id, None)
+        if self._done():
+            self._writer.close()  # the read loop sees the end
+
     async def _serve_stream(self, head: RequestHead, body: bytes | None, out: H2StreamOut) -> None:
+        held = len(body or b"")
+        self._held += held
         try:
             begun = await self._answer(head, body, out)
-            if not begun and not self._over:
+            if out.closed:
+                pass  # the browser reset it (or left): nothing to refuse, the connection serves on
+            elif not begun and not self._over:
                 out.refuse()
                 self._goaway()
             elif not out.ended and not out.closed and not self._over:
@@ -377,9 +413,8 @@ class H2BrowserConnection:
                 if not out.ended and not out.closed and not self._over:
                     self.h2(lambda c: c.reset_stream(out.stream_id, ErrorCodes.INTERNAL_ERROR))
         finally:
-            self._streams.pop(out.stream_id, None)
-            if self._done():
-                self._writer.close()  # the read loop sees the end
+            self._held -= held
+            self._finished(out)
 
     def _goaway(self) -> None:
         """No new streams: those at or below the highest one seen are still answered (module doc)."""

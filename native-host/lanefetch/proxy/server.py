@@ -124,6 +124,7 @@ class _Responder:
         self.broken = False  # the browser went away
         self.tally = ResponseTally()  # what the browser got, for the extension's record (it sees no head itself)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._giving_up: asyncio.Future[None] | None = None
         out.watch(self.abandon)
 
     def abandon(self) -> None:
@@ -131,8 +132,8 @@ class _Responder:
         if self.broken:
             return
         self.broken = True
-        task = asyncio.ensure_future(self._give_up())
-        task.add_done_callback(lambda t: t.exception())
+        self._giving_up = asyncio.ensure_future(self._give_up())  # held: a task nobody refers to may be collected
+        self._giving_up.add_done_callback(lambda t: t.exception())
 
     async def _give_up(self) -> None:
         # The rest of its body is not read (over HTTP/1.1 its connection closes, over h2 its stream is reset), as a
@@ -371,7 +372,7 @@ class ProxyListener:
         await self.observer.proxied(self.context_id, request)
         self._gatherer.add(request, responder)
         await responder.done
-        if not responder.started:
+        if not responder.started and not responder.broken:  # (broken: the browser gave it up, nothing failed)
             self._failed[url] = time.monotonic() + FAILED_MEMORY_S
             if responder.error_kind == "tls_failed" and self.tls is not None:
                 self.tls.upstream_rejected(str(parse_target(url).origin))

@@ -751,6 +751,30 @@ async def test_a_document_to_an_origin_of_unknown_protocol_adopts_a_preconnected
             await engine.aclose()
 
 
+async def test_a_reserve_left_alone_takes_any_work(pki: Path) -> None:
+    """The adopted reserve's partner closes (a server's GOAWAY, a failure) and the round trip proved short, so no
+    second connection is opened: the reserve, the origin's only connection, takes every request, not only
+    render-blocking ones (else an image waited for a connection that would never come)."""
+    async with H2Server(holding_marked(asyncio.Event(), []), pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        try:
+            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
+            (pool,) = engine._pools.values()
+            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
+            first = await run_batch(engine, doc)
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+            reserve = pool._reserve()
+            assert reserve is not None, "adopted"
+            own = next(c for c in pool.connections if c.id == connection_of(first, "doc"))
+            assert own is not reserve
+            own.abort()
+            await until(lambda: own not in pool.connections, "the document's connection gone")
+            images = [FetchRequest(f"i{i}", "GET", srv.url(f"/r/i{i}/5000"), resource_type="image") for i in range(3)]
+            (await run_batch(engine, images, timeout=10)).check_once(images)
+        finally:
+            await engine.aclose()
+
+
 async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_flight_holds_the_other(
         pki: Path) -> None:
     """A page's document to an origin remembered to speak h2 (round trip not known yet: long) opens a render

@@ -286,6 +286,13 @@ async def test_a_request_that_fails_before_its_answer_is_refused_and_the_connect
     assert b.streams[dropped].reset == ErrorCodes.REFUSED_STREAM, "nothing processed: the browser may retry"
     assert b.goaway == (dropped, 0), "GOAWAY, NO_ERROR, keeping every stream sent so far"
     assert not b.streams[kept].ended
+    # A new stream after the GOAWAY, opened and reset in one write (h2 has closed it by the time its HEADERS are
+    # read): that event alone is dropped, the kept stream is still answered.
+    late = b.h2.get_next_available_stream_id()
+    b.h2.send_headers(late, [(":method", "GET"), (":scheme", "https"), (":authority", b.authority), (":path", "/n/1")],
+                      end_stream=True)
+    b.h2.reset_stream(late, ErrorCodes.CANCEL)
+    b._flush()
     setting.origin.gate.set()
     await b.pump(lambda: b.closed)  # the kept stream is answered, then the connection closes
     assert b.streams[kept].ended and b.streams[kept].body == BODIES["/n/5"]
@@ -342,3 +349,32 @@ async def test_request_bodies_held_on_one_connection_are_capped_together(setting
     assert second.status == 413 and b"too large" in second.body
     assert setting.origin.seen == ["POST /echo"], "the refused upload never reached the origin"
     b.writer.close()
+
+
+async def test_a_stream_given_up_before_its_answer_costs_the_connection_nothing(setting: Setting) -> None:
+    b = await open_h2(setting)
+    first = b.request("GET", "/gated")
+    await until(lambda: "GET /gated" in setting.origin.seen, "the request at the origin", seconds=20)
+    b.reset(first)  # the browser gives it up before its head: no failure, nothing to refuse
+    engine = setting.listener.engine
+    await until(lambda: not engine._by_id, "the fetch given up", seconds=20)  # type: ignore[attr-defined]
+    setting.origin.gate.set()
+    again = b.request("GET", "/gated")
+    await b.pump(lambda: b.streams[again].ended or b.streams[again].reset is not None)
+    assert (b.streams[again].status, b.streams[again].reset) == (200, None), "not refused as a failed URL"
+    assert b.goaway is None, "the connection serves on"
+    b.writer.close()
+
+
+async def test_the_browsers_goaway_ends_the_connection_and_its_fetches(setting: Setting) -> None:
+    b = await open_h2(setting)
+    b.request("GET", "/gated")
+    await until(lambda: "GET /gated" in setting.origin.seen, "the request at the origin", seconds=20)
+    b.h2.close_connection()
+    b._flush()
+    async with asyncio.timeout(20):  # closed at once: its streams cannot be answered after its GOAWAY
+        while await b.reader.read(65536):
+            pass
+    engine = setting.listener.engine
+    await until(lambda: not engine._by_id, "the fetch given up", seconds=20)  # type: ignore[attr-defined]
+
