@@ -13,7 +13,9 @@ request) and writes the response through the stream's H2StreamOut, which waits f
 and the socket's drain, so the engine reads no faster than the browser takes. A stream the browser resets, or the
 connection's end, cancels its fetch (`gone`).
 
-A request that fails before its response began is refused (RST_STREAM REFUSED_STREAM: nothing was processed, RFC
+A stream the browser resets before its answer began is just dropped (nothing failed). The browser's own GOAWAY
+ends the connection at once (Firefox closes right after it, and h2 sends nothing after it). A request that fails
+before its response began is refused (RST_STREAM REFUSED_STREAM: nothing was processed, RFC
 9113 §8.7) and the connection is ended gracefully (GOAWAY NO_ERROR with the last stream id seen, every stream at or
 below it still answered): Firefox then retries on a new tunnel, as after an HTTP/1.1 tunnel the helper closed
 unanswered, and for an origin whose certificate the engine rejected that CONNECT is closed unanswered so Firefox
