@@ -150,14 +150,16 @@ def variant_row(label: str, ds: Sequence[Run]) -> list[str]:
     ]
 
 
-#: The servers PageLab runs: HTTP/1.1 on port 80, and for "nginx-h2" also HTTPS with HTTP/2 on 443 (the page's URL).
-SERVERS = ("nginx", "apache", "nginx-h2")
+#: The servers PageLab runs: HTTP/1.1 on port 80, and for "nginx-h2" also HTTPS with HTTP/2 on 443 (the page's URL),
+#: for "nginx-tls" HTTPS with HTTP/1.1 only.
+SERVERS = ("nginx", "apache", "nginx-h2", "nginx-tls")
+HTTPS_SERVERS = ("nginx-h2", "nginx-tls")
 
 
 def _start_server(kind: str, host: Any, docroot: str, ip: str, conf: str, warm_port: bool,
                   pki: Path | None) -> ServerHandle:
-    if kind in ("nginx", "nginx-h2"):
-        tls = tls_conf(pki, ip) if kind == "nginx-h2" and pki is not None else ""
+    if kind in ("nginx", *HTTPS_SERVERS):
+        tls = tls_conf(pki, ip, http2=kind == "nginx-h2") if kind in HTTPS_SERVERS and pki is not None else ""
         return start_nginx(host, docroot, ip,
                            extra_conf=(f"listen {ip}:{WARM_PORT};\n" if warm_port else "") + tls + conf)
     if kind == "apache":
@@ -252,7 +254,7 @@ class PageLab:
         #: "nginx-h2": the pages over HTTPS (a throwaway CA that the browser and the helper trust, nothing else:
         #: Chromium's NSS store in a HOME of the lab's own, a fresh Firefox profile's store made by the driver),
         #: nginx offering h2 and http/1.1 by ALPN.
-        self.https = server == "nginx-h2"
+        self.https = server in HTTPS_SERVERS
         self._docroot = tempfile.TemporaryDirectory(prefix="lf-bench-pages-")
         self._trust = tempfile.TemporaryDirectory(prefix="lf-bench-trust-") if self.https else None
         self.lab = Lab()

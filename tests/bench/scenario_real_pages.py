@@ -71,17 +71,22 @@ _ALL = {
     "LANEFETCH_BENCH_PROFILES": ["wcdma", "lte", "sat", "lan"],
     "LANEFETCH_BENCH_BROWSERS": ["chromium", "firefox"],
 }
+# Taken when named, not run by default: nginx over HTTPS with HTTP/1.1 only (Firefox's HTTPS acceleration of a site
+# that does not speak h2).
+_NAMED_ONLY = {"LANEFETCH_BENCH_SERVERS": ["nginx-tls"]}
 
 
-SERVER_LABELS = {"apache": "Apache", "nginx": "nginx", "nginx-h2": "nginx over HTTPS (h2 offered)"}
+SERVER_LABELS = {"apache": "Apache", "nginx": "nginx", "nginx-h2": "nginx over HTTPS (h2 offered)",
+                 "nginx-tls": "nginx over HTTPS (HTTP/1.1 only)"}
 
 
 def _chosen(var: str) -> list[str]:
     raw = os.environ.get(var, "")
     names = [n for n in raw.split(",") if n] or _ALL[var]
-    unknown = set(names) - set(_ALL[var])
+    known = [*_ALL[var], *_NAMED_ONLY.get(var, [])]
+    unknown = set(names) - set(known)
     if unknown:
-        raise SystemExit(f"{var}: unknown {', '.join(sorted(unknown))} (have: {', '.join(_ALL[var])})")
+        raise SystemExit(f"{var}: unknown {', '.join(sorted(unknown))} (have: {', '.join(known)})")
     return names
 
 
@@ -395,7 +400,7 @@ def run(rounds: int) -> int:
             for browser in chosen["LANEFETCH_BENCH_BROWSERS"]:
                 for link in chosen["LANEFETCH_BENCH_PROFILES"]:
                     served = [*pages, *(o for o in dict.fromkeys(others) if o not in pages)]
-                    kind = server.removesuffix("-h2")
+                    kind = server.removesuffix("-h2").removesuffix("-tls")
                     conf = compression_conf(kind) + (revalidate_conf(kind) if visit in ("revisit", "again") else "")
                     with PageLab(PROFILES[link], served, browser, conf, server=server, warm_port=False,
                                  public=first or visit == "revisit" or (visit == "again" and not private)) as pl:
@@ -446,7 +451,8 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                 p = PROFILES[link]
                 rtt = p.rtt_ms / 1000
                 c = rr.cell([_load(d, rtt) for d in off], [_load(d, rtt) for d in on], facts, p.rtt_ms,
-                            p.down_kbit if p.emulated else None, handshakes=2 if server == "nginx-h2" else 1)
+                            p.down_kbit if p.emulated else None,
+                            handshakes=2 if server in ("nginx-h2", "nginx-tls") else 1)
                 v = rr.verdicts(c, link, facts)
                 for k in tally:
                     said = getattr(v, k)
@@ -479,7 +485,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
-        *(["", FIREFOX_HTTPS] if "nginx-h2" in chosen["LANEFETCH_BENCH_SERVERS"]
+        *(["", FIREFOX_HTTPS] if {"nginx-h2", "nginx-tls"} & set(chosen["LANEFETCH_BENCH_SERVERS"])
           and "firefox" in chosen["LANEFETCH_BENCH_BROWSERS"] else []),
         *(["", SECOND_VISIT] if visit == "second" else []),
         *(["", FIRST_VISIT] if visit in ("first", "sibling") else []),
