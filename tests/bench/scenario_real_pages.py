@@ -60,7 +60,7 @@ from collections.abc import Callable, Sequence
 from bench import page_deps, report
 from bench import real_pages_report as rr
 from bench.netlab import PROFILES
-from bench.page_load import BROWSER_NAMES, PageLab, Run, breakdown_lines, helper_line, method
+from bench.page_load import BROWSER_NAMES, HTTPS_SERVERS, PageLab, Run, breakdown_lines, helper_line, method
 from bench.real_pages import CORPUS, RealPage, install_missing
 from bench.servers import COMPRESSED_TYPES, AccessRecord, compression_conf, revalidate_conf
 
@@ -452,7 +452,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
                 rtt = p.rtt_ms / 1000
                 c = rr.cell([_load(d, rtt) for d in off], [_load(d, rtt) for d in on], facts, p.rtt_ms,
                             p.down_kbit if p.emulated else None,
-                            handshakes=2 if server in ("nginx-h2", "nginx-tls") else 1)
+                            handshakes=2 if server in HTTPS_SERVERS else 1)
                 v = rr.verdicts(c, link, facts)
                 for k in tally:
                     said = getattr(v, k)
@@ -485,7 +485,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
-        *(["", FIREFOX_HTTPS] if {"nginx-h2", "nginx-tls"} & set(chosen["LANEFETCH_BENCH_SERVERS"])
+        *(["", FIREFOX_HTTPS] if set(HTTPS_SERVERS) & set(chosen["LANEFETCH_BENCH_SERVERS"])
           and "firefox" in chosen["LANEFETCH_BENCH_BROWSERS"] else []),
         *(["", SECOND_VISIT] if visit == "second" else []),
         *(["", FIRST_VISIT] if visit in ("first", "sibling") else []),

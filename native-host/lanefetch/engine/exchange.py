@@ -31,7 +31,7 @@ from .timing import ConnectionInfo, LaneReport, RequestTiming, now
 
 _log = logging.getLogger("lanefetch.engine")
 
-_HOP_BY_HOP_RESPONSE = frozenset(
+HOP_BY_HOP_RESPONSE = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
      "proxy-authenticate"}
 )
@@ -89,7 +89,7 @@ class Sink(Protocol):
 
 def delivered_head(head: ResponseHead) -> DeliveredHead:
     """The head as the consumer gets it: the server's, without the fields that belonged to the connection."""
-    drop = _HOP_BY_HOP_RESPONSE | head.connection_tokens()
+    drop = HOP_BY_HOP_RESPONSE | head.connection_tokens()
     headers = [(k, v) for k, v in head.headers if k.lower() not in drop]
     return DeliveredHead(head.status, head.reason, head.http_version, headers, False)
 

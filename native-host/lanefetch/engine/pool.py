@@ -147,13 +147,14 @@ class OriginPool:
         heapq.heappush(self._queue, (ex.sort_key(), ex))
         self._needed.set()
         self._plan()
-        if ex.request.resource_type == "document" and h2_render_reserve(
-                self.policy.protocol if self._may_speak_h2() else None, self.config.h2_connections,
-                self.budget.min_rtt, self._reserve() is not None):
+        if ex.request.resource_type != "document":
+            return
+        have_one = self._reserve() is not None
+        if h2_render_reserve(self.policy.protocol if self._may_speak_h2() else None, self.config.h2_connections,
+                             self.budget.min_rtt, have_one):
             self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
-        elif ex.request.resource_type == "document" and h2_reserve_from_opening(
-                self._may_speak_h2(), self.policy.protocol, self.config.h2_connections, self.budget.min_rtt,
-                self._reserve() is not None, len(self.connections)):
+        elif h2_reserve_from_opening(self._may_speak_h2(), self.policy.protocol, self.config.h2_connections,
+                                     self.budget.min_rtt, have_one, len(self.connections)):
             # The last opened: the first's handshake says the protocol and takes the document (a reserve that turns
             # out HTTP/1.1 is an ordinary connection: only h2 connections consult it).
             self._render_reserve = max(c.id for c in self.connections)

@@ -49,7 +49,7 @@ from h2.exceptions import H2Error, ProtocolError
 from h2.settings import SettingCodes, Settings
 from hyperframe.frame import GoAwayFrame
 
-from ..engine.exchange import DeliveredHead
+from ..engine.exchange import HOP_BY_HOP_RESPONSE, DeliveredHead
 from ..engine.fields import Headers
 from .request_reader import MAX_BODY_BYTES, RequestHead
 
@@ -57,8 +57,6 @@ log = logging.getLogger("lanefetch.proxy")
 
 READ_SIZE = 64 * 1024
 MAX_STREAMS = 128  # Firefox opens no more at once; a page's requests beyond it wait in Firefox's queue
-# HTTP/1.1 fields that mean nothing (and are malformed) in HTTP/2 (RFC 9113 §8.2.2); h2 refuses to send them.
-_CONNECTION_FIELDS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
 
 
 # -- pure: the browser's request fields in, the origin's response fields out ----------------------------------------
@@ -104,12 +102,13 @@ def request_head(fields: list[tuple[bytes, bytes]], authority: str) -> H2Request
 
 def response_fields(head: DeliveredHead) -> list[tuple[str, str]]:
     """The origin's response head as HTTP/2 fields: status first, names lower case, the HTTP/1.1 connection's own
-    fields (and any the Connection field names) left out, values trimmed (h2 refuses surrounding whitespace)."""
+    fields (exchange.HOP_BY_HOP_RESPONSE, as the engine's delivered heads, and any the Connection field names) left
+    out, since h2 refuses to send them (RFC 9113 §8.2.2), values trimmed (h2 refuses surrounding whitespace)."""
     named = {t.strip().lower() for k, v in head.headers if k.lower() == "connection" for t in v.split(",")}
     out = [(":status", str(head.status))]
     for name, value in head.headers:
         lname = name.lower()
-        if lname in _CONNECTION_FIELDS or lname in named or lname == "te" or not lname:
+        if lname in HOP_BY_HOP_RESPONSE or lname in named or not lname:
             continue
         out.append((lname, value.strip()))
     return out
@@ -117,7 +116,7 @@ def response_fields(head: DeliveredHead) -> list[tuple[str, str]]:
 
 def trailer_fields(trailers: Headers) -> list[tuple[str, str]]:
     return [(k.lower(), v.strip()) for k, v in trailers
-            if k.lower() not in _CONNECTION_FIELDS and not k.startswith(":")]
+            if k.lower() not in HOP_BY_HOP_RESPONSE and not k.startswith(":")]
 
 
 def bodiless(method: str, status: int) -> bool:
@@ -134,7 +133,6 @@ class H2StreamOut:
         self._conn = conn
         self.stream_id = stream_id
         self.method = method
-        self.started = False
         self.ended = False
         self.closed = False  # reset by the browser, or the connection is gone
         self._gone: Callable[[], None] | None = None
@@ -158,9 +156,7 @@ class H2StreamOut:
 
     async def head(self, head: DeliveredHead) -> None:
         self._check()
-        final = head.status >= 200
-        self.started = self.started or final
-        end = final and bodiless(self.method, head.status)
+        end = head.status >= 200 and bodiless(self.method, head.status)
         self._conn.h2(lambda c: c.send_headers(self.stream_id, response_fields(head), end_stream=end))
         self.ended = end
         await self._conn.drain()

@@ -294,10 +294,10 @@ class ProxyListener:
                 context = self.tls.context_for(_connect_host(req.head.target)) if self.tls is not None else None
                 if context is not None and self.speaks_h2 is not None and not self._ending.get(
                         req.head.target) and await self.speaks_h2(f"https://{req.head.target}/", self.page):
-                    # Firefox's own HTTP/2 through the tunnel: ended here, its requests would come over HTTP/1.1
-                    # connections to the helper, six at a time, with nothing to gain back (measured over `sat`,
-                    # nginx: 0.84-0.98x the browser alone). Not while a tunnel to it ended here is open: that page
-                    # goes on as it began (switched mid-page, Firefox's new tunnels each paid a TCP and a TLS
+                    # Firefox's own HTTP/2 through the tunnel: proxy mode has no flight to add to an h2 origin's
+                    # later pages (ended here over HTTP/1.1, before the helper spoke h2 to Firefox, the first page
+                    # was 0.84-0.98x the browser alone over `sat`). Not while a tunnel to it ended here is open:
+                    # that page goes on as it began (switched mid-page, Firefox's new tunnels each paid a TCP and a TLS
                     # handshake of their own, and the page was no faster: 0.82-1.01x, with 2-8 % more bytes).
                     log.debug("CONNECT %s tunnelled: the origin speaks HTTP/2", req.head.target)
                     context = None
