@@ -10,7 +10,8 @@ Each layer is a Fetcher (engine/fetcher.py) around the next; none of them builds
 asks of a request before any layer sees it (Accept-Encoding as the browser would) is done here too, and so is
 remembering what was learned about each origin across helper restarts (cache/origin_memory.py: kept in the
 cache's store, per top-level site, never for private browsing), and connecting ahead of a page to the origins
-its site's earlier loads used (preconnect_site).
+its site's earlier loads used (preconnect_site). A service that keeps no responses (the Firefox proxy's: Firefox
+caches them itself) may still keep those records, in another service's store (`records`).
 """
 
 from __future__ import annotations
@@ -51,8 +52,13 @@ class ServiceConfig:
 
 
 class FetchService:
-    def __init__(self, config: ServiceConfig | None = None, warn: Callable[[str], None] | None = None) -> None:
+    def __init__(self, config: ServiceConfig | None = None, warn: Callable[[str], None] | None = None, *,
+                 records: Callable[[Page], HttpCache | None] | None = None) -> None:
+        """`records`: where what is learned of origins is kept (origin_memory.py), when not in this service's own
+        cache: the Firefox proxy's service stores no responses, and keeps its records in the host's cache database
+        (one database, one writer; cleared with it)."""
         self.config = config or ServiceConfig()
+        self._records = records
         self.engine = Engine(self.config.engine)
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
         inner: Fetcher = self.engine
@@ -114,7 +120,7 @@ class FetchService:
 
     async def _recall(self, urls: list[str], page: Page) -> list[Origin]:
         """Start each origin this session has not met yet from what an earlier session learned under this site."""
-        cache = self.cache_for(page)
+        cache = self.records_for(page)
         origins: list[Origin] = []
         for url in urls:
             try:
@@ -138,7 +144,7 @@ class FetchService:
         return origins
 
     def _remember(self, origins: list[Origin], page: Page) -> None:
-        cache = self.cache_for(page)
+        cache = self.records_for(page)
         if cache is None or page.private_browsing:
             return
         now = time.time()
@@ -150,11 +156,12 @@ class FetchService:
                 records[str(origin)] = json.dumps(record)
         cache.learn(page.top_site, records)
 
-    async def speaks_h2(self, url: str, page: Page) -> bool:
-        """Is url's origin known to choose HTTP/2: learned this session, or remembered under page's site?"""
+    async def speaks_h2(self, url: str, page: Page, *, remembered: bool = True) -> bool:
+        """Is url's origin known to choose HTTP/2: learned this session, or (`remembered`) remembered under page's
+        site?"""
         origins = await self._recall([url], page)
         policy = self.engine.policies.get(origins[0]) if origins else None
-        return policy is not None and policy.protocol == "h2"
+        return policy is not None and policy.protocol == "h2" and (remembered or policy.protocol_seen)
 
     def preconnect(self, url: str, page: Page | None = None, handshake: Handshake = "full") -> bool:
         return self._splitting.preconnect(url, page or Page(), handshake)
@@ -165,7 +172,7 @@ class FetchService:
         navigation's `handshake` (a `tcp` one still opens every connection of an origin remembered as HTTP/1.1
         only: pool_plan.preconnect_plan). Returns the origins a connection was started to (none where one is open
         or opening already)."""
-        cache = self.cache_for(page)
+        cache = self.records_for(page)
         if cache is None or page.private_browsing or not page.top_site:
             return []
         records: dict[str, Record] = {}
@@ -210,6 +217,11 @@ class FetchService:
         """The HTTP cache this page's requests use: the persistent one, or for private browsing one in memory
         that never touches the disk; None when the service runs without a cache."""
         return None if self.config.cache_dir is None else self._cache(page)
+
+    def records_for(self, page: Page) -> HttpCache | None:
+        """Where what is learned of origins under this page's site is kept: `records` where the service was given
+        one, else its own cache (None: nowhere, nothing is remembered)."""
+        return self._records(page) if self._records is not None else self.cache_for(page)
 
     def _cache(self, page: Page) -> HttpCache:
         cache = self._caches.get(page.private_browsing)

@@ -196,7 +196,8 @@ class Host:
             if item["browser"] == "firefox" and item["protocol"] == protocol.PROTOCOL_VERSION and self.proxy is None:
                 from ..proxy.service import ProxyService
 
-                self.proxy = ProxyService(self.fetcher.config.engine, _ProxyReports(self._send))
+                self.proxy = ProxyService(self.fetcher.config.engine, _ProxyReports(self._send),
+                                          records=self.fetcher.cache_for)
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
                 self.proxy.fetcher.engine.on_connected = self._connected
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
@@ -260,24 +261,25 @@ class Host:
             page = _to_page(item["page"])
             handshake: Handshake = "tcp" if item.get("handshake") == "tcp" else "full"
             origin = _origin_of(item["url"])
-            if fetcher is self.fetcher:
-                # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
-                # preconnect makes its pool: a pool keeps the policy it was made with.
-                await self.fetcher.recall(item["url"], page)
-                remembered = self.fetcher.remembered_round_trip(item["url"])
-                if origin is not None and origin not in self._rtts and remembered is not None:
-                    # The extension's speed probe waits for a round trip of this host: give it the one an earlier
-                    # session measured now, not a handshake later (a measured one follows and replaces it). Sent in
-                    # order: it reaches the extension before the pong of the probe's ping.
-                    await self._send(protocol.origin_rtt(origin, remembered, remembered=True))
+            # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
+            # preconnect makes its pool: a pool keeps the policy it was made with. (Firefox too: the proxy's service
+            # keeps its records in the host's cache database.)
+            await fetcher.recall(item["url"], page)
+            remembered = fetcher.remembered_round_trip(item["url"])
+            if origin is not None and origin not in self._rtts and remembered is not None:
+                # The extension's speed probe waits for a round trip of this host: give it the one an earlier
+                # session measured now, not a handshake later (a measured one follows and replaces it). Sent in
+                # order: it reaches the extension before the pong of the probe's ping.
+                await self._send(protocol.origin_rtt(origin, remembered, remembered=True))
             # (Connects always; where a connection is open already, its connect time answers: Firefox waits for one
             # before routing.)
             if not fetcher.preconnect(item["url"], page, handshake) and origin is not None and origin in self._rtts:
                 self._report_rtt(origin, self._rtts[origin])
+            # The rest of the page's site, as its earlier loads taught.
+            self._in_background(fetcher.preconnect_site(page, handshake), "preconnecting a site's origins")
             if fetcher is self.fetcher:
-                # The rest of the page's site, as its earlier loads taught (Chromium; the proxy keeps no records),
-                # and the page's load: recorded for the next ones, its flight started if earlier loads taught one.
-                self._in_background(self.fetcher.preconnect_site(page, handshake), "preconnecting a site's origins")
+                # The page's load (Chromium; Firefox's proxy reads no pages): recorded for the next ones, its flight
+                # started if earlier loads taught one.
                 self.loads.navigation(page)
                 if item.get("ask_flight") is True:
                     # The navigation raced the attach: its document is the browser's. Without a learned flight the

@@ -39,6 +39,7 @@ class OriginPolicy:
     request_limit: int | None = None  # learned per-connection request limit (server keep-alive cap)
     demotions: list[str] = field(default_factory=list)
     protocol: str | None = None  # what its TLS handshakes chose: "h2" or "http/1.1"; None before the first one
+    protocol_seen: bool = False  # chosen by a handshake of this session (not only remembered: origin_memory.py)
     # The link's bandwidth-delay product to it (bytes, inflight_budget.link_bdp), the largest seen: whether a flight's
     # work pays for being spread over the connections at once (pool_plan.balances).
     link_bdp: int | None = None
@@ -57,6 +58,7 @@ class OriginPolicy:
     def learn_protocol(self, alpn: str | None) -> None:
         """The server chose this in the TLS handshake (None: no ALPN, HTTP/1.1)."""
         self.protocol = "h2" if alpn == "h2" else "http/1.1"
+        self.protocol_seen = True
 
     def allowed_depth(self) -> int:
         if self.max_depth <= 1 or self.state is PipelineState.RED:

@@ -29,6 +29,7 @@ from lanefetch.proxy.ca_certs import CA_VALIDITY, Authority, Site, make_authorit
 from lanefetch.proxy.ca_sites import HttpsSites, remove_all, status
 from lanefetch.proxy.server import ProxyListener, basic_credentials
 from lanefetch.proxy.tls_terminator import TlsTerminator
+from lanefetch.service import FetchService, ServiceConfig
 from waits import until
 
 NOW = datetime.datetime.now(datetime.UTC)
@@ -432,7 +433,10 @@ async def test_proxy_upstream_speaks_h2_to_an_h2_origin(tmp_path: Path, profile:
     for path, data in files.items():
         (docroot / path.lstrip("/")).write_bytes(data)
     observer = Timings()
-    svc = ProxyService(EngineConfig(ca_file=str(pki / "ca.pem")), observer, https_data=tmp_path / "data")
+    # What the proxy learns of origins is kept in the host's cache database (a FetchService of its own here)
+    host_cache = FetchService(ServiceConfig(cache_dir=tmp_path / "cache"))
+    svc = ProxyService(EngineConfig(ca_file=str(pki / "ca.pem")), observer, https_data=tmp_path / "data",
+                       records=host_cache.cache_for)
     sites = HttpsSites(tmp_path / "data", ca_firefox.RunningFirefox(profile, time.time() - 5), home=tmp_path)
     sites.sync([Site("domain", "127.0.0.1")])
     sites.firefox = ca_firefox.RunningFirefox(profile, time.time() + 1)  # "restarted": the site's CA is trusted
@@ -486,6 +490,26 @@ async def test_proxy_upstream_speaks_h2_to_an_h2_origin(tmp_path: Path, profile:
             writer.close()
         finally:
             await svc.aclose()
+        # A later session remembers the origin as h2 (its pool starts from that), but its first page of the origin
+        # is ended here as before: only a handshake of this session's own makes its CONNECTs tunnelled.
+        later = ProxyService(EngineConfig(ca_file=str(pki / "ca.pem")), Timings(), https_data=tmp_path / "data",
+                             records=host_cache.cache_for)
+        later.https, later.tls = sites, TlsTerminator(sites)
+        page = Page(address_space="loopback", top_site="https://127.0.0.1")
+        try:
+            assert await later.fetcher.speaks_h2(f"https://127.0.0.1:{port}/", page), "the origin's h2 not remembered"
+            listener = await later.open("c1", page)
+            r, w = await asyncio.open_connection("127.0.0.1", listener.port)
+            w.write(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    f"Proxy-Authorization: {basic_credentials(later.secret)}\r\n\r\n".encode())
+            assert (await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 20)).startswith(b"HTTP/1.1 200")
+            # The lanefetch leaf answers: ended here, not tunnelled
+            await asyncio.wait_for(w.start_tls(ssl.create_default_context(cafile=str(lanefetch_ca)),
+                                               server_hostname="127.0.0.1"), 20)
+            w.close()
+        finally:
+            await later.aclose()
+            await host_cache.aclose()
         log = srv.access_log(wait_for=len(files), timeout=10)
     assert len(log) == len(files)
     assert {rec.request.rsplit(" ", 1)[1] for rec in log} == {"HTTP/2.0"}, "the helper spoke h2 upstream"

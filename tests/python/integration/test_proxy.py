@@ -29,7 +29,7 @@ from lanefetch.proxy.request_meta import priority, resource_type
 from lanefetch.proxy.request_reader import BadRequest, RequestHead, RequestReader
 from lanefetch.proxy.response_writer import ResponseWriter
 from local_app import serve_app
-from test_bridge import HostProcess, host  # noqa: F401  (fixture)
+from test_bridge import HostProcess, host, running_host  # noqa: F401  (fixture)
 
 # -- sans-I/O ------------------------------------------------------------------------------------------------
 
@@ -311,6 +311,41 @@ async def test_a_preconnect_opens_the_connection_the_proxied_page_then_uses(host
     assert again["type"] == "origin_rtt" and again["origin"] == origin
     a = await through_proxy(port, "GET", f"{origin}/doc2", auth)
     assert a is not None and [(await host.recv())["type"] for _ in range(2)] == ["proxied", "timing"]
+
+
+async def test_a_firefox_session_starts_from_what_the_last_one_learned(tmp_path: Path, origin: str) -> None:
+    """Firefox's proxy keeps what it learned of each origin in the helper's cache database, as Chromium's batches
+    do (origin_memory.py): after a restart a page's preconnect is answered with the round trip the last session
+    measured before any connect, and the site's other origins are connected ahead of the page."""
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(text=f"other {request.path}")
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    page = {"address_space": "loopback", "top_site": "http://t"}
+    async with serve_app(app) as other_port:
+        other = f"http://127.0.0.1:{other_port}"
+        async with running_host(env) as first:
+            auth = [("Proxy-Authorization", await firefox_hello(first))]
+            port = await open_context(first, "c1", "loopback")
+            for url in (f"{origin}/doc", f"{other}/img"):
+                a = await through_proxy(port, "GET", url, auth)
+                assert a is not None and a.status == 200
+        async with running_host(env) as second:
+            await firefox_hello(second)
+            await second.send({"type": "preconnect", "url": f"{origin}/next", "page": page})
+            remembered = await second.recv()
+            assert remembered["type"] == "origin_rtt" and remembered["origin"] == origin, remembered
+            assert remembered.get("remembered") is True, "the first answer was not the last session's round trip"
+            seen: set[str] = set()
+            for _ in range(4 * EngineConfig().connections_per_origin):  # the preconnect's and the site's connections
+                m = await second.recv()
+                assert m["type"] == "origin_rtt" and "remembered" not in m, m
+                seen.add(m["origin"])
+                if seen == {origin, other}:
+                    break
+            assert seen == {origin, other}, "the site's other origin was not connected ahead of its page"
 
 
 async def test_a_public_page_cannot_reach_loopback_and_the_browser_is_sent_direct(
