@@ -39,7 +39,11 @@ async function main(): Promise<void> {
     execFileSync(helperCli, ["firefox-https", "add", "--scope", site.scope, "--profile", profile, site.name],
       { stdio: "pipe", env: { ...process.env, HOME: home } });
   }
-  const ff = await launchFirefox(home, profile ? { profile } : {}).catch((e: unknown) => {
+  // LANEFETCH_BENCH_HELPER_CACHE: the helper's cache directory the benchmark keeps across fresh profiles (what it
+  // learned of the site's origins: bench/page_load.py first_visit), else the fresh home's.
+  const helperCache = process.env.LANEFETCH_BENCH_HELPER_CACHE;
+  const launch = { ...(profile ? { profile } : {}), ...(helperCache ? { env: { XDG_CACHE_HOME: helperCache } } : {}) };
+  const ff = await launchFirefox(home, launch).catch((e: unknown) => {
     if (profile) rmSync(profile, { recursive: true, force: true });
     throw e;
   });

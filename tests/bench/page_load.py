@@ -463,9 +463,10 @@ class PageLab:
             return learning, self.load(shape, "on", helper_home=home)[0]
 
     def first_visit(self, shape: Page, others: Sequence[Page]) -> tuple[Run, Run]:
-        """Chromium ON, a page the helper never loaded, by a helper that has loaded other pages (`others`, one ON
-        load each in a fresh browser, in that order): so the helper knows this browser's field profile
-        (prefetch/field_profile.py), as for anyone who used lanefetch before, and nothing of `shape` itself. Then
+        """ON, a page the helper never loaded, by a helper that has loaded other pages (`others`, one ON load each
+        in a fresh browser, in that order): so the helper knows this browser's field profile
+        (prefetch/field_profile.py; Chromium) and the origins' records (both browsers), as for anyone who used
+        lanefetch before, and nothing of `shape` itself. Then
         the helper's stored responses are deleted (a bench step: its learned pages, the others', are kept) and
         `shape` is loaded in a fresh browser (its own cache empty). Returns (the last other page's load, the
         measured one)."""

@@ -20,12 +20,15 @@ LANEFETCH_BENCH_VISIT=second (issue 20, Chromium only): each ON load is a *secon
 the measured ON load in a fresh browser); OFF is a fresh browser as always. The report's name ends in
 `-second-visit`.
 
-LANEFETCH_BENCH_VISIT=first (issue 20, Chromium only): each ON load is a *first visit* of a page, by a helper that
+LANEFETCH_BENCH_VISIT=first (issue 20; Chromium, and Firefox for what it carries over): each ON load is a *first
+visit* of a page, by a helper that
 has seen one load of another page of the corpus (PageLab.first_visit: so it knows the browser's field profile, as
 for anyone who used lanefetch before; the page's learned history empty; the helper's stored responses deleted and
 the browser's cache fresh), the pages served on a public address (Lab.public_address) for ON and OFF alike, so
 the helper fetches the document, as for a real site (on the lab's private address Chromium loads a local
-document itself and nothing can be discovered from it). The report's name ends in `-first-visit`.
+document itself and nothing can be discovered from it). The report's name ends in `-first-visit`. In Firefox
+(proxy mode, no flight) what the earlier load leaves is the helper's origin records (pipelining, protocol, round
+trip: a site's next page after a restart of Firefox).
 LANEFETCH_BENCH_VISIT=sibling: as first, but the helper's earlier loads are of the page's two siblings
 (`RealPage.siblings`: other pages of its package, same path shape), as for a reader who opened two pages of the
 site before (the stored responses deleted as for a first visit). The report's name ends in `-sibling-visit`.
@@ -309,7 +312,9 @@ FIRST_VISIT = (
     "alike (`Lab.public_address`, routed only between the lab's two namespaces), so that in Chromium ON the helper "
     "fetches the document, as it does for a real site (a page on a private address is loaded by Chromium itself). "
     "Issue 20's aims: first visit ≥ 1.3× (the speed-up column), bytes never asked for ≤ 5 % (the waste column "
-    "below: bytes the server sent ON beyond what any OFF load asked for)."
+    "below: bytes the server sent ON beyond what any OFF load asked for). Firefox (proxy mode: no flight, no "
+    "discovery): the earlier load leaves the helper's origin records (pipelining, protocol, round trip), what a "
+    "site's next page after a restart of Firefox starts from."
 )
 
 
@@ -379,7 +384,7 @@ def run(rounds: int) -> int:
     private = visit == "again" and os.environ.get("LANEFETCH_BENCH_ADDRESS", "public") == "private"
     sibling = visit == "sibling"
     first = visit == "first" or sibling
-    if visit != "fresh" and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
+    if visit not in ("fresh", "first", "sibling") and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
         raise SystemExit(f"LANEFETCH_BENCH_VISIT={visit}: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
     pages = [p for p in CORPUS if p.name in chosen["LANEFETCH_BENCH_PAGES"]]
     others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first and not sibling else []
