@@ -59,6 +59,14 @@ router.setStepAside((url) => speed.stepAsideDetail(url), (details, pageUrl, deta
   records.passed(details.tabId, pageUrl, details, "low_latency", detail);
 });
 const probe = new SpeedProbe<Page>(speed, (url, page) => client.preconnect(url, page), PROBE_WAIT_MS.firefox);
+// A document routed to the helper: its context's next requests are that page's load (a helper that learns pages in
+// proxy mode says so: capability proxy_pages). The preconnect also connects the site's origins its last loads used.
+router.setNavigation((contextId, url, page) => {
+  const state = connection.state;
+  if (state.status === "connected" && state.capabilities.includes("proxy_pages")) {
+    client.preconnect(url, { ...page, url }, "full", false, contextId);
+  }
+});
 router.setRttProbe((url, page) => probe.probe(url, page));
 connection.onMessage((m) => {
   if (m.type !== "origin_rtt") records.handle(m);

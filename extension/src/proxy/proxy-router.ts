@@ -81,6 +81,9 @@ export class ProxyRouter {
   private steppedAside: (details: ProxyRequestDetails, pageUrl: string, detail: string) => void = () => undefined;
   /** speed-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
   private probeRtt: (url: string, page: Page) => Promise<void> | null = () => null;
+  /** A tab's document goes to its context's listener: the helper is told (the context's requests are that page's
+   * load, learned and answered from its prefetch flight: docs/prefetch.md). */
+  private navigated: (contextId: string, url: string, page: Page) => void = () => undefined;
   /** The options page's "split large downloads" (split-rule.ts). */
   splitLarge = false;
 
@@ -119,6 +122,11 @@ export class ProxyRouter {
     this.probeRtt = probe;
   }
 
+  /** `navigated` hears of each document routed to the helper, with the context it goes to. */
+  setNavigation(navigated: (contextId: string, url: string, page: Page) => void): void {
+    this.navigated = navigated;
+  }
+
   get routing(): boolean {
     return this.secret !== null;
   }
@@ -144,6 +152,7 @@ export class ProxyRouter {
     const split = this.splitLarge && likelyLarge(details.url, webRequestResourceType(details.type));
     if (ctx.port !== null && probing === null) {
       rememberType(ctx, details);
+      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page);
       return this.via((split && ctx.splitPort) || ctx.port, https);
     }
     const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
@@ -156,6 +165,7 @@ export class ProxyRouter {
         return [DIRECT];
       }
       rememberType(ctx, details);
+      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page);
       return this.via((split && ctx.splitPort) || p, https);
     });
   }

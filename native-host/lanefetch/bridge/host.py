@@ -197,7 +197,7 @@ class Host:
                 from ..proxy.service import ProxyService
 
                 self.proxy = ProxyService(self.fetcher.config.engine, _ProxyReports(self._send),
-                                          records=self.fetcher.cache_for)
+                                          records=self.fetcher.cache_for, page_ended=self._page_ended)
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
                 self.proxy.fetcher.engine.on_connected = self._connected
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
@@ -259,6 +259,13 @@ class Host:
             # Firefox: the proxy's engine fetches that page's requests, so its pool is the one to connect.
             fetcher = self.proxy.fetcher if self.proxy is not None else self.fetcher
             page = _to_page(item["page"])
+            context_id = item.get("context_id")
+            # Firefox names the page context whose tab navigates: its later requests are the page's load (recorded
+            # for the next ones, its flight started if earlier loads taught one), unless they will not come here
+            # (Firefox's own h2 carries them, or the context closed), and then nothing is connected for it either.
+            if self.proxy is not None and isinstance(context_id, str) and not await self.proxy.navigation(
+                    context_id, item["url"]):
+                return
             handshake: Handshake = "tcp" if item.get("handshake") == "tcp" else "full"
             origin = _origin_of(item["url"])
             # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
@@ -278,8 +285,7 @@ class Host:
             # The rest of the page's site, as its earlier loads taught.
             self._in_background(fetcher.preconnect_site(page, handshake), "preconnecting a site's origins")
             if fetcher is self.fetcher:
-                # The page's load (Chromium; Firefox's proxy reads no pages): recorded for the next ones, its flight
-                # started if earlier loads taught one.
+                # The page's load: recorded for the next ones, its flight started if earlier loads taught one.
                 self.loads.navigation(page)
                 if item.get("ask_flight") is True:
                     # The navigation raced the attach: its document is the browser's. Without a learned flight the

@@ -30,7 +30,9 @@ site like the cache (a site cannot learn what another site's pages requested); n
 (may_learn); cleared with the cache; a record older than RECORD_TTL is ignored. Cookie and Authorization values
 are never kept, only whether the request carried them (`credentialed`): a flight cannot reproduce them, so it
 does not prefetch those, and fidelity.py would refuse the match anyway. Kept fields: REPLAYED (Accept,
-Accept-Language, Origin, Sec-Fetch-*, User-Agent). Bounded: MAX_ITEMS requests per load, MAX_LOADS loads.
+Accept-Language, Accept-Encoding, Origin, Sec-Fetch-*, User-Agent; Accept-Encoding comes only with Firefox's
+proxied requests, which the helper delivers as the server coded them: Chromium's paused requests carry none, the
+helper adding its own, engine/request.py with_accept_encoding). Bounded: MAX_ITEMS requests per load, MAX_LOADS loads.
 
 Pure: time is passed in; records are JSON strings the store keeps without reading them."""
 
@@ -50,8 +52,8 @@ MAX_LOADS = 5
 STABLE_MIN = 2
 MAX_ITEMS = 300
 RECORD_TTL = 30 * 24 * 3600.0
-REPLAYED = ("accept", "accept-language", "origin", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-site",
-            "user-agent")
+REPLAYED = ("accept", "accept-language", "accept-encoding", "origin", "sec-fetch-mode", "sec-fetch-dest",
+            "sec-fetch-site", "user-agent")
 _CREDENTIALS = ("cookie", "authorization")
 
 

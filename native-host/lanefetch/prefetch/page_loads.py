@@ -197,12 +197,24 @@ class PageLoads:
     def __init__(self, inner: Fetcher, cache_for: Callable[[Page], HttpCache | None],
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
                  idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
-                 link_room: LinkRoom | None = None) -> None:
+                 link_room: LinkRoom | None = None, records_for: Callable[[Page], HttpCache | None] | None = None,
+                 decode: bool = True, discover: bool = True) -> None:
+        """`cache_for`: the HTTP cache the page's responses are kept in (what it holds fresh is not flown, a
+        claimed prefetch is stored there); `records_for` (default: the same): where learned pages and the
+        browser's field profile are kept. Firefox's proxy keeps no responses (Firefox caches them) but its records
+        in the host's cache database. `decode`: whether the browser's requests are delivered decoded (debugger
+        mode) or as the server coded them with the browser's own Accept-Encoding (proxy mode): a flight's requests
+        are sent the same way, as fidelity compares them. `discover`: documents and stylesheets are read for what
+        they name (proxy mode reads none: its bodies come coded, and the field profile holds no Accept-Encoding)."""
         self.inner = inner
         # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
         self._link_room = link_room
-        self._memory = PageMemory(cache_for)
+        records = records_for if records_for is not None else cache_for
+        self._memory = PageMemory(records)
         self._cache_for = cache_for
+        self._records_for = records
+        self._decode = decode
+        self._discover = discover
         self._answers = FlightAnswers(inner, self._flight_for, cache_for)
         self._on_end = on_end
         self._clock = clock
@@ -236,13 +248,14 @@ class PageLoads:
         while len(self._loads) > MAX_LOADS:
             self._end_in_background(next(iter(self._loads.values())))
         load.starting = asyncio.create_task(self._start_flight(load, previous), name="lanefetch-prefetch-start")
-        self._discoverer.warm()
+        self.warm()
         return True
 
     def warm(self) -> None:
         """Start what a first page load would start (the discovery worker) now, ahead of it: starting it blocks the
         event loop ~40 ms, which held a fresh helper's first navigation (its preconnect, its flight question)."""
-        self._discoverer.warm()
+        if self._discover:
+            self._discoverer.warm()
 
     async def flies(self, page: Page) -> bool:
         """Whether the load `navigation(page)` began has a prefetch flight of its own: known as soon as the page's
@@ -283,7 +296,9 @@ class PageLoads:
         """Add the planned items the flight does not have yet, the cache does not hold fresh (what it holds stale
         is revalidated) and the browser did not ask for yet (what it asked for went its own way: fetching it again
         is waste)."""
-        items = await self._not_fresh(load.page, [i for i in planned if i.url not in load.planned])
+        fresh = [i if i.decode == self._decode else dataclasses.replace(i, decode=self._decode)
+                 for i in planned if i.url not in load.planned]
+        items = await self._not_fresh(load.page, fresh)
         items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned]
         if not items or load.ended:
             return
@@ -345,7 +360,7 @@ class PageLoads:
         """This browser's field profile, from memory or the cache database; None when none is kept."""
         if user_agent in self._profiles:
             return self._profiles[user_agent]
-        cache = self._cache_for(page)
+        cache = self._records_for(page)
         if cache is None:
             return None
         key = record_key(user_agent)
@@ -358,7 +373,7 @@ class PageLoads:
 
     async def _learn_profile(self, load: _Load, observed: list[Observed]) -> None:
         """The browser's field profile learns from the ended load (never a forgotten or private one)."""
-        cache = self._cache_for(load.page)
+        cache = self._records_for(load.page)
         if cache is None or not observed:
             return
         agents = {v for item in observed for k, v in item.headers if k == "user-agent"}
@@ -486,6 +501,8 @@ class PageLoads:
             if r.method.upper() != "GET":
                 continue
             ua = self._observe_browser(load, r)
+            if not self._discover:
+                continue
             if r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page:
                 load.taps[r.id] = _Tap("html", r.url, 0, ua)
             elif r.resource_type == "stylesheet" and r.url not in load.read:
@@ -496,6 +513,14 @@ class PageLoads:
 
     async def cancel(self, request_ids: list[str]) -> None:
         await self._answers.cancel(request_ids)
+
+    async def cancel_and_close(self, request_id: str) -> None:
+        """The consumer gave the request up for good (proxy mode: Firefox reset its stream): one waiting on a
+        prefetch ends, one the inner fetcher carries is cancelled and its connection not kept for its rest."""
+        close = getattr(self.inner, "cancel_and_close", None)
+        if close is not None:
+            await close(request_id)
+        await self._answers.cancel([request_id])
 
     async def end_all(self) -> None:
         """Every load ends now (recorded, reported): the helper is stopping."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import functools
 import hmac
 import itertools
@@ -205,6 +206,9 @@ class ProxyListener:
                  speaks_h2: Callable[[str, Page], Awaitable[bool]] | None = None) -> None:
         self.engine = engine
         self.page = page
+        # The page the context's tab shows now (its document's URL, told by the extension: ProxyService.navigation):
+        # the context's requests are that page's load (prefetch/page_loads.py). None until told.
+        self.page_url: str | None = None
         self.context_id = context_id
         self.observer = observer
         self.connect_timeout = connect_timeout
@@ -292,13 +296,7 @@ class ProxyListener:
                 return
             if req.head.method == "CONNECT":
                 context = self.tls.context_for(_connect_host(req.head.target)) if self.tls is not None else None
-                if context is not None and self.speaks_h2 is not None and not self._ending.get(
-                        req.head.target) and await self.speaks_h2(f"https://{req.head.target}/", self.page):
-                    # Firefox's own HTTP/2 through the tunnel: proxy mode has no flight to add to an h2 origin's
-                    # later pages (ended here over HTTP/1.1, before the helper spoke h2 to Firefox, the first page
-                    # was 0.84-0.98x the browser alone over `sat`). Not while a tunnel to it ended here is open:
-                    # that page goes on as it began (switched mid-page, Firefox's new tunnels each paid a TCP and a TLS
-                    # handshake of their own, and the page was no faster: 0.82-1.01x, with 2-8 % more bytes).
+                if context is not None and await self.hands_to_firefox(req.head.target):
                     log.debug("CONNECT %s tunnelled: the origin speaks HTTP/2", req.head.target)
                     context = None
                 if context is None:
@@ -318,6 +316,16 @@ class ProxyListener:
                 return
             if not await self._forward(req, writer, req.head.target, split):
                 return
+
+    async def hands_to_firefox(self, authority: str) -> bool:
+        """Is a CONNECT to this authority (host:port) of an opted-in site tunnelled untouched, Firefox's own HTTP/2
+        to the origin? Where a handshake of this session found the origin speaking h2: in the helper, over h2 to
+        Firefox and to the origin, a page gained 1.00-1.26x over `sat` (its first after Firefox starts,
+        docs/performance.md), but a later page finds Firefox's own h2 connection warm. Not while a tunnel to it
+        ended here is open: that page goes on as it began (switched mid-page, Firefox's new tunnels each paid a TCP
+        and a TLS handshake of their own, and the page was no faster: 0.82-1.01x, with 2-8 % more bytes)."""
+        return self.speaks_h2 is not None and not self._ending.get(authority) and await self.speaks_h2(
+            f"https://{authority}/", self.page)
 
     async def _next_head(self, rr: RequestReader, reader: asyncio.StreamReader, *,
                          authenticated: bool) -> RequestHead | None:
@@ -381,7 +389,8 @@ class ProxyListener:
     async def _fetch_group(self, items: list[tuple[FetchRequest, _Responder]]) -> None:
         sinks = {r.id: s for r, s in items}
         try:
-            await self.engine.fetch([r for r, _ in items], _MuxSink(sinks), self.page)
+            page = self.page if self.page_url is None else dataclasses.replace(self.page, url=self.page_url)
+            await self.engine.fetch([r for r, _ in items], _MuxSink(sinks), page)
         except Exception:  # a bug must not leave browser connections hanging
             log.exception("proxied batch failed")
         finally:

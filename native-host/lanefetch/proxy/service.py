@@ -7,12 +7,16 @@ last one left off."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..cache.http_cache import HttpCache
 from ..engine import EngineConfig, Page
+from ..engine.errors import FetchError
+from ..engine.request import parse_target
+from ..prefetch.page_loads import LoadEnded, PageLoads
 from ..service import FetchService, ServiceConfig
 from . import ca_firefox
 from .admission import Admission
@@ -24,12 +28,30 @@ from .tls_terminator import TlsTerminator
 MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond this
 
 
+def _no_responses(page: Page) -> HttpCache | None:
+    """Firefox caches proxied responses itself: the helper keeps none (and never answers from a cache another
+    browser's helper filled in the same database)."""
+    return None
+
+
+async def _unreported(ended: LoadEnded) -> None:
+    """A page load's report with nobody to hear it."""
+
+
 class ProxyService:
     def __init__(self, config: EngineConfig, observer: ProxyObserver, https_data: Path | None = None, *,
-                 records: Callable[[Page], HttpCache | None] | None = None) -> None:
+                 records: Callable[[Page], HttpCache | None] | None = None,
+                 page_ended: Callable[[LoadEnded], Awaitable[None]] | None = None) -> None:
         self.secret = secrets.token_urlsafe(24)
         # No cache of responses (Firefox keeps its own); the origins' records where `records` says
         self.fetcher = FetchService(ServiceConfig(config), records=records)
+        # A page context's requests are its page's load (ProxyService.navigation): learned where `records` keeps
+        # them, and answered from the page's prefetch flight once its earlier loads taught one. Bodies go to
+        # Firefox as the server coded them, so the flight asks with Firefox's own Accept-Encoding and nothing is
+        # read for discovery (PageLoads: decode, discover).
+        self.loads = PageLoads(self.fetcher, _no_responses, page_ended or _unreported,
+                               records_for=records if records is not None else _no_responses,
+                               link_room=self.fetcher.link_room, decode=False, discover=False)
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # One count of connections for all listeners: the total caps hold however many contexts are open.
@@ -54,7 +76,7 @@ class ProxyService:
         await self.close(context_id)
         if len(self._listeners) >= MAX_LISTENERS:
             await self.close(next(iter(self._listeners)))
-        listener = ProxyListener(self.fetcher, page, self.secret, self._observer, context_id,
+        listener = ProxyListener(self.loads, page, self.secret, self._observer, context_id,
                                  connect_timeout=self.fetcher.config.engine.connect_timeout, tls=self.tls,
                                  admission=self.admission, speaks_h2=self._met_speaking_h2)
         await listener.start()
@@ -68,6 +90,26 @@ class ProxyService:
         Firefox's own h2 over `sat`: 1.00-1.26x, docs/performance.md)."""
         return await self.fetcher.speaks_h2(url, page, remembered=False)
 
+    async def navigation(self, context_id: str, url: str) -> bool:
+        """The context's tab navigates to `url` (its document routed to this context's listener): the context's
+        requests from now on are that page's load, which begins (page_loads.py: its flight starts if its earlier
+        loads taught one; nothing is learned in private browsing). False where the page's requests will not come
+        here: no such context, or an https page whose CONNECT is tunnelled (Firefox's own h2:
+        ProxyListener.hands_to_firefox; a flight would be waste)."""
+        listener = self._listeners.get(context_id)
+        if listener is None:
+            return False
+        listener.page_url = None
+        try:
+            target = parse_target(url)
+        except FetchError:
+            return False
+        if target.origin.scheme == "https" and await listener.hands_to_firefox(target.origin.authority()):
+            return False
+        listener.page_url = url.split("#", 1)[0]
+        self.loads.navigation(dataclasses.replace(listener.page, url=listener.page_url))
+        return True
+
     async def close(self, context_id: str) -> None:
         listener = self._listeners.pop(context_id, None)
         if listener is not None:
@@ -76,4 +118,4 @@ class ProxyService:
     async def aclose(self) -> None:
         for cid in list(self._listeners):
             await self.close(cid)
-        await self.fetcher.aclose()
+        await self.loads.aclose()  # the loads under way end (recorded), then the service closes

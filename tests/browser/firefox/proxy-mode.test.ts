@@ -163,6 +163,31 @@ test("the standalone timing page lists the page load's requests as answered by t
   await page.close();
 });
 
+test("a page Firefox loaded twice: its third visit's image is answered from the helper's prefetch flight", async () => {
+  // The main page set cookies for the host: a request carrying one is never prefetched (the helper holds none).
+  await ff.browser.deleteCookie(...await ff.browser.cookies());
+  const page = await ff.browser.newPage();
+  const url = `${sites.a.origin}/plain.html`;
+  const seen: number[] = [];
+  for (let visit = 1; visit <= 3; visit += 1) {
+    sites.clearLog();
+    await page.goto(url);
+    await page.waitForFunction(() => [...document.images].every((i) => i.complete && i.naturalWidth > 0));
+    seen.push(sites.log.filter((r) => r.path === "/img/9.png").length);
+  }
+  assert.deepEqual(seen, [1, 1, 1], "each visit's image reached the server once (on the third, by the flight)");
+  assert.deepEqual(notFromHelper(), [], "everything fetched by the helper");
+  const tabId = await tabIdOf(ff, url);
+  const cache = await eventually("the third visit's image record", async () => {
+    const data = await ff.inExtension<PageLoadData | null>(`chrome.runtime.sendMessage({ type: "lanefetch/page-loads", tabId: ${tabId} })
+      .then(({ loads }) => chrome.runtime.sendMessage({ type: "lanefetch/page-load", id: loads[0].id })).then((r) => r.data)`);
+    const image = data?.records.find((r) => r.url.endsWith("/img/9.png"));
+    return image?.timing?.cache ?? undefined;
+  });
+  assert.equal(cache, "prefetch", "the timing record says where the answer came from");
+  await page.close();
+});
+
 test("step-aside: the helper's connect time shows the origin fast (loopback) before the document is routed: Firefox fetches everything itself", async () => {
   // An origin the helper never connected to (its RTT unknown), with the rule in force (accelerateFastLinks off): the
   // document waits for the helper's preconnect to that origin (speed-probe.ts), which shows a loopback round trip.

@@ -230,3 +230,23 @@ test("split large downloads: requests the split rule marks go to the context's s
   router.splitLarge = true;
   assert.deepEqual(await router.route(req(zip, { type: "xmlhttprequest" })), viaHelper(41090));
 });
+
+test("each document routed to the helper is told with its context, whether its listener was open or not", async () => {
+  const { ports, router } = setup();
+  const told: [string, string, Page][] = [];
+  router.setNavigation((contextId, url, page) => told.push([contextId, url, page]));
+  const first = router.route(req(PAGE, { type: "main_frame", documentUrl: undefined }));
+  assert.equal(told.length, 0, "told before the listener is known");
+  ports.opened[0]?.answer(41020);
+  assert.deepEqual(await first, viaHelper(41020));
+  const contextId = ports.opened[0]?.contextId ?? "";
+  assert.deepEqual(told.slice(), [[contextId, PAGE, { address_space: "public", top_site: "http://shop.example", private_browsing: false }]]);
+  assert.deepEqual(router.route(req("http://shop.example/a.png")), viaHelper(41020));
+  assert.deepEqual(router.route(req("http://shop.example/frame.html", { type: "sub_frame" })), viaHelper(41020));
+  assert.equal(told.length, 1, "a subresource or a frame is no navigation of the tab");
+  const next = "http://shop.example/next.html";
+  assert.deepEqual(router.route(req(next, { type: "main_frame", documentUrl: undefined })), viaHelper(41020));
+  assert.deepEqual(told.map(([c, u]) => [c, u]), [[contextId, PAGE], [contextId, next]]);
+  assert.equal(router.route(req("http://news.example/", { type: "main_frame", documentUrl: undefined })), DIRECT);
+  assert.equal(told.length, 2, "a document going direct is not told");
+});

@@ -1,0 +1,154 @@
+"""Firefox's proxy mode learns a page and flies it: the real ProxyService (its listener, the Firefox side of the host)
+with the host's cache database for its records, against aiohttp on 127.0.0.1. Each navigation the extension names
+(`ProxyService.navigation`, the preconnect's context_id) makes the context's requests that page's load; two loads
+teach it; the third navigation fetches the page's stable subresources before Firefox asks, and Firefox's requests
+are answered from that flight, as the server coded them, without reaching the server. A request with other fields
+is fetched anew; private browsing learns nothing; an https page whose CONNECT Firefox's own h2 carries starts no
+load."""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from lanefetch.engine import EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.prefetch.page_loads import LoadEnded
+from lanefetch.proxy.server import basic_credentials
+from lanefetch.proxy.service import ProxyService
+from lanefetch.service import FetchService, ServiceConfig
+from local_app import serve_app
+from test_proxy import through_proxy
+from waits import until
+
+DOC = b"<!doctype html><link rel=stylesheet href=/s.css><img src=/i.png>"
+CSS = gzip.compress(b"p{margin:0}" * 400)
+IMAGE = b"\x89PNG" * 2000
+FIREFOX = [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0"),
+           ("Accept-Language", "en-US,en;q=0.5"), ("Accept-Encoding", "gzip, deflate")]
+FIELDS = {"css": [("Accept", "text/css,*/*;q=0.1")], "png": [("Accept", "image/avif,image/webp,*/*")],
+          "html": [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")]}
+
+
+class Reports:
+    """The proxy's observer (what the extension's timing records hear) and the loads' reports."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, str] = {}  # the last timing's cache field, by URL
+        self.ended: list[LoadEnded] = []
+
+    async def proxied(self, context_id: str, request: FetchRequest) -> None:
+        pass
+
+    async def failed(self, request: FetchRequest, error: FetchError) -> None:
+        pass
+
+    async def timing(self, request: FetchRequest, report: TimingReport, response: object = None) -> None:
+        self.cache[request.url] = report.cache
+
+    async def page_ended(self, ended: LoadEnded) -> None:
+        self.ended.append(ended)
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[tuple[str, Counter[str]]]:
+    seen: Counter[str] = Counter()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen[request.path] += 1
+        if request.path.endswith(".css"):
+            return web.Response(body=CSS, headers={"Content-Type": "text/css", "Content-Encoding": "gzip"})
+        if request.path.endswith(".png"):
+            return web.Response(body=IMAGE, content_type="image/png")
+        return web.Response(body=DOC, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}", seen
+
+
+@pytest.fixture
+async def proxy(tmp_path: Path) -> AsyncIterator[tuple[ProxyService, Reports]]:
+    host = FetchService(ServiceConfig(EngineConfig(), cache_dir=tmp_path / "cache"))  # the host's cache database
+    reports = Reports()
+    svc = ProxyService(EngineConfig(), reports, https_data=tmp_path / "data", records=host.cache_for,
+                       page_ended=reports.page_ended)
+    try:
+        yield svc, reports
+    finally:
+        await svc.aclose()
+        await host.aclose()
+
+
+async def page_load(svc: ProxyService, port: int, base: str, *, extra: list[tuple[str, str]] | None = None,
+                    context: str = "c1") -> dict[str, bytes | None]:
+    """One page as Firefox loads it through the context's listener: the navigation named, the document, then its
+    stylesheet and image (the answers' bodies as written to Firefox, by path; None: none)."""
+    await svc.navigation(context, f"{base}/page")
+    auth = [("Proxy-Authorization", basic_credentials(svc.secret))]
+    out: dict[str, bytes | None] = {}
+    for path, kind in (("/page", "html"), ("/s.css", "css"), ("/i.png", "png")):
+        answer = await through_proxy(port, "GET", base + path, [*FIREFOX, *FIELDS[kind], *(extra or []), *auth])
+        assert answer is None or answer.status == 200
+        out[path] = None if answer is None else answer.body
+        if kind == "css":
+            assert answer is not None and answer.header("Content-Encoding") == "gzip", "not delivered as coded"
+    return out
+
+
+async def test_a_page_firefox_loaded_twice_is_flown_at_its_next_navigation(
+        proxy: tuple[ProxyService, Reports], origin: tuple[str, Counter[str]]) -> None:
+    svc, reports = proxy
+    base, seen = origin
+    listener = await svc.open("c1", Page(address_space="loopback", top_site="http://t"))
+    for _ in range(2):  # two loads teach the page
+        assert await page_load(svc, listener.port, base) == {"/page": DOC, "/s.css": CSS, "/i.png": IMAGE}
+    assert seen == Counter({"/page": 2, "/s.css": 2, "/i.png": 2})
+    await svc.navigation("c1", f"{base}/page")  # the third: the page's flight leaves at once
+    await until(lambda: seen["/s.css"] == 3 and seen["/i.png"] == 3, "the flight's requests at the server",
+                seen=lambda: dict(seen))
+    bodies = await page_load(svc, listener.port, base)
+    assert bodies["/s.css"] == CSS and bodies["/i.png"] == IMAGE  # CSS as the server coded it (gzip)
+    assert seen == Counter({"/page": 3, "/s.css": 3, "/i.png": 3}), "Firefox's requests reached the server again"
+    assert reports.cache[f"{base}/s.css"] == "prefetch" and reports.cache[f"{base}/i.png"] == "prefetch"
+    # Another value of a field the server could vary on: fetched anew, never answered from the flight
+    await page_load(svc, listener.port, base, extra=[("Accept-Language", "fr")])
+    await until(lambda: seen["/s.css"] >= 5, "the fourth load's stylesheet fetched anew", seen=lambda: dict(seen))
+    assert reports.cache[f"{base}/s.css"] == "none"
+    await svc.aclose()
+    flown = [e.flight for e in reports.ended if e.flight is not None]
+    assert flown and flown[0].answered == 2 and flown[0].wasted_bytes == 0, flown
+    assert any(f.refused_by_fidelity for f in flown[1:]), flown
+
+
+async def test_private_browsing_learns_nothing(
+        proxy: tuple[ProxyService, Reports], origin: tuple[str, Counter[str]]) -> None:
+    svc, reports = proxy
+    base, seen = origin
+    listener = await svc.open("p1", Page(address_space="loopback", top_site="http://t", private_browsing=True))
+    for _ in range(3):
+        await page_load(svc, listener.port, base, context="p1")
+    await svc.aclose()
+    assert seen == Counter({"/page": 3, "/s.css": 3, "/i.png": 3}), "something was prefetched in private browsing"
+    assert not reports.ended, "a private page's load was recorded"
+
+
+async def test_an_https_page_that_firefoxs_own_h2_carries_starts_no_load(
+        proxy: tuple[ProxyService, Reports]) -> None:
+    svc, _ = proxy
+    listener = await svc.open("c1", Page(address_space="public", top_site="https://t.example"))
+
+    async def speaks_h2(url: str, page: Page) -> bool:
+        return True
+
+    listener.speaks_h2 = speaks_h2  # a handshake of this session found the origin speaking h2
+    assert await svc.navigation("c1", "https://t.example/page") is False
+    assert listener.page_url is None
+    assert await svc.navigation("c1", "http://t.example/page") is True  # plain http always comes here
+    assert listener.page_url == "http://t.example/page"
+    assert await svc.navigation("gone", "http://t.example/page") is False
+
