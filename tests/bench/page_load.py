@@ -440,13 +440,13 @@ class PageLab:
         return cap
 
     def second_visit(self, shape: Page, learning_loads: int = 2, *, keep_stored: bool = False) -> tuple[list[Run], Run]:
-        """Chromium ON, a page the helper learned: `learning_loads` ON loads (each a fresh browser; the helper
+        """ON, a page the helper learned: `learning_loads` ON loads (each a fresh browser; the helper
         records each load when the browser quits and it stops), then the helper's HTTP cache emptied with its
         learned pages (and origins) kept — a bench step, no product path empties one without the other (clearing
         the cache forgets the pages too) — then the measured load in a fresh browser (its own cache empty).
-        `keep_stored`: a revisit, as a returning user makes it. The helper's cache is kept (with servers that say
-        `no-cache`, servers.revalidate_conf, every stored response is stale, as once a page's freshness ran out),
-        and the last learning load and the measured one are one browser profile, restarted between (the driver's
+        `keep_stored` (Chromium): a revisit, as a returning user makes it. The helper's cache is kept (with servers
+        that say `no-cache`, servers.revalidate_conf, every stored response is stale, as once a page's freshness ran
+        out), and the last learning load and the measured one are one browser profile, restarted between (the driver's
         --repeat): in debugger mode the browser's own cache holds nothing the helper answered, but it holds what the
         browser fetched itself (a page's favicons: a fresh profile fetched rust-std's 12 kB whole, 1.05 × OFF's
         downlink)."""

@@ -15,9 +15,9 @@ The helper trusts the throwaway CA through LANEFETCH_TEST_UPSTREAM_CA_FILE in bo
 helper log (LANEFETCH_LOG=DEBUG) does not account for every request of the page nginx answered fails the run (ON),
 as does one where a helper fetched anything (OFF): Firefox falls back to direct silently.
 
-LANEFETCH_BENCH_VISIT=second (issue 20, Chromium only): each ON load is a *second visit* of a page the helper learned
-(PageLab.second_visit: two learning ON loads, then the helper's HTTP cache emptied with its learned pages kept, then
-the measured ON load in a fresh browser); OFF is a fresh browser as always. The report's name ends in
+LANEFETCH_BENCH_VISIT=second (issue 20; Chromium and Firefox): each ON load is a *second visit* of a page the helper
+learned (PageLab.second_visit: two learning ON loads, then the helper's HTTP cache emptied with its learned pages
+kept, then the measured ON load in a fresh browser); OFF is a fresh browser as always. The report's name ends in
 `-second-visit`.
 
 LANEFETCH_BENCH_VISIT=first (issue 20; Chromium, and Firefox for what it carries over): each ON load is a *first
@@ -298,7 +298,8 @@ SECOND_VISIT = (
     "clearing the cache forgets the learned pages too), then the measured load in a fresh Chromium (its own cache "
     "empty). OFF: a fresh Chromium, as always. Issue 20's aims: second visit ≥ 2× (the speed-up column), bytes never "
     "asked for ≤ 5 % (bounded here by the downlink column: ON's bytes over OFF's, which also holds whatever else ON "
-    "adds or saves)."
+    "adds or saves). In Firefox (proxy mode) the same with fresh Firefox profiles, the helper's cache directory "
+    "kept; Firefox keeps no response the helper answered from its flight beyond its own cache, which is fresh too."
 )
 
 
@@ -384,7 +385,7 @@ def run(rounds: int) -> int:
     private = visit == "again" and os.environ.get("LANEFETCH_BENCH_ADDRESS", "public") == "private"
     sibling = visit == "sibling"
     first = visit == "first" or sibling
-    if visit not in ("fresh", "first", "sibling") and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
+    if visit not in ("fresh", "first", "sibling", "second") and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
         raise SystemExit(f"LANEFETCH_BENCH_VISIT={visit}: Chromium only (LANEFETCH_BENCH_BROWSERS=chromium)")
     pages = [p for p in CORPUS if p.name in chosen["LANEFETCH_BENCH_PAGES"]]
     others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first and not sibling else []
