@@ -59,6 +59,7 @@ from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, sent_headers
+from ..stream.decode import Decoder, decoder_for
 from .budget import Ledger, Limits, limits_for
 from .discover_worker import Discoverer
 from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
@@ -77,7 +78,6 @@ MAX_LOADS = 32
 PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix may be decoded wrongly
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
-_DECODED = ("", "identity")
 
 
 def _charset(headers: Headers) -> str | None:
@@ -89,10 +89,29 @@ def _charset(headers: Headers) -> str | None:
     return None
 
 
+def _coding(head: DeliveredHead) -> str:
+    return "" if head.decoded else next((v for k, v in head.headers if k.lower() == "content-encoding"), "").strip()
+
+
 def _readable(head: DeliveredHead) -> bool:
-    """A 2xx body the parsers can read (decoded by the helper, or never content-coded)."""
-    coding = next((v for k, v in head.headers if k.lower() == "content-encoding"), "").strip().lower()
-    return 200 <= head.status < 300 and (head.decoded or coding in _DECODED)
+    """A 2xx body the parsers can read: decoded by the helper, never content-coded, or coded in a way the tap
+    undoes itself (proxy mode delivers bodies as the server coded them: Firefox decodes them)."""
+    if not 200 <= head.status < 300:
+        return False
+    try:
+        decoder_for(_coding(head))
+    except FetchError:
+        return False
+    return True
+
+
+def _decoded(head: DeliveredHead, body: bytes) -> bytes | None:
+    """A whole body as the parsers read it (None: its coding cannot be undone or it is corrupt)."""
+    try:
+        decoder = decoder_for(_coding(head))
+        return body if decoder is None else decoder.decode(body) + decoder.finish()
+    except FetchError:
+        return None
 
 
 @dataclass
@@ -109,6 +128,7 @@ class _Tap:
     size: int = 0
     read_at: int = 0  # the size of the prefix last read
     whole: bool = False  # the body ended: this read is the last
+    decoder: Decoder | None = None  # undoes the body's content coding as it arrives (proxy mode)
 
 
 @dataclass(frozen=True)
@@ -144,7 +164,22 @@ class _Load:
     planned: set[str] = field(default_factory=set)  # URLs the flight was given
     cookies_on_site: bool = False  # the browser sends or was sent cookies for the page's site
     user_agent: str | None = None
+    # The Accept-Encoding the browser's requests of the load carried, by URL scheme (proxy mode: a discovered
+    # prefetch is sent with the browser's own, which fidelity compares; debugger mode: none, the helper adds its own)
+    accept_encoding: dict[str, str] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def _take(tap: _Tap, data: bytes, *, finish: bool = False) -> None:
+    """Keep what arrived of a tapped body, decoded where it is coded; a body that cannot be decoded is not read."""
+    if tap.decoder is not None:
+        try:
+            data = tap.decoder.decode(data) + (tap.decoder.finish() if finish else b"")
+        except FetchError:
+            tap.readable = False
+            return
+    tap.chunks.append(data)
+    tap.size += len(data)
 
 
 class _LoggingSink:
@@ -160,6 +195,7 @@ class _LoggingSink:
         tap = self._load.taps.get(request.id)
         if tap is not None:
             tap.readable, tap.charset = _readable(head), _charset(head.headers)
+            tap.decoder = decoder_for(_coding(head)) if tap.readable else None
             if tap.kind == "html" and any(k.lower() == "set-cookie" for k, _ in head.headers):
                 self._load.cookies_on_site = True
         await self._inner.head(request, head)
@@ -167,8 +203,7 @@ class _LoggingSink:
     async def body(self, request: FetchRequest, data: bytes) -> None:
         tap = self._load.taps.get(request.id)
         if tap is not None and tap.readable and tap.size < MAX_TAPPED:
-            tap.chunks.append(data)
-            tap.size += len(data)
+            _take(tap, data)
             if tap.kind == "html" and tap.size >= PROGRESSIVE_MIN and tap.size <= PROGRESSIVE_MAX and (
                     tap.size >= 2 * tap.read_at):
                 self._pages._read(self._load, tap)
@@ -177,6 +212,8 @@ class _LoggingSink:
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
         self._load.log.ended(request.id, body_bytes, self._clock())
         tap = self._load.taps.pop(request.id, None)
+        if tap is not None and tap.readable and tap.decoder is not None and tap.size < MAX_TAPPED:
+            _take(tap, b"", finish=True)
         if tap is not None and tap.readable and (tap.size > tap.read_at or tap.kind == "html"):
             tap.whole = True  # a document is read whole once more: its stylesheets make the template key
             self._pages._read(self._load, tap)
@@ -198,14 +235,13 @@ class PageLoads:
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
                  idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
                  link_room: LinkRoom | None = None, records_for: Callable[[Page], HttpCache | None] | None = None,
-                 decode: bool = True, discover: bool = True) -> None:
+                 decode: bool = True) -> None:
         """`cache_for`: the HTTP cache the page's responses are kept in (what it holds fresh is not flown, a
         claimed prefetch is stored there); `records_for` (default: the same): where learned pages and the
         browser's field profile are kept. Firefox's proxy keeps no responses (Firefox caches them) but its records
         in the host's cache database. `decode`: whether the browser's requests are delivered decoded (debugger
         mode) or as the server coded them with the browser's own Accept-Encoding (proxy mode): a flight's requests
-        are sent the same way, as fidelity compares them. `discover`: documents and stylesheets are read for what
-        they name (proxy mode reads none: its bodies come coded, and the field profile holds no Accept-Encoding)."""
+        are sent the same way, as fidelity compares them (_as_sent), and a tapped body is decoded for reading."""
         self.inner = inner
         # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
         self._link_room = link_room
@@ -214,7 +250,6 @@ class PageLoads:
         self._cache_for = cache_for
         self._records_for = records
         self._decode = decode
-        self._discover = discover
         self._answers = FlightAnswers(inner, self._flight_for, cache_for)
         self._on_end = on_end
         self._clock = clock
@@ -254,8 +289,7 @@ class PageLoads:
     def warm(self) -> None:
         """Start what a first page load would start (the discovery worker) now, ahead of it: starting it blocks the
         event loop ~40 ms, which held a fresh helper's first navigation (its preconnect, its flight question)."""
-        if self._discover:
-            self._discoverer.warm()
+        self._discoverer.warm()
 
     async def flies(self, page: Page) -> bool:
         """Whether the load `navigation(page)` began has a prefetch flight of its own: known as soon as the page's
@@ -296,9 +330,8 @@ class PageLoads:
         """Add the planned items the flight does not have yet, the cache does not hold fresh (what it holds stale
         is revalidated) and the browser did not ask for yet (what it asked for went its own way: fetching it again
         is waste)."""
-        fresh = [i if i.decode == self._decode else dataclasses.replace(i, decode=self._decode)
-                 for i in planned if i.url not in load.planned]
-        items = await self._not_fresh(load.page, fresh)
+        fresh = [self._as_sent(load, i) for i in planned if i.url not in load.planned]
+        items = await self._not_fresh(load.page, [i for i in fresh if i is not None])
         items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned]
         if not items or load.ended:
             return
@@ -311,11 +344,27 @@ class PageLoads:
             flight.still_wanted = lambda url: not load.log.requested(url)
         load.flight.start(items)
 
+    def _as_sent(self, load: _Load, item: Planned) -> Planned | None:
+        """The item as its prefetch goes: decoded or not as the browser's requests are delivered; where they are not
+        (proxy mode), with the browser's own Accept-Encoding for the URL's scheme, which a discovered item lacks
+        (the field profile holds none) and a learned one carries; None where the load showed none for that scheme
+        (fidelity would refuse the answer)."""
+        if self._decode:
+            return item if item.decode else dataclasses.replace(item, decode=True)
+        if any(k.lower() == "accept-encoding" for k, _ in item.headers):
+            return item if not item.decode else dataclasses.replace(item, decode=False)
+        coding = load.accept_encoding.get(item.url.split(":", 1)[0].lower())
+        if coding is None:
+            return None
+        return dataclasses.replace(item, decode=False, headers=[*item.headers, ("Accept-Encoding", coding)])
+
     def _arrived(self, load: _Load, flight: Flight, request: FetchRequest, head: DeliveredHead, body: bytes) -> None:
         """A prefetch arrived whole: a stylesheet is read like one the browser fetched."""
         if request.resource_type == "stylesheet" and _readable(head) and not flight.closed:
-            tap = _Tap("css", request.url, 1, load.user_agent, _charset(head.headers), True, [body], len(body))
-            self._read(load, tap)
+            text = _decoded(head, body)
+            if text is not None:
+                tap = _Tap("css", request.url, 1, load.user_agent, _charset(head.headers), True, [text], len(text))
+                self._read(load, tap)
 
     def _read(self, load: _Load, tap: _Tap) -> None:
         """Read what arrived of a tapped body (in the worker) and fly what it names."""
@@ -489,6 +538,9 @@ class PageLoads:
         page's site."""
         ua = next((v for k, v in r.headers if k.lower() == "user-agent"), None)
         load.user_agent = load.user_agent or ua
+        coding = next((v for k, v in r.headers if k.lower() == "accept-encoding"), None)
+        if coding is not None:
+            load.accept_encoding[r.url.split(":", 1)[0].lower()] = coding
         if any(k.lower() in ("cookie", "authorization") for k, _ in r.headers) and (
                 relation(r.url, load.key.page) in ("same-origin", "same-site")):
             load.cookies_on_site = True
@@ -501,8 +553,6 @@ class PageLoads:
             if r.method.upper() != "GET":
                 continue
             ua = self._observe_browser(load, r)
-            if not self._discover:
-                continue
             if r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page:
                 load.taps[r.id] = _Tap("html", r.url, 0, ua)
             elif r.resource_type == "stylesheet" and r.url not in load.read:

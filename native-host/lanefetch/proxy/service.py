@@ -46,12 +46,12 @@ class ProxyService:
         # No cache of responses (Firefox keeps its own); the origins' records where `records` says
         self.fetcher = FetchService(ServiceConfig(config), records=records)
         # A page context's requests are its page's load (ProxyService.navigation): learned where `records` keeps
-        # them, and answered from the page's prefetch flight once its earlier loads taught one. Bodies go to
-        # Firefox as the server coded them, so the flight asks with Firefox's own Accept-Encoding and nothing is
-        # read for discovery (PageLoads: decode, discover).
+        # them, its document and stylesheets read for what they name, and answered from the page's prefetch flight.
+        # Bodies go to Firefox as the server coded them, so the flight asks with Firefox's own Accept-Encoding
+        # (PageLoads: decode).
         self.loads = PageLoads(self.fetcher, _no_responses, page_ended or _unreported,
                                records_for=records if records is not None else _no_responses,
-                               link_room=self.fetcher.link_room, decode=False, discover=False)
+                               link_room=self.fetcher.link_room, decode=False)
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # One count of connections for all listeners: the total caps hold however many contexts are open.

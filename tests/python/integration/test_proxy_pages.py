@@ -2,9 +2,10 @@
 with the host's cache database for its records, against aiohttp on 127.0.0.1. Each navigation the extension names
 (`ProxyService.navigation`, the preconnect's context_id) makes the context's requests that page's load; two loads
 teach it; the third navigation fetches the page's stable subresources before Firefox asks, and Firefox's requests
-are answered from that flight, as the server coded them, without reaching the server. A request with other fields
-is fetched anew; private browsing learns nothing; an https page whose CONNECT Firefox's own h2 carries starts no
-load."""
+are answered from that flight, as the server coded them, without reaching the server. A page never loaded has its
+document read as it streams through (gzip-coded: the tap decodes it) and what it names flown, with Firefox's own
+Accept-Encoding. A request with other fields is fetched anew; private browsing learns nothing; an https page whose
+CONNECT Firefox's own h2 carries starts no load."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from test_proxy import through_proxy
 from waits import until
 
 DOC = b"<!doctype html><link rel=stylesheet href=/s.css><img src=/i.png>"
+OTHER = b"<!doctype html><link rel=stylesheet href=/o.css><img src=/o.png>"
 CSS = gzip.compress(b"p{margin:0}" * 400)
 IMAGE = b"\x89PNG" * 2000
 FIREFOX = [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0"),
@@ -63,7 +65,10 @@ async def origin() -> AsyncIterator[tuple[str, Counter[str]]]:
             return web.Response(body=CSS, headers={"Content-Type": "text/css", "Content-Encoding": "gzip"})
         if request.path.endswith(".png"):
             return web.Response(body=IMAGE, content_type="image/png")
-        return web.Response(body=DOC, content_type="text/html")
+        if request.path == "/new":  # a page never loaded, its document gzip-coded
+            return web.Response(body=gzip.compress(DOC), headers={"Content-Type": "text/html",
+                                                                  "Content-Encoding": "gzip"})
+        return web.Response(body=OTHER if request.path == "/other" else DOC, content_type="text/html")
 
     app = web.Application()
     app.router.add_get("/{name}", handler)
@@ -85,13 +90,14 @@ async def proxy(tmp_path: Path) -> AsyncIterator[tuple[ProxyService, Reports]]:
 
 
 async def page_load(svc: ProxyService, port: int, base: str, *, extra: list[tuple[str, str]] | None = None,
-                    context: str = "c1") -> dict[str, bytes | None]:
+                    context: str = "c1", page: str = "/page", named: tuple[str, str] = ("/s.css", "/i.png"),
+                    ) -> dict[str, bytes | None]:
     """One page as Firefox loads it through the context's listener: the navigation named, the document, then its
     stylesheet and image (the answers' bodies as written to Firefox, by path; None: none)."""
-    await svc.navigation(context, f"{base}/page")
+    await svc.navigation(context, f"{base}{page}")
     auth = [("Proxy-Authorization", basic_credentials(svc.secret))]
     out: dict[str, bytes | None] = {}
-    for path, kind in (("/page", "html"), ("/s.css", "css"), ("/i.png", "png")):
+    for path, kind in ((page, "html"), (named[0], "css"), (named[1], "png")):
         answer = await through_proxy(port, "GET", base + path, [*FIREFOX, *FIELDS[kind], *(extra or []), *auth])
         assert answer is None or answer.status == 200
         out[path] = None if answer is None else answer.body
@@ -123,6 +129,27 @@ async def test_a_page_firefox_loaded_twice_is_flown_at_its_next_navigation(
     flown = [e.flight for e in reports.ended if e.flight is not None]
     assert flown and flown[0].answered == 2 and flown[0].wasted_bytes == 0, flown
     assert any(f.refused_by_fidelity for f in flown[1:]), flown
+
+
+async def test_a_page_never_loaded_has_its_coded_document_read_and_what_it_names_flown(
+        proxy: tuple[ProxyService, Reports], origin: tuple[str, Counter[str]]) -> None:
+    svc, reports = proxy
+    base, seen = origin
+    listener = await svc.open("c1", Page(address_space="loopback", top_site="http://t"))
+    # Another page of the site, once: Firefox's fields for stylesheets and images (its field profile) are learned
+    await page_load(svc, listener.port, base, page="/other", named=("/o.css", "/o.png"))
+    await svc.loads.end_all()
+    await svc.navigation("c1", f"{base}/new")  # never loaded: nothing learned of it
+    auth = [("Proxy-Authorization", basic_credentials(svc.secret))]
+    document = await through_proxy(listener.port, "GET", f"{base}/new", [*FIREFOX, *FIELDS["html"], *auth])
+    assert document is not None and document.header("Content-Encoding") == "gzip", "the document not as coded"
+    await until(lambda: seen["/s.css"] == 1 and seen["/i.png"] == 1, "what the document names, flown",
+                seen=lambda: dict(seen))
+    for path, kind in (("/s.css", "css"), ("/i.png", "png")):
+        answer = await through_proxy(listener.port, "GET", base + path, [*FIREFOX, *FIELDS[kind], *auth])
+        assert answer is not None and answer.status == 200
+    assert seen["/s.css"] == 1 and seen["/i.png"] == 1, "Firefox's requests reached the server again"
+    assert reports.cache[f"{base}/s.css"] == "prefetch" and reports.cache[f"{base}/i.png"] == "prefetch"
 
 
 async def test_private_browsing_learns_nothing(
