@@ -159,7 +159,13 @@ class FetchService:
     async def speaks_h2(self, url: str, page: Page, *, remembered: bool = True) -> bool:
         """Is url's origin known to choose HTTP/2: learned this session, or (`remembered`) remembered under page's
         site?"""
-        origins = await self._recall([url], page)
+        if remembered:
+            origins = await self._recall([url], page)
+        else:  # this session's handshakes only: no need to read the records
+            try:
+                origins = [parse_target(url).origin]
+            except FetchError:
+                origins = []
         policy = self.engine.policies.get(origins[0]) if origins else None
         return policy is not None and policy.protocol == "h2" and (remembered or policy.protocol_seen)
 

@@ -61,10 +61,10 @@ router.setStepAside((url) => speed.stepAsideDetail(url), (details, pageUrl, deta
 const probe = new SpeedProbe<Page>(speed, (url, page) => client.preconnect(url, page), PROBE_WAIT_MS.firefox);
 // A document routed to the helper: its context's next requests are that page's load (a helper that learns pages in
 // proxy mode says so: capability proxy_pages). The preconnect also connects the site's origins its last loads used.
-router.setNavigation((contextId, url, page) => {
+router.setNavigation((contextId, url, page, direct) => {
   const state = connection.state;
   if (state.status === "connected" && state.capabilities.includes("proxy_pages")) {
-    client.preconnect(url, { ...page, url }, "full", false, contextId);
+    client.preconnect(url, { ...page, url }, "full", false, contextId, direct);
   }
 });
 router.setRttProbe((url, page) => probe.probe(url, page));

@@ -112,12 +112,14 @@ export class HelperClient {
   /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not
    * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). askFlight: tell
    * whether its page has a flight (onFlightPlan). contextId (Firefox): the page context whose tab navigates to url
-   * (its later requests are the page's load). */
+   * (its later requests are the page's load); `direct`: the document went to the network itself (nothing connected,
+   * no page's load). */
   preconnect(url: string, page: Page, handshake: NonNullable<Preconnect["handshake"]> = "full", askFlight = false,
-    contextId?: string): boolean {
+    contextId?: string, direct = false): boolean {
     const message: Preconnect = handshake === "full" ? { type: "preconnect", url, page } : { type: "preconnect", url, page, handshake };
     if (askFlight) message.ask_flight = true;
     if (contextId !== undefined) message.context_id = contextId;
+    if (contextId !== undefined && direct) message.direct = true;
     return this.connection.state.status === "connected" && this.connection.send(message);
   }
 

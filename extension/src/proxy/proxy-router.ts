@@ -82,8 +82,9 @@ export class ProxyRouter {
   /** speed-probe.ts: for a document whose origin's RTT is unknown, learn it before routing (null: nothing to wait for). */
   private probeRtt: (url: string, page: Page) => Promise<void> | null = () => null;
   /** A tab's document goes to its context's listener: the helper is told (the context's requests are that page's
-   * load, learned and answered from its prefetch flight: docs/prefetch.md). */
-  private navigated: (contextId: string, url: string, page: Page) => void = () => undefined;
+   * load, learned and answered from its prefetch flight: docs/prefetch.md); `direct`: it went to the network
+   * itself (step-aside), so what still comes to the listener is no page's. */
+  private navigated: (contextId: string, url: string, page: Page, direct: boolean) => void = () => undefined;
   /** The options page's "split large downloads" (split-rule.ts). */
   splitLarge = false;
 
@@ -123,7 +124,7 @@ export class ProxyRouter {
   }
 
   /** `navigated` hears of each document routed to the helper, with the context it goes to. */
-  setNavigation(navigated: (contextId: string, url: string, page: Page) => void): void {
+  setNavigation(navigated: (contextId: string, url: string, page: Page, direct: boolean) => void): void {
     this.navigated = navigated;
   }
 
@@ -145,6 +146,7 @@ export class ProxyRouter {
     const fast = this.fastOrigin(details.url);
     if (fast !== null) {
       this.steppedAside(details, pageUrl, fast);
+      this.wentDirect(details, page);
       return DIRECT;
     }
     const ctx = this.contextFor(details.tabId, pageUrl, page);
@@ -152,7 +154,7 @@ export class ProxyRouter {
     const split = this.splitLarge && likelyLarge(details.url, webRequestResourceType(details.type));
     if (ctx.port !== null && probing === null) {
       rememberType(ctx, details);
-      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page);
+      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page, false);
       return this.via((split && ctx.splitPort) || ctx.port, https);
     }
     const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
@@ -162,10 +164,11 @@ export class ProxyRouter {
       const fastNow = probing === null ? null : this.fastOrigin(details.url);
       if (fastNow !== null) {
         this.steppedAside(details, pageUrl, fastNow);
+        this.wentDirect(details, page);
         return [DIRECT];
       }
       rememberType(ctx, details);
-      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page);
+      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page, false);
       return this.via((split && ctx.splitPort) || p, https);
     });
   }
@@ -195,6 +198,12 @@ export class ProxyRouter {
   contextById(contextId: string): PageContext | undefined {
     for (const ctx of this.contexts.values()) if (ctx.contextId === contextId) return ctx;
     return undefined;
+  }
+
+  /** A document stepped aside: the tab's context (if it has one) now shows a page none of whose requests are learned. */
+  private wentDirect(details: ProxyRequestDetails, page: Page): void {
+    const ctx = this.contexts.get(this.key(details.tabId, page));
+    if (details.type === "main_frame" && ctx !== undefined && ctx.port !== null) this.navigated(ctx.contextId, details.url, page, true);
   }
 
   private via(port: number, https = false): ProxyInfo[] {

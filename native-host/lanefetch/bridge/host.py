@@ -263,9 +263,12 @@ class Host:
             # Firefox names the page context whose tab navigates: its later requests are the page's load (recorded
             # for the next ones, its flight started if earlier loads taught one), unless they will not come here
             # (Firefox's own h2 carries them, or the context closed), and then nothing is connected for it either.
-            if self.proxy is not None and isinstance(context_id, str) and not await self.proxy.navigation(
-                    context_id, item["url"]):
-                return
+            if self.proxy is not None and isinstance(context_id, str):
+                if item.get("direct") is True:  # the document went direct (step-aside): no page of ours
+                    self.proxy.navigation_elsewhere(context_id)
+                    return
+                if not await self.proxy.navigation(context_id, item["url"]):
+                    return
             handshake: Handshake = "tcp" if item.get("handshake") == "tcp" else "full"
             origin = _origin_of(item["url"])
             # What earlier sessions learned of the document's origin (pipelining, protocol, the link), before the
@@ -391,6 +394,8 @@ class Host:
             cleared = None
             if action == "clear":
                 self.loads.forget()  # learned pages are cleared with the cache, the loads under way's too
+                if self.proxy is not None:
+                    self.proxy.loads.forget()  # Firefox's (kept in the same database)
                 cleared = await persistent.clear() + await private.clear()
             return protocol.cache_stats(nonce, await persistent.stats(), await private.stats(), cleared)
         except Exception as e:  # an unreadable store is reported, never fatal

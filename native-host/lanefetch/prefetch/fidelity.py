@@ -7,8 +7,12 @@ for it is the request the prefetch was sent as:
 - the URL is identical, byte for byte (discovery resolves URLs with the browser's own WHATWG parser so this holds);
 - every field in CREDENTIAL_FIELDS has the same value in both, or is absent from both: the credentials the server
   sees (Cookie, Authorization), who asks (Origin, the Sec-Fetch-* quartet: CORS mode, destination, site, user
-  activation), and the content negotiation the server may do without declaring it (Accept, Accept-Language,
+  activation), the user's privacy signals (DNT, Sec-GPC: a prefetch never reaches a server without the opt-out the
+  browser sends), and the content negotiation the server may do without declaring it (Accept, Accept-Language,
   Accept-Encoding, User-Agent: servers sniff these without `Vary` often enough);
+- a prefetch goes without a Referer (the page's URL is not replayed), so where the browser's request carries one,
+  only a 2xx answer may answer it: a refusal (403, a redirect) may be the server's answer to the missing Referer
+  (hotlink protection), which the browser's own request would not have got;
 - every field the response's `Vary` names matches as well (RFC 9111 §4.1 normalisation, cache/vary.py), and
   `Vary: *` never matches;
 - the browser's request is not ranged, conditional on a precondition or a reload (If-Match, If-Unmodified-Since,
@@ -36,7 +40,7 @@ from ..engine.fields import Headers
 
 CREDENTIAL_FIELDS = (
     "cookie", "authorization", "origin", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-site", "sec-fetch-user",
-    "accept", "accept-language", "accept-encoding", "user-agent",
+    "accept", "accept-language", "accept-encoding", "user-agent", "dnt", "sec-gpc",
 )
 _NOT_PLAIN = ("if-match", "if-unmodified-since", "if-range", "range")  # If-None-Match, If-Modified-Since: a validation
 MAX_AGE = 30.0
@@ -92,6 +96,9 @@ def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, 
             return Verdict(False, f"conditional:{name}")
     if _no_cache(headers):
         return Verdict(False, "reload")
+    if not 200 <= prefetched.status < 300 and normalised_value(headers, "referer") is not None and (
+            normalised_value(prefetched.request_headers, "referer") is None):
+        return Verdict(False, "status-without-referer")
     varied = vary_fields(v for k, v in prefetched.response_headers if k.lower() == "vary")
     if varied is None:
         return Verdict(False, "vary:*")

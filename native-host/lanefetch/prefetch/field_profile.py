@@ -6,9 +6,10 @@ must know them before the browser asks. Learned history (learned.py) shows them 
 does not have. But most of them are the browser's, not the site's:
 
 - *browser-wide* (the same for every site; what the browser tells every server anyway): `User-Agent`,
-  `Accept-Language`, and `Accept` per destination and mode (Chromium: `text/css,*/*;q=0.1` for stylesheets,
-  `image/avif,…` for images, `*/*` for scripts). Learned from any load the helper saw, keyed by the User-Agent
-  (one browser's profile never answers for another's requests), newest value wins (a browser update changes them).
+  `Accept-Language`, the user's privacy signals (`DNT`, `Sec-GPC`), and `Accept` per destination and mode
+  (Chromium: `text/css,*/*;q=0.1` for stylesheets, `image/avif,…` for images, `*/*` for scripts). Learned from
+  any load the helper saw, keyed by the User-Agent (one browser's profile never answers for another's requests),
+  newest value wins (a browser update changes them).
 - *computed* from the request's URL and the page's (the Fetch standard's rules, not guesses):
   `Sec-Fetch-Dest` and `Sec-Fetch-Mode` are the subresource's destination and mode (discovery knows them);
   `Sec-Fetch-Site` is same-origin, same-site (same scheme and registrable domain, by the Public Suffix List
@@ -46,6 +47,7 @@ from publicsuffixlist import PublicSuffixList
 from .learned import Observed
 from .resource import Subresource
 
+SIGNALS = ("dnt", "sec-gpc")  # the user's privacy signals, browser-wide
 PARTITION = "*browser"  # never a top-level site ("scheme://host"): the profile's own partition in the page store
 RECORD_TTL = 30 * 24 * 3600.0
 
@@ -124,6 +126,9 @@ class FieldProfile:
     sec_fetch: dict[bool, bool] = field(default_factory=dict)  # URL trustworthy → Sec-Fetch-* sent
     origin: dict[tuple[str, str], bool] = field(default_factory=dict)  # (mode, Sec-Fetch-Site) → Origin sent
     updated_at: float = 0.0
+    # The user's privacy signals the browser sends with every request (DNT, Sec-GPC), as last seen: a prefetch
+    # carries them as the browser would (fidelity compares them)
+    signals: tuple[tuple[str, str], ...] = ()
 
 
 def _get(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
@@ -153,7 +158,8 @@ def learn(profiles: dict[str, FieldProfile], page_url: str, observed: list[Obser
             before, accept_language=_get(item.headers, "accept-language"), language_known=True,
             accept={**before.accept, (item.destination, item.mode): _get(item.headers, "accept")},
             sec_fetch={**before.sec_fetch, trustworthy(item.url): site is not None},
-            origin={**before.origin, (item.mode, rel): origin is not None}, updated_at=now)
+            origin={**before.origin, (item.mode, rel): origin is not None}, updated_at=now,
+            signals=tuple((k, v) for k, v in item.headers if k in SIGNALS))
     return changed
 
 
@@ -179,6 +185,7 @@ def fields_for(profile: FieldProfile, sub: Subresource, page_url: str) -> tuple[
     sends_origin = profile.origin.get((sub.mode, rel), sub.mode == "cors" and rel != "same-origin")
     if sends_origin:
         fields.append(("origin", page_origin))
+    fields += profile.signals
     return tuple(sorted(fields))
 
 
@@ -197,7 +204,8 @@ def encode(profile: FieldProfile) -> str:
         "v": 1, "at": profile.updated_at, "ua": profile.user_agent, "al": profile.accept_language,
         "alk": profile.language_known, "acc": [[d, m, v] for (d, m), v in profile.accept.items()],
         "sf": [[k, v] for k, v in profile.sec_fetch.items()],
-        "or": [[m, s, v] for (m, s), v in profile.origin.items()]}, separators=(",", ":"))
+        "or": [[m, s, v] for (m, s), v in profile.origin.items()],
+        "ps": [[k, v] for k, v in profile.signals]}, separators=(",", ":"))
 
 
 def _str(x: Any) -> str:
@@ -224,7 +232,8 @@ def decode(record: str, now: float) -> FieldProfile | None:
             _str(raw["ua"]), None if language is None else _str(language), _bool(raw["alk"]),
             {(_str(d), _str(m)): (None if v is None else _str(v)) for d, m, v in raw["acc"]},
             {_bool(k): _bool(v) for k, v in raw["sf"]},
-            {(_str(m), _str(s)): _bool(v) for m, s, v in raw["or"]}, at)
+            {(_str(m), _str(s)): _bool(v) for m, s, v in raw["or"]}, at,
+            tuple((_str(k), _str(v)) for k, v in raw.get("ps", [])))
     except (KeyError, TypeError, ValueError):
         return None
     if not 0 <= now - at <= RECORD_TTL:

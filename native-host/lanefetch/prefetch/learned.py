@@ -30,7 +30,8 @@ site like the cache (a site cannot learn what another site's pages requested); n
 (may_learn); cleared with the cache; a record older than RECORD_TTL is ignored. Cookie and Authorization values
 are never kept, only whether the request carried them (`credentialed`): a flight cannot reproduce them, so it
 does not prefetch those, and fidelity.py would refuse the match anyway. Kept fields: REPLAYED (Accept,
-Accept-Language, Accept-Encoding, Origin, Sec-Fetch-*, User-Agent; Accept-Encoding comes only with Firefox's
+Accept-Language, Accept-Encoding, Origin, Sec-Fetch-*, User-Agent, and the user's privacy signals DNT and Sec-GPC,
+which a prefetch must carry as the browser would; Accept-Encoding comes only with Firefox's
 proxied requests, which the helper delivers as the server coded them: Chromium's paused requests carry none, the
 helper adding its own, engine/request.py with_accept_encoding). Bounded: MAX_ITEMS requests per load, MAX_LOADS loads.
 
@@ -53,7 +54,7 @@ STABLE_MIN = 2
 MAX_ITEMS = 300
 RECORD_TTL = 30 * 24 * 3600.0
 REPLAYED = ("accept", "accept-language", "accept-encoding", "origin", "sec-fetch-mode", "sec-fetch-dest",
-            "sec-fetch-site", "user-agent")
+            "sec-fetch-site", "user-agent", "dnt", "sec-gpc")
 _CREDENTIALS = ("cookie", "authorization")
 
 

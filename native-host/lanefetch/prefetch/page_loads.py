@@ -59,7 +59,7 @@ from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, sent_headers
-from ..stream.decode import Decoder, decoder_for
+from ..stream.decode import decoded_prefix, decoder_for
 from .budget import Ledger, Limits, limits_for
 from .discover_worker import Discoverer
 from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
@@ -94,7 +94,7 @@ def _coding(head: DeliveredHead) -> str:
 
 
 def _readable(head: DeliveredHead) -> bool:
-    """A 2xx body the parsers can read: decoded by the helper, never content-coded, or coded in a way the tap
+    """A 2xx body the parsers can read: decoded by the helper, never content-coded, or coded in a way the reader
     undoes itself (proxy mode delivers bodies as the server coded them: Firefox decodes them)."""
     if not 200 <= head.status < 300:
         return False
@@ -103,15 +103,6 @@ def _readable(head: DeliveredHead) -> bool:
     except FetchError:
         return False
     return True
-
-
-def _decoded(head: DeliveredHead, body: bytes) -> bytes | None:
-    """A whole body as the parsers read it (None: its coding cannot be undone or it is corrupt)."""
-    try:
-        decoder = decoder_for(_coding(head))
-        return body if decoder is None else decoder.decode(body) + decoder.finish()
-    except FetchError:
-        return None
 
 
 @dataclass
@@ -128,7 +119,7 @@ class _Tap:
     size: int = 0
     read_at: int = 0  # the size of the prefix last read
     whole: bool = False  # the body ended: this read is the last
-    decoder: Decoder | None = None  # undoes the body's content coding as it arrives (proxy mode)
+    coding: str = ""  # the body's content coding as it arrives (proxy mode), undone when it is read (_discovered)
 
 
 @dataclass(frozen=True)
@@ -170,18 +161,6 @@ class _Load:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
-def _take(tap: _Tap, data: bytes, *, finish: bool = False) -> None:
-    """Keep what arrived of a tapped body, decoded where it is coded; a body that cannot be decoded is not read."""
-    if tap.decoder is not None:
-        try:
-            data = tap.decoder.decode(data) + (tap.decoder.finish() if finish else b"")
-        except FetchError:
-            tap.readable = False
-            return
-    tap.chunks.append(data)
-    tap.size += len(data)
-
-
 class _LoggingSink:
     """Passes everything on; tells the load's log what was delivered (size, for the wave of later batches)."""
 
@@ -195,7 +174,7 @@ class _LoggingSink:
         tap = self._load.taps.get(request.id)
         if tap is not None:
             tap.readable, tap.charset = _readable(head), _charset(head.headers)
-            tap.decoder = decoder_for(_coding(head)) if tap.readable else None
+            tap.coding = _coding(head)
             if tap.kind == "html" and any(k.lower() == "set-cookie" for k, _ in head.headers):
                 self._load.cookies_on_site = True
         await self._inner.head(request, head)
@@ -203,7 +182,8 @@ class _LoggingSink:
     async def body(self, request: FetchRequest, data: bytes) -> None:
         tap = self._load.taps.get(request.id)
         if tap is not None and tap.readable and tap.size < MAX_TAPPED:
-            _take(tap, data)
+            tap.chunks.append(data)
+            tap.size += len(data)
             if tap.kind == "html" and tap.size >= PROGRESSIVE_MIN and tap.size <= PROGRESSIVE_MAX and (
                     tap.size >= 2 * tap.read_at):
                 self._pages._read(self._load, tap)
@@ -212,8 +192,6 @@ class _LoggingSink:
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
         self._load.log.ended(request.id, body_bytes, self._clock())
         tap = self._load.taps.pop(request.id, None)
-        if tap is not None and tap.readable and tap.decoder is not None and tap.size < MAX_TAPPED:
-            _take(tap, b"", finish=True)
         if tap is not None and tap.readable and (tap.size > tap.read_at or tap.kind == "html"):
             tap.whole = True  # a document is read whole once more: its stylesheets make the template key
             self._pages._read(self._load, tap)
@@ -235,18 +213,19 @@ class PageLoads:
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
                  idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
                  link_room: LinkRoom | None = None, records_for: Callable[[Page], HttpCache | None] | None = None,
-                 decode: bool = True) -> None:
+                 decode: bool = True, namespace: str = "") -> None:
         """`cache_for`: the HTTP cache the page's responses are kept in (what it holds fresh is not flown, a
         claimed prefetch is stored there); `records_for` (default: the same): where learned pages and the
         browser's field profile are kept. Firefox's proxy keeps no responses (Firefox caches them) but its records
         in the host's cache database. `decode`: whether the browser's requests are delivered decoded (debugger
         mode) or as the server coded them with the browser's own Accept-Encoding (proxy mode): a flight's requests
-        are sent the same way, as fidelity compares them (_as_sent), and a tapped body is decoded for reading."""
+        are sent the same way, as fidelity compares them (_as_sent), and a tapped body is decoded for reading.
+        `namespace`: the learned pages' own, apart from another browser's in the same database (PageMemory)."""
         self.inner = inner
         # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
         self._link_room = link_room
         records = records_for if records_for is not None else cache_for
-        self._memory = PageMemory(records)
+        self._memory = PageMemory(records, namespace=namespace)
         self._cache_for = cache_for
         self._records_for = records
         self._decode = decode
@@ -361,10 +340,9 @@ class PageLoads:
     def _arrived(self, load: _Load, flight: Flight, request: FetchRequest, head: DeliveredHead, body: bytes) -> None:
         """A prefetch arrived whole: a stylesheet is read like one the browser fetched."""
         if request.resource_type == "stylesheet" and _readable(head) and not flight.closed:
-            text = _decoded(head, body)
-            if text is not None:
-                tap = _Tap("css", request.url, 1, load.user_agent, _charset(head.headers), True, [text], len(text))
-                self._read(load, tap)
+            tap = _Tap("css", request.url, 1, load.user_agent, _charset(head.headers), True, [body], len(body),
+                       coding=_coding(head))
+            self._read(load, tap)
 
     def _read(self, load: _Load, tap: _Tap) -> None:
         """Read what arrived of a tapped body (in the worker) and fly what it names."""
@@ -380,6 +358,11 @@ class PageLoads:
 
     async def _discovered(self, load: _Load, tap: _Tap, body: bytes) -> None:
         try:
+            if tap.coding:  # decoded off the event loop, never beyond what a tap reads however much it expands
+                try:
+                    body = await asyncio.to_thread(decoded_prefix, tap.coding, body, MAX_TAPPED)
+                except FetchError:
+                    return  # not what it says it is: nothing to read
             if tap.kind == "html":
                 found = await self._discoverer.html(body, tap.url, tap.charset)
             else:

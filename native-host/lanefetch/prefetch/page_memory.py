@@ -27,9 +27,13 @@ class Recalled:
 
 class PageMemory:
     def __init__(self, cache_for: Callable[[Page], HttpCache | None],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, *, namespace: str = "") -> None:
+        """`namespace` keeps one browser's pages apart from another's in the same database (Chromium's and
+        Firefox's helpers share the cache directory): a load replays the fields its browser sent, which the other
+        browser's requests never match, and one load of each would make a request "stable"."""
         self._cache_for = cache_for
         self._clock = clock
+        self._namespace = namespace
 
     def _cache(self, page: Page) -> HttpCache | None:
         return self._cache_for(page) if may_learn(page) else None
@@ -40,10 +44,11 @@ class PageMemory:
         keys = page_keys(url, stylesheets)
         if cache is None or keys is None:
             return Recalled()
-        records = await cache.pages(page.top_site, _keys(keys.exact, keys.template, keys.shape))
+        records = await cache.pages(page.top_site, self._keys(keys.exact, keys.template, keys.shape))
         now = self._clock()
 
         def history(key: str | None) -> History | None:
+            key = None if key is None else self._namespace + key
             return decode(records[key], now) if key is not None and key in records else None
 
         return Recalled(history(keys.exact), history(keys.template), history(keys.shape))
@@ -58,7 +63,7 @@ class PageMemory:
         keys = page_keys(url, stylesheets)
         if cache is None or keys is None or not (load or keep_empty):
             return
-        wanted = _keys(keys.exact, keys.template, keys.shape)
+        wanted = self._keys(keys.exact, keys.template, keys.shape)
         partition, now, exact = page.top_site, self._clock(), keys.exact
 
         def update(store: EntryStore) -> None:
@@ -70,5 +75,5 @@ class PageMemory:
         cache.submit(update)
 
 
-def _keys(*keys: str | None) -> list[str]:
-    return [k for k in keys if k]
+    def _keys(self, *keys: str | None) -> list[str]:
+        return [self._namespace + k for k in keys if k]

@@ -32,7 +32,7 @@ from typing import Protocol
 from ..engine import DeliveredHead, Fetcher, FetchError, FetchRequest, Page, TimingReport
 from ..engine.address_policy import may_connect
 from ..engine.fields import Headers
-from ..engine.request import parse_target
+from ..engine.request import Origin, parse_target
 from .admission import Admission
 from .gather import Gatherer
 from .h2_server import H2BrowserConnection, H2StreamOut
@@ -316,6 +316,15 @@ class ProxyListener:
                 return
             if not await self._forward(req, writer, req.head.target, split):
                 return
+
+    async def ends_here(self, origin: Origin) -> bool:
+        """Would a CONNECT to this https origin be ended here (its requests coming to this listener)? Its site opted
+        in (a certificate authority covers the host), its certificate not rejected a moment ago, and not handed to
+        Firefox's own h2 (hands_to_firefox)."""
+        if self.tls is None or self.tls.context_for(origin.host) is None or self.tls.is_rejected(str(origin)):
+            return False
+        host = f"[{origin.host}]" if ":" in origin.host else origin.host
+        return not await self.hands_to_firefox(f"{host}:{origin.port}")  # as CONNECT names it (port always)
 
     async def hands_to_firefox(self, authority: str) -> bool:
         """Is a CONNECT to this authority (host:port) of an opted-in site tunnelled untouched, Firefox's own HTTP/2

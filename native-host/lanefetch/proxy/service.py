@@ -26,6 +26,8 @@ from .server import ProxyListener, ProxyObserver
 from .tls_terminator import TlsTerminator
 
 MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond this
+# Firefox's learned pages, apart from Chromium's in the same database: each replays its own browser's fields
+FIREFOX_PAGES = "firefox "
 
 
 def _no_responses(page: Page) -> HttpCache | None:
@@ -51,7 +53,7 @@ class ProxyService:
         # (PageLoads: decode).
         self.loads = PageLoads(self.fetcher, _no_responses, page_ended or _unreported,
                                records_for=records if records is not None else _no_responses,
-                               link_room=self.fetcher.link_room, decode=False)
+                               link_room=self.fetcher.link_room, decode=False, namespace=FIREFOX_PAGES)
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # One count of connections for all listeners: the total caps hold however many contexts are open.
@@ -99,16 +101,27 @@ class ProxyService:
         listener = self._listeners.get(context_id)
         if listener is None:
             return False
-        listener.page_url = None
         try:
             target = parse_target(url)
         except FetchError:
+            listener.page_url = None
             return False
-        if target.origin.scheme == "https" and await listener.hands_to_firefox(target.origin.authority()):
-            return False
+        # Set before anything is awaited: the document may arrive while the h2 question is answered
         listener.page_url = url.split("#", 1)[0]
+        if target.origin.scheme == "https" and not await listener.ends_here(target.origin):
+            if listener.page_url == url.split("#", 1)[0]:
+                listener.page_url = None
+            return False
         self.loads.navigation(dataclasses.replace(listener.page, url=listener.page_url))
         return True
+
+    def navigation_elsewhere(self, context_id: str) -> None:
+        """The context's tab shows a page whose document went to the network directly (its origin fast): what
+        still comes here (another origin's requests) belongs to no page load, so the previous page learns nothing
+        of this one's."""
+        listener = self._listeners.get(context_id)
+        if listener is not None:
+            listener.page_url = None
 
     async def close(self, context_id: str) -> None:
         listener = self._listeners.pop(context_id, None)

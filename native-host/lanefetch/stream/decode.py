@@ -4,6 +4,7 @@ Debugger-mode delivery needs identity bodies: Chromium does not decode a fulfill
 
 from __future__ import annotations
 
+import io
 import zlib
 from typing import Protocol
 
@@ -114,3 +115,42 @@ def decoder_for(content_encoding: str | None) -> Decoder | None:
     if not decoders:
         return None
     return decoders[0] if len(decoders) == 1 else _Chain(decoders)
+
+
+def _prefix_one(coding: str, data: bytes, limit: int) -> bytes:
+    if coding in ("gzip", "x-gzip", "deflate"):
+        wbits = 16 + zlib.MAX_WBITS if coding != "deflate" else (
+            zlib.MAX_WBITS if data[:1] and (data[0] & 0x0F) == 8 else -zlib.MAX_WBITS)
+        out = zlib.decompressobj(wbits).decompress(data, limit)
+        return out
+    if coding == "br":
+        return bytes(brotli.Decompressor().process(data, output_buffer_limit=limit))[:limit]
+    if coding == "zstd":
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+        out = b""
+        try:
+            while len(out) < limit:
+                chunk = reader.read(limit - len(out))
+                if not chunk:
+                    break
+                out += chunk
+        except zstandard.ZstdError:
+            if not out:
+                raise
+        return out
+    if coding == "identity":
+        return data[:limit]
+    raise FetchError("decode_failed", f"unsupported Content-Encoding {coding!r}")
+
+
+def decoded_prefix(content_encoding: str | None, data: bytes, limit: int) -> bytes:
+    """What the start of a coded body (`data`: the whole body or what arrived of it) decodes to, at most `limit`
+    bytes, however much it would expand: for reading a body, not delivering it (a truncated stream yields what it
+    holds so far). FetchError for a coding we cannot undo or data that is not of it."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+    try:
+        for coding in reversed(codings):
+            data = _prefix_one(coding, data, limit)
+    except (zlib.error, brotli.error, zstandard.ZstdError) as e:
+        raise FetchError("decode_failed", f"cannot decode the body: {e}") from e
+    return data[:limit]

@@ -250,3 +250,17 @@ test("each document routed to the helper is told with its context, whether its l
   assert.equal(router.route(req("http://news.example/", { type: "main_frame", documentUrl: undefined })), DIRECT);
   assert.equal(told.length, 2, "a document going direct is not told");
 });
+
+test("a document stepped aside is told as direct to the tab's context, so what still comes to it is no page's", async () => {
+  const { ports, router } = setup(undefined, 41030);
+  const told: [string, string, boolean][] = [];
+  router.setNavigation((contextId, url, _page, direct) => told.push([contextId, url, direct]));
+  assert.deepEqual(await router.route(req(PAGE, { type: "main_frame", documentUrl: undefined })), viaHelper(41030));
+  const contextId = ports.opened[0]?.contextId ?? "";
+  const fastPage = "http://shop.example/fast.html";
+  router.setStepAside((url) => (url === fastPage ? "fast" : null), () => undefined);
+  assert.equal(router.route(req(fastPage, { type: "main_frame", documentUrl: undefined })), DIRECT);
+  assert.deepEqual(told.slice(), [[contextId, PAGE, false], [contextId, fastPage, true]]);
+  assert.equal(router.route(req(fastPage, { documentUrl: fastPage })), DIRECT);
+  assert.equal(told.length, 2, "a subresource stepped aside is no navigation");
+});

@@ -4,11 +4,12 @@ with the host's cache database for its records, against aiohttp on 127.0.0.1. Ea
 teach it; the third navigation fetches the page's stable subresources before Firefox asks, and Firefox's requests
 are answered from that flight, as the server coded them, without reaching the server. A page never loaded has its
 document read as it streams through (gzip-coded: the tap decodes it) and what it names flown, with Firefox's own
-Accept-Encoding. A request with other fields is fetched anew; private browsing learns nothing; an https page whose
-CONNECT Firefox's own h2 carries starts no load."""
+Accept-Encoding. A request with other fields is fetched anew; private browsing learns nothing; an https page starts
+a load only where its CONNECT is ended here; Firefox's pages are kept apart from Chromium's."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -18,8 +19,9 @@ import pytest
 from aiohttp import web
 from lanefetch.engine import EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from lanefetch.prefetch.page_loads import LoadEnded
+from lanefetch.prefetch.page_memory import PageMemory
 from lanefetch.proxy.server import basic_credentials
-from lanefetch.proxy.service import ProxyService
+from lanefetch.proxy.service import FIREFOX_PAGES, ProxyService
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 from test_proxy import through_proxy
@@ -161,21 +163,71 @@ async def test_private_browsing_learns_nothing(
         await page_load(svc, listener.port, base, context="p1")
     await svc.aclose()
     assert seen == Counter({"/page": 3, "/s.css": 3, "/i.png": 3}), "something was prefetched in private browsing"
+    assert "prefetch" not in reports.cache.values(), "a private page answered from a flight"
     assert not reports.ended, "a private page's load was recorded"
 
 
-async def test_an_https_page_that_firefoxs_own_h2_carries_starts_no_load(
+class OptedIn:
+    """The TLS terminator's answers for a site opted into HTTPS (its own tests make real certificates)."""
+
+    def __init__(self) -> None:
+        self.rejected: set[str] = set()
+
+    def context_for(self, host: str) -> object | None:
+        return object() if host == "t.example" else None
+
+    def is_rejected(self, origin: str) -> bool:
+        return origin in self.rejected
+
+
+async def test_an_https_page_starts_a_load_only_where_its_connect_is_ended_here(
         proxy: tuple[ProxyService, Reports]) -> None:
     svc, _ = proxy
     listener = await svc.open("c1", Page(address_space="public", top_site="https://t.example"))
+    tls = OptedIn()
+    listener.tls = tls  # type: ignore[assignment]
+    h2 = {"https://t.example:443/": False}
 
     async def speaks_h2(url: str, page: Page) -> bool:
-        return True
+        return h2.get(url, False)
 
-    listener.speaks_h2 = speaks_h2  # a handshake of this session found the origin speaking h2
-    assert await svc.navigation("c1", "https://t.example/page") is False
+    listener.speaks_h2 = speaks_h2
+    assert await svc.navigation("c1", "https://t.example/page") is True  # opted in, ended here
+    assert listener.page_url == "https://t.example/page"
+    h2["https://t.example:443/"] = True  # a handshake of this session found the origin speaking h2
+    listener._ending["t.example:443"] = 1  # but a tunnel to it ended here is open: the page goes on here
+    assert await svc.navigation("c1", "https://t.example/next") is True
+    del listener._ending["t.example:443"]  # none open: Firefox's own h2 carries the next page
+    assert await svc.navigation("c1", "https://t.example/third") is False
     assert listener.page_url is None
+    h2["https://t.example:443/"] = False
+    tls.rejected.add("https://t.example")  # its certificate was just rejected: its CONNECT is closed
+    assert await svc.navigation("c1", "https://t.example/page") is False
+    assert await svc.navigation("c1", "https://other.example/page") is False  # not opted in: tunnelled untouched
     assert await svc.navigation("c1", "http://t.example/page") is True  # plain http always comes here
     assert listener.page_url == "http://t.example/page"
+    svc.navigation_elsewhere("c1")  # the tab's next document went direct (step-aside)
+    assert listener.page_url is None
     assert await svc.navigation("gone", "http://t.example/page") is False
+
+
+async def test_firefoxs_pages_are_kept_apart_from_chromiums(
+        proxy: tuple[ProxyService, Reports], origin: tuple[str, Counter[str]], tmp_path: Path) -> None:
+    """One cache database serves both browsers' helpers: a page Firefox taught is no page Chromium's flights know
+    (each replays its own browser's fields)."""
+    svc, _ = proxy
+    base, _ = origin
+    page = Page(address_space="loopback", top_site="http://t")
+    listener = await svc.open("c1", page)
+    for _ in range(2):
+        await page_load(svc, listener.port, base)
+    await svc.loads.end_all()
+    records = svc.fetcher.records_for(page)
+    assert records is not None
+    url = f"{base}/page"
+    at = dataclasses.replace(page, url=url)
+    firefox = await PageMemory(lambda _: records, namespace=FIREFOX_PAGES).recall(at, url)
+    chromium = await PageMemory(lambda _: records).recall(at, url)
+    assert firefox.exact is not None and len(firefox.exact.loads) == 2
+    assert chromium.exact is None
 

@@ -1,7 +1,7 @@
 """field_profile.py: a browser's fields learned from one page's loads reproduce, exactly, what that browser sends
-for another page's subresources; observations not made by the page itself teach nothing; Sec-Fetch-Site by the
-Fetch standard; the record round-trips; plan.py uses the profile only where learned fields are missing and never
-for a request that would carry the site's cookies."""
+for another page's subresources (the user's privacy signals DNT and Sec-GPC included); observations not made by
+the page itself teach nothing; Sec-Fetch-Site by the Fetch standard; the record round-trips; plan.py uses the
+profile only where learned fields are missing and never for a request that would carry the site's cookies."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ class Browser:
     """A model browser: its constants, and the Fetch standard's rules for the rest (Origin on a cors request to
     another origin; Sec-Fetch-* only to potentially trustworthy URLs)."""
 
-    def __init__(self, ua: str, language: str | None, accept: dict[tuple[str, str], str | None]) -> None:
-        self.ua, self.language, self.accept = ua, language, accept
+    def __init__(self, ua: str, language: str | None, accept: dict[tuple[str, str], str | None],
+                 signals: tuple[tuple[str, str], ...] = ()) -> None:
+        self.ua, self.language, self.accept, self.signals = ua, language, accept, signals
 
     def headers(self, url: str, destination: str, mode: str, page: str) -> list[tuple[str, str]]:
         out = [("User-Agent", self.ua)]
@@ -49,13 +50,14 @@ class Browser:
             out += [("Sec-Fetch-Dest", destination), ("Sec-Fetch-Mode", mode), ("Sec-Fetch-Site", site)]
         if mode == "cors" and site != "same-origin":
             out.append(("Origin", page.split("/", 3)[0] + "//" + page.split("/", 3)[2]))
-        return out
+        return out + list(self.signals)  # the user's privacy signals, on every request
 
 
 browsers = st.builds(
     Browser, st.sampled_from(["UA/1", "Mozilla/5.0 (X11) Chrome/156"]), st.one_of(st.none(), st.just("en,fr;q=0.9")),
     st.fixed_dictionaries({k: st.one_of(st.none(), st.sampled_from(["*/*", "text/css,*/*;q=0.1", "image/avif,*/*"]))
-                           for k in KINDS}))
+                           for k in KINDS}),
+    st.sampled_from([(), (("Sec-GPC", "1"),), (("DNT", "1"), ("Sec-GPC", "1"))]))
 requests = st.lists(st.tuples(urls, st.sampled_from(KINDS)), min_size=1, max_size=12)
 
 
