@@ -11,8 +11,10 @@ for it is the request the prefetch was sent as:
   browser sends), and the content negotiation the server may do without declaring it (Accept, Accept-Language,
   Accept-Encoding, User-Agent: servers sniff these without `Vary` often enough);
 - a prefetch goes without a Referer (the page's URL is not replayed), so where the browser's request carries one,
-  only a 2xx answer may answer it: a refusal (403, a redirect) may be the server's answer to the missing Referer
-  (hotlink protection), which the browser's own request would not have got;
+  a refusal or a redirect (401, 403, 3xx: what hotlink protection answers a missing Referer with) may be the
+  server's answer to the missing field, not the one the browser's own request would have got: it does not answer
+  (a 404 does: what is not there is not there for any Referer; a learned page's 404 @import is on its critical
+  path);
 - every field the response's `Vary` names matches as well (RFC 9111 §4.1 normalisation, cache/vary.py), and
   `Vary: *` never matches;
 - the browser's request is not ranged, conditional on a precondition or a reload (If-Match, If-Unmodified-Since,
@@ -96,8 +98,9 @@ def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, 
             return Verdict(False, f"conditional:{name}")
     if _no_cache(headers):
         return Verdict(False, "reload")
-    if not 200 <= prefetched.status < 300 and normalised_value(headers, "referer") is not None and (
-            normalised_value(prefetched.request_headers, "referer") is None):
+    if (300 <= prefetched.status < 400 or prefetched.status in (401, 403)) and (
+            normalised_value(headers, "referer") is not None
+            and normalised_value(prefetched.request_headers, "referer") is None):
         return Verdict(False, "status-without-referer")
     varied = vary_fields(v for k, v in prefetched.response_headers if k.lower() == "vary")
     if varied is None:

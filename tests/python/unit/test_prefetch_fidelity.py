@@ -71,12 +71,14 @@ def _held(headers: list[tuple[str, str]] | None = None, status: int = 200,
         # the response and its age
         (_held(status=206), "GET", URL, SENT, 101.0, "status"),
         (_held(status=404), "GET", URL, SENT, 101.0, "match"),
-        # a prefetch sent without the Referer the browser's request carries answers it only with a 2xx (a refusal
-        # may be the server's answer to the missing Referer: hotlink protection)
+        # a prefetch sent without the Referer the browser's request carries: a refusal or a redirect may be the
+        # server's answer to the missing Referer (hotlink protection), so it does not answer; a 404 or a 200 does
         (_held(SENT[:-1], status=403), "GET", URL, SENT, 101.0, "status-without-referer"),
+        (_held(SENT[:-1], status=401), "GET", URL, SENT, 101.0, "status-without-referer"),
         (_held(SENT[:-1], status=302), "GET", URL, SENT, 101.0, "status-without-referer"),
+        (_held(SENT[:-1], status=403), "GET", URL, SENT[:-1], 101.0, "match"),
         (_held(SENT[:-1]), "GET", URL, SENT, 101.0, "match"),
-        (_held(SENT[:-1], status=404), "GET", URL, SENT[:-1], 101.0, "match"),
+        (_held(SENT[:-1], status=404), "GET", URL, SENT, 101.0, "match"),
         # the user's privacy signals go with a prefetch as with the browser's own request
         (_held(), "GET", URL, [*SENT, ("Sec-GPC", "1")], 101.0, "header:sec-gpc"),
         (_held([*SENT, ("DNT", "1")]), "GET", URL, SENT, 101.0, "header:dnt"),
