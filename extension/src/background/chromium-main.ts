@@ -18,7 +18,7 @@ import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
-import { flightOf, TimingStore } from "../timings/timing-store.js";
+import { TimingStore } from "../timings/timing-store.js";
 import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import { BrowserWarmConnection, WARM_SPAN_RTTS } from "../intercept/browser-warm-connection.js";
@@ -48,10 +48,7 @@ const client = new HelperClient(connection);
 const counters = new TabCounters();
 const timings = new TimingStore();
 // What a page's prefetch flight did comes when the helper ended that load: filed under the load of its first request.
-client.onPageReport((report) => {
-  const flight = flightOf(report);
-  if (flight !== null && report.request !== undefined) timings.flightReport(report.request, flight);
-});
+client.onPageReport((report) => void timings.pageReport(report));
 const speed = new HostSpeed();
 const accelerator = new Accelerator(speed, client, () => connection.state, counters, timings);
 const multiplexed = new BrowserMultiplexed();

@@ -48,6 +48,8 @@ let proxyBlocked = false;
 const speed = new HostSpeed();
 const client = new HelperClient(connection);
 client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
+// What a page's prefetch flight did comes when the helper ended that load: filed under the load of its first request.
+client.onPageReport((report) => void timings.pageReport(report));
 
 const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
 const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);

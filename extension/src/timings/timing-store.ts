@@ -200,6 +200,13 @@ export class TimingStore {
     return false;
   }
 
+  /** A helper's page_report (sent when it ended a page load): its flight, if it had one, filed under the load of
+   * the load's first request; false where there is nothing to file or no load has that request. */
+  pageReport(report: PageReport): boolean {
+    const flight = flightOf(report);
+    return flight !== null && report.request !== undefined && this.flightReport(report.request, flight);
+  }
+
   /** The helper's report of a load's flight, filed under the load of its first request; false if no load has it. */
   flightReport(requestId: string, flight: PageFlight): boolean {
     const bucket = this.bucketOf(requestId);

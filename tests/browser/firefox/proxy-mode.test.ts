@@ -185,6 +185,14 @@ test("a page Firefox loaded twice: its third visit's image is answered from the 
     return image?.timing?.cache ?? undefined;
   });
   assert.equal(cache, "prefetch", "the timing record says where the answer came from");
+  // A fourth visit ends the third load: the helper's report of what its flight did reaches the timing records.
+  await page.goto(url);
+  const report = await eventually("the third load's flight report", async () => {
+    const { loads } = await ff.inExtension<{ loads: { url: string; flight: { answered: number } | null }[] }>(
+      `chrome.runtime.sendMessage({ type: "lanefetch/page-loads", tabId: ${tabId} })`);
+    return loads.filter((l) => l.url === url).map((l) => l.flight).find((f) => f !== null) ?? false;
+  });
+  assert.ok(report.answered >= 1, JSON.stringify(report));
   await page.close();
 });
 

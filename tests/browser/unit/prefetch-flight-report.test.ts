@@ -47,7 +47,9 @@ test("answered from the flight: counted, listed apart; the load's report names w
   assert.equal(flightWords(before), "2 answered (report when the page's load ends)");
 
   assert.equal(store.flightReport("nobody", flightOf(REPORT) ?? assert.fail("a flight")), false);
-  assert.equal(store.flightReport("doc", flightOf(REPORT) ?? assert.fail("a flight")), true);
+  assert.equal(store.pageReport({ ...REPORT, request: "nobody" }), false, "no load has that request");
+  assert.equal(store.pageReport({ ...REPORT, flight: false, request: "doc" }), false, "a load without a flight");
+  assert.equal(store.pageReport({ ...REPORT, request: "doc" }), true, "filed under the load of its first request");
   const data = store.pageLoad(load.id) ?? assert.fail("no load");
   const after = summarize(data);
   assert.deepEqual(after.flight, { sent: 3, answered: 2, claimedBytes: 20, wastedBytes: 2048 });
