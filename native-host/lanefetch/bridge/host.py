@@ -208,8 +208,12 @@ class Host:
             cache = self.fetcher.cache_for(Page(private_browsing=False)) if where and where.exists() else None
             if cache is not None:
                 cache.submit(lambda _store: None)
-            if item["browser"] == "chromium":
-                self.loads.warm()  # Chromium's pages are read for what they name (Firefox's proxy reads none)
+            # The pages are read for what they name (the discovery worker's start blocks the event loop ~40 ms: now,
+            # not in a first page's way); Firefox's by the proxy's own loads
+            if self.proxy is not None:
+                self.proxy.loads.warm()
+            elif item["browser"] == "chromium":
+                self.loads.warm()
         elif kind == "proxy_open":
             if self.proxy is None:
                 reason = "proxy_open needs a Firefox hello first"
