@@ -7,9 +7,10 @@ for it is the request the prefetch was sent as:
 - the URL is identical, byte for byte (discovery resolves URLs with the browser's own WHATWG parser so this holds);
 - every field in CREDENTIAL_FIELDS has the same value in both, or is absent from both: the credentials the server
   sees (Cookie, Authorization), who asks (Origin, the Sec-Fetch-* quartet: CORS mode, destination, site, user
-  activation), the user's privacy signals (DNT, Sec-GPC: a prefetch never reaches a server without the opt-out the
-  browser sends), and the content negotiation the server may do without declaring it (Accept, Accept-Language,
-  Accept-Encoding, User-Agent: servers sniff these without `Vary` often enough);
+  activation), the user's privacy signals (DNT, Sec-GPC: replayed and learned with the browser's fields, so a
+  prefetch carries the opt-out the browser sends, and one that did not is never used), and the content
+  negotiation the server may do without declaring it (Accept, Accept-Language, Accept-Encoding, User-Agent: servers
+  sniff these without `Vary` often enough);
 - a prefetch goes without a Referer (the page's URL is not replayed), so where the browser's request carries one,
   a refusal or a redirect (401, 403, 3xx: what hotlink protection answers a missing Referer with) may be the
   server's answer to the missing field, not the one the browser's own request would have got: it does not answer

@@ -127,8 +127,9 @@ class FieldProfile:
     origin: dict[tuple[str, str], bool] = field(default_factory=dict)  # (mode, Sec-Fetch-Site) → Origin sent
     updated_at: float = 0.0
     # The user's privacy signals the browser sends with every request (DNT, Sec-GPC), as last seen: a prefetch
-    # carries them as the browser would (fidelity compares them)
-    signals: tuple[tuple[str, str], ...] = ()
+    # carries them as the browser would (fidelity compares them); None: not known yet (a record kept before they
+    # were learned), and nothing is planned until a load teaches them
+    signals: tuple[tuple[str, str], ...] | None = ()
 
 
 def _get(headers: tuple[tuple[str, str], ...], name: str) -> str | None:
@@ -172,6 +173,8 @@ def fields_for(profile: FieldProfile, sub: Subresource, page_url: str) -> tuple[
     secure = trustworthy(sub.url)
     if kind not in profile.accept or secure not in profile.sec_fetch or not profile.language_known:
         return None
+    if profile.signals is None:
+        return None
     if rel is None or page_origin is None or page_origin == "null":
         return None
     fields: list[tuple[str, str]] = [("user-agent", profile.user_agent)]
@@ -205,7 +208,7 @@ def encode(profile: FieldProfile) -> str:
         "alk": profile.language_known, "acc": [[d, m, v] for (d, m), v in profile.accept.items()],
         "sf": [[k, v] for k, v in profile.sec_fetch.items()],
         "or": [[m, s, v] for (m, s), v in profile.origin.items()],
-        "ps": [[k, v] for k, v in profile.signals]}, separators=(",", ":"))
+        "ps": None if profile.signals is None else [[k, v] for k, v in profile.signals]}, separators=(",", ":"))
 
 
 def _str(x: Any) -> str:
@@ -233,7 +236,7 @@ def decode(record: str, now: float) -> FieldProfile | None:
             {(_str(d), _str(m)): (None if v is None else _str(v)) for d, m, v in raw["acc"]},
             {_bool(k): _bool(v) for k, v in raw["sf"]},
             {(_str(m), _str(s)): _bool(v) for m, s, v in raw["or"]}, at,
-            tuple((_str(k), _str(v)) for k, v in raw.get("ps", [])))
+            None if raw.get("ps") is None else tuple((_str(k), _str(v)) for k, v in raw["ps"]))
     except (KeyError, TypeError, ValueError):
         return None
     if not 0 <= now - at <= RECORD_TTL:

@@ -21,7 +21,9 @@ and the engine, so a prefetched response answers before any of them is asked):
   cut is dropped by the HTML tokenizer, so a prefix yields only complete elements); a stylesheet once whole. What
   they name and the browser has not asked for yet is planned (plan.py, with the page's learned history and the
   browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
-  answered by the same fidelity rule). Bodies that are not 2xx, or arrive still content-coded, are not read.
+  answered by the same fidelity rule). Bodies that are not 2xx are not read; one that arrives content-coded (proxy
+  mode delivers bodies as the server coded them) is decoded for reading (stream/decode.py decoded_prefix, bounded),
+  and one in a coding the helper cannot undo is not read.
   Once the document was read whole its stylesheets are the page's template key (learned.page_keys): the
   template's history is recalled and its stable assets join the flight too, and the load is recorded under both
   keys when it ends.

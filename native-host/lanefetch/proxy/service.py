@@ -2,7 +2,9 @@
 the extension asked for (proxy_open / proxy_close). Firefox caches proxied responses itself, so this
 engine has no HTTP cache of its own; what it learns of each origin (pipelining, protocol, round trip:
 cache/origin_memory.py) is kept in the host's cache database (`records`), so a Firefox session starts where the
-last one left off."""
+last one left off. The listeners fetch through a PageLoads of their own (prefetch/page_loads.py): the extension
+names each document it routes to a context (navigation), the context's requests are that page's load, learned
+(under FIREFOX_PAGES), read for what they name and answered from the page's prefetch flight."""
 
 from __future__ import annotations
 
@@ -71,7 +73,10 @@ class ProxyService:
             return await asyncio.to_thread(self.https.sync, sites)
 
     async def open(self, context_id: str, page: Page) -> ProxyListener:
-        """The listener serving this page context (a context id names one page context for its lifetime)."""
+        """The listener serving this page context (a context id names one page context for its lifetime). The
+        context's page is its tab's site, never one document: which page its requests belong to is told per
+        navigation (navigation)."""
+        page = dataclasses.replace(page, url=None)
         existing = self._listeners.get(context_id)
         if existing is not None and existing.page == page:
             return existing

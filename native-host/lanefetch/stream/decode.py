@@ -1,6 +1,8 @@
 """Streaming decoders for Content-Encoding (gzip, deflate, br, zstd) to identity.
 
-Debugger-mode delivery needs identity bodies: Chromium does not decode a fulfilled body itself."""
+Debugger-mode delivery needs identity bodies: Chromium does not decode a fulfilled body itself. Reading a body for
+what it names (prefetch discovery: in proxy mode bodies reach the helper as the server coded them) needs only its
+start, bounded however much it expands: decoded_prefix, one call on what arrived so far."""
 
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ from ..engine.errors import FetchError
 class Decoder(Protocol):
     def decode(self, data: bytes) -> bytes: ...
     def finish(self) -> bytes: ...
+    def prefix(self, data: bytes, limit: int) -> bytes:
+        """What `data` (the start of a body, whole or not) decodes to, at most `limit` bytes; a fresh decoder's
+        one call (it is not used after)."""
+        ...
 
 
 class _Zlib:
@@ -45,6 +51,18 @@ class _Zlib:
             raise FetchError("decode_failed", "compressed body ends early")
         return out
 
+    def prefix(self, data: bytes, limit: int) -> bytes:
+        if self._deflate and data and (data[0] & 0x0F) != 8:
+            self._d = zlib.decompressobj(-zlib.MAX_WBITS)
+        out = b""
+        while data and len(out) < limit:
+            out += self._d.decompress(data, limit - len(out))
+            # concatenated gzip members follow the first's end
+            data = self._d.unused_data if self._d.eof and self._wbits == 16 + zlib.MAX_WBITS else b""
+            if data:
+                self._d = zlib.decompressobj(self._wbits)
+        return out
+
 
 class _Brotli:
     def __init__(self) -> None:
@@ -57,6 +75,9 @@ class _Brotli:
         if not self._d.is_finished():
             raise FetchError("decode_failed", "brotli body ends early")
         return b""
+
+    def prefix(self, data: bytes, limit: int) -> bytes:
+        return bytes(self._d.process(data, output_buffer_limit=limit))[:limit]
 
 
 class _Zstd:
@@ -72,6 +93,18 @@ class _Zstd:
         if self._any and not self._d.eof:
             raise FetchError("decode_failed", "zstd body ends early")
         return b""
+
+    def prefix(self, data: bytes, limit: int) -> bytes:
+        # The reader yields output as asked, so a body that expands without end stops at the limit
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+        out = b""
+        try:
+            while len(out) < limit and (chunk := reader.read(limit - len(out))):
+                out += chunk
+        except zstandard.ZstdError:
+            if not out:
+                raise
+        return out
 
 
 class _Chain:
@@ -90,6 +123,11 @@ class _Chain:
         for d in self._decoders:
             out = d.decode(out) + d.finish()
         return out
+
+    def prefix(self, data: bytes, limit: int) -> bytes:
+        for d in self._decoders:
+            data = d.prefix(data, limit)
+        return data
 
 
 def _one(coding: str) -> Decoder | None:
@@ -117,40 +155,15 @@ def decoder_for(content_encoding: str | None) -> Decoder | None:
     return decoders[0] if len(decoders) == 1 else _Chain(decoders)
 
 
-def _prefix_one(coding: str, data: bytes, limit: int) -> bytes:
-    if coding in ("gzip", "x-gzip", "deflate"):
-        wbits = 16 + zlib.MAX_WBITS if coding != "deflate" else (
-            zlib.MAX_WBITS if data[:1] and (data[0] & 0x0F) == 8 else -zlib.MAX_WBITS)
-        out = zlib.decompressobj(wbits).decompress(data, limit)
-        return out
-    if coding == "br":
-        return bytes(brotli.Decompressor().process(data, output_buffer_limit=limit))[:limit]
-    if coding == "zstd":
-        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-        out = b""
-        try:
-            while len(out) < limit:
-                chunk = reader.read(limit - len(out))
-                if not chunk:
-                    break
-                out += chunk
-        except zstandard.ZstdError:
-            if not out:
-                raise
-        return out
-    if coding == "identity":
-        return data[:limit]
-    raise FetchError("decode_failed", f"unsupported Content-Encoding {coding!r}")
-
 
 def decoded_prefix(content_encoding: str | None, data: bytes, limit: int) -> bytes:
     """What the start of a coded body (`data`: the whole body or what arrived of it) decodes to, at most `limit`
-    bytes, however much it would expand: for reading a body, not delivering it (a truncated stream yields what it
-    holds so far). FetchError for a coding we cannot undo or data that is not of it."""
-    codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+    bytes, however much it would expand: for reading a body, not delivering it (a cut stream yields what it holds
+    so far). FetchError for a coding the helper cannot undo or data that is not of it."""
+    decoder = decoder_for(content_encoding)
+    if decoder is None:
+        return data[:limit]
     try:
-        for coding in reversed(codings):
-            data = _prefix_one(coding, data, limit)
+        return decoder.prefix(data, limit)[:limit]
     except (zlib.error, brotli.error, zstandard.ZstdError) as e:
         raise FetchError("decode_failed", f"cannot decode the body: {e}") from e
-    return data[:limit]

@@ -6,6 +6,7 @@ not of the coding it claims is an error."""
 from __future__ import annotations
 
 import gzip
+import tracemalloc
 import zlib
 
 import brotli
@@ -42,10 +43,23 @@ def test_two_codings_are_undone_in_reverse() -> None:
 
 
 @pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd"])
-def test_a_bomb_reads_as_the_limit(coding: str) -> None:
+def test_a_bomb_reads_as_the_limit_and_is_never_expanded_whole(coding: str) -> None:
     bomb = CODERS[coding](bytes(64 << 20))
     assert len(bomb) < 300_000
-    assert decoded_prefix(coding, bomb, 1 << 20) == bytes(1 << 20)
+    tracemalloc.start()
+    try:
+        assert decoded_prefix(coding, bomb, 1 << 20) == bytes(1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak} bytes held while reading 1 MiB of a 64 MiB body"
+
+
+def test_raw_deflate_and_concatenated_gzip_members_read_as_their_body() -> None:
+    body = b"a stylesheet " * 500
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    assert decoded_prefix("deflate", raw.compress(body) + raw.flush(), 100_000) == body
+    assert decoded_prefix("gzip", gzip.compress(body[:3000]) + gzip.compress(body[3000:]), 100_000) == body
 
 
 @pytest.mark.parametrize("coding", ["gzip", "br", "zstd", "compress"])

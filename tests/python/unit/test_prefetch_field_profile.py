@@ -5,6 +5,8 @@ profile only where learned fields are missing and never for a request that would
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.prefetch.field_profile import (
@@ -146,3 +148,16 @@ def test_plan_gives_discovered_requests_the_profile_s_fields_and_no_cookie_beari
     # a learned credentialed request of another origin: that origin's cookie-bearing requests are not planned
     learned = History([[observe("http://cdn.b.test/x.png", "image", "no-cors", 1, [*UA, ("cookie", "c=1")])]])
     assert [i.url for i in plan(learned, None, found, profile=PROFILE, page_url=PAGE).items] == [same.url, sibling.url]
+
+
+def test_a_profile_kept_before_it_knew_the_privacy_signals_plans_nothing_until_a_load_teaches_them() -> None:
+    kept = json.loads(encode(PROFILE))
+    del kept["ps"]  # as a record written before the signals were learned
+    old = decode(json.dumps(kept), PROFILE.updated_at)
+    assert old is not None and old.signals is None
+    assert fields_for(old, Subresource("http://www.a.example/a.css", "style", "no-cors", "include", PAGE), PAGE) is None
+    taught = learn({old.user_agent: old}, PAGE, [observe("http://www.a.example/b.css", "style", "no-cors", 1,
+                                                          [("User-Agent", "UA/1"), ("Accept-Language", "en"),
+                                                           ("Accept", "text/css,*/*;q=0.1"), ("Sec-GPC", "1")])], 5.0)
+    sub = Subresource("http://www.a.example/a.css", "style", "no-cors", "include", PAGE)
+    assert ("sec-gpc", "1") in (fields_for(taught["UA/1"], sub, PAGE) or ())
