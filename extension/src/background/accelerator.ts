@@ -136,7 +136,7 @@ export class Accelerator {
     // helper only if it has one); unknown until the answer, as the last load's answer may have changed.
     const asks = navigation && (askFlight || this.multiplexed !== null);
     if (asks) this.flights.delete(withoutFragment(page.url));
-    return this.client.preconnect(page.url, field, handshake, asks);
+    return this.client.preconnect(page.url, field, { handshake, askFlight: asks });
   }
 
   /** A response to the browser's own request came from the network over `protocol` (Chromium): an origin whose
@@ -147,7 +147,7 @@ export class Accelerator {
     if (page === null || this.blockedBy) return;
     const field = pageField(page);
     delete field.url;
-    this.client.preconnect(url, field, "full");
+    this.client.preconnect(url, field);
   }
 
   handle(held: HeldRequest): void {

@@ -66,7 +66,7 @@ const probe = new SpeedProbe<Page>(speed, (url, page) => client.preconnect(url, 
 router.setNavigation((contextId, url, page, direct) => {
   const state = connection.state;
   if (state.status === "connected" && state.capabilities.includes("proxy_pages")) {
-    client.preconnect(url, { ...page, url }, "full", false, contextId, direct);
+    client.preconnect(url, { ...page, url }, { contextId, direct });
   }
 });
 router.setRttProbe((url, page) => probe.probe(url, page));
@@ -164,7 +164,7 @@ async function probeAhead(sites: readonly EnabledSite[]): Promise<void> {
       .map((t) => t.url ?? "");
     for (const url of shown.length > 0 ? shown : [probeUrl(site)]) {
       const page = pageOf(url, false);
-      if (page !== null) client.preconnect(url, page, "tcp");
+      if (page !== null) client.preconnect(url, page, { handshake: "tcp" });
     }
   }
 }

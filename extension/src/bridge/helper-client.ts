@@ -25,6 +25,17 @@ interface Entry {
   finished: boolean;
 }
 
+export interface PreconnectOptions {
+  /** "tcp" holds the TLS handshake until needed (preconnect-handshake.ts); default "full". */
+  handshake?: NonNullable<Preconnect["handshake"]>;
+  /** Tell whether the page has a learned flight (onFlightPlan). */
+  askFlight?: boolean;
+  /** Firefox: the page context whose tab navigates to url (its later requests are the page's load). */
+  contextId?: string;
+  /** With contextId: the document went to the network itself (nothing connected, no page's load). */
+  direct?: boolean;
+}
+
 export class HelperClient {
   private readonly entries = new Map<string, Entry>();
   private readonly batchDone = new Map<string, (message: BatchDone) => void>();
@@ -110,12 +121,9 @@ export class HelperClient {
   }
 
   /** Ask the helper to open a connection to url's origin now (a page starts); false (nothing asked) if it is not
-   * connected. `handshake`: "tcp" holds the TLS handshake until needed (preconnect-handshake.ts). askFlight: tell
-   * whether its page has a flight (onFlightPlan). contextId (Firefox): the page context whose tab navigates to url
-   * (its later requests are the page's load); `direct`: the document went to the network itself (nothing connected,
-   * no page's load). */
-  preconnect(url: string, page: Page, handshake: NonNullable<Preconnect["handshake"]> = "full", askFlight = false,
-    contextId?: string, direct = false): boolean {
+   * connected. See PreconnectOptions. */
+  preconnect(url: string, page: Page, options: PreconnectOptions = {}): boolean {
+    const { handshake = "full", askFlight = false, contextId, direct = false } = options;
     const message: Preconnect = handshake === "full" ? { type: "preconnect", url, page } : { type: "preconnect", url, page, handshake };
     if (askFlight) message.ask_flight = true;
     if (contextId !== undefined) message.context_id = contextId;

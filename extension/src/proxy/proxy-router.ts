@@ -144,33 +144,35 @@ export class ProxyRouter {
     if (page === null || target === null || !mayReach(page.address_space, target)) return DIRECT;
     // proxy.onRequest asks per request: once the document's connection showed the origin fast, the rest go direct.
     const fast = this.fastOrigin(details.url);
-    if (fast !== null) {
-      this.steppedAside(details, pageUrl, fast);
-      this.wentDirect(details, page);
-      return DIRECT;
-    }
+    if (fast !== null) return this.stepAside(details, pageUrl, page, fast);
     const ctx = this.contextFor(details.tabId, pageUrl, page);
     const probing = details.type === "main_frame" ? this.probeRtt(details.url, page) : null;
     const split = this.splitLarge && likelyLarge(details.url, webRequestResourceType(details.type));
-    if (ctx.port !== null && probing === null) {
-      rememberType(ctx, details);
-      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page, false);
-      return this.via((split && ctx.splitPort) || ctx.port, https);
-    }
+    if (ctx.port !== null && probing === null) return this.toHelper(ctx, details, page, (split && ctx.splitPort) || ctx.port);
     const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
     const key = this.key(ctx.tabId, page);
     return Promise.all([port, probing]).then(([p]) => {
       if (p === null || this.contexts.get(key) !== ctx) return [DIRECT];
       const fastNow = probing === null ? null : this.fastOrigin(details.url);
-      if (fastNow !== null) {
-        this.steppedAside(details, pageUrl, fastNow);
-        this.wentDirect(details, page);
-        return [DIRECT];
-      }
-      rememberType(ctx, details);
-      if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page, false);
-      return this.via((split && ctx.splitPort) || p, https);
+      if (fastNow !== null) return [this.stepAside(details, pageUrl, page, fastNow)];
+      return this.toHelper(ctx, details, page, (split && ctx.splitPort) || p);
     });
+  }
+
+  /** The request goes to the context's listener (`port`); a document is told to the helper as the tab's page. */
+  private toHelper(ctx: PageContext, details: ProxyRequestDetails, page: Page, port: number): ProxyInfo[] {
+    rememberType(ctx, details);
+    if (details.type === "main_frame") this.navigated(ctx.contextId, details.url, page, false);
+    return this.via(port, details.url.startsWith("https://"));
+  }
+
+  /** The request goes direct (its origin is fast); a document stepped aside is told to the tab's context, if it has
+   * one, so what still comes to it is no page's. */
+  private stepAside(details: ProxyRequestDetails, pageUrl: string, page: Page, detail: string): ProxyInfo {
+    this.steppedAside(details, pageUrl, detail);
+    const ctx = this.contexts.get(this.key(details.tabId, page));
+    if (details.type === "main_frame" && ctx !== undefined && ctx.port !== null) this.navigated(ctx.contextId, details.url, page, true);
+    return DIRECT;
   }
 
   /** Credentials for the helper's 407 challenge on one of its listeners; null for anyone else's. */
@@ -198,12 +200,6 @@ export class ProxyRouter {
   contextById(contextId: string): PageContext | undefined {
     for (const ctx of this.contexts.values()) if (ctx.contextId === contextId) return ctx;
     return undefined;
-  }
-
-  /** A document stepped aside: the tab's context (if it has one) now shows a page none of whose requests are learned. */
-  private wentDirect(details: ProxyRequestDetails, page: Page): void {
-    const ctx = this.contexts.get(this.key(details.tabId, page));
-    if (details.type === "main_frame" && ctx !== undefined && ctx.port !== null) this.navigated(ctx.contextId, details.url, page, true);
   }
 
   private via(port: number, https = false): ProxyInfo[] {

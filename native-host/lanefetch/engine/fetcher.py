@@ -7,7 +7,7 @@ lanefetch/service.py composes them once for the host, the CLI and the proxy."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .address_policy import AddressSpace
 from .exchange import Sink
@@ -46,3 +46,11 @@ class Fetcher(Protocol):
     async def cancel(self, request_ids: list[str]) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ClosingFetcher(Fetcher, Protocol):
+    """A Fetcher that can also give a request up for good: cancelled, and its connection not kept for the rest of
+    an answer nobody will read (engine.Engine.cancel_and_close; the Firefox proxy's, when Firefox resets a stream)."""
+
+    async def cancel_and_close(self, request_id: str) -> None: ...

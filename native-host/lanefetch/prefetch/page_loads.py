@@ -57,7 +57,7 @@ from ..cache.http_cache import HttpCache, cache_url
 from ..cache.policy import Hit, Revalidate
 from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
-from ..engine.fetcher import BatchResult, Fetcher, Page
+from ..engine.fetcher import BatchResult, ClosingFetcher, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, sent_headers
@@ -552,9 +552,8 @@ class PageLoads:
     async def cancel_and_close(self, request_id: str) -> None:
         """The consumer gave the request up for good (proxy mode: Firefox reset its stream): one waiting on a
         prefetch ends, one the inner fetcher carries is cancelled and its connection not kept for its rest."""
-        close = getattr(self.inner, "cancel_and_close", None)
-        if close is not None:
-            await close(request_id)
+        if isinstance(self.inner, ClosingFetcher):
+            await self.inner.cancel_and_close(request_id)
         await self._answers.cancel([request_id])
 
     async def end_all(self) -> None:

@@ -74,6 +74,5 @@ class PageMemory:
 
         cache.submit(update)
 
-
     def _keys(self, *keys: str | None) -> list[str]:
         return [self._namespace + k for k in keys if k]

@@ -29,8 +29,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from ..engine import DeliveredHead, Fetcher, FetchError, FetchRequest, Page, TimingReport
+from ..engine import DeliveredHead, FetchError, FetchRequest, Page, TimingReport
 from ..engine.address_policy import may_connect
+from ..engine.fetcher import ClosingFetcher
 from ..engine.fields import Headers
 from ..engine.request import Origin, parse_target
 from .admission import Admission
@@ -56,12 +57,6 @@ FAILED_MEMORY_S = 10.0
 HEAD_TIMEOUT_S = 10.0
 READ_SIZE = 64 * 1024
 _ids = itertools.count(1)
-
-
-class ProxyFetcher(Fetcher, Protocol):
-    async def cancel_and_close(self, request_id: str) -> None:
-        """Cancel a request whose answer nobody will read (engine.Engine.cancel_and_close)."""
-        ...
 
 
 class ProxyObserver(Protocol):
@@ -113,7 +108,7 @@ class _H1Out:
 class _Responder:
     """Writes one request's response to the browser (the engine's sink for it)."""
 
-    def __init__(self, out: BrowserOut, request: FetchRequest, engine: ProxyFetcher,
+    def __init__(self, out: BrowserOut, request: FetchRequest, engine: ClosingFetcher,
                  observer: ProxyObserver) -> None:
         self.out = out
         self.request = request
@@ -199,7 +194,7 @@ class _MuxSink:
 
 
 class ProxyListener:
-    def __init__(self, engine: ProxyFetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
+    def __init__(self, engine: ClosingFetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
                  *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None,
                  head_timeout: float = HEAD_TIMEOUT_S,
                  admission: Admission[asyncio.StreamWriter] | None = None,
