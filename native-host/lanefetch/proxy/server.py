@@ -212,9 +212,9 @@ class ProxyListener:
         self.admission: Admission[asyncio.StreamWriter] = admission if admission is not None else Admission()
         self.tls = tls  # HTTPS sites the user opted into: their CONNECTs are terminated here
         # Is an origin known to speak HTTP/2? Its CONNECTs are tunnelled, opted in or not (_client), unless a tunnel
-        # to it that this listener ended is still open (`_ending`, by authority).
+        # to it that this listener ended is still open (`_ending`, by origin, as ends_here asks too).
         self.speaks_h2 = speaks_h2
-        self._ending: dict[str, int] = {}
+        self._ending: dict[Origin, int] = {}
         self._credentials = basic_credentials(secret).encode()
         self._gatherer = Gatherer(self._fetch_group)
         self._servers: list[asyncio.Server] = []
@@ -290,20 +290,21 @@ class ProxyListener:
             if req is None:
                 return
             if req.head.method == "CONNECT":
-                context = self.tls.context_for(_connect_host(req.head.target)) if self.tls is not None else None
-                if context is not None and await self.hands_to_firefox(req.head.target):
+                origin = _connect_origin(req.head.target)
+                context = self.tls.context_for(origin.host) if self.tls is not None and origin is not None else None
+                if context is not None and origin is not None and await self.hands_to_firefox(origin):
                     log.debug("CONNECT %s tunnelled: the origin speaks HTTP/2", req.head.target)
                     context = None
-                if context is None:
+                if context is None or origin is None:
                     await self._tunnel(req, rr.take_rest(), reader, writer)
                 else:
-                    self._ending[req.head.target] = self._ending.get(req.head.target, 0) + 1
+                    self._ending[origin] = self._ending.get(origin, 0) + 1
                     try:
                         await self._terminate(req, rr.take_rest(), context, reader, writer, split)
                     finally:
-                        self._ending[req.head.target] -= 1
-                        if not self._ending[req.head.target]:
-                            del self._ending[req.head.target]  # (a listener meets many hosts over its life)
+                        self._ending[origin] -= 1
+                        if not self._ending[origin]:
+                            del self._ending[origin]  # (a listener meets many hosts over its life)
                 return
             if not req.head.target.lower().startswith("http://"):
                 writer.write(refusal(400, "Bad Request", "lanefetch proxies absolute http:// requests only"))
@@ -318,18 +319,17 @@ class ProxyListener:
         Firefox's own h2 (hands_to_firefox)."""
         if self.tls is None or self.tls.context_for(origin.host) is None or self.tls.is_rejected(str(origin)):
             return False
-        host = f"[{origin.host}]" if ":" in origin.host else origin.host
-        return not await self.hands_to_firefox(f"{host}:{origin.port}")  # as CONNECT names it (port always)
+        return not await self.hands_to_firefox(origin)
 
-    async def hands_to_firefox(self, authority: str) -> bool:
-        """Is a CONNECT to this authority (host:port) of an opted-in site tunnelled untouched, Firefox's own HTTP/2
+    async def hands_to_firefox(self, origin: Origin) -> bool:
+        """Is a CONNECT to this https origin of an opted-in site tunnelled untouched, Firefox's own HTTP/2
         to the origin? Where a handshake of this session found the origin speaking h2: in the helper, over h2 to
         Firefox and to the origin, a page gained 1.00-1.26x over `sat` (its first after Firefox starts,
         docs/performance.md), but a later page finds Firefox's own h2 connection warm. Not while a tunnel to it
         ended here is open: that page goes on as it began (switched mid-page, Firefox's new tunnels each paid a TCP
         and a TLS handshake of their own, and the page was no faster: 0.82-1.01x, with 2-8 % more bytes)."""
-        return self.speaks_h2 is not None and not self._ending.get(authority) and await self.speaks_h2(
-            f"https://{authority}/", self.page)
+        return self.speaks_h2 is not None and not self._ending.get(origin) and await self.speaks_h2(
+            f"{origin}/", self.page)
 
     async def _next_head(self, rr: RequestReader, reader: asyncio.StreamReader, *,
                          authenticated: bool) -> RequestHead | None:
@@ -487,11 +487,12 @@ async def _read_request(rr: RequestReader, reader: asyncio.StreamReader) -> Requ
     return req
 
 
-def _connect_host(target: str) -> str:
+def _connect_origin(target: str) -> Origin | None:
+    """The https origin a CONNECT's target (host:port) names; None for one that is not a host and port."""
     try:
-        return parse_target(f"https://{target}/").origin.host
+        return parse_target(f"https://{target}/").origin
     except FetchError:
-        return ""
+        return None
 
 
 async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:

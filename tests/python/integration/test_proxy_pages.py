@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from lanefetch.engine import EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.engine.request import Origin, parse_target
 from lanefetch.prefetch.page_loads import LoadEnded
 from lanefetch.prefetch.page_memory import PageMemory
 from lanefetch.proxy.server import basic_credentials
@@ -167,6 +168,9 @@ async def test_private_browsing_learns_nothing(
     assert not reports.ended, "a private page's load was recorded"
 
 
+TLS_ORIGIN = Origin("https", "t.example", 443)  # as a CONNECT to t.example:443 names it
+
+
 class OptedIn:
     """The TLS terminator's answers for a site opted into HTTPS (its own tests make real certificates)."""
 
@@ -186,21 +190,21 @@ async def test_an_https_page_starts_a_load_only_where_its_connect_is_ended_here(
     listener = await svc.open("c1", Page(address_space="public", top_site="https://t.example"))
     tls = OptedIn()
     listener.tls = tls  # type: ignore[assignment]
-    h2 = {"https://t.example:443/": False}
+    h2 = {TLS_ORIGIN: False}
 
     async def speaks_h2(url: str, page: Page) -> bool:
-        return h2.get(url, False)
+        return h2.get(parse_target(url).origin, False)
 
     listener.speaks_h2 = speaks_h2
     assert await svc.navigation("c1", "https://t.example/page") is True  # opted in, ended here
     assert listener.page_url == "https://t.example/page"
-    h2["https://t.example:443/"] = True  # a handshake of this session found the origin speaking h2
-    listener._ending["t.example:443"] = 1  # but a tunnel to it ended here is open: the page goes on here
+    h2[TLS_ORIGIN] = True  # a handshake of this session found the origin speaking h2
+    listener._ending[TLS_ORIGIN] = 1  # but a tunnel to it ended here is open: the page goes on here
     assert await svc.navigation("c1", "https://t.example/next") is True
-    del listener._ending["t.example:443"]  # none open: Firefox's own h2 carries the next page
+    del listener._ending[TLS_ORIGIN]  # none open: Firefox's own h2 carries the next page
     assert await svc.navigation("c1", "https://t.example/third") is False
     assert listener.page_url is None
-    h2["https://t.example:443/"] = False
+    h2[TLS_ORIGIN] = False
     tls.rejected.add("https://t.example")  # its certificate was just rejected: its CONNECT is closed
     assert await svc.navigation("c1", "https://t.example/page") is False
     assert await svc.navigation("c1", "https://other.example/page") is False  # not opted in: tunnelled untouched
