@@ -184,6 +184,11 @@ def validate(request: FetchRequest) -> Target:
 _ACCEPT_ENCODING = {"https": "gzip, deflate, br, zstd", "http": "gzip, deflate"}
 
 
+def url_scheme(url: str) -> str:
+    """The URL's scheme, lower case (what Accept-Encoding depends on: br and zstd over https only)."""
+    return url.split(":", 1)[0].lower()
+
+
 def with_accept_encoding(request: FetchRequest, scheme: str) -> None:
     """Ask for compressed bodies as the browser's own request would (bytes parity): only where the helper
     decodes for the consumer (decode=True: the renderer's paused request never carried the browser's
@@ -199,7 +204,7 @@ def sent_headers(request: FetchRequest) -> Headers:
     URL): what the cache is asked with and what a prefetch is compared on before the service has seen the request.
     Accept-Encoding depends on `decode`: a compressed response is stored under the value it was asked with (Vary)."""
     wire = replace(request, headers=list(request.headers))
-    with_accept_encoding(wire, request.url.split(":", 1)[0].lower())
+    with_accept_encoding(wire, url_scheme(request.url))
     return wire.headers
 
 

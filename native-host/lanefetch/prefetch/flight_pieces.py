@@ -51,7 +51,7 @@ from ..engine.fetcher import BatchResult, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.partial_content import as_whole, content_range, piece_validator
 from ..engine.pool_plan import HEAD_BYTES, LONG_BYTES, Handshake
-from ..engine.request import FetchRequest, with_accept_encoding
+from ..engine.request import FetchRequest, url_scheme, with_accept_encoding
 
 #: the most a piece may ask: with its head, within a fresh connection's first two flights (pool_plan.LONG_BYTES)
 PIECE_BYTES = LONG_BYTES - HEAD_BYTES
@@ -229,7 +229,7 @@ class PieceFetcher:
                 continue
             # The request's fields as the service would have sent it whole (it adds Accept-Encoding in place):
             # the flight compares those with the browser's request (fidelity.py); the pieces ask identity.
-            with_accept_encoding(request, request.url.split(":", 1)[0].lower())
+            with_accept_encoding(request, url_scheme(request.url))
             split = _Split(request, ranges)
             self._splits[request.id] = split
             for piece in split.pieces:

@@ -60,7 +60,7 @@ from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fetcher import BatchResult, ClosingFetcher, Fetcher, Page
 from ..engine.fields import Headers
 from ..engine.pool_plan import Handshake
-from ..engine.request import FetchRequest, sent_headers
+from ..engine.request import FetchRequest, sent_headers, url_scheme
 from ..stream.decode import decoded_prefix, decoder_for
 from .budget import Ledger, Limits, limits_for
 from .discover_worker import Discoverer
@@ -334,7 +334,7 @@ class PageLoads:
             return item if item.decode else dataclasses.replace(item, decode=True)
         if any(k.lower() == "accept-encoding" for k, _ in item.headers):
             return item if not item.decode else dataclasses.replace(item, decode=False)
-        coding = load.accept_encoding.get(item.url.split(":", 1)[0].lower())
+        coding = load.accept_encoding.get(url_scheme(item.url))
         if coding is None:
             return None
         return dataclasses.replace(item, decode=False, headers=[*item.headers, ("Accept-Encoding", coding)])
@@ -525,7 +525,7 @@ class PageLoads:
         load.user_agent = load.user_agent or ua
         coding = next((v for k, v in r.headers if k.lower() == "accept-encoding"), None)
         if coding is not None:
-            load.accept_encoding[r.url.split(":", 1)[0].lower()] = coding
+            load.accept_encoding[url_scheme(r.url)] = coding
         if any(k.lower() in ("cookie", "authorization") for k, _ in r.headers) and (
                 relation(r.url, load.key.page) in ("same-origin", "same-site")):
             load.cookies_on_site = True

@@ -48,8 +48,8 @@ class PageMemory:
         now = self._clock()
 
         def history(key: str | None) -> History | None:
-            key = None if key is None else self._namespace + key
-            return decode(records[key], now) if key is not None and key in records else None
+            kept = records.get(self._namespace + key) if key is not None else None
+            return decode(kept, now) if kept is not None else None
 
         return Recalled(history(keys.exact), history(keys.template), history(keys.shape))
 

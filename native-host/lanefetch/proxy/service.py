@@ -112,12 +112,12 @@ class ProxyService:
             listener.page_url = None
             return False
         # Set before anything is awaited: the document may arrive while the h2 question is answered
-        listener.page_url = url.split("#", 1)[0]
+        page_url = listener.page_url = url.split("#", 1)[0]
         if target.origin.scheme == "https" and not await listener.ends_here(target.origin):
-            if listener.page_url == url.split("#", 1)[0]:
+            if listener.page_url == page_url:  # (not told of a later document meanwhile)
                 listener.page_url = None
             return False
-        self.loads.navigation(dataclasses.replace(listener.page, url=listener.page_url))
+        self.loads.navigation(dataclasses.replace(listener.page, url=page_url))
         return True
 
     def navigation_elsewhere(self, context_id: str) -> None:
