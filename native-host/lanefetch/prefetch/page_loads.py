@@ -29,7 +29,11 @@ and the engine, so a prefetched response answers before any of them is asked):
   keys when it ends.
 - The browser's field profile (field_profile.py) is learned from each ended load's requests (keyed by
   User-Agent, kept in the cache database's page store under field_profile.PARTITION), recalled by the User-Agent
-  of the request whose body is read, and forgotten with the cache.
+  of the request whose body is read, and forgotten with the cache. It also learns *during* a load, in memory, from
+  each batch as it comes (kept at the load's end as before): a helper that never saw this browser (its first page,
+  or the first after a browser update changed the User-Agent) knows the fields of a stylesheet once the page asked
+  for one, so the `@import`s its stylesheets name fly a round trip before the browser finds them. What discovery
+  found but could not plan for want of fields is planned again whenever a batch taught the profile something.
 - `fetch(batch)`: a batch naming a page with a load under way is logged (load_log.LoadLog: URL, fields, wave,
   size as delivered) and goes through `FlightAnswers`, which answers from the flight where fidelity allows and
   passes the rest to the inner fetcher. A batch of a page without a load goes to the inner fetcher as before.
@@ -70,9 +74,10 @@ from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
 from .flight_pieces import LinkRoom
 from .learned import History, Observed
-from .load_log import IDLE_S, LoadKey, LoadLog, load_key
+from .load_log import IDLE_S, LoadKey, LoadLog, load_key, observe_request
 from .page_memory import PageMemory
 from .plan import Planned, plan
+from .resource import Subresource
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +165,9 @@ class _Load:
     # The Accept-Encoding the browser's requests of the load carried, by URL scheme (proxy mode: a discovered
     # prefetch is sent with the browser's own, which fidelity compares; debugger mode: none, the helper adds its own)
     accept_encoding: dict[str, str] = field(default_factory=dict)
+    # What discovery found in the load (by URL, with its wave), planned or not: planned again when the field
+    # profile learns from a batch (_learned_live), since an item the profile had no fields for was left out
+    found: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
@@ -378,6 +386,8 @@ class PageLoads:
                 if load.stylesheets:
                     load.template = (await self._memory.recall(load.page, load.key.page, load.stylesheets)).template
                     recalled = load.template is not None
+            for sub in found:
+                load.found.setdefault(sub.url, (sub, tap.wave + 1))
             new = [(sub, tap.wave + 1) for sub in found
                    if sub.url not in load.planned and not load.log.requested(sub.url)]
             if not (new or recalled) or load.ended:
@@ -404,6 +414,47 @@ class PageLoads:
             profile = None
         self._profiles.setdefault(user_agent, profile)
         return self._profiles[user_agent]
+
+    def _learn_live(self, load: _Load, requests: list[FetchRequest], wave: int) -> None:
+        """The field profile learns from a batch as it comes (in memory; kept when the load ends, _learn_profile)."""
+        if load.forgotten or load.ended:
+            return
+        observed = [item for r in requests
+                    if (item := observe_request(r.method, r.url, r.headers, r.resource_type, wave, None)) is not None]
+        if not observed:
+            return
+        task = asyncio.create_task(self._learned_live(load, observed), name="lanefetch-profile-live")
+        load.tasks.add(task)
+        task.add_done_callback(load.tasks.discard)
+
+    async def _learned_live(self, load: _Load, observed: list[Observed]) -> None:
+        try:
+            if self._records_for(load.page) is None:
+                return  # nowhere to keep a profile: none is learned (as at a load's end)
+            agents = {v for item in observed for k, v in item.headers if k == "user-agent"}
+            for ua in agents:
+                await self._profile(load.page, ua)  # the kept profile first: learning extends it, never replaces it
+            if load.forgotten or load.ended:
+                return
+            known = {ua: p for ua, p in self._profiles.items() if p is not None}
+            taught = False
+            for ua, profile in learn(known, load.key.page, observed, time.time()).items():
+                before = self._profiles.get(ua)
+                taught = taught or before is None or dataclasses.replace(before, updated_at=0) != dataclasses.replace(
+                    profile, updated_at=0)
+                self._profiles[ua] = profile
+            pending = [(sub, wave) for sub, wave in load.found.values()
+                       if sub.url not in load.planned and not load.log.requested(sub.url)]
+            if not taught or not pending:
+                return
+            current = self._profiles.get(load.user_agent) if load.user_agent is not None else None
+            chosen = plan(load.exact, load.template, pending, profile=current, page_url=load.key.page,
+                          cookies_on_site=load.cookies_on_site, shape=load.shape)
+            log.debug("the field profile learned from %s's batch: %d found earlier planned now", load.key.page,
+                      len(chosen.items))
+            await self._fly(load, chosen.items)
+        except Exception:  # an optimisation: a failure loses a flight, never the page
+            log.exception("learning the browser's fields during a load failed")
 
     async def _learn_profile(self, load: _Load, observed: list[Observed]) -> None:
         """The browser's field profile learns from the ended load (never a forgotten or private one)."""
@@ -499,6 +550,7 @@ class PageLoads:
         wave = load.log.batch([(r.id, r.method, r.url, list(r.headers), r.resource_type) for r in requests],
                               self._clock())
         self._tap(load, requests, wave)
+        self._learn_live(load, requests, wave)
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
 
     def browser_fetched(self, requests: list[FetchRequest], page: Page) -> None:
@@ -511,7 +563,8 @@ class PageLoads:
         if load is None or not requests:
             return
         now = self._clock()
-        load.log.batch([(r.id, r.method, r.url, list(r.headers), r.resource_type) for r in requests], now)
+        wave = load.log.batch([(r.id, r.method, r.url, list(r.headers), r.resource_type) for r in requests], now)
+        self._learn_live(load, requests, wave)
         for r in requests:
             if r.method.upper() == "GET":
                 self._observe_browser(load, r)

@@ -775,3 +775,82 @@ async def test_a_revalidation_answered_whole_is_held_for_the_page_like_one_answe
         await loads.end_all()
         report = ended[-1].flight
         assert report is not None and (report.sent, report.answered, report.cancelled_by_budget) == (3, 3, 0)
+
+
+async def test_a_helper_that_never_saw_the_browser_learns_its_fields_from_the_page_s_first_batch(
+        service: FetchService) -> None:
+    """A fresh helper (no field profile kept: its first page, or the first after a browser update) learns the
+    browser's fields during the load, from the page's first batch: the `@import` the browser's stylesheet names flies
+    before the browser asks, and answers it (a page whose document the browser loads itself, as on a private
+    address: only the stylesheet is read)."""
+    async with counting_server(_first_answer) as server:
+        loads, ended = recording_loads(service)
+        try:
+            page_url = f"{server.url}/first/index.html"
+            page = Page(address_space="loopback", top_site=server.url, url=page_url)
+            assert loads.navigation(page)
+            sink = Collect()
+            batch = [browser_request("css", f"{server.url}/static/first.css", "style"),
+                     browser_request("js", f"{server.url}/static/app.js", "script")]
+            await loads.fetch(batch, sink, page)
+            assert not sink.errors
+            await until(lambda: "/static/imported.css" in server.seen, "the @import's prefetch")
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is not None
+            await load.flight.wait()
+            assert "/static/f.woff2" not in server.seen  # a font is conditional: never on a first visit
+
+            sink = Collect()
+            await loads.fetch([browser_request("imp", f"{server.url}/static/imported.css", "style")], sink, page)
+            assert sink.cache == {"imp": "prefetch"} and sink.bodies["imp"] == FIRST["/static/imported.css"]
+            assert server.count("/static/imported.css") == 1
+            await loads.end_all()
+            report = ended[-1].flight
+            assert report is not None and report.answered == 1 and not report.refused_by_fidelity
+        finally:
+            await loads.end_all()
+
+
+TWO_SHEETS = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/a.css>"
+              b"<link rel=stylesheet href=/static/b.css></head><body>" + b"<p>text</p>" * 300 + b"</body></html>")
+
+
+def _two_sheets(path: str) -> web.Response:
+    if path == "/two/index.html":
+        return web.Response(body=TWO_SHEETS, content_type="text/html", headers={"Cache-Control": "no-store"})
+    if path in ("/static/a.css", "/static/b.css"):
+        return web.Response(body=b"p{margin:0}", content_type="text/css", headers={"Cache-Control": "no-store"})
+    return web.Response(status=404)
+
+
+async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_them(service: FetchService) -> None:
+    """A fresh helper reads a page's document (it fetches it, as for a public page) before the browser asked for anything: with no
+    field profile nothing it names can be planned. The browser's first batch (one of the two stylesheets) teaches
+    the stylesheet's fields, and the other stylesheet the document named flies then, answering the browser's
+    request for it."""
+    async with counting_server(_two_sheets) as server:
+        loads, ended = recording_loads(service)
+        try:
+            page_url = f"{server.url}/two/index.html"
+            page = Page(address_space="loopback", top_site=server.url, url=page_url)
+            assert loads.navigation(page)
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: len(load.found) == 2, "the document read")
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is None and server.seen == ["/two/index.html"]  # no fields known: nothing flew
+
+            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
+            await until(lambda: "/static/b.css" in server.seen, "b.css flown once the batch taught its fields")
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is not None
+            await load.flight.wait()
+            sink = Collect()
+            await loads.fetch([browser_request("b", f"{server.url}/static/b.css", "style")], sink, page)
+            assert sink.cache == {"b": "prefetch"} and server.count("/static/b.css") == 1
+            await loads.end_all()
+            report = ended[-1].flight
+            assert report is not None and report.answered == 1
+        finally:
+            await loads.end_all()
