@@ -48,7 +48,9 @@ browser's connection's unless the helper holds them). The servers say `Cache-Con
 address as for a first visit, or with LANEFETCH_BENCH_ADDRESS=private on the lab's private one (Chromium then loads
 the document itself: over h2 the browser's protocol to the origin is known from it, and the page's requests go to
 the helper only to be answered from what it holds). The report's name ends in `-again` (`-again-private`).
-Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs.
+Unset: every ON load is a fresh helper's and the lab's address private, as in issue 17's runs. With
+LANEFETCH_BENCH_ADDRESS=public on the public address instead (a new user's first page of a real site: the helper,
+knowing nothing, fetches the document and reads it); the report's name ends in `-public`.
 The pure parts are `page_deps` (waves), `page_limit` (T_min) and `real_pages_report` (rows, verdicts).
 """
 
@@ -290,6 +292,13 @@ def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str
 
 Measured = dict[tuple[str, str], dict[str, dict[RealPage, dict[str, list[Run]]]]]
 
+FRESH_PUBLIC = (
+    "**Fresh, on a public address (`LANEFETCH_BENCH_ADDRESS=public`)**: every ON load is a fresh helper's (nothing "
+    "learned, not even the browser's request fields), as in the default run, but the pages are served on an address "
+    "that browser, extension and helper take for a public one (`Lab.public_address`), for ON and OFF alike: a new "
+    "user's first page of a real site, whose document the helper fetches and reads (on the lab's private address "
+    "Chromium loads the document itself).")
+
 SECOND_VISIT = (
     "**Second visit (issue 20, `LANEFETCH_BENCH_VISIT=second`)**: every ON load is the second visit of a page the "
     "helper learned: two learning ON loads of the page (each a fresh Chromium; the helper records a load when the "
@@ -382,7 +391,11 @@ def waste(page_offs: Sequence[Run], d: Run) -> int:
 def run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
     visit = visit_mode()
-    private = visit == "again" and os.environ.get("LANEFETCH_BENCH_ADDRESS", "public") == "private"
+    address = os.environ.get("LANEFETCH_BENCH_ADDRESS", "")
+    if address not in ("", "public", "private"):
+        raise SystemExit(f"LANEFETCH_BENCH_ADDRESS: public or private (or unset), not {address!r}")
+    private = visit == "again" and address == "private"
+    fresh_public = visit == "fresh" and address == "public"
     sibling = visit == "sibling"
     first = visit == "first" or sibling
     if visit not in ("fresh", "first", "sibling", "second") and chosen["LANEFETCH_BENCH_BROWSERS"] != ["chromium"]:
@@ -391,7 +404,7 @@ def run(rounds: int) -> int:
     others = [CORPUS[(CORPUS.index(p) + 1) % len(CORPUS)] for p in pages] if first and not sibling else []
     install_missing([*pages, *(o for o in others if o not in pages)])
     others += [s for p in pages for s in p.sibling_pages()] if sibling else []
-    name = report_name(chosen, visit) + ("-private" if private else "")
+    name = report_name(chosen, visit) + ("-private" if private else "") + ("-public" if fresh_public else "")
     report.RESULTS.mkdir(exist_ok=True)
     log_path = report.RESULTS / f"{name}.log"
     measured: Measured = {}
@@ -409,7 +422,8 @@ def run(rounds: int) -> int:
                     kind = server.removesuffix("-h2").removesuffix("-tls")
                     conf = compression_conf(kind) + (revalidate_conf(kind) if visit in ("revisit", "again") else "")
                     with PageLab(PROFILES[link], served, browser, conf, server=server, warm_port=False,
-                                 public=first or visit == "revisit" or (visit == "again" and not private)) as pl:
+                                 public=first or visit == "revisit" or (visit == "again" and not private)
+                                 or fresh_public) as pl:
                         where = f"{server} {browser} {link}"
                         ccs[pl.server_cc] = None
 
@@ -431,12 +445,13 @@ def run(rounds: int) -> int:
                             _drop_strays(d, page)
                     measured.setdefault((server, browser), {})[link] = runs
                     # Rewritten after every link: a run cut short still leaves what it measured.
-                    _write(name, chosen, pages, measured, rounds, log_path.name, visit, ", ".join(ccs))
+                    _write(name, chosen, pages, measured, rounds, log_path.name, visit, ", ".join(ccs),
+                           fresh_public=fresh_public)
     return 0
 
 
 def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], measured: Measured, rounds: int,
-           log_name: str, visit: str = "fresh", server_cc: str = "") -> None:
+           log_name: str, visit: str = "fresh", server_cc: str = "", *, fresh_public: bool = False) -> None:
     statics = {p: p.static_waves() for p in pages}
     rows: list[list[str]] = []
     facts_rows: list[list[str]] = []
@@ -493,6 +508,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
         *(["", FIREFOX_HTTPS] if set(HTTPS_SERVERS) & set(chosen["LANEFETCH_BENCH_SERVERS"])
           and "firefox" in chosen["LANEFETCH_BENCH_BROWSERS"] else []),
+        *(["", FRESH_PUBLIC] if fresh_public else []),
         *(["", SECOND_VISIT] if visit == "second" else []),
         *(["", FIRST_VISIT] if visit in ("first", "sibling") else []),
         *(["", SIBLING_VISIT] if visit == "sibling" else []),
