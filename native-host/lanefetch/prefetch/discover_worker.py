@@ -1,4 +1,5 @@
-"""Discovery (discover_html.py, discover_css.py) off the helper's event loop: one worker process.
+"""Discovery (discover_html.py, discover_css.py, discover_backgrounds.py) off the helper's event loop: one worker
+process.
 
 Why a process and not a thread: the parsers hold the GIL while they run (tinycss2 is pure Python; lexbor is
 called without releasing it), and a thread that holds the GIL slows the loop that streams every other response
@@ -26,7 +27,9 @@ import select
 import threading
 import time
 from concurrent.futures import Executor
+from typing import Any
 
+from .discover_backgrounds import BackgroundRule, background_rules, expected_backgrounds
 from .discover_css import discover_css
 from .discover_html import discover_html
 from .resource import Subresource
@@ -99,7 +102,7 @@ class Discoverer:
             self._pool = None
         self._use_process = False
 
-    async def _run(self, fn: object, *args: object) -> list[Subresource]:
+    async def _run(self, fn: object, *args: object) -> list[Any]:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]
@@ -113,6 +116,13 @@ class Discoverer:
 
     async def css(self, body: bytes, url: str, charset: str | None) -> list[Subresource]:
         return await self._run(discover_css, body, url, charset)
+
+    async def background_rules(self, body: bytes, url: str, charset: str | None) -> list[BackgroundRule]:
+        return await self._run(background_rules, body, url, charset)
+
+    async def backgrounds(self, document: bytes, url: str, charset: str | None,
+                          rules: list[BackgroundRule]) -> list[Subresource]:
+        return await self._run(expected_backgrounds, document, url, charset, rules)
 
     def close(self) -> None:
         for executor in (self._pool, self._thread):

@@ -67,6 +67,7 @@ from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, sent_headers, url_scheme
 from ..stream.decode import decoded_prefix, decoder_for
 from .budget import Ledger, Limits, limits_for
+from .discover_backgrounds import BackgroundRule
 from .discover_worker import Discoverer
 from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
 from .field_profile import decode as decode_profile
@@ -85,6 +86,7 @@ MAX_LOADS = 32
 PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix may be decoded wrongly
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
+MAX_KEPT_DOCUMENT = 1024 * 1024  # a larger document is not kept for matching background rules (memory per load)
 
 
 def _charset(headers: Headers) -> str | None:
@@ -168,6 +170,11 @@ class _Load:
     # What discovery found in the load (by URL, with its wave), planned or not: planned again when the field
     # profile learns from a batch (_learned_live), since an item the profile had no fields for was left out
     found: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
+    # For background images (discover_backgrounds.py): the document as read whole (body, URL, charset; not kept past
+    # MAX_KEPT_DOCUMENT), the background rules of the stylesheets read, and each stylesheet's wave
+    document: tuple[bytes, str, str | None] | None = None
+    backgrounds: list[BackgroundRule] = field(default_factory=list)
+    sheet_waves: dict[str, int] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
@@ -379,26 +386,64 @@ class PageLoads:
                 found = await self._discoverer.css(body, tap.url, tap.charset)
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
-            recalled = False
-            if tap.kind == "html" and tap.whole and load.stylesheets is None:
-                # The template key is known now: a new page of a known template gets the template's stable assets
-                load.stylesheets = [sub.url for sub in found if sub.destination == "style"]
-                if load.stylesheets:
-                    load.template = (await self._memory.recall(load.page, load.key.page, load.stylesheets)).template
-                    recalled = load.template is not None
-            for sub in found:
-                load.found.setdefault(sub.url, (sub, tap.wave + 1))
-            new = [(sub, tap.wave + 1) for sub in found
-                   if sub.url not in load.planned and not load.log.requested(sub.url)]
-            if not (new or recalled) or load.ended:
-                return
-            ua = tap.user_agent or load.user_agent
-            profile = await self._profile(load.page, ua) if ua is not None else None
-            chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
-                          cookies_on_site=load.cookies_on_site, shape=load.shape)
-            await self._fly(load, chosen.items)  # less what was planned, is cached or was asked for already
+            await self._discovered_found(load, tap, found)
+            await self._discovered_backgrounds(load, tap, body)
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")
+
+    async def _discovered_backgrounds(self, load: _Load, tap: _Tap, body: bytes) -> None:
+        """Background images (discover_backgrounds.py): a stylesheet's rules are kept, and matched against the
+        document once it was read whole; what they are expected to show flies as guesses."""
+        if load.ended:
+            return
+        if tap.kind == "css":
+            rules = await self._discoverer.background_rules(body, tap.url, tap.charset)
+            if not rules:
+                return
+            load.backgrounds += rules
+            load.sheet_waves[tap.url] = tap.wave
+        elif tap.whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
+            load.document = (body, tap.url, tap.charset)
+        else:
+            return
+        if load.document is None or not load.backgrounds or load.ended:
+            return
+        document, url, charset = load.document
+        expected = await self._discoverer.backgrounds(document, url, charset, list(load.backgrounds))
+        new = [(sub, load.sheet_waves.get(sub.initiator, 1) + 1) for sub in expected]
+        for sub, wave in new:
+            load.found.setdefault(sub.url, (sub, wave))
+        new = [(sub, wave) for sub, wave in new if sub.url not in load.planned and not load.log.requested(sub.url)]
+        if not new or load.ended:
+            return
+        ua = tap.user_agent or load.user_agent
+        profile = await self._profile(load.page, ua) if ua is not None else None
+        chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
+                      cookies_on_site=load.cookies_on_site, shape=load.shape)
+        if chosen.items:
+            log.debug("background images expected on %s: %s", load.key.page, [i.url for i in chosen.items])
+        await self._fly(load, chosen.items)
+
+    async def _discovered_found(self, load: _Load, tap: _Tap, found: list[Subresource]) -> None:
+        """What a document or stylesheet names: planned with the page's history and flown."""
+        recalled = False
+        if tap.kind == "html" and tap.whole and load.stylesheets is None:
+            # The template key is known now: a new page of a known template gets the template's stable assets
+            load.stylesheets = [sub.url for sub in found if sub.destination == "style"]
+            if load.stylesheets:
+                load.template = (await self._memory.recall(load.page, load.key.page, load.stylesheets)).template
+                recalled = load.template is not None
+        for sub in found:
+            load.found.setdefault(sub.url, (sub, tap.wave + 1))
+        new = [(sub, tap.wave + 1) for sub in found
+               if sub.url not in load.planned and not load.log.requested(sub.url)]
+        if not (new or recalled) or load.ended:
+            return
+        ua = tap.user_agent or load.user_agent
+        profile = await self._profile(load.page, ua) if ua is not None else None
+        chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
+                      cookies_on_site=load.cookies_on_site, shape=load.shape)
+        await self._fly(load, chosen.items)  # less what was planned, is cached or was asked for already
 
     async def _profile(self, page: Page, user_agent: str) -> FieldProfile | None:
         """This browser's field profile, from memory or the cache database; None when none is kept."""

@@ -7,8 +7,9 @@ load's document and stylesheets (discover_html.py, discover_css.py), and the lin
   what every kept load of the page's shape shared: what a new page of a known site is planned with before its
   document arrives) and discovered requests the browser makes unconditionally (its own preload scanner finds the
   same ones). Budget class `total` only.
-- *Guesses*: requests the newest learned load of this very page made that are not stable yet, and discovered
-  conditional ones (@font-face sources) that a learned load requested. Budget class `speculative` (budget.py).
+- *Guesses*: requests the newest learned load of this very page made that are not stable yet, discovered
+  conditional ones (@font-face sources) that a learned load requested, and discovered guesses (background images
+  whose selector matches an element of the document, discover_backgrounds.py). Budget class `speculative` (budget.py).
 - Never planned: a request whose learned observations carried Cookie or Authorization (the helper cannot send
   the user's credentials and fidelity would refuse a prefetch without them), and a discovered request for which
   no learned observation of the same origin, destination and mode says which fields the browser sends
@@ -134,7 +135,7 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
             continue
         known = learned.get(key)
         add(Observed(sub.url, sub.destination, sub.mode, wave, headers, False, known.size if known else None,
-                     known.wire if known else None), wave, not sub.conditional)
+                     known.wire if known else None), wave, not (sub.conditional or sub.guess))
 
     seen: set[tuple[str, str, str]] = set()
     items: list[Planned] = []

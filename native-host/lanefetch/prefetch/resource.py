@@ -5,7 +5,10 @@ its Sec-Fetch-Mode (no-cors, cors) and `credentials` the Fetch credentials mode 
 they decide which headers the browser's request carries (Origin, Cookie, Accept), so a prefetch made with
 other values would be discarded by fidelity.py. `conditional` marks what the browser fetches only if it is used
 (an @font-face source is fetched only when text uses the face): a flight takes those only when learned loads saw
-them requested. `initiator` is the URL of the document or stylesheet that names it (its referrer)."""
+them requested. `guess` marks what the browser fetches if the page's elements and styles are as they seem (a
+background image whose selector matches an element of the document: discover_backgrounds.py): a flight takes it
+as a guess, within the speculative budget. `initiator` is the URL of the document or stylesheet that names it
+(its referrer)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ class Subresource:
     credentials: Credentials
     initiator: str
     conditional: bool = False
+    guess: bool = False
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -3,7 +3,9 @@ server records every request they make with its Sec-Fetch-Dest and Sec-Fetch-Mod
 for the document and its stylesheet must be one the browser really made, with the same URL byte for byte (a space and a
 non-ASCII name in a reference included), the same destination and the same mode; what discovery leaves out on
 purpose (noscript, template, nomodule, an unused @font-face) the browser does not request either; a used font is
-requested as discovery said (cors), and only then."""
+requested as discovery said (cors), and only then; the background images discover_backgrounds.py expects (a rule
+whose selector matches a shown element and wins its cascade) are requested as images, those it leaves out (a
+hidden element, a rule that loses, one that matches nothing, a :hover) are not."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from lanefetch.prefetch.discover_backgrounds import background_rules, expected_backgrounds
 from lanefetch.prefetch.discover_css import discover_css
 from lanefetch.prefetch.discover_html import discover_html
 from local_app import serve_app
@@ -43,11 +46,18 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title>
 <template><img src="template.png"></template>
 <p>para<template><p><link rel="stylesheet" href="tpl.css"></template></p>
 <!-- <img src="comment.png"> -->
+<div class="bg-shown">shown</div><div class="bg-hidden" hidden>hidden</div><div class="bg-over">over</div>
 </body></html>"""
 CSS = b"""@import url("b.css");
 @font-face { font-family: Used; src: url(/fonts/used.woff2) format("woff2"), url(/fonts/used.woff) format("woff"); }
 @font-face { font-family: Unused; src: url(/fonts/unused.woff2) format("woff2"); }
 .f { font-family: Used, sans-serif; }
+.bg-shown { background: url(/img/bg-shown.png) no-repeat }
+.bg-hidden { background-image: url(/img/bg-hidden.png) }
+.bg-over { background: url(/img/bg-lost.png) }
+div.bg-over { background: url(/img/bg-won.png) }
+.bg-absent { background: url(/img/bg-absent.png) }
+.bg-shown:hover { background: url(/img/bg-hover.png) }
 """
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
@@ -145,6 +155,15 @@ async def test_discovery_predicts_requests_the_browser_really_makes(browser: str
     assert used in fonts and used in made
     assert (f"{server.base}/fonts/unused.woff2", "font", "cors") in fonts
     assert f"{server.base}/fonts/unused.woff2" not in urls
+
+    # background images: those expected (guesses) are requested, the others are not
+    shown = {(s.url, s.destination, s.mode)
+             for s in expected_backgrounds(PAGE.encode(), page, "utf-8", background_rules(CSS, sheet))}
+    assert shown == {(f"{server.base}/img/bg-shown.png", "image", "no-cors"),
+                     (f"{server.base}/img/bg-won.png", "image", "no-cors")}
+    assert shown - made == set(), f"expected but not made: {shown - made}; made: {made}"
+    for name in ("bg-hidden", "bg-lost", "bg-absent", "bg-hover"):
+        assert f"{server.base}/img/{name}.png" not in urls
 
     # left out on purpose, and not requested by the browser either (but for what its speculative parser takes)
     for name in ("/p/noscript.css", "/p/legacy.js", "/p/template.png", "/p/tpl.css", "/p/comment.png"):

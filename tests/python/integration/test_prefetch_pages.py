@@ -825,10 +825,10 @@ def _two_sheets(path: str) -> web.Response:
 
 
 async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_them(service: FetchService) -> None:
-    """A fresh helper reads a page's document (it fetches it, as for a public page) before the browser asked for anything: with no
-    field profile nothing it names can be planned. The browser's first batch (one of the two stylesheets) teaches
-    the stylesheet's fields, and the other stylesheet the document named flies then, answering the browser's
-    request for it."""
+    """A fresh helper reads a page's document (it fetches it, as for a public page) before the browser asked for
+    anything: with no field profile nothing it names can be planned. The browser's first batch (one of the two
+    stylesheets) teaches the stylesheet's fields, and the other stylesheet the document named flies then, answering
+    the browser's request for it."""
     async with counting_server(_two_sheets) as server:
         loads, ended = recording_loads(service)
         try:
@@ -852,5 +852,58 @@ async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_th
             await loads.end_all()
             report = ended[-1].flight
             assert report is not None and report.answered == 1
+        finally:
+            await loads.end_all()
+
+
+BG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/bg.css></head>"
+           b"<body><div class=note>note</div>" + b"<p>text</p>" * 300 + b"</body></html>")
+BG = {"/bg/index.html": BG_HTML,
+      "/static/bg.css": b".note { background: url(note.png) } .absent { background: url(absent.png) }",
+      "/static/note.png": b"\x89PNG" * 300, "/static/absent.png": b"\x89PNG" * 300}
+
+
+def _bg_answer(path: str) -> web.Response:
+    if path in BG:
+        kind = "text/html" if path.endswith(".html") else "text/css" if path.endswith(".css") else "image/png"
+        return web.Response(body=BG[path], content_type=kind, headers={"Cache-Control": "no-store"})
+    return _answer(path)
+
+
+async def test_a_first_visit_flies_the_background_image_its_document_shows(service: FetchService) -> None:
+    """discover_backgrounds.py wired: on a first visit (the browser's fields known from another page's load) the
+    helper reads the document and its stylesheet; the stylesheet's background image whose selector matches an
+    element of the document flies as a guess and answers the browser's request for it; the one whose selector
+    matches nothing is never fetched."""
+    async with counting_server(_bg_answer) as server:
+        loads, ended = recording_loads(service)
+        try:
+            other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
+            assert loads.navigation(other)
+            await loads.fetch([browser_request(f"o{i}", server.url + p, d) for i, (p, d) in enumerate(
+                [("/static/site.css", "style"), ("/static/logo.png", "image")])], Collect(), other)
+            await loads.end_all()
+            await settle(service)
+
+            server.seen.clear()
+            page_url = f"{server.url}/bg/index.html"
+            page = Page(address_space="loopback", top_site=server.url, url=page_url)
+            assert loads.navigation(page)
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await until(lambda: "/static/note.png" in server.seen, "the background image's prefetch",
+                        seen=lambda: server.seen)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is not None
+            await load.flight.wait()
+            sink = Collect()
+            await loads.fetch([browser_request("css", f"{server.url}/static/bg.css", "style"),
+                               browser_request("img", f"{server.url}/static/note.png", "image")], sink, page)
+            assert sink.cache == {"css": "prefetch", "img": "prefetch"}
+            assert sink.bodies["img"] == BG["/static/note.png"]
+            assert sorted(server.seen) == ["/bg/index.html", "/static/bg.css", "/static/note.png"]
+            await loads.end_all()
+            report = ended[-1].flight
+            assert report is not None and report.answered == 2 and not report.refused_by_fidelity
         finally:
             await loads.end_all()

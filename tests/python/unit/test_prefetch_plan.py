@@ -114,3 +114,12 @@ def test_order_by_wave_then_render_blocking_then_confident_first() -> None:
             observe(f"{ORG}/app.js", "script", "no-cors", 1, IMAGE, 10)]
     p = plan(_history(load, load), None, [])
     assert [i.url.rsplit("/", 1)[1] for i in p.items] == ["a.css", "app.js", "i.png", "late.css", "f.woff2"]
+
+
+def test_a_discovered_guess_is_planned_as_a_guess_without_having_been_learned() -> None:
+    """A background image discovery expects (Subresource.guess) needs no learned load of its own, only fields: it is
+    planned, but as a guess (the speculative budget), not as confident."""
+    h = _history([css("a.css"), img("logo.png")])
+    found = [(Subresource(f"{ORG}/note.png", "image", "no-cors", "include", f"{ORG}/a.css", guess=True), 2)]
+    p = plan(h, None, found)
+    assert (f"{ORG}/note.png", False) in [(i.url, i.confident) for i in p.items]
