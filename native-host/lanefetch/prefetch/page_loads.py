@@ -24,6 +24,9 @@ and the engine, so a prefetched response answers before any of them is asked):
   answered by the same fidelity rule). Bodies that are not 2xx are not read; one that arrives content-coded (proxy
   mode delivers bodies as the server coded them) is decoded for reading (stream/decode.py decoded_prefix, bounded),
   and one in a coding the helper cannot undo is not read.
+  Background images (discover_backgrounds.py): each stylesheet read where the load's document came through the
+  helper also yields its background rules, matched against the document once it was read whole (kept up to
+  MAX_KEPT_DOCUMENT); an image they are expected to show flies as a guess (the speculative budget).
   Once the document was read whole its stylesheets are the page's template key (learned.page_keys): the
   template's history is recalled and its stable assets join the flight too, and the load is recorded under both
   keys when it ends.
@@ -87,6 +90,7 @@ PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix 
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
 MAX_KEPT_DOCUMENT = 1024 * 1024  # a larger document is not kept for matching background rules (memory per load)
+MAX_BACKGROUND_RULES = 5000  # background rules kept per load (each stylesheet read matches them all again)
 
 
 def _charset(headers: Headers) -> str | None:
@@ -173,6 +177,7 @@ class _Load:
     # For background images (discover_backgrounds.py): the document as read whole (body, URL, charset; not kept past
     # MAX_KEPT_DOCUMENT), the background rules of the stylesheets read, and each stylesheet's wave
     document: tuple[bytes, str, str | None] | None = None
+    reads_document: bool = False  # the load's document came through the helper (it is read)
     backgrounds: list[BackgroundRule] = field(default_factory=list)
     sheet_waves: dict[str, int] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -397,10 +402,12 @@ class PageLoads:
         if load.ended:
             return
         if tap.kind == "css":
+            if not load.reads_document or len(load.backgrounds) >= MAX_BACKGROUND_RULES:
+                return  # no document to match them against (the browser loads it): the worker's time saved
             rules = await self._discoverer.background_rules(body, tap.url, tap.charset)
             if not rules:
                 return
-            load.backgrounds += rules
+            load.backgrounds += rules[:MAX_BACKGROUND_RULES - len(load.backgrounds)]
             load.sheet_waves[tap.url] = tap.wave
         elif tap.whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
             load.document = (body, tap.url, tap.charset)
@@ -638,6 +645,7 @@ class PageLoads:
             ua = self._observe_browser(load, r)
             if r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page:
                 load.taps[r.id] = _Tap("html", r.url, 0, ua)
+                load.reads_document = True
             elif r.resource_type == "stylesheet" and r.url not in load.read:
                 load.taps[r.id] = _Tap("css", r.url, wave, ua)
 
