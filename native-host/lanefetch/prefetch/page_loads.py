@@ -374,11 +374,14 @@ class PageLoads:
             load.read.add(tap.url)
         tap.read_at = tap.size
         body = b"".join(tap.chunks)
-        task = asyncio.create_task(self._discovered(load, tap, body), name="lanefetch-discover")
+        # Whether this read is of the whole body, as of now: the tap is shared, and a prefix read still in the
+        # worker when the body ends would otherwise take itself for the whole (a partial document as the template
+        # key and as the document background rules are matched against)
+        task = asyncio.create_task(self._discovered(load, tap, body, tap.whole), name="lanefetch-discover")
         load.tasks.add(task)
         task.add_done_callback(load.tasks.discard)
 
-    async def _discovered(self, load: _Load, tap: _Tap, body: bytes) -> None:
+    async def _discovered(self, load: _Load, tap: _Tap, body: bytes, whole: bool) -> None:
         try:
             if tap.coding:  # decoded off the event loop, never beyond what a tap reads however much it expands
                 try:
@@ -391,12 +394,12 @@ class PageLoads:
                 found = await self._discoverer.css(body, tap.url, tap.charset)
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
-            await self._discovered_found(load, tap, found)
-            await self._discovered_backgrounds(load, tap, body)
+            await self._discovered_found(load, tap, found, whole)
+            await self._discovered_backgrounds(load, tap, body, whole)
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")
 
-    async def _discovered_backgrounds(self, load: _Load, tap: _Tap, body: bytes) -> None:
+    async def _discovered_backgrounds(self, load: _Load, tap: _Tap, body: bytes, whole: bool) -> None:
         """Background images (discover_backgrounds.py): a stylesheet's rules are kept, and matched against the
         document once it was read whole; what they are expected to show flies as guesses."""
         if load.ended:
@@ -409,7 +412,7 @@ class PageLoads:
                 return
             load.backgrounds += rules[:MAX_BACKGROUND_RULES - len(load.backgrounds)]
             load.sheet_waves[tap.url] = tap.wave
-        elif tap.whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
+        elif whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
             load.document = (body, tap.url, tap.charset)
         else:
             return
@@ -431,10 +434,10 @@ class PageLoads:
             log.debug("background images expected on %s: %s", load.key.page, [i.url for i in chosen.items])
         await self._fly(load, chosen.items)
 
-    async def _discovered_found(self, load: _Load, tap: _Tap, found: list[Subresource]) -> None:
+    async def _discovered_found(self, load: _Load, tap: _Tap, found: list[Subresource], whole: bool) -> None:
         """What a document or stylesheet names: planned with the page's history and flown."""
         recalled = False
-        if tap.kind == "html" and tap.whole and load.stylesheets is None:
+        if tap.kind == "html" and whole and load.stylesheets is None:
             # The template key is known now: a new page of a known template gets the template's stable assets
             load.stylesheets = [sub.url for sub in found if sub.destination == "style"]
             if load.stylesheets:

@@ -907,3 +907,68 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
             assert report is not None and report.answered == 2 and not report.refused_by_fidelity
         finally:
             await loads.end_all()
+
+
+class _PrefixLate(Discoverer):
+    """A worker whose first document read (a prefix) comes back only after the whole document's read began, and the
+    whole read a little later still: the order a busy worker can give them."""
+
+    def __init__(self) -> None:
+        super().__init__(use_process=False)
+        self.reads = 0
+        self.whole_began = asyncio.Event()
+
+    async def html(self, body: bytes, url: str, charset: str | None) -> list[Any]:
+        self.reads += 1
+        if self.reads == 1:
+            await self.whole_began.wait()
+        else:
+            self.whole_began.set()
+            await asyncio.sleep(0.2)
+        return await super().html(body, url, charset)
+
+
+async def test_a_prefix_read_that_ends_after_the_body_is_not_taken_for_the_whole_document(
+        service: FetchService) -> None:
+    """The document's element a background rule matches comes after its first KiB; the prefix's read is still in the
+    worker when the body ends. The background image is matched against the whole document all the same (a prefix
+    read once took itself for the whole: the image never flew)."""
+    head = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/bg.css></head><body>"
+            + b"<p>text</p>" * 200)
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path)
+        if request.path == "/late/index.html":
+            response = web.StreamResponse(headers={"Content-Type": "text/html", "Cache-Control": "no-store"})
+            await response.prepare(request)
+            await response.write(head)
+            await asyncio.sleep(0.1)
+            await response.write(b"<div class=note>note</div></body></html>")
+            await response.write_eof()
+            return response
+        return _bg_answer(request.path)
+
+    seen: list[str] = []
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    discoverer = _PrefixLate()
+    loads, _ended = recording_loads(service, discoverer=discoverer)
+    async with serve_app(app) as port:
+        base = f"http://127.0.0.1:{port}"
+        try:
+            other = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+            assert loads.navigation(other)
+            await loads.fetch([browser_request("o1", f"{base}/static/site.css", "style"),
+                               browser_request("o2", f"{base}/static/logo.png", "image")], Collect(), other)
+            await loads.end_all()
+            await settle(service)
+
+            page_url = f"{base}/late/index.html"
+            page = Page(address_space="loopback", top_site=base, url=page_url)
+            assert loads.navigation(page)
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await until(lambda: "/static/note.png" in seen, "the background image's prefetch", seconds=5,
+                        seen=lambda: seen)
+            assert discoverer.reads >= 2
+        finally:
+            await loads.end_all()
