@@ -267,6 +267,25 @@ def recording_loads(service: FetchService, **kwargs: Any) -> tuple[PageLoads, li
     return PageLoads(service, service.cache_for, on_end, **kwargs), ended
 
 
+async def known_browser(loads: PageLoads, service: FetchService, base: str,
+                        paths: tuple[tuple[str, str], ...] = (("/static/site.css", "style"),
+                                                              ("/static/logo.png", "image"))) -> None:
+    """One load of another page of the site: the helper knows the browser's fields (its field profile) after it."""
+    other = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
+    assert loads.navigation(other)
+    await loads.fetch([browser_request(f"o{i}", base + p, d) for i, (p, d) in enumerate(paths)], Collect(), other)
+    await loads.end_all()
+    await settle(service)
+
+
+def navigate(loads: PageLoads, base: str, path: str) -> tuple[str, Page]:
+    """A navigation to base + path begins its load: the page's URL and Page."""
+    page_url = base + path
+    page = Page(address_space="loopback", top_site=base, url=page_url)
+    assert loads.navigation(page)
+    return page_url, page
+
+
 async def flown(loads: PageLoads, site: Page) -> Flight:
     """The flight of the load `loads.navigation(site)` began, once it has started and every prefetch ended."""
     load = loads._loads[load_key(site)]  # type: ignore[index]
@@ -512,13 +531,8 @@ async def test_a_first_visit_flies_what_its_document_and_stylesheets_name(servic
         discoverer = Discoverer()
         loads, ended = recording_loads(service, discoverer=discoverer)
         try:
-            other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
-            assert loads.navigation(other)
-            await loads.fetch([browser_request(f"o{i}", server.url + p, d) for i, (p, d) in enumerate(
-                [("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")])],
-                Collect(), other)
-            await loads.end_all()
-            await settle(service)
+            await known_browser(loads, service, server.url, (
+                ("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")))
 
             server.seen.clear()
             page_url = f"{server.url}/first/index.html"
@@ -786,9 +800,7 @@ async def test_a_helper_that_never_saw_the_browser_learns_its_fields_from_the_pa
     async with counting_server(_first_answer) as server:
         loads, ended = recording_loads(service)
         try:
-            page_url = f"{server.url}/first/index.html"
-            page = Page(address_space="loopback", top_site=server.url, url=page_url)
-            assert loads.navigation(page)
+            _page_url, page = navigate(loads, server.url, "/first/index.html")
             sink = Collect()
             batch = [browser_request("css", f"{server.url}/static/first.css", "style"),
                      browser_request("js", f"{server.url}/static/app.js", "script")]
@@ -832,9 +844,7 @@ async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_th
     async with counting_server(_two_sheets) as server:
         loads, ended = recording_loads(service)
         try:
-            page_url = f"{server.url}/two/index.html"
-            page = Page(address_space="loopback", top_site=server.url, url=page_url)
-            assert loads.navigation(page)
+            page_url, page = navigate(loads, server.url, "/two/index.html")
             await loads.fetch([document_request("doc", page_url)], Collect(), page)
             load = loads._loads[load_key(page)]  # type: ignore[index]
             await until(lambda: len(load.found) == 2, "the document read")
@@ -878,17 +888,10 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
     async with counting_server(_bg_answer) as server:
         loads, ended = recording_loads(service)
         try:
-            other = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/docs/one.html")
-            assert loads.navigation(other)
-            await loads.fetch([browser_request(f"o{i}", server.url + p, d) for i, (p, d) in enumerate(
-                [("/static/site.css", "style"), ("/static/logo.png", "image")])], Collect(), other)
-            await loads.end_all()
-            await settle(service)
+            await known_browser(loads, service, server.url)
 
             server.seen.clear()
-            page_url = f"{server.url}/bg/index.html"
-            page = Page(address_space="loopback", top_site=server.url, url=page_url)
-            assert loads.navigation(page)
+            page_url, page = navigate(loads, server.url, "/bg/index.html")
             await loads.fetch([document_request("doc", page_url)], Collect(), page)
             await until(lambda: "/static/note.png" in server.seen, "the background image's prefetch",
                         seen=lambda: server.seen)
@@ -956,16 +959,9 @@ async def test_a_prefix_read_that_ends_after_the_body_is_not_taken_for_the_whole
     async with serve_app(app) as port:
         base = f"http://127.0.0.1:{port}"
         try:
-            other = Page(address_space="loopback", top_site=base, url=f"{base}/docs/one.html")
-            assert loads.navigation(other)
-            await loads.fetch([browser_request("o1", f"{base}/static/site.css", "style"),
-                               browser_request("o2", f"{base}/static/logo.png", "image")], Collect(), other)
-            await loads.end_all()
-            await settle(service)
+            await known_browser(loads, service, base)
 
-            page_url = f"{base}/late/index.html"
-            page = Page(address_space="loopback", top_site=base, url=page_url)
-            assert loads.navigation(page)
+            page_url, page = navigate(loads, base, "/late/index.html")
             await loads.fetch([document_request("doc", page_url)], Collect(), page)
             await until(lambda: "/static/note.png" in seen, "the background image's prefetch", seconds=5,
                         seen=lambda: seen)
