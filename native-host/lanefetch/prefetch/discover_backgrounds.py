@@ -2,32 +2,40 @@
 element of the page's document, and that no other rule read overrides there.
 
 Why: the browser fetches a background image only once style is computed for an element the rule matches, so on a
-page whose stylesheets are `@import`ed those images are the last wave of the load (django-tutorial07's four
-docicons: wave 4, after document → stylesheet → imported stylesheet). Learning finds them from a page's second
-visit on; this finds them on its first, from bytes the helper has read anyway: the document (discover_html.py) and
-each stylesheet (discover_css.py).
+page whose stylesheets are `@import`ed those images are the last wave of the load (django-tutorial07's note icon:
+wave 4, after document → stylesheet → imported stylesheet). Learning finds them from a page's second visit on;
+this finds them on its first, from bytes the helper has read anyway: the document (discover_html.py) and each
+stylesheet (discover_css.py) that applies to the screen (the caller's to say: a `media=print` sheet is not read).
 
 Two steps, both pure:
-- `background_rules(stylesheet)`: per style rule, each selector of its list (with its specificity) and the URLs
-  of its last `background`/`background-image` declaration (empty: a declaration that sets no image, such as
-  `background: none` or a colour, which overrides an image all the same). Rules at the top level, in `@layer`
-  blocks and in `@media` blocks for `all` or `screen` only (another query may not hold: left out). A selector with
-  a pseudo-element or a pseudo-class whose match depends on state (`:hover`, `:visited`, `:checked` …) is left out:
-  only structural ones (`:not`, `:is`, `:where`, `:first-child` …) are matched.
+- `background_rules(stylesheet)`: per style rule, each selector of its list (split at its top-level commas only)
+  with its specificity, and what its winning `background`/`background-image` declaration sets (the last one, or the
+  last `!important` one): the image URLs (empty for `none`, a colour or a gradient, which override an image all the
+  same); and rules that set `display: none`. Rules at the top level, in `@layer` blocks (a tier below unlayered
+  rules, as the cascade puts them) and in `@media all|screen` blocks; another query may not hold, so its rules are
+  left out. A selector with a pseudo-element or a state-dependent pseudo-class (`:hover`, `:visited`, `:checked` …)
+  is left out: only structural ones (`:not`, `:is`, `:where`, `:first-child` …) are matched. A stylesheet with more
+  than MAX_RULES such selectors yields none (a truncated set would drop the later rules, which win ties).
 - `expected_backgrounds(document, rules)`: lexbor (the tree discover_html.py builds: scripting on, so <noscript>
-  content is text) matches each selector; an image is expected when some element it matches (not `hidden`, not
-  inside a `hidden` element, no inline `display:none` on the way up) is not also matched by a rule that wins the
-  cascade for `background` there: a higher specificity, or an equal one later in the same stylesheet (or in
-  another stylesheet: their order is not known here, so the doubt goes against the guess).
+  content is text) matches each selector; each element's winning background rule is found in one pass (importance,
+  then layer, then specificity, then order; a rule of another stylesheet with the same rank counts as winning
+  against an image, their order not being known here). An image is expected when it wins on some *shown* element:
+  inside <body>, not `hidden`, no inline `display:none`, not matched (itself or an ancestor) by a `display: none`
+  rule read, not an `<input type=hidden>`, a `<dialog>` without `open` or the content of a closed `<details>`, and
+  with no inline `background` of its own.
 
 What it cannot see, so everything it yields is a *guess* (resource.Subresource.guess: the flight's speculative
-budget bounds what a wrong one costs, budget.py): a class or `display:none` a script or another stylesheet's rule
-sets, an element laid out nowhere, a `@supports` condition, rules of stylesheets not read yet. URLs resolve against
-the stylesheet's URL, http(s) only."""
+budget bounds what a wrong one costs, budget.py): a class or `display` a script sets, a `display` rule that shows
+again what another hides, layout (an element of no size), `@supports` conditions, nested CSS rules, rules of
+stylesheets not read yet. URLs resolve against the stylesheet's URL, http(s) only, never a fragment alone (an SVG
+filter's `url(#f)`). Bounded: at most MAX_MATCHES element matches are weighed per document (a hostile page's
+thousands of selectors × thousands of elements) and at most MAX_SECONDS spent matching, past which nothing is
+guessed."""
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,36 +54,59 @@ _STRUCTURAL = frozenset({"not", "is", "where", "first-child", "last-child", "onl
                          "nth-last-of-type", "root", "empty"})
 _PSEUDO = re.compile(r":([a-zA-Z-]+)")
 _NESTING_LIMIT = 32
-_MAX_SELECTORS = 5000  # a stylesheet's selectors matched at most (a framework's sheet has thousands)
+MAX_RULES = 1000  # selectors kept per stylesheet (a sheet with more yields none)
+MAX_MATCHES = 50_000  # element matches weighed per document (past it, no guess at all)
+MAX_SECONDS = 0.3  # the worker's time for one document's matching (past it, no guess at all)
+_NOT_RENDERED = frozenset({"head", "title", "meta", "link", "script", "style", "template", "noscript", "base"})
 
 
 @dataclass(frozen=True)
 class BackgroundRule:
-    """One selector of a style rule that sets a background: its specificity (ids, classes, types), its place in
-    its stylesheet, and the image URLs it sets (resolved; empty for a background without an image)."""
+    """One selector of a style rule that sets a background or hides: its rank in the cascade (importance, layer:
+    1 unlayered, 0 layered; specificity: ids, classes, types; its place in its stylesheet) and the image URLs it
+    sets (empty for a background without an image); `hides`: the rule sets `display: none` (no background)."""
 
     selector: str
     specificity: tuple[int, int, int]
     order: int
     sheet: str
     urls: tuple[str, ...]
+    important: bool = False
+    layer: int = 1
+    hides: bool = False
+
+    @property
+    def rank(self) -> tuple[bool, int, tuple[int, int, int]]:
+        return (self.important, self.layer if not self.important else -self.layer, self.specificity)
 
 
 def _specificity(selector: str) -> tuple[int, int, int]:
-    """Selectors Level 3's count, approximated on the text: `#id`; `.class`, `[attr]` and pseudo-classes; type
-    names. Arguments of :not/:is count as their text does (close enough for the stylesheets met: the doubt
-    only decides whether a guess is made)."""
-    text = re.sub(r"\"[^\"]*\"|'[^']*'", "", selector)
+    """Selectors Level 4's count, approximated on the text: `#id`; `.class`, `[attr]` and pseudo-classes; type
+    names. `:where(…)` counts nothing; the arguments of :not/:is count as their text does (the most specific
+    argument in the standard; the sum here: the doubt only decides whether a guess is made)."""
+    text = re.sub(r"\"[^\"]*\"|'[^']*'|\\.", "", selector)
+    text = re.sub(r":where\([^()]*\)", "", text)
     ids = len(re.findall(r"#[\w-]+", text))
     classes = len(re.findall(r"\.[\w-]+|\[[^\]]*\]", text)) + len(
         [p for p in _PSEUDO.findall(text) if p.lower() not in ("not", "is", "where")])
-    stripped = re.sub(r"#[\w-]+|\.[\w-]+|\[[^\]]*\]|::?[\w-]+(\([^)]*\))?", " ", text)
+    stripped = re.sub(r"#[\w-]+|\.[\w-]+|\[[^\]]*\]|::?[\w-]+", " ", text)
     types = len([t for t in re.split(r"[\s>+~(),]+", stripped) if t and t != "*"])
     return ids, classes, types
 
 
 def _static(selector: str) -> bool:
     return "::" not in selector and all(p.lower() in _STRUCTURAL for p in _PSEUDO.findall(selector))
+
+
+def _selectors(prelude: list[Any]) -> list[str]:
+    """A rule's selector list split at its top-level commas (tinycss2 nests (), [] and functions as blocks)."""
+    parts: list[list[Any]] = [[]]
+    for token in prelude:
+        if token.type == "literal" and token.value == ",":
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return [text for part in parts if (text := tinycss2.serialize(part).strip())]
 
 
 def _image_urls(value: list[Any], sheet_url: str) -> tuple[str, ...]:
@@ -88,58 +119,112 @@ def _image_urls(value: list[Any], sheet_url: str) -> tuple[str, ...]:
             args = [a for a in token.arguments if a.type not in ("whitespace", "comment")]
             if len(args) == 1 and args[0].type == "string":
                 reference = str(args[0].value)
-        if reference is not None and reference.strip():
+        if reference is not None and reference.strip() and not reference.strip().startswith("#"):
             url = resolve(reference, sheet_url)
             if url is not None:
                 urls.append(url)
     return tuple(urls)
 
 
+def _is_none(value: list[Any]) -> bool:
+    words = [t for t in value if t.type not in ("whitespace", "comment")]
+    return len(words) == 1 and words[0].type == "ident" and words[0].lower_value == "none"
+
+
 def background_rules(body: bytes, sheet_url: str, charset: str | None = None, *,
                      max_bytes: int = MAX_CSS_BYTES) -> list[BackgroundRule]:
-    """The stylesheet's selectors that set a background (see the module's docstring), in source order."""
+    """The stylesheet's selectors that set a background or hide (see the module's docstring), in source order."""
     rules, _encoding = tinycss2.parse_stylesheet_bytes(body[:max_bytes], protocol_encoding=charset,
                                                        skip_comments=True, skip_whitespace=True)
-    out: list[BackgroundRule] = []
-    flat: list[Any] = []
+    flat: list[tuple[Any, int]] = []  # (rule, layer)
 
-    def walk(block: list[Any], depth: int) -> None:  # source order: the cascade's order within a sheet
+    def walk(block: list[Any], depth: int, layer: int) -> None:  # source order: the cascade's order within a sheet
         for rule in block:
             if rule.type == "qualified-rule":
-                flat.append(rule)
-            elif depth < _NESTING_LIMIT and rule.type == "at-rule" and rule.content is not None and (
-                    rule.lower_at_keyword == "layer" or (
-                        rule.lower_at_keyword == "media"
-                        and tinycss2.serialize(rule.prelude).strip().lower() in ("all", "screen"))):
-                walk(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), depth + 1)
+                flat.append((rule, layer))
+            elif depth < _NESTING_LIMIT and rule.type == "at-rule" and rule.content is not None:
+                inner = rule.lower_at_keyword == "layer" or (
+                    rule.lower_at_keyword == "media"
+                    and tinycss2.serialize(rule.prelude).strip().lower() in ("all", "screen"))
+                if inner:
+                    walk(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), depth + 1,
+                         0 if rule.lower_at_keyword == "layer" else layer)
 
-    walk(rules, 0)
-    for rule in flat:
-        urls: tuple[str, ...] | None = None
+    walk(rules, 0, 1)
+    out: list[BackgroundRule] = []
+    for rule, layer in flat:
+        winner: Any = None
+        hides = False
         for item in tinycss2.parse_blocks_contents(rule.content, skip_comments=True, skip_whitespace=True):
-            if item.type == "declaration" and item.lower_name in ("background", "background-image"):
-                urls = _image_urls(item.value, sheet_url)  # the last one wins
-        if urls is None:
+            if item.type != "declaration":
+                continue
+            if item.lower_name in ("background", "background-image") and (item.important or not (
+                    winner is not None and winner.important)):
+                winner = item  # the last one wins, an !important one over any normal one
+            elif item.lower_name == "display" and _is_none(item.value):
+                hides = True
+        if winner is None and not hides:
             continue
-        for selector in tinycss2.serialize(rule.prelude).split(","):
-            selector = selector.strip()
-            if selector and _static(selector) and len(out) < _MAX_SELECTORS:
-                out.append(BackgroundRule(selector, _specificity(selector), len(out), sheet_url, urls))
+        urls = _image_urls(winner.value, sheet_url) if winner is not None else ()
+        for selector in _selectors(rule.prelude):
+            if not _static(selector):
+                continue
+            if len(out) >= MAX_RULES:
+                return []  # truncated: the rules left out would be the later ones, which win ties
+            common = (selector, _specificity(selector), len(out), sheet_url)
+            if winner is not None:
+                out.append(BackgroundRule(*common, urls, bool(winner.important), layer))
+            if hides:
+                out.append(BackgroundRule(*common, (), False, layer, hides=True))
     return out
 
 
-def _shown(node: LexborNode) -> bool:
-    """Not hidden by the markup itself: no `hidden` attribute and no inline display:none on it or above it."""
+_SPACES = re.compile(r"\s+")
+
+
+def _hidden_by_markup(node: LexborNode) -> bool:
+    attrs = node.attributes
+    if "hidden" in attrs or node.tag in _NOT_RENDERED:
+        return True
+    if "display:none" in _SPACES.sub("", (attrs.get("style") or "").lower()):
+        return True
+    if node.tag == "input" and (attrs.get("type") or "").strip().lower() == "hidden":
+        return True
+    return node.tag == "dialog" and "open" not in attrs
+
+
+def _shown(node: LexborNode, hidden: set[int], seen: dict[int, bool]) -> bool:
+    """Shown as far as the markup and the `display: none` rules read say: inside <body>, nothing on the way up hides
+    it (results cached per node: a deep document is walked once)."""
+    path: list[LexborNode] = []
     current: LexborNode | None = node
-    while current is not None and current.tag not in (None, "-document"):
-        attrs = current.attributes
-        if "hidden" in attrs:
-            return False
-        style = (attrs.get("style") or "").replace(" ", "").lower()
-        if "display:none" in style:
-            return False
+    verdict = False
+    while current is not None and current.tag not in (None, "-document", "html"):
+        known = seen.get(current.mem_id)
+        if known is not None:
+            verdict = known
+            break
+        path.append(current)
+        if current.tag == "body":
+            verdict = True
+            break
         current = current.parent
-    return True
+    else:
+        verdict = False  # not inside <body>
+    for element in reversed(path):  # from the top down: a hidden ancestor hides everything below it
+        parent = element.parent
+        closed_details = (parent is not None and parent.tag == "details" and "open" not in parent.attributes
+                          and element.tag != "summary")
+        if element.tag == "body":
+            verdict = True
+        elif verdict:
+            verdict = not (_hidden_by_markup(element) or element.mem_id in hidden or closed_details)
+        seen[element.mem_id] = verdict
+    return verdict
+
+
+def _inline_background(node: LexborNode) -> bool:
+    return "background" in (node.attributes.get("style") or "").lower()
 
 
 def _matches(tree: LexborHTMLParser, selector: str) -> list[LexborNode]:
@@ -149,31 +234,47 @@ def _matches(tree: LexborHTMLParser, selector: str) -> list[LexborNode]:
         return []  # a selector lexbor does not take: no guess
 
 
-def _beats(other: BackgroundRule, rule: BackgroundRule) -> bool:
-    if other is rule:
-        return False
-    if other.specificity != rule.specificity:
-        return other.specificity > rule.specificity
-    return other.sheet != rule.sheet or other.order > rule.order
-
-
-def expected_backgrounds(document: bytes, document_url: str, charset: str | None,
-                         rules: list[BackgroundRule]) -> list[Subresource]:
+def expected_backgrounds(document: bytes, charset: str | None, rules: list[BackgroundRule]) -> list[Subresource]:
     """The background images of `rules` the document's elements are expected to show (guesses, resource.py)."""
-    if not rules:
+    if not rules or not any(r.urls for r in rules):
         return []
     body = document[:MAX_HTML_BYTES]
     text, _ = webencodings.decode(body, sniff_encoding(body, charset), errors="replace")
     tree = LexborHTMLParser(text, scripting=True)
-    matched: dict[int, list[int]] = {}  # rule index → the mem_ids of the shown elements it matches
-    for i, rule in enumerate(rules):
-        matched[i] = [n.mem_id for n in _matches(tree, rule.selector) if _shown(n)]
-    found: list[Subresource] = []
-    for i, rule in enumerate(rules):
-        if not rule.urls or not matched[i]:
+    matches: list[tuple[BackgroundRule, list[LexborNode]]] = []
+    total = 0
+    deadline = time.monotonic() + MAX_SECONDS
+    for rule in rules:
+        nodes = _matches(tree, rule.selector)
+        total += len(nodes)
+        if total > MAX_MATCHES or time.monotonic() > deadline:
+            return []  # a page that would cost the worker too much: no guess
+        matches.append((rule, nodes))
+    hidden = {n.mem_id for rule, nodes in matches if rule.hides for n in nodes}
+    seen: dict[int, bool] = {}
+    # Each element's winning background rule, in one pass; a tie of rank across stylesheets goes against the image
+    best: dict[int, tuple[BackgroundRule, bool]] = {}  # mem_id → (winner, doubtful)
+    for rule, nodes in matches:
+        if rule.hides:
             continue
-        rivals = [set(matched[j]) for j, other in enumerate(rules) if _beats(other, rule) and matched[j]]
-        if all(any(element in r for r in rivals) for element in matched[i]):
-            continue  # wherever it matches, another rule's background wins
+        for node in nodes:
+            current = best.get(node.mem_id)
+            if current is None:
+                best[node.mem_id] = (rule, False)
+                continue
+            held, _doubt = current
+            if rule.rank > held.rank or (rule.rank == held.rank and rule.sheet == held.sheet
+                                         and rule.order > held.order):
+                best[node.mem_id] = (rule, False)
+            elif rule.rank == held.rank and rule.sheet != held.sheet:
+                best[node.mem_id] = (held, True)
+    found: list[Subresource] = []
+    nodes_by_id = {n.mem_id: n for _rule, nodes in matches for n in nodes}
+    for mem_id, (rule, doubtful) in best.items():
+        node = nodes_by_id[mem_id]
+        if doubtful or not rule.urls or _inline_background(node) or not _shown(node, hidden, seen):
+            continue
         found += [Subresource(url, "image", "no-cors", "include", rule.sheet, guess=True) for url in rule.urls]
-    return dedupe(found)
+    # in the rules' order (a stable flight order), each image once
+    order = {url: i for i, url in enumerate(u for r in rules for u in r.urls)}
+    return dedupe(sorted(found, key=lambda s: order.get(s.url, 0)))

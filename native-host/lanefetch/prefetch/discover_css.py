@@ -61,6 +61,14 @@ def _import_url(prelude: list[Any]) -> str | None:
     return _url_of(tokens[0])
 
 
+def _import_on_screen(prelude: list[Any]) -> bool:
+    """An @import without a condition after its URL (or with `all`/`screen`) applies to the screen; one with a media
+    query, supports() or layer() is taken as not known to."""
+    tokens = [t for t in prelude if t.type not in ("whitespace", "comment")][1:]
+    return not tokens or (len(tokens) == 1 and tokens[0].type == "ident"
+                          and tokens[0].lower_value in ("all", "screen"))
+
+
 def _split_commas(tokens: list[Any]) -> list[list[Any]]:
     parts: list[list[Any]] = [[]]
     for token in tokens:
@@ -136,7 +144,8 @@ def discover_css(body: bytes, sheet_url: str, charset: str | None = None, *,
             reference = _import_url(rule.prelude)
             url = resolve(reference, sheet_url) if reference is not None and reference.strip() else None
             if url is not None:
-                found.append(Subresource(url, "style", "no-cors", "include", sheet_url))
+                found.append(Subresource(url, "style", "no-cors", "include", sheet_url,
+                                         screen=_import_on_screen(rule.prelude)))
         elif rule.type == "at-rule" and (rule.lower_at_keyword == "charset"
                                          or (rule.lower_at_keyword == "layer" and rule.content is None)):
             continue

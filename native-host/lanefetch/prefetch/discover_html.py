@@ -125,7 +125,9 @@ def _link(element: Attributes, href: str, base: str, doc: str, encoding: str) ->
     if ("stylesheet" in rels and "alternate" not in rels and "disabled" not in element
             and (not link_type or _essence(link_type) == "text/css")):
         mode, credentials = cors_settings(crossorigin)
-        out.append(Subresource(url, "style", mode, credentials, doc))
+        sheet_media = element.get("media")
+        out.append(Subresource(url, "style", mode, credentials, doc,
+                               screen=sheet_media is None or sheet_media.strip().lower() in _ANY_MEDIA))
     if "preload" in rels:
         as_ = element.get("as", "").strip().lower()
         destination = _PRELOAD_DESTINATION.get(as_)

@@ -120,9 +120,9 @@ class Discoverer:
     async def background_rules(self, body: bytes, url: str, charset: str | None) -> list[BackgroundRule]:
         return await self._run(background_rules, body, url, charset)
 
-    async def backgrounds(self, document: bytes, url: str, charset: str | None,
+    async def backgrounds(self, document: bytes, charset: str | None,
                           rules: list[BackgroundRule]) -> list[Subresource]:
-        return await self._run(expected_backgrounds, document, url, charset, rules)
+        return await self._run(expected_backgrounds, document, charset, rules)
 
     def close(self) -> None:
         for executor in (self._pool, self._thread):

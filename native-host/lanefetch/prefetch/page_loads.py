@@ -90,7 +90,7 @@ PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix 
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
 MAX_KEPT_DOCUMENT = 1024 * 1024  # a larger document is not kept for matching background rules (memory per load)
-MAX_BACKGROUND_RULES = 5000  # background rules kept per load (each stylesheet read matches them all again)
+MAX_BACKGROUND_RULES = 2000  # background rules per load (each stylesheet read matches them all again); past it none
 
 
 def _charset(headers: Headers) -> str | None:
@@ -177,6 +177,8 @@ class _Load:
     # For background images (discover_backgrounds.py): the document as read whole (body, URL, charset; not kept past
     # MAX_KEPT_DOCUMENT), the background rules of the stylesheets read, and each stylesheet's wave
     document: tuple[bytes, str, str | None] | None = None
+    # The background images the rules read so far expect (replaced at each match: a later rule may override one)
+    expected_backgrounds: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
     reads_document: bool = False  # the load's document came through the helper (it is read)
     backgrounds: list[BackgroundRule] = field(default_factory=list)
     sheet_waves: dict[str, int] = field(default_factory=dict)
@@ -260,6 +262,7 @@ class PageLoads:
         self._sweep: asyncio.TimerHandle | None = None
         self._discoverer = discoverer if discoverer is not None else Discoverer()
         self._profiles: dict[str, FieldProfile | None] = {}  # by User-Agent; None: none kept
+        self._generation = 0  # forget() counts: a profile read before a clear is not kept after it
 
     def _flight_for(self, page: Page) -> Flight | None:
         key = load_key(page)
@@ -405,12 +408,17 @@ class PageLoads:
         if load.ended:
             return
         if tap.kind == "css":
-            if not load.reads_document or len(load.backgrounds) >= MAX_BACKGROUND_RULES:
-                return  # no document to match them against (the browser loads it): the worker's time saved
+            named = load.found.get(tap.url)
+            if not load.reads_document or named is None or not named[0].screen:
+                return  # no document to match against (the browser loads it), or a sheet not known to apply
             rules = await self._discoverer.background_rules(body, tap.url, tap.charset)
             if not rules:
                 return
-            load.backgrounds += rules[:MAX_BACKGROUND_RULES - len(load.backgrounds)]
+            if len(load.backgrounds) + len(rules) > MAX_BACKGROUND_RULES:
+                load.reads_document = False  # a truncated set would drop the later rules, which win ties: no guess
+                load.expected_backgrounds.clear()
+                return
+            load.backgrounds += rules
             load.sheet_waves[tap.url] = tap.wave
         elif whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
             load.document = (body, tap.url, tap.charset)
@@ -418,11 +426,12 @@ class PageLoads:
             return
         if load.document is None or not load.backgrounds or load.ended:
             return
-        document, url, charset = load.document
-        expected = await self._discoverer.backgrounds(document, url, charset, list(load.backgrounds))
+        document, _url, charset = load.document
+        expected = await self._discoverer.backgrounds(document, charset, list(load.backgrounds))
+        if not load.reads_document:
+            return
         new = [(sub, load.sheet_waves.get(sub.initiator, 1) + 1) for sub in expected]
-        for sub, wave in new:
-            load.found.setdefault(sub.url, (sub, wave))
+        load.expected_backgrounds = {sub.url: (sub, wave) for sub, wave in new}
         new = [(sub, wave) for sub, wave in new if sub.url not in load.planned and not load.log.requested(sub.url)]
         if not new or load.ended:
             return
@@ -463,7 +472,10 @@ class PageLoads:
         if cache is None:
             return None
         key = record_key(user_agent)
+        generation = self._generation
         records = await cache.pages(PARTITION, [key])
+        if generation != self._generation:
+            return None  # the cache was cleared while it was read: what it read is forgotten
         profile = decode_profile(records[key], time.time()) if key in records else None
         if profile is not None and profile.user_agent != user_agent:
             profile = None
@@ -498,7 +510,7 @@ class PageLoads:
                 taught = taught or before is None or dataclasses.replace(before, updated_at=0) != dataclasses.replace(
                     profile, updated_at=0)
                 self._profiles[ua] = profile
-            pending = [(sub, wave) for sub, wave in load.found.values()
+            pending = [(sub, wave) for sub, wave in [*load.found.values(), *load.expected_backgrounds.values()]
                        if sub.url not in load.planned and not load.log.requested(sub.url)]
             if not taught or not pending:
                 return
@@ -595,6 +607,7 @@ class PageLoads:
         for load in self._loads.values():
             load.forgotten = True
         self._profiles.clear()
+        self._generation += 1
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         self._end_idle()

@@ -28,6 +28,7 @@ class Subresource:
     initiator: str
     conditional: bool = False
     guess: bool = False
+    screen: bool = True  # a stylesheet that applies to the screen (no media or @import condition, or all/screen)
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -5,7 +5,8 @@ non-ASCII name in a reference included), the same destination and the same mode;
 purpose (noscript, template, nomodule, an unused @font-face) the browser does not request either; a used font is
 requested as discovery said (cors), and only then; the background images discover_backgrounds.py expects (a rule
 whose selector matches a shown element and wins its cascade) are requested as images, those it leaves out (a
-hidden element, a rule that loses, one that matches nothing, a :hover) are not."""
+hidden element, one a `display: none` rule hides, a rule that loses, to specificity or to `!important`, one that
+matches nothing, a :hover, a :not() with a list) are not."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title>
 <p>para<template><p><link rel="stylesheet" href="tpl.css"></template></p>
 <!-- <img src="comment.png"> -->
 <div class="bg-shown">shown</div><div class="bg-hidden" hidden>hidden</div><div class="bg-over">over</div>
+<div class="bg-modal">modal</div><div class="bg-imp">important</div><p class="bg-x bg-y">not</p>
 </body></html>"""
 CSS = b"""@import url("b.css");
 @font-face { font-family: Used; src: url(/fonts/used.woff2) format("woff2"), url(/fonts/used.woff) format("woff"); }
@@ -58,6 +60,9 @@ CSS = b"""@import url("b.css");
 div.bg-over { background: url(/img/bg-won.png) }
 .bg-absent { background: url(/img/bg-absent.png) }
 .bg-shown:hover { background: url(/img/bg-hover.png) }
+.bg-modal { display: none; background: url(/img/bg-modal.png) }
+.bg-imp { background: none !important } div.bg-imp { background: url(/img/bg-imp.png) }
+.bg-x:not(.bg-z, .bg-y) { background: url(/img/bg-not.png) }
 """
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
@@ -158,11 +163,11 @@ async def test_discovery_predicts_requests_the_browser_really_makes(browser: str
 
     # background images: those expected (guesses) are requested, the others are not
     shown = {(s.url, s.destination, s.mode)
-             for s in expected_backgrounds(PAGE.encode(), page, "utf-8", background_rules(CSS, sheet))}
+             for s in expected_backgrounds(PAGE.encode(), "utf-8", background_rules(CSS, sheet))}
     assert shown == {(f"{server.base}/img/bg-shown.png", "image", "no-cors"),
                      (f"{server.base}/img/bg-won.png", "image", "no-cors")}
     assert shown - made == set(), f"expected but not made: {shown - made}; made: {made}"
-    for name in ("bg-hidden", "bg-lost", "bg-absent", "bg-hover"):
+    for name in ("bg-hidden", "bg-lost", "bg-absent", "bg-hover", "bg-modal", "bg-imp", "bg-not"):
         assert f"{server.base}/img/{name}.png" not in urls
 
     # left out on purpose, and not requested by the browser either (but for what its speculative parser takes)

@@ -866,10 +866,12 @@ async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_th
             await loads.end_all()
 
 
-BG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/bg.css></head>"
+BG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/bg.css>"
+           b"<link rel=stylesheet href=/static/print.css media=print></head>"
            b"<body><div class=note>note</div>" + b"<p>text</p>" * 300 + b"</body></html>")
 BG = {"/bg/index.html": BG_HTML,
       "/static/bg.css": b".note { background: url(note.png) } .absent { background: url(absent.png) }",
+      "/static/print.css": b"div.note { background: url(print.png) }",
       "/static/note.png": b"\x89PNG" * 300, "/static/absent.png": b"\x89PNG" * 300}
 
 
@@ -884,7 +886,7 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
     """discover_backgrounds.py wired: on a first visit (the browser's fields known from another page's load) the
     helper reads the document and its stylesheet; the stylesheet's background image whose selector matches an
     element of the document flies as a guess and answers the browser's request for it; the one whose selector
-    matches nothing is never fetched."""
+    matches nothing is never fetched, nor the one a print stylesheet's rule names."""
     async with counting_server(_bg_answer) as server:
         loads, ended = recording_loads(service)
         try:
@@ -904,7 +906,8 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
                                browser_request("img", f"{server.url}/static/note.png", "image")], sink, page)
             assert sink.cache == {"css": "prefetch", "img": "prefetch"}
             assert sink.bodies["img"] == BG["/static/note.png"]
-            assert sorted(server.seen) == ["/bg/index.html", "/static/bg.css", "/static/note.png"]
+            # the print stylesheet is fetched (browsers fetch it too) but its backgrounds are not the screen's
+            assert sorted(server.seen) == ["/bg/index.html", "/static/bg.css", "/static/note.png", "/static/print.css"]
             await loads.end_all()
             report = ended[-1].flight
             assert report is not None and report.answered == 2 and not report.refused_by_fidelity

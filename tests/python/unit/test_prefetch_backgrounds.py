@@ -1,23 +1,27 @@
 """discover_backgrounds.py: a stylesheet's background rules, and the images a document's elements are expected to
-show (guesses): matched by lexbor, hidden elements and rules that lose the cascade left out."""
+show (guesses): matched by lexbor, each element's cascade winner found, hidden elements left out; the media flags
+discover_html.py and discover_css.py give stylesheets."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.prefetch.discover_backgrounds import BackgroundRule, background_rules, expected_backgrounds
+from lanefetch.prefetch.discover_css import discover_css
+from lanefetch.prefetch.discover_html import discover_html
 
 SHEET = "https://example.org/static/site.css"
 PAGE = "https://example.org/docs/page.html"
+S = "https://example.org/static/"
 
 
 def urls(css: bytes, html: bytes) -> list[str]:
-    found = expected_backgrounds(html, PAGE, "utf-8", background_rules(css, SHEET))
+    found = expected_backgrounds(html, "utf-8", background_rules(css, SHEET))
     assert all(s.guess and s.destination == "image" and s.mode == "no-cors" and s.initiator == SHEET for s in found)
     return [s.url for s in found]
 
 
-def test_rules_keep_selectors_specificity_and_the_last_background_declaration() -> None:
+def test_rules_keep_selectors_specificity_and_the_winning_background_declaration() -> None:
     css = (b".note, div.admonition { color: red; background: url(a.png) no-repeat; background-image: url('b.png') }"
            b"#top > p.x { background: none }"
            b"@media screen { .s { background: url(/s.png) } }"
@@ -25,70 +29,109 @@ def test_rules_keep_selectors_specificity_and_the_last_background_declaration() 
            b"@media (max-width: 600px) { .m { background: url(m.png) } }"
            b"@layer base { .l { background-image: url(l.png) } }"
            b"a:hover { background: url(h.png) } p::before { background: url(b4.png) }"
-           b"li:first-child { background: url(f.png) }"
-           b".c { color: blue } /* .x { background: url(comment.png) } */")
+           b"li:first-child { background: url(f.png) } .i { background: url(i.png) !important; background: none }"
+           b".frag { background: url(#f) } .c { color: blue } /* .x { background: url(comment.png) } */")
     rules = background_rules(css, SHEET)
-    assert [(r.selector, r.specificity, r.order, r.urls) for r in rules] == [
-        (".note", (0, 1, 0), 0, ("https://example.org/static/b.png",)),
-        ("div.admonition", (0, 1, 1), 1, ("https://example.org/static/b.png",)),
-        ("#top > p.x", (1, 1, 1), 2, ()),
-        (".s", (0, 1, 0), 3, ("https://example.org/s.png",)),
-        (".l", (0, 1, 0), 4, ("https://example.org/static/l.png",)),
-        ("li:first-child", (0, 1, 1), 5, ("https://example.org/static/f.png",)),
+    assert [(r.selector, r.specificity, r.order, r.urls, r.important, r.layer) for r in rules] == [
+        (".note", (0, 1, 0), 0, (S + "b.png",), False, 1),
+        ("div.admonition", (0, 1, 1), 1, (S + "b.png",), False, 1),
+        ("#top > p.x", (1, 1, 1), 2, (), False, 1),
+        (".s", (0, 1, 0), 3, ("https://example.org/s.png",), False, 1),
+        (".l", (0, 1, 0), 4, (S + "l.png",), False, 0),
+        ("li:first-child", (0, 1, 1), 5, (S + "f.png",), False, 1),
+        (".i", (0, 1, 0), 6, (S + "i.png",), True, 1),
+        (".frag", (0, 1, 0), 7, (), False, 1),
     ]
+
+
+def test_a_selector_list_splits_at_its_top_level_commas_only() -> None:
+    rules = background_rules(b":is(.a, .b) .c, .x:not(.a, .b), [title='a,b'] { background: url(i.png) }", SHEET)
+    assert [r.selector for r in rules] == [":is(.a, .b) .c", ".x:not(.a, .b)", '[title="a,b"]']
+    assert urls(b":is(.a, .b) .c { background: url(i.png) }", b"<body><p class=a>no c inside</p>") == []
+    assert urls(b".x:not(.a, .b) { background: url(i.png) }", b"<body><p class='x b'>excluded</p>") == []
+    assert urls(b"[title='a,b'] { background: url(i.png) }", b"<body><p title=a>other title</p>") == []
 
 
 def test_an_image_is_expected_where_its_selector_matches_a_shown_element() -> None:
     css = b"body { background: url(bg.png) } .note { background: url(note.png) } .absent { background: url(x.png) }"
-    assert urls(css, b"<!doctype html><body><div class=note>n</div></body>") == [
-        "https://example.org/static/bg.png", "https://example.org/static/note.png"]
-    assert urls(css, b"<body><div hidden><p class=note>n</p></div>") == ["https://example.org/static/bg.png"]
-    assert urls(css, b"<body><p class=note style='display: none'>n</p>") == ["https://example.org/static/bg.png"]
-    # inert or script-only markup is no element
-    assert urls(b".note { background: url(note.png) }",
-                b"<body><template><p class=note></p></template><noscript><p class=note></p></noscript>") == []
+    assert urls(css, b"<!doctype html><body><div class=note>n</div></body>") == [S + "bg.png", S + "note.png"]
+    assert urls(css, b"<body><div hidden><p class=note>n</p></div>") == [S + "bg.png"]
+    assert urls(css, b"<body><p class=note style='display:\tnone'>n</p>") == [S + "bg.png"]
+    assert urls(css, b"<body><details><summary>s</summary><p class=note>n</p></details>") == [S + "bg.png"]
+    assert urls(css, b"<body><dialog><p class=note>n</p></dialog><input class=note type=hidden>") == [S + "bg.png"]
+    # inert or script-only markup is no element; the head is not rendered
+    assert urls(b".note { background: url(note.png) } :empty { background: url(e.png) }",
+                b"<head><meta charset=utf-8></head><body><template><p class=note></p></template>"
+                b"<noscript><p class=note></p></noscript>text</body>") == []
 
 
-def test_a_rule_that_wins_the_cascade_everywhere_takes_the_guess_away() -> None:
+def test_what_the_stylesheets_hide_or_an_inline_style_overrides_shows_no_image() -> None:
+    css = (b".modal { display: none; background: url(overlay.png) } .menu { display: none }"
+           b" .menu li { background: url(arrow.png) } .own { background: url(own.png) }")
+    assert urls(css, b"<body><div class=modal>m</div><ul class=menu><li>x</li></ul>") == []
+    assert urls(css, b"<body><p class=own style='background: none'>p</p>") == []
+    assert urls(css, b"<body><p class=own>p</p>") == [S + "own.png"]
+
+
+def test_the_rule_that_wins_the_cascade_decides() -> None:
     css = (b".admonition { background: url(note.png) } .admonition.warning { background: url(warn.png) }"
            b" .plain { background: url(plain.png) } .plain { background: none }")
-    assert urls(css, b"<body><div class='admonition warning'>w</div><p class=plain>p</p>") == [
-        "https://example.org/static/warn.png"]
+    assert urls(css, b"<body><div class='admonition warning'>w</div><p class=plain>p</p>") == [S + "warn.png"]
     assert urls(css, b"<body><div class='admonition warning'>w</div><div class=admonition>n</div>") == [
-        "https://example.org/static/note.png", "https://example.org/static/warn.png"]
-    # another stylesheet's rule of equal specificity: their order is not known here, so no guess
+        S + "note.png", S + "warn.png"]
+    # !important beats specificity; an unlayered rule beats a layered one
+    assert urls(b".a { background: none !important } .a.b { background: url(i.png) }", b"<body><p class='a b'>") == []
+    assert urls(b".a { background: url(i.png) !important } .a.b { background: none }", b"<body><p class='a b'>") == [
+        S + "i.png"]
+    assert urls(b"@layer x { .a.b { background: url(i.png) } } .a { background: none }", b"<body><p class='a b'>") == []
+    # another stylesheet's rule of equal rank: their order is not known here, so no guess
     other = background_rules(b".plain { background: url(other.png) }", "https://example.org/other.css")
     mine = background_rules(b".plain { background: url(mine.png) }", SHEET)
-    assert expected_backgrounds(b"<p class=plain>", PAGE, None, [*mine, *other]) == []
+    assert expected_backgrounds(b"<body><p class=plain>", None, [*mine, *other]) == []
 
 
-def test_a_selector_lexbor_does_not_take_is_no_guess() -> None:
+def test_a_selector_lexbor_does_not_take_is_no_guess_and_a_long_sheet_yields_none() -> None:
     assert urls(b"p:nth-child(wrong) { background: url(a.png) } [=bad] { background: url(b.png) }",
                 b"<body><p class=x>1</p>") == []
+    many = b"".join(b".c%d { background: url(i%d.png) }" % (i, i) for i in range(1001))
+    assert background_rules(many, SHEET) == []
+
+
+def test_stylesheets_say_whether_they_apply_to_the_screen() -> None:
+    html = (b"<link rel=stylesheet href=a.css><link rel=stylesheet href=p.css media=print>"
+            b"<link rel=stylesheet href=s.css media=' Screen '>"
+            b"<link rel=stylesheet href=m.css media='(max-width:1px)'>")
+    assert [(s.url.rsplit("/", 1)[1], s.screen) for s in discover_html(html, PAGE)] == [
+        ("a.css", True), ("p.css", False), ("s.css", True), ("m.css", False)]
+    css = b'@import "a.css"; @import url(b.css) screen; @import "p.css" print; @import "l.css" layer(x);'
+    assert [(s.url.rsplit("/", 1)[1], s.screen) for s in discover_css(css, SHEET)] == [
+        ("a.css", True), ("b.css", True), ("p.css", False), ("l.css", False)]
 
 
 names = st.sampled_from(["a", "b", "c"])
 
 
-@settings(max_examples=60, deadline=None)
+def _matches(selector: str, classes: list[str]) -> bool:
+    return set(selector.strip(".").split(".")) <= set(classes)
+
+
+@settings(max_examples=80, deadline=None)
 @given(rules=st.lists(st.tuples(st.lists(names, min_size=1, max_size=2, unique=True),
-                                st.sampled_from(["url(i1.png)", "url(i2.png)", "none"])), max_size=5),
+                                st.sampled_from(["url(i1.png)", "url(i2.png)", "none"]), st.booleans()), max_size=5),
        elements=st.lists(st.tuples(st.lists(names, max_size=3, unique=True), st.booleans()), max_size=5))
-def test_every_guess_is_a_rule_s_image_matching_some_shown_element(
-        rules: list[tuple[list[str], str]], elements: list[tuple[list[str], bool]]) -> None:
-    css = "".join(f".{'.'.join(cls)} {{ background: {value} }}\n" for cls, value in rules).encode()
+def test_the_guesses_are_exactly_the_images_that_win_on_a_shown_element(
+        rules: list[tuple[list[str], str, bool]], elements: list[tuple[list[str], bool]]) -> None:
+    """An oracle: per shown element, the matching rule of the highest (importance, specificity, order) wins; the
+    guesses are exactly the images of those winners."""
+    css = "".join(f".{'.'.join(cls)} {{ background: {value}{' !important' if imp else ''} }}\n"
+                  for cls, value, imp in rules).encode()
     html = ("<body>" + "".join(f"<p class='{' '.join(cls)}'{' hidden' if hidden else ''}>x</p>"
                                for cls, hidden in elements)).encode()
     parsed: list[BackgroundRule] = background_rules(css, SHEET)
-    found = {s.url for s in expected_backgrounds(html, PAGE, "utf-8", parsed)}
-    for url in found:
-        assert any(url in r.urls and any(set(r.selector.strip(".").split(".")) <= set(cls)
-                                         for cls, hidden in elements if not hidden) for r in parsed)
-    # the last rule of the highest specificity that matches a shown element always wins there
+    found = {s.url for s in expected_backgrounds(html, "utf-8", parsed)}
+    wanted: set[str] = set()
     for cls, hidden in elements:
-        if hidden:
-            continue
-        winners = [r for r in parsed if set(r.selector.strip(".").split(".")) <= set(cls)]
-        if winners:
-            top = max(winners, key=lambda r: (r.specificity, r.order))
-            assert set(top.urls) <= found
+        winners = [r for r in parsed if _matches(r.selector, cls)]
+        if winners and not hidden:
+            wanted |= set(max(winners, key=lambda r: (r.important, r.specificity, r.order)).urls)
+    assert found == wanted
