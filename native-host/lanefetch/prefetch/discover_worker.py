@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import concurrent.futures.process  # named in an except clause: imported even where only threads run
 import logging
 import multiprocessing
 import os

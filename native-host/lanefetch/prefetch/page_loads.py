@@ -237,14 +237,18 @@ class PageLoads:
                  on_end: Callable[[LoadEnded], Awaitable[None]], *, clock: Callable[[], float] = time.monotonic,
                  idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
                  link_room: LinkRoom | None = None, records_for: Callable[[Page], HttpCache | None] | None = None,
-                 decode: bool = True, namespace: str = "") -> None:
+                 decode: bool = True, namespace: str = "",
+                 reaches_here: Callable[[str], bool] | None = None) -> None:
         """`cache_for`: the HTTP cache the page's responses are kept in (what it holds fresh is not flown, a
         claimed prefetch is stored there); `records_for` (default: the same): where learned pages and the
         browser's field profile are kept. Firefox's proxy keeps no responses (Firefox caches them) but its records
         in the host's cache database. `decode`: whether the browser's requests are delivered decoded (debugger
         mode) or as the server coded them with the browser's own Accept-Encoding (proxy mode): a flight's requests
         are sent the same way, as fidelity compares them (_as_sent), and a tapped body is decoded for reading.
-        `namespace`: the learned pages' own, apart from another browser's in the same database (PageMemory)."""
+        `namespace`: the learned pages' own, apart from another browser's in the same database (PageMemory).
+        `reaches_here` (default: every URL): whether the browser's request for a URL comes to this helper at all;
+        nothing else is flown (Firefox's proxy: an https origin of a site not opted in is Firefox's own, tunnelled,
+        so its prefetch could answer nothing and would fetch for a site the user did not turn on)."""
         self.inner = inner
         # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
         self._link_room = link_room
@@ -253,6 +257,7 @@ class PageLoads:
         self._cache_for = cache_for
         self._records_for = records
         self._decode = decode
+        self._reaches_here = reaches_here
         self._answers = FlightAnswers(inner, self._flight_for, cache_for)
         self._on_end = on_end
         self._clock = clock
@@ -334,7 +339,8 @@ class PageLoads:
         """Add the planned items the flight does not have yet, the cache does not hold fresh (what it holds stale
         is revalidated) and the browser did not ask for yet (what it asked for went its own way: fetching it again
         is waste)."""
-        fresh = [self._as_sent(load, i) for i in planned if i.url not in load.planned]
+        fresh = [self._as_sent(load, i) for i in planned if i.url not in load.planned
+                 and (self._reaches_here is None or self._reaches_here(i.url))]
         items = await self._not_fresh(load.page, [i for i in fresh if i is not None])
         items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned]
         if not items or load.ended:
@@ -411,6 +417,10 @@ class PageLoads:
             named = load.found.get(tap.url)
             if not load.reads_document or named is None or not named[0].screen:
                 return  # no document to match against (the browser loads it), or a sheet not known to apply
+            if relation(tap.url, load.key.page) != "same-origin":
+                # Whose origin a cross-origin sheet's image request carries differs by browser (Firefox: the
+                # sheet's, as its Sec-Fetch-Site says): its fields could not be told, the prefetch refused
+                return
             rules = await self._discoverer.background_rules(body, tap.url, tap.charset)
             if not rules:
                 return

@@ -55,7 +55,8 @@ class ProxyService:
         # (PageLoads: decode).
         self.loads = PageLoads(self.fetcher, _no_responses, page_ended or _unreported,
                                records_for=records if records is not None else _no_responses,
-                               link_room=self.fetcher.link_room, decode=False, namespace=FIREFOX_PAGES)
+                               link_room=self.fetcher.link_room, decode=False, namespace=FIREFOX_PAGES,
+                               reaches_here=self._reaches_here)
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # One count of connections for all listeners: the total caps hold however many contexts are open.
@@ -66,6 +67,18 @@ class ProxyService:
                                 find=lambda: ca_firefox.parent_firefox(wait_s=5.0))
         self.tls = TlsTerminator(self.https)
         self._sync_lock = asyncio.Lock()
+
+    def _reaches_here(self, url: str) -> bool:
+        """Does Firefox send its request for url to this helper? Plain http of a routed page, yes; https only to a
+        site the user opted in (its CONNECT ended here; otherwise a tunnel the helper never reads)."""
+        try:
+            target = parse_target(url)
+        except FetchError:
+            return False
+        origin = target.origin
+        if origin.scheme == "http":
+            return True
+        return self.tls.context_for(origin.host) is not None and not self.tls.is_rejected(str(origin))
 
     async def sync_https(self, sites: list[Site]) -> SyncResult:
         """Make the opted-in set true (certutil runs in a thread); one sync at a time."""

@@ -971,3 +971,25 @@ async def test_a_prefix_read_that_ends_after_the_body_is_not_taken_for_the_whole
             assert discoverer.reads >= 2
         finally:
             await loads.end_all()
+
+
+async def test_nothing_flies_whose_request_would_not_come_to_the_helper(service: FetchService) -> None:
+    """`reaches_here` (Firefox's proxy: an https origin of a site not opted in is tunnelled to Firefox's own
+    connection): a URL it rules out is never prefetched, the others are."""
+    async with counting_server(_first_answer) as server:
+        loads, _ended = recording_loads(service, reaches_here=lambda url: not url.endswith("/static/imported.css"))
+        try:
+            await known_browser(loads, service, server.url, (
+                ("/static/site.css", "style"), ("/static/app.js", "script"), ("/static/logo.png", "image")))
+            server.seen.clear()
+            page_url, page = navigate(loads, server.url, "/first/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await until(lambda: "/static/logo.png" in server.seen, "the document's image prefetched")
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: f"{server.url}/static/first.css" in load.read, "the stylesheet read")
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is not None
+            await load.flight.wait()
+            assert "/static/first.css" in server.seen and "/static/imported.css" not in server.seen
+        finally:
+            await loads.end_all()
