@@ -44,6 +44,7 @@ import webencodings
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from .discover_css import MAX_BYTES as MAX_CSS_BYTES
+from .discover_css import url_of
 from .discover_html import MAX_BYTES as MAX_HTML_BYTES
 from .discover_html import sniff_encoding
 from .resource import Subresource, dedupe
@@ -112,13 +113,7 @@ def _selectors(prelude: list[Any]) -> list[str]:
 def _image_urls(value: list[Any], sheet_url: str) -> tuple[str, ...]:
     urls: list[str] = []
     for token in value:
-        reference: str | None = None
-        if token.type == "url":
-            reference = str(token.value)
-        elif token.type == "function" and token.lower_name == "url":
-            args = [a for a in token.arguments if a.type not in ("whitespace", "comment")]
-            if len(args) == 1 and args[0].type == "string":
-                reference = str(args[0].value)
+        reference = url_of(token)
         if reference is not None and reference.strip() and not reference.strip().startswith("#"):
             url = resolve(reference, sheet_url)
             if url is not None:
@@ -253,25 +248,23 @@ def expected_backgrounds(document: bytes, charset: str | None, rules: list[Backg
     hidden = {n.mem_id for rule, nodes in matches if rule.hides for n in nodes}
     seen: dict[int, bool] = {}
     # Each element's winning background rule, in one pass; a tie of rank across stylesheets goes against the image
-    best: dict[int, tuple[BackgroundRule, bool]] = {}  # mem_id → (winner, doubtful)
+    best: dict[int, tuple[BackgroundRule, bool, LexborNode]] = {}  # mem_id → (winner, doubtful, the element)
     for rule, nodes in matches:
         if rule.hides:
             continue
         for node in nodes:
             current = best.get(node.mem_id)
             if current is None:
-                best[node.mem_id] = (rule, False)
+                best[node.mem_id] = (rule, False, node)
                 continue
-            held, _doubt = current
+            held = current[0]
             if rule.rank > held.rank or (rule.rank == held.rank and rule.sheet == held.sheet
                                          and rule.order > held.order):
-                best[node.mem_id] = (rule, False)
+                best[node.mem_id] = (rule, False, node)
             elif rule.rank == held.rank and rule.sheet != held.sheet:
-                best[node.mem_id] = (held, True)
+                best[node.mem_id] = (held, True, node)
     found: list[Subresource] = []
-    nodes_by_id = {n.mem_id: n for _rule, nodes in matches for n in nodes}
-    for mem_id, (rule, doubtful) in best.items():
-        node = nodes_by_id[mem_id]
+    for rule, doubtful, node in best.values():
         if doubtful or not rule.urls or _inline_background(node) or not _shown(node, hidden, seen):
             continue
         found += [Subresource(url, "image", "no-cors", "include", rule.sheet, guess=True) for url in rule.urls]

@@ -40,7 +40,7 @@ _BLOCK_AT_RULES = frozenset({"media", "supports", "layer", "container", "documen
 _NESTING_LIMIT = 32
 
 
-def _url_of(token: Any) -> str | None:
+def url_of(token: Any) -> str | None:
     """The URL a url()/string token names, or None."""
     kind = getattr(token, "type", None)
     if kind == "url":
@@ -58,7 +58,7 @@ def _import_url(prelude: list[Any]) -> str | None:
         return None
     if tokens[0].type == "string":
         return str(tokens[0].value)
-    return _url_of(tokens[0])
+    return url_of(tokens[0])
 
 
 def _import_on_screen(prelude: list[Any]) -> bool:
@@ -93,7 +93,7 @@ def _font_source(declaration_value: list[Any]) -> str | None:
         head, rest = source[0], source[1:]
         if getattr(head, "type", None) == "function" and head.lower_name == "local":
             continue
-        url = _url_of(head)
+        url = url_of(head)
         if url is None:
             continue
         usable = True

@@ -57,7 +57,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..cache.http_cache import HttpCache, cache_url
@@ -174,15 +174,20 @@ class _Load:
     # What discovery found in the load (by URL, with its wave), planned or not: planned again when the field
     # profile learns from a batch (_learned_live), since an item the profile had no fields for was left out
     found: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
-    # For background images (discover_backgrounds.py): the document as read whole (body, URL, charset; not kept past
+    # For background images (discover_backgrounds.py): the document as read whole (body, charset; not kept past
     # MAX_KEPT_DOCUMENT), the background rules of the stylesheets read, and each stylesheet's wave
-    document: tuple[bytes, str, str | None] | None = None
+    document: tuple[bytes, str | None] | None = None
     # The background images the rules read so far expect (replaced at each match: a later rule may override one)
     expected_backgrounds: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
     reads_document: bool = False  # the load's document came through the helper (it is read)
     backgrounds: list[BackgroundRule] = field(default_factory=list)
     sheet_waves: dict[str, int] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tuple[Subresource, int]]:
+    """What discovery found (with its wave) that the flight was not given and the browser did not ask for yet."""
+    return [(sub, wave) for sub, wave in found if sub.url not in load.planned and not load.log.requested(sub.url)]
 
 
 class _LoggingSink:
@@ -431,27 +436,21 @@ class PageLoads:
             load.backgrounds += rules
             load.sheet_waves[tap.url] = tap.wave
         elif whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
-            load.document = (body, tap.url, tap.charset)
+            load.document = (body, tap.charset)
         else:
             return
         if load.document is None or not load.backgrounds or load.ended:
             return
-        document, _url, charset = load.document
-        expected = await self._discoverer.backgrounds(document, charset, list(load.backgrounds))
+        expected = await self._discoverer.backgrounds(*load.document, list(load.backgrounds))
         if not load.reads_document:
             return
-        new = [(sub, load.sheet_waves.get(sub.initiator, 1) + 1) for sub in expected]
-        load.expected_backgrounds = {sub.url: (sub, wave) for sub, wave in new}
-        new = [(sub, wave) for sub, wave in new if sub.url not in load.planned and not load.log.requested(sub.url)]
+        load.expected_backgrounds = {sub.url: (sub, load.sheet_waves.get(sub.initiator, 1) + 1) for sub in expected}
+        new = _unplanned(load, load.expected_backgrounds.values())
         if not new or load.ended:
             return
-        ua = tap.user_agent or load.user_agent
-        profile = await self._profile(load.page, ua) if ua is not None else None
-        chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
-                      cookies_on_site=load.cookies_on_site, shape=load.shape)
-        if chosen.items:
-            log.debug("background images expected on %s: %s", load.key.page, [i.url for i in chosen.items])
-        await self._fly(load, chosen.items)
+        flown = await self._fly_found(load, new, tap.user_agent or load.user_agent)
+        if flown:
+            log.debug("background images expected on %s: %s", load.key.page, flown)
 
     async def _discovered_found(self, load: _Load, tap: _Tap, found: list[Subresource], whole: bool) -> None:
         """What a document or stylesheet names: planned with the page's history and flown."""
@@ -464,15 +463,19 @@ class PageLoads:
                 recalled = load.template is not None
         for sub in found:
             load.found.setdefault(sub.url, (sub, tap.wave + 1))
-        new = [(sub, tap.wave + 1) for sub in found
-               if sub.url not in load.planned and not load.log.requested(sub.url)]
+        new = _unplanned(load, [(sub, tap.wave + 1) for sub in found])
         if not (new or recalled) or load.ended:
             return
-        ua = tap.user_agent or load.user_agent
-        profile = await self._profile(load.page, ua) if ua is not None else None
-        chosen = plan(load.exact, load.template, new, profile=profile, page_url=load.key.page,
+        await self._fly_found(load, new, tap.user_agent or load.user_agent)
+
+    async def _fly_found(self, load: _Load, found: list[tuple[Subresource, int]], user_agent: str | None) -> list[str]:
+        """Plan what discovery found (each with its wave) with the page's histories and the browser's field profile,
+        and fly it, less what was planned, is cached or was asked for already (_fly); the URLs planned."""
+        profile = await self._profile(load.page, user_agent) if user_agent is not None else None
+        chosen = plan(load.exact, load.template, found, profile=profile, page_url=load.key.page,
                       cookies_on_site=load.cookies_on_site, shape=load.shape)
-        await self._fly(load, chosen.items)  # less what was planned, is cached or was asked for already
+        await self._fly(load, chosen.items)
+        return [i.url for i in chosen.items]
 
     async def _profile(self, page: Page, user_agent: str) -> FieldProfile | None:
         """This browser's field profile, from memory or the cache database; None when none is kept."""
@@ -520,16 +523,12 @@ class PageLoads:
                 taught = taught or before is None or dataclasses.replace(before, updated_at=0) != dataclasses.replace(
                     profile, updated_at=0)
                 self._profiles[ua] = profile
-            pending = [(sub, wave) for sub, wave in [*load.found.values(), *load.expected_backgrounds.values()]
-                       if sub.url not in load.planned and not load.log.requested(sub.url)]
+            pending = _unplanned(load, [*load.found.values(), *load.expected_backgrounds.values()])
             if not taught or not pending:
                 return
-            current = self._profiles.get(load.user_agent) if load.user_agent is not None else None
-            chosen = plan(load.exact, load.template, pending, profile=current, page_url=load.key.page,
-                          cookies_on_site=load.cookies_on_site, shape=load.shape)
+            flown = await self._fly_found(load, pending, load.user_agent)
             log.debug("the field profile learned from %s's batch: %d found earlier planned now", load.key.page,
-                      len(chosen.items))
-            await self._fly(load, chosen.items)
+                      len(flown))
         except Exception:  # an optimisation: a failure loses a flight, never the page
             log.exception("learning the browser's fields during a load failed")
 

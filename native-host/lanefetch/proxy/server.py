@@ -317,7 +317,7 @@ class ProxyListener:
         """Would a CONNECT to this https origin be ended here (its requests coming to this listener)? Its site opted
         in (a certificate authority covers the host), its certificate not rejected a moment ago, and not handed to
         Firefox's own h2 (hands_to_firefox)."""
-        if self.tls is None or self.tls.context_for(origin.host) is None or self.tls.is_rejected(str(origin)):
+        if self.tls is None or not self.tls.covers(origin):
             return False
         return not await self.hands_to_firefox(origin)
 

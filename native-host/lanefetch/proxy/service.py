@@ -75,10 +75,7 @@ class ProxyService:
             target = parse_target(url)
         except FetchError:
             return False
-        origin = target.origin
-        if origin.scheme == "http":
-            return True
-        return self.tls.context_for(origin.host) is not None and not self.tls.is_rejected(str(origin))
+        return target.origin.scheme == "http" or self.tls.covers(target.origin)
 
     async def sync_https(self, sites: list[Site]) -> SyncResult:
         """Make the opted-in set true (certutil runs in a thread); one sync at a time."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from ..engine.request import Origin
 from .ca_certs import make_leaf
 from .ca_sites import HttpsSites
 
@@ -51,6 +52,12 @@ class TlsTerminator:
         while len(self._contexts) > MAX_CONTEXTS:
             self._contexts.popitem(last=False)
         return ctx
+
+    def covers(self, origin: Origin) -> bool:
+        """Would a CONNECT to this https origin be terminated: a loaded CA covers its host (the site opted in) and its
+        upstream certificate was not rejected a moment ago? Asks the sites only: no leaf certificate is made."""
+        return (self.sites.authority_for(origin.host.lower().rstrip(".")) is not None
+                and not self.is_rejected(str(origin)))
 
     def upstream_rejected(self, origin: str) -> None:
         self._rejected[origin] = time.monotonic() + REJECTED_MEMORY_S

@@ -183,6 +183,9 @@ class OptedIn:
     def is_rejected(self, origin: str) -> bool:
         return origin in self.rejected
 
+    def covers(self, origin: Origin) -> bool:
+        return self.context_for(origin.host) is not None and not self.is_rejected(str(origin))
+
 
 async def test_an_https_page_starts_a_load_only_where_its_connect_is_ended_here(
         proxy: tuple[ProxyService, Reports]) -> None:
