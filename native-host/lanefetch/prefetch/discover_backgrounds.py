@@ -39,12 +39,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import cssselect2
 import tinycss2
 import webencodings
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from .discover_css import MAX_BYTES as MAX_CSS_BYTES
-from .discover_css import url_of
+from .discover_css import parse_stylesheet, url_of
 from .discover_html import MAX_BYTES as MAX_HTML_BYTES
 from .discover_html import sniff_encoding
 from .resource import Subresource, dedupe
@@ -81,18 +82,21 @@ class BackgroundRule:
         return (self.important, self.layer if not self.important else -self.layer, self.specificity)
 
 
-def _specificity(selector: str) -> tuple[int, int, int]:
-    """Selectors Level 4's count, approximated on the text: `#id`; `.class`, `[attr]` and pseudo-classes; type
-    names. `:where(…)` counts nothing; the arguments of :not/:is count as their text does (the most specific
-    argument in the standard; the sum here: the doubt only decides whether a guess is made)."""
-    text = re.sub(r"\"[^\"]*\"|'[^']*'|\\.", "", selector)
-    text = re.sub(r":where\([^()]*\)", "", text)
-    ids = len(re.findall(r"#[\w-]+", text))
-    classes = len(re.findall(r"\.[\w-]+|\[[^\]]*\]", text)) + len(
-        [p for p in _PSEUDO.findall(text) if p.lower() not in ("not", "is", "where")])
-    stripped = re.sub(r"#[\w-]+|\.[\w-]+|\[[^\]]*\]|::?[\w-]+", " ", text)
-    types = len([t for t in re.split(r"[\s>+~(),]+", stripped) if t and t != "*"])
-    return ids, classes, types
+def _specificity(selector: str) -> tuple[int, int, int] | None:
+    """Selectors Level 4's specificity (ids, classes, types) as cssselect2 computes it: `:is()`, `:not()` and
+    `:has()` count as their most specific argument, `:where()` as nothing (a hand count on the text summed the
+    arguments, which could hand a rule the cascade it loses). `:nth-child(… of S)` counts as one class, without S's
+    (cssselect2's count; the standard adds S's): a rule decided on that alone may be guessed wrongly, within the
+    guesses' budget. None for a selector cssselect2 cannot compile (a namespace prefix, a pseudo-class it does not
+    know): it is left out, as a state-dependent one is."""
+    try:
+        compiled = cssselect2.compile_selector_list(selector)
+    except cssselect2.SelectorError:
+        return None
+    if len(compiled) != 1 or compiled[0].pseudo_element is not None:
+        return None
+    ids, classes, types = compiled[0].specificity
+    return int(ids), int(classes), int(types)
 
 
 def _static(selector: str) -> bool:
@@ -129,8 +133,11 @@ def _is_none(value: list[Any]) -> bool:
 def background_rules(body: bytes, sheet_url: str, charset: str | None = None, *,
                      max_bytes: int = MAX_CSS_BYTES) -> list[BackgroundRule]:
     """The stylesheet's selectors that set a background or hide (see the module's docstring), in source order."""
-    rules, _encoding = tinycss2.parse_stylesheet_bytes(body[:max_bytes], protocol_encoding=charset,
-                                                       skip_comments=True, skip_whitespace=True)
+    return background_rules_of(parse_stylesheet(body, charset, max_bytes=max_bytes), sheet_url)
+
+
+def background_rules_of(rules: list[Any], sheet_url: str) -> list[BackgroundRule]:
+    """background_rules of a stylesheet already parsed (discover_css.parse_stylesheet)."""
     flat: list[tuple[Any, int]] = []  # (rule, layer)
 
     def walk(block: list[Any], depth: int, layer: int) -> None:  # source order: the cascade's order within a sheet
@@ -166,7 +173,10 @@ def background_rules(body: bytes, sheet_url: str, charset: str | None = None, *,
                 continue
             if len(out) >= MAX_RULES:
                 return []  # truncated: the rules left out would be the later ones, which win ties
-            common = (selector, _specificity(selector), len(out), sheet_url)
+            specificity = _specificity(selector)
+            if specificity is None:
+                continue
+            common = (selector, specificity, len(out), sheet_url)
             if winner is not None:
                 out.append(BackgroundRule(*common, urls, bool(winner.important), layer))
             if hides:

@@ -131,12 +131,26 @@ def _font_faces(rules: list[Any], depth: int) -> list[str]:
     return urls
 
 
-def discover_css(body: bytes, sheet_url: str, charset: str | None = None, *,
-                 document_encoding: str | None = None, max_bytes: int = MAX_BYTES) -> list[Subresource]:
-    """The subresources the browser requests for this stylesheet (see the module's docstring)."""
+def parse_stylesheet(body: bytes, charset: str | None = None, *, document_encoding: str | None = None,
+                     max_bytes: int = MAX_BYTES) -> list[Any]:
+    """The stylesheet's top-level rules (tinycss2), its bytes decoded as the browser would (BOM, @charset, the
+    Content-Type's charset, the document's encoding): parsed once for every reader of a stylesheet
+    (discover_css_rules here, discover_backgrounds.background_rules_of)."""
     rules, _encoding = tinycss2.parse_stylesheet_bytes(
         body[:max_bytes], protocol_encoding=charset, environment_encoding=document_encoding,
         skip_comments=True, skip_whitespace=True)
+    return list(rules)
+
+
+def discover_css(body: bytes, sheet_url: str, charset: str | None = None, *,
+                 document_encoding: str | None = None, max_bytes: int = MAX_BYTES) -> list[Subresource]:
+    """The subresources the browser requests for this stylesheet (see the module's docstring)."""
+    return discover_css_rules(parse_stylesheet(body, charset, document_encoding=document_encoding,
+                                               max_bytes=max_bytes), sheet_url)
+
+
+def discover_css_rules(rules: list[Any], sheet_url: str) -> list[Subresource]:
+    """discover_css of a stylesheet already parsed (parse_stylesheet)."""
     found: list[Subresource] = []
     imports_allowed = True
     for rule in rules:

@@ -30,8 +30,8 @@ import time
 from concurrent.futures import Executor
 from typing import Any
 
-from .discover_backgrounds import BackgroundRule, background_rules, expected_backgrounds
-from .discover_css import discover_css
+from .discover_backgrounds import BackgroundRule, background_rules_of, expected_backgrounds
+from .discover_css import discover_css_rules, parse_stylesheet
 from .discover_html import discover_html
 from .resource import Subresource
 
@@ -40,6 +40,14 @@ log = logging.getLogger(__name__)
 
 def _ready() -> bool:
     return True
+
+
+def read_stylesheet(body: bytes, url: str, charset: str | None,
+                    backgrounds: bool) -> tuple[list[Subresource], list[BackgroundRule]]:
+    """One parse of a stylesheet for both its readers: what it names (discover_css) and, where `backgrounds`, the
+    rules that set a background or hide (discover_backgrounds); tokenizing is most of either's cost."""
+    rules = parse_stylesheet(body, charset)
+    return discover_css_rules(rules, url), background_rules_of(rules, url) if backgrounds else []
 
 
 def _end_with(helper_pid: int) -> None:
@@ -103,7 +111,7 @@ class Discoverer:
             self._pool = None
         self._use_process = False
 
-    async def _run(self, fn: object, *args: object) -> list[Any]:
+    async def _run(self, fn: object, *args: object) -> Any:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]
@@ -113,17 +121,19 @@ class Discoverer:
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]
 
     async def html(self, body: bytes, url: str, charset: str | None) -> list[Subresource]:
-        return await self._run(discover_html, body, url, charset)
+        found: list[Subresource] = await self._run(discover_html, body, url, charset)
+        return found
 
-    async def css(self, body: bytes, url: str, charset: str | None) -> list[Subresource]:
-        return await self._run(discover_css, body, url, charset)
-
-    async def background_rules(self, body: bytes, url: str, charset: str | None) -> list[BackgroundRule]:
-        return await self._run(background_rules, body, url, charset)
+    async def stylesheet(self, body: bytes, url: str, charset: str | None,
+                         backgrounds: bool) -> tuple[list[Subresource], list[BackgroundRule]]:
+        read: tuple[list[Subresource], list[BackgroundRule]] = await self._run(
+            read_stylesheet, body, url, charset, backgrounds)
+        return read
 
     async def backgrounds(self, document: bytes, charset: str | None,
                           rules: list[BackgroundRule]) -> list[Subresource]:
-        return await self._run(expected_backgrounds, document, charset, rules)
+        expected: list[Subresource] = await self._run(expected_backgrounds, document, charset, rules)
+        return expected
 
     def close(self) -> None:
         for executor in (self._pool, self._thread):

@@ -180,9 +180,21 @@ class _Load:
     # The background images the rules read so far expect (replaced at each match: a later rule may override one)
     expected_backgrounds: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
     reads_document: bool = False  # the load's document came through the helper (it is read)
+    # Past MAX_BACKGROUND_RULES: no more background guesses in this load (a truncated set would drop the later
+    # rules, which win ties)
+    backgrounds_given_up: bool = False
     backgrounds: list[BackgroundRule] = field(default_factory=list)
     sheet_waves: dict[str, int] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def _guesses_backgrounds(load: _Load, sheet_url: str) -> bool:
+    """Are this stylesheet's background rules read for guesses: the load's document came through the helper (there
+    is one to match them against; the browser's own is not read), the load has not given up on them, and the sheet
+    is of the page's origin? Whose origin a cross-origin sheet's image request carries differs by browser (Firefox:
+    the sheet's, as its Sec-Fetch-Site says): its fields could not be told, the prefetch would be refused."""
+    return load.reads_document and not load.backgrounds_given_up and \
+        relation(sheet_url, load.key.page) == "same-origin"
 
 
 def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tuple[Subresource, int]]:
@@ -402,35 +414,32 @@ class PageLoads:
                     body = await asyncio.to_thread(decoded_prefix, tap.coding, body, MAX_TAPPED)
                 except FetchError:
                     return  # not what it says it is: nothing to read
+            rules: list[BackgroundRule] = []
             if tap.kind == "html":
                 found = await self._discoverer.html(body, tap.url, tap.charset)
-            else:
-                found = await self._discoverer.css(body, tap.url, tap.charset)
+            else:  # one parse for what it names and its background rules
+                found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
+                                                                 _guesses_backgrounds(load, tap.url))
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)
-            await self._discovered_backgrounds(load, tap, body, whole)
+            await self._discovered_backgrounds(load, tap, body, whole, rules)
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")
 
-    async def _discovered_backgrounds(self, load: _Load, tap: _Tap, body: bytes, whole: bool) -> None:
-        """Background images (discover_backgrounds.py): a stylesheet's rules are kept, and matched against the
-        document once it was read whole; what they are expected to show flies as guesses."""
+    async def _discovered_backgrounds(self, load: _Load, tap: _Tap, body: bytes, whole: bool,
+                                      rules: list[BackgroundRule]) -> None:
+        """Background images (discover_backgrounds.py): a stylesheet's rules (read with it where
+        _guesses_backgrounds) are kept, and matched against the document once it was read whole; what they are
+        expected to show flies as guesses."""
         if load.ended:
             return
         if tap.kind == "css":
             named = load.found.get(tap.url)
-            if not load.reads_document or named is None or not named[0].screen:
-                return  # no document to match against (the browser loads it), or a sheet not known to apply
-            if relation(tap.url, load.key.page) != "same-origin":
-                # Whose origin a cross-origin sheet's image request carries differs by browser (Firefox: the
-                # sheet's, as its Sec-Fetch-Site says): its fields could not be told, the prefetch refused
-                return
-            rules = await self._discoverer.background_rules(body, tap.url, tap.charset)
-            if not rules:
-                return
+            if not rules or not _guesses_backgrounds(load, tap.url) or named is None or not named[0].screen:
+                return  # a sheet not known to apply to the screen (its parent's read says: checked once it is in)
             if len(load.backgrounds) + len(rules) > MAX_BACKGROUND_RULES:
-                load.reads_document = False  # a truncated set would drop the later rules, which win ties: no guess
+                load.backgrounds_given_up = True
                 load.expected_backgrounds.clear()
                 return
             load.backgrounds += rules
@@ -442,7 +451,7 @@ class PageLoads:
         if load.document is None or not load.backgrounds or load.ended:
             return
         expected = await self._discoverer.backgrounds(*load.document, list(load.backgrounds))
-        if not load.reads_document:
+        if load.backgrounds_given_up:
             return
         load.expected_backgrounds = {sub.url: (sub, load.sheet_waves.get(sub.initiator, 1) + 1) for sub in expected}
         new = _unplanned(load, load.expected_backgrounds.values())

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.prefetch import page_loads
 from lanefetch.prefetch.budget import Ledger, limits_for
 from lanefetch.prefetch.discover_html import discover_html
 from lanefetch.prefetch.discover_worker import Discoverer
@@ -911,6 +912,37 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
             await loads.end_all()
             report = ended[-1].flight
             assert report is not None and report.answered == 2 and not report.refused_by_fidelity
+        finally:
+            await loads.end_all()
+
+
+async def test_a_load_past_its_background_rules_bound_guesses_nothing_and_still_reads_its_stylesheets(
+        service: FetchService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_BACKGROUND_RULES a load gives its background guesses up (a truncated set would drop the later rules,
+    which win ties), and only those: the stylesheet read in the same parse still names its @import, which flies."""
+    monkeypatch.setattr(page_loads, "MAX_BACKGROUND_RULES", 1)
+    pages = {**BG, "/static/bg.css": b"@import url(more.css); " + BG["/static/bg.css"],
+             "/static/more.css": b"p { color: black }"}
+
+    def answer(path: str) -> web.Response:
+        if path in pages:
+            kind = "text/html" if path.endswith(".html") else "text/css" if path.endswith(".css") else "image/png"
+            return web.Response(body=pages[path], content_type=kind, headers={"Cache-Control": "no-store"})
+        return _answer(path)
+
+    async with counting_server(answer) as server:
+        loads, _ended = recording_loads(service)
+        try:
+            await known_browser(loads, service, server.url)
+
+            server.seen.clear()
+            page_url, page = navigate(loads, server.url, "/bg/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await until(lambda: "/static/more.css" in server.seen, "the @import's prefetch", seen=lambda: server.seen)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: not load.tasks, "the stylesheets' reads")
+            assert load.backgrounds_given_up and not load.expected_backgrounds
+            assert "/static/note.png" not in server.seen
         finally:
             await loads.end_all()
 

@@ -4,11 +4,13 @@ discover_html.py and discover_css.py give stylesheets."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.prefetch.discover_backgrounds import BackgroundRule, background_rules, expected_backgrounds
 from lanefetch.prefetch.discover_css import discover_css
 from lanefetch.prefetch.discover_html import discover_html
+from lanefetch.prefetch.discover_worker import read_stylesheet
 
 SHEET = "https://example.org/static/site.css"
 PAGE = "https://example.org/docs/page.html"
@@ -135,3 +137,31 @@ def test_the_guesses_are_exactly_the_images_that_win_on_a_shown_element(
         if winners and not hidden:
             wanted |= set(max(winners, key=lambda r: (r.important, r.specificity, r.order)).urls)
     assert found == wanted
+
+
+@pytest.mark.parametrize("backgrounds", [True, False])
+@pytest.mark.parametrize("css", [
+    b".a { background: url(a.png) } @import url(late.css);",
+    b"@import url(x.css) screen; @font-face { font-family: f; src: url(f.woff2) }"
+    b" .b, .c > p { background: url(b.png) !important; display: none } .d { color: red }",
+    b"@layer base { .l { background: url(l.png) } } @media print { .p { background: url(p.png) } }",
+])
+def test_one_parse_of_a_stylesheet_reads_what_both_readers_read(css: bytes, backgrounds: bool) -> None:
+    # discover_worker.read_stylesheet: the worker's one parse gives what discover_css and background_rules give
+    found, rules = read_stylesheet(css, SHEET, "utf-8", backgrounds)
+    assert found == discover_css(css, SHEET, "utf-8")
+    assert rules == (background_rules(css, SHEET, "utf-8") if backgrounds else [])
+    assert rules or not backgrounds
+
+
+def test_specificity_counts_the_most_specific_argument_of_is_and_not() -> None:
+    # Selectors Level 4 (cssselect2): :is()/:not() count as their most specific argument, :where() as nothing. A
+    # sum of the arguments (the hand count before) made `:is(#m, .k) .c` outrank `#m .c`, which wins by order.
+    css = b":is(#m, .k) .c { background: url(a.png) } #m .c { background: url(b.png) }"
+    assert [(r.selector, r.specificity) for r in background_rules(css, SHEET)] == [
+        (":is(#m, .k) .c", (1, 1, 0)), ("#m .c", (1, 1, 0))]
+    assert urls(css, b"<body><div id=m class=k><p class=c>c</p></div>") == [S + "b.png"]
+    rules = background_rules(b".x:not(.a, #b) { background: url(n.png) } :where(#w) p { background: url(w.png) }"
+                             b" svg|a { background: url(ns.png) }", SHEET)
+    # a namespace prefix cssselect2 cannot compile (none declared) is left out, as a state-dependent selector is
+    assert [(r.selector, r.specificity) for r in rules] == [(".x:not(.a, #b)", (1, 1, 0)), (":where(#w) p", (0, 0, 1))]
