@@ -14,8 +14,9 @@ does not have. But most of them are the browser's, not the site's:
   `Sec-Fetch-Dest` and `Sec-Fetch-Mode` are the subresource's destination and mode (discovery knows them);
   `Sec-Fetch-Site` is same-origin, same-site (same scheme and registrable domain, by the Public Suffix List
   bundled with the `publicsuffixlist` package; an IP address is its own site) or cross-site, the page being the
-  request's initiator; browsers send the Sec-Fetch-* fields only to potentially trustworthy URLs (https, and
-  http to localhost or loopback addresses), and whether this browser does so for each kind of URL is learned
+  request's initiator (but for a stylesheet's no-cors requests in Firefox: site_for); browsers send the
+  Sec-Fetch-* fields only to potentially trustworthy URLs (https, and http to localhost or loopback addresses),
+  and whether this browser does so for each kind of URL is learned
   too (seen, not assumed); `Origin` is the page's origin, sent or not per (mode, Sec-Fetch-Site) as learned,
   else by the Fetch standard (a cors request to another origin carries it).
 A learned observation only teaches when it agrees with the computation (its Sec-Fetch-Site and Origin are what
@@ -164,11 +165,23 @@ def learn(profiles: dict[str, FieldProfile], page_url: str, observed: list[Obser
     return changed
 
 
-def fields_for(profile: FieldProfile, sub: Subresource, page_url: str) -> tuple[tuple[str, str], ...] | None:
+def site_for(sub: Subresource, page_url: str, sheet_sets_site: bool = False) -> str | None:
+    """The Sec-Fetch-Site the browser sends requesting `sub` from the page: against the page, or, where
+    `sheet_sets_site` (Firefox), a no-cors request a stylesheet makes against that stylesheet (`sub.initiator`).
+    Seen in the real browsers (test_prefetch_browsers.py): a page on 127.0.0.1 linking a stylesheet on localhost,
+    whose `@import` and background image Chromium 156 asks `cross-site` (the page's) and Firefox ESR 153
+    `same-origin` (the sheet's); its font (cors) both ask `cross-site`, with the page's Origin. A document's own
+    subresources have the page as initiator either way."""
+    initiator = sub.initiator if sheet_sets_site and sub.mode == "no-cors" and sub.initiator else page_url
+    return relation(sub.url, initiator)
+
+
+def fields_for(profile: FieldProfile, sub: Subresource, page_url: str,
+               sheet_sets_site: bool = False) -> tuple[tuple[str, str], ...] | None:
     """The fields (learned.REPLAYED, lowercased, sorted) the browser sends requesting `sub` from the page, or None
-    where the profile does not know them."""
+    where the profile does not know them (`sheet_sets_site`: site_for's)."""
     kind = (sub.destination, sub.mode)
-    rel = relation(sub.url, page_url)
+    rel = site_for(sub, page_url, sheet_sets_site)
     page_origin = _origin(page_url)
     secure = trustworthy(sub.url)
     if kind not in profile.accept or secure not in profile.sec_fetch or not profile.language_known:

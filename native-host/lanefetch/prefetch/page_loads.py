@@ -188,13 +188,12 @@ class _Load:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
-def _guesses_backgrounds(load: _Load, sheet_url: str) -> bool:
-    """Are this stylesheet's background rules read for guesses: the load's document came through the helper (there
-    is one to match them against; the browser's own is not read), the load has not given up on them, and the sheet
-    is of the page's origin? Whose origin a cross-origin sheet's image request carries differs by browser (Firefox:
-    the sheet's, as its Sec-Fetch-Site says): its fields could not be told, the prefetch would be refused."""
-    return load.reads_document and not load.backgrounds_given_up and \
-        relation(sheet_url, load.key.page) == "same-origin"
+def _guesses_backgrounds(load: _Load) -> bool:
+    """Are the stylesheets' background rules read for guesses: the load's document came through the helper (there
+    is one to match them against; the browser's own is not read) and the load has not given up on them? A
+    cross-origin stylesheet's too: the image request's Sec-Fetch-Site is the page's in Chromium and the sheet's in
+    Firefox (field_profile.site_for, PageLoads' `sheet_sets_site`)."""
+    return load.reads_document and not load.backgrounds_given_up
 
 
 def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tuple[Subresource, int]]:
@@ -255,7 +254,7 @@ class PageLoads:
                  idle_s: float = IDLE_S, discoverer: Discoverer | None = None,
                  link_room: LinkRoom | None = None, records_for: Callable[[Page], HttpCache | None] | None = None,
                  decode: bool = True, namespace: str = "",
-                 reaches_here: Callable[[str], bool] | None = None) -> None:
+                 reaches_here: Callable[[str], bool] | None = None, sheet_sets_site: bool = False) -> None:
         """`cache_for`: the HTTP cache the page's responses are kept in (what it holds fresh is not flown, a
         claimed prefetch is stored there); `records_for` (default: the same): where learned pages and the
         browser's field profile are kept. Firefox's proxy keeps no responses (Firefox caches them) but its records
@@ -265,7 +264,9 @@ class PageLoads:
         `namespace`: the learned pages' own, apart from another browser's in the same database (PageMemory).
         `reaches_here` (default: every URL): whether the browser's request for a URL comes to this helper at all;
         nothing else is flown (Firefox's proxy: an https origin of a site not opted in is Firefox's own, tunnelled,
-        so its prefetch could answer nothing and would fetch for a site the user did not turn on)."""
+        so its prefetch could answer nothing and would fetch for a site the user did not turn on).
+        `sheet_sets_site`: the browser computes the Sec-Fetch-Site of a stylesheet's no-cors request against the
+        stylesheet (Firefox), not the page (Chromium): field_profile.site_for."""
         self.inner = inner
         # Where a flight's large answers may come in pieces (flight_pieces.py): the service's link_room
         self._link_room = link_room
@@ -275,6 +276,7 @@ class PageLoads:
         self._records_for = records
         self._decode = decode
         self._reaches_here = reaches_here
+        self._sheet_sets_site = sheet_sets_site
         self._answers = FlightAnswers(inner, self._flight_for, cache_for)
         self._on_end = on_end
         self._clock = clock
@@ -419,7 +421,7 @@ class PageLoads:
                 found = await self._discoverer.html(body, tap.url, tap.charset)
             else:  # one parse for what it names and its background rules
                 found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
-                                                                 _guesses_backgrounds(load, tap.url))
+                                                                 _guesses_backgrounds(load))
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)
@@ -436,7 +438,7 @@ class PageLoads:
             return
         if tap.kind == "css":
             named = load.found.get(tap.url)
-            if not rules or not _guesses_backgrounds(load, tap.url) or named is None or not named[0].screen:
+            if not rules or not _guesses_backgrounds(load) or named is None or not named[0].screen:
                 return  # a sheet not known to apply to the screen (its parent's read says: checked once it is in)
             if len(load.backgrounds) + len(rules) > MAX_BACKGROUND_RULES:
                 load.backgrounds_given_up = True
@@ -482,7 +484,7 @@ class PageLoads:
         and fly it, less what was planned, is cached or was asked for already (_fly); the URLs planned."""
         profile = await self._profile(load.page, user_agent) if user_agent is not None else None
         chosen = plan(load.exact, load.template, found, profile=profile, page_url=load.key.page,
-                      cookies_on_site=load.cookies_on_site, shape=load.shape)
+                      cookies_on_site=load.cookies_on_site, shape=load.shape, sheet_sets_site=self._sheet_sets_site)
         await self._fly(load, chosen.items)
         return [i.url for i in chosen.items]
 

@@ -78,11 +78,11 @@ def _origin(url: str) -> str | None:
 
 def plan(exact: History | None, template: History | None, discovered: list[tuple[Subresource, int]],
          link_bytes_per_s: float | None = None, *, profile: FieldProfile | None = None, page_url: str | None = None,
-         cookies_on_site: bool = False, shape: History | None = None) -> Plan:
+         cookies_on_site: bool = False, shape: History | None = None, sheet_sets_site: bool = False) -> Plan:
     """The flight's plan from the page's own history, its template's, its shape's (any may be None) and what
     discovery found, each item with its wave (1: named by the document, 2: by a stylesheet, …); `profile` and
     `page_url` (the page's document URL) give discovered requests their fields where no learned load of the origin
-    did."""
+    did (`sheet_sets_site`: the browser's rule for what a stylesheet asks, field_profile.site_for)."""
     histories = [h for h in (exact, template, shape) if h is not None]
     observed = [item for h in histories for load in h.loads for item in load]
     credentialed = {item.key for item in observed if item.credentialed}
@@ -130,7 +130,7 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
         shown = fields.get((_origin(sub.url), sub.destination, sub.mode))
         headers = shown.headers if shown is not None else None
         if headers is None and profile is not None and page_url is not None:
-            headers = fields_for(profile, sub, page_url)
+            headers = fields_for(profile, sub, page_url, sheet_sets_site)
         if headers is None:
             continue
         known = learned.get(key)

@@ -56,7 +56,7 @@ class ProxyService:
         self.loads = PageLoads(self.fetcher, _no_responses, page_ended or _unreported,
                                records_for=records if records is not None else _no_responses,
                                link_room=self.fetcher.link_room, decode=False, namespace=FIREFOX_PAGES,
-                               reaches_here=self._reaches_here)
+                               reaches_here=self._reaches_here, sheet_sets_site=True)
         self._observer = observer
         self._listeners: dict[str, ProxyListener] = {}
         # One count of connections for all listeners: the total caps hold however many contexts are open.

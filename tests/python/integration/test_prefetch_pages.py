@@ -947,6 +947,48 @@ async def test_a_load_past_its_background_rules_bound_guesses_nothing_and_still_
             await loads.end_all()
 
 
+@pytest.mark.parametrize("sheet_sets_site", [False, True])
+async def test_a_cross_origin_stylesheet_s_import_and_background_fly_with_the_site_the_browser_sends(
+        service: FetchService, sheet_sets_site: bool) -> None:
+    """A page on 127.0.0.1 links a stylesheet on localhost (another site): its @import and its background image fly
+    on a first visit, with the Sec-Fetch-Site the browser would send (field_profile.site_for): the page's
+    (`cross-site`, Chromium) or, where the browser computes it against the stylesheet (`sheet_sets_site`: Firefox's
+    proxy), the sheet's (`same-origin`)."""
+    asked: dict[str, str] = {}
+    port: list[int] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        asked[f"{request.host.split(':')[0]}{request.path}"] = request.headers.get("Sec-Fetch-Site", "")
+        if request.path == "/xs/index.html":
+            body = BG_HTML.replace(b"/static/bg.css", f"http://localhost:{port[0]}/static/xs.css".encode())
+            return web.Response(body=body, content_type="text/html", headers={"Cache-Control": "no-store"})
+        if request.path == "/static/xs.css":
+            return web.Response(body=b"@import url(more.css); " + BG["/static/bg.css"], content_type="text/css",
+                                headers={"Cache-Control": "no-store"})
+        if request.path == "/static/more.css":
+            return web.Response(body=b"p{}", content_type="text/css", headers={"Cache-Control": "no-store"})
+        return _bg_answer(request.path)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    loads, _ended = recording_loads(service, sheet_sets_site=sheet_sets_site)
+    async with serve_app(app) as p:
+        port.append(p)
+        base = f"http://127.0.0.1:{p}"
+        try:
+            await known_browser(loads, service, base)
+
+            page_url, page = navigate(loads, base, "/xs/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await until(lambda: {"localhost/static/more.css", "localhost/static/note.png"} <= asked.keys(),
+                        "the cross-origin sheet's @import and background flown", seen=lambda: asked)
+            site = "same-origin" if sheet_sets_site else "cross-site"
+            assert asked["localhost/static/more.css"] == site and asked["localhost/static/note.png"] == site
+            assert "localhost/static/absent.png" not in asked
+        finally:
+            await loads.end_all()
+
+
 class _PrefixLate(Discoverer):
     """A worker whose first document read (a prefix) comes back only after the whole document's read began, and the
     whole read a little later still: the order a busy worker can give them."""

@@ -16,6 +16,7 @@ from lanefetch.prefetch.field_profile import (
     fields_for,
     learn,
     relation,
+    site_for,
     trustworthy,
 )
 from lanefetch.prefetch.learned import History, observe
@@ -161,3 +162,21 @@ def test_a_profile_kept_before_it_knew_the_privacy_signals_plans_nothing_until_a
                                                            ("Accept", "text/css,*/*;q=0.1"), ("Sec-GPC", "1")])], 5.0)
     sub = Subresource("http://www.a.example/a.css", "style", "no-cors", "include", PAGE)
     assert ("sec-gpc", "1") in (fields_for(taught["UA/1"], sub, PAGE) or ())
+
+
+def test_what_a_cross_origin_stylesheet_asks_carries_the_site_its_browser_computes() -> None:
+    # Chromium computes the Sec-Fetch-Site of a stylesheet's @import and background image against the page, Firefox
+    # against the stylesheet (no-cors only: a font, cors, is the page's in both): field_profile.site_for, checked in
+    # the real browsers by test_prefetch_browsers.py.
+    secure = "https://www.a.example/doc.html"
+    sheet = "https://cdn.b.test/site.css"
+    imported = Subresource("https://cdn.b.test/more.css", "style", "no-cors", "include", sheet)
+    font = Subresource("https://cdn.b.test/f.woff2", "font", "cors", "same-origin", sheet)
+    own = Subresource("https://cdn.b.test/own.css", "style", "no-cors", "include", secure)
+    assert [site_for(s, secure) for s in (imported, font, own)] == ["cross-site"] * 3
+    assert [site_for(s, secure, sheet_sets_site=True) for s in (imported, font, own)] == [
+        "same-origin", "cross-site", "cross-site"]
+    profile = FieldProfile("UA/1", "en", True, {("style", "no-cors"): "text/css,*/*;q=0.1"}, {True: True}, {})
+    sent = {sets: dict(plan(None, None, [(imported, 2)], profile=profile, page_url=secure,
+                            sheet_sets_site=sets).items[0].headers) for sets in (False, True)}
+    assert sent[False]["sec-fetch-site"] == "cross-site" and sent[True]["sec-fetch-site"] == "same-origin"
