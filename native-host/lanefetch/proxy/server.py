@@ -219,6 +219,7 @@ class ProxyListener:
         self._gatherer = Gatherer(self._fetch_group)
         self._servers: list[asyncio.Server] = []
         self._clients: set[asyncio.Task[None]] = set()
+        self._closing = False  # close() began: a browser connection's task it cancels ends quietly (_client)
         self._failed: dict[str, float] = {}
         self.port = 0
         self.split_port = 0  # requests arriving here are fetched split over the lanes
@@ -231,6 +232,7 @@ class ProxyListener:
         return self.port
 
     async def close(self) -> None:
+        self._closing = True
         for server in self._servers:
             server.close()
         for t in list(self._clients):
@@ -250,6 +252,12 @@ class ProxyListener:
             await self._serve(reader, writer, split)
         except (OSError, asyncio.IncompleteReadError):
             pass  # the browser went away
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            # close() ended it: the task ends as a task that finished. Python 3.11's start_server asks a handler's
+            # task for its exception when it is done, and a cancelled one raises there: every browser connection
+            # open at the helper's end was logged as an error ("Exception in callback … CancelledError").
         finally:
             self.admission.closed(writer)
             self._clients.discard(task)

@@ -6,6 +6,7 @@ then a listener in this process, then the real lanefetch-host."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator
 
@@ -202,3 +203,30 @@ async def test_idle_sockets_neither_exhaust_the_helper_nor_keep_the_browser_out(
     finally:
         for w in idle:
             w.close()
+
+
+async def test_closing_with_browser_connections_open_logs_no_error(caplog: pytest.LogCaptureFixture) -> None:
+    # At the helper's end Firefox's connections to the proxy are still open: each one's task is cancelled, and Python
+    # 3.11's start_server logged each as an error ("Exception in callback … CancelledError"). They end quietly, and
+    # their connections are closed.
+    engine = Engine(EngineConfig())
+    proxy = ProxyListener(engine, Page(address_space="loopback"), "s3cret", Quiet(), "c1", head_timeout=WAIT_S)
+    await proxy.start()
+    opened = [await asyncio.open_connection("127.0.0.1", proxy.port) for _ in range(3)]
+    try:
+        for _ in range(1000):  # bounded: each connection's task starts within a few turns of the loop
+            if len(proxy._clients) == len(opened):
+                break
+            await asyncio.sleep(0.001)
+        assert len(proxy._clients) == len(opened), "the proxy never took the connections"
+        with caplog.at_level(logging.ERROR):
+            await proxy.close()
+            for _ in range(3):
+                await asyncio.sleep(0)  # the servers' done-callbacks of the handlers' tasks
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+        for reader, _ in opened:
+            assert await asyncio.wait_for(reader.read(), WAIT_S) == b""  # closed by the proxy
+    finally:
+        for _, writer in opened:
+            writer.close()
+        await engine.aclose()
