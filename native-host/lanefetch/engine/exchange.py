@@ -122,7 +122,8 @@ class Exchange:
         return self.request.method
 
     def sort_key(self) -> tuple[int, int, int, int]:
-        return (*queue_order(*priority_key(self.request), self.request.link_bytes), self.seq)
+        return (*queue_order(*priority_key(self.request), self.request.link_bytes,
+                             self.request.resource_type == "font"), self.seq)
 
     # -- events from the connection ----------------------------------------------------------------------
 

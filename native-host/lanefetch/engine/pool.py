@@ -57,6 +57,7 @@ from .pool_plan import (
     cooled,
     drains_soon,
     expected_long,
+    follows_unknown_font,
     h2_for_reserve,
     h2_may_take,
     h2_render_reserve,
@@ -308,10 +309,13 @@ class OriginPool:
                    and not c.state.in_flight and not c.state.unverified)
         long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
             or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
-        # A font and other work would share the pipeline (fonts go with fonts only, or behind a lone stylesheet).
+        # A font and other work would share the pipeline (fonts go with fonts only, or behind a lone stylesheet), or
+        # a font would wait behind a font whose size is not known.
         font = mixes_fonts([f.token.request.resource_type for f in conn.state.in_flight],
                            [r.token.request.resource_type for r in conn.state.unverified], ex.request.resource_type,
-                           self.policy.link_bdp, all(f.depth == 1 for f in conn.state.in_flight))
+                           self.policy.link_bdp, all(f.depth == 1 for f in conn.state.in_flight)) \
+            or follows_unknown_font([(f.token.request.resource_type, f.token.request.link_bytes)
+                                     for f in conn.state.in_flight], ex.request.resource_type)
         return may_join(carried, ex.sort_key()[0], idle, long_here,
                         self._laying_out() if laying_out is None else laying_out, font)
 

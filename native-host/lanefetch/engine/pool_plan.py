@@ -149,7 +149,8 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
     pipelined at all only when no connection is idle, and never behind a long answer: alone on a connection its
     answer is in step at once and streams to the page, pipelined it is held until its connection drains. Other
     work is not pipelined while the page lays out (the browser waits for its few images in flight). Fonts are
-    pipelined with fonts only (`font`: joining would put a font and other work in one pipeline): fonts are tens of
+    pipelined with fonts only, and never behind a font whose size is not known (`font`: joining would put a font and
+    other work in one pipeline, mixes_fonts, or a font behind such a font, follows_unknown_font): fonts are tens of
     kB, and an answer pipelined with one waits for it whole, ahead of it (held until the connection drains) or
     behind it. On `wcdma` rustdoc's first stylesheets were pipelined with its fonts (52–133 kB at 384 kbit/s) and
     reached the page 10–12 s after their last byte (real-pages rust-std: 0.79x); never pipelining fonts at all made
@@ -168,6 +169,20 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
 # What a font may follow on a connection, alone at its front: a text/css or script answer proves its place by
 # exclusion there (no font request takes one; response_check.proves_by_exclusion).
 FONT_LEADERS = frozenset({"stylesheet", "script"})
+
+
+def follows_unknown_font(in_flight: Sequence[tuple[str, int | None]], incoming: str) -> bool:
+    """Would pipelining a request of resource type `incoming` on a connection with answers of these (type, known link
+    size) in flight put a font behind a font whose size is not known (may_join's `font`)? A font is tens of kB
+    (rustdoc's six: 52-133 kB) and one pipelined behind another waits for all of it, two or three round trips of
+    slow start on a fresh connection, where a connection carrying a stylesheet or a script frees within one. On
+    `sat` a new user's first visit of rust-std had three of its fonts behind the other three, two and three deep
+    (FiraSans-Medium, 133 kB, behind FiraSans-Regular, 129 kB: its last byte 4.4 s after the page's document):
+    Firefox 0.91x (ON 5.72-5.75 s against OFF 5.16-5.82 s), Chromium in one load of two (4.62 s against 4.05 s).
+    Each font alone on its connection (and fonts after the page's stylesheets and scripts in the queue,
+    queue_order): Firefox 4.49-4.55 s, Chromium 3.96-4.02 s. A flight's font of known size is weighed by the size
+    rules instead (expected_long, fits_first_flight)."""
+    return incoming == "font" and any(t == "font" and size is None for t, size in in_flight)
 
 
 def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, link_bdp: int | None = None,
@@ -262,15 +277,26 @@ def packing_taker(connections: Iterable[Packing], incoming: int | None) -> int |
     return max(fitting, key=lambda c: (sum(s or 0 for s in c.sizes), -c.id)).id
 
 
-def queue_order(cls: int, rank: int, expected_size: int | None) -> tuple[int, int, int]:
+# Ranks a font of render-blocking work is moved by (queue_order): past every rank the browser gives (0-4).
+FONTS_AFTER = 8
+
+
+def queue_order(cls: int, rank: int, expected_size: int | None, font: bool = False) -> tuple[int, int, int]:
     """Where a request waits in its origin's queue, ahead of its arrival order: its priority class and the
     browser's rank (request.priority_key), then, among work that does not block rendering, requests of unknown
     size (the browser's own) first and a flight's known sizes largest first. A flight's answers are all wanted by
     the load event, which waits for the last one in: the largest needs the most round trips of slow start, so it
     starts first and gets an idle connection of its own while the small ones share one (fits_first_flight); the
     longest-first order is the classic rule for finishing a set of jobs on parallel machines early. Render-blocking
-    work keeps the page's order."""
-    if cls == RENDER_BLOCKING or expected_size is None:
+    work keeps the page's order, its fonts (`font`) after the rest of it, whatever their rank: a stylesheet or a
+    script is small and blocks the parser or the page's first paint, and may be pipelined with its kind, while a
+    font is tens of kB and takes a connection of its own (follows_unknown_font), so a font ahead of them in the
+    queue kept them from every connection it waited for. rustdoc's preloaded fonts ("High" in Chromium) ahead of its
+    deferred scripts ("Low") held crates.js and main.js 2.5 s (rust-std's first visit on `sat`, Chromium: 4.45 s in
+    one load of three; with fonts after them, four of four at 3.96-4.02 s)."""
+    if cls == RENDER_BLOCKING:
+        return cls, rank + FONTS_AFTER if font else rank, 0
+    if expected_size is None:
         return cls, rank, 0
     return cls, rank, 1 + max(0, (1 << 40) - expected_size)
 

@@ -807,6 +807,31 @@ async def test_a_font_is_never_pipelined_with_a_stylesheet() -> None:
         assert any(got[f"/r/{c.id}/300"].unanswered_at_arrival > 0 for c in css), "the stylesheets were pipelined"
 
 
+async def test_fonts_of_unknown_size_each_take_a_connection_after_the_stylesheets_and_scripts() -> None:
+    # rust-std's shape: the browser asks its preloaded fonts first, then its stylesheets and scripts, sizes unknown.
+    # The stylesheets and scripts go first, pipelined with each other (queue_order: fonts after the rest of
+    # render-blocking work), and no font waits behind another (pool_plan.follows_unknown_font).
+    async with setup(well_behaved(settle=0), config(connections_per_origin=3)) as (srv, engine):
+        warm = gets(srv, mixed_paths(8, "/warm"))
+        (await fetch(engine, warm)).check_exact(warm, expected)
+        assert policy(engine, srv).state is PipelineState.GREEN
+        fonts = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/60000"), resource_type="font", priority="High")
+                 for i in range(4)]
+        small = [FetchRequest(f"c{i}", "GET", srv.url(f"/r/c{i}/300"), resource_type="stylesheet")
+                 for i in range(2)] + [
+                 FetchRequest(f"s{i}", "GET", srv.url(f"/r/s{i}/300"), resource_type="script", priority="Low")
+                 for i in range(2)]
+        reqs = [*fonts, *small]
+        (await fetch(engine, reqs)).check_exact(reqs, expected)
+        behind = [(r.path, [q.path for q in c.received[r.index - 1 - r.unanswered_at_arrival:r.index - 1]])
+                  for c in srv.connections for r in c.received
+                  if r.path.startswith("/r/f") and r.unanswered_at_arrival > 0]
+        assert [(p, ahead) for p, ahead in behind if any(q.startswith("/r/f") for q in ahead)] == [], behind
+        order = [r.path for r in srv.requests if r.path.startswith("/r/")]  # as they reached the server
+        last_small = max(i for i, p in enumerate(order) if not p.startswith("/r/f"))
+        assert sum(1 for p in order[:last_small] if p.startswith("/r/f")) <= 1, order  # the fonts waited for them
+
+
 async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet_streams_at_once() -> None:
     # A text/css answer at the stylesheet's place cannot be the font's (response_check.proves_by_exclusion): the font
     # is pipelined behind it (pool_plan.mixes_fonts) and the stylesheet reaches the page before the font is answered.

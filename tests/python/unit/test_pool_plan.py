@@ -38,6 +38,7 @@ from lanefetch.engine.pool_plan import (
     expected_long,
     first_flight_cost,
     fits_first_flight,
+    follows_unknown_font,
     h2_connection_count,
     h2_connections_for,
     h2_for_reserve,
@@ -181,6 +182,17 @@ def test_a_font_goes_behind_a_lone_stylesheet_or_script_and_nothing_waits_for_a_
     if any(t != "font" for t in aboard) and incoming == "font":
         # a stylesheet sent behind another answer cannot prove its place by exclusion: it would wait for the font
         assert mixes_fonts(in_flight, held, incoming, link_bdp, sent_alone=False)
+
+
+@given(st.lists(st.tuples(_TYPES, st.one_of(st.none(), st.integers(0, 10 * LONG_BYTES))), max_size=4), _TYPES)
+def test_a_font_never_waits_behind_a_font_of_unknown_size(in_flight: list[tuple[str, int | None]],
+                                                          incoming: str) -> None:
+    follows = follows_unknown_font(in_flight, incoming)
+    assert follows is (incoming == "font" and any(t == "font" and size is None for t, size in in_flight))
+    # rust-std's first visit: FiraSans-Medium behind FiraSans-Regular (both asked by the browser, sizes unknown)
+    assert follows_unknown_font([("font", None)], "font")
+    assert not follows_unknown_font([("font", 60_000)], "font")  # a flight's, of known size: the size rules weigh it
+    assert not follows_unknown_font([("font", None)], "stylesheet")  # mixes_fonts' to refuse
 
 
 @given(st.lists(st.one_of(st.none(), st.integers(0, 10 * LONG_BYTES)), max_size=6))
@@ -637,15 +649,16 @@ def test_first_flight_examples() -> None:
     assert not fits_first_flight([None], 300)  # the browser's own request there, size unknown
 
 
-@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 3]), st.integers(0, 4), st.one_of(st.none(), sizes)),
-                min_size=2, max_size=12))
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 2, 3]), st.integers(0, 4), st.one_of(st.none(), sizes),
+                          st.booleans()), min_size=2, max_size=12))
 def test_queue_order_keeps_class_and_rank_and_puts_a_flights_largest_first(
-        items: list[tuple[int, int, int | None]]) -> None:
+        items: list[tuple[int, int, int | None, bool]]) -> None:
     ordered = sorted(range(len(items)), key=lambda i: (queue_order(*items[i]), i))
     for a, b in itertools.pairwise(ordered):
-        (ca, ra, sa), (cb, rb, sb) = items[a], items[b]
-        assert (ca, ra) <= (cb, rb)  # class, then the browser's rank, as before
-        if (ca, ra) != (cb, rb):
+        (ca, ra, sa, fa), (cb, rb, sb, fb) = items[a], items[b]
+        fa, fb = fa and ca == RENDER_BLOCKING, fb and cb == RENDER_BLOCKING  # a font's place counts where it blocks
+        assert (ca, fa, ra) <= (cb, fb, rb)  # class, fonts after the rest of render-blocking work, the browser's rank
+        if (ca, fa, ra) != (cb, fb, rb):
             continue
         if ca == RENDER_BLOCKING:
             assert a < b  # the page's order
