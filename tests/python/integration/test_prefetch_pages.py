@@ -876,11 +876,27 @@ BG = {"/bg/index.html": BG_HTML,
       "/static/note.png": b"\x89PNG" * 300, "/static/absent.png": b"\x89PNG" * 300}
 
 
-def _bg_answer(path: str) -> web.Response:
-    if path in BG:
-        kind = "text/html" if path.endswith(".html") else "text/css" if path.endswith(".css") else "image/png"
-        return web.Response(body=BG[path], content_type=kind, headers={"Cache-Control": "no-store"})
-    return _answer(path)
+def _answer_from(pages: dict[str, bytes]) -> Callable[[str], web.Response]:
+    """Answers these paths (HTML, CSS or a PNG by their names, never cacheable), the others as _answer does."""
+    def answer(path: str) -> web.Response:
+        if path in pages:
+            kind = "text/html" if path.endswith(".html") else "text/css" if path.endswith(".css") else "image/png"
+            return web.Response(body=pages[path], content_type=kind, headers={"Cache-Control": "no-store"})
+        return _answer(path)
+    return answer
+
+
+_bg_answer = _answer_from(BG)
+
+
+async def first_visit(loads: PageLoads, service: FetchService, server: Server, path: str) -> Page:
+    """The helper knows the browser's fields (another page's load); then the page at path is navigated to and its
+    document asked for (what the server saw before is forgotten): its Page."""
+    await known_browser(loads, service, server.url)
+    server.seen.clear()
+    page_url, page = navigate(loads, server.url, path)
+    await loads.fetch([document_request("doc", page_url)], Collect(), page)
+    return page
 
 
 async def test_a_first_visit_flies_the_background_image_its_document_shows(service: FetchService) -> None:
@@ -891,11 +907,7 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
     async with counting_server(_bg_answer) as server:
         loads, ended = recording_loads(service)
         try:
-            await known_browser(loads, service, server.url)
-
-            server.seen.clear()
-            page_url, page = navigate(loads, server.url, "/bg/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            page = await first_visit(loads, service, server, "/bg/index.html")
             await until(lambda: "/static/note.png" in server.seen, "the background image's prefetch",
                         seen=lambda: server.seen)
             load = loads._loads[load_key(page)]  # type: ignore[index]
@@ -923,21 +935,10 @@ async def test_a_load_past_its_background_rules_bound_guesses_nothing_and_still_
     monkeypatch.setattr(page_loads, "MAX_BACKGROUND_RULES", 1)
     pages = {**BG, "/static/bg.css": b"@import url(more.css); " + BG["/static/bg.css"],
              "/static/more.css": b"p { color: black }"}
-
-    def answer(path: str) -> web.Response:
-        if path in pages:
-            kind = "text/html" if path.endswith(".html") else "text/css" if path.endswith(".css") else "image/png"
-            return web.Response(body=pages[path], content_type=kind, headers={"Cache-Control": "no-store"})
-        return _answer(path)
-
-    async with counting_server(answer) as server:
+    async with counting_server(_answer_from(pages)) as server:
         loads, _ended = recording_loads(service)
         try:
-            await known_browser(loads, service, server.url)
-
-            server.seen.clear()
-            page_url, page = navigate(loads, server.url, "/bg/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            page = await first_visit(loads, service, server, "/bg/index.html")
             await until(lambda: "/static/more.css" in server.seen, "the @import's prefetch", seen=lambda: server.seen)
             load = loads._loads[load_key(page)]  # type: ignore[index]
             await until(lambda: not load.tasks, "the stylesheets' reads")
