@@ -293,7 +293,9 @@ def queue_order(cls: int, rank: int, expected_size: int | None, font: bool = Fal
     font is tens of kB and takes a connection of its own (follows_unknown_font), so a font ahead of them in the
     queue kept them from every connection it waited for. rustdoc's preloaded fonts ("High" in Chromium) ahead of its
     deferred scripts ("Low") held crates.js and main.js 2.5 s (rust-std's first visit on `sat`, Chromium: 4.45 s in
-    one load of three; with fonts after them, four of four at 3.96-4.02 s)."""
+    one load of three; with fonts after them, four of four at 3.96-4.02 s). Over h2 this is the order streams open
+    in, where a stream limit or a connection's share holds some back; the server schedules them by the urgency the
+    browser gave (request.urgency), fonts' unchanged."""
     if cls == RENDER_BLOCKING:
         return cls, rank + FONTS_AFTER if font else rank, 0
     if expected_size is None:

@@ -88,10 +88,11 @@ def _specificity(selector: str) -> tuple[int, int, int] | None:
     arguments, which could hand a rule the cascade it loses). `:nth-child(… of S)` counts as one class, without S's
     (cssselect2's count; the standard adds S's): a rule decided on that alone may be guessed wrongly, within the
     guesses' budget. None for a selector cssselect2 cannot compile (a namespace prefix, a pseudo-class it does not
-    know): it is left out, as a state-dependent one is."""
+    know, and malformed ones on which it fails otherwise: `:nth-child(2n+)` raises AttributeError, a few hundred
+    nested `:is(` RecursionError): it is left out, as a state-dependent one is."""
     try:
         compiled = cssselect2.compile_selector_list(selector)
-    except cssselect2.SelectorError:
+    except Exception:  # whatever a hostile selector makes the compiler raise: that selector only is left out
         return None
     if len(compiled) != 1 or compiled[0].pseudo_element is not None:
         return None

@@ -47,7 +47,13 @@ def read_stylesheet(body: bytes, url: str, charset: str | None,
     """One parse of a stylesheet for both its readers: what it names (discover_css) and, where `backgrounds`, the
     rules that set a background or hide (discover_backgrounds); tokenizing is most of either's cost."""
     rules = parse_stylesheet(body, charset)
-    return discover_css_rules(rules, url), background_rules_of(rules, url) if backgrounds else []
+    found = discover_css_rules(rules, url)
+    if not backgrounds:
+        return found, []
+    try:
+        return found, background_rules_of(rules, url)
+    except RecursionError:  # nesting past the interpreter's limit: no guesses from it, what it names still flies
+        return found, []
 
 
 def _end_with(helper_pid: int) -> None:

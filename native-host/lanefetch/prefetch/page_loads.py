@@ -189,10 +189,11 @@ class _Load:
 
 
 def _guesses_backgrounds(load: _Load) -> bool:
-    """Are the stylesheets' background rules read for guesses: the load's document came through the helper (there
+    """Are the stylesheets' background rules used for guesses: the load's document came through the helper (there
     is one to match them against; the browser's own is not read) and the load has not given up on them? A
     cross-origin stylesheet's too: the image request's Sec-Fetch-Site is the page's in Chromium and the sheet's in
-    Firefox (field_profile.site_for, PageLoads' `sheet_sets_site`)."""
+    Firefox (field_profile.site_for, PageLoads' `sheet_sets_site`). A stylesheet is parsed for its rules unless the
+    load gave up (the document's tap may come after a flight's stylesheet): this is asked again once they are in."""
     return load.reads_document and not load.backgrounds_given_up
 
 
@@ -421,7 +422,7 @@ class PageLoads:
                 found = await self._discoverer.html(body, tap.url, tap.charset)
             else:  # one parse for what it names and its background rules
                 found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
-                                                                 _guesses_backgrounds(load))
+                                                                 not load.backgrounds_given_up)
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)
@@ -439,7 +440,7 @@ class PageLoads:
         if tap.kind == "css":
             named = load.found.get(tap.url)
             if not rules or not _guesses_backgrounds(load) or named is None or not named[0].screen:
-                return  # a sheet not known to apply to the screen (its parent's read says: checked once it is in)
+                return  # no document read, or a sheet not known (as its parent's read found it) to apply to the screen
             if len(load.backgrounds) + len(rules) > MAX_BACKGROUND_RULES:
                 load.backgrounds_given_up = True
                 load.expected_backgrounds.clear()

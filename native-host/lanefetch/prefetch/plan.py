@@ -37,7 +37,7 @@ import ada_url
 
 from ..engine.fields import Headers
 from .budget import Limits, limits_for
-from .field_profile import FieldProfile, fields_for, relation, sends_cookies
+from .field_profile import FieldProfile, fields_for, relation, sends_cookies, site_for
 from .learned import History, Observed, page_bytes, shared, stable
 from .resource import Subresource
 
@@ -129,6 +129,12 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
             continue
         shown = fields.get((_origin(sub.url), sub.destination, sub.mode))
         headers = shown.headers if shown is not None else None
+        if headers is not None and sheet_sets_site and page_url is not None:
+            # Learned from another request of that origin, destination and mode, whose initiator may differ: where
+            # the browser computes a stylesheet's requests' Sec-Fetch-Site against the stylesheet, this one's is
+            # its own (an @import a CDN's sheet names, its other sheet having been linked by the page)
+            site = site_for(sub, page_url, sheet_sets_site)
+            headers = tuple((k, site if k == "sec-fetch-site" and site is not None else v) for k, v in headers)
         if headers is None and profile is not None and page_url is not None:
             headers = fields_for(profile, sub, page_url, sheet_sets_site)
         if headers is None:

@@ -260,10 +260,15 @@ class ProxyListener:
             # open at the helper's end was logged as an error ("Exception in callback … CancelledError").
         finally:
             self.admission.closed(writer)
-            self._clients.discard(task)
             writer.close()
-            with contextlib.suppress(Exception):
+            try:
                 await writer.wait_closed()
+            except asyncio.CancelledError:
+                if not self._closing:
+                    raise  # close() cancels only what is still in _clients, this task among them, to the end
+            except Exception:  # the connection is gone either way
+                pass
+            self._clients.discard(task)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, split: bool) -> None:
         rr = RequestReader()

@@ -165,3 +165,14 @@ def test_specificity_counts_the_most_specific_argument_of_is_and_not() -> None:
                              b" svg|a { background: url(ns.png) }", SHEET)
     # a namespace prefix cssselect2 cannot compile (none declared) is left out, as a state-dependent selector is
     assert [(r.selector, r.specificity) for r in rules] == [(".x:not(.a, #b)", (1, 1, 0)), (":where(#w) p", (0, 0, 1))]
+
+
+def test_a_selector_the_compiler_fails_on_loses_that_selector_only() -> None:
+    # cssselect2 raises more than SelectorError on malformed selectors (AttributeError for `:nth-child(2n+)`,
+    # RecursionError for a few hundred nested `:is(`): the stylesheet's @import and other rules are read all the same
+    nested = b":is(" * 400 + b".a" + b")" * 400
+    css = (b"@import url(more.css); li:nth-child(2n+) { background: url(a.png) } "
+           + nested + b" { background: url(n.png) } .ok { background: url(ok.png) }")
+    found, rules = read_stylesheet(css, SHEET, "utf-8", True)
+    assert [s.url for s in found] == [S + "more.css"]
+    assert [r.urls for r in rules] == [(S + "ok.png",)]

@@ -180,3 +180,18 @@ def test_what_a_cross_origin_stylesheet_asks_carries_the_site_its_browser_comput
     sent = {sets: dict(plan(None, None, [(imported, 2)], profile=profile, page_url=secure,
                             sheet_sets_site=sets).items[0].headers) for sets in (False, True)}
     assert sent[False]["sec-fetch-site"] == "cross-site" and sent[True]["sec-fetch-site"] == "same-origin"
+
+
+def test_a_learned_request_of_the_origin_lends_its_fields_but_not_its_site_where_the_sheet_sets_it() -> None:
+    # The page's history has the CDN's stylesheet, linked by the page (cross-site); on this load that sheet names an
+    # @import: Firefox asks it same-origin (the sheet's), Chromium cross-site (the page's), whatever the template says
+    secure = "https://www.a.example/doc.html"
+    sheet = "https://cdn.b.test/site.css"
+    learned = History([[observe(sheet, "style", "no-cors", 1, [
+        ("user-agent", "UA/1"), ("accept", "text/css,*/*;q=0.1"), ("sec-fetch-dest", "style"),
+        ("sec-fetch-mode", "no-cors"), ("sec-fetch-site", "cross-site")])]])
+    imported = Subresource("https://cdn.b.test/more.css", "style", "no-cors", "include", sheet)
+    sites = {sets: dict(plan(learned, None, [(imported, 2)], page_url=secure, sheet_sets_site=sets).items[-1].headers)
+             for sets in (False, True)}
+    assert sites[False]["sec-fetch-site"] == "cross-site" and sites[True]["sec-fetch-site"] == "same-origin"
+    assert sites[True]["accept"] == "text/css,*/*;q=0.1"  # the rest of the learned fields as they were
