@@ -192,8 +192,10 @@ def _guesses_backgrounds(load: _Load) -> bool:
     """Are the stylesheets' background rules used for guesses: the load's document came through the helper (there
     is one to match them against; the browser's own is not read) and the load has not given up on them? A
     cross-origin stylesheet's too: the image request's Sec-Fetch-Site is the page's in Chromium and the sheet's in
-    Firefox (field_profile.site_for, PageLoads' `sheet_sets_site`). A stylesheet is parsed for its rules unless the
-    load gave up (the document's tap may come after a flight's stylesheet): this is asked again once they are in."""
+    Firefox (field_profile.site_for, PageLoads' `sheet_sets_site`). Asked as a stylesheet's read begins (the worker
+    walks its rules only then: a page whose document the browser loads costs it nothing more) and again once they
+    are in (the load may have given up meanwhile). The document's request is tapped as it comes, before any of its
+    stylesheets can have arrived."""
     return load.reads_document and not load.backgrounds_given_up
 
 
@@ -422,7 +424,7 @@ class PageLoads:
                 found = await self._discoverer.html(body, tap.url, tap.charset)
             else:  # one parse for what it names and its background rules
                 found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
-                                                                 not load.backgrounds_given_up)
+                                                                 _guesses_backgrounds(load))
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)
