@@ -249,26 +249,23 @@ class ProxyListener:
         for evicted in self.admission.opened(writer, self):
             evicted.transport.abort()  # its task sees the end of its stream and finishes
         try:
-            await self._serve(reader, writer, split)
-        except (OSError, asyncio.IncompleteReadError):
-            pass  # the browser went away
+            try:
+                await self._serve(reader, writer, split)
+            except (OSError, asyncio.IncompleteReadError):
+                pass  # the browser went away
+            finally:
+                self.admission.closed(writer)
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
         except asyncio.CancelledError:
             if not self._closing:
                 raise
-            # close() ended it: the task ends as a task that finished. Python 3.11's start_server asks a handler's
-            # task for its exception when it is done, and a cancelled one raises there: every browser connection
-            # open at the helper's end was logged as an error ("Exception in callback … CancelledError").
+            # close() ended it (serving or closing): the task ends as a task that finished. Python 3.11's start_server
+            # asks a handler's task for its exception when it is done, and a cancelled one raises there: every browser
+            # connection open at the helper's end was logged as an error ("Exception in callback … CancelledError").
         finally:
-            self.admission.closed(writer)
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except asyncio.CancelledError:
-                if not self._closing:
-                    raise  # close() cancels only what is still in _clients, this task among them, to the end
-            except Exception:  # the connection is gone either way
-                pass
-            self._clients.discard(task)
+            self._clients.discard(task)  # only now: close() cancels and waits for every task not done yet
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, split: bool) -> None:
         rr = RequestReader()
