@@ -29,7 +29,7 @@ export function manifestFor(browser: TargetBrowser, identity: Identity, version:
     ...common,
     // proxy: route enabled sites' requests to the helper; webRequest + webRequestAuthProvider: answer the helper's 407
     // with the session secret (Firefox sends an extension's proxy header only on CONNECT, not on plain http).
-    permissions: ["proxy", "webRequest", "webRequestAuthProvider", "webNavigation", "tabs", "storage", "nativeMessaging"],
+    permissions: ["proxy", "webRequest", "webRequestBlocking", "webRequestAuthProvider", "webNavigation", "tabs", "storage", "nativeMessaging"],
     background: { scripts: ["background.js"] },
     browser_specific_settings: {
       // Nothing leaves the machine: the helper runs locally and lanefetch collects no data.

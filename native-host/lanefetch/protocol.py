@@ -134,7 +134,7 @@ def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
         "capabilities": CAPABILITIES if compatible else [],
     }
     if compatible and proxy_secret is not None:
-        msg["capabilities"] = [*CAPABILITIES, "proxy", "https_sites", "proxy_pages"]
+        msg["capabilities"] = [*CAPABILITIES, "proxy", "https_sites", "proxy_pages", "browser_fields"]
         msg["proxy_secret"] = proxy_secret
     if not compatible:
         said = (f"This extension speaks protocol {extension_protocol}; the installed helper (lanefetch {__version__}) "

@@ -9,6 +9,7 @@ import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
+import { documentLoads, probeBrowserFields } from "../proxy/browser-fields-probe.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter, pageOf } from "../proxy/proxy-router.js";
@@ -73,11 +74,25 @@ router.setRttProbe((url, page) => probe.probe(url, page));
 connection.onMessage((m) => {
   if (m.type !== "origin_rtt") records.handle(m);
 });
+/** How long the fields probe waits for its three requests (it needs no network: they are cancelled as they start). */
+const FIELDS_PROBE_MS = 5000;
+let probes = 0;
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
   if (state.status === "connected" && secret !== null) {
     router.start(secret);
     httpsSites.send();
+    // A helper that just connected knows none of this Firefox's fields until a page's requests teach them: its
+    // Accept per kind now, so a new user's first page can have its images and fonts prefetched.
+    if (state.capabilities.includes("browser_fields")) {
+      probes += 1;
+      void probeBrowserFields(browser.webRequest.onBeforeSendHeaders, documentLoads(document), `p${String(probes)}`, FIELDS_PROBE_MS)
+        .then((fields) => {
+          const sent = fields !== null && client.browserFields(fields);
+          // What the probe sent (the real-browser tests wait for it before a first page)
+          (globalThis as { lanefetchFieldsProbe?: unknown }).lanefetchFieldsProbe = { sent, kinds: fields?.accept.map((a) => a.destination) ?? [] };
+        });
+    }
   } else if (state.status !== "connected") {
     router.stop();
     httpsSites.forget();

@@ -1,6 +1,6 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
 import type {
-  Batch, BatchDone, Body, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, PageReport,
+  Batch, BatchDone, Body, BrowserFields, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, PageReport,
   Ping, Pong, Preconnect, Request,
   Timing,
 } from "../generated/protocol.js";
@@ -137,6 +137,12 @@ export class HelperClient {
     const [head, ...rest] = requests;
     if (head === undefined || this.connection.state.status !== "connected") return false;
     return this.connection.send({ type: "browser_fetched", page, requests: [head, ...rest] });
+  }
+
+  /** Tell the helper the Accept fields this Firefox sends per kind (proxy/browser-fields-probe.ts); false (nothing
+   * sent) if it is not connected. Nothing is answered. */
+  browserFields(message: BrowserFields): boolean {
+    return this.connection.state.status === "connected" && this.connection.send(message);
   }
 
   /** Resolves true once the helper answers a ping sent now: it handles messages in order, so it has taken every

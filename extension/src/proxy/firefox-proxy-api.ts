@@ -1,4 +1,6 @@
 // The parts of Firefox's `proxy` and `webRequest` APIs that proxy mode uses (not in @types/chrome).
+import type { SendHeadersEvent } from "./browser-fields-probe.js";
+
 export interface ProxyRequestDetails {
   requestId: string;
   url: string;
@@ -36,6 +38,7 @@ interface FirefoxBrowser {
     onError: { addListener(listener: (error: Error) => void): void };
   };
   webRequest: {
+    onBeforeSendHeaders: SendHeadersEvent;
     onAuthRequired: {
       addListener(listener: (details: AuthRequiredDetails) => AuthAnswer, filter: { urls: string[] }, extra: string[]): void;
     };

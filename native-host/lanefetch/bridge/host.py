@@ -256,6 +256,12 @@ class Host:
                 except FetchError:
                     continue
             self.loads.browser_fetched(requests, page)
+        elif kind == "browser_fields":
+            # Firefox's Accept per kind, seen on the extension's own cancelled requests: a new user's first page
+            # can have its images and fonts prefetched before Firefox's first request of each kind taught them.
+            loads = self.proxy.loads if self.proxy is not None else self.loads
+            accept = {(a["destination"], a["mode"]): a["value"] for a in item["accept"]}
+            await loads.browser_accept(item["user_agent"], accept)
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])

@@ -165,6 +165,27 @@ def learn(profiles: dict[str, FieldProfile], page_url: str, observed: list[Obser
     return changed
 
 
+# The kinds a browser_fields message may teach (protocol BrowserFields): the extension's probe loads one of each
+TAUGHT_ACCEPT = (("image", "no-cors"), ("font", "cors"), ("style", "no-cors"))
+
+
+def with_accept(before: FieldProfile | None, user_agent: str, accept: dict[tuple[str, str], str | None],
+                now: float) -> FieldProfile:
+    """The profile of `user_agent` (`before`, or a new one) with the Accept fields the browser was seen to send for
+    these (destination, mode) kinds on requests of the extension's own (Firefox: extension/src/proxy/
+    browser-fields-probe.ts), leaving every other field as it was: Accept per kind is browser-wide (Firefox's image
+    loader, font loader and style loader each set one, whoever asks), the rest (Sec-Fetch-*, Origin, the
+    language and privacy signals) are still learned from the page's own requests, and until a load taught them
+    fields_for knows nothing. Why: a new user's first page otherwise has no image fields until Firefox's own first
+    image request, which comes after the page's stylesheet chain; the images found in its document could not fly.
+    Kinds other than TAUGHT_ACCEPT are ignored."""
+    profile = before if before is not None and before.user_agent == user_agent else FieldProfile(user_agent)
+    taught = {kind: value for kind, value in accept.items() if kind in TAUGHT_ACCEPT}
+    if all(profile.accept.get(kind, "") == value for kind, value in taught.items()):
+        return profile  # nothing new: the profile keeps its time
+    return replace(profile, accept={**profile.accept, **taught}, updated_at=now)
+
+
 def site_for(sub: Subresource, page_url: str, sheet_sets_site: bool = False) -> str | None:
     """The Sec-Fetch-Site the browser sends requesting `sub` from the page: against the page, or, where
     `sheet_sets_site` (Firefox), a no-cors request a stylesheet makes against that stylesheet (`sub.initiator`).

@@ -72,7 +72,7 @@ from ..stream.decode import decoded_prefix, decoder_for
 from .budget import Ledger, Limits, limits_for
 from .discover_backgrounds import BackgroundRule
 from .discover_worker import Discoverer
-from .field_profile import PARTITION, FieldProfile, learn, record_key, relation
+from .field_profile import PARTITION, FieldProfile, learn, record_key, relation, with_accept
 from .field_profile import decode as decode_profile
 from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
@@ -643,6 +643,33 @@ class PageLoads:
         self._tap(load, requests, wave)
         self._learn_live(load, requests, wave)
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
+
+    async def browser_accept(self, user_agent: str, accept: dict[tuple[str, str], str | None]) -> None:
+        """The Accept fields this browser sends per kind, seen on requests of the extension's own (Firefox's
+        browser_fields): its field profile takes them (field_profile.with_accept), in memory, after the kept one
+        was read (it extends the kept profile, never replaces it); a load's end keeps them with what it taught.
+        Loads under way plan again what they found and could not plan for want of these fields."""
+        page = Page(private_browsing=False)
+        if self._records_for(page) is None:
+            return  # nowhere a profile is kept: none is learned (as from a load)
+        generation = self._generation
+        before = await self._profile(page, user_agent)
+        if generation != self._generation:
+            return  # the cache was cleared meanwhile
+        profile = with_accept(before, user_agent, accept, time.time())
+        if profile == before:
+            return
+        self._profiles[user_agent] = profile
+        log.debug("the field profile of %.80s takes the browser's Accept for %s", user_agent,
+                  ", ".join(f"{d} {m}" for d, m in sorted(accept)))
+        for load in list(self._loads.values()):
+            pending = _unplanned(load, [*load.found.values(), *load.expected_backgrounds.values()])
+            if not pending or load.forgotten or load.ended or load.user_agent != user_agent:
+                continue
+            try:
+                await self._fly_found(load, pending, user_agent)
+            except Exception:  # an optimisation: a failure loses a flight, never the page
+                log.exception("planning a load again with the browser's Accept fields failed")
 
     def browser_fetched(self, requests: list[FetchRequest], page: Page) -> None:
         """Requests of the page that the browser fetched itself over its own h2/h3 connection, never offered here

@@ -223,10 +223,32 @@ function downloadPage(url: URL): string {
 </script></body></html>`;
 }
 
+/** Requests seen per host and path (`host path`), and who waits for one: /css/held.css is answered only once its
+ * page's background image was asked for (or after HELD_MAX_MS), as a slow stylesheet chain holds Firefox's images
+ * back. */
+const seenPaths = new Set<string>();
+const pathWaiters = new Map<string, (() => void)[]>();
+const HELD_MAX_MS = 4000;
+
+function sawPath(key: string): void {
+  seenPaths.add(key);
+  for (const wake of pathWaiters.get(key) ?? []) wake();
+  pathWaiters.delete(key);
+}
+
+function untilPath(key: string, maxMs: number): Promise<void> {
+  if (seenPaths.has(key)) return Promise.resolve();
+  return new Promise((ok) => {
+    const timer = setTimeout(ok, maxMs); // a bound, not a measure: the page loads either way
+    pathWaiters.set(key, [...(pathWaiters.get(key) ?? []), () => { clearTimeout(timer); ok(); }]);
+  });
+}
+
 export const testSite: Handler = async (req, res, url) => {
   if (siteOptions.delayMs) await new Promise((ok) => setTimeout(ok, siteOptions.delayMs));
   const { self } = originOf(req);
   const path = url.pathname;
+  sawPath(`${req.headers.host ?? ""} ${path}`);
   const cors = { "Access-Control-Allow-Origin": "*" };
   if (req.method === "OPTIONS") {
     res.writeHead(204, {
@@ -265,6 +287,17 @@ export const testSite: Handler = async (req, res, url) => {
     case "/cached.html":
       return send(res, 200, "text/html; charset=utf-8",
         `<!doctype html>${NOICON}<title>cached</title><img src="/cached/3.png"><img src="/cached/4.png"><img src="/revalidated/5.png"><img src="/revalidated/6.png">`);
+    case "/held.html":
+      // Two render-blocking stylesheets: one names a background image of an element on the page, the other takes
+      // long. Firefox asks for the image only once it can lay the page out, after both; the helper can guess it
+      // from the first stylesheet and the document (prefetch/discover_backgrounds.py).
+      return send(res, 200, "text/html; charset=utf-8",
+        `<!doctype html>${NOICON}<title>held</title><link rel="stylesheet" href="/css/held-bg.css"><link rel="stylesheet" href="/css/held.css"><div class="held-bg">held</div>`);
+    case "/css/held-bg.css":
+      return send(res, 200, "text/css", ".held-bg { background-image: url(/img/22.png); height: 20px; }\n");
+    case "/css/held.css":
+      await untilPath(`${req.headers.host ?? ""} /img/22.png`, HELD_MAX_MS);
+      return send(res, 200, "text/css", "div { color: green; }\n");
     case "/plain.html":
       return send(res, 200, "text/html; charset=utf-8", `<!doctype html>${NOICON}<title>plain</title><img src="/img/9.png"><p>plain</p>`);
     case "/frames.html":

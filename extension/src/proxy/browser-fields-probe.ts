@@ -1,0 +1,148 @@
+// Firefox (proxy mode): the Accept field Firefox sends with an image, a font and a stylesheet, known before a page
+// needs it. The helper prefetches a subresource only with the exact fields Firefox will send for it (fidelity), and
+// learns them from the page's own requests; Firefox's first image request of a new user's first page comes after
+// the page's render-blocking stylesheet chain (cmake-doc: four `@import`s, 2.5 s over `sat`), so the images its
+// document names could not fly before it. Accept per kind is browser-wide in Firefox (its image, font and style
+// loaders each set one, whatever the document), so the background page asks for one of each itself, to a name
+// that cannot resolve (.invalid), and reads what `webRequest.onBeforeSendHeaders` shows before cancelling it there:
+// nothing leaves the browser. Run each time the helper connects (a helper that starts keeps nothing in memory).
+// Only Accept and the User-Agent it belongs to are sent: every other field still comes from the page's requests.
+import type { BrowserFields } from "../generated/protocol.js";
+
+export const PROBE_HOST = "fields.lanefetch.invalid";
+/** The URLs of the probe's requests, in both schemes (extension pages upgrade http: to https:, their CSP says so). */
+export const PROBE_URLS = [`http://${PROBE_HOST}/*`, `https://${PROBE_HOST}/*`];
+
+type Kind = BrowserFields["accept"][number];
+export const PROBE_KINDS: readonly Pick<Kind, "destination" | "mode">[] = [
+  { destination: "image", mode: "no-cors" },
+  { destination: "font", mode: "cors" },
+  { destination: "style", mode: "no-cors" },
+];
+
+export interface HeaderField {
+  name: string;
+  value?: string;
+}
+
+export interface SendHeadersDetails {
+  url: string;
+  requestHeaders?: HeaderField[];
+}
+
+/** Firefox's webRequest.onBeforeSendHeaders, as the probe uses it (blocking: the answer cancels the request). */
+export interface SendHeadersEvent {
+  addListener(listener: (details: SendHeadersDetails) => { cancel: boolean }, filter: { urls: string[] }, extra: string[]): void;
+  removeListener(listener: (details: SendHeadersDetails) => { cancel: boolean }): void;
+}
+
+/** Starts one request of each kind to `url` (the shell: the background page's DOM). */
+export interface ProbeLoads {
+  image(url: string): void;
+  font(url: string): void;
+  style(url: string): void;
+}
+
+function field(headers: readonly HeaderField[], name: string): string | null | undefined {
+  const found = headers.find((h) => h.name.toLowerCase() === name);
+  return found === undefined ? null : found.value;
+}
+
+/** The browser_fields message from the fields seen on the probe's requests, by destination; null where no
+ * request showed a User-Agent, or they disagree on it (one browser's fields never answer for another's). A kind
+ * seen without Accept is sent as null (the browser sends none). Pure. */
+export function browserFields(seen: ReadonlyMap<string, readonly HeaderField[]>): BrowserFields | null {
+  const accept: Kind[] = [];
+  const agents = new Set<string>();
+  for (const kind of PROBE_KINDS) {
+    const headers = seen.get(kind.destination);
+    if (headers === undefined) continue;
+    const ua = field(headers, "user-agent");
+    if (typeof ua !== "string" || ua === "") return null;
+    agents.add(ua);
+    const value = field(headers, "accept");
+    if (value === undefined) continue; // present without a value (binary): not a field the helper can compare
+    accept.push({ ...kind, value });
+  }
+  const [userAgent] = agents;
+  const [first, ...more] = accept;
+  if (userAgent === undefined || agents.size !== 1 || first === undefined) return null;
+  const [second, third] = more; // one per kind: at most PROBE_KINDS.length
+  const kinds: BrowserFields["accept"] = second === undefined ? [first] : third === undefined ? [first, second] : [first, second, third];
+  return { type: "browser_fields", user_agent: userAgent, accept: kinds };
+}
+
+/** The destination a probe URL asks for (its last path segment), or null for a URL not of the probe. */
+export function probeKindOf(url: string, nonce: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  const [, got, kind] = parsed.pathname.split("/");
+  if (parsed.hostname !== PROBE_HOST || got !== nonce) return null;
+  return PROBE_KINDS.some((k) => k.destination === kind) ? (kind ?? null) : null;
+}
+
+function defaultSchedule(run: () => void, ms: number): () => void {
+  const timer = setTimeout(run, ms);
+  return () => clearTimeout(timer);
+}
+
+/** Ask for one request of each kind, read their fields and cancel them; resolves with the message once all were
+ * seen, or with what was seen after `timeoutMs` (null if nothing usable). The listener is removed either way. */
+export function probeBrowserFields(event: SendHeadersEvent, loads: ProbeLoads, nonce: string, timeoutMs: number,
+  schedule: (run: () => void, ms: number) => () => void = defaultSchedule): Promise<BrowserFields | null> {
+  return new Promise((resolve) => {
+    const seen = new Map<string, HeaderField[]>();
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      event.removeListener(listener);
+      cancelTimer();
+      resolve(browserFields(seen));
+    };
+    const listener = (details: SendHeadersDetails): { cancel: boolean } => {
+      const kind = probeKindOf(details.url, nonce);
+      if (kind !== null && !seen.has(kind)) {
+        seen.set(kind, details.requestHeaders ?? []);
+        if (seen.size === PROBE_KINDS.length) queueMicrotask(finish);
+      }
+      return { cancel: true }; // every request to the probe's name, ours or a stale one's: none leaves the browser
+    };
+    event.addListener(listener, { urls: PROBE_URLS }, ["blocking", "requestHeaders"]);
+    const cancelTimer = schedule(finish, timeoutMs); // finish runs later (a microtask, or the timer): it is set by then
+    const base = `http://${PROBE_HOST}/${nonce}/`;
+    try {
+      loads.image(`${base}image`);
+      loads.font(`${base}font`);
+      loads.style(`${base}style`);
+    } catch (e) {
+      console.warn("lanefetch: the fields probe could not start a request", e);
+    }
+  });
+}
+
+/** The background page's loads: an image, a font face and a stylesheet link, each dropped once it failed. */
+export function documentLoads(doc: Document): ProbeLoads {
+  return {
+    image: (url) => {
+      const image = new Image();
+      image.src = url;
+    },
+    font: (url) => {
+      const face = new FontFace("lanefetch-fields-probe", `url("${url}")`);
+      doc.fonts.add(face);
+      void face.load().catch(() => undefined).finally(() => doc.fonts.delete(face));
+    },
+    style: (url) => {
+      const link = doc.createElement("link");
+      link.rel = "stylesheet";
+      link.href = url;
+      link.onerror = () => link.remove();
+      doc.head.append(link);
+    },
+  };
+}
