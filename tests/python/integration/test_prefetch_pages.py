@@ -867,6 +867,67 @@ async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_th
             await loads.end_all()
 
 
+IMG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/a.css></head>"
+            b"<body><img src=/static/shot.png>" + b"<p>text</p>" * 300 + b"</body></html>")
+IMG_PAGE = {"/img/index.html": IMG_HTML, "/static/a.css": b"p{margin:0}", "/static/shot.png": b"\x89PNG" * 300}
+
+
+@pytest.mark.parametrize("taught", [True, False])
+async def test_the_browser_s_accept_taught_ahead_lets_a_first_page_s_image_fly(service: FetchService,
+                                                                              taught: bool) -> None:
+    """Firefox's fields probe (browser_fields: the Accept of its images, fonts and stylesheets, seen on the
+    extension's own requests) reaches a fresh helper before any page: the page's first batch (its stylesheet)
+    teaches the rest of the fields, and the image its document names flies then, answering the browser's image
+    request. Without it, the image's fields come only with the browser's own image request: nothing flies."""
+    async with counting_server(_answer_from(IMG_PAGE)) as server:
+        loads, ended = recording_loads(service)
+        try:
+            if taught:
+                await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
+                                                    ("script", "no-cors"): "not taught: not a kind the probe asks"})
+            page_url, page = navigate(loads, server.url, "/img/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: len(load.found) == 2, "the document read")
+            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
+            await asyncio.gather(*list(load.tasks))
+            if load.flight is not None:
+                await load.flight.wait()
+            assert ("/static/shot.png" in server.seen) is taught
+            sink = Collect()
+            await loads.fetch([browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
+            assert sink.cache == {"img": "prefetch" if taught else "none"}
+            assert server.count("/static/shot.png") == 1
+            await loads.end_all()
+            report = ended[-1].flight
+            assert (report is not None and report.answered == 1 and not report.refused_by_fidelity) is taught
+        finally:
+            await loads.end_all()
+
+
+async def test_the_browser_s_accept_taught_during_a_load_plans_what_it_found(service: FetchService) -> None:
+    """The probe's message may come while a page loads (the helper just connected): what the load found and could
+    not plan for want of the image's Accept is planned then."""
+    async with counting_server(_answer_from(IMG_PAGE)) as server:
+        loads, _ended = recording_loads(service)
+        try:
+            page_url, page = navigate(loads, server.url, "/img/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: len(load.found) == 2, "the document read")
+            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
+            await asyncio.gather(*list(load.tasks))
+            assert "/static/shot.png" not in server.seen
+            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})
+            await until(lambda: "/static/shot.png" in server.seen, "the image flown once its Accept is known")
+            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})  # again: no-op
+            assert load.flight is not None
+            await load.flight.wait()
+            assert server.count("/static/shot.png") == 1
+        finally:
+            await loads.end_all()
+
+
 BG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/bg.css>"
            b"<link rel=stylesheet href=/static/print.css media=print></head>"
            b"<body><div class=note>note</div>" + b"<p>text</p>" * 300 + b"</body></html>")

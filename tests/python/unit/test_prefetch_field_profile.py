@@ -18,7 +18,9 @@ from lanefetch.prefetch.field_profile import (
     relation,
     site_for,
     trustworthy,
+    with_accept,
 )
+from lanefetch.prefetch.field_profile import TAUGHT_ACCEPT
 from lanefetch.prefetch.learned import History, observe
 from lanefetch.prefetch.plan import plan
 from lanefetch.prefetch.resource import Subresource
@@ -82,6 +84,43 @@ def test_what_one_page_taught_reproduces_the_browser_for_another(browser: Browse
         assert got == want
     else:
         assert got is None  # never seen that way: unknown, nothing planned
+
+
+@given(browsers, urls, requests, urls, st.sampled_from(KINDS), st.booleans())
+def test_the_accept_taught_ahead_answers_for_its_kinds_once_a_load_taught_the_rest(
+        browser: Browser, page: str, seen: list[tuple[str, tuple[str, str]]], url: str, kind: tuple[str, str],
+        before_load: bool) -> None:
+    """browser_fields (the extension's probe) gives the browser's Accept for TAUGHT_ACCEPT's kinds, before or after
+    a load: alone it plans nothing (the other fields are the page's to teach); with any load that taught the rest,
+    a kind the probe gave is answered exactly as the browser sends it, never seen on the page; and a kind it did
+    not give is as if there were no probe."""
+    taught = {k: browser.accept[k] for k in KINDS}  # the probe's message may name any kind: only its own count
+    alone = with_accept(None, browser.ua, taught, 5.0)
+    assert all(fields_for(alone, Subresource(u, d, m, "include", page), page) is None for u, (d, m) in seen)
+    observed = [observe(u, d, m, 1, browser.headers(u, d, m, page)) for u, (d, m) in seen]
+    if before_load:
+        profile = learn({browser.ua: alone}, page, observed, 10.0)[browser.ua]
+    else:
+        profile = with_accept(learn({}, page, observed, 10.0)[browser.ua], browser.ua, taught, 20.0)
+    assert set(profile.accept) == {k for _, k in seen} | set(TAUGHT_ACCEPT)
+    other_page = url.rsplit("/", 1)[0] + "/other.html"
+    destination, mode = kind
+    got = fields_for(profile, Subresource(url, destination, mode, "include", other_page), other_page)
+    known = kind in TAUGHT_ACCEPT or kind in {k for _, k in seen}
+    if known and trustworthy(url) in {trustworthy(u) for u, _ in seen}:
+        assert got == tuple(sorted((k.lower(), v) for k, v in browser.headers(url, destination, mode, other_page)))
+    else:
+        assert got is None
+
+
+def test_the_accept_taught_ahead_changes_nothing_it_knew_and_belongs_to_one_user_agent() -> None:
+    known = with_accept(PROFILE, "UA/1", {("image", "no-cors"): "*/*"}, 99.0)
+    assert known is PROFILE  # nothing new: not even its time
+    changed = with_accept(PROFILE, "UA/1", {("image", "no-cors"): "image/avif,*/*", ("font", "cors"): None}, 99.0)
+    assert changed.accept == {**PROFILE.accept, ("image", "no-cors"): "image/avif,*/*", ("font", "cors"): None}
+    assert changed.updated_at == 99.0 and changed.sec_fetch == PROFILE.sec_fetch and changed.origin == PROFILE.origin
+    other = with_accept(PROFILE, "UA/9", {("image", "no-cors"): "*/*"}, 99.0)
+    assert other.user_agent == "UA/9" and other.accept == {("image", "no-cors"): "*/*"} and not other.language_known
 
 
 @given(browsers, urls, urls, st.sampled_from(KINDS))
