@@ -9,7 +9,7 @@ import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
-import { documentLoads, probeBrowserFields } from "../proxy/browser-fields-probe.js";
+import { FieldsProbe, documentLoads } from "../proxy/browser-fields-probe.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter, pageOf } from "../proxy/proxy-router.js";
@@ -76,7 +76,7 @@ connection.onMessage((m) => {
 });
 /** How long the fields probe waits for its three requests (it needs no network: they are cancelled as they start). */
 const FIELDS_PROBE_MS = 5000;
-let probes = 0;
+const fieldsProbe = new FieldsProbe(browser.webRequest.onBeforeSendHeaders, new URL(chrome.runtime.getURL("/")).origin);
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
   if (state.status === "connected" && secret !== null) {
@@ -85,8 +85,7 @@ connection.onStateChange((state) => {
     // A helper that just connected knows none of this Firefox's fields until a page's requests teach them: its
     // Accept per kind now, so a new user's first page can have its images and fonts prefetched.
     if (state.capabilities.includes("browser_fields")) {
-      probes += 1;
-      void probeBrowserFields(browser.webRequest.onBeforeSendHeaders, documentLoads(document), `p${String(probes)}`, FIELDS_PROBE_MS)
+      void fieldsProbe.run(documentLoads(document), crypto.randomUUID(), FIELDS_PROBE_MS)
         .then((fields) => {
           const sent = fields !== null && client.browserFields(fields);
           // What the probe sent (the real-browser tests wait for it before a first page)

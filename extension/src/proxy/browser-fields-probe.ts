@@ -4,21 +4,22 @@
 // the page's render-blocking stylesheet chain (cmake-doc: four `@import`s, 2.5 s over `sat`), so the images its
 // document names could not fly before it. Accept per kind is browser-wide in Firefox (its image, font and style
 // loaders each set one, whatever the document), so the background page asks for one of each itself, to a name
-// that cannot resolve (.invalid), and reads what `webRequest.onBeforeSendHeaders` shows before cancelling it there:
-// nothing leaves the browser. Run each time the helper connects (a helper that starts keeps nothing in memory).
+// under .localhost (Firefox resolves it to loopback itself: no DNS query, no DNS-over-HTTPS, no https upgrade),
+// and reads what `webRequest.onBeforeSendHeaders` shows before cancelling it there: no request is sent, not even to
+// this machine. Run each time the helper connects (a helper that starts keeps nothing in memory).
 // Only Accept and the User-Agent it belongs to are sent: every other field still comes from the page's requests.
 import type { BrowserFields } from "../generated/protocol.js";
 
-export const PROBE_HOST = "fields.lanefetch.invalid";
+export const PROBE_HOST = "fields.lanefetch.localhost";
 /** The URLs of the probe's requests, in both schemes (extension pages upgrade http: to https:, their CSP says so). */
 export const PROBE_URLS = [`http://${PROBE_HOST}/*`, `https://${PROBE_HOST}/*`];
 
 type Kind = BrowserFields["accept"][number];
-export const PROBE_KINDS: readonly Pick<Kind, "destination" | "mode">[] = [
+export const PROBE_KINDS = [
   { destination: "image", mode: "no-cors" },
   { destination: "font", mode: "cors" },
   { destination: "style", mode: "no-cors" },
-];
+] as const;
 
 export interface HeaderField {
   name: string;
@@ -27,13 +28,16 @@ export interface HeaderField {
 
 export interface SendHeadersDetails {
   url: string;
+  type?: string;
+  tabId?: number;
+  documentUrl?: string;
+  originUrl?: string;
   requestHeaders?: HeaderField[];
 }
 
 /** Firefox's webRequest.onBeforeSendHeaders, as the probe uses it (blocking: the answer cancels the request). */
 export interface SendHeadersEvent {
   addListener(listener: (details: SendHeadersDetails) => { cancel: boolean }, filter: { urls: string[] }, extra: string[]): void;
-  removeListener(listener: (details: SendHeadersDetails) => { cancel: boolean }): void;
 }
 
 /** Starts one request of each kind to `url` (the shell: the background page's DOM). */
@@ -90,39 +94,59 @@ function defaultSchedule(run: () => void, ms: number): () => void {
   return () => clearTimeout(timer);
 }
 
-/** Ask for one request of each kind, read their fields and cancel them; resolves with the message once all were
- * seen, or with what was seen after `timeoutMs` (null if nothing usable). The listener is removed either way. */
-export function probeBrowserFields(event: SendHeadersEvent, loads: ProbeLoads, nonce: string, timeoutMs: number,
-  schedule: (run: () => void, ms: number) => () => void = defaultSchedule): Promise<BrowserFields | null> {
-  return new Promise((resolve) => {
-    const seen = new Map<string, HeaderField[]>();
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      event.removeListener(listener);
-      cancelTimer();
-      resolve(browserFields(seen));
-    };
-    const listener = (details: SendHeadersDetails): { cancel: boolean } => {
-      const kind = probeKindOf(details.url, nonce);
-      if (kind !== null && !seen.has(kind)) {
-        seen.set(kind, details.requestHeaders ?? []);
+/** The webRequest type Firefox gives each kind's request. */
+const REQUEST_TYPE: Record<string, string> = { image: "image", font: "font", style: "stylesheet" };
+
+/** The probe: one listener for the probe's name, registered once (at the background's start) and never removed,
+ * cancels every request to that name, whoever makes it and whenever (one of a probe that timed out included), so
+ * none is ever sent; and gives the run under way the fields of its own requests: its nonce (random per run), made
+ * by the background page itself (no tab, the extension's own document), of the kind's request type. */
+export class FieldsProbe {
+  private collect: ((kind: string, headers: HeaderField[]) => void) | null = null;
+  private nonce = "";
+
+  constructor(event: SendHeadersEvent, private readonly ownOrigin: string) {
+    event.addListener((details) => this.onRequest(details), { urls: PROBE_URLS }, ["blocking", "requestHeaders"]);
+  }
+
+  private onRequest(details: SendHeadersDetails): { cancel: boolean } {
+    const kind = this.collect === null ? null : probeKindOf(details.url, this.nonce);
+    const own = details.tabId === -1 && (details.documentUrl ?? details.originUrl ?? "").startsWith(`${this.ownOrigin}/`);
+    if (kind !== null && own && details.type === REQUEST_TYPE[kind]) this.collect?.(kind, details.requestHeaders ?? []);
+    return { cancel: true };
+  }
+
+  /** Ask for one request of each kind and read their fields; resolves with the message once all were seen, or with
+   * what was seen after `timeoutMs` (null if nothing usable). A run started while one is under way replaces it. */
+  run(loads: ProbeLoads, nonce: string, timeoutMs: number,
+    schedule: (run: () => void, ms: number) => () => void = defaultSchedule): Promise<BrowserFields | null> {
+    return new Promise((resolve) => {
+      const seen = new Map<string, HeaderField[]>();
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        if (this.nonce === nonce) this.collect = null;
+        cancelTimer();
+        resolve(browserFields(seen));
+      };
+      this.nonce = nonce;
+      this.collect = (kind, headers) => {
+        if (done || seen.has(kind)) return;
+        seen.set(kind, headers);
         if (seen.size === PROBE_KINDS.length) queueMicrotask(finish);
+      };
+      const cancelTimer = schedule(finish, timeoutMs); // finish runs later (a microtask, or the timer): set by then
+      const base = `http://${PROBE_HOST}/${nonce}/`;
+      try {
+        loads.image(`${base}image`);
+        loads.font(`${base}font`);
+        loads.style(`${base}style`);
+      } catch (e) {
+        console.warn("lanefetch: the fields probe could not start a request", e);
       }
-      return { cancel: true }; // every request to the probe's name, ours or a stale one's: none leaves the browser
-    };
-    event.addListener(listener, { urls: PROBE_URLS }, ["blocking", "requestHeaders"]);
-    const cancelTimer = schedule(finish, timeoutMs); // finish runs later (a microtask, or the timer): it is set by then
-    const base = `http://${PROBE_HOST}/${nonce}/`;
-    try {
-      loads.image(`${base}image`);
-      loads.font(`${base}font`);
-      loads.style(`${base}style`);
-    } catch (e) {
-      console.warn("lanefetch: the fields probe could not start a request", e);
-    }
-  });
+    });
+  }
 }
 
 /** The background page's loads: an image, a font face and a stylesheet link, each dropped once it failed. */

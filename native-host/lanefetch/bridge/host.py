@@ -259,9 +259,11 @@ class Host:
         elif kind == "browser_fields":
             # Firefox's Accept per kind, seen on the extension's own cancelled requests: a new user's first page
             # can have its images and fonts prefetched before Firefox's first request of each kind taught them.
-            loads = self.proxy.loads if self.proxy is not None else self.loads
+            if self.proxy is None:
+                await self._send(protocol.error("bad_message", "browser_fields needs a Firefox hello first"))
+                return
             accept = {(a["destination"], a["mode"]): a["value"] for a in item["accept"]}
-            await loads.browser_accept(item["user_agent"], accept)
+            await self.proxy.loads.browser_accept(item["user_agent"], accept)
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])

@@ -169,8 +169,13 @@ def learn(profiles: dict[str, FieldProfile], page_url: str, observed: list[Obser
 TAUGHT_ACCEPT = (("image", "no-cors"), ("font", "cors"), ("style", "no-cors"))
 
 
+def taught_accept(accept: dict[tuple[str, str], str | None]) -> dict[tuple[str, str], str | None]:
+    """The part of a browser_fields message's Accept fields the profile takes: TAUGHT_ACCEPT's kinds only."""
+    return {kind: value for kind, value in accept.items() if kind in TAUGHT_ACCEPT}
+
+
 def with_accept(before: FieldProfile | None, user_agent: str, accept: dict[tuple[str, str], str | None],
-                now: float) -> FieldProfile:
+                now: float) -> FieldProfile | None:
     """The profile of `user_agent` (`before`, or a new one) with the Accept fields the browser was seen to send for
     these (destination, mode) kinds on requests of the extension's own (Firefox: extension/src/proxy/
     browser-fields-probe.ts), leaving every other field as it was: Accept per kind is browser-wide (Firefox's image
@@ -178,12 +183,16 @@ def with_accept(before: FieldProfile | None, user_agent: str, accept: dict[tuple
     language and privacy signals) are still learned from the page's own requests, and until a load taught them
     fields_for knows nothing. Why: a new user's first page otherwise has no image fields until Firefox's own first
     image request, which comes after the page's stylesheet chain; the images found in its document could not fly.
-    Kinds other than TAUGHT_ACCEPT are ignored."""
-    profile = before if before is not None and before.user_agent == user_agent else FieldProfile(user_agent)
-    taught = {kind: value for kind, value in accept.items() if kind in TAUGHT_ACCEPT}
-    if all(profile.accept.get(kind, "") == value for kind, value in taught.items()):
-        return profile  # nothing new: the profile keeps its time
-    return replace(profile, accept={**profile.accept, **taught}, updated_at=now)
+    Kinds other than TAUGHT_ACCEPT are ignored; `before` itself (None included) where nothing is new."""
+    taught = taught_accept(accept)
+    profile = before if before is not None and before.user_agent == user_agent else None
+    if profile is not None and all(kind in profile.accept and profile.accept[kind] == value
+                                   for kind, value in taught.items()):
+        return before  # nothing new: the profile keeps its time
+    if not taught:
+        return before
+    base = profile if profile is not None else FieldProfile(user_agent)
+    return replace(base, accept={**base.accept, **taught}, updated_at=now)
 
 
 def site_for(sub: Subresource, page_url: str, sheet_sets_site: bool = False) -> str | None:

@@ -72,7 +72,7 @@ from ..stream.decode import decoded_prefix, decoder_for
 from .budget import Ledger, Limits, limits_for
 from .discover_backgrounds import BackgroundRule
 from .discover_worker import Discoverer
-from .field_profile import PARTITION, FieldProfile, learn, record_key, relation, with_accept
+from .field_profile import PARTITION, FieldProfile, learn, record_key, relation, taught_accept, with_accept
 from .field_profile import decode as decode_profile
 from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
@@ -86,6 +86,7 @@ from .resource import Subresource
 log = logging.getLogger(__name__)
 
 MAX_LOADS = 32
+MAX_TAUGHT_AGENTS = 4  # browsers whose Accept fields were told ahead (browser_accept): one Firefox, and a few updates
 PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix may be decoded wrongly
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
@@ -289,6 +290,7 @@ class PageLoads:
         self._sweep: asyncio.TimerHandle | None = None
         self._discoverer = discoverer if discoverer is not None else Discoverer()
         self._profiles: dict[str, FieldProfile | None] = {}  # by User-Agent; None: none kept
+        self._taught: dict[str, dict[tuple[str, str], str | None]] = {}  # by User-Agent: browser_accept's
         self._generation = 0  # forget() counts: a profile read before a clear is not kept after it
 
     def _flight_for(self, page: Page) -> Flight | None:
@@ -506,6 +508,8 @@ class PageLoads:
         profile = decode_profile(records[key], time.time()) if key in records else None
         if profile is not None and profile.user_agent != user_agent:
             profile = None
+        if user_agent in self._taught:  # the browser's Accept told ahead (browser_accept)
+            profile = with_accept(profile, user_agent, self._taught[user_agent], time.time())
         self._profiles.setdefault(user_agent, profile)
         return self._profiles[user_agent]
 
@@ -546,14 +550,17 @@ class PageLoads:
         except Exception:  # an optimisation: a failure loses a flight, never the page
             log.exception("learning the browser's fields during a load failed")
 
-    async def _learn_profile(self, load: _Load, observed: list[Observed]) -> None:
-        """The browser's field profile learns from the ended load (never a forgotten or private one)."""
+    async def _learn_profile(self, load: _Load, observed: list[Observed], generation: int) -> None:
+        """The browser's field profile learns from the ended load (never a forgotten or private one, nor one the
+        cache was cleared under: `generation` is the cache's when the load began to end)."""
         cache = self._records_for(load.page)
         if cache is None or not observed:
             return
         agents = {v for item in observed for k, v in item.headers if k == "user-agent"}
         for ua in agents:
             await self._profile(load.page, ua)
+        if generation != self._generation:
+            return
         known = {ua: p for ua, p in self._profiles.items() if p is not None}
         now = time.time()
         for ua, profile in learn(known, load.key.page, observed, now).items():
@@ -603,6 +610,7 @@ class PageLoads:
 
     async def _end(self, load: _Load) -> None:
         load.ended = True
+        generation = self._generation  # a cache cleared while this load ends forgets it too (forget() cannot see it)
         try:
             for task in list(load.tasks):
                 task.cancel()
@@ -615,9 +623,12 @@ class PageLoads:
                 log.debug("the load of %s ended: its flight sent %d, answered %d, cut by the budget %d, refused %s",
                           load.key.page, report.sent, report.answered, report.cancelled_by_budget,
                           report.refused_by_fidelity or "none")
+            load.forgotten = load.forgotten or generation != self._generation
             observed = [] if load.forgotten else load.log.observed()
             if not load.forgotten:
-                await self._learn_profile(load, observed)
+                await self._learn_profile(load, observed, generation)
+            if generation != self._generation:
+                load.forgotten, observed = True, []  # cleared while its profile was read
             self._memory.record(load.page, load.key.page, load.stylesheets, observed,
                                 keep_empty=load.flight is not None and not load.forgotten)
             await self._on_end(LoadEnded(load.page, load.key.page, report, len(observed), load.log.first_request))
@@ -646,22 +657,26 @@ class PageLoads:
 
     async def browser_accept(self, user_agent: str, accept: dict[tuple[str, str], str | None]) -> None:
         """The Accept fields this browser sends per kind, seen on requests of the extension's own (Firefox's
-        browser_fields): its field profile takes them (field_profile.with_accept), in memory, after the kept one
-        was read (it extends the kept profile, never replaces it); a load's end keeps them with what it taught.
-        Loads under way plan again what they found and could not plan for want of these fields."""
-        page = Page(private_browsing=False)
-        if self._records_for(page) is None:
-            return  # nowhere a profile is kept: none is learned (as from a load)
-        generation = self._generation
-        before = await self._profile(page, user_agent)
-        if generation != self._generation:
-            return  # the cache was cleared meanwhile
-        profile = with_accept(before, user_agent, accept, time.time())
-        if profile == before:
+        browser_fields): kept in memory apart from the profile (`_taught`, never on disk: no database is opened for
+        them) and given to this browser's profile whenever it is read (_profile) or, if it is in memory already,
+        now (field_profile.with_accept); a load's end keeps them with what it taught. Clearing the cache keeps them:
+        they say nothing of the user's browsing (values the browser sends every server), and the extension sends
+        them only when the helper connects. Loads under way plan again what they found and could not plan for want
+        of these fields."""
+        taught = taught_accept(accept)
+        if not taught:
             return
-        self._profiles[user_agent] = profile
+        self._taught[user_agent] = {**self._taught.get(user_agent, {}), **taught}
+        while len(self._taught) > MAX_TAUGHT_AGENTS:
+            del self._taught[next(iter(self._taught))]
+        before = self._profiles.get(user_agent)
+        if user_agent in self._profiles:
+            profile = with_accept(before, user_agent, taught, time.time())
+            if profile is None or profile is before:
+                return
+            self._profiles[user_agent] = profile
         log.debug("the field profile of %.80s takes the browser's Accept for %s", user_agent,
-                  ", ".join(f"{d} {m}" for d, m in sorted(accept)))
+                  ", ".join(f"{d} {m}" for d, m in sorted(taught)))
         for load in list(self._loads.values()):
             pending = _unplanned(load, [*load.found.values(), *load.expected_backgrounds.values()])
             if not pending or load.forgotten or load.ended or load.user_agent != user_agent:

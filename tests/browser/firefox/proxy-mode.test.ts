@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { createServer } from "node:net";
 import { harEntry } from "../../../extension/src/timings/har.js";
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
-import { freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
+import { enabledFirefox, freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
 import { eventually } from "../support/eventually.js";
 import { OriginServer } from "../support/origin-server.js";
 import { bigBody, startSites, testSite, type Sites } from "../support/test-site.js";
@@ -18,10 +18,7 @@ let ff: Firefox;
 
 before(async () => {
   sites = await startSites();
-  ff = await launchFirefox(freshHome(true));
-  await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
-  // With a site enabled the extension opens the native port at once and keeps it open.
-  assert.equal((await waitForHelper(ff)).helper.status, "connected");
+  ff = await enabledFirefox();
 });
 after(async () => {
   await ff.close();

@@ -7,7 +7,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freshHome, launchFirefox, setSites, tabIdOf, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
+import { enabledFirefox, freshHome, launchFirefox, setSites, tabIdOf, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
 import { OriginServer } from "../support/origin-server.js";
 import { startSites, testSite, type Sites } from "../support/test-site.js";
 import { artifactsDir, AXE_LOAD_EXPRESSION, AXE_SERIOUS_EXPRESSION, pollUntil, type AxeViolation } from "../support/ui-checks.js";
@@ -17,9 +17,7 @@ let ff: Firefox;
 
 before(async () => {
   sites = await startSites();
-  ff = await launchFirefox(freshHome(true));
-  await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
-  assert.equal((await waitForHelper(ff)).helper.status, "connected");
+  ff = await enabledFirefox();
 });
 after(async () => {
   await ff.close();

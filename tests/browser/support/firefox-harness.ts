@@ -4,10 +4,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { after, before } from "node:test";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import type { StatusReply } from "../../../extension/src/background/popup-api.js";
 import type { SiteRule } from "../../../extension/src/sites/site-rule.js";
 import { firefoxDist, firefoxExecutable, helperCli, repoRoot } from "./paths.js";
+import { startSites, type Sites } from "./test-site.js";
 
 const identity = JSON.parse(readFileSync(resolve(repoRoot, "shared/identity.json"), "utf8")) as { firefox_extension_id: string };
 /** Fixed internal UUID (set by pref) so the tests can open the extension's pages. */
@@ -147,6 +149,40 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
 /** Enables `sites`. The test origins are loopback (RTT far below the step-aside threshold, where lanefetch leaves
  * requests to Firefox): `accelerateFastLinks` (default true here, as in the Chromium harness) makes it take them
  * anyway, so the tests see the proxy path; benchmarks and the demo pass false (what users get). */
+/** A fresh Firefox (a fresh HOME, the helper installed) with 127.0.0.1 enabled, its helper connected. */
+export async function enabledFirefox(): Promise<Firefox> {
+  const ff = await launchFirefox(freshHome(true));
+  await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
+  // With a site enabled the extension opens the native port at once and keeps it open.
+  const status = (await waitForHelper(ff)).helper.status;
+  if (status !== "connected") throw new Error(`the helper is ${status}, not connected`);
+  return ff;
+}
+
+/** For a test file: before its tests, the test sites and an enabledFirefox(); after them, both closed. */
+export function firefoxWithSites(): { readonly sites: Sites; readonly ff: Firefox } {
+  let sites: Sites | null = null;
+  let ff: Firefox | null = null;
+  before(async () => {
+    sites = await startSites();
+    ff = await enabledFirefox();
+  });
+  after(async () => {
+    await ff?.close();
+    await sites?.close();
+  });
+  return {
+    get sites(): Sites {
+      if (sites === null) throw new Error("the test sites are not started (used outside a test?)");
+      return sites;
+    },
+    get ff(): Firefox {
+      if (ff === null) throw new Error("Firefox is not launched (used outside a test?)");
+      return ff;
+    },
+  };
+}
+
 export async function setSites(ff: Firefox, sites: SiteRule[], { accelerateFastLinks = true, httpsSites = [] as SiteRule[] } = {}): Promise<void> {
   const stored = sites.map((x) => ({ ...x, added: Date.now() }));
   // The sites opted into HTTPS in the same write as the sites: the helper makes the opted-in set true as soon as

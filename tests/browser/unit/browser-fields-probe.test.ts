@@ -1,10 +1,11 @@
-// Firefox's fields probe (proxy/browser-fields-probe.ts): the Accept per kind read from the probe's own requests,
-// every one of them cancelled, the listener removed once all three were seen or the time ran out; the message
-// validates against the protocol and says nothing it did not see. A fake event and fake loads: no browser, no clock.
+// Firefox's fields probe (proxy/browser-fields-probe.ts): the Accept per kind read from the probe's own requests
+// (the background page's: no tab, its document, the kind's request type, the run's nonce), every request to the
+// probe's name cancelled, whoever makes it and whenever; the message validates against the protocol and says
+// nothing it did not see. A fake event and fake loads: no browser, no clock.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  PROBE_HOST, PROBE_URLS, browserFields, probeBrowserFields, probeKindOf,
+  FieldsProbe, PROBE_HOST, PROBE_URLS, browserFields, probeKindOf,
   type HeaderField, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent,
 } from "../../../extension/src/proxy/browser-fields-probe.js";
 import { protocolErrors } from "../support/protocol-validator.js";
@@ -15,31 +16,36 @@ const ACCEPT: Record<string, string> = {
   font: "application/font-woff2;q=1.0,application/font-woff;q=0.9,*/*;q=0.8",
   style: "text/css,*/*;q=0.1",
 };
+const OWN = "moz-extension://3f1c2a9e";
+const TYPE: Record<string, string> = { image: "image", font: "font", style: "stylesheet" };
 
 function fieldsOf(kind: string, ua = UA): HeaderField[] {
   return [{ name: "Host", value: PROBE_HOST }, { name: "User-Agent", value: ua }, { name: "Accept", value: ACCEPT[kind] ?? "" },
     { name: "Sec-Fetch-Dest", value: kind }];
 }
 
-/** An onBeforeSendHeaders that remembers its listener and what each call answered; requests come when the test says. */
+/** The background page's request for a kind (as Firefox describes it), with changes. */
+function own(nonce: string, kind: string, more: Partial<SendHeadersDetails> = {}): SendHeadersDetails {
+  return { url: `http://${PROBE_HOST}/${nonce}/${kind}`, type: TYPE[kind] ?? "other", tabId: -1,
+    documentUrl: `${OWN}/_generated_background_page.html`, requestHeaders: fieldsOf(kind), ...more };
+}
+
+/** An onBeforeSendHeaders that keeps its one listener and what each call answered. */
 class FakeEvent implements SendHeadersEvent {
   listener: ((d: SendHeadersDetails) => { cancel: boolean }) | null = null;
   filter: string[] = [];
   extra: string[] = [];
-  removed = 0;
+  added = 0;
   answers: boolean[] = [];
   addListener(listener: (d: SendHeadersDetails) => { cancel: boolean }, filter: { urls: string[] }, extra: string[]): void {
     this.listener = listener;
     this.filter = filter.urls;
     this.extra = extra;
+    this.added += 1;
   }
-  removeListener(): void {
-    this.removed += 1;
-    this.listener = null;
-  }
-  request(url: string, headers: HeaderField[]): void {
-    assert.ok(this.listener, "a request came after the listener was removed");
-    this.answers.push(this.listener({ url, requestHeaders: headers }).cancel);
+  request(details: SendHeadersDetails): void {
+    assert.ok(this.listener, "no listener");
+    this.answers.push(this.listener(details).cancel);
   }
 }
 
@@ -67,17 +73,19 @@ function manualTimer(): { schedule: (run: () => void, ms: number) => () => void;
   };
 }
 
-test("all three kinds seen: one message with each Accept, every probe request cancelled, the listener removed", async () => {
+test("all three kinds seen: one message with each Accept; every request to the name cancelled, before, during and after a run", async () => {
   const event = new FakeEvent();
-  const loads = new RecordingLoads();
-  const timer = manualTimer();
-  const result = probeBrowserFields(event, loads, "p1", 5000, timer.schedule);
+  const probe = new FieldsProbe(event, OWN);
   assert.deepEqual(event.filter, PROBE_URLS);
   assert.deepEqual(event.extra, ["blocking", "requestHeaders"]);
-  assert.deepEqual(loads.urls, [`http://${PROBE_HOST}/p1/image`, `http://${PROBE_HOST}/p1/font`, `http://${PROBE_HOST}/p1/style`]);
+  event.request(own("n1", "image")); // before any run: cancelled, taught nothing
+  const loads = new RecordingLoads();
+  const timer = manualTimer();
+  const result = probe.run(loads, "n1", 5000, timer.schedule);
+  assert.deepEqual(loads.urls, [`http://${PROBE_HOST}/n1/image`, `http://${PROBE_HOST}/n1/font`, `http://${PROBE_HOST}/n1/style`]);
   assert.equal(timer.ms(), 5000);
-  // Firefox upgrades an extension page's http: to https: (its CSP): the same kinds
-  for (const kind of ["style", "image", "font"]) event.request(`https://${PROBE_HOST}/p1/${kind}`, fieldsOf(kind));
+  // Firefox may upgrade an extension page's http: to https: the same kinds
+  for (const kind of ["style", "image", "font"]) event.request(own("n1", kind, { url: `https://${PROBE_HOST}/n1/${kind}` }));
   const message = await result;
   assert.deepEqual(message, {
     type: "browser_fields", user_agent: UA,
@@ -85,30 +93,36 @@ test("all three kinds seen: one message with each Accept, every probe request ca
       { destination: "style", mode: "no-cors", value: ACCEPT.style }],
   });
   assert.equal(protocolErrors.toHost(message), null, "the message is the protocol's");
-  assert.deepEqual(event.answers, [true, true, true]);
-  assert.equal(event.removed, 1);
   assert.ok(timer.cancelled());
+  event.request(own("n1", "image")); // after the run: still cancelled
+  assert.deepEqual(event.answers, [true, true, true, true, true]);
+  assert.equal(event.added, 1, "one listener for the background's life");
 });
 
-test("time runs out: what was seen is sent; a stale probe's request is cancelled but teaches nothing", async () => {
+test("only the run's own requests teach: a page's (a tab), another document's, another nonce, the wrong type", async () => {
   const event = new FakeEvent();
+  const probe = new FieldsProbe(event, OWN);
   const timer = manualTimer();
-  const result = probeBrowserFields(event, new RecordingLoads(), "p2", 5000, timer.schedule);
-  event.request(`http://${PROBE_HOST}/p1/font`, fieldsOf("font", "Other/1")); // an earlier probe's, late
-  event.request(`http://${PROBE_HOST}/p2/image`, fieldsOf("image"));
+  const result = probe.run(new RecordingLoads(), "n2", 5000, timer.schedule);
+  const bad = { name: "Accept", value: "text/x-poisoned" };
+  event.request(own("n2", "image", { tabId: 4, requestHeaders: [...fieldsOf("image").slice(0, 2), bad] }));
+  event.request(own("n2", "font", { documentUrl: "https://evil.example/page.html", requestHeaders: [...fieldsOf("font").slice(0, 2), bad] }));
+  event.request(own("n2", "font", { documentUrl: `${OWN}.evil.example/x`, requestHeaders: [...fieldsOf("font").slice(0, 2), bad] }));
+  event.request(own("n1", "style", { requestHeaders: [...fieldsOf("style").slice(0, 2), bad] }));
+  event.request(own("n2", "style", { type: "xmlhttprequest", requestHeaders: [...fieldsOf("style").slice(0, 2), bad] }));
+  event.request(own("n2", "image"));
   timer.fire();
   const message = await result;
   assert.ok(message !== null);
   assert.deepEqual(message.accept, [{ destination: "image", mode: "no-cors", value: ACCEPT.image }]);
   assert.equal(message.user_agent, UA);
-  assert.deepEqual(event.answers, [true, true]);
-  assert.equal(event.removed, 1);
+  assert.deepEqual(event.answers, [true, true, true, true, true, true], "all cancelled all the same");
 });
 
 test("nothing seen, or no User-Agent, or two of them: no message", async () => {
   const event = new FakeEvent();
   const timer = manualTimer();
-  const result = probeBrowserFields(event, new RecordingLoads(), "p3", 10, timer.schedule);
+  const result = new FieldsProbe(event, OWN).run(new RecordingLoads(), "n3", 10, timer.schedule);
   timer.fire();
   assert.equal(await result, null);
   const noAgent = new Map([["image", [{ name: "Accept", value: "*/*" }]]]);

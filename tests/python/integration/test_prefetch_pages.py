@@ -872,6 +872,18 @@ IMG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=styleshee
 IMG_PAGE = {"/img/index.html": IMG_HTML, "/static/a.css": b"p{margin:0}", "/static/shot.png": b"\x89PNG" * 300}
 
 
+async def _img_page_first_batch(loads: PageLoads, base: str) -> tuple[Page, Any]:
+    """IMG_PAGE navigated to, its document read by the helper, then the browser's first batch (its stylesheet)
+    fetched: the page and its load (what it planned has been started)."""
+    page_url, page = navigate(loads, base, "/img/index.html")
+    await loads.fetch([document_request("doc", page_url)], Collect(), page)
+    load = loads._loads[load_key(page)]  # type: ignore[index]
+    await until(lambda: len(load.found) == 2, "the document read")
+    await loads.fetch([browser_request("a", f"{base}/static/a.css", "style")], Collect(), page)
+    await asyncio.gather(*list(load.tasks))
+    return page, load
+
+
 @pytest.mark.parametrize("taught", [True, False])
 async def test_the_browser_s_accept_taught_ahead_lets_a_first_page_s_image_fly(service: FetchService,
                                                                               taught: bool) -> None:
@@ -885,15 +897,12 @@ async def test_the_browser_s_accept_taught_ahead_lets_a_first_page_s_image_fly(s
             if taught:
                 await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
                                                     ("script", "no-cors"): "not taught: not a kind the probe asks"})
-            page_url, page = navigate(loads, server.url, "/img/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
-            load = loads._loads[load_key(page)]  # type: ignore[index]
-            await until(lambda: len(load.found) == 2, "the document read")
-            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
-            await asyncio.gather(*list(load.tasks))
+            page, load = await _img_page_first_batch(loads, server.url)
             if load.flight is not None:
                 await load.flight.wait()
             assert ("/static/shot.png" in server.seen) is taught
+            profile = loads._profiles["UA/2"]  # type: ignore[attr-defined]
+            assert profile is not None and ("script", "no-cors") not in profile.accept  # not a kind the probe asks
             sink = Collect()
             await loads.fetch([browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
             assert sink.cache == {"img": "prefetch" if taught else "none"}
@@ -905,22 +914,42 @@ async def test_the_browser_s_accept_taught_ahead_lets_a_first_page_s_image_fly(s
             await loads.end_all()
 
 
+async def test_the_browser_s_accept_is_kept_in_memory_apart_and_survives_a_cleared_cache(
+        service: FetchService) -> None:
+    """browser_accept opens no database (a helper serving only private browsing creates nothing on disk): the
+    Accept fields wait in memory and join the profile when a load reads it; clearing the cache forgets the learned
+    profile but not them (they say nothing of the user's browsing)."""
+    opened: list[Page] = []
+
+    def records(page: Page) -> Any:
+        opened.append(page)
+        return service.cache_for(page)
+
+    loads, _ended = recording_loads(service, records_for=records)
+    try:
+        await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,*/*", ("style", "cors"): "x"})
+        assert opened == [] and loads._profiles == {}  # type: ignore[attr-defined]
+        loads.forget()
+        profile = await loads._profile(Page(private_browsing=False), "UA/2")  # type: ignore[attr-defined]
+        assert profile is not None and profile.accept == {("image", "no-cors"): "image/avif,*/*"}
+        assert not profile.language_known  # the rest is the page's to teach
+    finally:
+        await loads.end_all()
+
+
 async def test_the_browser_s_accept_taught_during_a_load_plans_what_it_found(service: FetchService) -> None:
     """The probe's message may come while a page loads (the helper just connected): what the load found and could
     not plan for want of the image's Accept is planned then."""
     async with counting_server(_answer_from(IMG_PAGE)) as server:
         loads, _ended = recording_loads(service)
         try:
-            page_url, page = navigate(loads, server.url, "/img/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
-            load = loads._loads[load_key(page)]  # type: ignore[index]
-            await until(lambda: len(load.found) == 2, "the document read")
-            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
-            await asyncio.gather(*list(load.tasks))
+            _page, load = await _img_page_first_batch(loads, server.url)
             assert "/static/shot.png" not in server.seen
             await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})
             await until(lambda: "/static/shot.png" in server.seen, "the image flown once its Accept is known")
-            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})  # again: no-op
+            profile = loads._profiles["UA/2"]  # type: ignore[attr-defined]
+            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})  # again
+            assert loads._profiles["UA/2"] is profile  # type: ignore[attr-defined]  # nothing new: unchanged
             assert load.flight is not None
             await load.flight.wait()
             assert server.count("/static/shot.png") == 1

@@ -203,7 +203,7 @@ async def through_proxy(port: int, method: str, url: str, headers: list[tuple[st
 async def firefox_hello(h: HostProcess) -> str:
     await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"})
     hello = await h.recv()
-    assert hello["compatible"] and "proxy" in hello["capabilities"]
+    assert hello["compatible"] and "proxy" in hello["capabilities"] and "browser_fields" in hello["capabilities"]
     secret: str = hello["proxy_secret"]
     return "Basic " + base64.b64encode(f"lanefetch:{secret}".encode()).decode()
 
@@ -220,9 +220,23 @@ async def test_chromium_hello_offers_no_proxy(host: HostProcess) -> None:  # noq
     await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
     hello = await host.recv()
     assert "proxy" not in hello["capabilities"] and "proxy_secret" not in hello
+    assert "browser_fields" not in hello["capabilities"]
     await host.send({"type": "proxy_open", "context_id": "c", "page": {"address_space": "public"}})
     refused = await host.recv()
     assert refused["type"] == "error" and refused["code"] == "bad_message" and refused["id"] == "c"
+    await host.send({"type": "browser_fields", "user_agent": "UA/1",
+                     "accept": [{"destination": "image", "mode": "no-cors", "value": "*/*"}]})
+    refused = await host.recv()
+    assert refused["type"] == "error" and refused["code"] == "bad_message" and "Firefox" in refused["message"]
+
+
+async def test_firefox_s_fields_are_taken_without_an_answer(host: HostProcess) -> None:  # noqa: F811
+    await firefox_hello(host)
+    await host.send({"type": "browser_fields", "user_agent": "UA/1",
+                     "accept": [{"destination": "image", "mode": "no-cors", "value": "image/avif,*/*"},
+                                {"destination": "font", "mode": "cors", "value": None}]})
+    await host.send({"type": "ping", "nonce": "after"})
+    assert await host.recv() == {"type": "pong", "nonce": "after"}  # nothing answered it, no error
 
 
 async def test_only_the_extension_may_use_the_proxy(host: HostProcess, origin: str) -> None:  # noqa: F811

@@ -10,6 +10,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.prefetch.field_profile import (
+    TAUGHT_ACCEPT,
     FieldProfile,
     decode,
     encode,
@@ -20,7 +21,6 @@ from lanefetch.prefetch.field_profile import (
     trustworthy,
     with_accept,
 )
-from lanefetch.prefetch.field_profile import TAUGHT_ACCEPT
 from lanefetch.prefetch.learned import History, observe
 from lanefetch.prefetch.plan import plan
 from lanefetch.prefetch.resource import Subresource
@@ -96,12 +96,15 @@ def test_the_accept_taught_ahead_answers_for_its_kinds_once_a_load_taught_the_re
     not give is as if there were no probe."""
     taught = {k: browser.accept[k] for k in KINDS}  # the probe's message may name any kind: only its own count
     alone = with_accept(None, browser.ua, taught, 5.0)
+    assert alone is not None
     assert all(fields_for(alone, Subresource(u, d, m, "include", page), page) is None for u, (d, m) in seen)
     observed = [observe(u, d, m, 1, browser.headers(u, d, m, page)) for u, (d, m) in seen]
     if before_load:
         profile = learn({browser.ua: alone}, page, observed, 10.0)[browser.ua]
     else:
-        profile = with_accept(learn({}, page, observed, 10.0)[browser.ua], browser.ua, taught, 20.0)
+        after = with_accept(learn({}, page, observed, 10.0)[browser.ua], browser.ua, taught, 20.0)
+        assert after is not None
+        profile = after
     assert set(profile.accept) == {k for _, k in seen} | set(TAUGHT_ACCEPT)
     other_page = url.rsplit("/", 1)[0] + "/other.html"
     destination, mode = kind
@@ -117,10 +120,17 @@ def test_the_accept_taught_ahead_changes_nothing_it_knew_and_belongs_to_one_user
     known = with_accept(PROFILE, "UA/1", {("image", "no-cors"): "*/*"}, 99.0)
     assert known is PROFILE  # nothing new: not even its time
     changed = with_accept(PROFILE, "UA/1", {("image", "no-cors"): "image/avif,*/*", ("font", "cors"): None}, 99.0)
+    assert changed is not None
     assert changed.accept == {**PROFILE.accept, ("image", "no-cors"): "image/avif,*/*", ("font", "cors"): None}
     assert changed.updated_at == 99.0 and changed.sec_fetch == PROFILE.sec_fetch and changed.origin == PROFILE.origin
     other = with_accept(PROFILE, "UA/9", {("image", "no-cors"): "*/*"}, 99.0)
+    assert other is not None
     assert other.user_agent == "UA/9" and other.accept == {("image", "no-cors"): "*/*"} and not other.language_known
+    # only the probe's kinds: nothing else taught, nothing changed (a new browser gets no empty profile either)
+    assert with_accept(PROFILE, "UA/1", {("script", "no-cors"): "*/*", ("image", "cors"): "x"}, 99.0) is PROFILE
+    assert with_accept(None, "UA/9", {("script", "no-cors"): "*/*"}, 99.0) is None
+    # an empty Accept is a value like another (known only once taught)
+    assert with_accept(PROFILE, "UA/1", {("font", "cors"): ""}, 99.0) is not PROFILE
 
 
 @given(browsers, urls, urls, st.sampled_from(KINDS))
