@@ -26,7 +26,9 @@ and the engine, so a prefetched response answers before any of them is asked):
   and one in a coding the helper cannot undo is not read.
   Background images (discover_backgrounds.py): each stylesheet read where the load's document came through the
   helper also yields its background rules, matched against the document once it was read whole (kept up to
-  MAX_KEPT_DOCUMENT); an image they are expected to show flies as a guess (the speculative budget).
+  MAX_KEPT_DOCUMENT); an image they are expected to show flies as a guess (the speculative budget). A stylesheet
+  read before the read that names it (the document's may end later in the worker) keeps its rules until that
+  read says whether the sheet applies to the screen (_place_rules).
   Once the document was read whole its stylesheets are the page's template key (learned.page_keys): the
   template's history is recalled and its stable assets join the flight too, and the load is recorded under both
   keys when it ends.
@@ -186,6 +188,9 @@ class _Load:
     backgrounds_given_up: bool = False
     backgrounds: list[BackgroundRule] = field(default_factory=list)
     sheet_waves: dict[str, int] = field(default_factory=dict)
+    # A stylesheet read before the read that names it (its media unknown: the document's read, in the worker, may
+    # end after its stylesheet's): its rules and wave, placed (or dropped) once a read found it (_place_rules)
+    unplaced_rules: dict[str, tuple[list[BackgroundRule], int]] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
 
@@ -198,6 +203,23 @@ def _guesses_backgrounds(load: _Load) -> bool:
     are in (the load may have given up meanwhile). The document's request is tapped as it comes, before any of its
     stylesheets can have arrived."""
     return load.reads_document and not load.backgrounds_given_up
+
+
+def _place_rules(load: _Load) -> bool:
+    """The background rules of the stylesheets read so far whose naming read has come too: those that apply to the
+    screen (as the read that named them says) join the load's rules, the others are dropped; the rest wait. Whether
+    any joined."""
+    placed = False
+    for url, (rules, wave) in list(load.unplaced_rules.items()):
+        named = load.found.get(url)
+        if named is None:
+            continue  # not named by any read yet (the document's may still be in the worker)
+        del load.unplaced_rules[url]
+        if named[0].screen:
+            load.backgrounds += rules
+            load.sheet_waves[url] = wave
+            placed = True
+    return placed
 
 
 def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tuple[Subresource, int]]:
@@ -441,21 +463,20 @@ class PageLoads:
         expected to show flies as guesses."""
         if load.ended:
             return
-        if tap.kind == "css":
-            named = load.found.get(tap.url)
-            if not rules or not _guesses_backgrounds(load) or named is None or not named[0].screen:
-                return  # no document read, or a sheet not known (as its parent's read found it) to apply to the screen
-            if len(load.backgrounds) + len(rules) > MAX_BACKGROUND_RULES:
+        changed = False
+        if tap.kind == "css" and rules and _guesses_backgrounds(load):
+            kept = len(load.backgrounds) + sum(len(r) for r, _ in load.unplaced_rules.values())
+            if kept + len(rules) > MAX_BACKGROUND_RULES:
                 load.backgrounds_given_up = True
                 load.expected_backgrounds.clear()
+                load.unplaced_rules.clear()
                 return
-            load.backgrounds += rules
-            load.sheet_waves[tap.url] = tap.wave
-        elif whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
+            load.unplaced_rules[tap.url] = (rules, tap.wave)
+        elif tap.kind == "html" and whole and load.document is None and len(body) <= MAX_KEPT_DOCUMENT:
             load.document = (body, tap.charset)
-        else:
-            return
-        if load.document is None or not load.backgrounds or load.ended:
+            changed = True
+        changed = _place_rules(load) or changed
+        if not changed or load.document is None or not load.backgrounds or load.ended:
             return
         expected = await self._discoverer.backgrounds(*load.document, list(load.backgrounds))
         if load.backgrounds_given_up:

@@ -66,20 +66,30 @@ test("main page: document, img, scripts, modules, CSS url(), fonts, fetch, XHR, 
     await eventually(`${p} requested`, () => seen().includes(`GET ${p}`), {}, seen);
   }
   assert.deepEqual(notFromHelper(), [], "Firefox itself made no request to the origins");
+  // The helper's flight may prefetch what the document names (it knows Firefox's fields: the extension's fields
+  // probe). A prefetched redirect is never given to Firefox (fidelity: status-without-referer, the prefetch carried
+  // no Referer), so its path reaches the server once more, through the helper, for Firefox's own request.
+  const refusedPrefetches = (): number => {
+    const byPath = new Map<string, number>();
+    for (const x of sites.log) byPath.set(`${x.host}${x.path}`, (byPath.get(`${x.host}${x.path}`) ?? 0) + 1);
+    return sites.log.filter((x) => x.headers.referer === undefined && (byPath.get(`${x.host}${x.path}`) ?? 0) > 1
+      && x.path !== "/index.html").length;
+  };
   const tabId = await tabIdOf(ff, url);
   // The last reports may still be on their way.
   let counts = {};
-  const s = await eventually("every request the servers saw counted as accelerated", async () => {
+  const s = await eventually("every request the servers saw (but a refused prefetch) counted as accelerated", async () => {
     const status = await tabStatus(ff, tabId);
     counts = status.counts;
-    return status.counts.accelerated >= sites.log.length && status;
+    return status.counts.accelerated >= sites.log.length - refusedPrefetches() && status;
   }, { everyMs: 100 }, () => counts);
+  assert.ok(refusedPrefetches() <= 1, `only the redirect's prefetch may be refused: ${String(refusedPrefetches())}`);
   const passed = (await ff.inExtension<{ records: { url: string; outcome: string; detail: string | null }[] }>(
     `chrome.runtime.sendMessage({ type: "lanefetch/timings", tabId: ${tabId} })`)).records.filter((x) => x.outcome !== "fulfilled");
   assert.deepEqual(passed, [], "every proxied request was answered by the helper");
   assert.equal(s.helper.status, "connected");
   assert.equal(s.tab.intercepting, true);
-  assert.equal(s.counts.accelerated, sites.log.length, JSON.stringify(s.counts));
+  assert.equal(s.counts.accelerated, sites.log.length - refusedPrefetches(), JSON.stringify(s.counts));
   await page.close();
 });
 

@@ -144,3 +144,19 @@ test("only the probe's own URLs are its kinds", () => {
   assert.equal(probeKindOf("http://example.com/n/image", "n"), null);
   assert.equal(probeKindOf("not a url", "n"), null);
 });
+
+test("a run started while one is under way (the helper reconnected) replaces it: the first ends with what it saw", async () => {
+  const event = new FakeEvent();
+  const probe = new FieldsProbe(event, OWN);
+  const first = manualTimer();
+  const second = manualTimer();
+  const a = probe.run(new RecordingLoads(), "a", 5000, first.schedule);
+  event.request(own("a", "image"));
+  const b = probe.run(new RecordingLoads(), "b", 5000, second.schedule);
+  event.request(own("a", "font")); // the first run's late request: its nonce is no longer the run's
+  for (const kind of ["image", "font", "style"]) event.request(own("b", kind));
+  assert.deepEqual((await b)?.accept.map((k) => k.destination), ["image", "font", "style"]);
+  first.fire();
+  assert.deepEqual((await a)?.accept.map((k) => k.destination), ["image"]);
+  assert.deepEqual(event.answers, [true, true, true, true, true]);
+});

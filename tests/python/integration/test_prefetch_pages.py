@@ -28,6 +28,7 @@ from lanefetch.prefetch.load_log import load_key
 from lanefetch.prefetch.page_loads import LoadEnded, PageLoads
 from lanefetch.prefetch.page_memory import PageMemory, Recalled
 from lanefetch.prefetch.plan import Planned, plan
+from lanefetch.prefetch.resource import Subresource
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 from waits import until
@@ -1015,6 +1016,52 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
             report = ended[-1].flight
             assert report is not None and report.answered == 2 and not report.refused_by_fidelity
         finally:
+            await loads.end_all()
+
+
+class _DocumentReadLate(Discoverer):
+    """A discovery worker whose document reads wait until `release` is set (a busy machine: the document's read, in
+    the worker, ends after its stylesheet's)."""
+
+    def __init__(self) -> None:
+        super().__init__(use_process=False)
+        self.release = asyncio.Event()
+
+    async def html(self, body: bytes, url: str, charset: str | None) -> list[Subresource]:
+        await self.release.wait()
+        return await super().html(body, url, charset)
+
+
+async def test_a_stylesheet_read_before_its_document_keeps_its_background_rules(service: FetchService) -> None:
+    """The browser asked for the stylesheet, and the helper read it, before the document's read (in the worker)
+    ended: its background rules wait for the read that names it, and once the document's read ends the image they
+    expect flies and answers the browser's request. (Before, such a stylesheet's rules were dropped: a real
+    Firefox test on a loaded CI machine lost its guess this way.)"""
+    async with counting_server(_bg_answer) as server:
+        discoverer = _DocumentReadLate()
+        loads, _ended = recording_loads(service, discoverer=discoverer)
+        try:
+            await known_browser(loads, service, server.url)
+            server.seen.clear()
+            page_url, page = navigate(loads, server.url, "/bg/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await loads.fetch([browser_request("css", f"{server.url}/static/bg.css", "style")], Collect(), page)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: f"{server.url}/static/bg.css" in load.unplaced_rules,
+                        "the stylesheet read, its rules waiting")
+            assert "/static/note.png" not in server.seen and not load.backgrounds
+            discoverer.release.set()
+            await until(lambda: "/static/note.png" in server.seen, "the background image's prefetch",
+                        seen=lambda: server.seen)
+            await asyncio.gather(*list(load.tasks))
+            assert load.flight is not None
+            await load.flight.wait()
+            sink = Collect()
+            await loads.fetch([browser_request("img", f"{server.url}/static/note.png", "image")], sink, page)
+            assert sink.cache == {"img": "prefetch"} and server.count("/static/note.png") == 1
+            assert not load.unplaced_rules
+        finally:
+            discoverer.release.set()
             await loads.end_all()
 
 
