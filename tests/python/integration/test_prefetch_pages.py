@@ -826,6 +826,17 @@ async def test_a_helper_that_never_saw_the_browser_learns_its_fields_from_the_pa
             await loads.end_all()
 
 
+async def _asked_once_flown(loads: PageLoads, load: Any, page: Page, request: FetchRequest) -> Collect:
+    """The browser's request, asked once the load's discovery is done and its flight has nothing under way: what
+    answered it."""
+    await asyncio.gather(*list(load.tasks))
+    assert load.flight is not None
+    await load.flight.wait()
+    sink = Collect()
+    await loads.fetch([request], sink, page)
+    return sink
+
+
 TWO_SHEETS = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/a.css>"
               b"<link rel=stylesheet href=/static/b.css></head><body>" + b"<p>text</p>" * 300 + b"</body></html>")
 
@@ -855,11 +866,8 @@ async def test_what_discovery_found_without_fields_flies_once_a_batch_teaches_th
 
             await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
             await until(lambda: "/static/b.css" in server.seen, "b.css flown once the batch taught its fields")
-            await asyncio.gather(*list(load.tasks))
-            assert load.flight is not None
-            await load.flight.wait()
-            sink = Collect()
-            await loads.fetch([browser_request("b", f"{server.url}/static/b.css", "style")], sink, page)
+            sink = await _asked_once_flown(loads, load, page, browser_request("b", f"{server.url}/static/b.css",
+                                                                              "style"))
             assert sink.cache == {"b": "prefetch"} and server.count("/static/b.css") == 1
             await loads.end_all()
             report = ended[-1].flight
@@ -1053,11 +1061,8 @@ async def test_a_stylesheet_read_before_its_document_keeps_its_background_rules(
             discoverer.release.set()
             await until(lambda: "/static/note.png" in server.seen, "the background image's prefetch",
                         seen=lambda: server.seen)
-            await asyncio.gather(*list(load.tasks))
-            assert load.flight is not None
-            await load.flight.wait()
-            sink = Collect()
-            await loads.fetch([browser_request("img", f"{server.url}/static/note.png", "image")], sink, page)
+            sink = await _asked_once_flown(loads, load, page, browser_request("img", f"{server.url}/static/note.png",
+                                                                              "image"))
             assert sink.cache == {"img": "prefetch"} and server.count("/static/note.png") == 1
             assert not load.unplaced_rules
         finally:
