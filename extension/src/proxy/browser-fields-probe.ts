@@ -15,11 +15,13 @@ export const PROBE_HOST = "fields.lanefetch.localhost";
 export const PROBE_URLS = [`http://${PROBE_HOST}/*`, `https://${PROBE_HOST}/*`];
 
 type Kind = BrowserFields["accept"][number];
+/** The kinds the probe asks for: each destination's mode, and the webRequest type Firefox gives its request. */
 export const PROBE_KINDS = [
-  { destination: "image", mode: "no-cors" },
-  { destination: "font", mode: "cors" },
-  { destination: "style", mode: "no-cors" },
+  { kind: { destination: "image", mode: "no-cors" }, requestType: "image" },
+  { kind: { destination: "font", mode: "cors" }, requestType: "font" },
+  { kind: { destination: "style", mode: "no-cors" }, requestType: "stylesheet" },
 ] as const;
+type ProbeKind = (typeof PROBE_KINDS)[number];
 
 export interface HeaderField {
   name: string;
@@ -58,7 +60,7 @@ function field(headers: readonly HeaderField[], name: string): string | null | u
 export function browserFields(seen: ReadonlyMap<string, readonly HeaderField[]>): BrowserFields | null {
   const accept: Kind[] = [];
   const agents = new Set<string>();
-  for (const kind of PROBE_KINDS) {
+  for (const { kind } of PROBE_KINDS) {
     const headers = seen.get(kind.destination);
     if (headers === undefined) continue;
     const ua = field(headers, "user-agent");
@@ -76,8 +78,8 @@ export function browserFields(seen: ReadonlyMap<string, readonly HeaderField[]>)
   return { type: "browser_fields", user_agent: userAgent, accept: kinds };
 }
 
-/** The destination a probe URL asks for (its last path segment), or null for a URL not of the probe. */
-export function probeKindOf(url: string, nonce: string): string | null {
+/** The kind a probe URL asks for (its last path segment, a destination), or null for a URL not of the probe. */
+export function probeKindOf(url: string, nonce: string): ProbeKind | null {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -86,16 +88,13 @@ export function probeKindOf(url: string, nonce: string): string | null {
   }
   const [, got, kind] = parsed.pathname.split("/");
   if (parsed.hostname !== PROBE_HOST || got !== nonce) return null;
-  return PROBE_KINDS.some((k) => k.destination === kind) ? (kind ?? null) : null;
+  return PROBE_KINDS.find((k) => k.kind.destination === kind) ?? null;
 }
 
 function defaultSchedule(run: () => void, ms: number): () => void {
   const timer = setTimeout(run, ms);
   return () => clearTimeout(timer);
 }
-
-/** The webRequest type Firefox gives each kind's request. */
-const REQUEST_TYPE: Record<string, string> = { image: "image", font: "font", style: "stylesheet" };
 
 /** The probe: one listener for the probe's name, registered once (at the background's start) and never removed,
  * cancels every request to that name, whoever makes it and whenever (one of a probe that timed out included), so
@@ -110,9 +109,9 @@ export class FieldsProbe {
   }
 
   private onRequest(details: SendHeadersDetails): { cancel: boolean } {
-    const kind = this.collect === null ? null : probeKindOf(details.url, this.nonce);
+    const probed = this.collect === null ? null : probeKindOf(details.url, this.nonce);
     const own = details.tabId === -1 && (details.documentUrl ?? details.originUrl ?? "").startsWith(`${this.ownOrigin}/`);
-    if (kind !== null && own && details.type === REQUEST_TYPE[kind]) this.collect?.(kind, details.requestHeaders ?? []);
+    if (probed !== null && own && details.type === probed.requestType) this.collect?.(probed.kind.destination, details.requestHeaders ?? []);
     return { cancel: true };
   }
 

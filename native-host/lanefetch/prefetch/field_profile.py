@@ -183,15 +183,13 @@ def with_accept(before: FieldProfile | None, user_agent: str, accept: dict[tuple
     language and privacy signals) are still learned from the page's own requests, and until a load taught them
     fields_for knows nothing. Why: a new user's first page otherwise has no image fields until Firefox's own first
     image request, which comes after the page's stylesheet chain; the images found in its document could not fly.
-    Kinds other than TAUGHT_ACCEPT are ignored; `before` itself (None included) where nothing is new."""
+    Kinds other than TAUGHT_ACCEPT are ignored; where nothing is new, `before` itself (None for another browser's)."""
     taught = taught_accept(accept)
-    profile = before if before is not None and before.user_agent == user_agent else None
-    if profile is not None and all(kind in profile.accept and profile.accept[kind] == value
-                                   for kind, value in taught.items()):
-        return before  # nothing new: the profile keeps its time
-    if not taught:
-        return before
-    base = profile if profile is not None else FieldProfile(user_agent)
+    mine = before if before is not None and before.user_agent == user_agent else None
+    if not taught or (mine is not None and all(kind in mine.accept and mine.accept[kind] == value
+                                               for kind, value in taught.items())):
+        return mine  # nothing new: the profile keeps its time
+    base = mine if mine is not None else FieldProfile(user_agent)
     return replace(base, accept={**base.accept, **taught}, updated_at=now)
 
 

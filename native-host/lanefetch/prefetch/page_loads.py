@@ -227,6 +227,12 @@ def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tu
     return [(sub, wave) for sub, wave in found if sub.url not in load.planned and not load.log.requested(sub.url)]
 
 
+def _pending(load: _Load) -> list[tuple[Subresource, int]]:
+    """What the load's discovery found or its background rules expect that is still unplanned (_unplanned): planned
+    again once the browser's field profile knows more."""
+    return _unplanned(load, [*load.found.values(), *load.expected_backgrounds.values()])
+
+
 class _LoggingSink:
     """Passes everything on; tells the load's log what was delivered (size, for the wave of later batches)."""
 
@@ -562,7 +568,7 @@ class PageLoads:
                 taught = taught or before is None or dataclasses.replace(before, updated_at=0) != dataclasses.replace(
                     profile, updated_at=0)
                 self._profiles[ua] = profile
-            pending = _unplanned(load, [*load.found.values(), *load.expected_backgrounds.values()])
+            pending = _pending(load)
             if not taught or not pending:
                 return
             flown = await self._fly_found(load, pending, load.user_agent)
@@ -699,7 +705,7 @@ class PageLoads:
         log.debug("the field profile of %.80s takes the browser's Accept for %s", user_agent,
                   ", ".join(f"{d} {m}" for d, m in sorted(taught)))
         for load in list(self._loads.values()):
-            pending = _unplanned(load, [*load.found.values(), *load.expected_backgrounds.values()])
+            pending = _pending(load)
             if not pending or load.forgotten or load.ended or load.user_agent != user_agent:
                 continue
             try:

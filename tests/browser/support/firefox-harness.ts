@@ -146,9 +146,6 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
   }
 }
 
-/** Enables `sites`. The test origins are loopback (RTT far below the step-aside threshold, where lanefetch leaves
- * requests to Firefox): `accelerateFastLinks` (default true here, as in the Chromium harness) makes it take them
- * anyway, so the tests see the proxy path; benchmarks and the demo pass false (what users get). */
 /** A fresh Firefox (a fresh HOME, the helper installed) with 127.0.0.1 enabled, its helper connected. */
 export async function enabledFirefox(): Promise<Firefox> {
   const ff = await launchFirefox(freshHome(true));
@@ -183,6 +180,9 @@ export function firefoxWithSites(): { readonly sites: Sites; readonly ff: Firefo
   };
 }
 
+/** Enables `sites`. The test origins are loopback (RTT far below the step-aside threshold, where lanefetch leaves
+ * requests to Firefox): `accelerateFastLinks` (default true here, as in the Chromium harness) makes it take them
+ * anyway, so the tests see the proxy path; benchmarks and the demo pass false (what users get). */
 export async function setSites(ff: Firefox, sites: SiteRule[], { accelerateFastLinks = true, httpsSites = [] as SiteRule[] } = {}): Promise<void> {
   const stored = sites.map((x) => ({ ...x, added: Date.now() }));
   // The sites opted into HTTPS in the same write as the sites: the helper makes the opted-in set true as soon as
