@@ -18,6 +18,7 @@ const entries: Record<TargetBrowser, Record<string, string>> = {
     options: join(src, "ui/options/options.ts"),
     timing: join(src, "ui/panel/timing-page.ts"),
     devtools: join(src, "ui/panel/devtools.ts"),
+    "fields-probe": join(src, "intercept/fields-probe-page.ts"),
   },
   firefox: {
     background: join(src, "background/firefox-main.ts"),
@@ -27,7 +28,11 @@ const entries: Record<TargetBrowser, Record<string, string>> = {
     devtools: join(src, "ui/panel/devtools.ts"),
   },
 };
-const staticFiles = [
+const staticFiles: Record<TargetBrowser, string[]> = {
+  chromium: ["intercept/fields-probe.html"],
+  firefox: [],
+};
+const pages = [
   "ui/popup/popup.html", "ui/popup/popup.css", "ui/options/options.html", "ui/options/options.css",
   "ui/panel/timing.html", "ui/panel/timing.css", "ui/panel/devtools.html",
 ];
@@ -50,7 +55,7 @@ async function buildFor(browser: TargetBrowser, version: string): Promise<string
       __LANEFETCH_NATIVE_HOST__: JSON.stringify(identity.native_host_name),
     },
   });
-  for (const file of staticFiles) await copyFile(join(src, file), join(out, file.split("/").pop() ?? file));
+  for (const file of [...pages, ...staticFiles[browser]]) await copyFile(join(src, file), join(out, file.split("/").pop() ?? file));
   for (const size of [16, 32, 48, 128]) await writeFile(join(out, "icons", `${size}.png`), iconPng(size));
   await writeFile(join(out, "manifest.json"), JSON.stringify(manifestFor(browser, identity, version), null, 2) + "\n");
   return out;

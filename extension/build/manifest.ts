@@ -21,7 +21,8 @@ export function manifestFor(browser: TargetBrowser, identity: Identity, version:
       key: identity.chromium_manifest_key,
       // chrome.debugger child sessions (sessionId in Debuggee) need 125.
       minimum_chrome_version: "125",
-      permissions: ["debugger", "declarativeNetRequest", "webNavigation", "webRequest", "scripting", "storage", "nativeMessaging", "proxy"],
+      // offscreen: the fields probe's document (intercept/offscreen-fields-probe.ts).
+      permissions: ["debugger", "declarativeNetRequest", "webNavigation", "webRequest", "scripting", "storage", "nativeMessaging", "proxy", "offscreen"],
       background: { service_worker: "background.js" },
     };
   }

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .proxy.response_tally import DeliveredResponse
 
 PROTOCOL_VERSION = 1
-CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces", "browser_warm", "browser_fetched"]
+CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces", "browser_warm", "browser_fetched",
+                "browser_fields"]
 
 Message = dict[str, Any]
 
@@ -134,7 +135,7 @@ def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
         "capabilities": CAPABILITIES if compatible else [],
     }
     if compatible and proxy_secret is not None:
-        msg["capabilities"] = [*CAPABILITIES, "proxy", "https_sites", "proxy_pages", "browser_fields"]
+        msg["capabilities"] = [*CAPABILITIES, "proxy", "https_sites", "proxy_pages"]
         msg["proxy_secret"] = proxy_secret
     if not compatible:
         said = (f"This extension speaks protocol {extension_protocol}; the installed helper (lanefetch {__version__}) "

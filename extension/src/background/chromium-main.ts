@@ -13,6 +13,7 @@ import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js
 import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
 import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type Speed, type TabCommand, type TabEvent } from "../intercept/tab-policy.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
+import { OffscreenFieldsProbe } from "../intercept/offscreen-fields-probe.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
@@ -226,6 +227,28 @@ function decideRaces(): void {
 }
 connection.onStateChange((state) => void dispatch({ type: "helper", up: state.status === "connected" }));
 
+/** How long the fields probe waits for its requests (it needs no network: they are failed as they are paused). */
+const FIELDS_PROBE_MS = 5000;
+const fieldsProbe = new OffscreenFieldsProbe();
+/** Whether the connected helper was given this Chromium's Accept per kind (a helper that starts keeps nothing). */
+let fieldsProbed = false;
+connection.onStateChange((state) => {
+  if (state.status !== "connected") fieldsProbed = false;
+});
+/** A helper that just connected knows none of this Chromium's fields until a page's requests teach them, and a first
+ * page's first batch comes only after its whole document: its Accept per kind now, at the first navigation it will
+ * intercept (its tab is being attached: the debugging bar shows anyway), so what that document names can fly. */
+function probeFields(): void {
+  const state = connection.state;
+  if (fieldsProbed || state.status !== "connected" || !state.capabilities.includes("browser_fields")) return;
+  fieldsProbed = true;
+  void fieldsProbe.run(crypto.randomUUID(), FIELDS_PROBE_MS).then((fields) => {
+    const sent = fields !== null && client.browserFields(fields);
+    // What the probe sent (the real-browser tests wait for it)
+    (globalThis as { lanefetchFieldsProbe?: unknown }).lanefetchFieldsProbe = { sent, kinds: fields?.accept.map((a) => a.destination) ?? [] };
+  });
+}
+
 /** When each racing navigation's flight question was asked (by URL; the newest few). */
 const raceStarts = new Map<string, number>();
 client.onFlightPlan((url, flight) => {
@@ -266,6 +289,7 @@ async function execute(command: TabCommand): Promise<void> {
         if (raceStarts.size > 32) raceStarts.delete(raceStarts.keys().next().value ?? "");
       }
       void connection.ready().then((up) => {
+        if (up) probeFields();
         // tabId null: a site just turned on with no tab showing it, a connection ahead of any page (not a navigation).
         if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito), tabId !== null, command.askFlight === true);
       });

@@ -9,7 +9,7 @@ import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
-import { FieldsProbe, documentLoads } from "../proxy/browser-fields-probe.js";
+import { FieldsProbe, documentLoads } from "../intercept/browser-fields-probe.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter, pageOf } from "../proxy/proxy-router.js";

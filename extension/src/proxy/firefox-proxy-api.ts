@@ -1,5 +1,5 @@
 // The parts of Firefox's `proxy` and `webRequest` APIs that proxy mode uses (not in @types/chrome).
-import type { SendHeadersEvent } from "./browser-fields-probe.js";
+import type { SendHeadersEvent } from "../intercept/browser-fields-probe.js";
 
 export interface ProxyRequestDetails {
   requestId: string;

@@ -257,13 +257,12 @@ class Host:
                     continue
             self.loads.browser_fetched(requests, page)
         elif kind == "browser_fields":
-            # Firefox's Accept per kind, seen on the extension's own cancelled requests: a new user's first page
-            # can have its images and fonts prefetched before Firefox's first request of each kind taught them.
-            if self.proxy is None:
-                await self._send(protocol.error("bad_message", "browser_fields needs a Firefox hello first"))
-                return
+            # The browser's Accept per kind, seen on the extension's own requests that never left the browser: a
+            # new user's first page can have its images (Firefox: and fonts) prefetched before the browser's first
+            # request of each kind taught them. Firefox's go to the proxy's loads, Chromium's to the batches'.
             accept = {(a["destination"], a["mode"]): a["value"] for a in item["accept"]}
-            await self.proxy.loads.browser_accept(item["user_agent"], accept)
+            loads = self.proxy.loads if self.proxy is not None else self.loads
+            await loads.browser_accept(item["user_agent"], accept)
         elif kind == "proxy_close":
             if self.proxy is not None:
                 await self.proxy.close(item["context_id"])

@@ -165,6 +165,30 @@ def learn(profiles: dict[str, FieldProfile], page_url: str, observed: list[Obser
     return changed
 
 
+def learn_navigation(profiles: dict[str, FieldProfile], url: str, headers: tuple[tuple[str, str], ...],
+                     now: float) -> dict[str, FieldProfile]:
+    """The profiles after the browser's request of a page's own document (fields lowercased), where it taught
+    something: only what its profile does not know yet of the browser-wide fields a navigation shares with every
+    request of the browser — whether Sec-Fetch-* go to URLs as trustworthy as this one, and (never learned from a
+    request before: not `language_known`) Accept-Language and the privacy signals. Never Accept (a document's is
+    its own) nor Origin. Why: in Chromium the page's first batch comes only after its whole document (debugger
+    mode delivers it whole), so a new user's first page would have no fields to fly what its document names;
+    with the Accept of each kind taught ahead (with_accept, Chromium's probe) the document's own request is the
+    rest. What a subresource request teaches later wins (learn: newest value)."""
+    ua = _get(headers, "user-agent")
+    if ua is None:
+        return {}
+    before = profiles.get(ua) or FieldProfile(ua)
+    secure = trustworthy(url)
+    after = before
+    if secure not in before.sec_fetch:
+        after = replace(after, sec_fetch={**before.sec_fetch, secure: _get(headers, "sec-fetch-dest") is not None})
+    if not before.language_known:
+        after = replace(after, accept_language=_get(headers, "accept-language"), language_known=True,
+                        signals=tuple((k, v) for k, v in headers if k in SIGNALS))
+    return {} if after is before else {ua: replace(after, updated_at=now)}
+
+
 # The kinds a browser_fields message may teach (protocol BrowserFields): the extension's probe loads one of each
 TAUGHT_ACCEPT = (("image", "no-cors"), ("font", "cors"), ("style", "no-cors"))
 

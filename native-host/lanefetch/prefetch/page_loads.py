@@ -74,12 +74,21 @@ from ..stream.decode import decoded_prefix, decoder_for
 from .budget import Ledger, Limits, limits_for
 from .discover_backgrounds import BackgroundRule
 from .discover_worker import Discoverer
-from .field_profile import PARTITION, FieldProfile, learn, record_key, relation, taught_accept, with_accept
+from .field_profile import (
+    PARTITION,
+    FieldProfile,
+    learn,
+    learn_navigation,
+    record_key,
+    relation,
+    taught_accept,
+    with_accept,
+)
 from .field_profile import decode as decode_profile
 from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
 from .flight_pieces import LinkRoom
-from .learned import History, Observed
+from .learned import REPLAYED, History, Observed
 from .load_log import IDLE_S, LoadKey, LoadLog, load_key, observe_request
 from .page_memory import PageMemory
 from .plan import Planned, plan
@@ -546,24 +555,34 @@ class PageLoads:
             return
         observed = [item for r in requests
                     if (item := observe_request(r.method, r.url, r.headers, r.resource_type, wave, None)) is not None]
-        if not observed:
+        # The load's own document (field_profile.learn_navigation): what the browser sends every server
+        navigations = [(r.url, tuple(sorted((k.lower(), v) for k, v in r.headers if k.lower() in REPLAYED)))
+                       for r in requests if r.method.upper() == "GET" and r.resource_type == "document"
+                       and r.url.split("#", 1)[0] == load.key.page]
+        if not observed and not navigations:
             return
-        task = asyncio.create_task(self._learned_live(load, observed), name="lanefetch-profile-live")
+        task = asyncio.create_task(self._learned_live(load, observed, navigations), name="lanefetch-profile-live")
         load.tasks.add(task)
         task.add_done_callback(load.tasks.discard)
 
-    async def _learned_live(self, load: _Load, observed: list[Observed]) -> None:
+    async def _learned_live(self, load: _Load, observed: list[Observed],
+                            navigations: list[tuple[str, tuple[tuple[str, str], ...]]]) -> None:
         try:
             if self._records_for(load.page) is None:
                 return  # nowhere to keep a profile: none is learned (as at a load's end)
             agents = {v for item in observed for k, v in item.headers if k == "user-agent"}
+            agents |= {v for _url, fields in navigations for k, v in fields if k == "user-agent"}
             for ua in agents:
                 await self._profile(load.page, ua)  # the kept profile first: learning extends it, never replaces it
             if load.forgotten or load.ended:
                 return
             known = {ua: p for ua, p in self._profiles.items() if p is not None}
+            now = time.time()
+            taught_by = dict(learn(known, load.key.page, observed, now))
+            for url, fields in navigations:
+                taught_by.update(learn_navigation({**known, **taught_by}, url, fields, now))
             taught = False
-            for ua, profile in learn(known, load.key.page, observed, time.time()).items():
+            for ua, profile in taught_by.items():
                 before = self._profiles.get(ua)
                 taught = taught or before is None or dataclasses.replace(before, updated_at=0) != dataclasses.replace(
                     profile, updated_at=0)

@@ -158,3 +158,19 @@ test("after a long document the browser loaded itself, a script goes to that war
   assert.equal(s.counts.passed.browser_warm_connection, 1, JSON.stringify(s.counts));
   await page.close();
 });
+
+test("the fields probe gives the helper Chromium's Accept of images and stylesheets, and leaves nothing behind", async () => {
+  // It ran at the first navigation intercepted after the helper connected (the main page's, above, or this one).
+  const page = await browser.context.newPage();
+  await openPage(page, `${sites.a.origin}/plain.html`);
+  type Probe = { sent: boolean; kinds: string[] };
+  const probe = await eventually("the fields probe ran", async () =>
+    browser.worker.evaluate(() => (globalThis as { lanefetchFieldsProbe?: Probe }).lanefetchFieldsProbe ?? false), { everyMs: 100 });
+  assert.deepEqual(probe, { sent: true, kinds: ["image", "style"] });
+  assert.equal(await browser.worker.evaluate(() => chrome.offscreen.hasDocument()), false, "its offscreen document is closed");
+  const attached = await browser.worker.evaluate(async () =>
+    (await chrome.debugger.getTargets()).filter((t) => t.url.endsWith("/fields-probe.html")).map((t) => t.attached));
+  assert.deepEqual(attached, [], "no session on it is left");
+  assert.ok(!sites.log.some((r) => r.host.startsWith("fields.")), "no probe request reached a server");
+  await page.close();
+});

@@ -1,5 +1,5 @@
 // A new user's first page in real Firefox ESR (proxy mode): a fresh helper that never saw this Firefox knows the
-// Accept of its images at once (proxy/browser-fields-probe.ts: the extension's own requests, cancelled before
+// Accept of its images at once (intercept/browser-fields-probe.ts: the extension's own requests, cancelled before
 // they are sent), so the background image the helper expects from the page's first stylesheet and its
 // document is prefetched while a second stylesheet holds Firefox's layout back (the test site answers that one
 // only once the image was asked for, or after 4 s), and Firefox's request is answered from the flight. Without the

@@ -1,4 +1,4 @@
-// Firefox's fields probe (proxy/browser-fields-probe.ts): the Accept per kind read from the probe's own requests
+// Firefox's fields probe (intercept/browser-fields-probe.ts): the Accept per kind read from the probe's own requests
 // (the background page's: no tab, its document, the kind's request type, the run's nonce), every request to the
 // probe's name cancelled, whoever makes it and whenever; the message validates against the protocol and says
 // nothing it did not see. A fake event and fake loads: no browser, no clock.
@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import {
   FieldsProbe, PROBE_HOST, PROBE_URLS, browserFields, probeKindOf,
   type HeaderField, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent,
-} from "../../../extension/src/proxy/browser-fields-probe.js";
+} from "../../../extension/src/intercept/browser-fields-probe.js";
 import { protocolErrors } from "../support/protocol-validator.js";
 
 const UA = "Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0";

@@ -966,6 +966,44 @@ async def test_the_browser_s_accept_taught_during_a_load_plans_what_it_found(ser
             await loads.end_all()
 
 
+@pytest.mark.parametrize("taught", [True, False])
+async def test_the_accept_taught_ahead_and_the_document_s_own_request_fly_a_first_page_before_any_batch(
+        service: FetchService, taught: bool) -> None:
+    """Chromium: the page's first batch comes only after its whole document, so a new user's first page would fly
+    nothing the document names before it. With the Accept of images and stylesheets taught ahead (Chromium's probe)
+    the document's own request teaches the rest (field_profile.learn_navigation: Sec-Fetch-* sent or not, the
+    language): the stylesheet and the image fly as the document is read, and the browser's requests, when they
+    come, are answered from the flight. Without the probe nothing flies before the first batch."""
+    async with counting_server(_answer_from(IMG_PAGE)) as server:
+        loads, ended = recording_loads(service)
+        try:
+            if taught:
+                await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
+                                                    ("style", "no-cors"): "text/css,*/*;q=0.1"})
+            page_url, page = navigate(loads, server.url, "/img/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            await until(lambda: len(load.found) == 2, "the document read")
+            await asyncio.gather(*list(load.tasks))
+            if load.flight is not None:
+                await load.flight.wait()
+            flown = sorted(p for p in server.seen if p != "/img/index.html")
+            assert flown == (["/static/a.css", "/static/shot.png"] if taught else [])
+            profile = loads._profiles["UA/2"]  # type: ignore[attr-defined]
+            assert profile is not None and profile.language_known and profile.accept_language == "en"
+            sink = Collect()
+            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style"),
+                               browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
+            want = "prefetch" if taught else "none"
+            assert sink.cache == {"a": want, "img": want}
+            assert server.count("/static/a.css") == 1 and server.count("/static/shot.png") == 1
+            await loads.end_all()
+            report = ended[-1].flight
+            assert (report is not None and report.answered == 2 and not report.refused_by_fidelity) is taught
+        finally:
+            await loads.end_all()
+
+
 BG_HTML = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/bg.css>"
            b"<link rel=stylesheet href=/static/print.css media=print></head>"
            b"<body><div class=note>note</div>" + b"<p>text</p>" * 300 + b"</body></html>")

@@ -16,6 +16,7 @@ from lanefetch.prefetch.field_profile import (
     encode,
     fields_for,
     learn,
+    learn_navigation,
     relation,
     site_for,
     trustworthy,
@@ -56,6 +57,15 @@ class Browser:
         if mode == "cors" and site != "same-origin":
             out.append(("Origin", page.split("/", 3)[0] + "//" + page.split("/", 3)[2]))
         return out + list(self.signals)  # the user's privacy signals, on every request
+
+    def navigation(self, url: str) -> tuple[tuple[str, str], ...]:
+        """The fields of the browser's request of a page (a typed navigation), lowercased as the helper keeps them."""
+        out = [("User-Agent", self.ua), ("Accept", "text/html,*/*;q=0.8")]
+        if self.language is not None:
+            out.append(("Accept-Language", self.language))
+        if trustworthy(url):
+            out += [("Sec-Fetch-Dest", "document"), ("Sec-Fetch-Mode", "navigate"), ("Sec-Fetch-Site", "none")]
+        return tuple(sorted((k.lower(), v) for k, v in [*out, *self.signals]))
 
 
 browsers = st.builds(
@@ -114,6 +124,34 @@ def test_the_accept_taught_ahead_answers_for_its_kinds_once_a_load_taught_the_re
         assert got == tuple(sorted((k.lower(), v) for k, v in browser.headers(url, destination, mode, other_page)))
     else:
         assert got is None
+
+
+@given(browsers, urls, urls, st.sampled_from(KINDS), st.booleans(), requests)
+def test_the_document_s_own_request_and_the_accept_taught_ahead_answer_for_a_first_page(
+        browser: Browser, page: str, url: str, kind: tuple[str, str], probed: bool,
+        seen: list[tuple[str, tuple[str, str]]]) -> None:
+    """Chromium's first page: the probe's Accept (with_accept) and the request of the page's own document
+    (learn_navigation) give exactly what the browser sends for a subresource of a kind the probe asked, to a URL as
+    trustworthy as the page's; nothing for any other kind or trustworthiness. A navigation teaches no Accept, and
+    never changes what a subresource request taught (that is newer knowledge of the same fields)."""
+    taught = {k: browser.accept[k] for k in TAUGHT_ACCEPT} if probed else {}
+    ahead = with_accept(None, browser.ua, taught, 5.0)
+    profiles = {browser.ua: ahead} if ahead is not None else {}
+    profile = learn_navigation(profiles, page, browser.navigation(page), 6.0)[browser.ua]
+    assert profile.accept == taught and profile.updated_at == 6.0
+    destination, mode = kind
+    got = fields_for(profile, Subresource(url, destination, mode, "include", page), page)
+    if kind in taught and trustworthy(url) == trustworthy(page):
+        assert got == tuple(sorted((k.lower(), v) for k, v in browser.headers(url, destination, mode, page)))
+    else:
+        assert got is None
+    assert learn_navigation({browser.ua: profile}, page, browser.navigation(page), 7.0) == {}  # nothing new
+    observed = [observe(u, d, m, 1, browser.headers(u, d, m, page)) for u, (d, m) in seen]
+    learned = learn({}, page, observed, 8.0)[browser.ua]
+    other = Browser(browser.ua, "xx", browser.accept, (("DNT", "1"),))
+    after = learn_navigation({browser.ua: learned}, url, other.navigation(url), 9.0).get(browser.ua, learned)
+    assert (after.accept_language, after.signals) == (learned.accept_language, learned.signals)
+    assert after.sec_fetch[trustworthy(url)] == learned.sec_fetch.get(trustworthy(url), trustworthy(url))
 
 
 def test_the_accept_taught_ahead_changes_nothing_it_knew_and_belongs_to_one_user_agent() -> None:

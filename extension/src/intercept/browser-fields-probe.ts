@@ -1,12 +1,19 @@
-// Firefox (proxy mode): the Accept field Firefox sends with an image, a font and a stylesheet, known before a page
-// needs it. The helper prefetches a subresource only with the exact fields Firefox will send for it (fidelity), and
-// learns them from the page's own requests; Firefox's first image request of a new user's first page comes after
-// the page's render-blocking stylesheet chain (cmake-doc: four `@import`s, 2.5 s over `sat`), so the images its
-// document names could not fly before it. Accept per kind is browser-wide in Firefox (its image, font and style
-// loaders each set one, whatever the document), so the background page asks for one of each itself, to a name
-// under .localhost (Firefox resolves it to loopback itself: no DNS query, no DNS-over-HTTPS, no https upgrade),
-// and reads what `webRequest.onBeforeSendHeaders` shows before cancelling it there: no request is sent, not even to
-// this machine. Run each time the helper connects (a helper that starts keeps nothing in memory).
+// The Accept field the browser sends with an image, a font and a stylesheet, known before a page needs it. The helper
+// prefetches a subresource only with the exact fields the browser will send for it (fidelity), and learns them from
+// the page's own requests; but a new user's first page has none yet when its document names its images:
+// - Firefox (proxy mode): its first image request comes after the page's render-blocking stylesheet chain
+//   (cmake-doc: four `@import`s, 2.5 s over `sat`);
+// - Chromium (debugger mode): the page's first batch comes only after its whole document (a fulfilled document is
+//   handed over whole), so nothing the document names could fly before it.
+// Accept per kind is browser-wide (each browser's image, font and style loaders set one, whatever the document), so
+// the extension asks for one of each itself, to a name under .localhost (both browsers resolve it to loopback
+// themselves: no DNS query, no DNS-over-HTTPS, no https upgrade), reads the fields before the request is sent and
+// stops it there: no request is sent, not even to this machine. Firefox: the background page's requests, read and
+// cancelled in a blocking `webRequest.onBeforeSendHeaders` (FieldsProbe's event). Chromium: an offscreen document's,
+// paused at the request stage of the DevTools protocol's Fetch domain and failed (offscreen-fields-probe.ts, the
+// same fields a page's paused requests carry); fonts left out there (a page's same-origin font request carries an
+// Origin in Chromium that no request of the extension's own can show). Run each time the helper connects (a helper
+// that starts keeps nothing in memory; Chromium: at the first intercepted navigation after that).
 // Only Accept and the User-Agent it belongs to are sent: every other field still comes from the page's requests.
 import type { BrowserFields } from "../generated/protocol.js";
 
@@ -15,7 +22,8 @@ export const PROBE_HOST = "fields.lanefetch.localhost";
 export const PROBE_URLS = [`http://${PROBE_HOST}/*`, `https://${PROBE_HOST}/*`];
 
 type Kind = BrowserFields["accept"][number];
-/** The kinds the probe asks for: each destination's mode, and the webRequest type Firefox gives its request. */
+/** The kinds the probe asks for: each destination's mode, and the type its request gets (Firefox's webRequest type;
+ * Chromium's CDP resource type, lowercased). */
 export const PROBE_KINDS = [
   { kind: { destination: "image", mode: "no-cors" }, requestType: "image" },
   { kind: { destination: "font", mode: "cors" }, requestType: "font" },
@@ -37,7 +45,8 @@ export interface SendHeadersDetails {
   requestHeaders?: HeaderField[];
 }
 
-/** Firefox's webRequest.onBeforeSendHeaders, as the probe uses it (blocking: the answer cancels the request). */
+/** The probe's requests as they are about to be sent: Firefox's webRequest.onBeforeSendHeaders, as the probe uses it
+ * (blocking: the answer cancels the request), or Chromium's paused requests (offscreen-fields-probe.ts). */
 export interface SendHeadersEvent {
   addListener(listener: (details: SendHeadersDetails) => { cancel: boolean }, filter: { urls: string[] }, extra: string[]): void;
 }
@@ -104,14 +113,17 @@ export class FieldsProbe {
   private collect: ((kind: string, headers: HeaderField[]) => void) | null = null;
   private nonce = "";
 
-  constructor(event: SendHeadersEvent, private readonly ownOrigin: string) {
+  /** `kinds`: the destinations asked for (PROBE_KINDS' by default). */
+  constructor(event: SendHeadersEvent, private readonly ownOrigin: string,
+    private readonly kinds: readonly string[] = PROBE_KINDS.map((k) => k.kind.destination)) {
     event.addListener((details) => this.onRequest(details), { urls: PROBE_URLS }, ["blocking", "requestHeaders"]);
   }
 
   private onRequest(details: SendHeadersDetails): { cancel: boolean } {
     const probed = this.collect === null ? null : probeKindOf(details.url, this.nonce);
     const own = details.tabId === -1 && (details.documentUrl ?? details.originUrl ?? "").startsWith(`${this.ownOrigin}/`);
-    if (probed !== null && own && details.type === probed.requestType) this.collect?.(probed.kind.destination, details.requestHeaders ?? []);
+    const asked = probed !== null && this.kinds.includes(probed.kind.destination);
+    if (asked && own && details.type === probed.requestType) this.collect?.(probed.kind.destination, details.requestHeaders ?? []);
     return { cancel: true };
   }
 
@@ -133,14 +145,14 @@ export class FieldsProbe {
       this.collect = (kind, headers) => {
         if (done || seen.has(kind)) return;
         seen.set(kind, headers);
-        if (seen.size === PROBE_KINDS.length) queueMicrotask(finish);
+        if (seen.size === this.kinds.length) queueMicrotask(finish);
       };
       const cancelTimer = schedule(finish, timeoutMs); // finish runs later (a microtask, or the timer): set by then
       const base = `http://${PROBE_HOST}/${nonce}/`;
       try {
-        loads.image(`${base}image`);
-        loads.font(`${base}font`);
-        loads.style(`${base}style`);
+        if (this.kinds.includes("image")) loads.image(`${base}image`);
+        if (this.kinds.includes("font")) loads.font(`${base}font`);
+        if (this.kinds.includes("style")) loads.style(`${base}style`);
       } catch (e) {
         console.warn("lanefetch: the fields probe could not start a request", e);
       }
