@@ -9,7 +9,7 @@ import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { firefoxBrowser } from "../proxy/firefox-proxy-api.js";
 import { HelperProxyPorts } from "../proxy/helper-proxy-ports.js";
-import { FieldsProbe, documentLoads } from "../intercept/browser-fields-probe.js";
+import { FIREFOX_PROBE_KINDS, FieldsProbe, documentLoads } from "../intercept/browser-fields-probe.js";
 import { HTTPS_SITES_KEY, HttpsSites, readHttpsSites } from "../proxy/https-sites.js";
 import { ProxiedRecords } from "../proxy/proxied-records.js";
 import { DIRECT, ProxyRouter, pageOf } from "../proxy/proxy-router.js";
@@ -76,7 +76,7 @@ connection.onMessage((m) => {
 });
 /** How long the fields probe waits for its three requests (it needs no network: they are cancelled as they start). */
 const FIELDS_PROBE_MS = 5000;
-const fieldsProbe = new FieldsProbe(browser.webRequest.onBeforeSendHeaders, new URL(chrome.runtime.getURL("/")).origin);
+const fieldsProbe = new FieldsProbe(browser.webRequest.onBeforeSendHeaders, new URL(chrome.runtime.getURL("/")).origin, FIREFOX_PROBE_KINDS);
 connection.onStateChange((state) => {
   const secret = connection.proxySecret;
   if (state.status === "connected" && secret !== null) {

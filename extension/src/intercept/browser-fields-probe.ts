@@ -1,20 +1,23 @@
-// The Accept field the browser sends with an image, a font and a stylesheet, known before a page needs it. The helper
-// prefetches a subresource only with the exact fields the browser will send for it (fidelity), and learns them from
-// the page's own requests; but a new user's first page has none yet when its document names its images:
+// The Accept field the browser sends with an image, a font, a stylesheet and a script, known before a page needs it.
+// The helper prefetches a subresource only with the exact fields the browser will send for it (fidelity), and learns
+// them from the page's own requests; but a new user's first page has none yet when its document names them:
 // - Firefox (proxy mode): its first image request comes after the page's render-blocking stylesheet chain
 //   (cmake-doc: four `@import`s, 2.5 s over `sat`);
 // - Chromium (debugger mode): the page's first batch comes only after its whole document (a fulfilled document is
 //   handed over whole), so nothing the document names could fly before it.
-// Accept per kind is browser-wide (each browser's image, font and style loaders set one, whatever the document), so
-// the extension asks for one of each itself, to a name under .localhost (both browsers resolve it to loopback
-// themselves: no DNS query, no DNS-over-HTTPS, no https upgrade), reads the fields before the request is sent and
-// stops it there: no request is sent, not even to this machine. Firefox: the background page's requests, read and
-// cancelled in a blocking `webRequest.onBeforeSendHeaders` (FieldsProbe's event). Chromium: an offscreen document's,
-// paused at the request stage of the DevTools protocol's Fetch domain and failed (offscreen-fields-probe.ts, the
-// same fields a page's paused requests carry); fonts left out there (a page's same-origin font request carries an
-// Origin in Chromium that no request of the extension's own can show). Run each time the helper connects (a helper
-// that starts keeps nothing in memory; Chromium: at the first intercepted navigation after that).
-// Only Accept and the User-Agent it belongs to are sent: every other field still comes from the page's requests.
+// Accept per kind is browser-wide (each browser's image, font, style and script loaders set one, whatever the
+// document), so the extension asks for one of each itself, to a name under .localhost (both browsers resolve it to
+// loopback themselves: no DNS query, no DNS-over-HTTPS, no https upgrade), reads the fields before the request is
+// sent and stops it there: no request is sent, not even to this machine.
+// - Firefox: the background page's requests, read and cancelled in a blocking `webRequest.onBeforeSendHeaders`
+//   (FieldsProbe's event); no script (the page's CSP stops its request before webRequest sees it).
+// - Chromium: an offscreen document's, paused at the request stage of the DevTools protocol's Fetch domain and
+//   failed (offscreen-fields-probe.ts: the same fields a page's paused requests carry); its script is a preload
+//   (never run); no font (a page's same-origin font request carries an Origin in Chromium that no request of the
+//   extension's own can show).
+// Run each time the helper connects (a helper that starts keeps nothing in memory; Chromium: at the first
+// intercepted navigation after that). Only Accept and the User-Agent it belongs to are sent: every other field
+// still comes from the page's requests.
 import type { BrowserFields } from "../generated/protocol.js";
 
 export const PROBE_HOST = "fields.lanefetch.localhost";
@@ -28,7 +31,12 @@ export const PROBE_KINDS = [
   { kind: { destination: "image", mode: "no-cors" }, requestType: "image" },
   { kind: { destination: "font", mode: "cors" }, requestType: "font" },
   { kind: { destination: "style", mode: "no-cors" }, requestType: "stylesheet" },
+  { kind: { destination: "script", mode: "no-cors" }, requestType: "script" },
 ] as const;
+/** What each browser's probe asks for. Firefox: no script (its background page's CSP stops a script's request before
+ * webRequest sees it). Chromium: no font (offscreen-fields-probe.ts says why); its script is a preload, never run. */
+export const FIREFOX_PROBE_KINDS = ["image", "font", "style"] as const;
+export const CHROMIUM_PROBE_KINDS = ["image", "style", "script"] as const;
 type ProbeKind = (typeof PROBE_KINDS)[number];
 
 export interface HeaderField {
@@ -56,6 +64,7 @@ export interface ProbeLoads {
   image(url: string): void;
   font(url: string): void;
   style(url: string): void;
+  script(url: string): void;
 }
 
 function field(headers: readonly HeaderField[], name: string): string | null | undefined {
@@ -80,10 +89,9 @@ export function browserFields(seen: ReadonlyMap<string, readonly HeaderField[]>)
     accept.push({ ...kind, value });
   }
   const [userAgent] = agents;
-  const [first, ...more] = accept;
-  if (userAgent === undefined || agents.size !== 1 || first === undefined) return null;
-  const [second, third] = more; // one per kind: at most PROBE_KINDS.length
-  const kinds: BrowserFields["accept"] = second === undefined ? [first] : third === undefined ? [first, second] : [first, second, third];
+  const [a, b, c, d] = accept; // one per kind: at most PROBE_KINDS.length
+  if (userAgent === undefined || agents.size !== 1 || a === undefined) return null;
+  const kinds: BrowserFields["accept"] = b === undefined ? [a] : c === undefined ? [a, b] : d === undefined ? [a, b, c] : [a, b, c, d];
   return { type: "browser_fields", user_agent: userAgent, accept: kinds };
 }
 
@@ -113,9 +121,8 @@ export class FieldsProbe {
   private collect: ((kind: string, headers: HeaderField[]) => void) | null = null;
   private nonce = "";
 
-  /** `kinds`: the destinations asked for (PROBE_KINDS' by default). */
-  constructor(event: SendHeadersEvent, private readonly ownOrigin: string,
-    private readonly kinds: readonly string[] = PROBE_KINDS.map((k) => k.kind.destination)) {
+  /** `kinds`: the destinations asked for (FIREFOX_PROBE_KINDS, CHROMIUM_PROBE_KINDS). */
+  constructor(event: SendHeadersEvent, private readonly ownOrigin: string, private readonly kinds: readonly string[]) {
     event.addListener((details) => this.onRequest(details), { urls: PROBE_URLS }, ["blocking", "requestHeaders"]);
   }
 
@@ -153,6 +160,7 @@ export class FieldsProbe {
         if (this.kinds.includes("image")) loads.image(`${base}image`);
         if (this.kinds.includes("font")) loads.font(`${base}font`);
         if (this.kinds.includes("style")) loads.style(`${base}style`);
+        if (this.kinds.includes("script")) loads.script(`${base}script`);
       } catch (e) {
         console.warn("lanefetch: the fields probe could not start a request", e);
       }
@@ -160,7 +168,8 @@ export class FieldsProbe {
   }
 }
 
-/** The background page's loads: an image, a font face and a stylesheet link, each dropped once it failed. */
+/** A document's loads (Firefox's background page, Chromium's offscreen document): an image, a font face, a stylesheet
+ * link and a script preload, each dropped once it failed. */
 export function documentLoads(doc: Document): ProbeLoads {
   return {
     image: (url) => {
@@ -175,6 +184,15 @@ export function documentLoads(doc: Document): ProbeLoads {
     style: (url) => {
       const link = doc.createElement("link");
       link.rel = "stylesheet";
+      link.href = url;
+      link.onerror = () => link.remove();
+      doc.head.append(link);
+    },
+    // A preload: fetched as a script is (the same fields), never run.
+    script: (url) => {
+      const link = doc.createElement("link");
+      link.rel = "preload";
+      link.as = "script";
       link.href = url;
       link.onerror = () => link.remove();
       doc.head.append(link);

@@ -1,26 +1,26 @@
 // Chromium: the shell of the fields probe (browser-fields-probe.ts says why it runs). An offscreen document of the
-// extension's own (fields-probe-page.ts) asks for an image and a stylesheet at the probe's name; a debugger session
-// on that document, with Fetch on at the request stage for the probe's name only, reads each request's fields as it
-// is paused — the fields the renderer gives it, which are what a page's paused requests carry (the network stack adds
-// Accept-Language, Sec-Fetch-* and Accept-Encoding later, for both alike) — and fails it: nothing is looked up or
-// sent. The document and the session live only while a run goes on, and the document is closed before the session
-// is detached, so no request of it can outlive the interception.
+// extension's own (fields-probe-page.ts) asks for an image, a stylesheet and a script preload at the probe's name; a
+// debugger session on that document, with Fetch on at the request stage for the probe's name only, reads each
+// request's fields as it is paused — the fields the renderer gives it, which are what a page's paused requests carry
+// (the network stack adds Accept-Language, Sec-Fetch-* and Accept-Encoding later, for both alike) — and fails it:
+// nothing is looked up or sent. The extension's CSP would stop the script preload before any request, so the session
+// turns CSP bypassing on for that document and reloads it first (`Page.setBypassCSP`); a preload is never run, and
+// every request to the probe's name is failed. The document and the session live only while a run goes on, and the
+// document is closed before the session is detached, so no request of it can outlive the interception.
 // Fonts are not asked: Chromium sends Origin with a page's same-origin font request, which the extension's own
 // request (cross-origin from its page) cannot show; the helper learns a font's fields from the page's first font.
 import type { Protocol } from "devtools-protocol";
 import type { BrowserFields } from "../generated/protocol.js";
-import { FieldsProbe, PROBE_HOST, PROBE_URLS, type ProbeLoads, type SendHeadersDetails } from "./browser-fields-probe.js";
+import { CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, PROBE_URLS, type ProbeLoads, type SendHeadersDetails } from "./browser-fields-probe.js";
 
 /** The offscreen document (intercept/fields-probe.html, its script fields-probe-page.ts). */
 export const PROBE_PAGE = "fields-probe.html";
 /** The message that asks the offscreen document for one request. */
 export const PROBE_LOAD = "lanefetch/fields-probe-load";
-/** The kinds Chromium's probe asks for. */
-export const CHROMIUM_PROBE_KINDS = ["image", "style"] as const;
 
 export interface ProbeLoadMessage {
   type: typeof PROBE_LOAD;
-  kind: "image" | "font" | "style";
+  kind: "image" | "font" | "style" | "script";
   url: string;
 }
 
@@ -28,7 +28,7 @@ export interface ProbeLoadMessage {
 export function isProbeLoad(message: unknown): message is ProbeLoadMessage {
   const m = message as Partial<ProbeLoadMessage> | null;
   if (m === null || typeof m !== "object" || m.type !== PROBE_LOAD || typeof m.url !== "string") return false;
-  if (m.kind !== "image" && m.kind !== "font" && m.kind !== "style") return false;
+  if (m.kind !== "image" && m.kind !== "font" && m.kind !== "style" && m.kind !== "script") return false;
   try {
     return new URL(m.url).hostname === PROBE_HOST;
   } catch {
@@ -52,7 +52,9 @@ function messageLoads(): ProbeLoads {
     void chrome.runtime.sendMessage({ type: PROBE_LOAD, kind, url } satisfies ProbeLoadMessage)
       .catch((e: unknown) => console.warn("lanefetch: the fields probe's document did not take a request", e));
   };
-  return { image: (url) => send("image", url), font: (url) => send("font", url), style: (url) => send("style", url) };
+  return {
+    image: (url) => send("image", url), font: (url) => send("font", url), style: (url) => send("style", url), script: (url) => send("script", url),
+  };
 }
 
 export class OffscreenFieldsProbe {
@@ -61,12 +63,16 @@ export class OffscreenFieldsProbe {
   /** The offscreen document's target while a run has it attached. */
   private target: string | null = null;
   private running: Promise<BrowserFields | null> | null = null;
+  /** Resolves when the attached document fired its load event (after the reload). */
+  private loaded: (() => void) | null = null;
 
   constructor() {
     const pageUrl = chrome.runtime.getURL(PROBE_PAGE);
     this.probe = new FieldsProbe({ addListener: (listener) => void (this.listener = listener) }, new URL(pageUrl).origin, CHROMIUM_PROBE_KINDS);
     chrome.debugger.onEvent.addListener((source, method, params) => {
-      if (source.targetId === undefined || source.targetId !== this.target || method !== "Fetch.requestPaused") return;
+      if (source.targetId === undefined || source.targetId !== this.target) return;
+      if (method === "Page.loadEventFired") this.loaded?.();
+      if (method !== "Fetch.requestPaused") return;
       const paused = params as unknown as Protocol.Fetch.RequestPausedEvent;
       this.listener?.(pausedDetails(paused, pageUrl));
       void chrome.debugger.sendCommand(source, "Fetch.failRequest", { requestId: paused.requestId, errorReason: "BlockedByClient" })
@@ -100,15 +106,33 @@ export class OffscreenFieldsProbe {
       this.target = target.id;
       const patterns = PROBE_URLS.map((urlPattern) => ({ urlPattern, requestStage: "Request" as const }));
       await chrome.debugger.sendCommand(debuggee, "Fetch.enable", { patterns } satisfies Protocol.Fetch.EnableRequest);
+      await this.reloadBypassingCsp(debuggee, timeoutMs);
       return await this.probe.run(messageLoads(), nonce, timeoutMs);
     } catch (e) {
       console.warn("lanefetch: the fields probe failed", e);
       return null;
     } finally {
+      this.loaded = null;
       // The document first: a request of it still on its way ends with it, never unintercepted.
       if (created) await chrome.offscreen.closeDocument().catch(() => undefined);
       this.target = null;
       if (debuggee !== null) await chrome.debugger.detach(debuggee).catch(() => undefined);
     }
+  }
+
+  /** The document again, with its CSP bypassed (for the script preload): resolves once it loaded, or after
+   * `timeoutMs` (the run then sees no script, and sends what it saw). */
+  private async reloadBypassingCsp(debuggee: chrome.debugger.Debuggee, timeoutMs: number): Promise<void> {
+    await chrome.debugger.sendCommand(debuggee, "Page.enable");
+    await chrome.debugger.sendCommand(debuggee, "Page.setBypassCSP", { enabled: true } satisfies Protocol.Page.SetBypassCSPRequest);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const loaded = new Promise<void>((resolve) => {
+      this.loaded = resolve;
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await chrome.debugger.sendCommand(debuggee, "Page.reload", {} satisfies Protocol.Page.ReloadRequest);
+    await loaded;
+    clearTimeout(timer);
+    this.loaded = null;
   }
 }

@@ -190,7 +190,8 @@ def learn_navigation(profiles: dict[str, FieldProfile], url: str, headers: tuple
 
 
 # The kinds a browser_fields message may teach (protocol BrowserFields): the extension's probe loads one of each
-TAUGHT_ACCEPT = (("image", "no-cors"), ("font", "cors"), ("style", "no-cors"))
+# (Firefox: an image, a font, a stylesheet; Chromium: an image, a stylesheet, a script preload)
+TAUGHT_ACCEPT = (("image", "no-cors"), ("font", "cors"), ("style", "no-cors"), ("script", "no-cors"))
 
 
 def taught_accept(accept: dict[tuple[str, str], str | None]) -> dict[tuple[str, str], str | None]:

@@ -159,14 +159,14 @@ test("after a long document the browser loaded itself, a script goes to that war
   await page.close();
 });
 
-test("the fields probe gives the helper Chromium's Accept of images and stylesheets, and leaves nothing behind", async () => {
+test("the fields probe gives the helper Chromium's Accept of images, stylesheets and scripts, and leaves nothing behind", async () => {
   // It ran at the first navigation intercepted after the helper connected (the main page's, above, or this one).
   const page = await browser.context.newPage();
   await openPage(page, `${sites.a.origin}/plain.html`);
   type Probe = { sent: boolean; kinds: string[] };
   const probe = await eventually("the fields probe ran", async () =>
     browser.worker.evaluate(() => (globalThis as { lanefetchFieldsProbe?: Probe }).lanefetchFieldsProbe ?? false), { everyMs: 100 });
-  assert.deepEqual(probe, { sent: true, kinds: ["image", "style"] });
+  assert.deepEqual(probe, { sent: true, kinds: ["image", "style", "script"] });
   assert.equal(await browser.worker.evaluate(() => chrome.offscreen.hasDocument()), false, "its offscreen document is closed");
   const attached = await browser.worker.evaluate(async () =>
     (await chrome.debugger.getTargets()).filter((t) => t.url.endsWith("/fields-probe.html")).map((t) => t.attached));

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  FieldsProbe, PROBE_HOST, PROBE_URLS, browserFields, probeKindOf,
+  FIREFOX_PROBE_KINDS, FieldsProbe, PROBE_HOST, PROBE_URLS, browserFields, probeKindOf,
   type HeaderField, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent,
 } from "../../../extension/src/intercept/browser-fields-probe.js";
 import { protocolErrors } from "../support/protocol-validator.js";
@@ -55,6 +55,7 @@ class RecordingLoads implements ProbeLoads {
   image(url: string): void { this.urls.push(url); }
   font(url: string): void { this.urls.push(url); }
   style(url: string): void { this.urls.push(url); }
+  script(url: string): void { this.urls.push(url); }
 }
 
 /** A schedule the test fires by hand. */
@@ -76,7 +77,7 @@ function manualTimer(): { schedule: (run: () => void, ms: number) => () => void;
 
 test("all three kinds seen: one message with each Accept; every request to the name cancelled, before, during and after a run", async () => {
   const event = new FakeEvent();
-  const probe = new FieldsProbe(event, OWN);
+  const probe = new FieldsProbe(event, OWN, FIREFOX_PROBE_KINDS);
   assert.deepEqual(event.filter, PROBE_URLS);
   assert.deepEqual(event.extra, ["blocking", "requestHeaders"]);
   event.request(own("n1", "image")); // before any run: cancelled, taught nothing
@@ -102,7 +103,7 @@ test("all three kinds seen: one message with each Accept; every request to the n
 
 test("only the run's own requests teach: a page's (a tab), another document's, another nonce, the wrong type", async () => {
   const event = new FakeEvent();
-  const probe = new FieldsProbe(event, OWN);
+  const probe = new FieldsProbe(event, OWN, FIREFOX_PROBE_KINDS);
   const timer = manualTimer();
   const result = probe.run(new RecordingLoads(), "n2", 5000, timer.schedule);
   const bad = { name: "Accept", value: "text/x-poisoned" };
@@ -111,19 +112,20 @@ test("only the run's own requests teach: a page's (a tab), another document's, a
   event.request(own("n2", "font", { documentUrl: `${OWN}.evil.example/x`, requestHeaders: [...fieldsOf("font").slice(0, 2), bad] }));
   event.request(own("n1", "style", { requestHeaders: [...fieldsOf("style").slice(0, 2), bad] }));
   event.request(own("n2", "style", { type: "xmlhttprequest", requestHeaders: [...fieldsOf("style").slice(0, 2), bad] }));
+  event.request(own("n2", "script", { type: "script", requestHeaders: [...fieldsOf("script").slice(0, 2), bad] })); // not Firefox's kind
   event.request(own("n2", "image"));
   timer.fire();
   const message = await result;
   assert.ok(message !== null);
   assert.deepEqual(message.accept, [{ destination: "image", mode: "no-cors", value: ACCEPT.image }]);
   assert.equal(message.user_agent, UA);
-  assert.deepEqual(event.answers, [true, true, true, true, true, true], "all cancelled all the same");
+  assert.deepEqual(event.answers, [true, true, true, true, true, true, true], "all cancelled all the same");
 });
 
 test("nothing seen, or no User-Agent, or two of them: no message", async () => {
   const event = new FakeEvent();
   const timer = manualTimer();
-  const result = new FieldsProbe(event, OWN).run(new RecordingLoads(), "n3", 10, timer.schedule);
+  const result = new FieldsProbe(event, OWN, FIREFOX_PROBE_KINDS).run(new RecordingLoads(), "n3", 10, timer.schedule);
   timer.fire();
   assert.equal(await result, null);
   const noAgent = new Map([["image", [{ name: "Accept", value: "*/*" }]]]);
@@ -141,14 +143,15 @@ test("only the probe's own URLs are its kinds", () => {
   assert.equal(probeKindOf(`http://${PROBE_HOST}/n/image`, "n")?.kind.destination, "image");
   assert.equal(probeKindOf(`https://${PROBE_HOST}/n/font?x`, "n")?.kind.destination, "font");
   assert.equal(probeKindOf(`http://${PROBE_HOST}/m/image`, "n"), null);
-  assert.equal(probeKindOf(`http://${PROBE_HOST}/n/script`, "n"), null);
+  assert.equal(probeKindOf(`http://${PROBE_HOST}/n/script`, "n")?.kind.destination, "script");
+  assert.equal(probeKindOf(`http://${PROBE_HOST}/n/worker`, "n"), null);
   assert.equal(probeKindOf("http://example.com/n/image", "n"), null);
   assert.equal(probeKindOf("not a url", "n"), null);
 });
 
 test("a run started while one is under way (the helper reconnected) replaces it: the first ends with what it saw", async () => {
   const event = new FakeEvent();
-  const probe = new FieldsProbe(event, OWN);
+  const probe = new FieldsProbe(event, OWN, FIREFOX_PROBE_KINDS);
   const first = manualTimer();
   const second = manualTimer();
   const a = probe.run(new RecordingLoads(), "a", 5000, first.schedule);

@@ -5,15 +5,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Protocol } from "devtools-protocol";
-import { FieldsProbe, PROBE_HOST, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent } from "../../../extension/src/intercept/browser-fields-probe.js";
-import { CHROMIUM_PROBE_KINDS, PROBE_LOAD, isProbeLoad, pausedDetails } from "../../../extension/src/intercept/offscreen-fields-probe.js";
+import { CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent } from "../../../extension/src/intercept/browser-fields-probe.js";
+import { PROBE_LOAD, isProbeLoad, pausedDetails } from "../../../extension/src/intercept/offscreen-fields-probe.js";
 import { protocolErrors } from "../support/protocol-validator.js";
 
 const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 const OWN = "chrome-extension://abcdefghijklmnop";
 const PAGE = `${OWN}/fields-probe.html`;
 // What Chromium 156 paused for the offscreen document's image and stylesheet (seen: 2026-11-30)
-const ACCEPT = { image: "image/jxl,image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", style: "text/css,*/*;q=0.1" };
+const ACCEPT = { image: "image/jxl,image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", style: "text/css,*/*;q=0.1", script: "*/*" };
 
 function paused(url: string, resourceType: Protocol.Network.ResourceType, accept: string): Protocol.Fetch.RequestPausedEvent {
   return {
@@ -37,6 +37,7 @@ class RecordingLoads implements ProbeLoads {
   image(url: string): void { this.urls.push(url); }
   font(url: string): void { this.urls.push(url); }
   style(url: string): void { this.urls.push(url); }
+  script(url: string): void { this.urls.push(url); }
 }
 
 test("a paused request of the offscreen document is read as the probe's own", () => {
@@ -47,21 +48,25 @@ test("a paused request of the offscreen document is read as the probe's own", ()
   });
 });
 
-test("Chromium's run asks for an image and a stylesheet, ends once both were seen, and a font teaches nothing", async () => {
+test("Chromium's run asks for an image, a stylesheet and a script, ends once all were seen, and a font teaches nothing", async () => {
   const event = new FakeEvent();
   const probe = new FieldsProbe(event, OWN, CHROMIUM_PROBE_KINDS);
   const loads = new RecordingLoads();
   let cancelled = false;
   const result = probe.run(loads, "n7", 5000, () => () => void (cancelled = true)); // the timer never fires
-  assert.deepEqual(loads.urls, [`http://${PROBE_HOST}/n7/image`, `http://${PROBE_HOST}/n7/style`]);
+  assert.deepEqual(loads.urls, [`http://${PROBE_HOST}/n7/image`, `http://${PROBE_HOST}/n7/style`, `http://${PROBE_HOST}/n7/script`]);
   const listener = event.listener ?? assert.fail("no listener");
   listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/font`, "Font", "*/*"), PAGE));
   listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/image`, "Image", ACCEPT.image), PAGE));
   listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/style`, "Stylesheet", ACCEPT.style), PAGE));
+  await Promise.resolve();
+  assert.ok(!cancelled, "not done before the script");
+  listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/script`, "Script", ACCEPT.script), PAGE));
   const message = await result;
   assert.deepEqual(message, {
     type: "browser_fields", user_agent: UA,
-    accept: [{ destination: "image", mode: "no-cors", value: ACCEPT.image }, { destination: "style", mode: "no-cors", value: ACCEPT.style }],
+    accept: [{ destination: "image", mode: "no-cors", value: ACCEPT.image }, { destination: "style", mode: "no-cors", value: ACCEPT.style },
+      { destination: "script", mode: "no-cors", value: ACCEPT.script }],
   });
   assert.equal(protocolErrors.toHost(message), null, "the message is the protocol's");
   assert.ok(cancelled, "its timer cancelled");
@@ -73,7 +78,7 @@ test("the offscreen document takes requests to the probe's name only", () => {
   for (const m of [
     { type: PROBE_LOAD, kind: "image", url: "http://example.com/n/image" },
     { type: PROBE_LOAD, kind: "image", url: `http://${PROBE_HOST}.example.com/n/image` },
-    { type: PROBE_LOAD, kind: "script", url: `http://${PROBE_HOST}/n/script` },
+    { type: PROBE_LOAD, kind: "worker", url: `http://${PROBE_HOST}/n/worker` },
     { type: PROBE_LOAD, kind: "image", url: "not a url" },
     { type: "lanefetch/other", kind: "image", url: `http://${PROBE_HOST}/n/image` },
     null, "x",

@@ -905,13 +905,13 @@ async def test_the_browser_s_accept_taught_ahead_lets_a_first_page_s_image_fly(s
         try:
             if taught:
                 await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
-                                                    ("script", "no-cors"): "not taught: not a kind the probe asks"})
+                                                    ("empty", "cors"): "not taught: not a kind the probe asks"})
             page, load = await _img_page_first_batch(loads, server.url)
             if load.flight is not None:
                 await load.flight.wait()
             assert ("/static/shot.png" in server.seen) is taught
             profile = loads._profiles["UA/2"]  # type: ignore[attr-defined]
-            assert profile is not None and ("script", "no-cors") not in profile.accept  # not a kind the probe asks
+            assert profile is not None and ("empty", "cors") not in profile.accept  # not a kind the probe asks
             sink = Collect()
             await loads.fetch([browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
             assert sink.cache == {"img": "prefetch" if taught else "none"}
