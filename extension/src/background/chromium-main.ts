@@ -230,20 +230,26 @@ connection.onStateChange((state) => void dispatch({ type: "helper", up: state.st
 /** How long the fields probe waits for its requests (it needs no network: they are failed as they are paused). */
 const FIELDS_PROBE_MS = 5000;
 const fieldsProbe = new OffscreenFieldsProbe();
-/** Whether the connected helper was given this Chromium's Accept per kind (a helper that starts keeps nothing). */
-let fieldsProbed = false;
+/** Runs of the fields probe for the connected helper: done once one sent its message (a helper that starts keeps
+ * nothing); at most FIELDS_PROBE_RUNS that sent nothing. */
+let probeRuns = { sent: false, runs: 0 };
+const FIELDS_PROBE_RUNS = 3;
 connection.onStateChange((state) => {
-  if (state.status !== "connected") fieldsProbed = false;
+  if (state.status !== "connected") probeRuns = { sent: false, runs: 0 };
 });
 /** A helper that just connected knows none of this Chromium's fields until a page's requests teach them, and a first
- * page's first batch comes only after its whole document: its Accept per kind now, at the first navigation it will
- * intercept (its tab is being attached: the debugging bar shows anyway), so what that document names can fly. */
+ * page's first batch comes only after its whole document: its Accept per kind now, when a tab is attached for a
+ * navigation (the debugging bar shows then anyway) or an attached tab navigates, so what that document names can
+ * fly. */
 function probeFields(): void {
   const state = connection.state;
-  if (fieldsProbed || state.status !== "connected" || !state.capabilities.includes("browser_fields")) return;
-  fieldsProbed = true;
+  if (probeRuns.sent || probeRuns.runs >= FIELDS_PROBE_RUNS) return;
+  if (state.status !== "connected" || !state.capabilities.includes("browser_fields")) return;
+  const runs = probeRuns;
+  runs.runs += 1;
   void fieldsProbe.run(crypto.randomUUID(), FIELDS_PROBE_MS).then((fields) => {
-    const sent = fields !== null && client.browserFields(fields);
+    const sent = fields !== null && runs === probeRuns && client.browserFields(fields);
+    runs.sent ||= sent;
     // What the probe sent (the real-browser tests wait for it)
     (globalThis as { lanefetchFieldsProbe?: unknown }).lanefetchFieldsProbe = { sent, kinds: fields?.accept.map((a) => a.destination) ?? [] };
   });
@@ -289,7 +295,7 @@ async function execute(command: TabCommand): Promise<void> {
         if (raceStarts.size > 32) raceStarts.delete(raceStarts.keys().next().value ?? "");
       }
       void connection.ready().then((up) => {
-        if (up) probeFields();
+        if (up && tabId !== null && sessions.isAttached(tabId)) probeFields();
         // tabId null: a site just turned on with no tab showing it, a connection ahead of any page (not a navigation).
         if (up) accelerator.pageStarted(pageInfo(url, tabId === null ? false : tabInfo(tabId).incognito), tabId !== null, command.askFlight === true);
       });
@@ -415,7 +421,7 @@ async function attachTab(tabId: number, loading: boolean): Promise<void> {
   if (result.fetchOnMs !== undefined) attachTook(result.fetchOnMs);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
   await dispatch({ type: "attached", tabId, ok: result.ok });
-  if (result.ok) void connection.ready();
+  if (result.ok) void connection.ready().then((up) => up && probeFields());
 }
 
 async function releaseTab(tabId: number): Promise<void> {

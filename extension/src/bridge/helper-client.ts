@@ -139,8 +139,8 @@ export class HelperClient {
     return this.connection.send({ type: "browser_fetched", page, requests: [head, ...rest] });
   }
 
-  /** Tell the helper the Accept fields this Firefox sends per kind (intercept/browser-fields-probe.ts); false (nothing
-   * sent) if it is not connected. Nothing is answered. */
+  /** Tell the helper the Accept fields this browser sends per kind (intercept/browser-fields-probe.ts); false
+   * (nothing sent) if it is not connected. Nothing is answered. */
   browserFields(message: BrowserFields): boolean {
     return this.connection.state.status === "connected" && this.connection.send(message);
   }

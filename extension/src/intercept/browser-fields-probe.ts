@@ -59,7 +59,7 @@ export interface SendHeadersEvent {
   addListener(listener: (details: SendHeadersDetails) => { cancel: boolean }, filter: { urls: string[] }, extra: string[]): void;
 }
 
-/** Starts one request of each kind to `url` (the shell: the background page's DOM). */
+/** Starts one request of a kind to `url` (the shell: a document of the extension's own, documentLoads). */
 export interface ProbeLoads {
   image(url: string): void;
   font(url: string): void;
@@ -108,15 +108,33 @@ export function probeKindOf(url: string, nonce: string): ProbeKind | null {
   return PROBE_KINDS.find((k) => k.kind.destination === kind) ?? null;
 }
 
+/** The URL of a run's request of one kind. */
+export function probeUrl(nonce: string, kind: string): string {
+  return `http://${PROBE_HOST}/${nonce}/${kind}`;
+}
+
+/** Starts the run's requests, one of each of `kinds`, in a document (`loads`). */
+export function startLoads(loads: ProbeLoads, nonce: string, kinds: readonly string[]): void {
+  try {
+    if (kinds.includes("image")) loads.image(probeUrl(nonce, "image"));
+    if (kinds.includes("font")) loads.font(probeUrl(nonce, "font"));
+    if (kinds.includes("style")) loads.style(probeUrl(nonce, "style"));
+    if (kinds.includes("script")) loads.script(probeUrl(nonce, "script"));
+  } catch (e) {
+    console.warn("lanefetch: the fields probe could not start a request", e);
+  }
+}
+
 function defaultSchedule(run: () => void, ms: number): () => void {
   const timer = setTimeout(run, ms);
   return () => clearTimeout(timer);
 }
 
-/** The probe: one listener for the probe's name, registered once (at the background's start) and never removed,
- * cancels every request to that name, whoever makes it and whenever (one of a probe that timed out included), so
- * none is ever sent; and gives the run under way the fields of its own requests: its nonce (random per run), made
- * by the background page itself (no tab, the extension's own document), of the kind's request type. */
+/** The probe: one listener for the probe's name (Firefox: registered once, at the background's start, and never
+ * removed, it cancels every request to that name, whoever makes it and whenever, one of a probe that timed out
+ * included, so none is ever sent; Chromium: the offscreen document's paused requests, each failed by the shell) gives
+ * the run under way the fields of its own requests: its nonce (random per run), made by the extension's own document
+ * (no tab), of the kind's request type. */
 export class FieldsProbe {
   private collect: ((kind: string, headers: HeaderField[]) => void) | null = null;
   private nonce = "";
@@ -134,9 +152,10 @@ export class FieldsProbe {
     return { cancel: true };
   }
 
-  /** Ask for one request of each kind and read their fields; resolves with the message once all were seen, or with
-   * what was seen after `timeoutMs` (null if nothing usable). A run started while one is under way replaces it. */
-  run(loads: ProbeLoads, nonce: string, timeoutMs: number,
+  /** Ask for one request of each kind (in `loads`; null: the caller starts them, startLoads) and read their fields;
+   * resolves with the message once all were seen, or with what was seen after `timeoutMs` (null if nothing usable).
+   * A run started while one is under way replaces it. */
+  run(loads: ProbeLoads | null, nonce: string, timeoutMs: number,
     schedule: (run: () => void, ms: number) => () => void = defaultSchedule): Promise<BrowserFields | null> {
     return new Promise((resolve) => {
       const seen = new Map<string, HeaderField[]>();
@@ -155,15 +174,7 @@ export class FieldsProbe {
         if (seen.size === this.kinds.length) queueMicrotask(finish);
       };
       const cancelTimer = schedule(finish, timeoutMs); // finish runs later (a microtask, or the timer): set by then
-      const base = `http://${PROBE_HOST}/${nonce}/`;
-      try {
-        if (this.kinds.includes("image")) loads.image(`${base}image`);
-        if (this.kinds.includes("font")) loads.font(`${base}font`);
-        if (this.kinds.includes("style")) loads.style(`${base}style`);
-        if (this.kinds.includes("script")) loads.script(`${base}script`);
-      } catch (e) {
-        console.warn("lanefetch: the fields probe could not start a request", e);
-      }
+      if (loads !== null) startLoads(loads, nonce, this.kinds);
     });
   }
 }

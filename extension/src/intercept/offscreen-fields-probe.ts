@@ -1,39 +1,35 @@
 // Chromium: the shell of the fields probe (browser-fields-probe.ts says why it runs). An offscreen document of the
-// extension's own (fields-probe-page.ts) asks for an image, a stylesheet and a script preload at the probe's name; a
-// debugger session on that document, with Fetch on at the request stage for the probe's name only, reads each
-// request's fields as it is paused — the fields the renderer gives it, which are what a page's paused requests carry
-// (the network stack adds Accept-Language, Sec-Fetch-* and Accept-Encoding later, for both alike) — and fails it:
-// nothing is looked up or sent. The extension's CSP would stop the script preload before any request, so the session
-// turns CSP bypassing on for that document and reloads it first (`Page.setBypassCSP`); a preload is never run, and
-// every request to the probe's name is failed. The document and the session live only while a run goes on, and the
-// document is closed before the session is detached, so no request of it can outlive the interception.
+// extension's own (fields-probe.html, its script fields-probe-page.ts) asks for an image, a stylesheet and a script
+// preload at the probe's name. A debugger session on that document, with Fetch on at the request stage for the
+// probe's name only, reads each request's fields as it is paused — the fields the renderer gives it, which are what a
+// page's paused requests carry (the network stack adds Accept-Language, Sec-Fetch-* and Accept-Encoding later, for
+// both alike) — and fails it: nothing is looked up or sent.
+// Order of a run: the document is created with the run's nonce (`?run=`) and does nothing on that first load; the
+// session attaches, turns Fetch on and turns CSP bypassing on for it (the extension's CSP would stop the script
+// preload before any request; a preload is never run), then reloads it (`Page.reload`; an offscreen document cannot
+// be navigated elsewhere), and the reloaded document, which has Fetch and the bypass from its start, makes the
+// requests as it loads: no message, no wait for a load event. The page makes requests only when reloaded, with a
+// nonce, and where the `tabs` API is absent (an offscreen document's only API is `runtime`), so the page opened in a
+// tab does nothing. The document is closed before the session is detached, and the session stays the run's until
+// detached, so no request of it outlives the interception; a document left from an earlier run (the worker stopped
+// during one) is closed first.
 // Fonts are not asked: Chromium sends Origin with a page's same-origin font request, which the extension's own
 // request (cross-origin from its page) cannot show; the helper learns a font's fields from the page's first font.
 import type { Protocol } from "devtools-protocol";
 import type { BrowserFields } from "../generated/protocol.js";
-import { CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, PROBE_URLS, type ProbeLoads, type SendHeadersDetails } from "./browser-fields-probe.js";
+import { CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_URLS, type SendHeadersDetails } from "./browser-fields-probe.js";
 
-/** The offscreen document (intercept/fields-probe.html, its script fields-probe-page.ts). */
+/** The offscreen document. */
 export const PROBE_PAGE = "fields-probe.html";
-/** The message that asks the offscreen document for one request. */
-export const PROBE_LOAD = "lanefetch/fields-probe-load";
+/** A run's nonce: crypto.randomUUID()'s form. */
+const NONCE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export interface ProbeLoadMessage {
-  type: typeof PROBE_LOAD;
-  kind: "image" | "font" | "style" | "script";
-  url: string;
-}
-
-/** Whether `message` asks the offscreen document for a request of the probe (its name, nothing else). Pure. */
-export function isProbeLoad(message: unknown): message is ProbeLoadMessage {
-  const m = message as Partial<ProbeLoadMessage> | null;
-  if (m === null || typeof m !== "object" || m.type !== PROBE_LOAD || typeof m.url !== "string") return false;
-  if (m.kind !== "image" && m.kind !== "font" && m.kind !== "style" && m.kind !== "script") return false;
-  try {
-    return new URL(m.url).hostname === PROBE_HOST;
-  } catch {
-    return false;
-  }
+/** The run whose requests the probe page makes (its `?run=` nonce), or null: none, a malformed one, a load that is not
+ * the session's reload (`navigationType`, PerformanceNavigationTiming's), or a page that is not the offscreen document
+ * (`hasTabsApi`: it runs in a tab). Pure. */
+export function pageRun(search: string, navigationType: string | undefined, hasTabsApi: boolean): string | null {
+  const run = new URLSearchParams(search).get("run");
+  return run !== null && NONCE.test(run) && navigationType === "reload" && !hasTabsApi ? run : null;
 }
 
 /** A paused request of the offscreen document as the probe reads it (its own document's, no tab). Pure. */
@@ -47,36 +43,28 @@ export function pausedDetails(paused: Protocol.Fetch.RequestPausedEvent, pageUrl
   };
 }
 
-function messageLoads(): ProbeLoads {
-  const send = (kind: ProbeLoadMessage["kind"], url: string): void => {
-    void chrome.runtime.sendMessage({ type: PROBE_LOAD, kind, url } satisfies ProbeLoadMessage)
-      .catch((e: unknown) => console.warn("lanefetch: the fields probe's document did not take a request", e));
-  };
-  return {
-    image: (url) => send("image", url), font: (url) => send("font", url), style: (url) => send("style", url), script: (url) => send("script", url),
-  };
+/** Whether a debugger target is the offscreen document (never a tab that shows the same page). Pure. */
+export function isProbeTarget(t: chrome.debugger.TargetInfo, pageUrl: string, extensionId: string): boolean {
+  return t.tabId === undefined && t.extensionId === extensionId && t.url.split("?")[0] === pageUrl;
 }
 
 export class OffscreenFieldsProbe {
   private listener: ((details: SendHeadersDetails) => { cancel: boolean }) | null = null;
   private readonly probe: FieldsProbe;
-  /** The offscreen document's target while a run has it attached. */
+  /** The offscreen document's target from the attach until the detach ended. */
   private target: string | null = null;
   private running: Promise<BrowserFields | null> | null = null;
-  /** Resolves when the attached document fired its load event (after the reload). */
-  private loaded: (() => void) | null = null;
 
   constructor() {
     const pageUrl = chrome.runtime.getURL(PROBE_PAGE);
     this.probe = new FieldsProbe({ addListener: (listener) => void (this.listener = listener) }, new URL(pageUrl).origin, CHROMIUM_PROBE_KINDS);
     chrome.debugger.onEvent.addListener((source, method, params) => {
-      if (source.targetId === undefined || source.targetId !== this.target) return;
-      if (method === "Page.loadEventFired") this.loaded?.();
-      if (method !== "Fetch.requestPaused") return;
+      if (source.targetId === undefined || source.targetId !== this.target || method !== "Fetch.requestPaused") return;
       const paused = params as unknown as Protocol.Fetch.RequestPausedEvent;
-      this.listener?.(pausedDetails(paused, pageUrl));
+      // Failed first: whatever reading it does, it is never sent.
       void chrome.debugger.sendCommand(source, "Fetch.failRequest", { requestId: paused.requestId, errorReason: "BlockedByClient" })
         .catch(() => undefined);
+      this.listener?.(pausedDetails(paused, pageUrl));
     });
   }
 
@@ -90,49 +78,36 @@ export class OffscreenFieldsProbe {
   private async runOnce(nonce: string, timeoutMs: number): Promise<BrowserFields | null> {
     const pageUrl = chrome.runtime.getURL(PROBE_PAGE);
     let debuggee: chrome.debugger.Debuggee | null = null;
-    let created = false;
     try {
-      if (await chrome.offscreen.hasDocument()) return null; // not ours to use (nothing else of lanefetch opens one)
+      await closeDocument(); // one left by a run the worker did not finish
       await chrome.offscreen.createDocument({
-        url: PROBE_PAGE,
+        url: `${PROBE_PAGE}?run=${nonce}`,
         reasons: [chrome.offscreen.Reason.DOM_PARSER],
-        justification: "Reads the Accept field the browser sends with an image and a stylesheet; the requests are stopped before they are sent.",
+        justification: "Reads the Accept field the browser sends with an image, a stylesheet and a script; the requests are stopped before they are sent.",
       });
-      created = true;
-      const target = (await chrome.debugger.getTargets()).find((t) => t.url === pageUrl);
+      const target = (await chrome.debugger.getTargets()).find((t) => isProbeTarget(t, pageUrl, chrome.runtime.id));
       if (target === undefined) return null;
       debuggee = { targetId: target.id };
-      await chrome.debugger.attach(debuggee, "1.3");
       this.target = target.id;
+      await chrome.debugger.attach(debuggee, "1.3");
       const patterns = PROBE_URLS.map((urlPattern) => ({ urlPattern, requestStage: "Request" as const }));
       await chrome.debugger.sendCommand(debuggee, "Fetch.enable", { patterns } satisfies Protocol.Fetch.EnableRequest);
-      await this.reloadBypassingCsp(debuggee, timeoutMs);
-      return await this.probe.run(messageLoads(), nonce, timeoutMs);
+      await chrome.debugger.sendCommand(debuggee, "Page.setBypassCSP", { enabled: true } satisfies Protocol.Page.SetBypassCSPRequest);
+      const fields = this.probe.run(null, nonce, timeoutMs);
+      await chrome.debugger.sendCommand(debuggee, "Page.reload", {} satisfies Protocol.Page.ReloadRequest);
+      return await fields;
     } catch (e) {
       console.warn("lanefetch: the fields probe failed", e);
       return null;
     } finally {
-      this.loaded = null;
       // The document first: a request of it still on its way ends with it, never unintercepted.
-      if (created) await chrome.offscreen.closeDocument().catch(() => undefined);
-      this.target = null;
+      await closeDocument();
       if (debuggee !== null) await chrome.debugger.detach(debuggee).catch(() => undefined);
+      this.target = null;
     }
   }
+}
 
-  /** The document again, with its CSP bypassed (for the script preload): resolves once it loaded, or after
-   * `timeoutMs` (the run then sees no script, and sends what it saw). */
-  private async reloadBypassingCsp(debuggee: chrome.debugger.Debuggee, timeoutMs: number): Promise<void> {
-    await chrome.debugger.sendCommand(debuggee, "Page.enable");
-    await chrome.debugger.sendCommand(debuggee, "Page.setBypassCSP", { enabled: true } satisfies Protocol.Page.SetBypassCSPRequest);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const loaded = new Promise<void>((resolve) => {
-      this.loaded = resolve;
-      timer = setTimeout(resolve, timeoutMs);
-    });
-    await chrome.debugger.sendCommand(debuggee, "Page.reload", {} satisfies Protocol.Page.ReloadRequest);
-    await loaded;
-    clearTimeout(timer);
-    this.loaded = null;
-  }
+async function closeDocument(): Promise<void> {
+  if (await chrome.offscreen.hasDocument().catch(() => false)) await chrome.offscreen.closeDocument().catch(() => undefined);
 }

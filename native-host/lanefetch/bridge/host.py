@@ -258,8 +258,9 @@ class Host:
             self.loads.browser_fetched(requests, page)
         elif kind == "browser_fields":
             # The browser's Accept per kind, seen on the extension's own requests that never left the browser: a
-            # new user's first page can have its images (Firefox: and fonts) prefetched before the browser's first
-            # request of each kind taught them. Firefox's go to the proxy's loads, Chromium's to the batches'.
+            # new user's first page can have its images and stylesheets (Firefox: fonts, Chromium: scripts)
+            # prefetched before the browser's first request of each kind taught them. Firefox's go to the proxy's
+            # loads, Chromium's to the batches'.
             accept = {(a["destination"], a["mode"]): a["value"] for a in item["accept"]}
             loads = self.proxy.loads if self.proxy is not None else self.loads
             await loads.browser_accept(item["user_agent"], accept)

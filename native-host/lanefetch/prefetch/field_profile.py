@@ -202,12 +202,13 @@ def taught_accept(accept: dict[tuple[str, str], str | None]) -> dict[tuple[str, 
 def with_accept(before: FieldProfile | None, user_agent: str, accept: dict[tuple[str, str], str | None],
                 now: float) -> FieldProfile | None:
     """The profile of `user_agent` (`before`, or a new one) with the Accept fields the browser was seen to send for
-    these (destination, mode) kinds on requests of the extension's own (Firefox: extension/src/proxy/
-    browser-fields-probe.ts), leaving every other field as it was: Accept per kind is browser-wide (Firefox's image
-    loader, font loader and style loader each set one, whoever asks), the rest (Sec-Fetch-*, Origin, the
-    language and privacy signals) are still learned from the page's own requests, and until a load taught them
-    fields_for knows nothing. Why: a new user's first page otherwise has no image fields until Firefox's own first
-    image request, which comes after the page's stylesheet chain; the images found in its document could not fly.
+    these (destination, mode) kinds on requests of the extension's own (extension/src/intercept/
+    browser-fields-probe.ts), leaving every other field as it was: Accept per kind is browser-wide (the browser's
+    image, font, style and script loaders each set one, whoever asks), the rest (Sec-Fetch-*, Origin, the
+    language and privacy signals) are still learned from the page's own requests (learn_navigation: its document's
+    first), and until one taught them fields_for knows nothing. Why: a new user's first page otherwise has no fields
+    for what its document names until the browser's own first request of each kind (Firefox: its first image
+    request comes after the page's stylesheet chain; Chromium: its first batch, after the whole document).
     Kinds other than TAUGHT_ACCEPT are ignored; where nothing is new, `before` itself (None for another browser's)."""
     taught = taught_accept(accept)
     mine = before if before is not None and before.user_agent == user_agent else None

@@ -39,6 +39,10 @@ and the engine, so a prefetched response answers before any of them is asked):
   or the first after a browser update changed the User-Agent) knows the fields of a stylesheet once the page asked
   for one, so the `@import`s its stylesheets name fly a round trip before the browser finds them. What discovery
   found but could not plan for want of fields is planned again whenever a batch taught the profile something.
+  The request of the load's own document teaches what it shares with every request of the browser and the
+  profile does not know yet (field_profile.learn_navigation); with the browser's Accept per kind told ahead
+  (`browser_accept`, the extensions' probes) that is enough to plan what the document names as it is read, before
+  the browser's first subresource batch (Chromium's comes only after the whole document).
 - `fetch(batch)`: a batch naming a page with a load under way is logged (load_log.LoadLog: URL, fields, wave,
   size as delivered) and goes through `FlightAnswers`, which answers from the flight where fidelity allows and
   passes the rest to the inner fetcher. A batch of a page without a load goes to the inner fetcher as before.
@@ -97,7 +101,7 @@ from .resource import Subresource
 log = logging.getLogger(__name__)
 
 MAX_LOADS = 32
-MAX_TAUGHT_AGENTS = 4  # browsers whose Accept fields were told ahead (browser_accept): one Firefox, and a few updates
+MAX_TAUGHT_AGENTS = 4  # browsers whose Accept fields were told ahead (browser_accept): one or two, and updates
 PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix may be decoded wrongly
 PROGRESSIVE_MAX = 512 * 1024  # past this a document is read once more, whole
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
@@ -702,12 +706,12 @@ class PageLoads:
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
 
     async def browser_accept(self, user_agent: str, accept: dict[tuple[str, str], str | None]) -> None:
-        """The Accept fields this browser sends per kind, seen on requests of the extension's own (Firefox's
-        browser_fields): kept in memory apart from the profile (`_taught`, never on disk: no database is opened for
-        them) and given to this browser's profile whenever it is read (_profile) or, if it is in memory already,
-        now (field_profile.with_accept); a load's end keeps them with what it taught. Clearing the cache keeps them:
+        """The Accept fields this browser sends per kind, seen on requests of the extension's own (browser_fields):
+        kept in memory apart from the profile (`_taught`, never on disk: no database is opened for them) and given
+        to this browser's profile whenever it is read (_profile) or, if it is in memory already, now
+        (field_profile.with_accept); a load's end keeps them with what it taught. Clearing the cache keeps them:
         they say nothing of the user's browsing (values the browser sends every server), and the extension sends
-        them only when the helper connects. Loads under way plan again what they found and could not plan for want
+        them only once per helper connection. Loads under way plan again what they found and could not plan for want
         of these fields."""
         taught = taught_accept(accept)
         if not taught:

@@ -33,7 +33,8 @@ export function freshProfile(withHelper: boolean): string {
 
 /** headless: false opens a window (the `npm start` demo on a display). ignoreHttpsErrors: the browser takes the
  * tests' own https origins (their CA is not the system's; the helper trusts it through LANEFETCH_TEST_UPSTREAM_CA_FILE). */
-export async function launch(userDataDir: string, { headless = true, ignoreHttpsErrors = false }: { headless?: boolean; ignoreHttpsErrors?: boolean } = {}): Promise<Browser> {
+export async function launch(userDataDir: string,
+  { headless = true, ignoreHttpsErrors = false, args = [] }: { headless?: boolean; ignoreHttpsErrors?: boolean; args?: string[] } = {}): Promise<Browser> {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumExecutable,
     headless,
@@ -47,7 +48,7 @@ export async function launch(userDataDir: string, { headless = true, ignoreHttps
     },
     args: [
       "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-      "--disable-sync", `--disable-extensions-except=${chromiumDist}`, `--load-extension=${chromiumDist}`,
+      "--disable-sync", `--disable-extensions-except=${chromiumDist}`, `--load-extension=${chromiumDist}`, ...args,
     ],
   });
   const prefix = `chrome-extension://${EXTENSION_ID}/`;
@@ -164,7 +165,10 @@ export interface SiteOn {
 /** The test sites and Chromium with the helper registered and the loopback test site (127.0.0.1) enabled. */
 export async function startSiteOn(): Promise<SiteOn> {
   const sites = await startSites();
-  const browser = await launch(freshProfile(true));
+  // The fields probe's name goes to the test site, not to this machine's port 80: a probe request that escaped its
+  // interception would be in the site's log (site-on.test.ts).
+  const probe = `--host-resolver-rules=MAP fields.lanefetch.localhost 127.0.0.1:${new URL(sites.a.origin).port}`;
+  const browser = await launch(freshProfile(true), { args: [probe] });
   await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
   return { sites, browser };
 }

@@ -5,8 +5,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Protocol } from "devtools-protocol";
-import { CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent } from "../../../extension/src/intercept/browser-fields-probe.js";
-import { PROBE_LOAD, isProbeLoad, pausedDetails } from "../../../extension/src/intercept/offscreen-fields-probe.js";
+import {
+  CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, startLoads, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent,
+} from "../../../extension/src/intercept/browser-fields-probe.js";
+import { isProbeTarget, pageRun, pausedDetails } from "../../../extension/src/intercept/offscreen-fields-probe.js";
 import { protocolErrors } from "../support/protocol-validator.js";
 
 const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
@@ -48,20 +50,22 @@ test("a paused request of the offscreen document is read as the probe's own", ()
   });
 });
 
-test("Chromium's run asks for an image, a stylesheet and a script, ends once all were seen, and a font teaches nothing", async () => {
+test("Chromium's run: the page's image, stylesheet and script end it once all were seen, and a font teaches nothing", async () => {
   const event = new FakeEvent();
   const probe = new FieldsProbe(event, OWN, CHROMIUM_PROBE_KINDS);
-  const loads = new RecordingLoads();
   let cancelled = false;
-  const result = probe.run(loads, "n7", 5000, () => () => void (cancelled = true)); // the timer never fires
-  assert.deepEqual(loads.urls, [`http://${PROBE_HOST}/n7/image`, `http://${PROBE_HOST}/n7/style`, `http://${PROBE_HOST}/n7/script`]);
+  const nonce = "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a";
+  const result = probe.run(null, nonce, 5000, () => () => void (cancelled = true)); // the timer never fires
+  const loads = new RecordingLoads();
+  startLoads(loads, nonce, CHROMIUM_PROBE_KINDS); // what the page does once the session reloaded it
+  assert.deepEqual(loads.urls, ["image", "style", "script"].map((k) => `http://${PROBE_HOST}/${nonce}/${k}`));
   const listener = event.listener ?? assert.fail("no listener");
-  listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/font`, "Font", "*/*"), PAGE));
-  listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/image`, "Image", ACCEPT.image), PAGE));
-  listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/style`, "Stylesheet", ACCEPT.style), PAGE));
+  listener(pausedDetails(paused(`http://${PROBE_HOST}/${nonce}/font`, "Font", "*/*"), PAGE));
+  listener(pausedDetails(paused(`http://${PROBE_HOST}/${nonce}/image`, "Image", ACCEPT.image), PAGE));
+  listener(pausedDetails(paused(`http://${PROBE_HOST}/${nonce}/style`, "Stylesheet", ACCEPT.style), PAGE));
   await Promise.resolve();
   assert.ok(!cancelled, "not done before the script");
-  listener(pausedDetails(paused(`http://${PROBE_HOST}/n7/script`, "Script", ACCEPT.script), PAGE));
+  listener(pausedDetails(paused(`http://${PROBE_HOST}/${nonce}/script`, "Script", ACCEPT.script), PAGE));
   const message = await result;
   assert.deepEqual(message, {
     type: "browser_fields", user_agent: UA,
@@ -72,15 +76,25 @@ test("Chromium's run asks for an image, a stylesheet and a script, ends once all
   assert.ok(cancelled, "its timer cancelled");
 });
 
-test("the offscreen document takes requests to the probe's name only", () => {
-  assert.ok(isProbeLoad({ type: PROBE_LOAD, kind: "image", url: `http://${PROBE_HOST}/n/image` }));
-  assert.ok(isProbeLoad({ type: PROBE_LOAD, kind: "font", url: `https://${PROBE_HOST}/n/font` }));
-  for (const m of [
-    { type: PROBE_LOAD, kind: "image", url: "http://example.com/n/image" },
-    { type: PROBE_LOAD, kind: "image", url: `http://${PROBE_HOST}.example.com/n/image` },
-    { type: PROBE_LOAD, kind: "worker", url: `http://${PROBE_HOST}/n/worker` },
-    { type: PROBE_LOAD, kind: "image", url: "not a url" },
-    { type: "lanefetch/other", kind: "image", url: `http://${PROBE_HOST}/n/image` },
-    null, "x",
-  ]) assert.equal(isProbeLoad(m), false, JSON.stringify(m));
+test("the page makes requests only as the offscreen document reloaded by the session, with a run's nonce", () => {
+  const nonce = "0f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a";
+  assert.equal(pageRun(`?run=${nonce}`, "reload", false), nonce);
+  assert.equal(pageRun(`?run=${nonce}`, "navigate", false), null, "created, before the session reloads it: nothing");
+  assert.equal(pageRun(`?run=${nonce}`, undefined, false), null);
+  assert.equal(pageRun(`?run=${nonce}`, "reload", true), null, "opened in a tab: nothing");
+  for (const bad of ["", "?run=x", `?run=${nonce}/../evil`, `?run=${nonce.toUpperCase()}`, "?other=1"]) {
+    assert.equal(pageRun(bad, "reload", false), null, bad);
+  }
+});
+
+test("the session attaches to the offscreen document, never to a tab showing the same page", () => {
+  const page = `chrome-extension://${"a".repeat(32)}/fields-probe.html`;
+  const id = "a".repeat(32);
+  const target = (more: Partial<chrome.debugger.TargetInfo>): chrome.debugger.TargetInfo =>
+    ({ type: "background_page", id: "T", title: "", url: page, attached: false, extensionId: id, ...more });
+  assert.ok(isProbeTarget(target({}), page, id));
+  assert.ok(isProbeTarget(target({ url: `${page}?run=x` }), page, id));
+  assert.ok(!isProbeTarget(target({ tabId: 7, type: "page" }), page, id), "a tab");
+  assert.ok(!isProbeTarget(target({ extensionId: "b".repeat(32) }), page, id), "another extension's");
+  assert.ok(!isProbeTarget(target({ url: page.replace("fields-probe", "popup") }), page, id), "another page");
 });

@@ -148,10 +148,18 @@ def test_the_document_s_own_request_and_the_accept_taught_ahead_answer_for_a_fir
     assert learn_navigation({browser.ua: profile}, page, browser.navigation(page), 7.0) == {}  # nothing new
     observed = [observe(u, d, m, 1, browser.headers(u, d, m, page)) for u, (d, m) in seen]
     learned = learn({}, page, observed, 8.0)[browser.ua]
+    # A navigation that contradicts every field the requests taught (its language, its signals, and Sec-Fetch-*
+    # sent exactly where the browser does not send them) changes none of them: it only fills what is unknown.
     other = Browser(browser.ua, "xx", browser.accept, (("DNT", "1"),))
-    after = learn_navigation({browser.ua: learned}, url, other.navigation(url), 9.0).get(browser.ua, learned)
-    assert (after.accept_language, after.signals) == (learned.accept_language, learned.signals)
-    assert after.sec_fetch[trustworthy(url)] == learned.sec_fetch.get(trustworthy(url), trustworthy(url))
+    contrary = tuple(sorted(
+        [(k, v) for k, v in other.navigation(url) if not k.startswith("sec-fetch-")]
+        + ([] if trustworthy(url) else [("sec-fetch-dest", "document"), ("sec-fetch-mode", "navigate"),
+                                         ("sec-fetch-site", "none")])))
+    after = learn_navigation({browser.ua: learned}, url, contrary, 9.0).get(browser.ua, learned)
+    assert (after.accept_language, after.signals, after.accept) == (learned.accept_language, learned.signals,
+                                                                   learned.accept)
+    assert after.sec_fetch[trustworthy(url)] == learned.sec_fetch.get(trustworthy(url), not trustworthy(url))
+    assert all(after.sec_fetch[k] == v for k, v in learned.sec_fetch.items())
 
 
 def test_the_accept_taught_ahead_changes_nothing_it_knew_and_belongs_to_one_user_agent() -> None:
