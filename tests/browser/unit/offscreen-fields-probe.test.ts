@@ -6,10 +6,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Protocol } from "devtools-protocol";
 import {
-  CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, startLoads, type ProbeLoads, type SendHeadersDetails, type SendHeadersEvent,
+  CHROMIUM_PROBE_KINDS, FieldsProbe, PROBE_HOST, startLoads, type SendHeadersDetails, type SendHeadersEvent,
 } from "../../../extension/src/intercept/browser-fields-probe.js";
 import { isProbeTarget, pageRun, pausedDetails } from "../../../extension/src/intercept/offscreen-fields-probe.js";
-import { protocolErrors } from "../support/protocol-validator.js";
+import { RecordingLoads, assertFieldsMessage } from "../support/fields-probe.js";
 
 const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 const OWN = "chrome-extension://abcdefghijklmnop";
@@ -34,13 +34,6 @@ class FakeEvent implements SendHeadersEvent {
   }
 }
 
-class RecordingLoads implements ProbeLoads {
-  urls: string[] = [];
-  image(url: string): void { this.urls.push(url); }
-  font(url: string): void { this.urls.push(url); }
-  style(url: string): void { this.urls.push(url); }
-  script(url: string): void { this.urls.push(url); }
-}
 
 test("a paused request of the offscreen document is read as the probe's own", () => {
   const d = pausedDetails(paused(`http://${PROBE_HOST}/n/style`, "Stylesheet", ACCEPT.style), PAGE);
@@ -66,13 +59,7 @@ test("Chromium's run: the page's image, stylesheet and script end it once all we
   await Promise.resolve();
   assert.ok(!cancelled, "not done before the script");
   listener(pausedDetails(paused(`http://${PROBE_HOST}/${nonce}/script`, "Script", ACCEPT.script), PAGE));
-  const message = await result;
-  assert.deepEqual(message, {
-    type: "browser_fields", user_agent: UA,
-    accept: [{ destination: "image", mode: "no-cors", value: ACCEPT.image }, { destination: "style", mode: "no-cors", value: ACCEPT.style },
-      { destination: "script", mode: "no-cors", value: ACCEPT.script }],
-  });
-  assert.equal(protocolErrors.toHost(message), null, "the message is the protocol's");
+  assertFieldsMessage(await result, UA, [["image", "no-cors", ACCEPT.image], ["style", "no-cors", ACCEPT.style], ["script", "no-cors", ACCEPT.script]]);
   assert.ok(cancelled, "its timer cancelled");
 });
 
