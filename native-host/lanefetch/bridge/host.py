@@ -158,7 +158,8 @@ class Host:
         fetcher.engine.on_connected = self._connected
         # Chromium's batches go through the page loads: learned (recorded per load), answered from a page's flight
         # where fidelity allows, the rest through the service (prefetch/page_loads.py).
-        self.loads = PageLoads(fetcher, fetcher.cache_for, self._page_ended, link_room=fetcher.link_room)
+        self.loads = PageLoads(fetcher, fetcher.cache_for, self._page_ended, link_room=fetcher.link_room,
+                               documents_whole=True)
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
         """One message from the browser. Whatever goes wrong with it is answered and ends nothing else: a bug

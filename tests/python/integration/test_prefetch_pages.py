@@ -966,16 +966,17 @@ async def test_the_browser_s_accept_taught_during_a_load_plans_what_it_found(ser
             await loads.end_all()
 
 
-@pytest.mark.parametrize("taught", [True, False])
+@pytest.mark.parametrize(("taught", "whole"), [(True, True), (False, True), (True, False)])
 async def test_the_accept_taught_ahead_and_the_document_s_own_request_fly_a_first_page_before_any_batch(
-        service: FetchService, taught: bool) -> None:
-    """Chromium: the page's first batch comes only after its whole document, so a new user's first page would fly
-    nothing the document names before it. With the Accept of images and stylesheets taught ahead (Chromium's probe)
-    the document's own request teaches the rest (field_profile.learn_navigation: Sec-Fetch-* sent or not, the
-    language): the stylesheet and the image fly as the document is read, and the browser's requests, when they
-    come, are answered from the flight. Without the probe nothing flies before the first batch."""
+        service: FetchService, taught: bool, whole: bool) -> None:
+    """Chromium (`documents_whole`): the page's first batch comes only after its whole document, so a new user's
+    first page would fly nothing the document names before it. With the Accept of images and stylesheets taught
+    ahead (Chromium's probe) the document's own request teaches the rest (field_profile.learn_navigation:
+    Sec-Fetch-* sent or not, the language): the stylesheet and the image fly as the document is read, and the
+    browser's requests, when they come, are answered from the flight. Without the probe nothing flies before the
+    first batch; nor where the browser streams its document (Firefox), whose first batch teaches the rest."""
     async with counting_server(_answer_from(IMG_PAGE)) as server:
-        loads, ended = recording_loads(service)
+        loads, ended = recording_loads(service, documents_whole=whole)
         try:
             if taught:
                 await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
@@ -988,9 +989,11 @@ async def test_the_accept_taught_ahead_and_the_document_s_own_request_fly_a_firs
             if load.flight is not None:
                 await load.flight.wait()
             flown = sorted(p for p in server.seen if p != "/img/index.html")
-            assert flown == (["/static/a.css", "/static/shot.png"] if taught else [])
-            profile = loads._profiles["UA/2"]  # type: ignore[attr-defined]
-            assert profile is not None and profile.language_known and profile.accept_language == "en"
+            assert flown == (["/static/a.css", "/static/shot.png"] if taught and whole else [])
+            profile = loads._profiles.get("UA/2")  # type: ignore[attr-defined]
+            assert (profile is not None and profile.language_known and profile.accept_language == "en") is whole
+            if not whole:
+                return  # the first batch teaches the rest: test_the_browser_s_accept_taught_ahead_lets_…
             sink = Collect()
             await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style"),
                                browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
