@@ -54,17 +54,17 @@ export class OffscreenFieldsProbe {
   /** The offscreen document's target from the attach until the detach ended. */
   private target: string | null = null;
   private running: Promise<BrowserFields | null> | null = null;
+  private readonly pageUrl = chrome.runtime.getURL(PROBE_PAGE);
 
   constructor() {
-    const pageUrl = chrome.runtime.getURL(PROBE_PAGE);
-    this.probe = new FieldsProbe({ addListener: (listener) => void (this.listener = listener) }, new URL(pageUrl).origin, CHROMIUM_PROBE_KINDS);
+    this.probe = new FieldsProbe({ addListener: (listener) => void (this.listener = listener) }, new URL(this.pageUrl).origin, CHROMIUM_PROBE_KINDS);
     chrome.debugger.onEvent.addListener((source, method, params) => {
       if (source.targetId === undefined || source.targetId !== this.target || method !== "Fetch.requestPaused") return;
       const paused = params as unknown as Protocol.Fetch.RequestPausedEvent;
       // Failed first: whatever reading it does, it is never sent.
       void chrome.debugger.sendCommand(source, "Fetch.failRequest", { requestId: paused.requestId, errorReason: "BlockedByClient" })
         .catch(() => undefined);
-      this.listener?.(pausedDetails(paused, pageUrl));
+      this.listener?.(pausedDetails(paused, this.pageUrl));
     });
   }
 
@@ -76,7 +76,6 @@ export class OffscreenFieldsProbe {
   }
 
   private async runOnce(nonce: string, timeoutMs: number): Promise<BrowserFields | null> {
-    const pageUrl = chrome.runtime.getURL(PROBE_PAGE);
     let debuggee: chrome.debugger.Debuggee | null = null;
     try {
       await closeDocument(); // one left by a run the worker did not finish
@@ -85,7 +84,7 @@ export class OffscreenFieldsProbe {
         reasons: [chrome.offscreen.Reason.DOM_PARSER],
         justification: "Reads the Accept field the browser sends with an image, a stylesheet and a script; the requests are stopped before they are sent.",
       });
-      const target = (await chrome.debugger.getTargets()).find((t) => isProbeTarget(t, pageUrl, chrome.runtime.id));
+      const target = (await chrome.debugger.getTargets()).find((t) => isProbeTarget(t, this.pageUrl, chrome.runtime.id));
       if (target === undefined) return null;
       debuggee = { targetId: target.id };
       this.target = target.id;

@@ -76,10 +76,15 @@ class Observed:
         return (self.url, self.destination, self.mode)
 
 
+def replayed(request_headers: Headers) -> tuple[tuple[str, str], ...]:
+    """A request's REPLAYED fields, names lowercased, sorted: what the helper keeps of a request's fields."""
+    return tuple(sorted((k.lower(), v) for k, v in request_headers if k.lower() in REPLAYED))
+
+
 def observe(url: str, destination: str, mode: str, wave: int, request_headers: Headers,
             size: int | None = None, wire: int | None = None) -> Observed:
     """The record of one request: only REPLAYED fields kept, credentials reduced to their presence."""
-    kept = tuple(sorted((k.lower(), v) for k, v in request_headers if k.lower() in REPLAYED))
+    kept = replayed(request_headers)
     credentialed = any(k.lower() in _CREDENTIALS for k, _ in request_headers)
     return Observed(url, destination, mode, max(wave, 0), kept, credentialed, size, wire)
 

@@ -93,7 +93,7 @@ from .field_profile import decode as decode_profile
 from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
 from .flight_pieces import LinkRoom
-from .learned import REPLAYED, History, Observed
+from .learned import History, Observed, replayed
 from .load_log import IDLE_S, LoadKey, LoadLog, load_key, observe_request
 from .page_memory import PageMemory
 from .plan import Planned, plan
@@ -239,6 +239,11 @@ def _place_rules(load: _Load) -> bool:
 def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tuple[Subresource, int]]:
     """What discovery found (with its wave) that the flight was not given and the browser did not ask for yet."""
     return [(sub, wave) for sub, wave in found if sub.url not in load.planned and not load.log.requested(sub.url)]
+
+
+def _own_document(load: _Load, r: FetchRequest) -> bool:
+    """Is this the browser's request of the load's own page (its document, the URL without fragment)?"""
+    return r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page
 
 
 def _pending(load: _Load) -> list[tuple[Subresource, int]]:
@@ -568,9 +573,8 @@ class PageLoads:
         observed = [item for r in requests
                     if (item := observe_request(r.method, r.url, r.headers, r.resource_type, wave, None)) is not None]
         # The load's own document (field_profile.learn_navigation): what the browser sends every server
-        navigations = [(r.url, tuple(sorted((k.lower(), v) for k, v in r.headers if k.lower() in REPLAYED)))
-                       for r in requests if self._documents_whole and r.method.upper() == "GET"
-                       and r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page]
+        navigations = [(r.url, replayed(r.headers)) for r in requests
+                       if self._documents_whole and r.method.upper() == "GET" and _own_document(load, r)]
         if not observed and not navigations:
             return
         task = asyncio.create_task(self._learned_live(load, observed, navigations), name="lanefetch-profile-live")
@@ -782,7 +786,7 @@ class PageLoads:
             if r.method.upper() != "GET":
                 continue
             ua = self._observe_browser(load, r)
-            if r.resource_type == "document" and r.url.split("#", 1)[0] == load.key.page:
+            if _own_document(load, r):
                 load.taps[r.id] = _Tap("html", r.url, 0, ua)
                 load.reads_document = True
             elif r.resource_type == "stylesheet" and r.url not in load.read:
