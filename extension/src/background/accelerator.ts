@@ -90,6 +90,11 @@ export class Accelerator {
   /** Chromium: whether each page (URL, no fragment; the newest few) has a learned prefetch flight, as the helper
    * answered its navigation's preconnect; absent until it answered. */
   private readonly flights = new Map<string, boolean>();
+  /** Chromium: a page's document the browser loads itself (`local_document`) is streamed to the helper where this
+   * says it can be (intercept/document-stream.ts: its tab's Network events are on); called while the request is still
+   * paused, with the id its request is told to the helper under and `tell`, which tells it (browser_fetched) and is
+   * called only if the document will be streamed. */
+  streamDocument: ((id: string, held: HeldRequest, page: Page, tell: () => boolean) => boolean) | null = null;
 
   constructor(
     /** Hosts' speed: requests to fast ones go to the browser. The helper's connect times (origin_rtt) are fed here;
@@ -161,6 +166,7 @@ export class Accelerator {
     });
     const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
     if (!decision.take) {
+      if (decision.reason === "local_document") this.documentToBrowser(id, held);
       this.passNow(id, held, decision.reason, "");
       return;
     }
@@ -215,6 +221,18 @@ export class Accelerator {
 
   get inFlight(): number {
     return this.deliveries.size + this.batcher.pending;
+  }
+
+  /** The browser loads the page's document itself: its request is told to the helper (which learns it as a request of
+   * the page, and from it the browser's fields) and its bytes follow as they arrive (browser_document), so that the
+   * helper reads what it names. Never for private browsing (the helper learns nothing of it). */
+  private documentToBrowser(id: string, held: HeldRequest): void {
+    if (this.streamDocument === null || held.page.privateBrowsing || !this.helperTakes("browser_document")) return;
+    if (!this.helperTakes("browser_fetched") || held.paused.method !== "GET") return;
+    const page = pageField(held.page);
+    // Told once it is sure to be streamed, before the stream starts: the helper's load must know the request its
+    // bytes belong to (and from the request alone that they will come: it reads the page's stylesheets for it).
+    this.streamDocument(id, held, page, () => this.client.browserFetched(page, [toHelperRequest(id, held.paused)]));
   }
 
   /** Whether the helper is up and can answer a request only from what it holds (`browser_warm`). */

@@ -24,6 +24,7 @@ import { CdpNetworkLog } from "../timings/cdp-network-log.js";
 import { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
 import { BrowserWarmConnection, WARM_SPAN_RTTS } from "../intercept/browser-warm-connection.js";
 import { DocumentArrival } from "../intercept/document-arrival.js";
+import { DocumentStreams } from "../intercept/document-stream.js";
 import { atMost, NavigationProtocols, NAVIGATION_ENTRY_EXPRESSION, WAIT_AT_MOST_MS } from "../intercept/navigation-protocol.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
@@ -127,11 +128,21 @@ chrome.webRequest.onErrorOccurred.addListener((d) => {
   const done = documents.failed(d.requestId, d.timeStamp, d.error);
   if (done !== null) warmConnections.finished(done.url, done.timing);
 }, MAIN_FRAMES);
+// A document the browser loads itself (a page on a private address) is read by the helper as it streams in.
+const documentStreams = new DocumentStreams(
+  (tabId, method, params) => chrome.debugger.sendCommand({ tabId }, method, params),
+  (message) => connection.send(message),
+);
+accelerator.streamDocument = (id, held, page, tell) =>
+  // The tab's own session's document, whose Network events come (not a tab whose attach raced its navigation)
+  held.paused.networkId !== undefined && held.paused.frameId === sessions.mainFrameId(held.tabId) &&
+  !sessions.networkDeferred(held.tabId) && documentStreams.start(held.tabId, held.paused.networkId, id, page, tell);
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
   network: (tabId, method, params, sessionId) => {
     browserTabs.networkEvent(tabId, sessionId, method, params);
     networkLog.handle(method, params, tabId);
+    if (sessionId === undefined) documentStreams.handle(tabId, method, params);
   },
   detached: (tabId, reason) => void onDetached(tabId, reason),
 });
@@ -427,12 +438,14 @@ async function attachTab(tabId: number, loading: boolean): Promise<void> {
 async function releaseTab(tabId: number): Promise<void> {
   await sessions.detach(tabId);
   accelerator.tabGone(tabId);
+  documentStreams.tabGone(tabId);
   protocols.forget(tabId);
   for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
 }
 
 async function onDetached(tabId: number, reason: string): Promise<void> {
   accelerator.tabGone(tabId);
+  documentStreams.tabGone(tabId);
   protocols.forget(tabId);
   void dispatch({ type: "detached", tabId });
   if (reason === "canceled_by_user") {

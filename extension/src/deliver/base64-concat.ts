@@ -7,7 +7,8 @@ function decode(piece: string): Uint8Array {
   return out;
 }
 
-function encode(bytes: Uint8Array): string {
+/** base64 of these bytes. */
+export function encode(bytes: Uint8Array): string {
   let bin = "";
   const step = 0x8000;
   for (let i = 0; i < bytes.length; i += step) bin += String.fromCharCode(...bytes.subarray(i, i + step));

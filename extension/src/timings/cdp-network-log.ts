@@ -34,8 +34,12 @@ interface Pending {
   timing: BrowserTiming;
 }
 
-/** Network.enable without keeping response bodies around (the extension never asks for them). */
-export const NETWORK_ENABLE: Protocol.Network.EnableRequest = { maxTotalBufferSize: 0, maxResourceBufferSize: 0, maxPostDataSize: 0 };
+/** Network.enable with a small resource buffer: the extension asks for no body, but a document the browser loads
+ * itself is streamed to the helper (intercept/document-stream.ts), and the bytes that arrived before
+ * Network.streamResourceContent answered come only from this buffer (with 0 a document's first 4 kB were lost).
+ * Bounded per target: 2 MiB in all, 512 KiB of one response (the first read of a document is a few tens of kB; a
+ * lost one is detected and the stream cut). */
+export const NETWORK_ENABLE: Protocol.Network.EnableRequest = { maxTotalBufferSize: 2 * 1024 * 1024, maxResourceBufferSize: 512 * 1024, maxPostDataSize: 0 };
 
 const MAX_PENDING = 4000;
 

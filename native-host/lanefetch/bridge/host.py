@@ -257,6 +257,17 @@ class Host:
                 except FetchError:
                     continue
             self.loads.browser_fetched(requests, page)
+        elif kind == "browser_document":
+            # The bytes of a document the browser loads itself (a page on a private address), as they arrive: read
+            # for what it names as if the helper had fetched it. Its request came first (browser_fetched).
+            try:
+                data = base64.b64decode(item["data"], validate=True)
+            except binascii.Error:
+                await self._send(protocol.error("bad_message", "browser_document: data is not base64"))
+                return
+            self.loads.browser_document(_to_page(item["page"]), item["id"], item.get("status"),
+                                        item.get("content_type"), data, item.get("end"),
+                                        policy=item.get("content_security_policy", False))
         elif kind == "browser_fields":
             # The browser's Accept per kind, seen on the extension's own requests that never left the browser: a
             # new user's first page can have its images and stylesheets (Firefox: fonts, Chromium: scripts)

@@ -152,17 +152,31 @@ def sniff_encoding(body: bytes, charset: str | None) -> str:
 def discover_html(body: bytes, document_url: str, charset: str | None = None, *,
                   max_bytes: int = MAX_BYTES) -> list[Subresource]:
     """The subresources the browser requests early for this document (see the module's docstring)."""
+    return read_document(body, document_url, charset, max_bytes=max_bytes)[0]
+
+
+def _sets_policy(tag: str, attrs: Attributes) -> bool:
+    """A `<meta http-equiv=Content-Security-Policy>`: the browser may refuse to fetch what the document names."""
+    return tag == "meta" and attrs.get("http-equiv", "").strip().lower() == "content-security-policy"
+
+
+def read_document(body: bytes, document_url: str, charset: str | None = None, *,
+                  max_bytes: int = MAX_BYTES) -> tuple[list[Subresource], bool]:
+    """discover_html's subresources, and whether the document sets a Content-Security-Policy of its own (a <meta
+    http-equiv>, wherever it is: the browser honours one in <head> only, and taking any is the safe side): what
+    such a page names may be blocked before any request, so nothing of it may be fetched on a guess."""
     body = body[:max_bytes]
     encoding = sniff_encoding(body, charset)
     text, _ = webencodings.decode(body, encoding, errors="replace")  # a BOM wins, as in the sniff
     root = LexborHTMLParser(text, scripting=True).root  # as browsers that run scripts parse <noscript>
     if root is None:
-        return []
+        return [], False
     elements = list(_walk(root))
+    policy = any(_sets_policy(tag, attrs) for tag, attrs, _ in elements)
     base_href = next((a["href"] for tag, a, _ in elements if tag == "base" and "href" in a), None)
     base = base_url(base_href, document_url, encoding=encoding)
     if base is None:
-        return []
+        return [], policy
     found: list[Subresource] = []
     for tag, attrs, parent in elements:
         if tag == "link":
@@ -187,4 +201,4 @@ def discover_html(body: bytes, document_url: str, charset: str | None = None, *,
             if url is not None:
                 mode, credentials = cors_settings(attrs.get("crossorigin"))
                 found.append(Subresource(url, "image", mode, credentials, document_url))
-    return dedupe(found)
+    return dedupe(found), policy

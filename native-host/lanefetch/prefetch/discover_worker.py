@@ -32,7 +32,7 @@ from typing import Any
 
 from .discover_backgrounds import BackgroundRule, background_rules_of, expected_backgrounds
 from .discover_css import discover_css_rules, parse_stylesheet
-from .discover_html import discover_html
+from .discover_html import read_document
 from .resource import Subresource
 
 log = logging.getLogger(__name__)
@@ -126,9 +126,11 @@ class Discoverer:
             self._broken()
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]
 
-    async def html(self, body: bytes, url: str, charset: str | None) -> list[Subresource]:
-        found: list[Subresource] = await self._run(discover_html, body, url, charset)
-        return found
+    async def html(self, body: bytes, url: str, charset: str | None) -> tuple[list[Subresource], bool]:
+        """What the document names, and whether it sets a Content-Security-Policy of its own
+        (discover_html.read_document)."""
+        read: tuple[list[Subresource], bool] = await self._run(read_document, body, url, charset)
+        return read
 
     async def stylesheet(self, body: bytes, url: str, charset: str | None,
                          backgrounds: bool) -> tuple[list[Subresource], list[BackgroundRule]]:

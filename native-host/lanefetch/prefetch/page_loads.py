@@ -119,6 +119,11 @@ def _charset(headers: Headers) -> str | None:
     return None
 
 
+def _sets_policy(headers: Headers) -> bool:
+    """Does the response carry a Content-Security-Policy (not -Report-Only, which blocks nothing)?"""
+    return any(k.lower() == "content-security-policy" for k, _ in headers)
+
+
 def _coding(head: DeliveredHead) -> str:
     return "" if head.decoded else next((v for k, v in head.headers if k.lower() == "content-encoding"), "").strip()
 
@@ -196,7 +201,11 @@ class _Load:
     document: tuple[bytes, str | None] | None = None
     # The background images the rules read so far expect (replaced at each match: a later rule may override one)
     expected_backgrounds: dict[str, tuple[Subresource, int]] = field(default_factory=dict)
-    reads_document: bool = False  # the load's document came through the helper (it is read)
+    # The load's document is read: it comes through the helper, or the browser streams it here (browser_document)
+    reads_document: bool = False
+    # The document is under a Content-Security-Policy (a response field, or a <meta http-equiv> of its own): the
+    # browser may refuse to fetch what it or its stylesheets name, so nothing discovered is fetched on a guess
+    under_policy: bool = False
     # Past MAX_BACKGROUND_RULES: no more background guesses in this load (a truncated set would drop the later
     # rules, which win ties)
     backgrounds_given_up: bool = False
@@ -209,13 +218,14 @@ class _Load:
 
 
 def _guesses_backgrounds(load: _Load) -> bool:
-    """Are the stylesheets' background rules used for guesses: the load's document came through the helper (there
-    is one to match them against; the browser's own is not read) and the load has not given up on them? A
+    """Are the stylesheets' background rules used for guesses: the load's document is read (it came through the
+    helper, or the browser streams it here: there is one to match them against; a document the browser loads
+    without streaming it is not read) and the load has not given up on them? A
     cross-origin stylesheet's too: the image request's Sec-Fetch-Site is the page's in Chromium and the sheet's in
     Firefox (field_profile.site_for, PageLoads' `sheet_sets_site`). Asked as a stylesheet's read begins (the worker
     walks its rules only then: a page whose document the browser loads costs it nothing more) and again once they
-    are in (the load may have given up meanwhile). The document's request is tapped as it comes, before any of its
-    stylesheets can have arrived."""
+    are in (the load may have given up meanwhile). The document's request is tapped as it comes (a streamed one
+    when the browser's request of it is told), before any of its stylesheets can have arrived."""
     return load.reads_document and not load.backgrounds_given_up
 
 
@@ -268,24 +278,19 @@ class _LoggingSink:
             tap.coding = _coding(head)
             if tap.kind == "html" and any(k.lower() == "set-cookie" for k, _ in head.headers):
                 self._load.cookies_on_site = True
+            if tap.kind == "html" and _sets_policy(head.headers):
+                self._load.under_policy = True
         await self._inner.head(request, head)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         tap = self._load.taps.get(request.id)
-        if tap is not None and tap.readable and tap.size < MAX_TAPPED:
-            tap.chunks.append(data)
-            tap.size += len(data)
-            if tap.kind == "html" and tap.size >= PROGRESSIVE_MIN and tap.size <= PROGRESSIVE_MAX and (
-                    tap.size >= 2 * tap.read_at):
-                self._pages._read(self._load, tap)
+        if tap is not None:
+            self._pages._tapped(self._load, tap, data)
         await self._inner.body(request, data)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
         self._load.log.ended(request.id, body_bytes, self._clock())
-        tap = self._load.taps.pop(request.id, None)
-        if tap is not None and tap.readable and (tap.size > tap.read_at or tap.kind == "html"):
-            tap.whole = True  # a document is read whole once more: its stylesheets make the template key
-            self._pages._read(self._load, tap)
+        self._pages._tap_ended(self._load, request.id)
         await self._inner.end(request, body_bytes, trailers)
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
@@ -453,6 +458,25 @@ class PageLoads:
                        coding=_coding(head))
             self._read(load, tap)
 
+    def _tapped(self, load: _Load, tap: _Tap, data: bytes) -> None:
+        """More of a tapped body arrived: kept (up to MAX_TAPPED); a document is read at 1 KiB and each time it
+        doubled (up to PROGRESSIVE_MAX)."""
+        if not tap.readable or tap.size >= MAX_TAPPED or not data:
+            return
+        tap.chunks.append(data)
+        tap.size += len(data)
+        if tap.kind == "html" and PROGRESSIVE_MIN <= tap.size <= PROGRESSIVE_MAX and tap.size >= 2 * tap.read_at:
+            self._read(load, tap)
+
+    def _tap_ended(self, load: _Load, request_id: str, *, whole: bool = True) -> None:
+        """A tapped body ended: read once more, whole (a document always: its stylesheets make the template key).
+        `whole=False`: it stopped short of its end (a browser's document whose stream was cut): what was read
+        stands, the rest is never read, and a prefix is never taken for the whole."""
+        tap = load.taps.pop(request_id, None)
+        if whole and tap is not None and tap.readable and (tap.size > tap.read_at or tap.kind == "html"):
+            tap.whole = True
+            self._read(load, tap)
+
     def _read(self, load: _Load, tap: _Tap) -> None:
         """Read what arrived of a tapped body (in the worker) and fly what it names."""
         if load.ended or (tap.kind == "css" and tap.url in load.read):
@@ -477,7 +501,8 @@ class PageLoads:
                     return  # not what it says it is: nothing to read
             rules: list[BackgroundRule] = []
             if tap.kind == "html":
-                found = await self._discoverer.html(body, tap.url, tap.charset)
+                found, policy = await self._discoverer.html(body, tap.url, tap.charset)
+                load.under_policy = load.under_policy or policy
             else:  # one parse for what it names and its background rules
                 found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
                                                                  _guesses_backgrounds(load))
@@ -540,6 +565,8 @@ class PageLoads:
     async def _fly_found(self, load: _Load, found: list[tuple[Subresource, int]], user_agent: str | None) -> list[str]:
         """Plan what discovery found (each with its wave) with the page's histories and the browser's field profile,
         and fly it, less what was planned, is cached or was asked for already (_fly); the URLs planned."""
+        if load.under_policy:
+            found = []  # a request the page's policy blocks must never reach a server; its history's were made
         profile = await self._profile(load.page, user_agent) if user_agent is not None else None
         chosen = plan(load.exact, load.template, found, profile=profile, page_url=load.key.page,
                       cookies_on_site=load.cookies_on_site, shape=load.shape, sheet_sets_site=self._sheet_sets_site)
@@ -762,8 +789,39 @@ class PageLoads:
         self._learn_live(load, requests, wave)
         for r in requests:
             if r.method.upper() == "GET":
-                self._observe_browser(load, r)
+                ua = self._observe_browser(load, r)
+                if _own_document(load, r) and not load.reads_document:
+                    # Its bytes follow as the browser receives them (browser_document): read as they come. The
+                    # load has its document from now on, so the stylesheets read meanwhile keep their background
+                    # rules (the document's first bytes can come after a fast stylesheet's)
+                    load.taps[r.id] = _Tap("html", r.url, 0, ua)
+                    load.reads_document = True
+                    log.debug("the browser's document %s will stream here", r.url)
             load.log.failed(r.id, now, left_to_browser=True)
+
+    def browser_document(self, page: Page, request_id: str, status: int | None, content_type: str | None,
+                         data: bytes, end: str | None, *, policy: bool = False) -> None:
+        """The next bytes of a document the browser loads itself, told first by browser_fetched (`request_id`):
+        read as the helper reads a document it fetched (at 1 KiB, each time it doubled, once whole). The first piece
+        has the response's status and Content-Type (a body that is not 2xx is not read, nor is it the load's
+        document for background rules) and `policy`, whether it carries a Content-Security-Policy. `end` "whole":
+        the body ended; "cut": it stopped short (never read as whole). A piece for a request that is not the
+        load's tapped document is dropped."""
+        key = load_key(page)
+        load = self._loads.get(key) if key is not None else None
+        if load is None or load.ended:
+            return
+        tap = load.taps.get(request_id)
+        if tap is None or tap.kind != "html":
+            return
+        if status is not None:
+            tap.readable = 200 <= status < 300
+            tap.charset = _charset([("Content-Type", content_type)] if content_type is not None else [])
+            load.under_policy = load.under_policy or policy
+        self._tapped(load, tap, data)
+        if end is not None:
+            log.debug("the browser's document %s streamed here: %d B, %s", tap.url, tap.size, end)
+            self._tap_ended(load, request_id, whole=end == "whole")
 
     @staticmethod
     def _observe_browser(load: _Load, r: FetchRequest) -> str | None:

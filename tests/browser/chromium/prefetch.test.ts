@@ -61,7 +61,9 @@ test("a learned page's third visit is answered from its flight, and the page beh
       caches.push(cacheByPath(await settledPageLoad(extension, await tabIdOf(browser.worker, index))));
     }
     assert.deepEqual(seen.slice(1), [seen[0], seen[0], seen[0]], "the page behaves as on its first visit");
-    assert.ok(!Object.values(caches[0] ?? {}).includes("prefetch"), "a first visit has nothing learned");
+    // A first visit has nothing learned; what its document names may fly (the helper reads the loopback page's
+    // document as Chromium streams it), never what the page's cookie goes with.
+    assert.ok(caches[0]?.[`${new URL(sites.a.origin).host} /data/5000.txt`] !== "prefetch", "a first visit never prefetches a cookie's request");
     const third = caches[2] ?? {};
     const fromFlight = Object.keys(third).filter((k) => third[k] === "prefetch").sort();
     assert.ok(fromFlight.includes(`${new URL(sites.other.origin).host} /css/style.css`), `answered from the flight: ${fromFlight.join(", ")}`);
@@ -78,6 +80,35 @@ test("a learned page's third visit is answered from its flight, and the page beh
       return ofIndex[1]?.flight ?? false;
     }, { everyMs: 100 }, () => listed);
     assert.ok(report.sent >= fromFlight.length, JSON.stringify(report));
+  } finally {
+    await browser.close();
+  }
+});
+
+test("a loopback page's document, loaded by Chromium itself, is read by the helper as it streams: its background image flies", async () => {
+  // held.html: a render-blocking stylesheet the server holds until the page's background image was asked for (4 s at
+  // most), so Chromium itself cannot ask for the image before that; the helper can only guess it from the other
+  // stylesheet's rule matched against the document, which it has only from the browser's stream (browser_document:
+  // a loopback page's document is never the helper's, local_document).
+  const browser = await launch(freshProfile(true));
+  try {
+    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
+    const extension = await browser.context.newPage();
+    await extension.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/held.html`;
+    sites.clearLog();
+    await openPage(page, url);
+    const image = await eventually("the background image at the server", () => {
+      const asked = sites.log.filter((r) => r.path === "/img/22.png");
+      return asked.length > 0 ? asked : undefined;
+    }, {}, () => sites.log.map((r) => `${r.path} ${r.owner.kind}`));
+    assert.equal(image.length, 1, "the image reached the server once");
+    assert.equal(sites.log.find((r) => r.path === "/held.html")?.owner.kind, "browser", "the document is Chromium's own");
+    const data = await settledPageLoad(extension, await tabIdOf(browser.worker, url));
+    assert.equal(cacheByPath(data)[`${new URL(sites.a.origin).host} /img/22.png`], "prefetch",
+      "Chromium's request for the image was answered from the flight");
+    assert.match(String(image[0]?.headers.accept), /^image\//, "sent with Chromium's image Accept (the fields probe's)");
   } finally {
     await browser.close();
   }

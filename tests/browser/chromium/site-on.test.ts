@@ -65,7 +65,7 @@ test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, r
   assert.equal(s.tab.intercepting, true);
   assert.equal(s.counts.passed.preflight, 1, JSON.stringify(s.counts));
   assert.equal(s.counts.passed.local_document, 1, JSON.stringify(s.counts));
-  assert.equal(s.counts.accelerated, sites.log.length - 2, JSON.stringify(s.counts));
+  assert.equal(s.counts.accelerated, sites.log.length - 2, `${JSON.stringify(s.counts)} ${JSON.stringify(seen)}`);
   await page.close();
 });
 

@@ -10,6 +10,7 @@ fetched anew, and the report of the load says what was answered and wasted. Priv
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -280,3 +281,42 @@ async def test_a_hello_starts_the_discovery_worker_before_any_page(tmp_path: Pat
             for pid in started or ():
                 if _running(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_document_the_browser_loads_itself_is_read_as_it_streams(host: HostProcess, server: Server) -> None:
+    """A page on a private address (Chromium's `local_document`): the browser loads the document itself, the
+    extension tells its request (browser_fetched) and streams its bytes (browser_document). With the browser's
+    Accept known ahead (browser_fields) and the rest taught by the document's request, what the document names
+    flies before any batch, and the browser's batch is answered from the flight. Bytes that are not base64 are
+    refused with a reason, and nothing else is lost."""
+    await host.send({"type": "browser_fields", "user_agent": "UA/1", "accept": [
+        {"destination": "style", "mode": "no-cors", "value": ACCEPT["stylesheet"]},
+        {"destination": "image", "mode": "no-cors", "value": ACCEPT["image"]}]})
+    p = page(server)
+    await host.send({"type": "preconnect", "url": p["url"], "page": p})
+    document = request("doc", p["url"], "document", "text/html")
+    await host.send({"type": "browser_fetched", "page": p, "requests": [document]})
+    html = (b"<!doctype html><meta charset=utf-8><link rel=stylesheet href=/static/site.css>"
+            b"<img src=/img/logo.png>" + b"<p>words</p>" * 200)
+    await host.send({"type": "browser_document", "page": p, "id": "doc", "data": "not base64!"})
+    await host.send({"type": "browser_document", "page": p, "id": "doc", "status": 200,
+                     "content_type": "text/html", "data": base64.b64encode(html[:1500]).decode()})
+    await host.send({"type": "browser_document", "page": p, "id": "doc", "data": base64.b64encode(html[1500:]).decode(),
+                     "end": "whole"})
+    await host.send({"type": "ping", "nonce": "n"})
+    replies = await host.until("pong")
+    errors = [m for m in replies if m["type"] == "error"]
+    assert len(errors) == 1 and errors[0]["code"] == "bad_message" and "base64" in errors[0]["message"], replies
+    for _ in range(2000):  # the flight's requests; fails loudly after 20 s
+        if "/static/site.css" in server.seen and "/img/logo.png" in server.seen:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError(f"nothing the streamed document names was flown: {server.seen}")
+    assert not any(path.startswith("/docs/") for path in server.seen), "the document is the browser's"
+    await host.send({"type": "batch", "batch_id": "b", "page": p, "requests": [
+        request("css", f"{server.url}/static/site.css", "stylesheet"),
+        request("img", f"{server.url}/img/logo.png", "image")]})
+    caches, _ = await answers(host, "b")
+    assert caches == {"css": "prefetch", "img": "prefetch"}
+    assert server.seen.count("/static/site.css") == 1 and server.seen.count("/img/logo.png") == 1

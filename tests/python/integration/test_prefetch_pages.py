@@ -1251,3 +1251,96 @@ async def test_nothing_flies_whose_request_would_not_come_to_the_helper(service:
             assert "/static/first.css" in server.seen and "/static/imported.css" not in server.seen
         finally:
             await loads.end_all()
+
+
+@pytest.mark.parametrize("how", ["whole", "cut", "not_found"])
+async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_streams(
+        service: FetchService, how: str) -> None:
+    """Chromium on a private page (`local_document`): the browser loads the document itself, its request is told
+    (browser_fetched) and its bytes follow as the browser receives them (browser_document). They are read as a
+    document the helper fetched: what they name flies, and the browser's requests are answered from the flight,
+    while the server never sees the document from the helper. A stream cut short is read as far as it came but
+    never as the whole document (no template key, no document for background rules); a 404's body is not read; a
+    piece for a request that is not the load's document is dropped."""
+    async with counting_server(_answer_from(IMG_PAGE)) as server:
+        loads, _ended = recording_loads(service, documents_whole=True)
+        try:
+            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
+                                                ("style", "no-cors"): "text/css,*/*;q=0.1"})
+            page_url, page = navigate(loads, server.url, "/img/index.html")
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            # Another request's bytes, naming a script: not the document, dropped
+            loads.browser_document(page, "doc", 200, "text/html", b"<script src=/static/early.js></script>", None)
+            loads.browser_fetched([document_request("doc", page_url)], page)
+            loads.browser_document(page, "other", 200, "text/html", b"<script src=/static/x.js></script>" * 40, "whole")
+            status = 404 if how == "not_found" else 200
+            first, rest = IMG_HTML[:1100], IMG_HTML[1100:]
+            loads.browser_document(page, "doc", status, "text/html; charset=utf-8", first, None)
+            if how == "cut":
+                loads.browser_document(page, "doc", None, None, b"", "cut")
+            else:
+                loads.browser_document(page, "doc", None, None, rest[:500], None)
+                loads.browser_document(page, "doc", None, None, rest[500:], "whole")
+            if how == "not_found":
+                await asyncio.gather(*list(load.tasks))
+                assert load.found == {} and "doc" not in load.taps
+                assert load.document is None and server.seen == []
+                return
+            await until(lambda: len(load.found) == 2, "the streamed document read")
+            await until(lambda: not load.tasks, "the reads done")
+            assert sorted(load.found) == [f"{server.url}/static/a.css", f"{server.url}/static/shot.png"]
+            assert "doc" not in load.taps and load.reads_document
+            if how == "cut":
+                assert load.stylesheets is None and load.document is None  # a prefix is never the whole
+                return
+            assert load.stylesheets == [f"{server.url}/static/a.css"] and load.document == (IMG_HTML, "utf-8")
+            assert load.flight is not None
+            await load.flight.wait()
+            assert sorted(server.seen) == ["/static/a.css", "/static/shot.png"]  # never the document
+            sink = Collect()
+            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style"),
+                               browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
+            assert sink.cache == {"a": "prefetch", "img": "prefetch"}
+            assert server.count("/static/a.css") == 1 and server.count("/static/shot.png") == 1
+        finally:
+            await loads.end_all()
+
+
+CSP_META = IMG_HTML.replace(b"<meta charset=utf-8>",
+                            b"<meta charset=utf-8><meta http-equiv=Content-Security-Policy content=\"img-src 'self'\">")
+
+
+@pytest.mark.parametrize("how", ["fetched_field", "streamed_field", "streamed_meta"])
+async def test_nothing_discovered_flies_for_a_document_under_a_content_security_policy(
+        service: FetchService, how: str) -> None:
+    """The browser may refuse to fetch what a page under a Content-Security-Policy names (before any request), so a
+    request flown for it on a guess could reach a server the page never would: nothing discovered flies, whether
+    the policy came as a field of the document the helper fetched, of the one the browser streamed, or as the
+    document's own <meta http-equiv>. What the document names is still found (its read is the same)."""
+    csp = {"Content-Security-Policy": "img-src 'self'"} if how == "fetched_field" else {}
+
+    def answer(path: str) -> web.Response:
+        if path == "/img/index.html":
+            return web.Response(body=IMG_HTML, content_type="text/html", headers={"Cache-Control": "no-store", **csp})
+        return _answer_from(IMG_PAGE)(path)
+
+    async with counting_server(answer) as server:
+        loads, _ended = recording_loads(service, documents_whole=True)
+        try:
+            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
+                                                ("style", "no-cors"): "text/css,*/*;q=0.1"})
+            page_url, page = navigate(loads, server.url, "/img/index.html")
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            if how == "fetched_field":
+                await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            else:
+                loads.browser_fetched([document_request("doc", page_url)], page)
+                html = CSP_META if how == "streamed_meta" else IMG_HTML
+                loads.browser_document(page, "doc", 200, "text/html", html, "whole", policy=how == "streamed_field")
+            await until(lambda: len(load.found) == 2, "the document read")
+            await until(lambda: not load.tasks, "the reads done")
+            assert load.under_policy
+            assert load.flight is None or load.flight.report.sent == 0
+            assert [p for p in server.seen if p != "/img/index.html"] == []
+        finally:
+            await loads.end_all()

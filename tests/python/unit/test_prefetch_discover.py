@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lanefetch.prefetch.discover_css import discover_css
-from lanefetch.prefetch.discover_html import discover_html, sniff_encoding
+from lanefetch.prefetch.discover_html import discover_html, read_document, sniff_encoding
 from lanefetch.prefetch.resource import Subresource
 from lanefetch.prefetch.urls import base_url, resolve
 
@@ -168,6 +168,21 @@ def test_encoding_sniffed_like_the_browser() -> None:
     # a UTF-8 BOM overrides the transport's charset
     bom = b'\xef\xbb\xbf<img src="caf\xc3\xa9.png">'
     assert [s.url for s in discover_html(bom, DOC, "windows-1252")] == ["https://www.example.org/docs/caf%C3%A9.png"]
+
+
+@pytest.mark.parametrize(("html", "policy"), [
+    (b'<head><meta http-equiv="Content-Security-Policy" content="img-src \'self\'"></head><img src=/a.png>', True),
+    (b"<body><META HTTP-EQUIV=' content-security-policy ' content=x><img src=/a.png>", True),  # anywhere, any case
+    (b'<meta http-equiv="Content-Security-Policy-Report-Only" content=x><img src=/a.png>', False),  # blocks nothing
+    (b'<meta name="Content-Security-Policy" content=x><img src=/a.png>', False),
+    (b"<!-- <meta http-equiv=content-security-policy content=x> --><img src=/a.png>", False),  # a comment
+])
+def test_a_document_s_own_content_security_policy_is_told(html: bytes, policy: bool) -> None:
+    """read_document says whether the document sets a policy of its own (page_loads then flies nothing it
+    discovers for it); what it names is found either way."""
+    found, sets = read_document(html, "http://h/p/index.html")
+    assert sets is policy
+    assert [s.url for s in found] == ["http://h/a.png"]
 
 
 def test_max_bytes_bounds_the_work() -> None:
