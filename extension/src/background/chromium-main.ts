@@ -132,6 +132,7 @@ chrome.webRequest.onErrorOccurred.addListener((d) => {
 const documentStreams = new DocumentStreams(
   (tabId, method, params) => chrome.debugger.sendCommand({ tabId }, method, params),
   (message) => connection.send(message),
+  (id, end, bytes, why) => traced(`document stream ${id}: ${end} after ${bytes} B${why ? ` (${why})` : ""}`),
 );
 accelerator.streamDocument = (id, held, page, tell) =>
   // The tab's own session's document, whose Network events come (not a tab whose attach raced its navigation)

@@ -55,10 +55,13 @@ interface Stream {
   refused: boolean;
 }
 
-/** Is this Content-Type's charset UTF-8 (a text body the browser gives back decoded is then its bytes again)? */
-function utf8(contentType: string | null): boolean {
+/** May a text body the browser gives back decoded be taken as its bytes encoded in UTF-8: its Content-Type names
+ * UTF-8 or no charset (the document's own <meta charset>, or the browser's guess, chose it; the length check in
+ * wholeBody then tells UTF-8 and plain ASCII, whose bytes are the same, from a single-byte or CJK encoding, whose
+ * non-ASCII text grows in UTF-8)? Not where it names another charset. */
+function maybeUtf8(contentType: string | null): boolean {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
-  return charset === "utf-8" || charset === "utf8";
+  return charset === undefined || charset === "utf-8" || charset === "utf8";
 }
 
 
@@ -74,6 +77,8 @@ export class DocumentStreams {
   constructor(
     private readonly command: CdpCommand,
     private readonly send: (message: BrowserDocument) => boolean,
+    /** Told how each stream ended (bytes sent; why, for a cut): for the tab trace, nothing else. */
+    private readonly ended?: (id: string, end: "whole" | "cut", bytes: number, why: string) => void,
   ) {}
 
   get size(): number {
@@ -113,19 +118,19 @@ export class DocumentStreams {
         if (stream.answered) this.piece(requestId, stream, data);
         else stream.early.push(data);
       } else if (!stream.answered) stream.before += dataLength ?? 0;
-      else if ((dataLength ?? 0) > 0) this.end(requestId, stream, "cut"); // bytes the stream did not carry
+      else if ((dataLength ?? 0) > 0) this.end(requestId, stream, "cut", "unstreamed bytes"); // bytes the stream did not carry
     } else if (method === "Network.loadingFinished") {
       if (stream.answered) this.end(requestId, stream, "whole");
       else if (stream.refused) this.wholeBody(requestId, stream);
       else stream.finished = true;
     } else if (method === "Network.loadingFailed") {
-      this.end(requestId, stream, "cut");
+      this.end(requestId, stream, "cut", "load failed");
     }
   }
 
   /** The tab is no longer intercepted (detached, closed): its documents' streams are cut. */
   tabGone(tabId: number): void {
-    for (const [requestId, stream] of [...this.streams]) if (stream.tabId === tabId) this.end(requestId, stream, "cut");
+    for (const [requestId, stream] of [...this.streams]) if (stream.tabId === tabId) this.end(requestId, stream, "cut", "tab gone");
   }
 
   private answered(requestId: string, stream: Stream, buffered: unknown): void {
@@ -134,7 +139,7 @@ export class DocumentStreams {
     const first = typeof buffered === "string" ? buffered : "";
     if (base64ByteLength(first) !== stream.before) {
       // The buffer no longer held the first bytes (or held other ones): what follows could not be placed.
-      this.end(requestId, stream, "cut");
+      this.end(requestId, stream, "cut", `the buffer held ${base64ByteLength(first)} B of the first ${stream.before}`);
       return;
     }
     for (const data of [first, ...stream.early]) {
@@ -153,25 +158,25 @@ export class DocumentStreams {
   }
 
   /** The whole body, asked once it ended: sent whole if it is exactly the bytes the browser reported (a text body
-   * comes decoded: taken only where its charset is UTF-8 and it encodes to as many bytes), else nothing is sent. */
+   * comes decoded: taken only where its charset may be UTF-8 and it encodes to as many bytes), else nothing is sent. */
   private wholeBody(requestId: string, stream: Stream): void {
     this.command(stream.tabId, "Network.getResponseBody", { requestId }).then((reply) => {
       if (this.streams.get(requestId) !== stream) return;
       const { body, base64Encoded } = reply as { body?: unknown; base64Encoded?: unknown };
       const data = typeof body !== "string" ? null
         : base64Encoded === true ? body
-        : utf8(stream.contentType) ? encode(new TextEncoder().encode(body)) : null;
+        : maybeUtf8(stream.contentType) ? encode(new TextEncoder().encode(body)) : null;
       stream.answered = true;
-      if (data === null || base64ByteLength(data) !== stream.before) this.end(requestId, stream, "cut");
+      if (data === null || base64ByteLength(data) !== stream.before) this.end(requestId, stream, "cut", "whole body not the bytes reported");
       else if (data === "" || this.piece(requestId, stream, data)) this.end(requestId, stream, "whole");
-    }, () => this.end(requestId, stream, "cut"));
+    }, () => this.end(requestId, stream, "cut", "whole body refused"));
   }
 
   /** Send bytes of the body; false once the stream ended (past MAX_STREAMED, or the helper is gone). */
   private piece(requestId: string, stream: Stream, data: string): boolean {
     const bytes = base64ByteLength(data);
     if (stream.sent + bytes > MAX_STREAMED) {
-      this.end(requestId, stream, "cut");
+      this.end(requestId, stream, "cut", "past the cap");
       return false;
     }
     for (let at = 0; at < data.length; at += MAX_PIECE_CHARS) {
@@ -184,9 +189,10 @@ export class DocumentStreams {
     return true;
   }
 
-  private end(requestId: string, stream: Stream, end: "whole" | "cut"): void {
+  private end(requestId: string, stream: Stream, end: "whole" | "cut", why = ""): void {
     if (this.streams.get(requestId) !== stream) return;
     this.streams.delete(requestId);
+    this.ended?.(stream.id, end, stream.sent, why);
     // A stream cut before anything was sent has nothing for the helper; one told nothing yet of its head is told now.
     if (end === "cut" && !stream.headSent) return;
     this.post(stream, "", end);

@@ -155,6 +155,9 @@ class _Tap:
     read_at: int = 0  # the size of the prefix last read
     whole: bool = False  # the body ended: this read is the last
     coding: str = ""  # the body's content coding as it arrives (proxy mode), undone when it is read (_discovered)
+    # The browser's own document, streamed here as its parser gets it (browser_document): what it names is the
+    # browser's to ask for (_Load.browser_named)
+    streamed: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,12 @@ class _Load:
     # The document is under a Content-Security-Policy (a response field, or a <meta http-equiv> of its own): the
     # browser may refuse to fetch what it or its stylesheets name, so nothing discovered is fetched on a guess
     under_policy: bool = False
+    # What a document the browser streams here names (browser_document): never flown. The browser's parser has those
+    # bytes as soon as the helper (sooner), so it asks for them as early as a flight would; a flight only takes a
+    # share of the link, and a large script found in a long document's end took the browser's warm connection's
+    # place on a cold one of the helper's (rust-book-print on `sat`: 0.77× with them flown, session 36). Its
+    # stylesheets' reads, their background rules matched against it and the page's learned history still fly.
+    browser_named: set[str] = field(default_factory=set)
     # Past MAX_BACKGROUND_RULES: no more background guesses in this load (a truncated set would drop the later
     # rules, which win ties)
     backgrounds_given_up: bool = False
@@ -247,8 +256,10 @@ def _place_rules(load: _Load) -> bool:
 
 
 def _unplanned(load: _Load, found: Iterable[tuple[Subresource, int]]) -> list[tuple[Subresource, int]]:
-    """What discovery found (with its wave) that the flight was not given and the browser did not ask for yet."""
-    return [(sub, wave) for sub, wave in found if sub.url not in load.planned and not load.log.requested(sub.url)]
+    """What discovery found (with its wave) that the flight was not given, the browser did not ask for yet and is not
+    left to it (_Load.browser_named)."""
+    return [(sub, wave) for sub, wave in found
+            if sub.url not in load.planned and not load.log.requested(sub.url) and sub.url not in load.browser_named]
 
 
 def _own_document(load: _Load, r: FetchRequest) -> bool:
@@ -557,6 +568,8 @@ class PageLoads:
                 recalled = load.template is not None
         for sub in found:
             load.found.setdefault(sub.url, (sub, tap.wave + 1))
+            if tap.streamed:
+                load.browser_named.add(sub.url)
         new = _unplanned(load, [(sub, tap.wave + 1) for sub in found])
         if not (new or recalled) or load.ended:
             return
@@ -794,7 +807,7 @@ class PageLoads:
                     # Its bytes follow as the browser receives them (browser_document): read as they come. The
                     # load has its document from now on, so the stylesheets read meanwhile keep their background
                     # rules (the document's first bytes can come after a fast stylesheet's)
-                    load.taps[r.id] = _Tap("html", r.url, 0, ua)
+                    load.taps[r.id] = _Tap("html", r.url, 0, ua, streamed=True)
                     load.reads_document = True
                     log.debug("the browser's document %s will stream here", r.url)
             load.log.failed(r.id, now, left_to_browser=True)

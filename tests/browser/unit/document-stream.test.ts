@@ -113,8 +113,11 @@ test("a refused command: the whole body once it ended, only if it is exactly the
     { what: "base64, before the end", headers: { "Content-Type": "text/html" }, reply: { body: b64("<p>é</p>"), base64Encoded: true }, endFirst: false, sent: "<p>é</p>" },
     { what: "text in UTF-8, after the end", headers: { "Content-Type": "text/html; charset=UTF-8" }, reply: { body: "<p>é</p>", base64Encoded: false }, endFirst: true, sent: "<p>é</p>" },
     { what: "text in another charset", headers: { "Content-Type": "text/html; charset=windows-1252" }, reply: { body: "<p>é</p>", base64Encoded: false }, endFirst: true, sent: null },
+    { what: "text, no charset named, as many bytes in UTF-8", headers: { "Content-Type": "text/html" }, reply: { body: "<p>é</p>", base64Encoded: false }, endFirst: true, sent: "<p>é</p>" },
     { what: "not the bytes reported", headers: { "Content-Type": "text/html" }, reply: { body: b64("<p>"), base64Encoded: true }, endFirst: false, sent: null },
   ];
+  // One more: no charset named, but the text was windows-1252's (é one byte): longer in UTF-8, not taken
+  cases.push({ what: "text, no charset named, longer in UTF-8", headers: { "Content-Type": "text/html" }, reply: { body: "<p>éé</p>", base64Encoded: false }, endFirst: true, sent: null });
   for (const c of cases) {
     const { cdp, sent, docs } = streams();
     docs.start(7, "N1", "r3", PAGE);

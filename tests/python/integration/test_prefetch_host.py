@@ -28,7 +28,15 @@ ASSETS = {"/static/site.css": (b"p{margin:0}" * 300, "stylesheet"), "/static/app
 ACCEPT = {"stylesheet": "text/css,*/*;q=0.1", "script": "*/*", "image": "image/avif,image/webp,*/*;q=0.8"}
 
 
+# A stylesheet whose rule gives an element of a streamed document its background image
+BG = {"/bg/bg.css": (b".note { background: url(note.png) }", "text/css"),
+      "/bg/note.png": (b"\x89PNG" * 300, "image/png")}
+
+
 def _answer(path: str) -> web.Response:
+    if path in BG:
+        body, kind = BG[path]
+        return web.Response(body=body, content_type=kind, headers={"Cache-Control": "no-store"})
     if path.startswith("/docs/"):
         return web.Response(body=b"<!doctype html><title>doc</title>", content_type="text/html",
                             headers={"Cache-Control": "no-store"})
@@ -285,10 +293,10 @@ async def test_a_hello_starts_the_discovery_worker_before_any_page(tmp_path: Pat
 
 async def test_a_document_the_browser_loads_itself_is_read_as_it_streams(host: HostProcess, server: Server) -> None:
     """A page on a private address (Chromium's `local_document`): the browser loads the document itself, the
-    extension tells its request (browser_fetched) and streams its bytes (browser_document). With the browser's
-    Accept known ahead (browser_fields) and the rest taught by the document's request, what the document names
-    flies before any batch, and the browser's batch is answered from the flight. Bytes that are not base64 are
-    refused with a reason, and nothing else is lost."""
+    extension tells its request (browser_fetched) and streams its bytes (browser_document). What the document names
+    is the browser's to ask for (fetched when asked, not flown); the background image its stylesheet's rule gives
+    an element of the streamed document flies, and the browser's request for it is answered from the flight. Bytes
+    that are not base64 are refused with a reason, and nothing else is lost."""
     await host.send({"type": "browser_fields", "user_agent": "UA/1", "accept": [
         {"destination": "style", "mode": "no-cors", "value": ACCEPT["stylesheet"]},
         {"destination": "image", "mode": "no-cors", "value": ACCEPT["image"]}]})
@@ -296,27 +304,29 @@ async def test_a_document_the_browser_loads_itself_is_read_as_it_streams(host: H
     await host.send({"type": "preconnect", "url": p["url"], "page": p})
     document = request("doc", p["url"], "document", "text/html")
     await host.send({"type": "browser_fetched", "page": p, "requests": [document]})
-    html = (b"<!doctype html><meta charset=utf-8><link rel=stylesheet href=/static/site.css>"
-            b"<img src=/img/logo.png>" + b"<p>words</p>" * 200)
+    html = b"<!doctype html><meta charset=utf-8><link rel=stylesheet href=/bg/bg.css><div class=note>n</div>"
     await host.send({"type": "browser_document", "page": p, "id": "doc", "data": "not base64!"})
     await host.send({"type": "browser_document", "page": p, "id": "doc", "status": 200,
-                     "content_type": "text/html", "data": base64.b64encode(html[:1500]).decode()})
-    await host.send({"type": "browser_document", "page": p, "id": "doc", "data": base64.b64encode(html[1500:]).decode(),
+                     "content_type": "text/html", "data": base64.b64encode(html[:40]).decode()})
+    await host.send({"type": "browser_document", "page": p, "id": "doc", "data": base64.b64encode(html[40:]).decode(),
                      "end": "whole"})
     await host.send({"type": "ping", "nonce": "n"})
     replies = await host.until("pong")
     errors = [m for m in replies if m["type"] == "error"]
     assert len(errors) == 1 and errors[0]["code"] == "bad_message" and "base64" in errors[0]["message"], replies
-    for _ in range(2000):  # the flight's requests; fails loudly after 20 s
-        if "/static/site.css" in server.seen and "/img/logo.png" in server.seen:
+    await host.send({"type": "batch", "batch_id": "b1", "page": p,
+                     "requests": [request("css", f"{server.url}/bg/bg.css", "stylesheet")]})
+    caches, _ = await answers(host, "b1")
+    assert caches == {"css": "none"}, "the stylesheet the document names is the browser's to ask for"
+    for _ in range(2000):  # the flight's request; fails loudly after 20 s
+        if "/bg/note.png" in server.seen:
             break
         await asyncio.sleep(0.01)
     else:
-        raise AssertionError(f"nothing the streamed document names was flown: {server.seen}")
-    assert not any(path.startswith("/docs/") for path in server.seen), "the document is the browser's"
-    await host.send({"type": "batch", "batch_id": "b", "page": p, "requests": [
-        request("css", f"{server.url}/static/site.css", "stylesheet"),
-        request("img", f"{server.url}/img/logo.png", "image")]})
-    caches, _ = await answers(host, "b")
-    assert caches == {"css": "prefetch", "img": "prefetch"}
-    assert server.seen.count("/static/site.css") == 1 and server.seen.count("/img/logo.png") == 1
+        raise AssertionError(f"the background image was not flown: {server.seen}")
+    assert server.seen == ["/bg/bg.css", "/bg/note.png"], "never the document, which is the browser's"
+    await host.send({"type": "batch", "batch_id": "b2", "page": p,
+                     "requests": [request("img", f"{server.url}/bg/note.png", "image")]})
+    caches, _ = await answers(host, "b2")
+    assert caches == {"img": "prefetch"}
+    assert server.seen.count("/bg/note.png") == 1

@@ -1076,7 +1076,7 @@ class _DocumentReadLate(Discoverer):
         super().__init__(use_process=False)
         self.release = asyncio.Event()
 
-    async def html(self, body: bytes, url: str, charset: str | None) -> list[Subresource]:
+    async def html(self, body: bytes, url: str, charset: str | None) -> tuple[list[Subresource], bool]:
         await self.release.wait()
         return await super().html(body, url, charset)
 
@@ -1258,23 +1258,24 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
         service: FetchService, how: str) -> None:
     """Chromium on a private page (`local_document`): the browser loads the document itself, its request is told
     (browser_fetched) and its bytes follow as the browser receives them (browser_document). They are read as a
-    document the helper fetched: what they name flies, and the browser's requests are answered from the flight,
-    while the server never sees the document from the helper. A stream cut short is read as far as it came but
-    never as the whole document (no template key, no document for background rules); a 404's body is not read; a
-    piece for a request that is not the load's document is dropped."""
-    async with counting_server(_answer_from(IMG_PAGE)) as server:
+    document the helper fetched, but what they name is left to the browser (it has those bytes as soon as the
+    helper): the stylesheet it asks for is read and the background image its rule gives an element of the streamed
+    document flies and answers the browser's request; the server never sees the document from the helper. A stream
+    cut short is read as far as it came but never as the whole document (no template key, no document for background
+    rules); a 404's body is not read; a piece for a request that is not the load's document is dropped."""
+    async with counting_server(_bg_answer) as server:
         loads, _ended = recording_loads(service, documents_whole=True)
         try:
             await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
                                                 ("style", "no-cors"): "text/css,*/*;q=0.1"})
-            page_url, page = navigate(loads, server.url, "/img/index.html")
+            page_url, page = navigate(loads, server.url, "/bg/index.html")
             load = loads._loads[load_key(page)]  # type: ignore[index]
-            # Another request's bytes, naming a script: not the document, dropped
+            # Before its request was told: not the document yet, dropped
             loads.browser_document(page, "doc", 200, "text/html", b"<script src=/static/early.js></script>", None)
             loads.browser_fetched([document_request("doc", page_url)], page)
             loads.browser_document(page, "other", 200, "text/html", b"<script src=/static/x.js></script>" * 40, "whole")
             status = 404 if how == "not_found" else 200
-            first, rest = IMG_HTML[:1100], IMG_HTML[1100:]
+            first, rest = BG_HTML[:1100], BG_HTML[1100:]
             loads.browser_document(page, "doc", status, "text/html; charset=utf-8", first, None)
             if how == "cut":
                 loads.browser_document(page, "doc", None, None, b"", "cut")
@@ -1286,22 +1287,26 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
                 assert load.found == {} and "doc" not in load.taps
                 assert load.document is None and server.seen == []
                 return
-            await until(lambda: len(load.found) == 2, "the streamed document read")
+            sheets = [f"{server.url}/static/bg.css", f"{server.url}/static/print.css"]
+            await until(lambda: sorted(load.found) == sheets, "the streamed document read")
             await until(lambda: not load.tasks, "the reads done")
-            assert sorted(load.found) == [f"{server.url}/static/a.css", f"{server.url}/static/shot.png"]
-            assert "doc" not in load.taps and load.reads_document
+            assert "doc" not in load.taps and load.browser_named == set(sheets)
+            assert load.stylesheets == (None if how == "cut" else sheets)  # a prefix is never the whole
+            assert (load.document is None) is (how == "cut")
+            sink = Collect()
+            await loads.fetch([browser_request("css", f"{server.url}/static/bg.css", "style")], sink, page)
+            assert sink.cache == {"css": "none"}, "what the document names is the browser's to ask for"
             if how == "cut":
-                assert load.stylesheets is None and load.document is None  # a prefix is never the whole
+                await until(lambda: not load.tasks, "the stylesheet read")
+                assert "/static/note.png" not in server.seen, "no document to match its rules against"
                 return
-            assert load.stylesheets == [f"{server.url}/static/a.css"] and load.document == (IMG_HTML, "utf-8")
+            await until(lambda: "/static/note.png" in server.seen, "the background image flown",
+                        seen=lambda: server.seen)
             assert load.flight is not None
             await load.flight.wait()
-            assert sorted(server.seen) == ["/static/a.css", "/static/shot.png"]  # never the document
-            sink = Collect()
-            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style"),
-                               browser_request("img", f"{server.url}/static/shot.png", "image")], sink, page)
-            assert sink.cache == {"a": "prefetch", "img": "prefetch"}
-            assert server.count("/static/a.css") == 1 and server.count("/static/shot.png") == 1
+            await loads.fetch([browser_request("img", f"{server.url}/static/note.png", "image")], sink, page)
+            assert sink.cache == {"css": "none", "img": "prefetch"}
+            assert sorted(server.seen) == ["/static/bg.css", "/static/note.png"]  # never the document
         finally:
             await loads.end_all()
 
