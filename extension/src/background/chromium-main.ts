@@ -211,7 +211,8 @@ let expiryTimer: ReturnType<typeof setTimeout> | undefined;
 let attachDurations: number[] = [];
 function verdictEvent(host: string): TabEvent {
   const v = speed.verdict(host);
-  return { type: "verdict", host, speed: v.state, racesAttach: racesAttach(v.rttMs, attachDurations) };
+  const races = racesAttach(v.rttMs, attachDurations, addressSpaceOfUrl(`http://${host}/`) ?? "public");
+  return { type: "verdict", host, speed: v.state, racesAttach: races };
 }
 speed.onVerdict((host) => {
   void dispatch(verdictEvent(host));

@@ -1263,7 +1263,8 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
     document flies and answers the browser's request; the server never sees the document from the helper. A stream
     cut short is read as far as it came but never as the whole document (no template key, no document for background
     rules); a 404's body is not read; a piece for a request that is not the load's document is dropped."""
-    async with counting_server(_bg_answer) as server:
+    html = BG_HTML.replace(b"<body>", b"<body><img src=/static/shot.png>")
+    async with counting_server(_answer_from({**BG, "/static/shot.png": IMG_PAGE["/static/shot.png"]})) as server:
         loads, _ended = recording_loads(service, documents_whole=True)
         try:
             await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
@@ -1275,7 +1276,7 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
             loads.browser_fetched([document_request("doc", page_url)], page)
             loads.browser_document(page, "other", 200, "text/html", b"<script src=/static/x.js></script>" * 40, "whole")
             status = 404 if how == "not_found" else 200
-            first, rest = BG_HTML[:1100], BG_HTML[1100:]
+            first, rest = html[:1100], html[1100:]
             loads.browser_document(page, "doc", status, "text/html; charset=utf-8", first, None)
             if how == "cut":
                 loads.browser_document(page, "doc", None, None, b"", "cut")
@@ -1288,7 +1289,8 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
                 assert load.document is None and server.seen == []
                 return
             sheets = [f"{server.url}/static/bg.css", f"{server.url}/static/print.css"]
-            await until(lambda: sorted(load.found) == sheets, "the streamed document read")
+            shot = f"{server.url}/static/shot.png"
+            await until(lambda: sorted(load.found) == [*sheets, shot], "the streamed document read")
             await until(lambda: not load.tasks, "the reads done")
             assert "doc" not in load.taps and load.browser_named == set(sheets)
             assert load.stylesheets == (None if how == "cut" else sheets)  # a prefix is never the whole
@@ -1299,14 +1301,17 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
             if how == "cut":
                 await until(lambda: not load.tasks, "the stylesheet read")
                 assert "/static/note.png" not in server.seen, "no document to match its rules against"
+                # what the prefix named stands: its image flies once no more of the document will come
+                await until(lambda: "/static/shot.png" in server.seen, "the prefix's image flown")
                 return
             await until(lambda: "/static/note.png" in server.seen, "the background image flown",
                         seen=lambda: server.seen)
             assert load.flight is not None
             await load.flight.wait()
-            await loads.fetch([browser_request("img", f"{server.url}/static/note.png", "image")], sink, page)
-            assert sink.cache == {"css": "none", "img": "prefetch"}
-            assert sorted(server.seen) == ["/static/bg.css", "/static/note.png"]  # never the document
+            await loads.fetch([browser_request("img", f"{server.url}/static/note.png", "image"),
+                               browser_request("shot", shot, "image")], sink, page)
+            assert sink.cache == {"css": "none", "img": "prefetch", "shot": "prefetch"}
+            assert sorted(server.seen) == ["/static/bg.css", "/static/note.png", "/static/shot.png"]  # not the document
         finally:
             await loads.end_all()
 
