@@ -137,7 +137,7 @@ const documentStreams = new DocumentStreams(
 accelerator.streamDocument = (id, held, page, tell) =>
   // The tab's own session's document, whose Network events come (not a tab whose attach raced its navigation)
   held.paused.networkId !== undefined && held.paused.frameId === sessions.mainFrameId(held.tabId) &&
-  !sessions.networkDeferred(held.tabId) && documentStreams.start(held.tabId, held.paused.networkId, id, page, tell);
+  !sessions.networkDeferred(held.tabId) && documentStreams.start(held.tabId, held.paused.networkId, id, held.paused.url, page, tell);
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
   network: (tabId, method, params, sessionId) => {
@@ -291,6 +291,8 @@ async function execute(command: TabCommand): Promise<void> {
     case "intercept":
       // Fetch first: the new page's subresources must find it on (Network.enable took ~0.25 s under load).
       await sessions.setFetch(command.tabId, command.on);
+      // Without Network events a document's stream would never end: cut now
+      if (!command.on) documentStreams.tabGone(command.tabId);
       return sessions.setNetwork(command.tabId, command.on);
     case "probe": {
       const { tabId, url } = command;

@@ -16,7 +16,9 @@
 // What can go wrong is told, never hidden: the first bytes must be exactly those the browser reported before the
 // answer (the sum of dataLength of the events that carried no data); a buffer that evicted them (it is shared by the
 // tab's resources) makes the stream `cut`, and the helper never takes a cut stream for the whole document. A load
-// that failed, a stream past MAX_STREAMED, a detached tab: `cut` too. A small document can end before the command
+// that failed, a redirect (the next hop keeps the request id), a stream past MAX_STREAMED, a detached tab or one
+// whose Network domain is turned off: `cut` too. The head (status, Content-Type, whether a Content-Security-Policy
+// came) is sent as soon as the response is, before any byte. A small document can end before the command
 // is taken, which is then refused (on loopback, 1 load in 6): its whole body is asked for once it ended
 // (Network.getResponseBody, from the same buffer) and sent only if it is exactly the bytes the browser reported.
 // Pure of chrome.*: the caller gives the CDP command and the message sender (chromium-main.ts), and feeds the tab's
@@ -24,6 +26,7 @@
 
 import { base64ByteLength, encode } from "../deliver/base64-concat.js";
 import type { BrowserDocument, Page } from "../generated/protocol.js";
+import { withoutFragment } from "./origin-of.js";
 
 /** What the helper reads of a document (native-host page_loads.MAX_TAPPED): no more is sent. */
 export const MAX_STREAMED = 4 * 1024 * 1024;
@@ -37,6 +40,8 @@ export type CdpCommand = (tabId: number, method: string, params: Record<string, 
 interface Stream {
   tabId: number;
   id: string;
+  /** The document's URL as told to the helper (no fragment): a response for another (a redirect's) is not its. */
+  url: string;
   page: Page;
   status: number | null;
   contentType: string | null;
@@ -85,13 +90,13 @@ export class DocumentStreams {
     return this.streams.size;
   }
 
-  /** Stream the document whose request `networkId` is paused in `tabId` (call before it is continued). `tell` tells
-   * the helper of its request, as `id` (browser_fetched), once it is sure to be streamed: false from it (the helper
-   * is gone) streams nothing. False: not streamed (too many under way, this one already is, or not told). */
-  start(tabId: number, networkId: string, id: string, page: Page, tell: () => boolean = () => true): boolean {
+  /** Stream the document `url` whose request `networkId` is paused in `tabId` (call before it is continued). `tell`
+   * tells the helper of its request, as `id` (browser_fetched), once it is sure to be streamed: false from it (the
+   * helper is gone) streams nothing. False: not streamed (too many under way, this one already is, or not told). */
+  start(tabId: number, networkId: string, id: string, url: string, page: Page, tell: () => boolean = () => true): boolean {
     if (this.streams.has(networkId) || this.streams.size >= MAX_STREAMS || !tell()) return false;
     const stream: Stream = {
-      tabId, id, page, status: null, contentType: null, policy: false, before: 0, early: [], answered: false, headSent: false, sent: 0, finished: false, refused: false,
+      tabId, id, url: withoutFragment(url), page, status: null, contentType: null, policy: false, before: 0, early: [], answered: false, headSent: false, sent: 0, finished: false, refused: false,
     };
     this.streams.set(networkId, stream);
     this.command(tabId, "Network.streamResourceContent", { requestId: networkId }).then(
@@ -107,11 +112,21 @@ export class DocumentStreams {
     if (typeof requestId !== "string") return;
     const stream = this.streams.get(requestId);
     if (stream === undefined || stream.tabId !== tabId) return;
-    if (method === "Network.responseReceived") {
-      const response = (params as { response?: { status?: number; headers?: Record<string, string> } }).response;
+    if (method === "Network.requestWillBeSent" && (params as { redirectResponse?: unknown }).redirectResponse !== undefined) {
+      // Redirected (the next hop keeps the request id): what comes is another URL's document
+      this.end(requestId, stream, "cut", "redirected");
+    } else if (method === "Network.responseReceived") {
+      const response = (params as { response?: { url?: string; status?: number; headers?: Record<string, string> } }).response;
+      if (withoutFragment(response?.url ?? "") !== stream.url) {
+        this.end(requestId, stream, "cut", "answered for another URL");
+        return;
+      }
       stream.status = response?.status ?? null;
-      stream.contentType = field(response?.headers, "content-type");
+      stream.contentType = field(response?.headers, "content-type")?.slice(0, 1024) ?? null;
       stream.policy = field(response?.headers, "content-security-policy") !== null;
+      // The head at once, before any byte: whether a Content-Security-Policy came decides what the helper may fly
+      // for the page's stylesheets, which the browser may ask for before the first bytes reach the helper.
+      if (!this.post(stream, "")) this.gone(requestId, stream);
     } else if (method === "Network.dataReceived") {
       const { data, dataLength } = params as { data?: string; dataLength?: number };
       if (data !== undefined) {
@@ -181,7 +196,7 @@ export class DocumentStreams {
     }
     for (let at = 0; at < data.length; at += MAX_PIECE_CHARS) {
       if (!this.post(stream, data.slice(at, at + MAX_PIECE_CHARS))) {
-        this.streams.delete(requestId);
+        this.gone(requestId, stream);
         return false;
       }
     }
@@ -189,12 +204,18 @@ export class DocumentStreams {
     return true;
   }
 
+  /** The helper could not be told (it is gone): nothing more is sent. */
+  private gone(requestId: string, stream: Stream): void {
+    if (this.streams.get(requestId) !== stream) return;
+    this.streams.delete(requestId);
+    this.ended?.(stream.id, "cut", stream.sent, "helper gone");
+  }
+
   private end(requestId: string, stream: Stream, end: "whole" | "cut", why = ""): void {
     if (this.streams.get(requestId) !== stream) return;
     this.streams.delete(requestId);
     this.ended?.(stream.id, end, stream.sent, why);
-    // A stream cut before anything was sent has nothing for the helper; one told nothing yet of its head is told now.
-    if (end === "cut" && !stream.headSent) return;
+    // Even a stream cut before its head: the helper then knows it will not have the document to read
     this.post(stream, "", end);
   }
 

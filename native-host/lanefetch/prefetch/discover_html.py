@@ -39,6 +39,7 @@ loads), srcset choices, CSS background images, and stylesheets' own references (
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import webencodings
 from html5lib._inputstream import HTMLBinaryInputStream
@@ -160,23 +161,36 @@ def _sets_policy(tag: str, attrs: Attributes) -> bool:
     return tag == "meta" and attrs.get("http-equiv", "").strip().lower() == "content-security-policy"
 
 
+class DocumentRead(NamedTuple):
+    """What a read of a document (or of its first bytes) found."""
+
+    found: list[Subresource]  # discover_html's subresources
+    # The document sets a Content-Security-Policy of its own (a <meta http-equiv>, wherever it is: the browser
+    # honours one in <head> only, and taking any is the safe side): what its stylesheets name may be blocked before
+    # any request, so nothing of it may be fetched on a guess
+    policy: bool
+    # The bytes read reach past the document's <head> (an element in its body): no <meta> policy can follow that
+    # the browser would take for what its stylesheets name
+    head_ended: bool
+
+
 def read_document(body: bytes, document_url: str, charset: str | None = None, *,
-                  max_bytes: int = MAX_BYTES) -> tuple[list[Subresource], bool]:
-    """discover_html's subresources, and whether the document sets a Content-Security-Policy of its own (a <meta
-    http-equiv>, wherever it is: the browser honours one in <head> only, and taking any is the safe side): what
-    such a page names may be blocked before any request, so nothing of it may be fetched on a guess."""
+                  max_bytes: int = MAX_BYTES) -> DocumentRead:
+    """discover_html's subresources, whether the document sets a Content-Security-Policy of its own, and whether
+    the bytes read reach past its head (DocumentRead)."""
     body = body[:max_bytes]
     encoding = sniff_encoding(body, charset)
     text, _ = webencodings.decode(body, encoding, errors="replace")  # a BOM wins, as in the sniff
     root = LexborHTMLParser(text, scripting=True).root  # as browsers that run scripts parse <noscript>
     if root is None:
-        return [], False
+        return DocumentRead([], False, False)
     elements = list(_walk(root))
     policy = any(_sets_policy(tag, attrs) for tag, attrs, _ in elements)
+    head_ended = any(parent == "body" for _, _, parent in elements)
     base_href = next((a["href"] for tag, a, _ in elements if tag == "base" and "href" in a), None)
     base = base_url(base_href, document_url, encoding=encoding)
     if base is None:
-        return [], policy
+        return DocumentRead([], policy, head_ended)
     found: list[Subresource] = []
     for tag, attrs, parent in elements:
         if tag == "link":
@@ -201,4 +215,4 @@ def read_document(body: bytes, document_url: str, charset: str | None = None, *,
             if url is not None:
                 mode, credentials = cors_settings(attrs.get("crossorigin"))
                 found.append(Subresource(url, "image", mode, credentials, document_url))
-    return dedupe(found), policy
+    return DocumentRead(dedupe(found), policy, head_ended)

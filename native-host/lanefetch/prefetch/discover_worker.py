@@ -32,7 +32,7 @@ from typing import Any
 
 from .discover_backgrounds import BackgroundRule, background_rules_of, expected_backgrounds
 from .discover_css import discover_css_rules, parse_stylesheet
-from .discover_html import read_document
+from .discover_html import DocumentRead, read_document
 from .resource import Subresource
 
 log = logging.getLogger(__name__)
@@ -126,10 +126,10 @@ class Discoverer:
             self._broken()
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]
 
-    async def html(self, body: bytes, url: str, charset: str | None) -> tuple[list[Subresource], bool]:
-        """What the document names, and whether it sets a Content-Security-Policy of its own
-        (discover_html.read_document)."""
-        read: tuple[list[Subresource], bool] = await self._run(read_document, body, url, charset)
+    async def html(self, body: bytes, url: str, charset: str | None) -> DocumentRead:
+        """What the document names, whether it sets a Content-Security-Policy of its own and whether the bytes read
+        reach past its head (discover_html.read_document)."""
+        read: DocumentRead = await self._run(read_document, body, url, charset)
         return read
 
     async def stylesheet(self, body: bytes, url: str, charset: str | None,

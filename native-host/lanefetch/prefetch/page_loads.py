@@ -24,11 +24,17 @@ and the engine, so a prefetched response answers before any of them is asked):
   answered by the same fidelity rule). Bodies that are not 2xx are not read; one that arrives content-coded (proxy
   mode delivers bodies as the server coded them) is decoded for reading (stream/decode.py decoded_prefix, bounded),
   and one in a coding the helper cannot undo is not read.
-  Background images (discover_backgrounds.py): each stylesheet read where the load's document came through the
-  helper also yields its background rules, matched against the document once it was read whole (kept up to
-  MAX_KEPT_DOCUMENT); an image they are expected to show flies as a guess (the speculative budget). A stylesheet
-  read before the read that names it (the document's may end later in the worker) keeps its rules until that
-  read says whether the sheet applies to the screen (_place_rules).
+  A document the browser loads itself (Chromium, a page on a private address) is read from the bytes the browser
+  streams here (`browser_document`, its request told first with `browser_fetched`); the stylesheets and scripts it
+  names are left to the browser (`_Load.browser_named`), its images fly.
+  A page under a Content-Security-Policy (a field of its document's response, or a <meta http-equiv> a read of the
+  document finds) flies nothing discovered (`_Load.under_policy`); what a stylesheet names waits until a read of
+  the document reached past its head (`_Load.head_read`), where such a <meta> would be.
+  Background images (discover_backgrounds.py): each stylesheet read where the load's document is read (it came
+  through the helper, or the browser streams it here) also yields its background rules, matched against the
+  document once it was read whole (kept up to MAX_KEPT_DOCUMENT); an image they are expected to show flies as a
+  guess (the speculative budget). A stylesheet read before the read that names it (the document's may end later
+  in the worker) keeps its rules until that read says whether the sheet applies to the screen (_place_rules).
   Once the document was read whole its stylesheets are the page's template key (learned.page_keys): the
   template's history is recalled and its stable assets join the flight too, and the load is recorded under both
   keys when it ends.
@@ -213,11 +219,20 @@ class _Load:
     # browser's parser has those bytes as soon as the helper (sooner), so it asks for them as early as a flight
     # would; a flight only takes a share of the link, and a large script found in a long document's end took the
     # browser's warm connection's place on a cold one of the helper's (rust-book-print on `sat`: 0.77× with them
-    # flown, session 36). Its images do fly (once it ended, as any document's): Chromium holds images back while
+    # flown, session 36). Its images do fly, as a fetched document's do: Chromium holds images back while
     # render-blocking requests are under way, and flying them gained apache-rewrite 0.98× → 1.14× and
     # flask-tutorial 1.14× → 1.34× on `sat`. Its stylesheets' reads, their background rules matched against it and
     # the page's learned history fly too.
     browser_named: set[str] = field(default_factory=set)
+    # A read of the load's document reached past its <head> (or it was read whole): no <meta> Content-Security-Policy
+    # can come that the browser would apply to what the stylesheets name. Until then (where the document is read)
+    # what they name waits, found but not flown (_fly_found), and flies once this is set (_pending)
+    head_read: bool = False
+    # The images a streamed document names wait for the load's first batch (`batch_seen`): flown as soon as found they
+    # took every connection 14 ms before the browser's render-blocking stylesheets and scripts came, which then
+    # waited behind them (django-tutorial07 on `sat`: 2 round trips, in 3 of 6 loads; session 36)
+    after_first_batch: set[str] = field(default_factory=set)
+    batch_seen: bool = False
     # Past MAX_BACKGROUND_RULES: no more background guesses in this load (a truncated set would drop the later
     # rules, which win ties)
     backgrounds_given_up: bool = False
@@ -432,14 +447,16 @@ class PageLoads:
         finally:
             planned(False)
 
-    async def _fly(self, load: _Load, planned: list[Planned]) -> None:
+    async def _fly(self, load: _Load, planned: list[Planned], guesses: set[str] | frozenset[str] = frozenset()) -> None:
         """Add the planned items the flight does not have yet, the cache does not hold fresh (what it holds stale
         is revalidated) and the browser did not ask for yet (what it asked for went its own way: fetching it again
-        is waste)."""
+        is waste). `guesses`: the URLs that discovery found, dropped if the page turned out to be under a
+        Content-Security-Policy while the cache was asked."""
         fresh = [self._as_sent(load, i) for i in planned if i.url not in load.planned
                  and (self._reaches_here is None or self._reaches_here(i.url))]
         items = await self._not_fresh(load.page, [i for i in fresh if i is not None])
-        items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned]
+        items = [i for i in items if not load.log.requested(i.url) and i.url not in load.planned
+                 and not (load.under_policy and i.url in guesses)]
         if not items or load.ended:
             return
         load.planned.update(i.url for i in items)
@@ -514,9 +531,13 @@ class PageLoads:
                 except FetchError:
                     return  # not what it says it is: nothing to read
             rules: list[BackgroundRule] = []
+            opened = False
             if tap.kind == "html":
-                found, policy = await self._discoverer.html(body, tap.url, tap.charset)
-                load.under_policy = load.under_policy or policy
+                read = await self._discoverer.html(body, tap.url, tap.charset)
+                found = read.found
+                load.under_policy = load.under_policy or read.policy
+                opened = not load.head_read and (read.head_ended or whole)
+                load.head_read = load.head_read or opened
             else:  # one parse for what it names and its background rules
                 found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
                                                                  _guesses_backgrounds(load))
@@ -524,6 +545,9 @@ class PageLoads:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)
             await self._discovered_backgrounds(load, tap, body, whole, rules)
+            pending = _pending(load) if opened and not load.ended else []
+            if pending:  # what the stylesheets named while the document's head was not read yet
+                await self._fly_found(load, pending, tap.user_agent or load.user_agent)
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")
 
@@ -573,20 +597,30 @@ class PageLoads:
             load.found.setdefault(sub.url, (sub, tap.wave + 1))
             if tap.streamed and sub.destination != "image":
                 load.browser_named.add(sub.url)
+            elif tap.streamed:
+                load.after_first_batch.add(sub.url)
         new = _unplanned(load, [(sub, tap.wave + 1) for sub in found])
         if not (new or recalled) or load.ended:
             return
-        await self._fly_found(load, new, tap.user_agent or load.user_agent)
+        await self._fly_found(load, new, tap.user_agent or load.user_agent, from_document=tap.kind == "html")
 
-    async def _fly_found(self, load: _Load, found: list[tuple[Subresource, int]], user_agent: str | None) -> list[str]:
+    async def _fly_found(self, load: _Load, found: list[tuple[Subresource, int]], user_agent: str | None, *,
+                         from_document: bool = False) -> list[str]:
         """Plan what discovery found (each with its wave) with the page's histories and the browser's field profile,
         and fly it, less what was planned, is cached or was asked for already (_fly); the URLs planned."""
         if load.under_policy:
             found = []  # a request the page's policy blocks must never reach a server; its history's were made
+        elif load.reads_document and not load.head_read and not from_document:
+            # A <meta> policy may still come in the document's head: what its stylesheets name waits (_pending
+            # flies it once a read of the document reached past its head). What the document names before such a
+            # <meta> the browser fetches too: its policy applies from where it stands.
+            found = []
+        if not load.batch_seen:  # a streamed document's images wait for the browser's first batch (fetch)
+            found = [(sub, wave) for sub, wave in found if sub.url not in load.after_first_batch]
         profile = await self._profile(load.page, user_agent) if user_agent is not None else None
         chosen = plan(load.exact, load.template, found, profile=profile, page_url=load.key.page,
                       cookies_on_site=load.cookies_on_site, shape=load.shape, sheet_sets_site=self._sheet_sets_site)
-        await self._fly(load, chosen.items)
+        await self._fly(load, chosen.items, guesses={sub.url for sub, _ in found})
         return [i.url for i in chosen.items]
 
     async def _profile(self, page: Page, user_agent: str) -> FieldProfile | None:
@@ -758,7 +792,23 @@ class PageLoads:
                               self._clock())
         self._tap(load, requests, wave)
         self._learn_live(load, requests, wave)
+        if not load.batch_seen:
+            load.batch_seen = True
+            if load.after_first_batch:  # planned after this batch's requests were queued (the plan awaits)
+                task = asyncio.create_task(self._fly_pending(load), name="lanefetch-after-first-batch")
+                load.tasks.add(task)
+                task.add_done_callback(load.tasks.discard)
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
+
+    async def _fly_pending(self, load: _Load) -> None:
+        """Fly what the load found and left for later (_pending)."""
+        pending = _pending(load)
+        if not pending or load.ended or load.forgotten:
+            return
+        try:
+            await self._fly_found(load, pending, load.user_agent)
+        except Exception:  # an optimisation: a failure loses a flight, never the page
+            log.exception("flying what a load left for later failed")
 
     async def browser_accept(self, user_agent: str, accept: dict[tuple[str, str], str | None]) -> None:
         """The Accept fields this browser sends per kind, seen on requests of the extension's own (browser_fields):
@@ -792,9 +842,10 @@ class PageLoads:
                 log.exception("planning a load again with the browser's Accept fields failed")
 
     def browser_fetched(self, requests: list[FetchRequest], page: Page) -> None:
-        """Requests of the page that the browser fetched itself over its own h2/h3 connection, never offered here
-        (the page had no flight): logged in the page's load as left to the browser, as a browser_warm request
-        declined here is, so the page is learned all the same. Nothing is read of them (no body comes here)."""
+        """Requests of the page that the browser fetched itself: over its own h2/h3 connection, never offered here
+        (the page had no flight), or the page's own document on a private address (local_document): logged in the
+        page's load as left to the browser, as a browser_warm request declined here is, so the page is learned all
+        the same. No body of them comes here, but the document's, which the browser streams (browser_document)."""
         self._end_idle()
         key = load_key(page)
         load = self._loads.get(key) if key is not None else None
@@ -837,6 +888,10 @@ class PageLoads:
         self._tapped(load, tap, data)
         if end is not None:
             log.debug("the browser's document %s streamed here: %d B, %s", tap.url, tap.size, end)
+            if end == "cut" and tap.read_at == 0 and tap.size < PROGRESSIVE_MIN:
+                # Nothing of it was or will be read: the load has no document (what its stylesheets name need not
+                # wait for its head, and there is none to match their background rules against)
+                load.reads_document = False
             self._tap_ended(load, request_id, whole=end == "whole")
 
     @staticmethod

@@ -8,7 +8,8 @@ import type { BrowserDocument, Page } from "../../../extension/src/generated/pro
 import { base64ByteLength } from "../../../extension/src/deliver/base64-concat.js";
 import { DocumentStreams, MAX_PIECE_CHARS, MAX_STREAMED, MAX_STREAMS } from "../../../extension/src/intercept/document-stream.js";
 
-const PAGE: Page = { url: "http://intranet.lan/guide/", top_site: "http://intranet.lan", address_space: "private" };
+const DOC = "http://intranet.lan/guide/";
+const PAGE: Page = { url: DOC, top_site: "http://intranet.lan", address_space: "private" };
 const b64 = (text: string): string => Buffer.from(text).toString("base64");
 
 class Cdp {
@@ -46,65 +47,68 @@ function bodyOf(sent: BrowserDocument[]): string {
   return sent.map((m) => Buffer.from(m.data, "base64").toString()).join("");
 }
 
-const response = { requestId: "N1", response: { status: 200, headers: { "content-type": "text/html; charset=utf-8" } } };
+const response = { requestId: "N1", response: { url: DOC, status: 200, headers: { "content-type": "text/html; charset=utf-8" } } };
+const HEAD = { type: "browser_document", page: PAGE, id: "r3", data: "", status: 200, content_type: "text/html; charset=utf-8" };
 
 test("the buffered first bytes, then what came early, then the rest: in order, once, the head first, ended whole", async () => {
   const { cdp, sent, docs } = streams();
-  assert.equal(docs.start(7, "N1", "r3", PAGE), true);
+  assert.equal(docs.start(7, "N1", "r3", DOC, PAGE), true);
   assert.deepEqual(cdp.calls, [{ tabId: 7, method: "Network.streamResourceContent", params: { requestId: "N1" } }]);
   docs.handle(7, "Network.responseReceived", response);
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 11 }); // before streaming: no data
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 5, data: b64("<p>2 ") }); // early, with data
   docs.handle(9, "Network.dataReceived", { requestId: "N1", dataLength: 3, data: b64("xxx") }); // another tab's
   docs.handle(7, "Network.dataReceived", { requestId: "N2", dataLength: 3, data: b64("yyy") }); // another request's
-  assert.equal(sent.length, 0, "nothing before the command's answer");
+  assert.deepEqual(sent, [HEAD], "the head at once; no byte before the command's answer");
   await cdp.answer(0, b64("<!doctype h"));
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 4, data: b64("end.") });
   docs.handle(7, "Network.loadingFinished", { requestId: "N1" });
   assert.equal(bodyOf(sent), "<!doctype h<p>2 end.");
-  assert.deepEqual(sent[0], { type: "browser_document", page: PAGE, id: "r3", data: b64("<!doctype h"), status: 200, content_type: "text/html; charset=utf-8" });
+  assert.deepEqual(sent[1], { type: "browser_document", page: PAGE, id: "r3", data: b64("<!doctype h") });
   assert.ok(sent.slice(1).every((m) => m.status === undefined && m.content_type === undefined));
-  assert.deepEqual(sent.map((m) => m.end), [undefined, undefined, undefined, "whole"]);
+  assert.deepEqual(sent.map((m) => m.end), [undefined, undefined, undefined, undefined, "whole"]);
   assert.equal(docs.size, 0);
 });
 
-test("first bytes the buffer no longer holds: nothing is sent (a document missing its start is never read)", async () => {
+test("first bytes the buffer no longer holds: no byte is sent, the stream is cut (a document missing its start is never read)", async () => {
   const { cdp, sent, docs } = streams();
-  docs.start(7, "N1", "r3", PAGE);
+  docs.start(7, "N1", "r3", DOC, PAGE);
   docs.handle(7, "Network.responseReceived", response);
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 4000 });
   await cdp.answer(0, ""); // evicted
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 4, data: b64("more") });
   docs.handle(7, "Network.loadingFinished", { requestId: "N1" });
-  assert.deepEqual(sent, []);
+  assert.equal(bodyOf(sent), "");
+  assert.deepEqual(sent.map((m) => m.end), [undefined, "cut"]);
   assert.equal(docs.size, 0);
 });
 
 test("a body that ended before the answer is sent whole from the buffer", async () => {
   const { cdp, sent, docs } = streams();
-  docs.start(7, "N1", "r3", PAGE);
+  docs.start(7, "N1", "r3", DOC, PAGE);
   docs.handle(7, "Network.responseReceived", response);
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 9 });
   docs.handle(7, "Network.loadingFinished", { requestId: "N1" });
   await cdp.answer(0, b64("<p>tiny</"));
   assert.equal(bodyOf(sent), "<p>tiny</");
-  assert.deepEqual(sent.map((m) => m.end), [undefined, "whole"]);
+  assert.deepEqual(sent.map((m) => m.end), [undefined, undefined, "whole"]);
 });
 
-test("a failed load, bytes the stream did not carry, a tab gone: cut after what was sent", async () => {
-  for (const stop of ["failed", "unstreamed", "tab gone"] as const) {
+test("a failed load, bytes the stream did not carry, a tab gone, a redirect: cut after what was sent", async () => {
+  for (const stop of ["failed", "unstreamed", "tab gone", "redirected"] as const) {
     const { cdp, sent, docs } = streams();
-    docs.start(7, "N1", "r3", PAGE);
+    docs.start(7, "N1", "r3", DOC, PAGE);
     docs.handle(7, "Network.responseReceived", response);
     await cdp.answer(0, "");
     docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3, data: b64("abc") });
     if (stop === "failed") docs.handle(7, "Network.loadingFailed", { requestId: "N1", errorText: "net::ERR_ABORTED" });
     else if (stop === "unstreamed") docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3 });
+    else if (stop === "redirected") docs.handle(7, "Network.requestWillBeSent", { requestId: "N1", redirectResponse: { status: 302 } });
     else docs.tabGone(7);
     docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3, data: b64("def") });
     docs.handle(7, "Network.loadingFinished", { requestId: "N1" });
     assert.equal(bodyOf(sent), "abc", stop);
-    assert.deepEqual(sent.map((m) => m.end), [undefined, "cut"], stop);
+    assert.deepEqual(sent.map((m) => m.end), [undefined, undefined, "cut"], stop);
   }
 });
 
@@ -120,8 +124,8 @@ test("a refused command: the whole body once it ended, only if it is exactly the
   cases.push({ what: "text, no charset named, longer in UTF-8", headers: { "Content-Type": "text/html" }, reply: { body: "<p>éé</p>", base64Encoded: false }, endFirst: true, sent: null });
   for (const c of cases) {
     const { cdp, sent, docs } = streams();
-    docs.start(7, "N1", "r3", PAGE);
-    docs.handle(7, "Network.responseReceived", { requestId: "N1", response: { status: 200, headers: c.headers } });
+    docs.start(7, "N1", "r3", DOC, PAGE);
+    docs.handle(7, "Network.responseReceived", { requestId: "N1", response: { url: DOC, status: 200, headers: c.headers } });
     docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: Buffer.byteLength("<p>é</p>") });
     if (c.endFirst) docs.handle(7, "Network.loadingFinished", { requestId: "N1" });
     await cdp.refuse(0);
@@ -131,11 +135,13 @@ test("a refused command: the whole body once it ended, only if it is exactly the
     }
     assert.deepEqual(cdp.calls[1], { tabId: 7, method: "Network.getResponseBody", params: { requestId: "N1" } }, c.what);
     await cdp.reply(1, c.reply);
-    if (c.sent === null) assert.deepEqual(sent, [], c.what);
-    else {
+    assert.equal(sent[0]?.status, 200, c.what);
+    if (c.sent === null) {
+      assert.equal(bodyOf(sent), "", c.what);
+      assert.deepEqual(sent.map((m) => m.end), [undefined, "cut"], c.what);
+    } else {
       assert.equal(bodyOf(sent), c.sent, c.what);
-      assert.deepEqual(sent.map((m) => m.end), [undefined, "whole"], c.what);
-      assert.equal(sent[0]?.status, 200, c.what);
+      assert.deepEqual(sent.map((m) => m.end), [undefined, undefined, "whole"], c.what);
     }
     assert.equal(docs.size, 0, c.what);
   }
@@ -144,7 +150,7 @@ test("a refused command: the whole body once it ended, only if it is exactly the
 test("a body past the cap is cut before the bytes that pass it", async () => {
 
   const { cdp, sent, docs } = streams();
-  docs.start(7, "N1", "r3", PAGE);
+  docs.start(7, "N1", "r3", DOC, PAGE);
   await cdp.answer(0, "");
   const big = Buffer.alloc(MAX_STREAMED - 10, 0x61).toString("base64");
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: MAX_STREAMED - 10, data: big });
@@ -158,26 +164,42 @@ test("a body past the cap is cut before the bytes that pass it", async () => {
 
 test("at most MAX_STREAMS at once, never one request twice, never one the helper was not told of; a helper gone ends the stream", async () => {
   const { docs } = streams();
-  for (let i = 0; i < MAX_STREAMS; i++) assert.equal(docs.start(1, `N${i}`, `r${i}`, PAGE), true);
-  assert.equal(docs.start(1, "N0", "again", PAGE), false);
-  assert.equal(docs.start(1, "Nmore", "rmore", PAGE), false);
+  for (let i = 0; i < MAX_STREAMS; i++) assert.equal(docs.start(1, `N${i}`, `r${i}`, DOC, PAGE), true);
+  assert.equal(docs.start(1, "N0", "again", DOC, PAGE), false);
+  assert.equal(docs.start(1, "Nmore", "rmore", DOC, PAGE), false);
   const untold = streams();
-  assert.equal(untold.docs.start(1, "N1", "r1", PAGE, () => false), false, "not told to the helper: not streamed");
+  assert.equal(untold.docs.start(1, "N1", "r1", DOC, PAGE, () => false), false, "not told to the helper: not streamed");
   assert.deepEqual(untold.cdp.calls, []);
-  const gone = streams(false);
-  gone.docs.start(7, "N1", "r3", PAGE);
-  await gone.cdp.answer(0, b64("abc"));
-  gone.docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 9, data: b64("abc") });
-  gone.docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3 });
-  assert.equal(gone.docs.size, 0);
+  const ends: string[] = [];
+  const cdp = new Cdp();
+  const gone = new DocumentStreams(cdp.command, () => false, (_id, end, _bytes, why) => ends.push(`${end}: ${why}`));
+  gone.start(7, "N1", "r3", DOC, PAGE);
+  gone.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3 });
+  await cdp.answer(0, b64("abc"));
+  assert.equal(gone.size, 0);
+  assert.deepEqual(ends, ["cut: helper gone"]);
 });
 
 test("a response under a Content-Security-Policy says so on its first piece (the helper then flies nothing it finds)", async () => {
   const { cdp, sent, docs } = streams();
-  docs.start(7, "N1", "r3", PAGE);
-  docs.handle(7, "Network.responseReceived", { requestId: "N1", response: { status: 200, headers: { "Content-Security-Policy": "img-src 'self'" } } });
+  docs.start(7, "N1", "r3", DOC, PAGE);
+  docs.handle(7, "Network.responseReceived", { requestId: "N1", response: { url: DOC, status: 200, headers: { "Content-Security-Policy": "img-src 'self'" } } });
+  assert.deepEqual(sent.map((m) => m.content_security_policy), [true], "told at once, before any byte");
   await cdp.answer(0, "");
   docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3, data: b64("abc") });
-  docs.handle(7, "Network.dataReceived", { requestId: "N1", dataLength: 3, data: b64("def") });
   assert.deepEqual(sent.map((m) => m.content_security_policy), [true, undefined]);
+});
+
+test("a response for another URL than the document told (a redirect's next hop) is never streamed as it", async () => {
+  const { cdp, sent, docs } = streams();
+  docs.start(7, "N1", "r3", `${DOC}#part`, PAGE);
+  docs.handle(7, "Network.responseReceived", { requestId: "N1", response: { url: "http://intranet.lan/login", status: 200, headers: {} } });
+  await cdp.answer(0, b64("<p>login</p>"));
+  docs.handle(7, "Network.loadingFinished", { requestId: "N1" });
+  assert.deepEqual(sent, [{ type: "browser_document", page: PAGE, id: "r3", data: "", end: "cut" }], "no head, no byte: cut");
+  assert.equal(docs.size, 0);
+  const same = streams();
+  same.docs.start(7, "N1", "r3", `${DOC}#part`, PAGE);
+  same.docs.handle(7, "Network.responseReceived", response);
+  assert.equal(same.sent.length, 1, "the document's own URL, fragment aside");
 });

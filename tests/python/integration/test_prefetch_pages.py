@@ -20,7 +20,7 @@ from aiohttp import web
 from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from lanefetch.prefetch import page_loads
 from lanefetch.prefetch.budget import Ledger, limits_for
-from lanefetch.prefetch.discover_html import discover_html
+from lanefetch.prefetch.discover_html import DocumentRead, discover_html
 from lanefetch.prefetch.discover_worker import Discoverer
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.learned import Observed, observe
@@ -28,7 +28,6 @@ from lanefetch.prefetch.load_log import load_key
 from lanefetch.prefetch.page_loads import LoadEnded, PageLoads
 from lanefetch.prefetch.page_memory import PageMemory, Recalled
 from lanefetch.prefetch.plan import Planned, plan
-from lanefetch.prefetch.resource import Subresource
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 from waits import until
@@ -1076,7 +1075,7 @@ class _DocumentReadLate(Discoverer):
         super().__init__(use_process=False)
         self.release = asyncio.Event()
 
-    async def html(self, body: bytes, url: str, charset: str | None) -> tuple[list[Subresource], bool]:
+    async def html(self, body: bytes, url: str, charset: str | None) -> DocumentRead:
         await self.release.wait()
         return await super().html(body, url, charset)
 
@@ -1253,7 +1252,7 @@ async def test_nothing_flies_whose_request_would_not_come_to_the_helper(service:
             await loads.end_all()
 
 
-@pytest.mark.parametrize("how", ["whole", "cut", "not_found"])
+@pytest.mark.parametrize("how", ["whole", "cut", "not_found", "cut_at_once"])
 async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_streams(
         service: FetchService, how: str) -> None:
     """Chromium on a private page (`local_document`): the browser loads the document itself, its request is told
@@ -1262,7 +1261,8 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
     helper): the stylesheet it asks for is read and the background image its rule gives an element of the streamed
     document flies and answers the browser's request; the server never sees the document from the helper. A stream
     cut short is read as far as it came but never as the whole document (no template key, no document for background
-    rules); a 404's body is not read; a piece for a request that is not the load's document is dropped."""
+    rules), and one cut before any byte leaves the load without a document; a 404's body is not read; a piece for a
+    request that is not the load's document is dropped."""
     html = BG_HTML.replace(b"<body>", b"<body><img src=/static/shot.png>")
     async with counting_server(_answer_from({**BG, "/static/shot.png": IMG_PAGE["/static/shot.png"]})) as server:
         loads, _ended = recording_loads(service, documents_whole=True)
@@ -1275,6 +1275,11 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
             loads.browser_document(page, "doc", 200, "text/html", b"<script src=/static/early.js></script>", None)
             loads.browser_fetched([document_request("doc", page_url)], page)
             loads.browser_document(page, "other", 200, "text/html", b"<script src=/static/x.js></script>" * 40, "whole")
+            if how == "cut_at_once":  # e.g. redirected: no byte will come, so the load has no document to read
+                assert load.reads_document
+                loads.browser_document(page, "doc", None, None, b"", "cut")
+                assert not load.reads_document and "doc" not in load.taps
+                return
             status = 404 if how == "not_found" else 200
             first, rest = html[:1100], html[1100:]
             loads.browser_document(page, "doc", status, "text/html; charset=utf-8", first, None)
@@ -1295,6 +1300,9 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
             assert "doc" not in load.taps and load.browser_named == set(sheets)
             assert load.stylesheets == (None if how == "cut" else sheets)  # a prefix is never the whole
             assert (load.document is None) is (how == "cut")
+            # Its image waits for the browser's first batch: flown before it, it would take the connections that
+            # batch's render-blocking stylesheets need
+            assert server.seen == [] and shot in load.after_first_batch
             sink = Collect()
             await loads.fetch([browser_request("css", f"{server.url}/static/bg.css", "style")], sink, page)
             assert sink.cache == {"css": "none"}, "what the document names is the browser's to ask for"
@@ -1353,4 +1361,42 @@ async def test_nothing_discovered_flies_for_a_document_under_a_content_security_
             assert load.flight is None or load.flight.report.sent == 0
             assert [p for p in server.seen if p != "/img/index.html"] == []
         finally:
+            await loads.end_all()
+
+
+@pytest.mark.parametrize("meta", [True, False])
+async def test_what_a_stylesheet_names_waits_for_the_document_s_head_which_may_set_a_policy(
+        service: FetchService, meta: bool) -> None:
+    """A <meta http-equiv=Content-Security-Policy> is found only by a read of the document that reaches it. A
+    stylesheet the browser asked for can be read first (the document's read, in the worker, ends later): what it
+    names (its @import) waits until a read of the document got past the head. With the <meta> there, it never
+    flies; without it, it flies once the document's read ends (the wait is never a loss)."""
+    policy = b"<meta http-equiv=Content-Security-Policy content=\"style-src 'self'\">" if meta else b""
+    html = (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=/static/imp.css>"
+            + b"<meta name=filler content=x>" * 60 + policy + b"</head><body><p>text</p></body></html>")
+    pages = {"/late/index.html": html, "/static/imp.css": b"@import url(more.css); p { color: red }",
+             "/static/more.css": b"p { color: black }"}
+    async with counting_server(_answer_from(pages)) as server:
+        discoverer = _DocumentReadLate()
+        loads, _ended = recording_loads(service, discoverer=discoverer)
+        try:
+            await known_browser(loads, service, server.url)
+            server.seen.clear()
+            page_url, page = navigate(loads, server.url, "/late/index.html")
+            await loads.fetch([document_request("doc", page_url)], Collect(), page)
+            await loads.fetch([browser_request("css", f"{server.url}/static/imp.css", "style")], Collect(), page)
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            more = f"{server.url}/static/more.css"
+            await until(lambda: more in load.found, "the stylesheet read, its @import found")
+            assert "/static/more.css" not in server.seen and not load.head_read
+            discoverer.release.set()
+            await until(lambda: load.head_read and not load.tasks, "the document read")
+            assert load.under_policy is meta
+            if meta:
+                assert "/static/more.css" not in server.seen
+            else:
+                await until(lambda: "/static/more.css" in server.seen, "the @import flown once the head was read",
+                            seen=lambda: server.seen)
+        finally:
+            discoverer.release.set()
             await loads.end_all()

@@ -180,9 +180,21 @@ def test_encoding_sniffed_like_the_browser() -> None:
 def test_a_document_s_own_content_security_policy_is_told(html: bytes, policy: bool) -> None:
     """read_document says whether the document sets a policy of its own (page_loads then flies nothing it
     discovers for it); what it names is found either way."""
-    found, sets = read_document(html, "http://h/p/index.html")
-    assert sets is policy
-    assert [s.url for s in found] == ["http://h/a.png"]
+    read = read_document(html, "http://h/p/index.html")
+    assert read.policy is policy
+    assert [s.url for s in read.found] == ["http://h/a.png"]
+
+
+@pytest.mark.parametrize(("html", "ended"), [
+    (b"<!doctype html><html><head><meta charset=utf-8><link rel=stylesheet href=a.css>", False),  # cut in the head
+    (b"<!doctype html><head><title>t</title></head><body><p>x", True),
+    (b"<title>t</title><link rel=stylesheet href=a.css><img src=a.png>", True),  # an <img> opens the body
+    (b"<head><script>var x = '<div>'</script>", False),  # markup in a script is text
+])
+def test_a_read_says_whether_it_reached_past_the_head(html: bytes, ended: bool) -> None:
+    """Until a read reaches past the document's head, a <meta> policy may still come (page_loads waits with what
+    the stylesheets name)."""
+    assert read_document(html, "http://h/").head_ended is ended
 
 
 def test_max_bytes_bounds_the_work() -> None:
