@@ -211,8 +211,7 @@ let expiryTimer: ReturnType<typeof setTimeout> | undefined;
 let attachDurations: number[] = [];
 function verdictEvent(host: string): TabEvent {
   const v = speed.verdict(host);
-  const races = racesAttach(v.rttMs, attachDurations, addressSpaceOfUrl(`http://${host}/`) ?? "public");
-  return { type: "verdict", host, speed: v.state, racesAttach: races };
+  return { type: "verdict", host, speed: v.state, racesAttach: racesAttach(v.rttMs, attachDurations) };
 }
 speed.onVerdict((host) => {
   void dispatch(verdictEvent(host));

@@ -19,8 +19,6 @@
 // helper whether the page has a learned flight (flight_plan); without one the tab is navigated again once attached,
 // as after the gate's block but ~0.1 s sooner, unless the answer came too late (tooLateToRenavigate).
 
-import type { AddressSpace } from "../sites/address-space.js";
-
 /** Whether the helper's word on a racing navigation's flight came too late to navigate again (ms since the
  * navigation started, the host's round trip): past half a round trip a request on a warm browser connection may be at
  * the server, and past one a cold connection's is on its way; asking again then would fetch the document twice. */
@@ -51,14 +49,13 @@ export function attachEstimate(recent: readonly number[]): number {
   return valid.length ? Math.max(...valid) : ATTACH_PRIOR_MS;
 }
 
-/** Whether a navigation to a host of this round trip (ms) can go on while its tab is attached. Never for a host on a
- * private address (`space`, judged from its name): its document is the browser's either way (local_document), and
- * only a paused one is streamed to the helper (document-stream.ts), which a racing tab's cannot be (its Network
- * domain waits for the page's load). Measured on `sat` (real-pages, Chromium, Apache, 3 rounds, session 36): racing
- * 0.99–1.23× (median page 1.12×), gated with the stream 1.02–1.34× (median 1.14×), no page slower. A loopback host
- * is left as it was: it is never slow but where a test makes it so (the racing tests' sites). */
-export function racesAttach(rttMs: number | null, recent: readonly number[], space: AddressSpace = "public"): boolean {
-  return space !== "private" && rttMs !== null && rttMs >= RACE_FACTOR * attachEstimate(recent);
+/** Whether a navigation to a host of this round trip (ms) can go on while its tab is attached. A racing tab's
+ * document cannot be streamed to the helper (its Network domain waits for the page's load), so a private page's
+ * first navigation in a tab is not read (document-stream.ts); gating such pages instead so that it is was measured
+ * and not kept: the gate and the Network domain on during the load cost rust-book-print 0.94–0.96× on `sat`, where
+ * racing is 1.00× (real-pages, session 36; docs/performance.md). */
+export function racesAttach(rttMs: number | null, recent: readonly number[]): boolean {
+  return rttMs !== null && rttMs >= RACE_FACTOR * attachEstimate(recent);
 }
 
 /** The durations read back from storage (anything else is ignored). */

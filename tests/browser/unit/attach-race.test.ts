@@ -11,12 +11,6 @@ test("before any attach was measured the prior decides: satellite and W-CDMA rou
   assert.equal(racesAttach(null, []), false, "an unknown round trip never races");
 });
 
-test("a host on a private address never races (its document is streamed to the helper only when paused); loopback as any", () => {
-  assert.equal(racesAttach(600, [], "private"), false);
-  assert.equal(racesAttach(600, [], "loopback"), true);
-  assert.equal(racesAttach(600, [], "public"), true);
-});
-
 test("the slowest recent attach decides, with the margin", () => {
   const recent = [120, 230, 90];
   assert.equal(attachEstimate(recent), 230);
