@@ -1067,6 +1067,19 @@ async def test_a_first_visit_flies_the_background_image_its_document_shows(servi
             await loads.end_all()
 
 
+async def _stylesheet_asked_before_the_document_is_read(loads: PageLoads, service: FetchService, server: Server,
+                                                       path: str, css: str) -> tuple[Page, Any]:
+    """A first visit (the browser's fields known) to the page at `path`: its document asked for, then the browser's
+    request of the stylesheet `css` (with a _DocumentReadLate discoverer, read before the document): its Page and
+    load."""
+    await known_browser(loads, service, server.url)
+    server.seen.clear()
+    page_url, page = navigate(loads, server.url, path)
+    await loads.fetch([document_request("doc", page_url)], Collect(), page)
+    await loads.fetch([browser_request("css", f"{server.url}{css}", "style")], Collect(), page)
+    return page, loads._loads[load_key(page)]  # type: ignore[index]
+
+
 class _DocumentReadLate(Discoverer):
     """A discovery worker whose document reads wait until `release` is set (a busy machine: the document's read, in
     the worker, ends after its stylesheet's)."""
@@ -1089,12 +1102,8 @@ async def test_a_stylesheet_read_before_its_document_keeps_its_background_rules(
         discoverer = _DocumentReadLate()
         loads, _ended = recording_loads(service, discoverer=discoverer)
         try:
-            await known_browser(loads, service, server.url)
-            server.seen.clear()
-            page_url, page = navigate(loads, server.url, "/bg/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
-            await loads.fetch([browser_request("css", f"{server.url}/static/bg.css", "style")], Collect(), page)
-            load = loads._loads[load_key(page)]  # type: ignore[index]
+            page, load = await _stylesheet_asked_before_the_document_is_read(loads, service, server, "/bg/index.html",
+                                                                             "/static/bg.css")
             await until(lambda: f"{server.url}/static/bg.css" in load.unplaced_rules,
                         "the stylesheet read, its rules waiting")
             assert "/static/note.png" not in server.seen and not load.backgrounds
@@ -1380,12 +1389,8 @@ async def test_what_a_stylesheet_names_waits_for_the_document_s_head_which_may_s
         discoverer = _DocumentReadLate()
         loads, _ended = recording_loads(service, discoverer=discoverer)
         try:
-            await known_browser(loads, service, server.url)
-            server.seen.clear()
-            page_url, page = navigate(loads, server.url, "/late/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
-            await loads.fetch([browser_request("css", f"{server.url}/static/imp.css", "style")], Collect(), page)
-            load = loads._loads[load_key(page)]  # type: ignore[index]
+            _page, load = await _stylesheet_asked_before_the_document_is_read(loads, service, server,
+                                                                              "/late/index.html", "/static/imp.css")
             more = f"{server.url}/static/more.css"
             await until(lambda: more in load.found, "the stylesheet read, its @import found")
             assert "/static/more.css" not in server.seen and not load.head_read

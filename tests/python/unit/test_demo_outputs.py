@@ -73,11 +73,13 @@ def test_pipelined_counts_are_explained_and_consistent() -> None:
     off = Load({"load_s": 6.0, "resources": 4, "records": []}, 3, 3, 0, 0, 0, 0)
     text = "\n".join(tables.comparison(off, on))
     assert "| requests sent pipelined (another unanswered on the connection) | 0 | 2 |" in text
-    assert "| … of them already in nginx's buffer when it finished the one before | 0 | 1 |" in text
+    assert "| requests answered from the helper's prefetch flight | 0 | 0 |" in text
+    assert "| requests nginx had in its buffer when it finished the one before (both kinds) | 0 | 1 |" in text
     assert "2.00× faster" in text
     slower = "\n".join(tables.comparison(Load({**off.page, "load_s": 2.91}, 3, 3, 0, 0, 0, 0), on))
     assert "| 2.91 s | 3.00 s | 1.03× slower |" in slower, slower
     summary = tables.summary(on)
     assert len(summary) <= 3
     assert summary[0] == ("With lanefetch ON the helper fetched 3 of the 4 requests (1 left to the browser) on 1 "
-                          "connection; 2 went out pipelined, up to 3 in flight on one connection.")
+                          "connection; 2 went out pipelined, up to 3 in flight on one connection; 0 were answered "
+                          "from its prefetch flight.")
