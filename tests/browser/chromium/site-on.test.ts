@@ -65,7 +65,13 @@ test("main page: img, scripts, modules, CSS url(), fonts, fetch, XHR, cookies, r
   assert.equal(s.tab.intercepting, true);
   assert.equal(s.counts.passed.preflight, 1, JSON.stringify(s.counts));
   assert.equal(s.counts.passed.local_document, 1, JSON.stringify(s.counts));
-  assert.equal(s.counts.accelerated, sites.log.length - 2, `${JSON.stringify(s.counts)} ${JSON.stringify(seen)}`);
+  // The helper reads the loopback page's document as Chromium streams it and flies the images it names. A prefetched
+  // redirect is never given to the browser (fidelity: status-without-referer, the prefetch carried no Referer), so
+  // the redirect's path may reach the server once more, for the browser's own request: the only one asked twice.
+  const twice = seen.filter((x, i) => seen.indexOf(x) !== i);
+  assert.ok(twice.every((x) => x === `GET ${a}/redirect?to=/img/29.png` || x === `GET ${b}/cors/data.txt`), `asked twice: ${twice.join(", ")}`);
+  const refusedRedirect = twice.filter((x) => x.includes("/redirect?")).length;
+  assert.equal(s.counts.accelerated, sites.log.length - 2 - refusedRedirect, `${JSON.stringify(s.counts)} ${JSON.stringify(seen)}`);
   await page.close();
 });
 
