@@ -204,19 +204,17 @@ export class DocumentStreams {
     return true;
   }
 
-  /** The helper could not be told (it is gone): nothing more is sent. */
+  /** The helper could not be told (it is gone): the stream ends with nothing more sent. */
   private gone(requestId: string, stream: Stream): void {
-    if (this.streams.get(requestId) !== stream) return;
-    this.streams.delete(requestId);
-    this.ended?.(stream.id, "cut", stream.sent, "helper gone");
+    this.end(requestId, stream, "cut", "helper gone", false);
   }
 
-  private end(requestId: string, stream: Stream, end: "whole" | "cut", why = ""): void {
+  private end(requestId: string, stream: Stream, end: "whole" | "cut", why = "", tell = true): void {
     if (this.streams.get(requestId) !== stream) return;
     this.streams.delete(requestId);
     this.ended?.(stream.id, end, stream.sent, why);
     // Even a stream cut before its head: the helper then knows it will not have the document to read
-    this.post(stream, "", end);
+    if (tell) this.post(stream, "", end);
   }
 
   private post(stream: Stream, data: string, end?: "whole" | "cut"): boolean {

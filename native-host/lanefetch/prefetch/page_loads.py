@@ -125,7 +125,7 @@ def _charset(headers: Headers) -> str | None:
     return None
 
 
-def _sets_policy(headers: Headers) -> bool:
+def _carries_policy(headers: Headers) -> bool:
     """Does the response carry a Content-Security-Policy (not -Report-Only, which blocks nothing)?"""
     return any(k.lower() == "content-security-policy" for k, _ in headers)
 
@@ -305,10 +305,9 @@ class _LoggingSink:
         if tap is not None:
             tap.readable, tap.charset = _readable(head), _charset(head.headers)
             tap.coding = _coding(head)
-            if tap.kind == "html" and any(k.lower() == "set-cookie" for k, _ in head.headers):
-                self._load.cookies_on_site = True
-            if tap.kind == "html" and _sets_policy(head.headers):
-                self._load.under_policy = True
+            if tap.kind == "html":
+                self._load.cookies_on_site |= any(k.lower() == "set-cookie" for k, _ in head.headers)
+                self._load.under_policy |= _carries_policy(head.headers)
         await self._inner.head(request, head)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
@@ -545,9 +544,8 @@ class PageLoads:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)
             await self._discovered_backgrounds(load, tap, body, whole, rules)
-            pending = _pending(load) if opened and not load.ended else []
-            if pending:  # what the stylesheets named while the document's head was not read yet
-                await self._fly_found(load, pending, tap.user_agent or load.user_agent)
+            if opened:  # what the stylesheets named while the document's head was not read yet
+                await self._fly_pending(load, tap.user_agent or load.user_agent)
         except Exception:  # discovery is an optimisation: a failure loses a flight, never the page
             log.exception("discovering a page's subresources failed")
 
@@ -680,12 +678,12 @@ class PageLoads:
                 taught = taught or before is None or dataclasses.replace(before, updated_at=0) != dataclasses.replace(
                     profile, updated_at=0)
                 self._profiles[ua] = profile
-            pending = _pending(load)
-            if not taught or not pending:
+            if not taught:
                 return
-            flown = await self._fly_found(load, pending, load.user_agent)
-            log.debug("the field profile learned from %s's batch: %d found earlier planned now", load.key.page,
-                      len(flown))
+            flown = await self._fly_pending(load, load.user_agent)
+            if flown:
+                log.debug("the field profile learned from %s's batch: %d found earlier planned now", load.key.page,
+                          len(flown))
         except Exception:  # an optimisation: a failure loses a flight, never the page
             log.exception("learning the browser's fields during a load failed")
 
@@ -795,20 +793,25 @@ class PageLoads:
         if not load.batch_seen:
             load.batch_seen = True
             if load.after_first_batch:  # planned after this batch's requests were queued (the plan awaits)
-                task = asyncio.create_task(self._fly_pending(load), name="lanefetch-after-first-batch")
+                async def after_first_batch() -> None:
+                    await self._fly_pending(load, load.user_agent)
+
+                task = asyncio.create_task(after_first_batch(), name="lanefetch-after-first-batch")
                 load.tasks.add(task)
                 task.add_done_callback(load.tasks.discard)
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
 
-    async def _fly_pending(self, load: _Load) -> None:
-        """Fly what the load found and left for later (_pending)."""
+    async def _fly_pending(self, load: _Load, user_agent: str | None) -> list[str]:
+        """Fly what the load found and could not fly then (_pending: no fields for it yet, the document's head not
+        read yet, a streamed document's images before the first batch); the URLs planned."""
         pending = _pending(load)
         if not pending or load.ended or load.forgotten:
-            return
+            return []
         try:
-            await self._fly_found(load, pending, load.user_agent)
+            return await self._fly_found(load, pending, user_agent)
         except Exception:  # an optimisation: a failure loses a flight, never the page
-            log.exception("flying what a load left for later failed")
+            log.exception("planning what a load found earlier failed")
+            return []
 
     async def browser_accept(self, user_agent: str, accept: dict[tuple[str, str], str | None]) -> None:
         """The Accept fields this browser sends per kind, seen on requests of the extension's own (browser_fields):
@@ -833,13 +836,8 @@ class PageLoads:
         log.debug("the field profile of %.80s takes the browser's Accept for %s", user_agent,
                   ", ".join(f"{d} {m}" for d, m in sorted(taught)))
         for load in list(self._loads.values()):
-            pending = _pending(load)
-            if not pending or load.forgotten or load.ended or load.user_agent != user_agent:
-                continue
-            try:
-                await self._fly_found(load, pending, user_agent)
-            except Exception:  # an optimisation: a failure loses a flight, never the page
-                log.exception("planning a load again with the browser's Accept fields failed")
+            if load.user_agent == user_agent:
+                await self._fly_pending(load, user_agent)
 
     def browser_fetched(self, requests: list[FetchRequest], page: Page) -> None:
         """Requests of the page that the browser fetched itself: over its own h2/h3 connection, never offered here

@@ -965,6 +965,19 @@ async def test_the_browser_s_accept_taught_during_a_load_plans_what_it_found(ser
             await loads.end_all()
 
 
+# The Accept of images and stylesheets, as Chromium's fields probe tells them (browser_fields)
+PROBED_ACCEPT: dict[tuple[str, str], str | None] = {("image", "no-cors"): "image/avif,image/webp,*/*",
+                                                    ("style", "no-cors"): "text/css,*/*;q=0.1"}
+
+
+async def _probed_first_page(loads: PageLoads, base: str, path: str) -> tuple[str, Page, Any]:
+    """The probe's Accept told (PROBED_ACCEPT), then a navigation to the page at base + path, never loaded: its URL,
+    Page and load."""
+    await loads.browser_accept("UA/2", PROBED_ACCEPT)
+    page_url, page = navigate(loads, base, path)
+    return page_url, page, loads._loads[load_key(page)]  # type: ignore[index]
+
+
 @pytest.mark.parametrize(("taught", "whole"), [(True, True), (False, True), (True, False)])
 async def test_the_accept_taught_ahead_and_the_document_s_own_request_fly_a_first_page_before_any_batch(
         service: FetchService, taught: bool, whole: bool) -> None:
@@ -978,8 +991,7 @@ async def test_the_accept_taught_ahead_and_the_document_s_own_request_fly_a_firs
         loads, ended = recording_loads(service, documents_whole=whole)
         try:
             if taught:
-                await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
-                                                    ("style", "no-cors"): "text/css,*/*;q=0.1"})
+                await loads.browser_accept("UA/2", PROBED_ACCEPT)
             page_url, page = navigate(loads, server.url, "/img/index.html")
             await loads.fetch([document_request("doc", page_url)], Collect(), page)
             load = loads._loads[load_key(page)]  # type: ignore[index]
@@ -1276,10 +1288,7 @@ async def test_a_document_the_browser_loads_itself_is_read_from_the_bytes_it_str
     async with counting_server(_answer_from({**BG, "/static/shot.png": IMG_PAGE["/static/shot.png"]})) as server:
         loads, _ended = recording_loads(service, documents_whole=True)
         try:
-            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
-                                                ("style", "no-cors"): "text/css,*/*;q=0.1"})
-            page_url, page = navigate(loads, server.url, "/bg/index.html")
-            load = loads._loads[load_key(page)]  # type: ignore[index]
+            page_url, page, load = await _probed_first_page(loads, server.url, "/bg/index.html")
             # Before its request was told: not the document yet, dropped
             loads.browser_document(page, "doc", 200, "text/html", b"<script src=/static/early.js></script>", None)
             loads.browser_fetched([document_request("doc", page_url)], page)
@@ -1354,10 +1363,7 @@ async def test_nothing_discovered_flies_for_a_document_under_a_content_security_
     async with counting_server(answer) as server:
         loads, _ended = recording_loads(service, documents_whole=True)
         try:
-            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*",
-                                                ("style", "no-cors"): "text/css,*/*;q=0.1"})
-            page_url, page = navigate(loads, server.url, "/img/index.html")
-            load = loads._loads[load_key(page)]  # type: ignore[index]
+            page_url, page, load = await _probed_first_page(loads, server.url, "/img/index.html")
             if how == "fetched_field":
                 await loads.fetch([document_request("doc", page_url)], Collect(), page)
             else:
