@@ -17,7 +17,7 @@ and the engine, so a prefetched response answers before any of them is asked):
 - Discovery (discover_worker.py runs discover_html/discover_css in a worker process): the load's document (its
   request for the load's own URL, wave 0) and every stylesheet that reaches the helper (the browser's, or one the
   flight prefetched) are read as they stream: the document as soon as 1 KiB of it arrived (its <meta charset>
-  prescan window), again each time it grew by PROGRESSIVE_GROWTH (read_due) and once whole (an unfinished tag at the
+  prescan window), again each time it doubled (up to PROGRESSIVE_MAX) and once whole (an unfinished tag at the
   cut is dropped by the HTML tokenizer, so a prefix yields only complete elements); a stylesheet once whole. What
   they name and the browser has not asked for yet is planned (plan.py, with the page's learned history and the
   browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
@@ -110,22 +110,15 @@ log = logging.getLogger(__name__)
 MAX_LOADS = 32
 MAX_TAUGHT_AGENTS = 4  # browsers whose Accept fields were told ahead (browser_accept): one or two, and updates
 PROGRESSIVE_MIN = 1024  # the <meta charset> prescan's window: a shorter prefix may be decoded wrongly
-# A document is read again each time its prefix grew by this factor (read_due). A URL at offset p is found once
-# GROWTH × p arrived: in TCP slow start, where a long document's bytes double each round trip, log2(GROWTH) of a
-# round trip late. Every read tokenizes the prefix again (lexbor, ~30 ms per MB here), so all of a document's
-# reads cost at most 1 / (1 - 1 / GROWTH) = 5 of its parses, in the worker process. Doubling up to 512 KiB and
-# then nothing until the end (before session 37) found rust-book-print's large images (at 0.98 of its 1.68 MB)
-# only with the whole document, 3.2 s into the load on `sat`, a round trip after their bytes had come.
-PROGRESSIVE_GROWTH = 1.25
+# Past this a document is read once more, whole. Reading on past it (each time it grew by a quarter, to 4 MiB) was
+# measured and reverted (session 37): rust-book-print's large images and its script, from 0.98 MB to the end of
+# its 1.68 MB, were then found just before the document's end, so its small images took the document's warm
+# connection and its 313 kB script went to a cold one (0.89x on `sat`, 1.27x before). Found with the whole
+# document, they come all at once, and the script, first in the queue, takes the warmest connection.
+PROGRESSIVE_MAX = 512 * 1024
 MAX_TAPPED = 4 * 1024 * 1024  # discover_html.MAX_BYTES: what is not read is not kept
 MAX_KEPT_DOCUMENT = 1024 * 1024  # a larger document is not kept for matching background rules (memory per load)
 MAX_BACKGROUND_RULES = 2000  # background rules per load (each stylesheet read matches them all again); past it none
-
-
-def read_due(size: int, read_at: int) -> bool:
-    """Whether a document's tapped prefix of `size` bytes is due for a read, the last read having been of
-    `read_at` bytes (0: none yet): at PROGRESSIVE_MIN, then each time it grew by PROGRESSIVE_GROWTH. Pure."""
-    return size >= PROGRESSIVE_MIN and size >= PROGRESSIVE_GROWTH * read_at
 
 
 def _charset(headers: Headers) -> str | None:
@@ -501,12 +494,13 @@ class PageLoads:
             self._read(load, tap)
 
     def _tapped(self, load: _Load, tap: _Tap, data: bytes) -> None:
-        """More of a tapped body arrived: kept (up to MAX_TAPPED); a document is read when read_due says so."""
+        """More of a tapped body arrived: kept (up to MAX_TAPPED); a document is read at 1 KiB and each time it
+        doubled (up to PROGRESSIVE_MAX)."""
         if not tap.readable or tap.size >= MAX_TAPPED or not data:
             return
         tap.chunks.append(data)
         tap.size += len(data)
-        if tap.kind == "html" and read_due(tap.size, tap.read_at):
+        if tap.kind == "html" and PROGRESSIVE_MIN <= tap.size <= PROGRESSIVE_MAX and tap.size >= 2 * tap.read_at:
             self._read(load, tap)
 
     def _tap_ended(self, load: _Load, request_id: str, *, whole: bool = True) -> None:
@@ -878,11 +872,11 @@ class PageLoads:
     def browser_document(self, page: Page, request_id: str, status: int | None, content_type: str | None,
                          data: bytes, end: str | None, *, policy: bool = False) -> None:
         """The next bytes of a document the browser loads itself, told first by browser_fetched (`request_id`):
-        read as the helper reads a document it fetched (at 1 KiB, each time it grew by a quarter, once whole). The
-        first piece has the response's status and Content-Type (a body that is not 2xx is not read, nor is it the
-        load's document for background rules) and `policy`, whether it carries a Content-Security-Policy. `end`
-        "whole": the body ended; "cut": it stopped short (never read as whole). A piece for a request that is not
-        the load's tapped document is dropped."""
+        read as the helper reads a document it fetched (at 1 KiB, each time it doubled, once whole). The first piece
+        has the response's status and Content-Type (a body that is not 2xx is not read, nor is it the load's
+        document for background rules) and `policy`, whether it carries a Content-Security-Policy. `end` "whole":
+        the body ended; "cut": it stopped short (never read as whole). A piece for a request that is not the
+        load's tapped document is dropped."""
         key = load_key(page)
         load = self._loads.get(key) if key is not None else None
         if load is None or load.ended:
