@@ -106,10 +106,21 @@ function resources(page: Page): Promise<Record<string, unknown>[]> {
 
 const SETTLE_MS = 2500;
 
-function probe(page: Page): PageProbe {
+/** The page's console errors and warnings and uncaught errors, as they come (bench/page_measure.ts PageProbe). */
+function listen(page: Page): string[] {
+  const heard: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") heard.push(`${m.type()}: ${m.text()} (${m.location().url})`);
+  });
+  page.on("pageerror", (e) => heard.push(`uncaught: ${e.message}`));
+  return heard;
+}
+
+function probe(page: Page, heard: string[]): PageProbe {
   return {
     untilLoaded: () => page.waitForFunction(loadEnded, undefined, { timeout: 120000 }),
     read: () => page.evaluate(readLoad),
+    console: () => heard.splice(0),
   };
 }
 
@@ -134,8 +145,9 @@ async function main(): Promise<void> {
     }
     if (!cold) await new Promise((r) => setTimeout(r, Math.max(0, settled - Date.now())));
     let page = await browser.context.newPage();
+    let heard = listen(page);
     const visit = async (where: string, gate: boolean): Promise<void> => {
-      const r = await measure(probe(page), images, async () => {
+      const r = await measure(probe(page, heard), images, async () => {
         if (gate) await openPage(page, where, 120000); // a real page on wcdma takes longer than the harness's 20 s
         else await page.goto(where, { waitUntil: "load", timeout: 120000 });
       });
@@ -150,6 +162,7 @@ async function main(): Promise<void> {
         await browser.quit();
         browser = await launch(browser.userDataDir);
         page = await browser.context.newPage();
+        heard = listen(page);
         await visit(url, on); // the gate blocks the first try again after a restart
       } else if (next === "--again") {
         await visit(url, false);

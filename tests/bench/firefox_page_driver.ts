@@ -20,10 +20,21 @@ import { freshHome, launchFirefox, setSites, trustingProfile, untilHttpsRouted, 
 import { helperCli } from "../browser/support/paths.js";
 import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, type PageProbe } from "./page_measure.js";
 
-function probe(page: Page): PageProbe {
+/** The page's console errors and warnings and uncaught errors, as they come (bench/page_measure.ts PageProbe). */
+function listen(page: Page): string[] {
+  const heard: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warn") heard.push(`${m.type()}: ${m.text()} (${m.location().url ?? ""})`);
+  });
+  page.on("pageerror", (e) => heard.push(`uncaught: ${e instanceof Error ? e.message : String(e)}`));
+  return heard;
+}
+
+function probe(page: Page, heard: string[]): PageProbe {
   return {
     untilLoaded: () => page.waitForFunction(loadEnded, { timeout: 120000 }),
     read: () => page.evaluate(readLoad),
+    console: () => heard.splice(0),
   };
 }
 
@@ -61,9 +72,10 @@ async function main(): Promise<void> {
     // here, in both variants.
     await page.evaluateOnNewDocument(() => { window.print = () => undefined; });
     const goto = (url: string): Promise<unknown> => page.goto(url, { waitUntil: "load", timeout: 120000 });
+    const heard = listen(page);
     await runLoads(args,
-      () => measure(probe(page), args.images, () => goto(args.url)),
-      (warmUrl) => measure(probe(page), args.images, () => goto(warmUrl)));
+      () => measure(probe(page, heard), args.images, () => goto(args.url)),
+      (warmUrl) => measure(probe(page, heard), args.images, () => goto(warmUrl)));
     await page.close();
   } finally {
     await ff.close();

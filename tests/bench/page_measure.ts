@@ -18,6 +18,11 @@ export interface LoadResult {
    * the wall clock's two parts, the gate's (call → navigation start) and the driver's (load event → noticed). */
   start_epoch_ms: number;
   load_end_epoch_ms: number;
+  /** The font faces the page used once its fonts settled: "family weight style: loaded|error", sorted. */
+  fonts: string[];
+  /** The layout once images and fonts settled: every element's box under <body>, in document order, FNV-1a
+   * hashed ("hash/elements"): a stylesheet, font or image that did not arrive, or arrived different, moves boxes. */
+  layout: string;
 }
 
 /** How a driver reaches into its page (the in-page functions below run there). */
@@ -26,6 +31,9 @@ export interface PageProbe {
   untilLoaded(): Promise<unknown>;
   /** `readLoad` evaluated in the page. */
   read(): Promise<LoadResult>;
+  /** The page's console errors and warnings and its uncaught errors since the last call, where the driver listens
+   * (real-pages' drivers: the report compares ON's with OFF's). */
+  console?(): string[];
 }
 
 /** In the page: the top-level document's load event has ended. */
@@ -44,8 +52,22 @@ export const readLoad = async (): Promise<LoadResult> => {
     i.decode().then(() => i.naturalWidth > 0, () => false),
     new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10000)),
   ])));
+  // Fonts settle after the load event, as text uses them: waited for as images are (10 s at most).
+  await Promise.race([document.fonts.ready, new Promise((resolve) => setTimeout(resolve, 10000))]);
+  const fonts = Array.from(document.fonts).filter((f) => f.status !== "unloaded")
+    .map((f) => `${f.family.replace(/"/g, "")} ${f.weight} ${f.style}: ${f.status}`).sort();
+  let hash = 2166136261;
+  let elements = 0;
+  for (const el of Array.from(document.querySelectorAll("body *"))) {
+    const r = el.getBoundingClientRect();
+    const box = `${el.tagName}:${Math.round(r.x)},${Math.round(r.y)},${Math.round(r.width)},${Math.round(r.height)};`;
+    for (let i = 0; i < box.length; i++) hash = Math.imul(hash ^ box.charCodeAt(i), 16777619) >>> 0;
+    elements++;
+  }
   const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
   return {
+    fonts,
+    layout: `${hash.toString(16)}/${String(elements)}`,
     images: imgs.length,
     decoded: decoded.filter(Boolean).length,
     load_s: (nav.loadEventEnd - nav.startTime) / 1000,
@@ -58,19 +80,21 @@ export const readLoad = async (): Promise<LoadResult> => {
 
 /** One load: `load` navigates; the wall clock runs from its start to the load event. */
 export async function measure(probe: PageProbe, images: number, load: () => Promise<unknown>): Promise<Record<string, unknown>> {
+  probe.console?.(); // what earlier loads logged is theirs
   const t0 = Date.now();
   await load();
   await probe.untilLoaded();
   const noticed = Date.now();
   const wall = (noticed - t0) / 1000;
   const r = await probe.read();
+  const messages = probe.console?.();
   // Where the wall clock beyond the navigation went: before the final navigation started (ON in Chromium: the gate's
   // blocked try, the debugger's attach, the navigation again) and after its load event, until the driver noticed it.
   const before_nav_s = (r.start_epoch_ms - t0) / 1000;
   const after_load_s = (noticed - r.load_end_epoch_ms) / 1000;
   // images < 0 (a real page): its images are what they are; the counts are reported, not checked.
   if (images >= 0 && (r.images !== images || r.decoded !== images)) throw new Error(`images: ${r.decoded}/${r.images} decoded, want ${images}`);
-  return { wall_s: wall, before_nav_s, after_load_s, ...r };
+  return { wall_s: wall, before_nav_s, after_load_s, ...r, ...(messages ? { console: messages } : {}) };
 }
 
 export interface DriverArgs {

@@ -193,3 +193,36 @@ FACTS_HEADER = ["page", "package", "URL path", "subresources", "kB served (gzip 
 def facts_row(name: str, package: str, url_path: str, f: PageFacts) -> list[str]:
     return [name, package, f"`{url_path}`", str(f.subresources), f"{f.body_bytes / 1000:.1f}", str(f.depth),
             str(f.not_found)]
+
+
+def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, object]) -> list[str]:
+    """How an ON load behaved unlike every OFF load of its page (issue 20: "no page behaves differently — same
+    resources, same rendering, same console"), from the drivers' readings (bench/page_measure.ts): a console error or
+    warning, or an uncaught error, that no OFF load had; font faces used or failed unlike every OFF load's; a layout
+    (every element's box, hashed) unlike every OFF load's. Empty: as the browser alone. A reading an older driver did
+    not take is not compared."""
+    out = []
+
+    def readings(d: Mapping[str, object], key: str) -> list[str] | None:
+        value = d.get(key)
+        return [str(x) for x in value] if isinstance(value, list) else None
+
+    off_console = [readings(d, "console") for d in off]
+    seen = {m for ms in off_console if ms is not None for m in ms}
+    mine = readings(on, "console")
+    if mine is not None and all(ms is not None for ms in off_console):
+        new = sorted(set(mine) - seen)
+        if new:
+            out.append("console: " + " | ".join(new))
+    off_fonts = [readings(d, "fonts") for d in off]
+    fonts = readings(on, "fonts")
+    if fonts is not None and all(f is not None for f in off_fonts) \
+            and all(sorted(fonts) != sorted(f or []) for f in off_fonts):
+        others = " / ".join(", ".join(o) or "none" for o in sorted({tuple(sorted(f or [])) for f in off_fonts}))
+        out.append(f"fonts: {', '.join(sorted(fonts)) or 'none'} (OFF: {others})")
+    off_layouts = {d.get("layout") for d in off}
+    layout = on.get("layout")
+    if isinstance(layout, str) and None not in off_layouts and layout not in off_layouts:
+        varied = " (the OFF loads' own layouts differ)" if len(off_layouts) > 1 else ""
+        out.append(f"layout {layout} (OFF: {', '.join(sorted(str(x) for x in off_layouts))}){varied}")
+    return out

@@ -271,7 +271,8 @@ def _answers(d: Run, again: dict[str, int]) -> str:
 def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str]:
     """What an ON load did that the OFF loads did not: fewer images decoded, more 4xx answers, a path every OFF load
     asked the server for (before the load event) that it did not, a path asked for more often than in any OFF load
-    (with the bytes those extra answers carried)."""
+    (with the bytes those extra answers carried), a console message, fonts or a layout unlike every OFF load's
+    (real_pages_report.behaved_otherwise)."""
     out = []
     off_counts = [Counter(r.path for r in answers(d)) for d in off]
     off_decoded = min(d["decoded"] for d in off)
@@ -282,11 +283,13 @@ def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str
         missing = sorted(always - {r.path for r in d["records"]})
         counts = Counter(r.path for r in answers(d))
         again = {p: n - max(c[p] for c in off_counts) for p, n in counts.items() if n > max(c[p] for c in off_counts)}
-        if d["decoded"] < off_decoded or fails > off_fails or missing or again:
+        otherwise = rr.behaved_otherwise(off, d)
+        if d["decoded"] < off_decoded or fails > off_fails or missing or again or otherwise:
             out.append(f"{page.name} ON load {k + 1}: {d['decoded']} images decoded (OFF: ≥ {off_decoded}), "
                        f"{fails} answers ≥ 400 (OFF: ≤ {off_fails})"
                        + (f", not asked of the server: {', '.join(missing)}" if missing else "")
-                       + (f", asked again (more often than any OFF load): {_answers(d, again)}" if again else ""))
+                       + (f", asked again (more often than any OFF load): {_answers(d, again)}" if again else "")
+                       + "".join(f", {o}" for o in otherwise))
     return out
 
 
@@ -556,7 +559,9 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "## What ON did that OFF did not",
         "",
         *([f"- {o}" for o in oddities] or ["Nothing: every ON load decoded as many images as the OFF loads, had no "
-                                           "more 4xx answers and asked the server for every path all OFF loads did."]),
+                                           "more 4xx answers, asked the server for every path all OFF loads did, and "
+                                           "logged no console message, used no font faces and laid the page out in no "
+                                           "way that no OFF load did (layout: every element's box, hashed)."]),
         "",
         "## Bytes the server sent ON that no OFF load asked for",
         "",

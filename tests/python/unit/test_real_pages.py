@@ -353,3 +353,36 @@ def test_a_page_is_copied_with_its_packages_modification_times(tmp_path: Path) -
     RealPage("p", "pkg", str(pkg), "/intro/page.html").write(docroot)
     copied = [docroot / "p" / "intro" / "page.html", docroot / "p" / "_static" / "site.css"]
     assert [int(f.stat().st_mtime) for f in copied] == [old, old], "Last-Modified years old, as on a real site"
+
+
+def _reading(console: list[str] | None = None, fonts: list[str] | None = None,
+             layout: str | None = "a1/900") -> dict[str, object]:
+    d: dict[str, object] = {"console": console if console is not None else [],
+                            "fonts": fonts if fonts is not None else ["Fira Sans 400 normal: loaded"]}
+    if layout is not None:
+        d["layout"] = layout
+    return d
+
+
+def test_an_on_load_that_behaved_as_an_off_load_says_nothing() -> None:
+    off = [_reading(console=["warning: x (u)"]), _reading(console=["warning: x (u)"], layout="b2/900")]
+    assert rr.behaved_otherwise(off, _reading(console=["warning: x (u)"], layout="b2/900")) == []
+    assert rr.behaved_otherwise(off, _reading()) == []
+
+
+def test_a_console_message_fonts_or_layout_no_off_load_had_are_each_named() -> None:
+    off = [_reading(), _reading()]
+    said = rr.behaved_otherwise(off, _reading(console=["error: Failed to load resource (http://h/x.css)"]))
+    assert said == ["console: error: Failed to load resource (http://h/x.css)"]
+    said = rr.behaved_otherwise(off, _reading(fonts=["Fira Sans 400 normal: error"]))
+    assert said == ["fonts: Fira Sans 400 normal: error (OFF: Fira Sans 400 normal: loaded)"]
+    said = rr.behaved_otherwise(off, _reading(layout="ff/900"))
+    assert said == ["layout ff/900 (OFF: a1/900)"]
+    said = rr.behaved_otherwise([_reading(), _reading(layout="b2/900")], _reading(layout="ff/900"))
+    assert said == ["layout ff/900 (OFF: a1/900, b2/900) (the OFF loads' own layouts differ)"]
+
+
+def test_a_reading_an_older_driver_did_not_take_is_not_compared() -> None:
+    older = {"images": 3}
+    assert rr.behaved_otherwise([older], _reading(console=["error: e (u)"], layout="ff/1")) == []
+    assert rr.behaved_otherwise([_reading()], older) == []
