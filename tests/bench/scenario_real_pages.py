@@ -256,6 +256,8 @@ def _describe(d: Run, rtt_s: float) -> str:
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
             + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1)
+            + (f"; layout {d['layout']}, {len(d.get('fonts', []))} font faces, {len(d.get('console', []))} console "
+               "messages" if "layout" in d else "")
             + helper_line(d))
 
 
