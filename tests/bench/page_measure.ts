@@ -20,8 +20,9 @@ export interface LoadResult {
   load_end_epoch_ms: number;
   /** The font faces the page used once its fonts settled: "family weight style: loaded|error", sorted. */
   fonts: string[];
-  /** The layout once images and fonts settled: every element's box under <body>, in document order, FNV-1a
-   * hashed ("hash/elements"): a stylesheet, font or image that did not arrive, or arrived different, moves boxes. */
+  /** The layout once images and fonts settled: every element's box under <body> (in document coordinates), in
+   * document order, FNV-1a hashed ("hash/elements"): a stylesheet, font or image (of no set size) that did not
+   * arrive moves boxes. */
   layout: string;
 }
 
@@ -60,7 +61,7 @@ export const readLoad = async (): Promise<LoadResult> => {
   let elements = 0;
   for (const el of Array.from(document.querySelectorAll("body *"))) {
     const r = el.getBoundingClientRect();
-    const box = `${el.tagName}:${Math.round(r.x)},${Math.round(r.y)},${Math.round(r.width)},${Math.round(r.height)};`;
+    const box = `${el.tagName}:${Math.round(r.x + window.scrollX)},${Math.round(r.y + window.scrollY)},${Math.round(r.width)},${Math.round(r.height)};`;
     for (let i = 0; i < box.length; i++) hash = Math.imul(hash ^ box.charCodeAt(i), 16777619) >>> 0;
     elements++;
   }

@@ -95,11 +95,12 @@ test("main page: document, img, scripts, modules, CSS url(), fonts, fetch, XHR, 
     [...beyond].every(([u, n]) => u === redirect && n === 1);
   // The last records and reports may still be on their way.
   let last: unknown = {};
-  const records = await eventually("every request the servers saw was one Firefox asked for (but a refused redirect prefetch)", async () => {
+  // A record is made when the helper takes the request and fulfilled when its timing comes: wait for both.
+  const records = await eventually("every request the servers saw was one Firefox asked for (but a refused redirect prefetch), each answered", async () => {
     const got = await recordsOfTab();
     const beyond = beyondAsked(got);
-    last = { beyond: [...beyond], asked: got.map((x) => x.url) };
-    return onlyTheRedirect(beyond) && got;
+    last = { beyond: [...beyond], asked: got.map((x) => `${x.url} ${x.outcome}`) };
+    return onlyTheRedirect(beyond) && got.every((x) => x.outcome !== "pending") && got;
   }, { everyMs: 100 }, () => last);
   const extra = [...beyondAsked(records).values()].reduce((a, n) => a + n, 0);
   let counts = {};
@@ -109,6 +110,7 @@ test("main page: document, img, scripts, modules, CSS url(), fonts, fetch, XHR, 
     return status.counts.accelerated >= sites.log.length - extra && status;
   }, { everyMs: 100 }, () => counts);
   assert.deepEqual(records.filter((x) => x.outcome !== "fulfilled"), [], "every proxied request was answered by the helper");
+  assert.deepEqual(beyondAsked(await recordsOfTab()), beyondAsked(records), "no request came after the records settled");
   assert.equal(s.helper.status, "connected");
   assert.equal(s.tab.intercepting, true);
   assert.equal(s.counts.accelerated, sites.log.length - extra, JSON.stringify(s.counts));

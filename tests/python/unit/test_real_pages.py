@@ -386,3 +386,19 @@ def test_a_reading_an_older_driver_did_not_take_is_not_compared() -> None:
     older = {"images": 3}
     assert rr.behaved_otherwise([older], _reading(console=["error: e (u)"], layout="ff/1")) == []
     assert rr.behaved_otherwise([_reading()], older) == []
+    # one OFF load without the readings: nothing to compare against for sure
+    assert rr.behaved_otherwise([_reading(), older], _reading(console=["error: e (u)"], fonts=["X 400 normal: error"],
+                                                                 layout="ff/1")) == []
+
+
+def test_on_is_compared_with_each_off_load_not_with_their_intersection() -> None:
+    two_fonts = ["A 400 normal: loaded", "B 700 normal: loaded"]
+    off = [_reading(console=["warning: only once (u)"], fonts=two_fonts), _reading(fonts=["A 400 normal: loaded"])]
+    # like one of the OFF loads (fonts in another order, a message one OFF load had): nothing to say
+    same = _reading(console=["warning: only once (u)"], fonts=list(reversed(two_fonts)))
+    assert rr.behaved_otherwise(off, same) == []
+    assert rr.behaved_otherwise(off, _reading(fonts=["A 400 normal: loaded"])) == []
+    # like none of them
+    said = rr.behaved_otherwise(off, _reading(fonts=["B 700 normal: loaded"]))
+    assert said == ["fonts: B 700 normal: loaded (OFF: A 400 normal: loaded / A 400 normal: loaded, B 700 normal: "
+                    "loaded)"]
