@@ -14,6 +14,7 @@
 // the CA is one this Firefox trusts).
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
+import { createHash } from "node:crypto";
 import type { Page } from "puppeteer-core";
 import type { SiteRule } from "../../extension/src/sites/site-rule.js";
 import { freshHome, launchFirefox, setSites, trustingProfile, untilHttpsRouted, waitForHelper } from "../browser/support/firefox-harness.js";
@@ -35,6 +36,7 @@ function probe(page: Page, heard: string[]): PageProbe {
     untilLoaded: () => page.waitForFunction(loadEnded, { timeout: 120000 }),
     read: () => page.evaluate(readLoad),
     console: () => heard.splice(0),
+    screen: async () => createHash("sha256").update(await page.screenshot({ type: "png" })).digest("hex").slice(0, 16),
   };
 }
 

@@ -35,6 +35,9 @@ export interface PageProbe {
   /** The page's console errors and warnings and its uncaught errors since the last call, where the driver listens
    * (real-pages' drivers: the report compares ON's with OFF's). */
   console?(): string[];
+  /** The viewport as drawn once the page was read (a PNG's SHA-256, 16 hex digits): what layout does not show, a
+   * background image or a colour, shows here. */
+  screen?(): Promise<string>;
 }
 
 /** In the page: the top-level document's load event has ended. */
@@ -89,13 +92,14 @@ export async function measure(probe: PageProbe, images: number, load: () => Prom
   const wall = (noticed - t0) / 1000;
   const r = await probe.read();
   const messages = probe.console?.();
+  const screen = await probe.screen?.();
   // Where the wall clock beyond the navigation went: before the final navigation started (ON in Chromium: the gate's
   // blocked try, the debugger's attach, the navigation again) and after its load event, until the driver noticed it.
   const before_nav_s = (r.start_epoch_ms - t0) / 1000;
   const after_load_s = (noticed - r.load_end_epoch_ms) / 1000;
   // images < 0 (a real page): its images are what they are; the counts are reported, not checked.
   if (images >= 0 && (r.images !== images || r.decoded !== images)) throw new Error(`images: ${r.decoded}/${r.images} decoded, want ${images}`);
-  return { wall_s: wall, before_nav_s, after_load_s, ...r, ...(messages ? { console: messages } : {}) };
+  return { wall_s: wall, before_nav_s, after_load_s, ...r, ...(messages ? { console: messages } : {}), ...(screen ? { screen } : {}) };
 }
 
 export interface DriverArgs {

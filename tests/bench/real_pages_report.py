@@ -199,8 +199,8 @@ def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, obje
     """How an ON load behaved unlike every OFF load of its page (issue 20: "no page behaves differently — same
     resources, same rendering, same console"), from the drivers' readings (bench/page_measure.ts): a console error or
     warning, or an uncaught error, that no OFF load had; font faces used or failed unlike every OFF load's; a layout
-    (every element's box, hashed) unlike every OFF load's. Empty: as the browser alone. A reading an older driver did
-    not take is not compared."""
+    (every element's box, hashed) or a viewport as drawn (its screenshot, hashed) unlike every OFF load's. Empty: as
+    the browser alone. A reading an older driver did not take is not compared."""
     out = []
 
     def readings(d: Mapping[str, object], key: str) -> list[str] | None:
@@ -220,9 +220,10 @@ def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, obje
             and all(sorted(fonts) != sorted(f or []) for f in off_fonts):
         others = " / ".join(", ".join(o) or "none" for o in sorted({tuple(sorted(f or [])) for f in off_fonts}))
         out.append(f"fonts: {', '.join(sorted(fonts)) or 'none'} (OFF: {others})")
-    off_layouts = {d.get("layout") for d in off}
-    layout = on.get("layout")
-    if isinstance(layout, str) and None not in off_layouts and layout not in off_layouts:
-        varied = " (the OFF loads' own layouts differ)" if len(off_layouts) > 1 else ""
-        out.append(f"layout {layout} (OFF: {', '.join(sorted(str(x) for x in off_layouts))}){varied}")
+    for key in ("layout", "screen"):
+        theirs = {d.get(key) for d in off}
+        mine_ = on.get(key)
+        if isinstance(mine_, str) and None not in theirs and mine_ not in theirs:
+            varied = f" (the OFF loads' own {key}s differ)" if len(theirs) > 1 else ""
+            out.append(f"{key} {mine_} (OFF: {', '.join(sorted(str(x) for x in theirs))}){varied}")
     return out

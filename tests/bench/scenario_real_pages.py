@@ -256,8 +256,8 @@ def _describe(d: Run, rtt_s: float) -> str:
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
             + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1)
-            + (f"; layout {d['layout']}, {len(d.get('fonts', []))} font faces, {len(d.get('console', []))} console "
-               "messages" if "layout" in d else "")
+            + (f"; layout {d['layout']}, screen {d.get('screen', '-')}, {len(d.get('fonts', []))} font faces, "
+               f"{len(d.get('console', []))} console messages" if "layout" in d else "")
             + helper_line(d))
 
 
@@ -562,8 +562,9 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "",
         *([f"- {o}" for o in oddities] or ["Nothing: every ON load decoded as many images as the OFF loads, had no "
                                            "more 4xx answers, asked the server for every path all OFF loads did, and "
-                                           "logged no console message, used no font faces and laid the page out in no "
-                                           "way that no OFF load did (layout: every element's box, hashed)."]),
+                                           "logged no console message, used no font faces, laid the page out and drew "
+                                           "its viewport in no way that no OFF load did (layout: every element's box, "
+                                           "hashed; viewport: its screenshot, hashed)."]),
         "",
         "## Bytes the server sent ON that no OFF load asked for",
         "",

@@ -380,6 +380,9 @@ def test_a_console_message_fonts_or_layout_no_off_load_had_are_each_named() -> N
     assert said == ["layout ff/900 (OFF: a1/900)"]
     said = rr.behaved_otherwise([_reading(), _reading(layout="b2/900")], _reading(layout="ff/900"))
     assert said == ["layout ff/900 (OFF: a1/900, b2/900) (the OFF loads' own layouts differ)"]
+    drawn = [{**_reading(), "screen": "5ee"}, {**_reading(), "screen": "5ee"}]
+    assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "5ee"}) == []
+    assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "bad"}) == ["screen bad (OFF: 5ee)"]
 
 
 def test_a_reading_an_older_driver_did_not_take_is_not_compared() -> None:
