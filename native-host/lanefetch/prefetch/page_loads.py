@@ -70,7 +70,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 
 from ..cache.http_cache import HttpCache, cache_url
@@ -246,7 +246,13 @@ class _Load:
     # A stylesheet read before the read that names it (its media unknown: the document's read, in the worker, may
     # end after its stylesheet's): its rules and wave, placed (or dropped) once a read found it (_place_rules)
     unplaced_rules: dict[str, tuple[list[BackgroundRule], int]] = field(default_factory=dict)
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    tasks: set[asyncio.Task[object]] = field(default_factory=set)
+
+    def spawn(self, work: Coroutine[object, object, object], name: str) -> None:
+        """Run `work` as one of the load's tasks: cancelled and awaited when the load ends (_end)."""
+        task: asyncio.Task[object] = asyncio.create_task(work, name=name)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
 
 def _guesses_backgrounds(load: _Load) -> bool:
@@ -523,9 +529,7 @@ class PageLoads:
         # Whether this read is of the whole body, as of now: the tap is shared, and a prefix read still in the
         # worker when the body ends would otherwise take itself for the whole (a partial document as the template
         # key and as the document background rules are matched against)
-        task = asyncio.create_task(self._discovered(load, tap, body, tap.whole), name="lanefetch-discover")
-        load.tasks.add(task)
-        task.add_done_callback(load.tasks.discard)
+        load.spawn(self._discovered(load, tap, body, tap.whole), "lanefetch-discover")
 
     async def _discovered(self, load: _Load, tap: _Tap, body: bytes, whole: bool) -> None:
         try:
@@ -657,9 +661,7 @@ class PageLoads:
                        if self._documents_whole and r.method.upper() == "GET" and _own_document(load, r)]
         if not observed and not navigations:
             return
-        task = asyncio.create_task(self._learned_live(load, observed, navigations), name="lanefetch-profile-live")
-        load.tasks.add(task)
-        task.add_done_callback(load.tasks.discard)
+        load.spawn(self._learned_live(load, observed, navigations), "lanefetch-profile-live")
 
     async def _learned_live(self, load: _Load, observed: list[Observed],
                             navigations: list[tuple[str, tuple[tuple[str, str], ...]]]) -> None:
@@ -798,12 +800,7 @@ class PageLoads:
         if not load.batch_seen:
             load.batch_seen = True
             if load.after_first_batch:  # planned after this batch's requests were queued (the plan awaits)
-                async def after_first_batch() -> None:
-                    await self._fly_pending(load, load.user_agent)
-
-                task = asyncio.create_task(after_first_batch(), name="lanefetch-after-first-batch")
-                load.tasks.add(task)
-                task.add_done_callback(load.tasks.discard)
+                load.spawn(self._fly_pending(load, load.user_agent), "lanefetch-after-first-batch")
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
 
     async def _fly_pending(self, load: _Load, user_agent: str | None) -> list[str]:
