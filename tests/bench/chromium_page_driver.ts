@@ -10,11 +10,10 @@
 // ON; the renderer's memory cache gone) and loads URL again in a new tab; with --again loads URL again in the same
 // tab (a return to the page: the browser's caches warm, the tab intercepted since its first load).
 // LANEFETCH_BENCH_BREAKDOWN=1: ON lines also say where the time went (see breakdown()); =requests: and each request.
-import { createHash } from "node:crypto";
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
 import type { RequestRecord } from "../../extension/src/timings/timing-store.js";
-import { exitOnError, loadEnded, measure, nextCallerLine, readLoad, untilCallerDone, type PageProbe } from "./page_measure.js";
+import { exitOnError, loadEnded, measure, nextCallerLine, readLoad, screenDigest, untilCallerDone, type PageProbe } from "./page_measure.js";
 
 function median(xs: number[]): number | null {
   if (xs.length === 0) return null;
@@ -122,7 +121,7 @@ function probe(page: Page, heard: string[]): PageProbe {
     untilLoaded: () => page.waitForFunction(loadEnded, undefined, { timeout: 120000 }),
     read: () => page.evaluate(readLoad),
     console: () => heard.splice(0),
-    screen: async () => createHash("sha256").update(await page.screenshot({ type: "png" })).digest("hex").slice(0, 16),
+    screen: async () => screenDigest(await page.screenshot({ type: "png" })),
   };
 }
 

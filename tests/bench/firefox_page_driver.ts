@@ -14,12 +14,11 @@
 // the CA is one this Firefox trusts).
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
-import { createHash } from "node:crypto";
 import type { Page } from "puppeteer-core";
 import type { SiteRule } from "../../extension/src/sites/site-rule.js";
 import { freshHome, launchFirefox, setSites, trustingProfile, untilHttpsRouted, waitForHelper } from "../browser/support/firefox-harness.js";
 import { helperCli } from "../browser/support/paths.js";
-import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, type PageProbe } from "./page_measure.js";
+import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, screenDigest, type PageProbe } from "./page_measure.js";
 
 /** The page's console errors and warnings and uncaught errors, as they come (bench/page_measure.ts PageProbe). */
 function listen(page: Page): string[] {
@@ -36,7 +35,7 @@ function probe(page: Page, heard: string[]): PageProbe {
     untilLoaded: () => page.waitForFunction(loadEnded, { timeout: 120000 }),
     read: () => page.evaluate(readLoad),
     console: () => heard.splice(0),
-    screen: async () => createHash("sha256").update(await page.screenshot({ type: "png" })).digest("hex").slice(0, 16),
+    screen: async () => screenDigest(await page.screenshot({ type: "png" })),
   };
 }
 

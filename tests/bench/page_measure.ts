@@ -6,6 +6,7 @@
 // closes stdin (it has read the link's settled counters), so what the page still fetches after its load event is
 // part of the load's bytes in both variants: closing the browser at once cut OFF's late responses short (Firefox
 // on `wcdma`, rust-std: OFF's link moved less than the bodies the server sent), while ON the helper finished them.
+import { createHash } from "node:crypto";
 import { createInterface } from "node:readline";
 
 export interface LoadResult {
@@ -38,6 +39,11 @@ export interface PageProbe {
   /** The viewport as drawn once the page was read (a PNG's SHA-256, 16 hex digits): what layout does not show, a
    * background image or a colour, shows here. */
   screen?(): Promise<string>;
+}
+
+/** A screenshot as PageProbe.screen gives it: its SHA-256, 16 hex digits. */
+export function screenDigest(png: Uint8Array): string {
+  return createHash("sha256").update(png).digest("hex").slice(0, 16);
 }
 
 /** In the page: the top-level document's load event has ended. */

@@ -222,8 +222,8 @@ def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, obje
         out.append(f"fonts: {', '.join(sorted(fonts)) or 'none'} (OFF: {others})")
     for key in ("layout", "screen"):
         theirs = {d.get(key) for d in off}
-        mine_ = on.get(key)
-        if isinstance(mine_, str) and None not in theirs and mine_ not in theirs:
+        hashed = on.get(key)
+        if isinstance(hashed, str) and None not in theirs and hashed not in theirs:
             varied = f" (the OFF loads' own {key}s differ)" if len(theirs) > 1 else ""
-            out.append(f"{key} {mine_} (OFF: {', '.join(sorted(str(x) for x in theirs))}){varied}")
+            out.append(f"{key} {hashed} (OFF: {', '.join(sorted(str(x) for x in theirs))}){varied}")
     return out

@@ -273,8 +273,8 @@ def _answers(d: Run, again: dict[str, int]) -> str:
 def _oddities(page: RealPage, off: Sequence[Run], on: Sequence[Run]) -> list[str]:
     """What an ON load did that the OFF loads did not: fewer images decoded, more 4xx answers, a path every OFF load
     asked the server for (before the load event) that it did not, a path asked for more often than in any OFF load
-    (with the bytes those extra answers carried), a console message, fonts or a layout unlike every OFF load's
-    (real_pages_report.behaved_otherwise)."""
+    (with the bytes those extra answers carried), a console message, fonts, a layout or a viewport as drawn unlike
+    every OFF load's (real_pages_report.behaved_otherwise)."""
     out = []
     off_counts = [Counter(r.path for r in answers(d)) for d in off]
     off_decoded = min(d["decoded"] for d in off)
@@ -561,10 +561,10 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "## What ON did that OFF did not",
         "",
         *([f"- {o}" for o in oddities] or ["Nothing: every ON load decoded as many images as the OFF loads, had no "
-                                           "more 4xx answers, asked the server for every path all OFF loads did, and "
-                                           "logged no console message, used no font faces, laid the page out and drew "
-                                           "its viewport in no way that no OFF load did (layout: every element's box, "
-                                           "hashed; viewport: its screenshot, hashed)."]),
+                                           "more 4xx answers, asked the server for every path all OFF loads did, "
+                                           "logged no console message no OFF load logged, and used the font faces, "
+                                           "laid the page out and drew its viewport as an OFF load did (layout: every "
+                                           "element's box, hashed; viewport: its screenshot, hashed)."]),
         "",
         "## Bytes the server sent ON that no OFF load asked for",
         "",
