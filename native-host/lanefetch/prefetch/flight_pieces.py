@@ -27,6 +27,18 @@ the request with an error, so the flight holds nothing for the URL and the brows
 usual. Nothing of a split body is handed on before every piece checked out: no byte of one version is ever joined
 to another's, and the flight (which holds answers whole until claimed) loses no time by it.
 
+A size not known (`probed`: a first visit's images, found in the page's document or stylesheets, and its preloaded
+fonts): the request is asked in a first piece, FIRST (`bytes=0-` PIECE_BYTES less one), scheduled as the whole
+request of unknown size would be. Its head's Content-Range tells the body's size: a body within it is all there
+(answered as a 200 like any joined one; one piece alone needs no validator to be of one version), a larger one with
+a strong validator has the rest asked at once as pieces of known size (`rest_ranges`), a batch of its own, which the
+pool spreads over the connections by bytes. Without a strong validator no rest is asked (nothing could prove it
+of the first piece's version): the request ends with an error and the browser's is fetched whole, the first piece
+thrown away. A first piece answered anything but 206 or 416 (a 200, a 404, a redirect) is the whole request's
+answer: a server gives those whatever the Range. On a first visit the helper knows no image's size before its
+head comes, so a large one went whole to whichever connection was idle, late in a long document a cold one:
+rust-book-print's 241 kB trpl14-04.png took 2.4 s from first to last byte on one (`sat`; docs/performance.md).
+
 Where: only to an origin whose link is known to carry two first flights or more per round trip (the service's
 `link_room`, the same test as pool_plan.balances): there the pool spreads the pieces over the connections at once.
 On a slower link (W-CDMA: 19 kB per round trip) the page waits on its bytes, not on slow start, and pieces would
@@ -42,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -63,6 +76,7 @@ _OWN_FIELDS = frozenset({"range", "if-range", "accept-encoding", "if-none-match"
 CHUNK = 256 * 1024
 
 Range = tuple[int, int | None]  # first byte, last byte (None: to the end)
+log = logging.getLogger(__name__)
 LinkRoom = Callable[[str, Page], Awaitable[bool]]  # has url's origin a link with room for pieces (service.link_room)
 
 
@@ -80,9 +94,10 @@ def _path(url: str) -> str:
     return url.split("#", 1)[0].split("?", 1)[0].lower()
 
 
-def splittable(request: FetchRequest) -> bool:
-    """Is this flight request asked in pieces? (module docstring)"""
-    if request.method.upper() != "GET" or request.expected_size is None or request.expected_size <= PIECE_BYTES:
+def _of_a_kind_split(request: FetchRequest) -> bool:
+    """Is this flight request one whose body comes as the server stores it, asked without fields that would change
+    what a range of it means? (module docstring)"""
+    if request.method.upper() != "GET":
         return False
     if request.cache_refresh:  # a stale stored copy is revalidated whole (a 304), never asked again in ranges
         return False
@@ -92,6 +107,32 @@ def splittable(request: FetchRequest) -> bool:
     if request.resource_type == "image":
         return not path.endswith(_NOT_SPLIT_SUFFIXES)
     return request.resource_type == "font" and path.endswith(_FONT_SUFFIXES)
+
+
+def splittable(request: FetchRequest) -> bool:
+    """Is this flight request asked in pieces, its size learned? (module docstring)"""
+    return request.expected_size is not None and request.expected_size > PIECE_BYTES and _of_a_kind_split(request)
+
+
+def probed(request: FetchRequest) -> bool:
+    """Is this flight request's size not known, so it is asked in a first piece whose answer tells it (`FIRST`;
+    module docstring, "A size not known")?"""
+    return request.expected_size is None and _of_a_kind_split(request)
+
+
+#: the range a request of unknown size is first asked in (probed)
+FIRST: Range = (0, PIECE_BYTES - 1)
+
+
+def rest_ranges(total: int) -> list[Range]:
+    """The ranges that follow a first piece (FIRST) of a body of `total` bytes: what is left after it, in as few
+    pieces of even sizes as keep each within PIECE_BYTES, the last open-ended; [] when the first piece is all."""
+    start = PIECE_BYTES
+    if total <= start:
+        return []
+    count = -(-(total - start) // PIECE_BYTES)
+    cuts = [start + (total - start) * i // count for i in range(count + 1)]
+    return [(cuts[i], cuts[i + 1] - 1 if i + 1 < count else None) for i in range(count)]
 
 
 def piece_request(request: FetchRequest, index: int, asked: Range) -> FetchRequest:
@@ -154,7 +195,7 @@ def join(asked: Sequence[Range], answers: Sequence[PieceAnswer]) -> Joined | Ref
         if total is None:
             total = got_total
             validator = piece_validator(head)
-            if validator is None:
+            if validator is None and len(answers) > 1:  # one piece alone is one version
                 return Refused("no strong validator proves the pieces are of one version")
         elif got_total != total or piece_validator(head) != validator:
             return Refused("the pieces are of different versions", "resource_changed")
@@ -183,12 +224,19 @@ class _Piece:
 
 
 class _Split:
-    """One split request: its pieces as they arrive, until all have ended."""
+    """One split request: its pieces as they arrive, until all have ended. One whose size is not known (`probe`)
+    starts with its first piece alone (FIRST, asked as of unknown size: the pool schedules it as it would the whole
+    request); its head adds the rest (`rest`: their fetch)."""
 
-    def __init__(self, request: FetchRequest, ranges: list[Range]) -> None:
+    def __init__(self, request: FetchRequest, ranges: list[Range], probe: bool = False) -> None:
         self.request = request
         self.pieces = [_Piece(piece_request(request, i, r), r) for i, r in enumerate(ranges)]
-        self.whole: _Piece | None = None  # a piece answered 200: the whole answer by itself
+        if probe:
+            self.pieces[0].request.expected_size = None
+        self.probe = probe
+        self.whole: _Piece | None = None  # a piece answered 200 (a first piece: anything but 206): the whole answer
+        self.rest: asyncio.Task[None] | None = None
+        self.cancelled = False
 
     def all_done(self) -> bool:
         return all(p.done for p in self.pieces)
@@ -221,40 +269,95 @@ class PieceFetcher:
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         batch: list[FetchRequest] = []
+        splits: list[_Split] = []
         for request in requests:
-            room = splittable(request) and self._split_where is not None and await self._split_where(request.url, page)
-            ranges = piece_ranges(request.expected_size or 0) if room else []
+            known, unknown = splittable(request), probed(request)
+            room = (known or unknown) and self._split_where is not None and await self._split_where(request.url, page)
+            ranges = piece_ranges(request.expected_size or 0) if room and known else [FIRST] if room else []
             if not ranges:
                 batch.append(request)
                 continue
             # The request's fields as the service would have sent it whole (it adds Accept-Encoding in place):
             # the flight compares those with the browser's request (fidelity.py); the pieces ask identity.
             with_accept_encoding(request, url_scheme(request.url))
-            split = _Split(request, ranges)
+            split = _Split(request, ranges, probe=not known)
             self._splits[request.id] = split
+            splits.append(split)
             for piece in split.pieces:
                 self._pieces[piece.request.id] = (split, piece)
                 batch.append(piece.request)
         try:
-            return await self.inner.fetch(batch, _PieceSink(self, sink), page)
+            result = await self.inner.fetch(batch, _PieceSink(self, sink, page), page)
+            # A first piece's head came before its end: every rest of this batch is under way by now.
+            rests = [s.rest for s in splits if s.rest is not None]
+            if rests:
+                await asyncio.gather(*rests)
+            return result
         finally:
+            for split in splits:
+                if split.rest is not None and not split.rest.done():
+                    split.rest.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await split.rest
             for request in requests:
                 ended = self._splits.pop(request.id, None)
                 for piece in ended.pieces if ended is not None else ():
                     self._pieces.pop(piece.request.id, None)
+
+    def _ask_rest(self, split: _Split, total: int, sink: Sink, page: Page) -> None:
+        """A first piece told the body's size, `total`, more than it carries: the rest is asked in pieces, as a batch
+        of its own through the same fetcher, so the pool spreads it over the connections by bytes (their sizes are
+        known now: pool_plan.balanced_taker)."""
+        sized = dataclasses.replace(split.request, expected_size=total)
+        first = len(split.pieces)
+        rest = [_Piece(piece_request(sized, first + i, r), r) for i, r in enumerate(rest_ranges(total))]
+        split.pieces += rest
+        for piece in rest:
+            self._pieces[piece.request.id] = (split, piece)
+        split.rest = asyncio.create_task(self._fetch_rest(split, rest, sink, page), name="lanefetch-piece-rest")
+
+    async def _fetch_rest(self, split: _Split, rest: list[_Piece], sink: Sink, page: Page) -> None:
+        if split.cancelled:  # cancelled before the rest went out
+            for piece in rest:
+                piece.error, piece.done = FetchError("cancelled", "cancelled"), True
+            await self._piece_ended(split, sink)
+            return
+        try:
+            await self.inner.fetch([p.request for p in rest], _PieceSink(self, sink, page), page)
+        except Exception as exc:  # the fetcher broke: every piece it left open ends, so the request gets its error
+            log.exception("fetching a body's rest in pieces failed")
+            left = [p for p in rest if not p.done]
+            for piece in left:
+                piece.error, piece.done = FetchError("internal", f"fetching the rest failed: {exc}"), True
+            if left:
+                await self._piece_ended(split, sink)
 
     def _cancel_pieces(self, ids: list[str]) -> None:
         task = asyncio.create_task(self.inner.cancel(ids), name="lanefetch-piece-cancel")
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
-    async def _piece_head(self, split: _Split, piece: _Piece, head: DeliveredHead) -> None:
+    async def _piece_head(self, split: _Split, piece: _Piece, head: DeliveredHead, sink: Sink, page: Page) -> None:
         piece.head = head
-        if head.status == 200 and split.whole is None:
+        probing = split.probe and piece is split.pieces[0]
+        # A first piece answered anything but a range (a 404, a redirect: what the whole request would get; a 416
+        # is a range's own answer) is the whole answer too.
+        whole = head.status == 200 or (probing and head.status not in (206, 416))
+        if whole and split.whole is None:
             split.whole = piece
             others = [p.request.id for p in split.pieces if p is not piece and not p.done]
             if others:
                 self._cancel_pieces(others)
+            return
+        told = content_range(head) if probing and head.status == 206 else None
+        if told is None or told[0] != 0:
+            return  # not a first piece's range: join judges it
+        if told[2] <= PIECE_BYTES:
+            piece.asked = (0, None)  # the body is all in it
+        elif not split.cancelled and told[1] == FIRST[1] and piece_validator(head) is not None:
+            # (without a strong validator no rest could be proven of the first piece's version: none is asked, join
+            # refuses, and the browser's request is fetched whole)
+            self._ask_rest(split, told[2], sink, page)
 
     async def _piece_ended(self, split: _Split, sink: Sink) -> None:
         if not split.all_done():
@@ -292,6 +395,8 @@ class PieceFetcher:
         ids: list[str] = []
         for rid in request_ids:
             split = self._splits.get(rid)
+            if split is not None:
+                split.cancelled = True  # a first piece's head asks for no rest now
             ids += [p.request.id for p in split.pieces] if split is not None else [rid]
         await self.inner.cancel(ids)
 
@@ -306,9 +411,10 @@ class PieceFetcher:
 class _PieceSink:
     """Routes each piece's events to its split; everything else to the caller's sink as it is."""
 
-    def __init__(self, fetcher: PieceFetcher, sink: Sink) -> None:
+    def __init__(self, fetcher: PieceFetcher, sink: Sink, page: Page) -> None:
         self._fetcher = fetcher
         self._sink = sink
+        self._page = page
 
     def _of(self, request: FetchRequest) -> tuple[_Split, _Piece] | None:
         return self._fetcher._pieces.get(request.id)
@@ -318,7 +424,7 @@ class _PieceSink:
         if found is None:
             await self._sink.head(request, head)
         else:
-            await self._fetcher._piece_head(found[0], found[1], head)
+            await self._fetcher._piece_head(found[0], found[1], head, self._sink, self._page)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         found = self._of(request)

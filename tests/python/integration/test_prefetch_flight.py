@@ -27,6 +27,7 @@ from lanefetch.engine import (
 )
 from lanefetch.prefetch.budget import Ledger, Limits
 from lanefetch.prefetch.flight import Flight, FlightAnswers
+from lanefetch.prefetch.flight_pieces import PIECE_BYTES
 from lanefetch.prefetch.plan import Planned
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
@@ -46,10 +47,10 @@ IMAGE = [(k, {"Accept": "image/*", "Sec-Fetch-Dest": "image"}.get(k, v)) for k, 
 PHOTO = bytes((i * 7) % 251 for i in range(100_000))
 
 
-def _ranged(request: web.Request, body: bytes, etag: str) -> web.Response:
+def _ranged(request: web.Request, body: bytes, etag: str | None) -> web.Response:
     """What a static file server answers: the whole body, or the single range asked for."""
     kind = {"svg": "image/svg+xml", "woff2": "font/woff2"}.get(request.path.rsplit(".", 1)[-1], "image/png")
-    fields = {"Content-Type": kind, "ETag": etag, "Accept-Ranges": "bytes"}
+    fields = {"Content-Type": kind, "Accept-Ranges": "bytes", **({"ETag": etag} if etag else {})}
     m = re.fullmatch(r"bytes=(\d+)-(\d*)", request.headers.get("Range", ""))
     if m is None:
         return web.Response(body=body, headers=fields)
@@ -94,6 +95,10 @@ async def server() -> AsyncIterator[Server]:
                 "Content-Encoding": "gzip", "Content-Type": "text/css", "Cache-Control": "max-age=600"})
         if name in ("photo.png", "photo.svg", "font.woff2"):
             return _ranged(request, PHOTO, '"photo-1"')
+        if name == "small.png":
+            return _ranged(request, PNG, '"small-1"')
+        if name == "plain.png":  # no validator: pieces fetched apart could never be proven of one version
+            return _ranged(request, PHOTO, None)
         if name == "flip.png":  # another version at every request: pieces can never be joined
             return _ranged(request, PHOTO, f'"flip-{len(state.seen)}"')
         if name == "whole.png":  # Range ignored, as many dynamic handlers do; only the first request answered at once
@@ -452,6 +457,56 @@ async def test_a_large_image_or_font_comes_in_pieces_over_the_connections_and_an
     assert len(server.seen) == 7, "both answered from the flight"
     report = await flight.close()
     assert report.answered == 2 and report.claimed_bytes == 2 * len(PHOTO)
+
+
+async def test_an_image_of_unknown_size_is_asked_in_a_first_piece_whose_answer_says_what_follows(
+        server: Server, service: FetchService) -> None:
+    # A first visit knows no image's size: the first piece's Content-Range tells it, and the rest is asked in pieces
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
+                    split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/photo.png", IMAGE, "image", confident=True),
+                  Planned(f"{server.url}/small.png", IMAGE, "image", confident=True),
+                  Planned(f"{server.url}/missing.png", IMAGE, "image", confident=True)])
+    await flight.wait()
+    ranges = {p: sorted(h.get("Range", "") for q, h in server.seen if q == p) for p, _ in server.seen}
+    assert ranges["/photo.png"] == [f"bytes=0-{PIECE_BYTES - 1}", f"bytes={PIECE_BYTES}-71643", "bytes=71644-"]
+    assert ranges["/small.png"] == [f"bytes=0-{PIECE_BYTES - 1}"], "all of it came in the first piece"
+    assert ranges["/missing.png"] == [f"bytes=0-{PIECE_BYTES - 1}"]
+
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([_browser("photo", f"{server.url}/photo.png", IMAGE),
+                         _browser("small", f"{server.url}/small.png", IMAGE),
+                         _browser("missing", f"{server.url}/missing.png", IMAGE)], sink, PAGE)
+    for rid, body in (("photo", PHOTO), ("small", PNG)):
+        got = sink.got[rid]
+        assert got.error is None and got.body == body and got.head is not None and got.head.status == 200
+        fields = {k.lower(): v for k, v in got.head.headers}
+        assert fields["content-length"] == str(len(body)) and "content-range" not in fields
+        assert got.report is not None and got.report.cache == "prefetch"
+    missing = sink.got["missing"]
+    assert missing.head is not None and missing.head.status == 404, "what the whole request gets: the answer"
+    assert missing.report is not None and missing.report.cache == "prefetch"
+    assert len(server.seen) == 5, "all three answered from the flight"
+    report = await flight.close()
+    assert report.answered == 3 and report.wasted_bytes == 0
+
+
+async def test_without_a_validator_the_rest_of_a_first_piece_is_never_asked(server: Server,
+                                                                            service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
+                    split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/plain.png", IMAGE, "image", confident=True)])
+    await flight.wait()
+    assert [h.get("Range") for p, h in server.seen] == [f"bytes=0-{PIECE_BYTES - 1}"]
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([_browser("png", f"{server.url}/plain.png", IMAGE)], sink, PAGE)
+    got = sink.got["png"]
+    assert got.body == PHOTO and got.report is not None and got.report.cache == "none", "fetched whole for it"
+    assert [h.get("Range") for p, h in server.seen][1:] == [None]
+    report = await flight.close()
+    assert report.answered == 0 and report.wasted_bytes == PIECE_BYTES, "only the first piece, thrown away"
 
 
 async def test_a_server_that_ignores_range_gives_the_whole_answer_once(server: Server, service: FetchService) -> None:

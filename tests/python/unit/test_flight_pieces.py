@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine import DeliveredHead, FetchRequest
 from lanefetch.prefetch.flight_pieces import (
+    FIRST,
     PIECE_BYTES,
     Joined,
     PieceAnswer,
@@ -17,6 +18,8 @@ from lanefetch.prefetch.flight_pieces import (
     join,
     piece_ranges,
     piece_request,
+    probed,
+    rest_ranges,
     splittable,
 )
 
@@ -58,6 +61,48 @@ def test_what_is_split_large_images_but_svg_and_woff_fonts_as_they_are() -> None
         assert not splittable(_request("http://a.example/p/photo.png", "image", big, [own]))
     stale = dataclasses.replace(_request("http://a.example/p/photo.png", "image", big), cache_refresh=True)
     assert not splittable(stale)  # the helper's cache holds it stale: revalidated whole (a 304), never in ranges
+
+
+def test_an_image_or_font_of_unknown_size_is_probed_in_a_first_piece_on_the_same_terms() -> None:
+    assert probed(_request("http://a.example/p/photo.png", "image", None))
+    assert probed(_request("http://a.example/f/font.woff2", "font", None))
+    assert not probed(_request("http://a.example/p/photo.png", "image", 10))  # known: split by its size, or not
+    assert not probed(_request("http://a.example/p/logo.svg", "image", None))
+    assert not probed(_request("http://a.example/f/font.ttf", "font", None))
+    assert not probed(_request("http://a.example/s/app.js", "script", None))
+    assert not probed(_request("http://a.example/p/photo.png", "image", None, method="HEAD"))
+    assert not probed(_request("http://a.example/p/photo.png", "image", None, [("Range", "bytes=0-9")]))
+    stale = dataclasses.replace(_request("http://a.example/p/photo.png", "image", None), cache_refresh=True)
+    assert not probed(stale)
+    assert FIRST == (0, PIECE_BYTES - 1)
+
+
+@given(sizes)
+def test_the_rest_after_a_first_piece_covers_the_body_in_pieces_within_two_flights(total: int) -> None:
+    rest = rest_ranges(total)
+    if total <= PIECE_BYTES:
+        assert rest == [], "the first piece carried it all"
+        return
+    assert rest[0][0] == FIRST[1] + 1 and rest[-1][1] is None
+    ends = [last if last is not None else total - 1 for _, last in rest]
+    for (first, _), end, (following, _) in zip(rest, ends, [*rest[1:], (total, None)], strict=True):
+        assert following == end + 1 and 0 < end - first + 1 <= PIECE_BYTES
+    assert (len(rest) - 1) * PIECE_BYTES < total - PIECE_BYTES  # one piece fewer could not hold it
+    # with its first piece, the whole body joins
+    body = bytes(i % 251 for i in range(total))
+    asked = [FIRST, *rest]
+    joined = join(asked, [_answer(f, total - 1 if last is None else last, body) for f, last in asked])
+    assert isinstance(joined, Joined) and joined.body == body
+
+
+@given(st.integers(min_value=1, max_value=PIECE_BYTES))
+def test_a_first_piece_that_holds_the_whole_body_needs_no_validator(size: int) -> None:
+    body = bytes(i % 7 for i in range(size))
+    alone = PieceAnswer(DeliveredHead(206, "Partial Content", "1.1", [
+        ("Content-Range", f"bytes 0-{size - 1}/{size}"), ("Content-Length", str(size))], False), body)
+    joined = join([(0, None)], [alone])
+    assert isinstance(joined, Joined) and joined.body == body and joined.head.status == 200
+    assert isinstance(join([(0, None)], [PieceAnswer(alone.head, body[:-1])]), Refused)  # short: never
 
 
 def test_a_piece_asks_its_range_in_identity_and_keeps_the_requests_other_fields() -> None:
