@@ -141,6 +141,7 @@ class OriginPool:
         # A connection of this pool asks for small TLS records (tls_records.py): the first one opened while none is,
         # which carries a page's document and first wave; cleared when the pool has no connection left.
         self._small_records_asked = False
+        self._closing = False  # aclose: connections that end now are not replaced
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -486,9 +487,15 @@ class OriginPool:
         # A connection busy with a bulk response neither takes work nor counts against the limit: at most
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
         # An h2 connection that got a GOAWAY takes no new streams: it does not serve the queue either.
+        # Nothing queued, nothing to open: what is in flight is owed by its own connection (a new one could take
+        # none of it), and may be answers nobody wants any more (cancelled pieces a server holds); counted as work
+        # when a connection ended, they opened one that took nothing and idled until its timeout.
+        queued = self.queued()
+        if not queued or self._closing:
+            return
         serving = [c for c in self.connections
                    if not self.carries_bulk(c) and not _draining(c)]
-        work = self.queued() + sum(c.unanswered() for c in serving)
+        work = queued + sum(c.unanswered() for c in serving)
         for _ in range(connections_to_open(len(serving), work, self._limit())):
             self._open()
 
@@ -713,14 +720,15 @@ class OriginPool:
 
     async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None:
         self.policy.on_connection_ended(ended.misbehaviour, conn.responses_completed)
-        if (ended.failed or ended.suspect or ended.retry) and log.isEnabledFor(logging.INFO):
-            # What a connection's end costs (a request asked again is asked of the server twice): the log says
-            # which, so a load with paths asked twice can be traced to the end that caused it.
-            log.info(
-                "connection %d to %s ended (%s): %s", conn.id, self.origin, ended.reason, "; ".join(
-                    f"{what} {' '.join(ex.request.url for ex in exs)}" for what, exs in (
-                        ("asked again:", ended.retry), ("held, asked again:", ended.suspect),
-                        ("failed:", ended.failed)) if exs))
+        # What a connection's end costs (a request asked again is asked of the server twice): the log says which,
+        # so a load with paths asked twice can be traced to the end that caused it. Not the finished ones (cancelled
+        # while their answers were owed): nothing more is done for them.
+        costs = [(what, live) for what, exs in (("asked again:", ended.retry), ("held, asked again:", ended.suspect),
+                                                ("failed:", ended.failed))
+                 if (live := [ex for ex in exs if not ex.finished])]
+        if costs and log.isEnabledFor(logging.INFO):
+            log.info("connection %d to %s ended (%s): %s", conn.id, self.origin, ended.reason,
+                     "; ".join(f"{what} {' '.join(ex.request.url for ex in exs)}" for what, exs in costs))
         for ex in ended.failed:
             await ex.fail(FetchError("connection_lost", f"{ended.reason}; {ex.method} is not retried"))
         for ex in ended.suspect:
@@ -765,6 +773,7 @@ class OriginPool:
             c.wakeup.set()
 
     async def aclose(self) -> None:
+        self._closing = True  # a connection that ends below (its task's cleanup) must not open another
         # Abort the sockets first: a read that completes just as its task is cancelled swallows the cancel
         # (asyncio.wait_for in Python 3.11), and the connection would read on until the server stops.
         for c in self.connections:

@@ -56,6 +56,7 @@ from misbehaving_servers import (
     well_behaved,
     wrong_length,
 )
+from waits import until
 
 
 def config(**kw: Any) -> EngineConfig:
@@ -954,6 +955,27 @@ async def test_cancel_mid_body_keeps_the_pipeline_in_step() -> None:
         assert sink.records["1"].error is not None and sink.records["1"].error.code == "cancelled"
         sink.check_exact([r for r in reqs if r.id != "1"], expected)
         assert srv.served("/r/c/7000") == 1 and srv.connections[-1].max_outstanding >= 2
+
+
+async def test_a_closing_engine_opens_no_connection_for_what_its_closed_ones_owed() -> None:
+    # Closing aborts the connections; one that owed an answer puts it back in the queue as it ends, which opened a
+    # connection the close never saw (its task was not among those cancelled): it fetched on for a closed engine,
+    # or idled until its timeout.
+    async with setup(held(), config(connections_per_origin=1)) as (srv, engine):
+        reqs = gets(srv, ["/hold/a/100"])
+        task = asyncio.create_task(engine.fetch(reqs, RecordingSink(), LOOPBACK))
+        try:
+            await until(lambda: bool(srv.state.get("holding")), "the held request at the server")
+            await engine.aclose()
+            left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("lanefetch-conn-")]
+            assert not left, f"connections opened while closing: {left}"
+            assert len(srv.connections) == 1
+        finally:
+            task.cancel()
+            release = srv.state["release"]
+            assert isinstance(release, asyncio.Event)
+            release.set()
+            await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_cancel_the_whole_batch() -> None:

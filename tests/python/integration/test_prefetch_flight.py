@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import logging
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from lanefetch.engine import (
     Sink,
     TimingReport,
 )
+from lanefetch.engine.connection import Connection
 from lanefetch.prefetch.budget import Ledger, Limits
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.flight_pieces import PIECE_BYTES
@@ -65,6 +67,8 @@ def _ranged(request: web.Request, body: bytes, etag: str | None) -> web.Response
 class Server:
     url: str = ""
     seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    # The server's side of each client connection, by the client's port (to close one as a server would)
+    transports: dict[int, asyncio.BaseTransport] = field(default_factory=dict)
     release: asyncio.Event = field(default_factory=asyncio.Event)  # /slow.js answers once this is set
 
     def count(self, path: str) -> int:
@@ -77,6 +81,8 @@ async def server() -> AsyncIterator[Server]:
 
     async def handler(request: web.Request) -> web.StreamResponse:
         state.seen.append((request.path, dict(request.headers)))
+        if request.transport is not None:
+            state.transports[request.transport.get_extra_info("peername")[1]] = request.transport
         name = request.match_info["name"]
         if name == "a.css":
             return web.Response(body=gzip.compress(CSS), headers={"Content-Encoding": "gzip",
@@ -524,6 +530,31 @@ async def test_a_server_that_ignores_range_gives_the_whole_answer_once(server: S
     report = await flight.close()
     assert report.wasted_bytes == 0, "nothing of the cancelled pieces came"
     assert report.answered == 1 and report.claimed_bytes == len(PHOTO)
+
+
+async def test_a_connection_closed_beside_one_owing_only_cancelled_pieces_is_not_replaced(
+        server: Server, service: FetchService, caplog: pytest.LogCaptureFixture) -> None:
+    # As above: the first piece's request got the whole answer, the other two pieces (cancelled) are owed by the
+    # other connection, whose server holds them. The server then closes the idle connection (its keep-alive
+    # timeout): nothing is queued, so no connection is opened (one was, for the cancelled pieces it could never
+    # take: it idled until the engine's idle timeout, and held the aiohttp server's cleanup as long).
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
+                    split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/whole.png", IMAGE, "image", confident=True, expected_size=len(PHOTO))])
+    await flight.wait()
+    (pool,) = service.engine._pools.values()
+    (idle,) = [c for c in pool.connections if c.open and not c.unanswered()]
+    (owing,) = [c for c in pool.connections if c.unanswered()]
+    assert isinstance(owing, Connection) and all(f.token.finished for f in owing.state.in_flight)
+    assert idle.transport is not None
+    server.transports[idle.transport.writer.get_extra_info("sockname")[1]].close()
+    await until(lambda: idle not in pool.connections, "the closed connection gone from the pool")
+    assert pool.connections == {owing}, "nothing queued: no connection opened"
+    with caplog.at_level(logging.INFO, logger="lanefetch.engine"):
+        owing.abort()  # its end asks nothing again: the pieces it owed were cancelled
+        await until(lambda: not pool.connections, "the other connection gone")
+    assert not [r.getMessage() for r in caplog.records if "asked again" in r.getMessage()]
+    await flight.close()
 
 
 async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_fetched_whole(
