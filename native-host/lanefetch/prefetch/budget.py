@@ -28,7 +28,8 @@ user pays in time.
 
 A prefetch is admitted before its request is sent, against its expected size (the learned size; when unknown,
 UNKNOWN_SIZE for a confident item until it ends, nothing for a guess: then only while its class is under its
-limit); its bytes are counted as they arrive (`received` tells
+limit; a size told before the body, by a first piece's Content-Range, weighs it again at once, and a rest that
+would not fit is not asked: `expect`, flight_pieces.py); its bytes are counted as they arrive (`received` tells
 the caller to cancel the fetch when the class went over). Claimed bytes leave the ledger (they were useful);
 discarded ones stay counted as waste to the end of the page. A prefetch the browser has asked for (its request
 waits for it: `asked`) is no longer unrequested: it leaves both classes and is never cancelled for the budget's
@@ -107,6 +108,23 @@ class Ledger:
                 return False
         self._items[item_id] = _Item(confident=confident, expected=expected)
         return True
+
+    def expect(self, item_id: str, size: int) -> bool:
+        """A pending prefetch's size became known before its body came (a first piece's Content-Range,
+        flight_pieces.py): whether its class still keeps within its limit with it weighed at that size; if so, it is
+        from now on. A prefetch the browser asked for is never refused (nor cut: `asked`)."""
+        item = self._items.get(item_id)
+        if item is None:
+            return False
+        before = item.expected
+        item.expected = max(size, 0)
+        if item.state != "pending":
+            return True
+        fits = self._used(speculative_only=False) <= self.limits.total and (
+            item.confident or self._used(speculative_only=True) <= self.limits.speculative)
+        if not fits:
+            item.expected = before
+        return fits
 
     def received(self, item_id: str, n: int) -> bool:
         """Count n more body bytes of a pending prefetch; False when its class is now over its limit (the caller

@@ -114,8 +114,9 @@ class Flight:
                  clock: Callable[[], float] = time.monotonic, max_age: float = MAX_AGE,
                  split_where: LinkRoom | None = None) -> None:
         # A large image or font is asked in pieces over several connections where `split_where` says the link has
-        # room for it (flight_pieces.py); None: nowhere
-        self._fetcher = self._pieces = PieceFetcher(fetcher, split_where)
+        # room for it (flight_pieces.py); None: nowhere. One of unknown size is weighed by the page's budget at its
+        # size, once known, before its rest is asked.
+        self._fetcher = self._pieces = PieceFetcher(fetcher, split_where, ledger.expect)
         self.page = page
         self.ledger = ledger
         self._clock = clock

@@ -2,11 +2,11 @@
 fresh connection's slow start carries in two round trips is asked as byte ranges, each an exchange of its own, so
 the pool spreads them over its connections; they are joined into the one 200 the browser will ask for.
 
-Why: over a long round trip a fresh TCP connection brings about 10 segments in the server's first flight, 20 in
-its second, 40 in its third. A flight (flight.py) asks the page's whole learned work at the navigation over the
-origin's six connections, and the largest answers set its end: a 59 kB image alone on a connection needs four round
-trips after its request; as two 29.5 kB ranges on two connections, three. (real-pages on `sat`: apache-rewrite's
-second visit had everything but its four 25–59 kB images a second before them; docs/prefetch.md.)
+Why: over a long round trip a fresh TCP connection brings about 10 segments in the server's first flight, 20 in its
+second, 40 in its third. A flight (flight.py) asks the page's whole learned work at the navigation over the origin's
+six connections, and the largest answers set its end: a 59 kB image alone on a connection needs four round trips
+after its request; as two 29.5 kB ranges on two connections, three. (real-pages on `sat`: apache-rewrite's second
+visit had everything but its four 25–59 kB images a second before them; docs/prefetch.md.)
 
 What is split (`piece_ranges`, `splittable`): a GET of an image (not SVG, which servers compress) or a WOFF/WOFF2
 font (compressed formats, sent as they are), whose learned size is over PIECE_BYTES, without fields of its own that
@@ -19,25 +19,31 @@ the types split here anyway, so the bytes are the browser's own.
 
 How pieces are joined (`join`, pure): each must be a 206 without a content coding whose Content-Range is exactly the
 range it asked for (the last one: from its start to the total's end), all with one total and one strong validator
-(ETag, else a strong Last-Modified: partial_content.piece_validator). Then the body is theirs in order and the head is
-the first piece's as a 200 with the whole Content-Length (partial_content.as_whole). A 200 to any piece (the server
-ignored Range) is the whole answer by itself: the shell cancels the other pieces at once and hands that one on.
-Anything else (a 416, any other status, two versions, a range other than the one asked, a piece that failed) ends
-the request with an error, so the flight holds nothing for the URL and the browser's own request is fetched as
-usual. Nothing of a split body is handed on before every piece checked out: no byte of one version is ever joined
-to another's, and the flight (which holds answers whole until claimed) loses no time by it.
+(ETag, else a strong Last-Modified: partial_content.piece_validator). Then the body is theirs in order and the head
+is the first piece's as a 200 with the whole Content-Length (partial_content.as_whole). A 200 to any piece (the
+server ignored Range) is the whole answer by itself: the shell cancels the other pieces at once and hands that one
+on. Anything else (a 416, any other status, two versions, a range other than the one asked, a piece that failed)
+ends the request with an error, so the flight holds nothing for the URL and the browser's own request is fetched as
+usual; the other pieces are cancelled as soon as that is certain (a failed piece, a head join would refuse), so the
+error comes without waiting for bytes that could never be used. Nothing of a split body is handed on before every
+piece checked out: no byte of one version is ever joined to another's, and the flight (which holds answers whole
+until claimed) loses no time by it.
 
 A size not known (`probed`: a first visit's images, found in the page's document or stylesheets, and its preloaded
 fonts): the request is asked in a first piece, FIRST (`bytes=0-` PIECE_BYTES less one), scheduled as the whole
 request of unknown size would be. Its head's Content-Range tells the body's size: a body within it is all there
 (answered as a 200 like any joined one; one piece alone needs no validator to be of one version), a larger one with
 a strong validator has the rest asked at once as pieces of known size (`rest_ranges`), a batch of its own, which the
-pool spreads over the connections by bytes. Without a strong validator no rest is asked (nothing could prove it
-of the first piece's version): the request ends with an error and the browser's is fetched whole, the first piece
+pool spreads over the connections by bytes. Without a strong validator no rest is asked (nothing could prove it of
+the first piece's version): the request ends with an error and the browser's is fetched whole, the first piece
 thrown away. A first piece answered anything but 206 or 416 (a 200, a 404, a redirect) is the whole request's
-answer: a server gives those whatever the Range. On a first visit the helper knows no image's size before its
-head comes, so a large one went whole to whichever connection was idle, late in a long document a cold one:
-rust-book-print's 241 kB trpl14-04.png took 2.4 s from first to last byte on one (`sat`; docs/performance.md).
+answer: a server gives those whatever the Range; it streams to the caller as it comes, so the flight's budget can
+cut it like any fetch (unless it came with a content coding where the caller wants bodies decoded: then it ends in
+an error). The flight's budget weighs the body at its told size before the rest is asked (`may_hold`: the ledger
+admits it at that size or not): a rest it cannot afford is not asked, and the request ends with an error (held whole
+until joined, pieces could not be cut by the budget midway). On a first visit the helper knows no image's size
+before its head comes, so a large one went whole to whichever connection was idle, late in a long document a cold
+one: rust-book-print's 241 kB trpl14-04.png took 2.4 s from first to last byte on one (`sat`; docs/performance.md).
 
 Where: only to an origin whose link is known to carry two first flights or more per round trip (the service's
 `link_room`, the same test as pool_plan.balances): there the pool spreads the pieces over the connections at once.
@@ -78,6 +84,7 @@ CHUNK = 256 * 1024
 Range = tuple[int, int | None]  # first byte, last byte (None: to the end)
 log = logging.getLogger(__name__)
 LinkRoom = Callable[[str, Page], Awaitable[bool]]  # has url's origin a link with room for pieces (service.link_room)
+MayHold = Callable[[str, int], bool]  # may the flight hold request id's body at this size (budget.Ledger.expect)
 
 
 def piece_ranges(size: int) -> list[Range]:
@@ -135,12 +142,14 @@ def rest_ranges(total: int) -> list[Range]:
     return [(cuts[i], cuts[i + 1] - 1 if i + 1 < count else None) for i in range(count)]
 
 
-def piece_request(request: FetchRequest, index: int, asked: Range) -> FetchRequest:
+def piece_request(request: FetchRequest, index: int, asked: Range, sized: bool = True) -> FetchRequest:
+    """The request of one piece; `sized` False: its expected size is left unknown (a first piece, probed, is
+    scheduled as the whole request of unknown size would be)."""
     first, last = asked
     headers = [(k, v) for k, v in request.headers if k.lower() not in _OWN_FIELDS]
     headers += [("Accept-Encoding", "identity"), ("Range", f"bytes={first}-{'' if last is None else last}")]
-    size = None if last is None else last - first + 1
-    if last is None and request.expected_size is not None:
+    size = None if last is None or not sized else last - first + 1
+    if sized and last is None and request.expected_size is not None:
         size = max(request.expected_size - first, 0)
     return dataclasses.replace(request, id=piece_id(request.id, index), headers=headers, expected_size=size,
                                expected_wire=None, decode=False, cache_store=False)
@@ -230,11 +239,11 @@ class _Split:
 
     def __init__(self, request: FetchRequest, ranges: list[Range], probe: bool = False) -> None:
         self.request = request
-        self.pieces = [_Piece(piece_request(request, i, r), r) for i, r in enumerate(ranges)]
-        if probe:
-            self.pieces[0].request.expected_size = None
+        self.pieces = [_Piece(piece_request(request, i, r, sized=not probe), r) for i, r in enumerate(ranges)]
         self.probe = probe
-        self.whole: _Piece | None = None  # a piece answered 200 (a first piece: anything but 206): the whole answer
+        # A piece answered 200 (a first piece: anything but 206 or 416): the whole answer by itself
+        self.whole: _Piece | None = None
+        self.streams = False  # that whole answer is a first piece's, handed on as it comes (module docstring)
         self.rest: asyncio.Task[None] | None = None
         self.cancelled = False
 
@@ -259,9 +268,11 @@ def _timing(reports: list[TimingReport]) -> TimingReport:
 class PieceFetcher:
     """A Fetcher that asks the flight's large images and fonts in pieces (module docstring)."""
 
-    def __init__(self, inner: Fetcher, split_where: LinkRoom | None = None) -> None:
+    def __init__(self, inner: Fetcher, split_where: LinkRoom | None = None,
+                 may_hold: MayHold = lambda request_id, size: True) -> None:
         self.inner = inner
         self._split_where = split_where  # a URL's origin has a link with room for pieces (None: nowhere)
+        self._may_hold = may_hold  # the caller's budget, asked before a first piece's rest (module docstring)
         self._splits: dict[str, _Split] = {}  # by the split request's id
         self._pieces: dict[str, tuple[_Split, _Piece]] = {}  # by piece id
         self._cancels: set[asyncio.Task[None]] = set()
@@ -273,7 +284,7 @@ class PieceFetcher:
         for request in requests:
             known, unknown = splittable(request), probed(request)
             room = (known or unknown) and self._split_where is not None and await self._split_where(request.url, page)
-            ranges = piece_ranges(request.expected_size or 0) if room and known else [FIRST] if room else []
+            ranges = [] if not room else piece_ranges(request.expected_size or 0) if known else [FIRST]
             if not ranges:
                 batch.append(request)
                 continue
@@ -339,33 +350,50 @@ class PieceFetcher:
 
     async def _piece_head(self, split: _Split, piece: _Piece, head: DeliveredHead, sink: Sink, page: Page) -> None:
         piece.head = head
+        if split.cancelled:  # cancelled while its batch was starting (the engine did not know its id yet)
+            self._cancel_pieces([piece.request.id])
+            return
+        if split.whole is not None:
+            return  # decided: another piece's answer is the whole one (this one was cancelled after it left)
         probing = split.probe and piece is split.pieces[0]
         # A first piece answered anything but a range (a 404, a redirect: what the whole request would get; a 416
         # is a range's own answer) is the whole answer too.
         whole = head.status == 200 or (probing and head.status not in (206, 416))
-        if whole and split.whole is None:
+        if whole:
             split.whole = piece
-            others = [p.request.id for p in split.pieces if p is not piece and not p.done]
-            if others:
-                self._cancel_pieces(others)
+            self._cancel_open(split, piece)
+            if probing and not (split.request.decode and _coded(head)):
+                split.streams = True  # alone: handed on as it comes, so the caller's budget can cut it
+                await sink.head(split.request, head)
             return
-        told = content_range(head) if probing and head.status == 206 else None
+        if head.status != 206 or _coded(head):
+            self._cancel_open(split, piece)  # join will refuse: the others' bytes could never be used
+            return
+        told = content_range(head) if probing else None
         if told is None or told[0] != 0:
-            return  # not a first piece's range: join judges it
+            return  # a piece of a known split, or a first piece's odd range: join judges it
         if told[2] <= PIECE_BYTES:
             piece.asked = (0, None)  # the body is all in it
-        elif not split.cancelled and told[1] == FIRST[1] and piece_validator(head) is not None:
-            # (without a strong validator no rest could be proven of the first piece's version: none is asked, join
-            # refuses, and the browser's request is fetched whole)
+        elif told[1] == FIRST[1] and piece_validator(head) is not None and self._may_hold(split.request.id, told[2]):
+            # (without a strong validator no rest could be proven of the first piece's version, and a body the
+            # caller's budget cannot hold is not asked: join refuses, the browser's request is fetched whole)
             self._ask_rest(split, told[2], sink, page)
 
+    def _cancel_open(self, split: _Split, but: _Piece) -> None:
+        """Cancel the split's pieces still under way, but one: its answer decided the request's."""
+        others = [p.request.id for p in split.pieces if p is not but and not p.done]
+        if others:
+            self._cancel_pieces(others)
+
     async def _piece_ended(self, split: _Split, sink: Sink) -> None:
-        if not split.all_done():
+        if not split.all_done() or split.streams:
             return
         request = split.request
         reports = [p.report for p in split.pieces if p.report is not None]
         if split.whole is not None and split.whole.error is None and split.whole.head is not None:
             answer: Joined | Refused = Joined(split.whole.head, b"".join(split.whole.body))
+            if split.request.decode and _coded(split.whole.head):  # identity was asked; the caller wants it decoded
+                answer = Refused("the whole answer came with a content coding")
             report = split.whole.report or reports[0]
             discarded = [p for p in split.pieces if p is not split.whole]
         else:
@@ -419,6 +447,11 @@ class _PieceSink:
     def _of(self, request: FetchRequest) -> tuple[_Split, _Piece] | None:
         return self._fetcher._pieces.get(request.id)
 
+    @staticmethod
+    def _streamed(found: tuple[_Split, _Piece]) -> bool:
+        split, piece = found
+        return split.streams and piece is split.whole
+
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
         found = self._of(request)
         if found is None:
@@ -430,6 +463,8 @@ class _PieceSink:
         found = self._of(request)
         if found is None:
             await self._sink.body(request, data)
+        elif self._streamed(found):
+            await self._sink.body(found[0].request, data)
         else:
             found[1].body.append(data)
 
@@ -437,6 +472,8 @@ class _PieceSink:
         found = self._of(request)
         if found is None:
             await self._sink.end(request, body_bytes, trailers)
+        elif self._streamed(found):
+            await self._sink.end(found[0].request, body_bytes, trailers)
         else:
             found[1].trailers = trailers
 
@@ -444,8 +481,12 @@ class _PieceSink:
         found = self._of(request)
         if found is None:
             await self._sink.error(request, error)
+        elif self._streamed(found):
+            await self._sink.error(found[0].request, error)
         else:
             found[1].error = error
+            if found[0].whole is None:  # the request ends in an error: the others' bytes are of no use
+                self._fetcher._cancel_open(*found)
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
         found = self._of(request)
@@ -455,4 +496,6 @@ class _PieceSink:
         split, piece = found
         piece.report = report
         piece.done = True
+        if self._streamed(found):
+            await self._sink.timing(split.request, report)
         await self._fetcher._piece_ended(split, self._sink)

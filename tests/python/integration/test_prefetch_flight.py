@@ -101,6 +101,8 @@ async def server() -> AsyncIterator[Server]:
                 "Content-Encoding": "gzip", "Content-Type": "text/css", "Cache-Control": "max-age=600"})
         if name in ("photo.png", "photo.svg", "font.woff2"):
             return _ranged(request, PHOTO, '"photo-1"')
+        if name == "huge.png":
+            return _ranged(request, BIG, '"huge-1"')
         if name == "small.png":
             return _ranged(request, PNG, '"small-1"')
         if name == "plain.png":  # no validator: pieces fetched apart could never be proven of one version
@@ -513,6 +515,44 @@ async def test_without_a_validator_the_rest_of_a_first_piece_is_never_asked(serv
     assert [h.get("Range") for p, h in server.seen][1:] == [None]
     report = await flight.close()
     assert report.answered == 0 and report.wasted_bytes == PIECE_BYTES, "only the first piece, thrown away"
+
+
+async def test_a_first_pieces_rest_the_budget_cannot_hold_is_never_asked(server: Server,
+                                                                         service: FetchService) -> None:
+    # Held whole until joined, pieces could not be cut midway: the budget weighs the told size before the rest goes
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=32 * 1024, total=256 * 1024)), split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/huge.png", IMAGE, "image", confident=True)])
+    await flight.wait()
+    assert [h.get("Range") for p, h in server.seen] == [f"bytes=0-{PIECE_BYTES - 1}"], "no rest asked"
+    report = await flight.close()
+    assert report.answered == 0 and report.wasted_bytes == PIECE_BYTES
+
+
+async def test_a_first_piece_answered_whole_streams_so_the_budget_can_cut_it(server: Server,
+                                                                            service: FetchService) -> None:
+    # big.bin ignores Range: its 1 MiB comes as the first piece's 200, handed on as it arrives; a guess is cut at the
+    # page's limit for guesses, not held whole
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=32 * 1024, total=4 * 1024 * 1024)), split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/big.bin", IMAGE, "image", confident=False)])
+    await flight.wait()
+    assert [h.get("Range") for p, h in server.seen] == [f"bytes=0-{PIECE_BYTES - 1}"]
+    report = await flight.close()
+    assert report.cancelled_by_budget == 1
+    assert 32 * 1024 < report.wasted_bytes < len(BIG) // 2, "cut as it came, not held to its end"
+
+
+async def test_a_first_piece_answered_whole_is_the_answer(server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=32 * 1024, total=4 * 1024 * 1024)), split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/whole.png", IMAGE, "image", confident=True)])
+    await flight.wait()
+    answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+    sink = Collect()
+    await answers.fetch([_browser("png", f"{server.url}/whole.png", IMAGE)], sink, PAGE)
+    got = sink.got["png"]
+    assert got.body == PHOTO and got.head is not None and got.head.status == 200
+    assert got.report is not None and got.report.cache == "prefetch" and server.count("/whole.png") == 1
+    report = await flight.close()
+    assert report.answered == 1 and report.wasted_bytes == 0
 
 
 async def test_a_server_that_ignores_range_gives_the_whole_answer_once(server: Server, service: FetchService) -> None:

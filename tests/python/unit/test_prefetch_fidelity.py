@@ -142,6 +142,23 @@ def test_ledger_story() -> None:
     assert not ledger.admit("css", confident=True, expected_size=1)  # one entry per prefetch
 
 
+def test_a_size_told_before_the_body_is_weighed_at_once() -> None:
+    # flight_pieces: a first piece's Content-Range tells the body's size before its rest is asked
+    ledger = Ledger(Limits(speculative=100_000, total=200_000))
+    assert ledger.admit("img", confident=True, expected_size=None)  # weighed at UNKNOWN_SIZE until then
+    assert ledger.admit("css", confident=True, expected_size=50_000)
+    assert not ledger.expect("img", 160_000)  # 50 000 + 160 000 > 200 000: its rest is not asked
+    assert ledger.expect("img", 150_000)  # fits: weighed at that from now on
+    assert not ledger.admit("js", confident=True, expected_size=1)
+    ledger.claim("css")
+    assert ledger.admit("guess", confident=False, expected_size=None)
+    assert not ledger.expect("guess", 100_001)  # a guess keeps within the guesses' limit too
+    assert ledger.expect("guess", 0)
+    ledger.asked("img")
+    assert ledger.expect("img", 10_000_000), "the browser waits for it: never refused"
+    assert not ledger.expect("nobody", 1)
+
+
 def test_a_guess_the_browser_asked_for_is_not_cut_and_not_unrequested() -> None:
     ledger = Ledger(Limits(speculative=100, total=1000))
     assert ledger.admit("font", confident=False, expected_size=None)
