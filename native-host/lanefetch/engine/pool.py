@@ -383,7 +383,7 @@ class OriginPool:
             return None
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
-        taker = balanced_taker(self._bin(c, t, rtt) for c in conns.values())
+        taker = balanced_taker((self._bin(c, t, rtt) for c in conns.values()), ex.request.link_bytes or 0)
         return None if taker is None else (conns[taker.id], taker.ready)
 
     def _bin(self, c: Connection, t: float, rtt: float | None) -> Bin:

@@ -381,22 +381,37 @@ def balances(cls: int, expected_size: int | None, link_bdp: int | None) -> bool:
     return expected_size is not None and cls != RENDER_BLOCKING and roomy_bdp(link_bdp) is not None
 
 
-def balanced_taker(bins: Iterable[Bin]) -> Bin | None:
-    """The connection that takes the queue's next balanced request (`balances`): the least loaded one (ties: a ready
-    one, the warmest, the lowest id), pipelined behind what it carries if it is ready, else once it is (the request
-    waits for it); None when no connection may send more. Taken largest first (queue_order), this is the
-    longest-processing-time rule for parallel machines: no connection ends up carrying more than the least loaded one
-    plus one request. A flight asks all of a page's images at the navigation; each connection carries its share back
-    to back, so its server's window keeps growing over the answers, and the flight ends when the most loaded
-    connection does. A connection busy with a stylesheet takes its share too, once that is in (nothing is pipelined
-    behind render-blocking work): spread over the other connections only, apache-rewrite's second visit on `sat`
-    took 3.1 s instead of 2.5 s. The rules for the browser's own images (not pipelined while the page lays out,
-    warmest idle connection first) would have the flight's images wait for a free connection, a round trip or more,
-    although a connection is loaded far below others."""
-    open_bins = [b for b in bins if b.load is not None]
+def rounds_to_carry(load: int, window: int) -> int:
+    """The round trips a connection whose server's window is `window` bytes needs to bring `load` bytes, the window
+    doubling every round trip (slow start): the least k with window x (2^k - 1) >= load."""
+    k, carried, w = 0, 0, max(window, 1)
+    while carried < load:
+        carried, w, k = carried + w, 2 * w, k + 1
+    return k
+
+
+def balanced_taker(bins: Iterable[Bin], incoming: int = 0) -> Bin | None:
+    """The connection that takes the queue's next balanced request (`balances`, of link size `incoming`): the one that
+    would carry its load with the request in the fewest round trips of slow start from its window
+    (`rounds_to_carry`), then the least loaded (ties: a ready one, the warmest, the lowest id), pipelined behind
+    what it carries if it is ready, else once it is (the request waits for it); None when no connection may send
+    more. With windows alike (a flight at the navigation: every connection fresh) that is the least loaded one and,
+    taken largest first (queue_order), the longest-processing-time rule for parallel machines: no connection ends up
+    carrying more than the least loaded one plus one request. A warm connection is a faster machine: late in a first
+    visit the document's connection can bring 400 kB in a round trip where the others bring 15 kB, and
+    rust-book-print's pieces of a 241 kB image (a first piece's rest, flight_pieces.py) took two and three round
+    trips on the cold ones (`sat`). A flight asks all of a page's images at the navigation; each connection carries
+    its share back to back, so its server's window keeps growing over the answers, and the flight ends when the most
+    loaded connection does. A connection busy with a stylesheet takes its share too, once that is in (nothing is
+    pipelined behind render-blocking work): spread over the other connections only, apache-rewrite's second visit on
+    `sat` took 3.1 s instead of 2.5 s. The rules for the browser's own images (not pipelined while the page lays
+    out, warmest idle connection first) would have the flight's images wait for a free connection, a round trip or
+    more, although a connection is loaded far below others."""
+    open_bins = [(b, b.load) for b in bins if b.load is not None]
     if not open_bins:
         return None
-    return min(open_bins, key=lambda b: (b.load, not b.ready, -b.window, b.id))
+    return min(open_bins, key=lambda bl: (rounds_to_carry(bl[1] + incoming, bl[0].window), bl[1], not bl[0].ready,
+                                          -bl[0].window, bl[0].id))[0]
 
 
 def expected_long(expected_sizes: Iterable[int | None]) -> bool:

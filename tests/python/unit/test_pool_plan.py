@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from random import Random
@@ -56,6 +57,7 @@ from lanefetch.engine.pool_plan import (
     preferred_taker,
     queue_order,
     receiving,
+    rounds_to_carry,
     warmed,
 )
 
@@ -677,19 +679,49 @@ def test_answers_in_one_flight_have_no_fair_share(policy_depth: int, config_dept
 
 
 @given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 10**6)), st.booleans(),
-                          st.integers(INITIAL_WINDOW, 10**6)), max_size=8))
-def test_balanced_work_goes_to_the_least_loaded_connection(bins: list[tuple[int | None, bool, int]]) -> None:
+                          st.integers(INITIAL_WINDOW, 10**6)), max_size=8), st.integers(0, 200_000))
+def test_balanced_work_goes_where_it_is_carried_soonest_then_to_the_least_loaded(
+        bins: list[tuple[int | None, bool, int]], incoming: int) -> None:
     given_bins = [Bin(i, load, ready, window) for i, (load, ready, window) in enumerate(bins)]
-    chosen = balanced_taker(given_bins)
+    chosen = balanced_taker(given_bins, incoming)
     takers = [b for b in given_bins if b.load is not None]
     if not takers:
         assert chosen is None
         return
     assert chosen is not None and chosen.load is not None
-    assert all(chosen.load <= b.load for b in takers if b.load is not None)
-    level = [b for b in takers if b.load == chosen.load]
+
+    def rounds(b: Bin) -> int:
+        assert b.load is not None
+        return rounds_to_carry(b.load + incoming, b.window)
+    assert all(rounds(chosen) <= rounds(b) for b in takers)
+    level = [b for b in takers if rounds(b) == rounds(chosen)]
+    assert all(chosen.load <= b.load for b in level if b.load is not None)
+    level = [b for b in level if b.load == chosen.load]
     assert chosen.ready or not any(b.ready for b in level), "a ready one first among the least loaded"
     assert all(chosen.window >= b.window for b in level if b.ready == chosen.ready)
+    # windows alike: the least loaded, whatever the request's size (the longest-processing-time rule)
+    alike = [dataclasses.replace(b, window=INITIAL_WINDOW) for b in given_bins]
+    plain = balanced_taker(alike, incoming)
+    assert plain is not None and plain.load == min(b.load for b in alike if b.load is not None)
+
+
+@given(st.integers(0, 10**8), st.integers(1, 10**7))
+def test_slow_start_carries_the_load_in_the_least_round_trips_that_hold_it(load: int, window: int) -> None:
+    k = rounds_to_carry(load, window)
+    assert window * (2**k - 1) >= load
+    assert k == 0 or window * (2 ** (k - 1) - 1) < load
+
+
+def test_late_in_a_first_visit_the_warm_connection_takes_the_pieces() -> None:
+    # rust-book-print on `sat`: the document's connection has carried 392 kB, the others small stylesheets and icons
+    warm, cold = Bin(1, 0, True, INITIAL_WINDOW + 392_000), [Bin(i, 0, True, INITIAL_WINDOW) for i in range(2, 7)]
+    loads = {b.id: 0 for b in [warm, *cold]}
+    for _ in range(5):  # the rest of a 241 kB image in pieces of 39.6 kB
+        bins = [dataclasses.replace(b, load=loads[b.id]) for b in [warm, *cold]]
+        taker = balanced_taker(bins, 39_600)
+        assert taker is not None
+        loads[taker.id] += 39_600
+    assert loads[1] == 5 * 39_600, "one round trip there; two on any cold one"
 
 
 def test_a_connection_carrying_render_blocking_or_unknown_work_counts_it_and_takes_its_share_once_free() -> None:
