@@ -62,6 +62,7 @@ from .pool_plan import (
     h2_may_take,
     h2_render_reserve,
     h2_reserve_from_opening,
+    left_to_come,
     long_answer,
     may_join,
     may_wait_for_draining,
@@ -390,7 +391,8 @@ class OriginPool:
         if not self._may_send_more(c) or self.carries_bulk(c):
             return Bin(c.id, None)
         aboard = self._aboard(c)
-        sizes = [x.request.link_bytes for x in aboard]
+        sizes = left_to_come(((f.parser.body_remaining, f.token.request.link_bytes) for f in c.state.in_flight),
+                             len(c.state.unverified))
         b = bin_for(c.id, sizes, self._balance_ready(aboard), cooled(c.warmth, t, rtt))
         reserved = [x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished]
         return b if b.load is None or not reserved else dataclasses.replace(b, load=b.load + sum(reserved))

@@ -46,6 +46,7 @@ from lanefetch.engine.pool_plan import (
     h2_may_take,
     h2_render_reserve,
     h2_reserve_from_opening,
+    left_to_come,
     link_size,
     long_answer,
     may_join,
@@ -710,6 +711,17 @@ def test_slow_start_carries_the_load_in_the_least_round_trips_that_hold_it(load:
     k = rounds_to_carry(load, window)
     assert window * (2**k - 1) >= load
     assert k == 0 or window * (2 ** (k - 1) - 1) < load
+
+
+def test_a_connection_is_weighed_by_what_is_still_to_come() -> None:
+    # a font whose head told 2 000 bytes to come, a piece not answered yet, one held complete
+    assert left_to_come([(2_000, None), (None, 40_000)], held=1) == [2_000, 40_000, 0]
+    assert left_to_come([(None, None)], held=0) == [None]  # the browser's own, its head not in: not known
+    # rust-book-print's document connection with its font's last 2 kB to come is waited for, and takes the pieces
+    warm = bin_for(1, left_to_come([(2_000, None)], 0), False, INITIAL_WINDOW + 392_000)
+    assert warm.load is not None and not warm.ready
+    taker = balanced_taker([warm, *(Bin(i, 0, True, INITIAL_WINDOW) for i in range(2, 7))], 39_600)
+    assert taker is not None and taker.id == 1
 
 
 def test_late_in_a_first_visit_the_warm_connection_takes_the_pieces() -> None:
