@@ -22,6 +22,10 @@ prefetch in flight at that moment (bytes already on the wire arrive whatever the
   while the browser fetches it again (measured: with 1 MiB, `rust-book-print`'s 1.08 MB highlight.js — counted
   decoded — was cancelled on every first visit). What bounds a first visit's waste instead: the flight stops
   sending at its first refusal by the fidelity rule (flight.py).
+A learned page with a request of unknown size (one left to the browser's own warm connection in the learning load:
+its size never reached the helper) gets the first visit's `total` too: twice the known bytes says nothing of it.
+rust-book-print's highlight.js, 1.08 MB decoded, was left so; its second visit's `total` came to 1.58 MB, and the
+flight cut the script and seven images on their way, each fetched again for the browser (downlink 1.24-1.48 x OFF's).
 `total` has no rate cap: fetching the page's own bytes ahead is what a flight is for, on a slow link most of all.
 Why a byte bound and not a count: a count lets one large wrong image through; bytes are what the
 user pays in time.
@@ -59,12 +63,14 @@ class Limits:
     total: int
 
 
-def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None, *, first_visit: bool = False) -> Limits:
+def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None, *, first_visit: bool = False,
+               sizes_unknown: bool = False) -> Limits:
     """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured);
-    `first_visit`: a page without history whose flight is what discovery found in its own document."""
+    `first_visit`: a page without history whose flight is what discovery found in its own document;
+    `sizes_unknown`: the page's learned load has requests of unknown size (module docstring)."""
     known = page_bytes if page_bytes is not None and page_bytes > 0 else 0
     speculative = max(int(SPECULATIVE_SHARE * known), SPECULATIVE_FLOOR)
-    floor = FIRST_VISIT_TOTAL if first_visit and not known else TOTAL_FLOOR
+    floor = FIRST_VISIT_TOTAL if (first_visit and not known) or sizes_unknown else TOTAL_FLOOR
     total = min(max(2 * known, floor), TOTAL_CEILING)
     if link_bytes_per_s is not None and link_bytes_per_s > 0:
         speculative = min(speculative, int(LINK_SECONDS * link_bytes_per_s))
