@@ -73,6 +73,8 @@ from .pool_plan import (
     preconnect_plan,
     preferred_taker,
     receiving,
+    window_ceiling,
+    window_for,
 )
 from .request import Origin
 from .session_tickets import SessionTickets
@@ -393,7 +395,10 @@ class OriginPool:
         aboard = self._aboard(c)
         sizes = left_to_come(((f.parser.body_remaining, f.token.request.link_bytes) for f in c.state.in_flight),
                              len(c.state.unverified))
-        b = bin_for(c.id, sizes, self._balance_ready(aboard), cooled(c.warmth, t, rtt))
+        # the window as the warmest-first rules see it (cooled while idle, growing while receiving: _candidate)
+        window = window_for(self._candidate(c, t, rtt).window, self.policy.link_bdp)
+        b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window),
+                                ceiling=window_ceiling(self.policy.link_bdp))
         reserved = [x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished]
         return b if b.load is None or not reserved else dataclasses.replace(b, load=b.load + sum(reserved))
 

@@ -66,8 +66,9 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   (22.9 kB for manual.css's 5.3 kB on the link) they still took four connections, and its images waited a round
   trip for three of them (second visit on `sat`, medians of 5 loads: 2.51 s counted decoded, 2.14 s on the link).
 - **A flight's images by bytes.** A flight's work of known size that does not block rendering (its images and
-  their pieces, prefetch/flight_pieces.py) goes, largest first, to the connection carrying the fewest bytes of such
-  work, pipelined at once (`balanced_taker`: the longest-processing-time rule), or, where that connection carries
+  their pieces, prefetch/flight_pieces.py) goes, largest first, to the connection that carries it soonest: in the
+  fewest round trips of slow start from its window, then the one with the fewest bytes still to come, pipelined at
+  once (`balanced_taker`: with windows alike, the longest-processing-time rule), or, where that connection carries
   render-blocking work or the browser's own requests, as soon as those are in (the pool keeps it in that
   connection's reserve and goes on with the queue for the others; such a connection counts what its first flight
   cost the flight's work: `first_flight_cost`); the rules for the browser's own images (not pipelined while the
@@ -308,13 +309,15 @@ class Bin:
     """One HTTP/1.1 connection as a flight's balanced work sees it (balanced_taker): `load` = the link sizes (heads
     included) of the answers it has in flight or holds (one of a size not known counted as LONG_BYTES); None: it may
     send nothing more and takes no work. `ready`: it carries nothing render-blocking and nothing of unknown size, so
-    balanced work may be pipelined behind what it carries now. `window`: its estimated congestion window (Warmth),
-    to break ties. Built by bin_for."""
+    balanced work may be pipelined behind what it carries now. `window`: its estimated congestion window (Warmth,
+    at most WINDOW_CAP_BDPS times the link's: window_for), in which the round trips it needs are counted, its growth
+    stopping at `ceiling` (window_ceiling; None: no link measured). Built by bin_for."""
 
     id: int
     load: int | None
     ready: bool = True
     window: int = INITIAL_WINDOW
+    ceiling: int | None = None
 
 
 def left_to_come(in_flight: Iterable[tuple[int | None, int | None]], held: int) -> list[int | None]:
@@ -350,7 +353,7 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     if ready:
         return Bin(conn_id, bin_load(aboard), True, window)
     known = [s for s in aboard if s is not None]
-    k = segments(known)
+    k = segments(s for s in known if s > 0)  # an answer in already (0 to come) takes no segment of the flight
     if len(known) < len(aboard) or k > INITIAL_SEGMENTS:
         return Bin(conn_id, None, False, window)
     return Bin(conn_id, first_flight_cost(k), False, window)
@@ -391,12 +394,37 @@ def balances(cls: int, expected_size: int | None, link_bdp: int | None) -> bool:
     return expected_size is not None and cls != RENDER_BLOCKING and roomy_bdp(link_bdp) is not None
 
 
-def rounds_to_carry(load: int, window: int) -> int:
+#: A connection's estimated window, for spreading a flight's work, is at most this many times the link's measured
+#: bytes per round trip (window_for).
+WINDOW_CAP_BDPS = 2
+
+
+def window_ceiling(link_bdp: int | None) -> int | None:
+    """The most a connection is counted to bring in a round trip (window_for, rounds_to_carry): WINDOW_CAP_BDPS x the
+    link's measured bytes per round trip; None where none is measured."""
+    return None if link_bdp is None else WINDOW_CAP_BDPS * link_bdp
+
+
+def window_for(window: int, link_bdp: int | None) -> int:
+    """The window balanced_taker counts a connection's round trips in: its estimate (Warmth), at most
+    WINDOW_CAP_BDPS x the link's measured bytes per round trip (`link_bdp`, a lower bound: origin_policy), never
+    under the initial window. The estimate grows by every large answer and shrinks only with idle time, so a
+    connection that once carried a megabyte and was kept busy since by small answers would look able to bring a
+    flight's every image in one round trip and take them all, pipelined, each held until the last is in; no
+    connection brings more than the link per round trip."""
+    ceiling = window_ceiling(link_bdp)
+    return window if ceiling is None else max(INITIAL_WINDOW, min(window, ceiling))
+
+
+def rounds_to_carry(load: int, window: int, ceiling: int | None = None) -> int:
     """The round trips a connection whose server's window is `window` bytes needs to bring `load` bytes, the window
-    doubling every round trip (slow start): the least k with window x (2^k - 1) >= load."""
+    doubling every round trip (slow start) up to `ceiling` (None: none): without one, the least k with
+    window x (2^k - 1) >= load."""
     k, carried, w = 0, 0, max(window, 1)
     while carried < load:
-        carried, w, k = carried + w, 2 * w, k + 1
+        if ceiling is not None and w >= ceiling:  # grown to the ceiling: the rest at that much per round trip
+            return k + -(-(load - carried) // w)
+        carried, w, k = carried + w, 2 * w if ceiling is None else min(2 * w, max(ceiling, w)), k + 1
     return k
 
 
@@ -420,8 +448,8 @@ def balanced_taker(bins: Iterable[Bin], incoming: int = 0) -> Bin | None:
     open_bins = [(b, b.load) for b in bins if b.load is not None]
     if not open_bins:
         return None
-    return min(open_bins, key=lambda bl: (rounds_to_carry(bl[1] + incoming, bl[0].window), bl[1], not bl[0].ready,
-                                          -bl[0].window, bl[0].id))[0]
+    return min(open_bins, key=lambda bl: (rounds_to_carry(bl[1] + incoming, bl[0].window, bl[0].ceiling), bl[1],
+                                          not bl[0].ready, -bl[0].window, bl[0].id))[0]
 
 
 def expected_long(expected_sizes: Iterable[int | None]) -> bool:

@@ -22,10 +22,11 @@ prefetch in flight at that moment (bytes already on the wire arrive whatever the
   while the browser fetches it again (measured: with 1 MiB, `rust-book-print`'s 1.08 MB highlight.js — counted
   decoded — was cancelled on every first visit). What bounds a first visit's waste instead: the flight stops
   sending at its first refusal by the fidelity rule (flight.py).
-A learned page with a request of unknown size (one left to the browser's own warm connection in the learning load:
-its size never reached the helper) gets the first visit's `total` too: twice the known bytes says nothing of it.
-rust-book-print's highlight.js, 1.08 MB decoded, was left so; its second visit's `total` came to 1.58 MB, and the
-flight cut the script and seven images on their way, each fetched again for the browser (downlink 1.24-1.48 x OFF's).
+A learned page whose flight has a confident item of unknown size (one left to the browser's own warm connection in
+the learning loads: its size never reached the helper) gets the first visit's `total` too: twice the known bytes
+says nothing of it. rust-book-print's highlight.js, 1.08 MB decoded, was left so; its second visit's `total` came
+to 1.58 MB, and the flight cut the script and seven images on their way, each fetched again for the browser
+(downlink 1.24-1.48 x OFF's).
 `total` has no rate cap: fetching the page's own bytes ahead is what a flight is for, on a slow link most of all.
 Why a byte bound and not a count: a count lets one large wrong image through; bytes are what the
 user pays in time.

@@ -186,12 +186,6 @@ def shared(history: History) -> list[Observed]:
     return sorted((item for item in history.loads[0] if item.key in in_every), key=lambda item: item.wave)
 
 
-def sizes_unknown(history: History) -> bool:
-    """Has the newest load a request whose size is not known (left to the browser's own warm connection, or
-    answered elsewhere)? Its bytes are then missing from page_bytes, by any amount."""
-    return bool(history.loads) and any(item.size is None for item in history.loads[0])
-
-
 def page_bytes(history: History) -> int | None:
     """The newest load's subresource bytes where sizes are known (the budget's measure of the page)."""
     if not history.loads:

@@ -26,8 +26,8 @@ load's document and stylesheets (discover_html.py, discover_css.py), and the lin
   on one pipelined connection the order of sending is the order of answers.
 - A discovered request that a learned load made carries that load's size (the newest such history's), so the
   budget weighs a guess before it is sent rather than cutting it midway.
-- The budget's limits come from the newest load's bytes (learned.page_bytes), whether any of its sizes is unknown
-  (learned.sizes_unknown) and the link's rate.
+- The budget's limits come from the newest load's bytes (learned.page_bytes), whether a confident item's size is
+  unknown, and the link's rate.
 Pure: no I/O, no clock."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import ada_url
 from ..engine.fields import Headers
 from .budget import Limits, limits_for
 from .field_profile import FieldProfile, fields_for, relation, sends_cookies, site_for
-from .learned import History, Observed, page_bytes, shared, sizes_unknown, stable
+from .learned import History, Observed, page_bytes, shared, stable
 from .resource import Subresource
 
 RESOURCE_TYPE = {"style": "stylesheet", "script": "script", "font": "font", "image": "image", "empty": "fetch",
@@ -152,5 +152,8 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
             seen.add(key)
             items.append(planned)
     newest = exact if exact is not None else template  # the page's measure; another page's bytes are not it
+    # A confident item of unknown size (left to the browser's warm connection when learned) is missing from the page's
+    # bytes by any amount: the flight may hold what a first visit's may (budget.py)
+    unknown = any(i.confident and i.expected_size is None for i in items)
     return Plan(items, limits_for(page_bytes(newest) if newest is not None else None, link_bytes_per_s,
-                                  sizes_unknown=newest is not None and sizes_unknown(newest)))
+                                  sizes_unknown=unknown))

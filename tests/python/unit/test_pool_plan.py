@@ -60,6 +60,8 @@ from lanefetch.engine.pool_plan import (
     receiving,
     rounds_to_carry,
     warmed,
+    window_ceiling,
+    window_for,
 )
 
 
@@ -711,6 +713,47 @@ def test_slow_start_carries_the_load_in_the_least_round_trips_that_hold_it(load:
     k = rounds_to_carry(load, window)
     assert window * (2**k - 1) >= load
     assert k == 0 or window * (2 ** (k - 1) - 1) < load
+
+
+@given(st.integers(0, 10**8), st.integers(INITIAL_WINDOW, 10**7), st.integers(INITIAL_WINDOW, 10**7))
+def test_slow_start_stops_growing_at_the_ceiling(load: int, window: int, ceiling: int) -> None:
+    k = rounds_to_carry(load, window, ceiling)
+    assert k >= rounds_to_carry(load, window)  # never fewer round trips than unbounded growth
+    flights, w = [], window
+    for _ in range(k):
+        flights.append(w)
+        w = min(2 * w, max(ceiling, window))
+    assert sum(flights) >= load and (k == 0 or sum(flights[:-1]) < load)
+
+
+def test_a_stale_window_estimate_does_not_take_a_whole_flight() -> None:
+    # one connection estimated at 1 MB (it carried a megabyte once, small answers since), five fresh ones; the link
+    # measured at 140 kB per round trip: twelve 80 kB images
+    assert window_for(1_000_000, None) == 1_000_000 and window_ceiling(None) is None
+    assert window_for(1_000_000, 140_000) == 280_000 == window_ceiling(140_000)
+    assert window_for(10_000, 140_000) == INITIAL_WINDOW
+    loads = dict.fromkeys(range(1, 7), 0)
+    for _ in range(12):
+        bins = [Bin(1, loads[1], True, window_for(1_000_000, 140_000), window_ceiling(140_000)),
+                *(Bin(i, loads[i], True, INITIAL_WINDOW, window_ceiling(140_000)) for i in range(2, 7))]
+        taker = balanced_taker(bins, 80_000)
+        assert taker is not None
+        loads[taker.id] += 80_000
+    assert loads[1] <= 7 * 80_000 and all(loads[i] > 0 for i in range(2, 7))
+    # without the ceiling's bound it took them all
+    unbounded = dict.fromkeys(range(1, 7), 0)
+    for _ in range(12):
+        taker = balanced_taker([Bin(1, unbounded[1], True, 1_000_000),
+                                *(Bin(i, unbounded[i], True) for i in range(2, 7))], 80_000)
+        assert taker is not None
+        unbounded[taker.id] += 80_000
+    assert unbounded[1] == 12 * 80_000
+
+
+def test_answers_in_already_take_no_segment_of_a_busy_connections_first_flight() -> None:
+    # nine segments still to come and two answers held complete: free after its first flight, as with none held
+    assert bin_for(1, [9 * SEGMENT, 0, 0], False) == bin_for(1, [9 * SEGMENT], False)
+    assert bin_for(1, [9 * SEGMENT], False).load is not None
 
 
 def test_a_connection_is_weighed_by_what_is_still_to_come() -> None:

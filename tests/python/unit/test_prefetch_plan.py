@@ -65,6 +65,12 @@ def test_a_learned_page_with_a_size_not_known_may_hold_what_a_first_visit_may() 
     p = plan(_history(loads, loads), None, [])
     assert p.limits == limits_for(6000, sizes_unknown=True)
     assert p.limits.total == FIRST_VISIT_TOTAL and p.limits == Limits(limits_for(6000).speculative, FIRST_VISIT_TOTAL)
+    # one of unknown size the flight never asks for (it carries a Cookie): the page's bytes are its measure
+    private = observe(f"{ORG}/private.js", "script", "no-cors", 1, [*STYLE, ("Cookie", "s=1")], None)
+    loads = [css("a.css"), img("logo.png"), private]
+    p = plan(_history(loads, loads), None, [])
+    assert [i.url.rsplit("/", 1)[1] for i in p.items] == ["a.css", "logo.png"]
+    assert p.limits == limits_for(6000)
 
 
 def test_discovered_take_learned_fields_of_the_same_origin_destination_and_mode() -> None:
