@@ -116,6 +116,14 @@ async def server() -> AsyncIterator[Server]:
         if name == "slow.js":
             await state.release.wait()
             return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
+        if name == "tail.woff2":  # all but its last 5 000 bytes at once, those once released
+            response = web.StreamResponse(headers={"Content-Type": "font/woff2", "Content-Length": str(len(PHOTO))})
+            await response.prepare(request)
+            await response.write(PHOTO[:-5000])
+            await state.release.wait()
+            await response.write(PHOTO[-5000:])
+            await response.write_eof()
+            return response
         if name == "held.woff2":  # its first 16 KiB at once, the rest once released
             response = web.StreamResponse(headers={"Content-Type": "font/woff2", "Content-Length": str(len(BIG))})
             await response.prepare(request)
@@ -595,6 +603,30 @@ async def test_a_connection_closed_beside_one_owing_only_cancelled_pieces_is_not
         await until(lambda: not pool.connections, "the other connection gone")
     assert not [r.getMessage() for r in caplog.records if "asked again" in r.getMessage()]
     await flight.close()
+
+
+async def test_a_connection_is_weighed_for_a_flights_pieces_by_what_its_answer_has_still_to_come(
+        server: Server, service: FetchService) -> None:
+    # pool_plan.left_to_come through the pool: the browser's own font (size not known) on the only connection. Before
+    # its head the connection takes no balanced work; once its head told 5 000 bytes are left, it is free after a
+    # first flight and may take a flight's piece, waiting for it (its reserve)
+    sink = Collect()
+    asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
+                                                             resource_type="font")], sink, PAGE))
+    try:
+        await until(lambda: bool(service.engine._pools), "the font's pool")
+        (pool,) = service.engine._pools.values()
+        await until(lambda: any(isinstance(c, Connection) and c.state.in_flight
+                                and c.state.in_flight[0].parser.body_remaining == 5000 for c in pool.connections),
+                    "the font's head and all but its last 5 000 bytes in")
+        (conn,) = [c for c in pool.connections if isinstance(c, Connection) and c.state.in_flight]
+        weighed = pool._bin(conn, 0.0, None)
+        assert weighed.load is not None and not weighed.ready, "what is left comes in a first flight: waited for"
+        assert weighed.load < len(PHOTO)
+    finally:
+        server.release.set()
+        await asyncio.wait_for(asking, 10)
+    assert sink.got["font"].body == PHOTO
 
 
 async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_fetched_whole(
