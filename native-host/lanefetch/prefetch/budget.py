@@ -68,7 +68,7 @@ def limits_for(page_bytes: int | None, link_bytes_per_s: float | None = None, *,
                sizes_unknown: bool = False) -> Limits:
     """The page's limits from its learned bytes (None: no history) and the link's rate (None: not measured);
     `first_visit`: a page without history whose flight is what discovery found in its own document;
-    `sizes_unknown`: the page's learned load has requests of unknown size (module docstring)."""
+    `sizes_unknown`: the page's flight has a confident item of unknown size (module docstring)."""
     known = page_bytes if page_bytes is not None and page_bytes > 0 else 0
     speculative = max(int(SPECULATIVE_SHARE * known), SPECULATIVE_FLOOR)
     floor = FIRST_VISIT_TOTAL if (first_visit and not known) or sizes_unknown else TOTAL_FLOOR
@@ -125,24 +125,25 @@ class Ledger:
             return False
         before = item.expected
         item.expected = max(size, 0)
-        if item.state != "pending":
-            return True
-        fits = self._used(speculative_only=False) <= self.limits.total and (
-            item.confident or self._used(speculative_only=True) <= self.limits.speculative)
+        fits = self._within(item)
         if not fits:
             item.expected = before
         return fits
+
+    def _within(self, item: _Item) -> bool:
+        """Does the class of this item keep within its limit as the ledger stands (always, once it is not pending)?"""
+        if item.state != "pending":
+            return True
+        if self._used(speculative_only=False) > self.limits.total:
+            return False
+        return item.confident or self._used(speculative_only=True) <= self.limits.speculative
 
     def received(self, item_id: str, n: int) -> bool:
         """Count n more body bytes of a pending prefetch; False when its class is now over its limit (the caller
         cancels the fetch and discards it)."""
         item = self._items[item_id]
         item.received += n
-        if item.state != "pending":
-            return True
-        if self._used(speculative_only=False) > self.limits.total:
-            return False
-        return item.confident or self._used(speculative_only=True) <= self.limits.speculative
+        return self._within(item)
 
     def asked(self, item_id: str) -> None:
         """A browser request for this prefetch's URL waits for it: requested, no longer counted or cancelled."""

@@ -87,14 +87,17 @@ LinkRoom = Callable[[str, Page], Awaitable[bool]]  # has url's origin a link wit
 MayHold = Callable[[str, int], bool]  # may the flight hold request id's body at this size (budget.Ledger.expect)
 
 
+def _even_ranges(start: int, end: int) -> list[Range]:
+    """Bytes start..end-1 in as few pieces as keep each within PIECE_BYTES, of even sizes, the last open-ended."""
+    count = -(-(end - start) // PIECE_BYTES)
+    cuts = [start + (end - start) * i // count for i in range(count + 1)]
+    return [(cuts[i], cuts[i + 1] - 1 if i + 1 < count else None) for i in range(count)]
+
+
 def piece_ranges(size: int) -> list[Range]:
     """The ranges a body of `size` bytes is asked in: as few pieces as keep each within PIECE_BYTES, of even sizes,
     the last open-ended; [] when one piece would do (no split)."""
-    if size <= PIECE_BYTES:
-        return []
-    count = -(-size // PIECE_BYTES)
-    cuts = [size * i // count for i in range(count + 1)]
-    return [(cuts[i], cuts[i + 1] - 1 if i + 1 < count else None) for i in range(count)]
+    return [] if size <= PIECE_BYTES else _even_ranges(0, size)
 
 
 def _path(url: str) -> str:
@@ -134,12 +137,7 @@ FIRST: Range = (0, PIECE_BYTES - 1)
 def rest_ranges(total: int) -> list[Range]:
     """The ranges that follow a first piece (FIRST) of a body of `total` bytes: what is left after it, in as few
     pieces of even sizes as keep each within PIECE_BYTES, the last open-ended; [] when the first piece is all."""
-    start = PIECE_BYTES
-    if total <= start:
-        return []
-    count = -(-(total - start) // PIECE_BYTES)
-    cuts = [start + (total - start) * i // count for i in range(count + 1)]
-    return [(cuts[i], cuts[i + 1] - 1 if i + 1 < count else None) for i in range(count)]
+    return [] if total <= PIECE_BYTES else _even_ranges(PIECE_BYTES, total)
 
 
 def piece_request(request: FetchRequest, index: int, asked: Range, sized: bool = True) -> FetchRequest:
@@ -329,19 +327,21 @@ class PieceFetcher:
 
     async def _fetch_rest(self, split: _Split, rest: list[_Piece], sink: Sink, page: Page) -> None:
         if split.cancelled:  # cancelled before the rest went out
-            for piece in rest:
-                piece.error, piece.done = FetchError("cancelled", "cancelled"), True
-            await self._piece_ended(split, sink)
+            await self._end_open(split, rest, FetchError("cancelled", "cancelled"), sink)
             return
         try:
             await self.inner.fetch([p.request for p in rest], _PieceSink(self, sink, page), page)
         except Exception as exc:  # the fetcher broke: every piece it left open ends, so the request gets its error
             log.exception("fetching a body's rest in pieces failed")
-            left = [p for p in rest if not p.done]
-            for piece in left:
-                piece.error, piece.done = FetchError("internal", f"fetching the rest failed: {exc}"), True
-            if left:
-                await self._piece_ended(split, sink)
+            await self._end_open(split, rest, FetchError("internal", f"fetching the rest failed: {exc}"), sink)
+
+    async def _end_open(self, split: _Split, pieces: list[_Piece], error: FetchError, sink: Sink) -> None:
+        """End with `error` the pieces that have not ended (no fetch will end them), and the split if that was all."""
+        left = [p for p in pieces if not p.done]
+        for piece in left:
+            piece.error, piece.done = error, True
+        if left:
+            await self._piece_ended(split, sink)
 
     def _cancel_pieces(self, ids: list[str]) -> None:
         task = asyncio.create_task(self.inner.cancel(ids), name="lanefetch-piece-cancel")
