@@ -214,8 +214,8 @@ INITIAL_WINDOW = INITIAL_SEGMENTS * 1460
 #: A segment's payload over a 1500-byte MTU with TCP timestamps (what servers send: 1448 bytes).
 SEGMENT = 1448
 # An answer expected to be larger than this needs three round trips or more on a fresh connection (IW10, then
-# twice that): whatever is pipelined behind it waits for all of them.
-LONG_BYTES = 3 * INITIAL_WINDOW
+# twice that: 30 segments of SEGMENT bytes, 43 440 B): whatever is pipelined behind it waits for all of them.
+LONG_BYTES = 3 * INITIAL_SEGMENTS * SEGMENT
 
 
 #: What a response's head adds to its body where only the body's size is known (link_size): a static file's head.

@@ -9,6 +9,7 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine import DeliveredHead, FetchRequest
+from lanefetch.engine.pool_plan import HEAD_BYTES, INITIAL_SEGMENTS, segments
 from lanefetch.prefetch.flight_pieces import (
     FIRST,
     PIECE_BYTES,
@@ -75,6 +76,13 @@ def test_an_image_or_font_of_unknown_size_is_probed_in_a_first_piece_on_the_same
     stale = dataclasses.replace(_request("http://a.example/p/photo.png", "image", None), cache_refresh=True)
     assert not probed(stale)
     assert FIRST == (0, PIECE_BYTES - 1)
+
+
+@given(st.integers(min_value=0, max_value=HEAD_BYTES))
+def test_a_piece_with_its_head_comes_in_a_fresh_connections_first_two_flights(head: int) -> None:
+    # 10 segments, then 20 (slow start), of 1448 bytes each: a byte more is a third flight, a round trip more
+    assert segments([PIECE_BYTES + head]) <= 3 * INITIAL_SEGMENTS
+    assert segments([PIECE_BYTES + HEAD_BYTES + 1]) > 3 * INITIAL_SEGMENTS, "and no smaller than that allows"
 
 
 @given(sizes)
