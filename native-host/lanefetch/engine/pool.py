@@ -251,6 +251,13 @@ class OriginPool:
                     return None
             return heapq.heappop(self._queue)[1] if conn.can_take(self._queue[0][1]) else None
         assert isinstance(conn, Connection)
+        taken = self._take_h1(conn)
+        if taken is not None or not self._queue or self._queue[0][1].sort_key()[0] == RENDER_BLOCKING:
+            return taken  # render-blocking work waits for a connection: nothing goes past it
+        return self._balanced_behind(conn)
+
+    def _take_h1(self, conn: Connection) -> Exchange | None:
+        """take() for an HTTP/1.1 connection, by the queue's head (the pool's rules: module docstrings)."""
         if self.carries_bulk(conn):
             self._open_for_work()  # bulk never blocks small: the request waits for (or gets) another connection
             return None
@@ -358,15 +365,33 @@ class OriginPool:
             ex = self._queue[0][1]
         return None
 
+    def _balanced_behind(self, conn: Connection) -> Exchange | None:
+        """A flight's balanced work queued behind a head that waits (the browser's own images, not pipelined while
+        the page lays out, queue_order puts ahead of a flight's known sizes), which conn should take now
+        (pool_plan.balanced_taker: conn, and ready), taken out of the queue; None if there is none. Only the head's
+        balanced work was weighed (_reserve_for_busy): rust-book-print's first visit on `sat` had the rest of four
+        large images wait 0.63 s behind five of its SVG icons for the document's connection, ready for them 0.35 s
+        into that wait (the page's icon font's head in: pool_plan.comes_within_window)."""
+        for item in sorted(self._queue):
+            ex = item[1]
+            balanced = None if ex.finished else self._balanced_taker(ex)
+            if balanced is not None and balanced == (conn, True) and self._may_add_known(conn, ex.method):
+                self._queue.remove(item)
+                heapq.heapify(self._queue)
+                return ex
+        return None
+
     def _take_reserved(self, conn: Connection) -> Exchange | None:
-        """The next exchange reserved for conn, once nothing render-blocking or of unknown size is aboard and it may
-        send it (depth, budget); None otherwise (it waits there)."""
+        """The next exchange reserved for conn, once nothing render-blocking or of unknown size is aboard, or all
+        of it is known and comes within its window (pool_plan.bin_for), and it may send it (depth, budget); None
+        otherwise (it waits there)."""
         waiting = [x for x in self._reserved.get(conn.id, []) if not x.finished]
         if not waiting:
             self._reserved.pop(conn.id, None)
             return None
         self._reserved[conn.id] = waiting
-        if not self._balance_ready(self._aboard(conn)) or not self._may_add_known(conn, waiting[0].method):
+        ready = self._bin(conn, now(), self.budget.min_rtt)  # bin_for: free of what held it, or the rest comes soon
+        if ready.load is None or not ready.ready or not self._may_add_known(conn, waiting[0].method):
             return None
         ex = waiting.pop(0)
         if not waiting:

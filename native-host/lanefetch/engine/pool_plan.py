@@ -71,7 +71,8 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   once (`balanced_taker`: with windows alike, the longest-processing-time rule), or, where that connection carries
   render-blocking work or the browser's own requests, as soon as those are in (the pool keeps it in that
   connection's reserve and goes on with the queue for the others; such a connection counts what its first flight
-  cost the flight's work: `first_flight_cost`); the rules for the browser's own images (not pipelined while the
+  cost the flight's work: `first_flight_cost`), or at once where all it carries has told its size and comes with a
+  piece more in one round trip of its window (`comes_within_window`: late in a load, the document's connection); the rules for the browser's own images (not pipelined while the
   page lays out, warmest idle connection first) would have it wait for a free connection, a round trip or more.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
@@ -337,7 +338,9 @@ def bin_load(sizes: Iterable[int | None]) -> int:
 
 def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int = INITIAL_WINDOW) -> Bin:
     """A connection with answers of these sizes aboard as balanced_taker sees it. One that is not `ready` (it carries
-    render-blocking work or the browser's own) is waited for only if all of that comes in the server's first flight
+    render-blocking work or the browser's own) is ready all the same where all of that is known and comes, with a
+    piece more, in one round trip of its window (comes_within_window); else it is waited for only if all of that
+    comes in the server's first flight
     (it is free a round trip from now); one busy longer takes no balanced work: waiting for cmake-interaction's
     20 kB underscore.js (two round trips) started an image on its connection 1.25 s into the load.
 
@@ -350,13 +353,30 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     flight (a breakdown of one second visit on `sat`: the last image in at 2.13 s after the flight started; counted
     as it is now, with the pool's reserve for busy connections, 1.93 s)."""
     aboard = list(sizes)
-    if ready:
+    if ready or comes_within_window(aboard, window):
         return Bin(conn_id, bin_load(aboard), True, window)
     known = [s for s in aboard if s is not None]
     k = segments(s for s in known if s > 0)  # an answer in already (0 to come) takes no segment of the flight
     if len(known) < len(aboard) or k > INITIAL_SEGMENTS:
         return Bin(conn_id, None, False, window)
     return Bin(conn_id, first_flight_cost(k), False, window)
+
+
+def comes_within_window(sizes: Iterable[int | None], window: int) -> bool:
+    """May a flight's balanced work be pipelined at once on a connection that carries render-blocking answers or
+    answers of a size not known when it asked (bin_for's not `ready`), because every answer aboard has told what is
+    still to come of it (`sizes`: left_to_come, none None) and all of that with a piece more (LONG_BYTES: balanced
+    work is a piece, or an image within one: flight_pieces.py) fits in the window its server sends in one round
+    trip (`window`: window_for)? Then the piece comes in the same round trip as they do, right behind them. What it
+    costs them: a render-blocking answer pipelined with others is held until its connection drains (pipeline.py),
+    so it waits for the piece's time on the link, a few tens of milliseconds at the rates where windows are this
+    large, where the piece waiting for the connection to drain first costs it a round trip. rust-book-print's
+    first visit (`sat`): the rest of four large images waited 0.69 s for the document's connection, the warmest by
+    far, to finish the page's 77 kB icon font, whose head had told its size 0.36 s before. A connection in slow
+    start (a window of a few first flights) never qualifies, so the rules for the page's first waves are as they
+    were."""
+    aboard = list(sizes)
+    return all(s is not None for s in aboard) and bin_load(aboard) + LONG_BYTES <= window
 
 
 def first_flight_cost(k: int) -> int:

@@ -27,6 +27,7 @@ from lanefetch.engine import (
     TimingReport,
 )
 from lanefetch.engine.connection import Connection
+from lanefetch.engine.pool_plan import Warmth
 from lanefetch.prefetch.budget import Ledger, Limits
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.flight_pieces import PIECE_BYTES
@@ -623,12 +624,62 @@ async def test_a_connection_is_weighed_for_a_flights_pieces_by_what_its_answer_h
                     "the font's head and all but its last 5 000 bytes in")
         (conn,) = [c for c in pool.connections if isinstance(c, Connection) and c.state.in_flight]
         weighed = pool._bin(conn, 0.0, None)
-        assert weighed.load is not None and not weighed.ready, "what is left comes in a first flight: waited for"
-        assert weighed.load < len(PHOTO)
+        assert weighed.load == 5000, "weighed by what is left"
+        # and ready: what is left and a piece more come within the window the 95 kB it received grew
+        # (pool_plan.comes_within_window)
+        assert weighed.ready and weighed.window > 5000 + PIECE_BYTES
     finally:
         server.release.set()
         await asyncio.wait_for(asking, 10)
     assert sink.got["font"].body == PHOTO
+
+
+async def test_a_warm_connection_takes_a_flights_image_behind_a_font_whose_rest_it_carries_in_a_round_trip(
+        server: Server) -> None:
+    # pool_plan.comes_within_window through the pool: the browser's own font (render-blocking, size not known when
+    # asked) on the origin's only connection, its head in and 5 000 bytes left. With the connection's window large
+    # (a document's connection late in a load), a flight's image of known size is pipelined behind the font at once
+    # instead of waiting for it to end (its reserve), past the browser's own image waiting at the queue's head: the
+    # flight's image is written before the font's end.
+    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1)))
+    sink = Collect()
+    asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
+                                                             resource_type="font")], sink, PAGE))
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    try:
+        await until(lambda: bool(service.engine._pools), "the font's pool")
+        (pool,) = service.engine._pools.values()
+        await until(lambda: any(isinstance(c, Connection) and c.state.in_flight
+                                and c.state.in_flight[0].parser.body_remaining == 5000 for c in pool.connections),
+                    "the font's head and all but its last 5 000 bytes in")
+        (conn,) = [c for c in pool.connections if isinstance(c, Connection)]
+        pool.policy.link_bdp = 1_000_000  # a link with room, as measured on `sat` late in a load
+        conn.warmth = Warmth(1_000_000)  # the window after a large document
+        # the browser's own image, size not known: ahead of the flight's in the queue, it waits for the connection
+        # (not pipelined while the page lays out, a font in flight); the flight's goes past it (pool._balanced_behind)
+        own = asyncio.create_task(service.fetch([FetchRequest("own", "GET", f"{server.url}/c.png", IMAGE,
+                                                              resource_type="image")], sink, PAGE))
+        await until(lambda: pool.queued() == 1, "the browser's image queued")
+        flight.start([Planned(f"{server.url}/small.png", IMAGE, "image", confident=True, expected_size=len(PNG))])
+        # (the test server reads a pipelined request only once it has answered the one before: the connection says)
+        await until(lambda: [f.token.request.url.rsplit("/", 1)[-1] for f in conn.state.in_flight]
+                    == ["tail.woff2", "small.png"], "the image asked behind the font, before its end")
+        assert server.count("/small.png") == 0
+        assert pool.queued() == 1, "the browser's image still waits"
+    finally:
+        server.release.set()
+        await asyncio.wait_for(asking, 10)
+        await flight.wait()
+    await asyncio.wait_for(own, 10)
+    assert sink.got["font"].error is None and sink.got["font"].body == PHOTO
+    assert sink.got["own"].error is None and sink.got["own"].body == PNG
+    answers = FlightAnswers(service, lambda page: flight)
+    got = Collect()
+    await answers.fetch([_browser("png", f"{server.url}/small.png", IMAGE)], got, PAGE)
+    assert got.got["png"].body == PNG and got.got["png"].report is not None
+    assert got.got["png"].report.cache == "prefetch"
+    await flight.close()
+    await service.aclose()
 
 
 async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_fetched_whole(

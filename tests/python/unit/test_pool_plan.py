@@ -32,6 +32,7 @@ from lanefetch.engine.pool_plan import (
     bin_for,
     bin_load,
     carries_bulk,
+    comes_within_window,
     connection_limit,
     connections_to_open,
     cooled,
@@ -760,11 +761,39 @@ def test_a_connection_is_weighed_by_what_is_still_to_come() -> None:
     # a font whose head told 2 000 bytes to come, a piece not answered yet, one held complete
     assert left_to_come([(2_000, None), (None, 40_000)], held=1) == [2_000, 40_000, 0]
     assert left_to_come([(None, None)], held=0) == [None]  # the browser's own, its head not in: not known
-    # rust-book-print's document connection with its font's last 2 kB to come is waited for, and takes the pieces
+    # rust-book-print's document connection with its font's last 2 kB to come takes the pieces, pipelined at once:
+    # those 2 kB and a piece come in one round trip of its window (comes_within_window)
     warm = bin_for(1, left_to_come([(2_000, None)], 0), False, INITIAL_WINDOW + 392_000)
-    assert warm.load is not None and not warm.ready
+    assert warm.load == 2_000 and warm.ready
     taker = balanced_taker([warm, *(Bin(i, 0, True, INITIAL_WINDOW) for i in range(2, 7))], 39_600)
     assert taker is not None and taker.id == 1
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 400_000)), max_size=6), st.integers(0, 2_000_000))
+def test_balanced_work_goes_behind_render_blocking_answers_only_where_all_of_it_comes_in_one_round_trip(
+        sizes: list[int | None], window: int) -> None:
+    within = comes_within_window(sizes, window)
+    assert within == (None not in sizes and sum(s or 0 for s in sizes) + LONG_BYTES <= window)
+    b = bin_for(1, sizes, False, window)
+    if within:
+        assert b == Bin(1, sum(s or 0 for s in sizes), True, window), "pipelined at once, weighed by what is left"
+    else:
+        assert not b.ready  # waited for (its first flight's cost) or no taker, as before
+    # a connection in slow start never qualifies: its window holds no piece beside what it carries
+    assert not comes_within_window(sizes, 2 * INITIAL_WINDOW)
+    assert not comes_within_window([None], 10**9), "what is left of an answer not known: never"
+
+
+def test_the_document_connection_takes_a_pieces_rest_behind_the_font_it_is_ending() -> None:
+    # rust-book-print on `sat` (session 39): the document's connection (window capped at twice the link's 140 kB per
+    # round trip) carries the page's icon font, its head in, 77 kB to come; the others carry first pieces (sizes
+    # from their heads: 20 kB to come) in slow start. The rest's pieces go behind the font, not after it.
+    ceiling = window_ceiling(140_725)
+    assert ceiling is not None
+    doc = bin_for(1, [77_000], False, ceiling)
+    cold = [bin_for(i, [20_000], True, INITIAL_WINDOW) for i in range(2, 7)]
+    taker = balanced_taker([doc, *cold], 40_800)
+    assert taker is not None and (taker.id, taker.ready) == (1, True)
 
 
 def test_late_in_a_first_visit_the_warm_connection_takes_the_pieces() -> None:
