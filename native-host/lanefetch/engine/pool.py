@@ -73,6 +73,7 @@ from .pool_plan import (
     preconnect_plan,
     preferred_taker,
     receiving,
+    takes_now,
     window_ceiling,
     window_for,
 )
@@ -367,18 +368,33 @@ class OriginPool:
 
     def _balanced_behind(self, conn: Connection) -> Exchange | None:
         """A flight's balanced work queued behind a head that waits (the browser's own images, not pipelined while
-        the page lays out, queue_order puts ahead of a flight's known sizes), which conn should take now
-        (pool_plan.balanced_taker: conn, and ready), taken out of the queue; None if there is none. Only the head's
-        balanced work was weighed (_reserve_for_busy): rust-book-print's first visit on `sat` had the rest of four
-        large images wait 0.63 s behind five of its SVG icons for the document's connection, ready for them 0.35 s
-        into that wait (the page's icon font's head in: pool_plan.comes_within_window)."""
+        the page lays out, which queue_order puts ahead of a flight's known sizes), for a connection that carries a
+        non-balanced answer the head could not go behind and is ready for balanced work by its window
+        (pool_plan.comes_within_window): the first such request whose balanced taker is conn, taken out of the
+        queue; None if there is none. A connection with only balanced work aboard takes none this way, so that it
+        drains and goes to the head's request as before. Only the head's balanced work was weighed
+        (_reserve_for_busy): rust-book-print's first visit on `sat` had the rest of four large images wait 0.63 s
+        behind five of its SVG icons for the document's connection, ready for them 0.35 s into that wait (the page's
+        icon font's head in)."""
+        if self._balance_ready(self._aboard(conn)) or not self._may_add_known(conn, "GET"):
+            return None
+        t, rtt = now(), self.budget.min_rtt
+        conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
+        bins = [self._bin(c, t, rtt) for c in conns.values()]  # once: they do not depend on the request
+        if not any(b.id == conn.id and b.load is not None and b.ready for b in bins):
+            return None
         for item in sorted(self._queue):
             ex = item[1]
-            balanced = None if ex.finished else self._balanced_taker(ex)
-            if balanced is not None and balanced == (conn, True) and self._may_add_known(conn, ex.method):
+            size = ex.request.link_bytes
+            if ex.finished or size is None or not balances(ex.sort_key()[0], size, self.policy.link_bdp):
+                continue
+            taker = balanced_taker(bins, size)
+            if taker is not None and taker.id == conn.id and takes_now(taker, size):
                 self._queue.remove(item)
                 heapq.heapify(self._queue)
                 return ex
+            if taker is not None and taker.id != conn.id and takes_now(taker, size):
+                conns[taker.id].wakeup.set()  # that one takes it now
         return None
 
     def _take_reserved(self, conn: Connection) -> Exchange | None:
@@ -390,8 +406,9 @@ class OriginPool:
             self._reserved.pop(conn.id, None)
             return None
         self._reserved[conn.id] = waiting
-        ready = self._bin(conn, now(), self.budget.min_rtt)  # bin_for: free of what held it, or the rest comes soon
-        if ready.load is None or not ready.ready or not self._may_add_known(conn, waiting[0].method):
+        weighed = self._bin(conn, now(), self.budget.min_rtt)  # free of what held it, or that comes soon (bin_for)
+        if not takes_now(weighed, waiting[0].request.link_bytes or 0) or not self._may_add_known(
+                conn, waiting[0].method):
             return None
         ex = waiting.pop(0)
         if not waiting:
@@ -411,8 +428,9 @@ class OriginPool:
             return None
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
-        taker = balanced_taker((self._bin(c, t, rtt) for c in conns.values()), ex.request.link_bytes or 0)
-        return None if taker is None else (conns[taker.id], taker.ready)
+        size = ex.request.link_bytes or 0
+        taker = balanced_taker((self._bin(c, t, rtt) for c in conns.values()), size)
+        return None if taker is None else (conns[taker.id], takes_now(taker, size))
 
     def _bin(self, c: Connection, t: float, rtt: float | None) -> Bin:
         if not self._may_send_more(c) or self.carries_bulk(c):
@@ -422,7 +440,10 @@ class OriginPool:
                              len(c.state.unverified))
         # the window as the warmest-first rules see it (cooled while idle, growing while receiving: _candidate)
         window = window_for(self._candidate(c, t, rtt).window, self.policy.link_bdp)
-        b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window),
+        # every answer aboard in step, its head in: what is pipelined behind it holds none of them back (bin_for)
+        told = not c.state.unverified and all(f.parser.body_remaining is not None and not f.held
+                                              for f in c.state.in_flight)
+        b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window, told),
                                 ceiling=window_ceiling(self.policy.link_bdp))
         reserved = [x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished]
         return b if b.load is None or not reserved else dataclasses.replace(b, load=b.load + sum(reserved))

@@ -71,9 +71,10 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   once (`balanced_taker`: with windows alike, the longest-processing-time rule), or, where that connection carries
   render-blocking work or the browser's own requests, as soon as those are in (the pool keeps it in that
   connection's reserve and goes on with the queue for the others; such a connection counts what its first flight
-  cost the flight's work: `first_flight_cost`), or at once where all it carries has told its size and comes with a
-  piece more in one round trip of its window (`comes_within_window`: late in a load, the document's connection); the rules for the browser's own images (not pipelined while the
-  page lays out, warmest idle connection first) would have it wait for a free connection, a round trip or more.
+  cost the flight's work: `first_flight_cost`), or at once where all it carries is in step, has told its size and
+  comes with the request in a round trip of its window (`comes_within_window`: late in a load, the document's
+  connection); the rules for the browser's own images (not pipelined while the page lays out, warmest idle
+  connection first) would have it wait for a free connection, a round trip or more.
 - **Ahead of a page.** A page's preconnect opens every connection the origin may have serving it, not one: the
   browser's first requests go out on its warm document connection at once and its others pay a handshake in
   parallel, so one warm helper connection and five cold ones would lose a round trip to it on a slow link.
@@ -310,15 +311,23 @@ class Bin:
     """One HTTP/1.1 connection as a flight's balanced work sees it (balanced_taker): `load` = the link sizes (heads
     included) of the answers it has in flight or holds (one of a size not known counted as LONG_BYTES); None: it may
     send nothing more and takes no work. `ready`: it carries nothing render-blocking and nothing of unknown size, so
-    balanced work may be pipelined behind what it carries now. `window`: its estimated congestion window (Warmth,
-    at most WINDOW_CAP_BDPS times the link's: window_for), in which the round trips it needs are counted, its growth
-    stopping at `ceiling` (window_ceiling; None: no link measured). Built by bin_for."""
+    balanced work may be pipelined behind what it carries now, or (`room` not None) what it carries has told its
+    size and a request of at most `room` bytes comes with it in its window (comes_within_window). `window`: its
+    estimated congestion window (Warmth, at most WINDOW_CAP_BDPS times the link's: window_for), in which the round
+    trips it needs are counted, its growth stopping at `ceiling` (window_ceiling; None: no link measured). Built by
+    bin_for."""
 
     id: int
     load: int | None
     ready: bool = True
     window: int = INITIAL_WINDOW
     ceiling: int | None = None
+    room: int | None = None
+
+
+def takes_now(b: Bin, incoming: int) -> bool:
+    """May this connection take a balanced request of link size `incoming` now, pipelined behind what it carries?"""
+    return b.load is not None and b.ready and (b.room is None or incoming <= b.room)
 
 
 def left_to_come(in_flight: Iterable[tuple[int | None, int | None]], held: int) -> list[int | None]:
@@ -336,10 +345,12 @@ def bin_load(sizes: Iterable[int | None]) -> int:
     return sum(LONG_BYTES if s is None else s for s in sizes)
 
 
-def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int = INITIAL_WINDOW) -> Bin:
+def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int = INITIAL_WINDOW,
+            told: bool = False) -> Bin:
     """A connection with answers of these sizes aboard as balanced_taker sees it. One that is not `ready` (it carries
-    render-blocking work or the browser's own) is ready all the same where all of that is known and comes, with a
-    piece more, in one round trip of its window (comes_within_window); else it is waited for only if all of that
+    render-blocking work or the browser's own) is ready all the same for a request that comes with all of that in
+    its window, where every answer aboard is in step and its head has told what is left (`told`:
+    comes_within_window; its `room` says how large a request may be); else it is waited for only if all of that
     comes in the server's first flight
     (it is free a round trip from now); one busy longer takes no balanced work: waiting for cmake-interaction's
     20 kB underscore.js (two round trips) started an image on its connection 1.25 s into the load.
@@ -353,8 +364,10 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
     flight (a breakdown of one second visit on `sat`: the last image in at 2.13 s after the flight started; counted
     as it is now, with the pool's reserve for busy connections, 1.93 s)."""
     aboard = list(sizes)
-    if ready or comes_within_window(aboard, window):
+    if ready:
         return Bin(conn_id, bin_load(aboard), True, window)
+    if told and comes_within_window(aboard, window):
+        return Bin(conn_id, bin_load(aboard), True, window, room=window - bin_load(aboard))
     known = [s for s in aboard if s is not None]
     k = segments(s for s in known if s > 0)  # an answer in already (0 to come) takes no segment of the flight
     if len(known) < len(aboard) or k > INITIAL_SEGMENTS:
@@ -364,17 +377,18 @@ def bin_for(conn_id: int, sizes: Iterable[int | None], ready: bool, window: int 
 
 def comes_within_window(sizes: Iterable[int | None], window: int) -> bool:
     """May a flight's balanced work be pipelined at once on a connection that carries render-blocking answers or
-    answers of a size not known when it asked (bin_for's not `ready`), because every answer aboard has told what is
-    still to come of it (`sizes`: left_to_come, none None) and all of that with a piece more (LONG_BYTES: balanced
-    work is a piece, or an image within one: flight_pieces.py) fits in the window its server sends in one round
-    trip (`window`: window_for)? Then the piece comes in the same round trip as they do, right behind them. What it
-    costs them: a render-blocking answer pipelined with others is held until its connection drains (pipeline.py),
-    so it waits for the piece's time on the link, a few tens of milliseconds at the rates where windows are this
-    large, where the piece waiting for the connection to drain first costs it a round trip. rust-book-print's
-    first visit (`sat`): the rest of four large images waited 0.69 s for the document's connection, the warmest by
-    far, to finish the page's 77 kB icon font, whose head had told its size 0.36 s before. A connection in slow
-    start (a window of a few first flights) never qualifies, so the rules for the page's first waves are as they
-    were."""
+    answers of a size not known when it asked (bin_for's not `ready`), because all that is still to come of them
+    (`sizes`: left_to_come, none None; the pool passes only answers in step whose heads are in, bin_for's `told`)
+    with a piece more (LONG_BYTES: balanced work is mostly pieces, or images within one: flight_pieces.py; a larger
+    request is weighed against the bin's `room`, takes_now) fits in the window its server is estimated to send in
+    a round trip (`window`: window_for, at most twice the link's measured bytes per round trip)? Then the piece comes
+    right behind them, in that round trip or just after, where waiting for the connection to drain first costs it a
+    round trip. Answers already in step stay so (pipeline.py decides at each head): nothing aboard is held by what
+    is pipelined behind it, which is why a held answer, or one whose head is not in (a flight's stylesheet, its size
+    only learned), rules the connection out. rust-book-print's first visit (`sat`): the rest of four large images
+    waited 0.69 s for the document's connection, the warmest by far, to finish the page's 77 kB icon font, whose
+    head had told its size 0.36 s before. A fresh connection (one initial window) never qualifies; one needs a
+    window of three initial windows beyond what it carries."""
     aboard = list(sizes)
     return all(s is not None for s in aboard) and bin_load(aboard) + LONG_BYTES <= window
 
@@ -465,7 +479,8 @@ def balanced_taker(bins: Iterable[Bin], incoming: int = 0) -> Bin | None:
     `sat` took 3.1 s instead of 2.5 s. The rules for the browser's own images (not pipelined while the page lays
     out, warmest idle connection first) would have the flight's images wait for a free connection, a round trip or
     more, although a connection is loaded far below others."""
-    open_bins = [(b, b.load) for b in bins if b.load is not None]
+    # (a bin ready by its window only (`room`) with no room for this request is no taker: takes_now)
+    open_bins = [(b, b.load) for b in bins if b.load is not None and (b.room is None or incoming <= b.room)]
     if not open_bins:
         return None
     return min(open_bins, key=lambda bl: (rounds_to_carry(bl[1] + incoming, bl[0].window, bl[0].ceiling), bl[1],

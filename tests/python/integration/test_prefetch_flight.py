@@ -655,6 +655,10 @@ async def test_a_warm_connection_takes_a_flights_image_behind_a_font_whose_rest_
         (conn,) = [c for c in pool.connections if isinstance(c, Connection)]
         pool.policy.link_bdp = 1_000_000  # a link with room, as measured on `sat` late in a load
         conn.warmth = Warmth(1_000_000)  # the window after a large document
+        assert pool._bin(conn, 0.0, None).ready
+        conn.state.in_flight[0].held = True  # were its place not proven, what went behind it would hold it back
+        assert not pool._bin(conn, 0.0, None).ready
+        conn.state.in_flight[0].held = False
         # the browser's own image, size not known: ahead of the flight's in the queue, it waits for the connection
         # (not pipelined while the page lays out, a font in flight); the flight's goes past it (pool._balanced_behind)
         own = asyncio.create_task(service.fetch([FetchRequest("own", "GET", f"{server.url}/c.png", IMAGE,
