@@ -27,6 +27,7 @@ from lanefetch.engine import (
     TimingReport,
 )
 from lanefetch.engine.connection import Connection
+from lanefetch.engine.pool import OriginPool
 from lanefetch.engine.pool_plan import Warmth
 from lanefetch.prefetch.budget import Ledger, Limits
 from lanefetch.prefetch.flight import Flight, FlightAnswers
@@ -608,21 +609,27 @@ async def test_a_connection_closed_beside_one_owing_only_cancelled_pieces_is_not
     await flight.close()
 
 
+async def _font_with_5000_left(service: FetchService) -> tuple[OriginPool, Connection]:
+    """The pool of tail.woff2's origin and the connection carrying it, once its head and all but its last 5 000 bytes
+    are in."""
+    await until(lambda: bool(service.engine._pools), "the font's pool")
+    (pool,) = service.engine._pools.values()
+    await until(lambda: any(isinstance(c, Connection) and c.state.in_flight
+                            and c.state.in_flight[0].parser.body_remaining == 5000 for c in pool.connections),
+                "the font's head and all but its last 5 000 bytes in")
+    (conn,) = [c for c in pool.connections if isinstance(c, Connection) and c.state.in_flight]
+    return pool, conn
+
+
 async def test_a_connection_is_weighed_for_a_flights_pieces_by_what_its_answer_has_still_to_come(
         server: Server, service: FetchService) -> None:
-    # pool_plan.left_to_come through the pool: the browser's own font (size not known) on the only connection. Before
-    # its head the connection takes no balanced work; once its head told 5 000 bytes are left, it is free after a
-    # first flight and may take a flight's piece, waiting for it (its reserve)
+    # pool_plan.left_to_come through the pool: the browser's own font (size not known) on the only connection busy.
+    # Once its head told 5 000 bytes are left, the connection is weighed by those
     sink = Collect()
     asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
                                                              resource_type="font")], sink, PAGE))
     try:
-        await until(lambda: bool(service.engine._pools), "the font's pool")
-        (pool,) = service.engine._pools.values()
-        await until(lambda: any(isinstance(c, Connection) and c.state.in_flight
-                                and c.state.in_flight[0].parser.body_remaining == 5000 for c in pool.connections),
-                    "the font's head and all but its last 5 000 bytes in")
-        (conn,) = [c for c in pool.connections if isinstance(c, Connection) and c.state.in_flight]
+        pool, conn = await _font_with_5000_left(service)
         weighed = pool._bin(conn, 0.0, None)
         assert weighed.load == 5000, "weighed by what is left"
         # and ready: what is left and a piece more come within the window the 95 kB it received grew
@@ -647,12 +654,7 @@ async def test_a_warm_connection_takes_a_flights_image_behind_a_font_whose_rest_
                                                              resource_type="font")], sink, PAGE))
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
     try:
-        await until(lambda: bool(service.engine._pools), "the font's pool")
-        (pool,) = service.engine._pools.values()
-        await until(lambda: any(isinstance(c, Connection) and c.state.in_flight
-                                and c.state.in_flight[0].parser.body_remaining == 5000 for c in pool.connections),
-                    "the font's head and all but its last 5 000 bytes in")
-        (conn,) = [c for c in pool.connections if isinstance(c, Connection)]
+        pool, conn = await _font_with_5000_left(service)
         pool.policy.link_bdp = 1_000_000  # a link with room, as measured on `sat` late in a load
         conn.warmth = Warmth(1_000_000)  # the window after a large document
         assert pool._bin(conn, 0.0, None).ready
