@@ -688,6 +688,37 @@ async def test_a_warm_connection_takes_a_flights_image_behind_a_font_whose_rest_
     await service.aclose()
 
 
+async def test_work_reserved_for_a_busy_connection_goes_once_its_window_carries_it_behind_what_is_aboard(
+        server: Server) -> None:
+    # pool._take_reserved by the same rule as the balanced taker (pool_plan.bin_for): a flight's image reserved for the
+    # only connection while the font aboard is not in step (held: what went behind would keep it held) is written
+    # once the font is in step and the window carries the image behind it, before the font's end
+    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1)))
+    sink = Collect()
+    asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
+                                                             resource_type="font")], sink, PAGE))
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    try:
+        pool, conn = await _font_with_5000_left(service)
+        pool.policy.link_bdp = 1_000_000
+        conn.warmth = Warmth(1_000_000)
+        conn.state.in_flight[0].held = True
+        flight.start([Planned(f"{server.url}/small.png", IMAGE, "image", confident=True, expected_size=len(PNG))])
+        await until(lambda: bool(pool._reserved.get(conn.id)), "the image reserved for the font's connection")
+        assert len(conn.state.in_flight) == 1, "not written behind a font that is not in step"
+        conn.state.in_flight[0].held = False
+        conn.wakeup.set()
+        await until(lambda: len(conn.state.in_flight) == 2, "the image written behind the font, before its end")
+    finally:
+        server.release.set()
+        await asyncio.wait_for(asking, 10)
+        await flight.wait()
+    assert sink.got["font"].body == PHOTO
+    report = await flight.close()
+    assert report.sent == 1 and server.count("/small.png") == 1
+    await service.aclose()
+
+
 async def test_pieces_of_two_versions_are_never_joined_the_browsers_request_is_fetched_whole(
         server: Server, service: FetchService) -> None:
     flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)),
