@@ -62,7 +62,6 @@ from .pool_plan import (
     h2_may_take,
     h2_render_reserve,
     h2_reserve_from_opening,
-    keeps_last_idle,
     left_to_come,
     long_answer,
     may_join,
@@ -289,13 +288,6 @@ class OriginPool:
             packer.wakeup.set()
             return None
         packs = packer is conn
-        kept = None if packs else self._keeping_last_idle(ex, conn)
-        if kept is not None:
-            if kept is conn:
-                return self._pop_for(conn)  # _may_add said yes for it there
-            self._deferred.add(conn)
-            kept.wakeup.set()
-            return None
         taker = None if packs else self._preferred_taker(ex)
         if taker is None and not packs:
             # None is idle: the warmest that may pipeline it takes it (pool_plan.pipelining_taker).
@@ -310,13 +302,11 @@ class OriginPool:
             return None
         return self._pop_for(conn) if self._may_add(conn, ex, packs) else None
 
-    def _may_add(self, conn: Connection, ex: Exchange, packs: bool = False, laying_out: bool | None = None,
-                 idle: int | None = None) -> bool:
+    def _may_add(self, conn: Connection, ex: Exchange, packs: bool = False, laying_out: bool | None = None) -> bool:
         """May conn take ex now: its depth (packed answers come in one flight: the fair share, which keeps a batch's
         last answers from queueing behind one connection, does not bound them; pool_plan.allowed_depth) and, where
         it carries answers, the pipelining rules (pool_plan.may_join)? The in-flight budget is _pop_for's.
-        `laying_out`: _laying_out() where the caller already has it (asking for every connection in turn); `idle`: the
-        idle connections to count (None: those there are; keeps_last_idle counts the last one as taken)."""
+        `laying_out`: _laying_out() where the caller already has it (asking for every connection in turn)."""
         depth = allowed_depth(self.policy.allowed_depth(), self.config.effective_depth,
                               None if packs else self.outstanding(), len(self.connections))
         if not conn.state.can_send(ex.method, depth):
@@ -327,9 +317,8 @@ class OriginPool:
         # connection for render-blocking work are paid only when a request would be pipelined.
         if not carried or packs:
             return True
-        if idle is None:
-            idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
-                       and not c.state.in_flight and not c.state.unverified)
+        idle = sum(1 for c in self.connections if c is not conn and isinstance(c, Connection) and c.open
+                   and not c.state.in_flight and not c.state.unverified)
         long_here = long_answer((f.token.timing.sent for f in conn.state.in_flight), now(), self.budget.min_rtt) \
             or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
         # A font and other work would share the pipeline (fonts go with fonts only, or behind a lone stylesheet), or
@@ -504,24 +493,6 @@ class OriginPool:
         may_wait = any(c.draining for c in candidates) and may_wait_for_draining(ex.sort_key()[0], self._laying_out())
         taker = preferred_taker(candidates, may_wait)
         return None if taker is None else conns[taker]
-
-    def _keeping_last_idle(self, ex: Exchange, asker: Connection) -> Connection | None:
-        """The busy connection carrying stylesheets alone that pipelines ex, the queue's head, so that the origin's
-        last idle connection is left to the page's other work (pool_plan.keeps_last_idle); None where that rule does
-        not apply or no such connection may take it (then the idle one does, as before)."""
-        conns = [c for c in self.connections if isinstance(c, Connection) and c.open]
-        idle = [c for c in conns if self._idle(c)]
-        if not keeps_last_idle(ex.sort_key()[0], ex.request.resource_type, len(idle), len(conns)):
-            return None
-        t, rtt, laying_out = now(), self.budget.min_rtt, self._laying_out()
-        candidates = [dataclasses.replace(self._candidate(c, t, rtt), idle=False, may_pipeline=c not in idle
-                                          and not c.state.unverified and all(
-                                              f.token.request.resource_type == "stylesheet" for f in c.state.in_flight)
-                                          and not self.carries_bulk(c)
-                                          and self._may_add(c, ex, laying_out=laying_out, idle=0))
-                      for c in conns]
-        taker = pipelining_taker(candidates, asker.id)
-        return None if taker is None else next(c for c in conns if c.id == taker)
 
     def _pipelining_taker(self, ex: Exchange, asker: Connection) -> Connection | None:
         """With none idle, the busy connection that should pipeline ex, the queue's head (pool_plan.pipelining_taker):

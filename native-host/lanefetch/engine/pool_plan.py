@@ -563,26 +563,6 @@ class Candidate:
     may_pipeline: bool = False  # busy, and may take the request into its pipeline now (pipelining_taker)
 
 
-#: What keeps_last_idle may pipeline: a render-blocking request small as a rule (fonts take a connection of their own)
-KEEPS_LAST_IDLE_TYPES = frozenset({"stylesheet", "script"})
-
-
-def keeps_last_idle(incoming: int, incoming_type: str, idle: int, open_connections: int) -> bool:
-    """Should a render-blocking stylesheet or script (`incoming`, its class and resource type) leave the origin's last
-    idle connection (`idle` = 1 of `open_connections`, three or more) to the page's other work, and be pipelined
-    behind stylesheets on a busy one instead (may_join with no idle connection counted; the pool offers only
-    connections carrying stylesheets alone, small as a rule: behind a script of unknown size, flask-tutorial's
-    underscore.js waited a round trip for jQuery's 85 kB, 2.64 -> 3.21 s on `sat`)? A page's first
-    wave names more stylesheets and scripts than an origin has connections, and its images come a few milliseconds
-    later: taking every connection, the stylesheets and scripts left the images none for a round trip, their answers
-    being tiny. django-tutorial07's first visit (`sat`) had ten render-blocking requests and six connections: where
-    the document's connection was still busy for 4 ms when they came, they went two each over five and its first
-    image went at once on the sixth (3.26-3.29 s); where it was free, they took all six and every image waited a
-    round trip (3.76-3.85 s), four loads of eight each way in two runs."""
-    return (incoming == RENDER_BLOCKING and incoming_type in KEEPS_LAST_IDLE_TYPES and idle == 1
-            and open_connections >= 3)
-
-
 def may_wait_for_draining(incoming: int, laying_out: bool) -> bool:
     """May a request of priority class `incoming` wait for a warm draining connection? Only work that does not
     block rendering, once the page has laid out (`laying_out`: render-blocking work of the origin is queued or in

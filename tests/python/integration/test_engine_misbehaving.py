@@ -736,9 +736,8 @@ async def test_a_flights_image_for_a_connection_still_busy_waits_there_not_at_th
 async def test_a_flights_compressed_texts_are_packed_by_their_bytes_on_the_link(wire: bool) -> None:
     # Stylesheets learned at 20 kB decoded that came as 4 kB of gzip (FetchRequest.expected_wire) all come in one
     # first flight: they share a connection, whichever connection asks first (pool_plan.packing_taker), and the
-    # flight's image starts at once on another. Counted decoded (wire=False: no wire size learned), they are not
-    # packed: two take a connection each, and the third is pipelined behind one of them so that the last idle
-    # connection is left to the image (pool_plan.keeps_last_idle), which starts at once there too.
+    # flight's image starts at once on another. Counted decoded (wire=False: no wire size learned), each takes a
+    # connection of its own, and the image waits for one of them to be free.
     async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
         proven(engine, srv)
         on_a_long_fat_link(engine, srv)
@@ -746,30 +745,15 @@ async def test_a_flights_compressed_texts_are_packed_by_their_bytes_on_the_link(
                             expected_size=20_000, expected_wire=4_000 if wire else None) for i in range(3)]
         image = FetchRequest("i", "GET", srv.url("/hold/i/60000"), resource_type="image", expected_size=60_000)
         reqs = [*css, image]
-        async with held_flight(srv, engine, reqs, 4, settle=0.05) as flight:
+        async with held_flight(srv, engine, reqs, 4 if wire else 3, settle=0.05) as flight:
             got, seen = flight.by_name(), flight.seen()
-            assert set(got) == {"c0", "c1", "c2", "i"}, f"before any answer the server had, per connection: {seen}"
-            assert len({got[f"c{i}"].conn for i in range(3)}) == (1 if wire else 2), seen
-            assert got["i"].conn not in {got[f"c{i}"].conn for i in range(3)}, seen
-
-
-@pytest.mark.parametrize("kind", ["stylesheet", "script"])
-async def test_stylesheets_leave_the_last_idle_connection_to_the_pages_image_scripts_do_not(kind: str) -> None:
-    # pool_plan.keeps_last_idle: the browser's third stylesheet, with one of three connections idle, is pipelined
-    # behind a stylesheet, and its image starts at once on the last one. A script is not pipelined behind a script (a
-    # jQuery of 85 kB would hold it for a round trip): each takes a connection, and the image waits for one.
-    async with setup(held(settle=0), config(connections_per_origin=3)) as (srv, engine):
-        proven(engine, srv)
-        texts = [FetchRequest(f"t{i}", "GET", srv.url(f"/hold/t{i}/1000"), resource_type=kind) for i in range(3)]
-        image = FetchRequest("i", "GET", srv.url("/hold/i/5000"), resource_type="image")
-        async with held_flight(srv, engine, [*texts, image], 4 if kind == "stylesheet" else 3, settle=0.05) as flight:
-            got, seen = flight.by_name(), flight.seen()
-            conns = {got[f"t{i}"].conn for i in range(3)}
-            if kind == "stylesheet":
-                assert set(got) == {"t0", "t1", "t2", "i"} and len(conns) == 2, seen
-                assert got["i"].conn not in conns, seen
+            if wire:
+                assert set(got) == {"c0", "c1", "c2", "i"}, f"before any answer the server had, per connection: {seen}"
+                assert len({got[f"c{i}"].conn for i in range(3)}) == 1, seen
+                assert got["i"].conn != got["c0"].conn, seen
             else:
-                assert set(got) == {"t0", "t1", "t2"} and len(conns) == 3, seen
+                assert set(got) == {"c0", "c1", "c2"}, seen
+                assert len({got[f"c{i}"].conn for i in range(3)}) == 3, seen
 
 
 async def test_a_flights_images_are_pipelined_at_once_on_the_least_loaded_connection() -> None:

@@ -47,7 +47,6 @@ from lanefetch.engine.pool_plan import (
     h2_may_take,
     h2_render_reserve,
     h2_reserve_from_opening,
-    keeps_last_idle,
     left_to_come,
     link_size,
     long_answer,
@@ -802,19 +801,6 @@ def test_the_document_connection_takes_a_pieces_rest_behind_the_font_it_is_endin
     cold = [bin_for(i, [20_000], True, INITIAL_WINDOW) for i in range(2, 7)]
     taker = balanced_taker([doc, *cold], 40_800)
     assert taker is not None and (taker.id, taker.ready) == (1, True)
-
-
-@given(st.sampled_from([RENDER_BLOCKING, 1, 2]), st.sampled_from(["stylesheet", "script", "font", "image", "other"]),
-       st.integers(0, 6), st.integers(1, 6))
-def test_a_stylesheet_or_script_leaves_the_last_idle_connection_to_the_pages_other_work(
-        cls: int, kind: str, idle: int, open_connections: int) -> None:
-    kept = keeps_last_idle(cls, kind, idle, open_connections)
-    assert kept == (cls == RENDER_BLOCKING and kind in ("stylesheet", "script") and idle == 1
-                    and open_connections >= 3)
-    # django-tutorial07's first wave: the sixth of ten stylesheets and scripts with one connection of six idle
-    assert keeps_last_idle(RENDER_BLOCKING, "script", 1, 6)
-    assert not keeps_last_idle(RENDER_BLOCKING, "font", 1, 6), "a font takes a connection of its own"
-    assert not keeps_last_idle(RENDER_BLOCKING, "script", 2, 6), "while two are idle, it takes one"
 
 
 def test_late_in_a_first_visit_the_warm_connection_takes_the_pieces() -> None:
