@@ -445,8 +445,11 @@ class OriginPool:
                                               for f in c.state.in_flight)
         b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window, told),
                                 ceiling=window_ceiling(self.policy.link_bdp))
-        reserved = [x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished]
-        return b if b.load is None or not reserved else dataclasses.replace(b, load=b.load + sum(reserved))
+        # what waits in its reserve counts as aboard: in its load, and out of a window-ready bin's room
+        held_back = sum(x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished)
+        if b.load is None or not held_back:
+            return b
+        return dataclasses.replace(b, load=b.load + held_back, room=None if b.room is None else b.room - held_back)
 
     @staticmethod
     def _balance_ready(aboard: list[Exchange]) -> bool:

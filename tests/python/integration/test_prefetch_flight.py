@@ -707,6 +707,9 @@ async def test_work_reserved_for_a_busy_connection_goes_once_its_window_carries_
         await until(lambda: bool(pool._reserved.get(conn.id)), "the image reserved for the font's connection")
         assert len(conn.state.in_flight) == 1, "not written behind a font that is not in step"
         conn.state.in_flight[0].held = False
+        weighed = pool._bin(conn, 0.0, None)  # the reserved image counts as aboard, in load and out of room
+        assert weighed.room is not None and weighed.room == weighed.window - weighed.load
+        assert weighed.load == 5000 + len(PNG) + 512
         conn.wakeup.set()
         await until(lambda: len(conn.state.in_flight) == 2, "the image written behind the font, before its end")
     finally:
