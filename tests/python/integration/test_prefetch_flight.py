@@ -621,6 +621,25 @@ async def _font_with_5000_left(service: FetchService) -> tuple[OriginPool, Conne
     return pool, conn
 
 
+def _one_connection_asking_the_font(server: Server) -> tuple[FetchService, Collect, asyncio.Task[BatchResult], Flight]:
+    """A service with one connection per origin asking the browser's tail.woff2 (into the sink returned), and a
+    flight of its page not started yet."""
+    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1)))
+    sink = Collect()
+    asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
+                                                             resource_type="font")], sink, PAGE))
+    return service, sink, asking, Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+
+
+async def _warm(service: FetchService) -> tuple[OriginPool, Connection]:
+    """_font_with_5000_left, on a link with room (as measured on `sat` late in a load) and a connection whose window
+    is a large document's."""
+    pool, conn = await _font_with_5000_left(service)
+    pool.policy.link_bdp = 1_000_000
+    conn.warmth = Warmth(1_000_000)
+    return pool, conn
+
+
 async def test_a_connection_is_weighed_for_a_flights_pieces_by_what_its_answer_has_still_to_come(
         server: Server, service: FetchService) -> None:
     # pool_plan.left_to_come through the pool: the browser's own font (size not known) on the only connection busy.
@@ -648,15 +667,9 @@ async def test_a_warm_connection_takes_a_flights_image_behind_a_font_whose_rest_
     # (a document's connection late in a load), a flight's image of known size is pipelined behind the font at once
     # instead of waiting for it to end (its reserve), past the browser's own image waiting at the queue's head: the
     # flight's image is written before the font's end.
-    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1)))
-    sink = Collect()
-    asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
-                                                             resource_type="font")], sink, PAGE))
-    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    service, sink, asking, flight = _one_connection_asking_the_font(server)
     try:
-        pool, conn = await _font_with_5000_left(service)
-        pool.policy.link_bdp = 1_000_000  # a link with room, as measured on `sat` late in a load
-        conn.warmth = Warmth(1_000_000)  # the window after a large document
+        pool, conn = await _warm(service)
         assert pool._bin(conn, 0.0, None).ready
         conn.state.in_flight[0].held = True  # were its place not proven, what went behind it would hold it back
         assert not pool._bin(conn, 0.0, None).ready
@@ -693,15 +706,9 @@ async def test_work_reserved_for_a_busy_connection_goes_once_its_window_carries_
     # pool._take_reserved by the same rule as the balanced taker (pool_plan.bin_for): a flight's image reserved for the
     # only connection while the font aboard is not in step (held: what went behind would keep it held) is written
     # once the font is in step and the window carries the image behind it, before the font's end
-    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1)))
-    sink = Collect()
-    asking = asyncio.create_task(service.fetch([FetchRequest("font", "GET", f"{server.url}/tail.woff2", FONT,
-                                                             resource_type="font")], sink, PAGE))
-    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    service, sink, asking, flight = _one_connection_asking_the_font(server)
     try:
-        pool, conn = await _font_with_5000_left(service)
-        pool.policy.link_bdp = 1_000_000
-        conn.warmth = Warmth(1_000_000)
+        pool, conn = await _warm(service)
         conn.state.in_flight[0].held = True
         flight.start([Planned(f"{server.url}/small.png", IMAGE, "image", confident=True, expected_size=len(PNG))])
         await until(lambda: bool(pool._reserved.get(conn.id)), "the image reserved for the font's connection")
