@@ -83,6 +83,7 @@ from .timing import ConnectTiming, now
 from .transport import Transport, offers_sessions, open_transport
 
 log = logging.getLogger("lanefetch.engine")
+Weighed = tuple[dict[int, Connection], list[Bin]]  # the connections by id, and their bins (OriginPool._weighed)
 
 
 class PoolOwner(Protocol):
@@ -378,23 +379,19 @@ class OriginPool:
         icon font's head in)."""
         if self._balance_ready(self._aboard(conn)) or not self._may_add_known(conn, "GET"):
             return None
-        t, rtt = now(), self.budget.min_rtt
-        conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
-        bins = [self._bin(c, t, rtt) for c in conns.values()]  # once: they do not depend on the request
-        if not any(b.id == conn.id and b.load is not None and b.ready for b in bins):
+        weighed = self._weighed()  # once: the bins do not depend on the request
+        if not any(b.id == conn.id and b.load is not None and b.ready for b in weighed[1]):
             return None
         for item in sorted(self._queue):
             ex = item[1]
-            size = ex.request.link_bytes
-            if ex.finished or size is None or not balances(ex.sort_key()[0], size, self.policy.link_bdp):
+            chosen = None if ex.finished else self._balanced_taker(ex, weighed)
+            if chosen is None or not chosen[1]:
                 continue
-            taker = balanced_taker(bins, size)
-            if taker is not None and taker.id == conn.id and takes_now(taker, size):
+            if chosen[0] is conn:
                 self._queue.remove(item)
                 heapq.heapify(self._queue)
                 return ex
-            if taker is not None and taker.id != conn.id and takes_now(taker, size):
-                conns[taker.id].wakeup.set()  # that one takes it now
+            chosen[0].wakeup.set()  # that one takes it now
         return None
 
     def _take_reserved(self, conn: Connection) -> Exchange | None:
@@ -421,16 +418,22 @@ class OriginPool:
             if not ex.finished:
                 self._requeue(ex)
 
-    def _balanced_taker(self, ex: Exchange) -> tuple[Connection, bool] | None:
+    def _balanced_taker(self, ex: Exchange, weighed: Weighed | None = None) -> tuple[Connection, bool] | None:
         """The connection that should take ex by bytes (pool_plan.balanced_taker) and whether it may now; None where
-        that rule does not apply: ex is not a flight's balanced work, or no connection may send more."""
+        that rule does not apply: ex is not a flight's balanced work, or no connection may send more. `weighed`: the
+        connections' bins where the caller has them (_weighed), else weighed now."""
         if not balances(ex.sort_key()[0], ex.request.link_bytes, self.policy.link_bdp):
             return None
+        conns, bins = self._weighed() if weighed is None else weighed
+        size = ex.request.link_bytes or 0
+        taker = balanced_taker(bins, size)
+        return None if taker is None else (conns[taker.id], takes_now(taker, size))
+
+    def _weighed(self) -> Weighed:
+        """The origin's HTTP/1.1 connections by id and each one's Bin now (what balanced_taker weighs)."""
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
-        size = ex.request.link_bytes or 0
-        taker = balanced_taker((self._bin(c, t, rtt) for c in conns.values()), size)
-        return None if taker is None else (conns[taker.id], takes_now(taker, size))
+        return conns, [self._bin(c, t, rtt) for c in conns.values()]
 
     def _bin(self, c: Connection, t: float, rtt: float | None) -> Bin:
         if not self._may_send_more(c) or self.carries_bulk(c):
