@@ -19,9 +19,16 @@ So a response whose body has started and then gone quiet is cut when:
   cut on `wcdma` (9 of 15 loads, up to 17 % more bytes on the link);
 - or the link is idle as well: no byte of any response arrived on any of the engine's connections, nor on the
   host's network interfaces where the host says (host_link.py: the browser's own downloads fill the same queue),
-  for one round trip (at least an eighth of the floor), and this body has been quiet for two round trips (at least
-  a quarter of the floor). Then nothing else stands in the queue in front of this body's bytes: it waits on the
-  server's timer, and the sooner it is asked elsewhere the better (the measured stall above sat on an idle link).
+  for one unloaded round trip (the smallest known, at least an eighth of the floor), and this body has been quiet
+  for one loaded round trip plus one unloaded (at least a quarter of the floor). Then nothing else stands in the
+  queue in front of this body's bytes: a link with a queue delivers without a gap, so a link quiet that long has
+  an empty queue, and whatever the server sent an unloaded round trip ago has arrived. The server's first
+  retransmission comes about a loaded round trip after its last send (its timer runs on the loaded round trips it
+  measured) and crosses the empty queue in an unloaded one; it has not come, so it was lost too and the next one
+  waits for a doubled timer. The sooner the rest is asked elsewhere the better (the measured stall above sat on an
+  idle link). Until session 40 both figures here were the largest round trip (two for the body, one for the
+  link): on `wcdma` a 7 kB icon whose tail was lost while jQuery filled the queue then waited 2.8 s, 1.5 s of it
+  while the link was quiet (flask-tutorial, performance.md session 40).
   A cut there costs little where it was not needed: the link is idle, and the rest comes on an idle connection in
   a round trip.
   Measured on `wcdma` (flask-tutorial's second visit, OFF 5.7 s, ON 15.7 s without the cut): with half the floor
@@ -48,8 +55,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 STALL_ROUND_TRIPS = 3.0
-IDLE_QUIET_ROUND_TRIPS = 2.0  # the body's quiet, where the whole link is quiet too
-IDLE_LINK_ROUND_TRIPS = 1.0  # the link's quiet
 IDLE_CUT_MAX_HELD = 2  # packets held beyond a hole that a cut may throw away (a tail loss holds none)
 HELD_LIMIT_FACTOR = 2.0  # with more held, the floor's rule waits this many times longer
 
@@ -86,10 +91,17 @@ def cut_now(quiet: float, link_quiet: float, floor: float, round_trips: list[flo
     held = (held_beyond_hole or 0) > IDLE_CUT_MAX_HELD
     if quiet >= quiet_limit(floor, round_trips) * (HELD_LIMIT_FACTOR if held else 1.0):
         return True
-    rtt = _largest(round_trips)
-    return (not held and quiet >= max(floor / 4, IDLE_QUIET_ROUND_TRIPS * rtt)
-            and link_quiet >= max(floor / 8, IDLE_LINK_ROUND_TRIPS * rtt))
+    loaded, unloaded = _largest(round_trips), _smallest(round_trips)
+    return (not held and quiet >= max(floor / 4, loaded + unloaded) and link_quiet >= max(floor / 8, unloaded))
+
+
+def _sensible(round_trips: list[float | None]) -> list[float]:
+    return [r for r in round_trips if r is not None and 0 < r < 3600]
 
 
 def _largest(round_trips: list[float | None]) -> float:
-    return max((r for r in round_trips if r is not None and 0 < r < 3600), default=0.0)
+    return max(_sensible(round_trips), default=0.0)
+
+
+def _smallest(round_trips: list[float | None]) -> float:
+    return min(_sensible(round_trips), default=0.0)
