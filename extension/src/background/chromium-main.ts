@@ -14,6 +14,7 @@ import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
 import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type Speed, type TabCommand, type TabEvent } from "../intercept/tab-policy.js";
 import { fromRequestPaused } from "../intercept/paused-request.js";
 import { OffscreenFieldsProbe } from "../intercept/offscreen-fields-probe.js";
+import { requestPageUrl } from "../intercept/request-page.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
@@ -173,7 +174,8 @@ let policy = INITIAL_POLICY;
 const queues = new Map<number, Promise<void>>();
 const GLOBAL_QUEUE = -1;
 /** The newest tab events and commands with their epoch ms (a bounded ring): where a gated navigation's time goes.
- * Read by the benchmarks' Chromium driver from the worker (`globalThis.lanefetchTabTrace`); nothing else. */
+ * Read by the benchmarks' Chromium driver from the worker (`globalThis.lanefetchTabTrace`), and by a real-browser test
+ * to say what happened when a page was not intercepted as it expects; nothing else. */
 const tabTrace: [string, number][] = [];
 (globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace = tabTrace;
 function traced(label: string): void {
@@ -377,7 +379,8 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const paused = fromRequestPaused(event);
   const isTopDocument =
     source.sessionId === undefined && event.resourceType === "Document" && event.frameId === sessions.mainFrameId(tabId);
-  const pageUrl = isTopDocument || info.url === "" ? paused.url : info.url;
+  // Not the tab's URL alone: a new tab's first page can be paused before its commit is heard (request-page.ts).
+  const pageUrl = requestPageUrl(paused.url, isTopDocument, info.url, pageKeys.get(tabId)?.url);
   const page = pageInfo(pageUrl, info.incognito);
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);

@@ -4,7 +4,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import type { Page } from "playwright-core";
-import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, waitForGate, waitForHelper } from "../support/chromium-harness.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, tabTimings, waitForGate, waitForHelper, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
@@ -21,6 +21,19 @@ async function openPopup(page: Page, tabId: number): Promise<void> {
 
 function imageOwner(path: string): string[] {
   return sites.log.filter((r) => r.path === path).map((r) => r.owner.kind);
+}
+
+/** What the extension made of a tab and its requests (said when a load did not go as the test expects): the tab's
+ * status, each request's outcome and reason, and the newest tab events and commands (chromium-main.ts's trace). */
+async function tabReport(browser: Browser, url: string): Promise<string> {
+  // The trace first: asking the status opens extension pages, whose own tab events would push the page's out.
+  const trace = await browser.worker.evaluate(() =>
+    ((globalThis as { lanefetchTabTrace?: [string, number][] }).lanefetchTabTrace ?? []).slice(-40).map(([label]) => label));
+  const tabId = await tabIdOf(browser.worker, url);
+  const { tab, helper } = await tabStatus(browser.context, tabId);
+  const records = (await tabTimings(browser.context, tabId)).records
+    .map((r) => `${r.url} ${r.outcome}${r.reason === null ? "" : ` ${r.reason}${r.detail ? ` (${r.detail})` : ""}`}`);
+  return JSON.stringify({ tab, helper: helper.status, records, trace });
 }
 
 /** Who fetched the page's image, once the server saw it (the page loaded: its request arrived before). */
@@ -152,11 +165,15 @@ test("a proxy set in the browser keeps lanefetch off, and the popup says why", a
 
     // Proxy back to direct: the gate returns and the next load goes through the helper.
     await browser.worker.evaluate(() => chrome.proxy.settings.clear({ scope: "regular" }));
+    // The gate's block rule is written only from the state the cleared proxy left (no proxy, the site active, the
+    // helper connected: chromium-main.ts refreshRules, tab-policy.ts gate), so it is the condition to wait for.
     await waitForGate(browser.worker, 1);
     sites.clearLog();
     const again = await browser.context.newPage();
-    await openPage(again, `${sites.a.origin}/plain.html?2`);
-    assert.deepEqual(await imageFetchedBy(), ["helper"]);
+    const next = `${sites.a.origin}/plain.html?2`;
+    await openPage(again, next);
+    const owners = await imageFetchedBy();
+    assert.deepEqual(owners, ["helper"], owners.join() === "helper" ? undefined : `the next page: ${await tabReport(browser, next)}`);
   } finally {
     await browser.close();
   }
