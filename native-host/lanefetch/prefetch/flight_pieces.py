@@ -30,7 +30,8 @@ piece checked out: no byte of one version is ever joined to another's, and the f
 until claimed) loses no time by it.
 
 A size not known (`probed`: a first visit's images, found in the page's document or stylesheets, and its preloaded
-fonts): the request is asked in a first piece, FIRST (`bytes=0-` PIECE_BYTES less one), scheduled as the whole
+fonts): the request is asked in a first piece, FIRST (`bytes=0-` PIECE_BYTES less one; each later one of the
+fetcher's a byte sooner: first_range), scheduled as the whole
 request of unknown size would be. Its head's Content-Range tells the body's size: a body within it is all there
 (answered as a 200 like any joined one; one piece alone needs no validator to be of one version), a larger one with
 a strong validator has the rest asked at once as pieces of known size (`rest_ranges`), a batch of its own, which the
@@ -133,14 +134,28 @@ def probed(request: FetchRequest) -> bool:
     return request.expected_size is None and _of_a_kind_split(request)
 
 
-#: the range a request of unknown size is first asked in (probed)
-FIRST: Range = (0, PIECE_BYTES - 1)
+#: the range a request of unknown size is first asked in (probed), the first of a fetcher's first pieces
+_FIRST_LAST = PIECE_BYTES - 1
+FIRST: Range = (0, _FIRST_LAST)
+#: first pieces under way at once that each end on a byte of their own (first_range)
+FIRST_ENDS = 64
 
 
-def rest_ranges(total: int) -> list[Range]:
-    """The ranges that follow a first piece (FIRST) of a body of `total` bytes: what is left after it, in as few
-    pieces of even sizes as keep each within PIECE_BYTES, the last open-ended; [] when the first piece is all."""
-    return [] if total <= PIECE_BYTES else _even_ranges(PIECE_BYTES, total)
+def first_range(k: int) -> Range:
+    """The range of a fetcher's k-th first piece (counted from 0): FIRST, ending k bytes sooner (modulo FIRST_ENDS).
+    Two first pieces pipelined on one connection must not ask the same range: a 206 proves its answer's place only
+    where no other request of the connection asked its range (pipeline.py, `_range_unique`: shifted by one, one's
+    answer would prove itself in the other's place). Asked alike, both were held until the connection drained, and
+    their rests were asked at their ends instead of at their heads: on `sat` (apache-rewrite, first visit with the
+    link's room known at the navigation) two images' rests went out 0.6 s late."""
+    return (0, _FIRST_LAST - k % FIRST_ENDS)
+
+
+def rest_ranges(total: int, start: int = _FIRST_LAST + 1) -> list[Range]:
+    """The ranges that follow a first piece of `start` bytes (FIRST's by default) of a body of `total` bytes: what
+    is left after it, in as few pieces of even sizes as keep each within PIECE_BYTES, the last open-ended; [] when
+    the first piece is all."""
+    return [] if total <= start else _even_ranges(start, total)
 
 
 def piece_request(request: FetchRequest, index: int, asked: Range, sized: bool = True) -> FetchRequest:
@@ -277,6 +292,7 @@ class PieceFetcher:
         self._splits: dict[str, _Split] = {}  # by the split request's id
         self._pieces: dict[str, tuple[_Split, _Piece]] = {}  # by piece id
         self._cancels: set[asyncio.Task[None]] = set()
+        self._probes = 0  # first pieces asked so far (first_range)
         self.discarded_bytes = 0  # body bytes of pieces that were never handed on
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
@@ -285,7 +301,7 @@ class PieceFetcher:
         for request in requests:
             known, unknown = splittable(request), probed(request)
             room = (known or unknown) and self._split_where is not None and await self._split_where(request.url, page)
-            ranges = [] if not room else piece_ranges(request.expected_size or 0) if known else [FIRST]
+            ranges = [] if not room else piece_ranges(request.expected_size or 0) if known else [self._first()]
             if not ranges:
                 batch.append(request)
                 continue
@@ -316,13 +332,18 @@ class PieceFetcher:
                 for piece in ended.pieces if ended is not None else ():
                     self._pieces.pop(piece.request.id, None)
 
+    def _first(self) -> Range:
+        self._probes += 1
+        return first_range(self._probes - 1)
+
     def _ask_rest(self, split: _Split, total: int, sink: Sink, page: Page) -> None:
         """A first piece told the body's size, `total`, more than it carries: the rest is asked in pieces, as a batch
         of its own through the same fetcher, so the pool spreads it over the connections by bytes (their sizes are
         known now: pool_plan.balanced_taker)."""
         sized = dataclasses.replace(split.request, expected_size=total)
-        first = len(split.pieces)
-        rest = [_Piece(piece_request(sized, first + i, r), r) for i, r in enumerate(rest_ranges(total))]
+        first, (_, last) = len(split.pieces), split.pieces[0].asked
+        start = _FIRST_LAST + 1 if last is None else last + 1
+        rest = [_Piece(piece_request(sized, first + i, r), r) for i, r in enumerate(rest_ranges(total, start))]
         split.pieces += rest
         for piece in rest:
             self._pieces[piece.request.id] = (split, piece)
@@ -375,9 +396,10 @@ class PieceFetcher:
         told = content_range(head) if probing else None
         if told is None or told[0] != 0:
             return  # a piece of a known split, or a first piece's odd range: join judges it
-        if told[2] <= PIECE_BYTES:
+        if told[2] <= (_FIRST_LAST if piece.asked[1] is None else piece.asked[1]) + 1:
             piece.asked = (0, None)  # the body is all in it
-        elif told[1] == FIRST[1] and piece_validator(head) is not None and self._may_hold(split.request.id, told[2]):
+        elif (told[1] == piece.asked[1] and piece_validator(head) is not None
+              and self._may_hold(split.request.id, told[2])):
             # (without a strong validator no rest could be proven of the first piece's version, and a body the
             # caller's budget cannot hold is not asked: join refuses, the browser's request is fetched whole)
             self._ask_rest(split, told[2], sink, page)

@@ -12,10 +12,12 @@ from lanefetch.engine import DeliveredHead, FetchRequest
 from lanefetch.engine.pool_plan import HEAD_BYTES, INITIAL_SEGMENTS, segments
 from lanefetch.prefetch.flight_pieces import (
     FIRST,
+    FIRST_ENDS,
     PIECE_BYTES,
     Joined,
     PieceAnswer,
     Refused,
+    first_range,
     join,
     piece_ranges,
     piece_request,
@@ -83,6 +85,28 @@ def test_a_piece_with_its_head_comes_in_a_fresh_connections_first_two_flights(he
     # 10 segments, then 20 (slow start), of 1448 bytes each: a byte more is a third flight, a round trip more
     assert segments([PIECE_BYTES + head]) <= 3 * INITIAL_SEGMENTS
     assert segments([PIECE_BYTES + HEAD_BYTES + 1]) > 3 * INITIAL_SEGMENTS, "and no smaller than that allows"
+
+
+def test_first_pieces_under_way_together_ask_ranges_of_their_own_within_the_piece_size() -> None:
+    ranges = [first_range(k) for k in range(FIRST_ENDS)]
+    assert ranges[0] == FIRST and len(set(ranges)) == FIRST_ENDS
+    assert all(first == 0 and last is not None and PIECE_BYTES - FIRST_ENDS <= last < PIECE_BYTES
+               for first, last in ranges)
+    assert first_range(FIRST_ENDS) == FIRST  # (modulo FIRST_ENDS)
+
+
+@given(sizes, st.integers(min_value=0, max_value=FIRST_ENDS - 1))
+def test_the_rest_follows_the_first_piece_that_was_asked(total: int, k: int) -> None:
+    _, last = first_range(k)
+    assert last is not None
+    rest = rest_ranges(total, last + 1)
+    if total <= last + 1:
+        assert rest == []
+        return
+    body = bytes(i % 251 for i in range(total))
+    asked = [first_range(k), *rest]
+    joined = join(asked, [_answer(f, total - 1 if end is None else end, body) for f, end in asked])
+    assert isinstance(joined, Joined) and joined.body == body
 
 
 @given(sizes)

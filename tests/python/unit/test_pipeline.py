@@ -16,6 +16,7 @@ from lanefetch.engine.pipeline import (
 )
 from lanefetch.engine.response_check import Expectation, refuses
 from lanefetch.engine.response_parser import Framing, ResponseHead
+from lanefetch.prefetch.flight_pieces import PIECE_BYTES, first_range
 
 
 def ok(body: bytes, extra: str = "") -> bytes:
@@ -431,6 +432,23 @@ def test_a_range_asked_twice_on_a_connection_proves_nothing() -> None:
     assert [e for e in events if isinstance(e, ResponseStarted)][1].held
     assert not any(isinstance(e, ResponsesVerified) for e in events)  # proven only at the sync point
     assert any(isinstance(e, ResponsesVerified) for e in conn.quiet())
+
+
+def test_a_fetchers_first_pieces_pipelined_together_each_prove_their_place() -> None:
+    # ... so the flight asks each first piece to end on a byte of its own (flight_pieces.first_range): each head is
+    # handed on as it comes, and its rest is asked then, not at the sync point after both bodies.
+    conn: PipelineConnection[str] = PipelineConnection()
+    asked = {token: first_range(k) for k, token in enumerate(("a", "b"))}
+    for token, (first, last) in asked.items():
+        conn.sent(token, "GET", Expectation.of("GET", [("Range", f"bytes={first}-{last}")], "image"))
+    total = PIECE_BYTES + 9_000
+    for token, (_, last) in asked.items():
+        assert last is not None
+        events = conn.receive(f"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-{last}/{total}\r\n"
+                              f"Content-Length: {last + 1}\r\n\r\n".encode())
+        started = [e for e in events if isinstance(e, ResponseStarted)]
+        assert started and started[0].token == token and not started[0].held, token
+        conn.receive(b"x" * (last + 1))
 
 
 # ---------------------------------------------------------------- answers that prove their place by exclusion
