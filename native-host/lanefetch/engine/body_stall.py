@@ -20,15 +20,18 @@ So a response whose body has started and then gone quiet is cut when:
 - or the link is idle as well: no byte of any response arrived on any of the engine's connections, nor on the
   host's network interfaces where the host says (host_link.py: the browser's own downloads fill the same queue),
   for one unloaded round trip (the smallest known, at least an eighth of the floor), and this body has been quiet
-  for one loaded round trip plus one unloaded (at least a quarter of the floor). Then nothing else stands in the
-  queue in front of this body's bytes: a link with a queue delivers without a gap, so a link quiet that long has
-  an empty queue, and whatever the server sent an unloaded round trip ago has arrived. The server's first
-  retransmission comes about a loaded round trip after its last send (its timer runs on the loaded round trips it
-  measured) and crosses the empty queue in an unloaded one; it has not come, so it was lost too and the next one
-  waits for a doubled timer. The sooner the rest is asked elsewhere the better (the measured stall above sat on an
-  idle link). Until session 40 both figures here were the largest round trip (two for the body, one for the
-  link): on `wcdma` a 7 kB icon whose tail was lost while jQuery filled the queue then waited 2.8 s, 1.5 s of it
-  while the link was quiet (flask-tutorial, performance.md session 40).
+  for a loaded round trip, an unloaded one and SENDER_MIN_RTO (at least a quarter of the floor). Then nothing else
+  stands in the queue in front of this body's bytes: a link with a queue delivers without a gap, so a link quiet that
+  long has an empty queue, and whatever the server sent an unloaded round trip ago has arrived. The server's
+  retransmission timer, re-armed by our last acknowledgement (which reaches it half an unloaded round trip after
+  the body's last bytes came), runs at least its smoothed round trip plus SENDER_MIN_RTO (Linux's floor; its
+  smoothed round trip is the loaded one), and the retransmission crosses the empty queue in another half: by then
+  the first retransmission would have come, so it was lost too and the next one waits for a doubled timer (a
+  sender's tail-loss probe, at about two smoothed round trips, comes later still). The sooner the rest is asked
+  elsewhere the better (the measured stall above sat on an idle link). Until session 40 both figures here were the
+  largest round trip (two for the body, one for the link): on `wcdma` a 7 kB icon whose tail was lost while jQuery
+  filled the queue then waited 2.8 s, 1.5 s of it while the link was quiet (flask-tutorial, performance.md
+  session 40).
   A cut there costs little where it was not needed: the link is idle, and the rest comes on an idle connection in
   a round trip.
   Measured on `wcdma` (flask-tutorial's second visit, OFF 5.7 s, ON 15.7 s without the cut): with half the floor
@@ -57,6 +60,7 @@ from dataclasses import dataclass
 STALL_ROUND_TRIPS = 3.0
 IDLE_CUT_MAX_HELD = 2  # packets held beyond a hole that a cut may throw away (a tail loss holds none)
 HELD_LIMIT_FACTOR = 2.0  # with more held, the floor's rule waits this many times longer
+SENDER_MIN_RTO = 0.2  # seconds a sender's retransmission timer adds at least to its smoothed round trip (Linux)
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,8 @@ def cut_now(quiet: float, link_quiet: float, floor: float, round_trips: list[flo
     if quiet >= quiet_limit(floor, round_trips) * (HELD_LIMIT_FACTOR if held else 1.0):
         return True
     loaded, unloaded = _largest(round_trips), _smallest(round_trips)
-    return (not held and quiet >= max(floor / 4, loaded + unloaded) and link_quiet >= max(floor / 8, unloaded))
+    return (not held and quiet >= max(floor / 4, loaded + unloaded + SENDER_MIN_RTO)
+            and link_quiet >= max(floor / 8, unloaded))
 
 
 def _sensible(round_trips: list[float | None]) -> list[float]:

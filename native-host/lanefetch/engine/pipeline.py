@@ -30,7 +30,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .response_check import Expectation, implausible, proves_by_exclusion, proves_itself
+from .response_check import Expectation, answers_alike, implausible, proves_by_exclusion, proves_itself
 from .response_parser import (
     BodyData,
     Framing,
@@ -198,7 +198,7 @@ class PipelineConnection(Generic[T]):
                     excluded = at_risk and self._may_exclude(front) and proves_by_exclusion(
                         ev.head, front.expect, self._unproven_others())
                     front.held = at_risk and not (
-                        (proves_itself(ev.head, front.expect) and self._range_unique(front)) or excluded)
+                        (proves_itself(ev.head, front.expect) and self._range_unique(front, ev.head)) or excluded)
                     if excluded and len(self.in_flight) > 1:
                         # What was sent behind it waits for a sync point: an extra answer written after this one
                         # would land there unseen (the exclusion covered only this answer's place).
@@ -289,13 +289,16 @@ class PipelineConnection(Generic[T]):
         those answered but held (None: not known, which proves nothing by exclusion)."""
         return [f.expect for f in list(self.in_flight)[1:]] + [r.expect for r in self.unverified]
 
-    def _range_unique(self, front: InFlight[T]) -> bool:
-        """Was front's byte range asked by no other request on this connection? Only then can a 206 of exactly that
-        range be no other request's answer: a flight pipelines pieces of several bodies on one connection
-        (prefetch/flight_pieces.py), and two images' first pieces may both be bytes 0-29999; shifted by one (or
-        answered twice), one's answer would prove itself in the other's place."""
+    def _range_unique(self, front: InFlight[T], head: ResponseHead) -> bool:
+        """Could this 206 (proving itself for front) answer no other range asked on this connection? A flight
+        pipelines pieces of several bodies on one connection (prefetch/flight_pieces.py): two images' first pieces
+        asking the same bytes, or asking bytes=0-43287 and bytes=0-43286 of bodies that end inside both (each answered
+        `0-(total-1)/total`, response_check.answers_alike); shifted by one (or answered twice), one's answer would
+        prove itself in the other's place."""
         mine = front.expect.byte_range
-        return mine is not None and self._ranges_asked[mine] == 1
+        if mine is None or self._ranges_asked[mine] != 1:
+            return False
+        return not any(r != mine and answers_alike(head, front.expect, r) for r in self._ranges_asked)
 
     def _verify(self) -> list[Event[T]]:
         if not self.unverified:

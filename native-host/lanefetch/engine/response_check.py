@@ -95,6 +95,25 @@ def proves_itself(head: ResponseHead, expect: Expectation) -> bool:
     return int(m[1]) == first and want_last is not None and int(m[2]) == want_last
 
 
+def answers_alike(head: ResponseHead, expect: Expectation, other: tuple[int, int | None]) -> bool:
+    """Would a request for the byte range `other` have got this very answer (a 206 that proves itself for `expect`)?
+    Its own range does; so does any other from the same first byte where the body ended inside both (the server
+    answers `first-(total-1)/total` to each: two images' first pieces, bytes=0-43287 and bytes=0-43286, of a body
+    of 800 bytes both get `0-799/800`). An answer of exactly the range asked, ending before the body does, is that
+    range's alone."""
+    m = _CONTENT_RANGE.fullmatch((head.get("content-range") or "").strip())
+    if m is None or expect.byte_range is None:
+        return True  # nothing to tell them apart by
+    first, last = int(m[1]), int(m[2])
+    if other[0] != first:
+        return False
+    if other == expect.byte_range:
+        return True
+    total = None if m[3] == "*" else int(m[3])
+    ends_body = total is not None and last == total - 1
+    return ends_body and (other[1] is None or other[1] >= last)
+
+
 def _media(head: ResponseHead) -> str:
     return (head.get("content-type") or "").split(";", 1)[0].strip().lower()
 

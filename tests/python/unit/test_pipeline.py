@@ -451,6 +451,18 @@ def test_a_fetchers_first_pieces_pipelined_together_each_prove_their_place() -> 
         conn.receive(b"x" * (last + 1))
 
 
+def test_a_short_body_answered_in_another_first_pieces_place_proves_nothing() -> None:
+    # Bodies smaller than both first pieces: the server answers each `0-(total-1)/total`, which fits either request.
+    # a's answer skipped, b's 800 bytes come in a's place: held, never handed to a as its own.
+    conn: PipelineConnection[str] = PipelineConnection()
+    for token, (first, last) in (("a", first_range(0)), ("b", first_range(1))):
+        conn.sent(token, "GET", Expectation.of("GET", [("Range", f"bytes={first}-{last}")], "image"))
+    events = conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-799/800\r\nContent-Length: 800\r\n\r\n"
+                          + b"b" * 800)
+    started = [e for e in events if isinstance(e, ResponseStarted)]
+    assert started[0].token == "a" and started[0].held, "b's answer would prove itself in a's place"
+
+
 # ---------------------------------------------------------------- answers that prove their place by exclusion
 
 _MEDIA = {"stylesheet": "text/css", "script": "text/javascript", "font": "font/woff2", "image": "image/png",

@@ -4,7 +4,7 @@ another response (resume.py): pure rules, table-driven."""
 from __future__ import annotations
 
 import pytest
-from lanefetch.engine.response_check import Expectation, implausible
+from lanefetch.engine.response_check import Expectation, answers_alike, implausible
 from lanefetch.engine.response_parser import ResponseHead
 from lanefetch.engine.resume import continues, replaces, resume_headers, strong_validator
 
@@ -106,3 +106,19 @@ def test_a_range_answer_proves_its_own_place(rng: str, content_range: str, statu
 
     expect = Expectation.of("GET", [("Range", rng)], "other")
     assert proves_itself(head(status, content_range=content_range), expect) is proven
+
+
+@pytest.mark.parametrize(("asked", "answer", "other", "alike"), [
+    ((0, 43287), "bytes 0-43287/90000", (0, 43287), True),  # its own range
+    ((0, 43287), "bytes 0-43287/90000", (0, 43286), False),  # the other range's answer ends a byte sooner
+    ((0, 43287), "bytes 0-799/800", (0, 43286), True),  # the body ends inside both: answered alike
+    ((0, 43287), "bytes 0-799/800", (0, 500), False),  # ... not inside the other's: its answer is 0-500/800
+    ((0, 43287), "bytes 0-799/800", (0, None), True),  # open-ended from the same byte
+    ((0, 43287), "bytes 0-799/800", (800, None), False),  # another first byte
+    ((0, 43286), "bytes 0-43286/43287", (0, 43287), True),  # ends exactly at the body's end: the longer asks alike
+])
+def test_which_other_range_would_get_the_same_answer(asked: tuple[int, int | None], answer: str,
+                                                      other: tuple[int, int | None], alike: bool) -> None:
+    head = ResponseHead(206, "Partial Content", "1.1", [("Content-Range", answer)])
+    expect = Expectation.of("GET", [("Range", f"bytes={asked[0]}-{asked[1]}")], "image")
+    assert answers_alike(head, expect, other) is alike
