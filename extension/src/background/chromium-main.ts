@@ -12,9 +12,9 @@ import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
 import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type Speed, type TabCommand, type TabEvent } from "../intercept/tab-policy.js";
-import { fromRequestPaused } from "../intercept/paused-request.js";
+import { fromRequestPaused, type PausedRequest } from "../intercept/paused-request.js";
 import { OffscreenFieldsProbe } from "../intercept/offscreen-fields-probe.js";
-import { requestPageUrl } from "../intercept/request-page.js";
+import { NO_PAGE, RequestLoaders, requestPage, samePage, type LoaderSignal, type PausedFrom, type TabPages } from "../intercept/request-page.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { SiteStore } from "../sites/site-store.js";
 import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
@@ -39,6 +39,10 @@ interface TabInfo {
   url: string;
   incognito: boolean;
   problem: string | null;
+  /** Commits heard (webNavigation.onCommitted, or the URL found at start-up). */
+  commits: number;
+  /** The loader of the committed page's document, when its commit was the newest load's URL (request-page.ts). */
+  committedLoader: string | null;
 }
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
@@ -139,9 +143,15 @@ accelerator.streamDocument = (id, held, page, tell) =>
   // The tab's own session's document, whose Network events come (not a tab whose attach raced its navigation)
   held.paused.networkId !== undefined && held.paused.frameId === sessions.mainFrameId(held.tabId) &&
   !sessions.networkDeferred(held.tabId) && documentStreams.start(held.tabId, held.paused.networkId, id, held.paused.url, page, tell);
+/** Which document made each request of a tab's own session (Network.requestWillBeSent's loaderId): request-page.ts. */
+const loaders = new RequestLoaders();
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
   network: (tabId, method, params, sessionId) => {
+    if (sessionId === undefined && method === "Network.requestWillBeSent") {
+      const e = params as { requestId: string; loaderId?: string };
+      loaders.heard(tabId, e.requestId, e.loaderId ?? "");
+    }
     browserTabs.networkEvent(tabId, sessionId, method, params);
     networkLog.handle(method, params, tabId);
     if (sessionId === undefined) documentStreams.handle(tabId, method, params);
@@ -149,16 +159,17 @@ const sessions = new DebuggerSessions({
   detached: (tabId, reason) => void onDetached(tabId, reason),
 });
 /** Top-level page loads begun, per tab: the key (network request id) and URL of the newest, so that two sources
- * start it once. A load begun at navigation start ("nav:" key, no request id known) is the document's if URLs match. */
-const pageKeys = new Map<number, { key: string; url: string }>();
-function startPage(tabId: number, url: string, key: string): void {
+ * start it once. A load begun at navigation start ("nav:" key, no request id known) is the document's if URLs match.
+ * With it, what request-page.ts asks of it: its document's network request id (the loaderId of that document's
+ * requests; null when not known) and the tab's commits heard when it began. */
+const pageKeys = new Map<number, { key: string; url: string; loader: string | null; commitsBefore: number }>();
+function startPage(tabId: number, url: string, key: string, loader: string | null = key.startsWith("nav:") ? null : key): void {
   const current = pageKeys.get(tabId);
-  const sameUrl = current?.url.split("#")[0] === url.split("#")[0];
-  if (current?.key === key || (sameUrl && current?.key.startsWith("nav:"))) {
-    pageKeys.set(tabId, { key, url });
+  if (current !== undefined && (current.key === key || (samePage(current.url, url) && current.key.startsWith("nav:")))) {
+    pageKeys.set(tabId, { key, url, loader, commitsBefore: current.commitsBefore });
     return;
   }
-  pageKeys.set(tabId, { key, url });
+  pageKeys.set(tabId, { key, url, loader, commitsBefore: tabInfo(tabId).commits });
   timings.newPage(tabId, url);
 }
 const browserTabs = new BrowserTabRecords({
@@ -347,7 +358,7 @@ accelerator.onIdle((tabId) => {
 function tabInfo(tabId: number): TabInfo {
   let info = tabs.get(tabId);
   if (!info) {
-    info = { url: "", incognito: false, problem: null };
+    info = { url: "", incognito: false, problem: null, commits: 0, committedLoader: null };
     tabs.set(tabId, info);
   }
   return info;
@@ -374,18 +385,49 @@ function responderFor(source: chrome.debugger.DebuggerSession): FetchResponder {
   return responder;
 }
 
-function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void {
+/** How long a request of a tab that shows no web page yet waits for its document's loaderId (request-page.ts):
+ * Network.requestWillBeSent came ~2 ms after the pause where it came after. */
+const LOADER_WAIT_MS = 100;
+
+/** What request-page.ts is told of a tab's pages (a snapshot: a request waiting for its loader is judged by it). */
+function tabPages(tabId: number): TabPages {
   const info = tabInfo(tabId);
+  return { committedUrl: info.url, committedLoader: info.committedLoader, commits: info.commits, newest: pageKeys.get(tabId) };
+}
+
+function loaderSignal(tabId: number, source: chrome.debugger.DebuggerSession, networkId: string | undefined): LoaderSignal {
+  if (source.sessionId !== undefined || networkId === undefined || sessions.networkDeferred(tabId)) return { kind: "none" };
+  const loaderId = loaders.loaderOf(tabId, networkId);
+  return loaderId === undefined ? { kind: "pending" } : { kind: "heard", loaderId };
+}
+
+function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void {
   const paused = fromRequestPaused(event);
-  const isTopDocument =
-    source.sessionId === undefined && event.resourceType === "Document" && event.frameId === sessions.mainFrameId(tabId);
-  // Not the tab's URL alone: a new tab's first page can be paused before its commit is heard (request-page.ts).
-  const pageUrl = requestPageUrl(paused.url, isTopDocument, info.url, pageKeys.get(tabId)?.url);
+  const mainFrame = source.sessionId === undefined && event.frameId === sessions.mainFrameId(tabId);
+  const isTopDocument = mainFrame && event.resourceType === "Document";
+  // Not the tab's URL alone: commits are not ordered against the network's events (request-page.ts).
+  const from: PausedFrom = { url: paused.url, topDocument: isTopDocument, mainFrame, loader: loaderSignal(tabId, source, paused.networkId) };
+  const tab = tabPages(tabId);
+  const siteOn = (url: string): boolean => matchingRule(activeRules, url) !== null;
+  const attributed = requestPage(from, tab, siteOn);
+  if ("page" in attributed) {
+    handlePaused(tabId, source, paused, isTopDocument, attributed.page);
+    return;
+  }
+  void loaders.when(tabId, paused.networkId ?? "", LOADER_WAIT_MS).then((loaderId) => {
+    const again = requestPage({ ...from, loader: loaderId === undefined ? { kind: "unheard" } : { kind: "heard", loaderId } }, tab, siteOn);
+    traced(`loader ${loaderId === undefined ? "not heard" : "heard"} after the pause`);
+    handlePaused(tabId, source, paused, isTopDocument, "page" in again ? again.page : NO_PAGE);
+  });
+}
+
+function handlePaused(tabId: number, source: chrome.debugger.DebuggerSession, paused: PausedRequest, isTopDocument: boolean, pageUrl: string): void {
+  const info = tabInfo(tabId);
   const page = pageInfo(pageUrl, info.incognito);
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
     protocols.forget(tabId);
-    startPage(tabId, paused.url, paused.networkId ?? paused.interceptionId);
+    startPage(tabId, paused.url, paused.networkId ?? paused.interceptionId, paused.networkId ?? null);
     accelerator.pageStarted(page);
   }
   const held = { tabId, paused, responder: responderFor(source), page };
@@ -470,6 +512,7 @@ async function startUp(): Promise<void> {
     if (tab.id === undefined) continue;
     const info = tabInfo(tab.id);
     info.url = tab.url ?? "";
+    info.commits += 1;
     info.incognito = tab.incognito;
     await dispatch({ type: "tab_found", tabId: tab.id, url: info.url });
     void updateBadge(tab.id);
@@ -494,6 +537,9 @@ chrome.webNavigation.onCommitted.addListener((details) => {
     await ready;
     const info = tabInfo(details.tabId);
     info.url = details.url;
+    info.commits += 1;
+    const load = pageKeys.get(details.tabId);
+    info.committedLoader = load !== undefined && samePage(load.url, details.url) ? load.loader : null;
     if (!sessions.isAttached(details.tabId) || counters.get(details.tabId).pageUrl !== details.url) {
       counters.newPage(details.tabId, details.url);
     }
@@ -512,6 +558,7 @@ chrome.tabs.onCreated.addListener((tab) => {
 
 chrome.tabs.onRemoved.addListener((tabId) => {
   pageKeys.delete(tabId);
+  loaders.forgetTab(tabId);
   accelerator.tabGone(tabId);
   protocols.forget(tabId);
   counters.forget(tabId);
