@@ -336,13 +336,12 @@ class PieceFetcher:
         self._probes += 1
         return first_range(self._probes - 1)
 
-    def _ask_rest(self, split: _Split, total: int, sink: Sink, page: Page) -> None:
-        """A first piece told the body's size, `total`, more than it carries: the rest is asked in pieces, as a batch
-        of its own through the same fetcher, so the pool spreads it over the connections by bytes (their sizes are
-        known now: pool_plan.balanced_taker)."""
+    def _ask_rest(self, split: _Split, total: int, start: int, sink: Sink, page: Page) -> None:
+        """A first piece of `start` bytes told the body's size, `total`, more than it carries: the rest is asked in
+        pieces, as a batch of its own through the same fetcher, so the pool spreads it over the connections by bytes
+        (their sizes are known now: pool_plan.balanced_taker)."""
         sized = dataclasses.replace(split.request, expected_size=total)
-        first, (_, last) = len(split.pieces), split.pieces[0].asked
-        start = _FIRST_LAST + 1 if last is None else last + 1
+        first = len(split.pieces)
         rest = [_Piece(piece_request(sized, first + i, r), r) for i, r in enumerate(rest_ranges(total, start))]
         split.pieces += rest
         for piece in rest:
@@ -402,7 +401,7 @@ class PieceFetcher:
               and self._may_hold(split.request.id, told[2])):
             # (without a strong validator no rest could be proven of the first piece's version, and a body the
             # caller's budget cannot hold is not asked: join refuses, the browser's request is fetched whole)
-            self._ask_rest(split, told[2], sink, page)
+            self._ask_rest(split, told[2], told[1] + 1, sink, page)
 
     def _cancel_open(self, split: _Split, but: _Piece) -> None:
         """Cancel the split's pieces still under way, but one: its answer decided the request's."""
