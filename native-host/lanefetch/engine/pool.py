@@ -49,6 +49,7 @@ from .pool_plan import (
     allowed_depth,
     balanced_taker,
     balances,
+    behind_lone_leader,
     bin_for,
     carries_bulk,
     connection_limit,
@@ -324,13 +325,16 @@ class OriginPool:
             or expected_long(f.token.request.link_bytes for f in conn.state.in_flight)
         # A font and other work would share the pipeline (fonts go with fonts only, or behind a lone stylesheet), or
         # a font would wait behind a font whose size is not known.
-        font = mixes_fonts([f.token.request.resource_type for f in conn.state.in_flight],
-                           [r.token.request.resource_type for r in conn.state.unverified], ex.request.resource_type,
-                           self.policy.link_bdp, all(f.depth == 1 for f in conn.state.in_flight)) \
+        in_flight = [f.token.request.resource_type for f in conn.state.in_flight]
+        held = [r.token.request.resource_type for r in conn.state.unverified]
+        sent_alone = all(f.depth == 1 for f in conn.state.in_flight)
+        font = mixes_fonts(in_flight, held, ex.request.resource_type, self.policy.link_bdp, sent_alone) \
             or follows_unknown_font([(f.token.request.resource_type, f.token.request.link_bytes)
                                      for f in conn.state.in_flight], ex.request.resource_type)
+        # An image behind a lone stylesheet or script: that answer still streams to the page at once.
+        after_leader = behind_lone_leader(in_flight, held, ex.request.resource_type, self.policy.link_bdp, sent_alone)
         return may_join(carried, ex.sort_key()[0], idle, long_here,
-                        self._laying_out() if laying_out is None else laying_out, font)
+                        self._laying_out() if laying_out is None else laying_out, font, after_leader)
 
     def _pop_for(self, conn: Connection) -> Exchange | None:
         """The queue's head for conn, unless the origin has asked for enough answers already (the in-flight budget)."""

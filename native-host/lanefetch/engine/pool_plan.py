@@ -144,7 +144,7 @@ def long_answer(sent: Iterable[float | None], t: float, rtt: float | None) -> bo
 
 
 def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_here: bool = False,
-             laying_out: bool = False, font: bool = False) -> bool:
+             laying_out: bool = False, font: bool = False, after_leader: bool = False) -> bool:
     """May a request of priority class `incoming` be pipelined on a connection whose in-flight or held answers are
     of these classes, while `idle_elsewhere` other open connections of the origin carry nothing (`long_here`: an
     answer in flight here is known to be long; `laying_out`: render-blocking work of the origin is queued or in
@@ -157,21 +157,44 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
     kB, and an answer pipelined with one waits for it whole, ahead of it (held until the connection drains) or
     behind it. On `wcdma` rustdoc's first stylesheets were pipelined with its fonts (52–133 kB at 384 kbit/s) and
     reached the page 10–12 s after their last byte (real-pages rust-std: 0.79x); never pipelining fonts at all made
-    four of its six fonts wait a round trip for a free connection on `sat` (1.07x -> 0.93x). One exception is
-    `mixes_fonts`'s: a font behind a lone stylesheet or script."""
+    four of its six fonts wait a round trip for a free connection on `sat` (1.07x -> 0.93x). Two exceptions, one
+    rule (`behind_lone_leader`): a font (`mixes_fonts`) or an image (`after_leader`) behind a lone stylesheet or
+    script, whose answer proves its place by exclusion and streams to the page as it would alone."""
     if not carried:
         return True
     if font:
         return False
+    if after_leader and incoming != RENDER_BLOCKING:
+        return True
     if incoming == RENDER_BLOCKING and (idle_elsewhere > 0 or long_here):
         return False
     if incoming != RENDER_BLOCKING and laying_out:
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
-# What a font may follow on a connection, alone at its front: a text/css or script answer proves its place by
-# exclusion there (no font request takes one; response_check.proves_by_exclusion).
+# What a font or an image may follow on a connection, alone at its front: a text/css or script answer proves its
+# place by exclusion there (no font or image request takes one; response_check.proves_by_exclusion).
 FONT_LEADERS = frozenset({"stylesheet", "script"})
+# What may follow one (behind_lone_leader): destinations that refuse both a stylesheet's and a script's media type.
+LEADER_FOLLOWERS = frozenset({"font", "image"})
+
+
+def behind_lone_leader(in_flight: Sequence[str], held: Sequence[str], incoming: str, link_bdp: int | None = None,
+                       sent_alone: bool = True) -> bool:
+    """May a request of resource type `incoming` (a font or an image) be pipelined on a connection whose one answer
+    in flight is a stylesheet's or a script's (`in_flight`, `held`: resource types), sent with nothing in flight
+    before it (`sent_alone`), to an origin whose link is known to carry BALANCE_BDP or more per round trip
+    (`link_bdp`, as for `balances`)? That answer proves its place by exclusion (pipeline.py,
+    response_check.proves_by_exclusion: no font or image request, a first piece's Range included, takes a text/css
+    or script body) and streams to the page as it arrives; the follower comes in the same round trips instead of
+    waiting one for a free connection, and an image's first piece proves itself behind it. On `sat` a cold helper's
+    first visit of apache-rewrite sent its four stylesheets and script and two images to its six connections and
+    the page's six other images (known from the document at the same moment) a round trip later, when those
+    answers were in: the last of them, a first piece and its rest, ended the load 1.2 s after the first wave.
+    Not on a thin link: the followers would share its few segments per round trip with the page's render-blocking
+    answers (rust-std on `wcdma`, mixes_fonts)."""
+    return (roomy_bdp(link_bdp) is not None and sent_alone and incoming in LEADER_FOLLOWERS and not held
+            and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS)
 
 
 def follows_unknown_font(in_flight: Sequence[tuple[str, int | None]], incoming: str) -> bool:
@@ -204,8 +227,7 @@ def mixes_fonts(in_flight: Sequence[str], held: Sequence[str], incoming: str, li
     it: rust-std on `wcdma` (384 kbit/s, 19 kB per round trip) took 16.4–20.5 s with the rule for everyone, against
     14.7–17.1 s without lanefetch."""
     incoming_font = incoming == "font"
-    roomy = roomy_bdp(link_bdp) is not None
-    if roomy and sent_alone and incoming_font and not held and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS:
+    if incoming_font and behind_lone_leader(in_flight, held, incoming, link_bdp, sent_alone):
         return False
     return any((t == "font") != incoming_font for t in [*in_flight, *held])
 

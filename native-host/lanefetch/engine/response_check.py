@@ -128,11 +128,14 @@ def proves_by_exclusion(head: ResponseHead, expect: Expectation, others: Iterabl
     """Is this head its request's answer because no other unproven request of the connection (`others`: those
     pipelined behind it and those answered but held; None: unknown) could take it: a 200 to a plain GET (no Range, not
     conditional) of a destination the table knows, with a media type that destination takes and every other one,
-    all plain GETs of known destinations, refuses?"""
+    all GETs of known destinations, refuses? The others may ask for a range (an image's first piece behind a
+    stylesheet) or be conditional: a 200 is still the only successful answer with a body they could get, and its
+    media type is what their destination refuses; a 206 or a 304 is not a 200."""
     media = _media(head)
     if head.status != 200 or not media or not _plain_get(expect) or refuses(expect.destination, media):
         return False
-    return all(o is not None and _plain_get(o) and refuses(o.destination, media) for o in others)
+    return all(o is not None and o.method == "GET" and o.destination in _FOREIGN and refuses(o.destination, media)
+               for o in others)
 
 
 def _plain_get(expect: Expectation) -> bool:

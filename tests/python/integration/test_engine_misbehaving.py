@@ -869,6 +869,58 @@ async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet
         assert font_waited == [], "the stylesheet reached the page only after the font"
 
 
+@pytest.mark.parametrize("ranged", [False, True])
+async def test_an_image_behind_a_lone_stylesheet_leaves_with_it_while_the_page_lays_out(ranged: bool) -> None:
+    # While render-blocking work is in flight other work is not pipelined (pool_plan.may_join's laying_out), but an
+    # image, a flight's first piece or whole, may follow one lone stylesheet on a roomy link
+    # (pool_plan.behind_lone_leader): the stylesheet's answer proves its place by exclusion and reaches the page
+    # before the image is answered.
+    css_in = asyncio.Event()
+    image_waited: list[str] = []
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            if req.path.startswith("/img/"):
+                try:
+                    await asyncio.wait_for(css_in.wait(), 5)
+                except TimeoutError:
+                    image_waited.append(req.path)  # the stylesheet was held behind the image
+            await conn.answer(req, ordinary(req))
+
+    class Sink(RecordingSink):
+        async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+            await super().end(request, body_bytes, trailers)
+            if request.id == "c0":
+                css_in.set()
+
+    async with setup(run, config(connections_per_origin=1)) as (srv, engine):
+        proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
+        headers = [("Range", "bytes=0-99")] if ranged else []
+        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
+                FetchRequest("i0", "GET", srv.url("/img/i0/60000"), headers=headers, resource_type="image")]
+        sink = Sink()
+        await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
+        sink.check_once(reqs)
+        assert all(sink.records[r.id].error is None for r in reqs)
+        asked = [r for c in srv.connections for r in c.received]
+        assert sorted(r.path for r in asked) == ["/css/c0/3000", "/img/i0/60000"], "asked again after a stall"
+        image = next(r for r in asked if r.path == "/img/i0/60000")
+        assert image.unanswered_at_arrival == 1, "the image waited for the stylesheet's answer to be sent"
+        assert image_waited == [], "the stylesheet reached the page only after the image"
+
+
+async def test_on_a_thin_link_an_image_waits_for_the_stylesheets_answer() -> None:
+    async with setup(well_behaved(), config(connections_per_origin=1)) as (srv, engine):
+        proven(engine, srv)
+        policy(engine, srv).link_bdp = 19_000  # W-CDMA: the image would share the stylesheet's few segments
+        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
+                FetchRequest("i0", "GET", srv.url("/img/i0/6000"), resource_type="image")]
+        (await fetch(engine, reqs)).check_exact(reqs, expected)
+        image = next(r for c in srv.connections for r in c.received if r.path == "/img/i0/6000")
+        assert image.unanswered_at_arrival == 0
+
+
 # ---------------------------------------------------------------------------------------- non-GET
 
 

@@ -539,28 +539,56 @@ def test_exclusion_needs_a_plain_200_with_a_media_type_its_request_takes() -> No
     assert [e.held for e in events if isinstance(e, ResponseStarted)] == [True]
 
 
+def test_a_stylesheet_with_an_images_first_piece_behind_it_is_in_step_at_once() -> None:
+    # An image's first piece (Range) may take a 200 too, but never a text/css one: the stylesheet streams at once,
+    # and the piece's 206 of exactly its range proves itself behind it (pool_plan.behind_lone_leader).
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("css", "GET", Expectation("GET", destination="stylesheet"))
+    conn.sent("img", "GET", Expectation.of("GET", [("Range", "bytes=0-9")], "image"))
+    events = conn.receive(_typed("css", "stylesheet"))
+    assert [e.held for e in events if isinstance(e, ResponseStarted)] == [False]
+    assert _delivered(list(events)) == {"css": b"<css>"}
+    events = conn.receive(b"HTTP/1.1 206 Partial\r\nContent-Type: image/png\r\nContent-Range: bytes 0-9/90\r\n"
+                          b"Content-Length: 10\r\n\r\n0123456789")
+    assert [(e.token, e.held) for e in events if isinstance(e, ResponseStarted)] == [("img", False)]
+
+
+def test_a_stylesheet_behind_which_a_ranged_request_could_take_its_body_is_held() -> None:
+    # A ranged fetch (destination "other") takes any media type: exclusion proves nothing.
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("css", "GET", Expectation("GET", destination="stylesheet"))
+    conn.sent("xhr", "GET", Expectation.of("GET", [("Range", "bytes=0-99")], "other"))
+    events = conn.receive(_typed("css", "stylesheet"))
+    assert [e.held for e in events if isinstance(e, ResponseStarted)] == [True]
+
+
 @st.composite
-def _typed_server_scripts(draw: st.DrawFn) -> tuple[list[str], str, int, list[int], str]:
+def _typed_server_scripts(draw: st.DrawFn) -> tuple[list[str], list[bool], str, int, list[int], str]:
     destinations = draw(st.lists(st.sampled_from(sorted(_MEDIA)), min_size=1, max_size=6))
     n = len(destinations)
+    # some requests ask for a range (a flight's first pieces) or are conditional: answered 200 all the same here
+    kinds = draw(st.lists(st.sampled_from(["plain", "ranged", "conditional"]), min_size=n, max_size=n))
     fault = draw(st.sampled_from(["none", "extra", "skip", "twice", "swap"]))
     at = draw(st.integers(0, n - 1))
     cuts = draw(st.lists(st.integers(1, 400), max_size=6))
     stray = draw(st.sampled_from(sorted(_MEDIA)))
-    return destinations, fault, at, cuts, stray
+    return destinations, kinds, fault, at, cuts, stray
 
 
 @given(_typed_server_scripts(), st.sampled_from(["quiet", "eof", "stall"]))
 @settings(max_examples=600, deadline=None)
 def test_no_answer_proven_by_exclusion_is_another_requests(
-        script: tuple[list[str], str, int, list[int], str], end: str) -> None:
-    """Requests of mixed destinations, each answer typed as its own destination's (a stray one typed at random):
-    whatever one fault shifts, swaps or duplicates, an answer a shell would deliver (at once, proven by exclusion,
-    or at a sync point) is the request's own; with no fault every request is answered, and nothing is lost."""
-    destinations, fault, at, cuts, stray = script
+        script: tuple[list[str], list[str], str, int, list[int], str], end: str) -> None:
+    """Requests of mixed destinations, some ranged or conditional, each answer a 200 typed as its own destination's
+    (a stray one typed at random): whatever one fault shifts, swaps or duplicates, an answer a shell would deliver
+    (at once, proven by exclusion, or at a sync point) is the request's own; with no fault every request is
+    answered, and nothing is lost."""
+    destinations, kinds, fault, at, cuts, stray = script
     tokens = [f"t{i}" for i in range(len(destinations))]
     conn: PipelineConnection[str] = PipelineConnection()
-    _send_to(conn, *zip(tokens, destinations, strict=True))
+    for token, destination, kind in zip(tokens, destinations, kinds, strict=True):
+        conn.sent(token, "GET", Expectation("GET", ranged=kind == "ranged", conditional=kind == "conditional",
+                                            destination=destination))
     answers = _with_fault([_typed(t, d) for t, d in zip(tokens, destinations, strict=True)], fault, at,
                           _typed("stray", stray))
     events = _play(conn, b"".join(answers), cuts, end)

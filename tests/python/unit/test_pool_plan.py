@@ -29,6 +29,7 @@ from lanefetch.engine.pool_plan import (
     allowed_depth,
     balanced_taker,
     balances,
+    behind_lone_leader,
     bin_for,
     bin_load,
     carries_bulk,
@@ -189,6 +190,37 @@ def test_a_font_goes_behind_a_lone_stylesheet_or_script_and_nothing_waits_for_a_
     if any(t != "font" for t in aboard) and incoming == "font":
         # a stylesheet sent behind another answer cannot prove its place by exclusion: it would wait for the font
         assert mixes_fonts(in_flight, held, incoming, link_bdp, sent_alone=False)
+
+
+@pytest.mark.parametrize(("in_flight", "held", "incoming", "link_bdp", "sent_alone", "follows"), [
+    # apache-rewrite on `sat`: an image goes behind a lone stylesheet or script at the first wave
+    (["stylesheet"], [], "image", BALANCE_BDP, True, True),
+    (["script"], [], "font", 10 * BALANCE_BDP, True, True),
+    (["stylesheet"], [], "image", BALANCE_BDP - 1, True, False),  # a thin link: it would share the few segments
+    (["stylesheet"], [], "image", None, True, False),  # the link not known
+    (["stylesheet"], [], "image", BALANCE_BDP, False, False),  # the leader cannot prove its place by exclusion
+    (["stylesheet"], [], "fetch", BALANCE_BDP, True, False),  # a fetch takes a text/css body
+    (["stylesheet"], [], "stylesheet", BALANCE_BDP, True, False),  # may_join's own rules for its own
+    (["stylesheet", "image"], [], "image", BALANCE_BDP, True, False),  # one follower: the leader stays lone
+    (["image"], [], "image", BALANCE_BDP, True, False),  # behind an image it would be held
+    (["stylesheet"], ["image"], "image", BALANCE_BDP, True, False),  # a held answer proves itself at the drain
+    ([], [], "image", BALANCE_BDP, True, False),  # nothing to follow
+])
+def test_an_image_or_a_font_follows_a_lone_stylesheet_or_script_on_a_roomy_link(
+        in_flight: list[str], held: list[str], incoming: str, link_bdp: int | None, sent_alone: bool,
+        follows: bool) -> None:
+    assert behind_lone_leader(in_flight, held, incoming, link_bdp, sent_alone) is follows
+
+
+@given(st.sets(st.integers(0, 3), max_size=3), st.integers(0, 3), st.integers(0, 5), st.booleans(), st.booleans(),
+       st.booleans())
+def test_after_a_leader_only_work_that_does_not_block_rendering_joins_whatever_the_layout(
+        carried: set[int], incoming: int, idle: int, long_here: bool, laying_out: bool, font: bool) -> None:
+    joins = may_join(carried, incoming, idle, long_here, laying_out, font, after_leader=True)
+    if incoming != RENDER_BLOCKING and carried and not font:
+        assert joins, "the image would wait a round trip for a free connection"
+    else:  # render-blocking work, or a font's rule, decides as without a leader
+        assert joins is may_join(carried, incoming, idle, long_here, laying_out, font)
 
 
 @pytest.mark.parametrize(("in_flight", "incoming", "follows"), [
