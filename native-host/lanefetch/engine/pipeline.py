@@ -273,10 +273,14 @@ class PipelineConnection(Generic[T]):
         return any(f.depth > 1 for f in self.in_flight)
 
     def _at_risk(self, front: InFlight[T]) -> bool:
-        """Could the response now arriving belong to another request? Not when its request is the only one
-        out and every earlier answer is proven: then it is the connection's next response, as for a browser;
-        unless it was sent behind an answer proven by exclusion, whose extra copy would come here."""
-        return len(self.in_flight) > 1 or bool(self.unverified) or front.position <= self._risky_until
+        """Could the response now arriving belong to another request? Not when its request went out with nothing in
+        flight before it (depth 1), is the only one out and every earlier answer is proven: then it is the
+        connection's next response, as for a browser. One sent behind another answer is at risk even when that
+        answer's head had come alone and it is alone now: an extra copy of the earlier answer would come here
+        (a stylesheet's duplicate 200 once went to the image pipelined behind its body, unchecked); so is one sent
+        behind an answer proven by exclusion."""
+        return (len(self.in_flight) > 1 or bool(self.unverified) or front.depth > 1
+                or front.position <= self._risky_until)
 
     def _may_exclude(self, front: InFlight[T]) -> bool:
         """May front's answer prove its place by exclusion? Only where its request went out with nothing in flight

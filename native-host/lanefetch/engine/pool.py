@@ -79,6 +79,7 @@ from .pool_plan import (
     window_for,
 )
 from .request import Origin
+from .response_check import may_prove_by_exclusion
 from .session_tickets import SessionTickets
 from .timing import ConnectTiming, now
 from .transport import Transport, offers_sessions, open_transport
@@ -327,7 +328,9 @@ class OriginPool:
         # a font would wait behind a font whose size is not known.
         in_flight = [f.token.request.resource_type for f in conn.state.in_flight]
         held = [r.token.request.resource_type for r in conn.state.unverified]
-        sent_alone = all(f.depth == 1 for f in conn.state.in_flight)
+        # what it carries went out with nothing before it, as a request whose answer may prove its place by
+        # exclusion (a conditional stylesheet's never does: it would be held behind the font or image)
+        sent_alone = all(f.depth == 1 and may_prove_by_exclusion(f.expect) for f in conn.state.in_flight)
         font = mixes_fonts(in_flight, held, ex.request.resource_type, self.policy.link_bdp, sent_alone) \
             or follows_unknown_font([(f.token.request.resource_type, f.token.request.link_bytes)
                                      for f in conn.state.in_flight], ex.request.resource_type)

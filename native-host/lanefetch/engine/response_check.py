@@ -138,6 +138,13 @@ def proves_by_exclusion(head: ResponseHead, expect: Expectation, others: Iterabl
                for o in others)
 
 
+def may_prove_by_exclusion(expect: Expectation) -> bool:
+    """Could this request's answer ever prove its place by exclusion (a plain GET of a known destination)? A
+    conditional or ranged one, a HEAD, or a fetch never does: what is pipelined behind it holds it until the
+    connection drains (pool_plan.behind_lone_leader asks)."""
+    return _plain_get(expect)
+
+
 def _plain_get(expect: Expectation) -> bool:
     return (expect.method == "GET" and not expect.ranged and not expect.conditional
             and expect.destination in _FOREIGN)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import itertools
+
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import (
@@ -560,6 +562,91 @@ def test_a_stylesheet_behind_which_a_ranged_request_could_take_its_body_is_held(
     conn.sent("xhr", "GET", Expectation.of("GET", [("Range", "bytes=0-99")], "other"))
     events = conn.receive(_typed("css", "stylesheet"))
     assert [e.held for e in events if isinstance(e, ResponseStarted)] == [True]
+
+
+@given(st.lists(st.sampled_from(sorted(_MEDIA)), min_size=2, max_size=5),
+       st.lists(st.integers(0, 250), min_size=4, max_size=4),
+       st.sampled_from(["none", "extra", "twice", "skip"]), st.integers(0, 4),
+       st.lists(st.integers(1, 300), min_size=1, max_size=8), st.sampled_from(sorted(_MEDIA)),
+       st.sampled_from(["quiet", "eof"]))
+@example(["stylesheet", "image"], [79, 0, 0, 0], "twice", 0, [300], "font", "quiet")  # the image sent mid-body
+@settings(max_examples=600, deadline=None)
+def test_no_answer_goes_to_a_request_sent_while_earlier_ones_streamed(
+        destinations: list[str], send_at: list[int], fault: str, at: int, cuts: list[int], stray: str,
+        end: str) -> None:
+    """Requests pipelined while earlier answers are arriving (each next one written once some of the server's bytes
+    were read, as the pool sends a follower behind a stylesheet whose head is in), a server with one fault (an
+    answer duplicated, one too many, one skipped), which writes an answer only once its request has come: no
+    request is handed an answer of another's."""
+    n = len(destinations)
+    tokens = [f"t{i}" for i in range(n)]
+    at = min(at, n - 1)
+    answers = [_typed(t, d) for t, d in zip(tokens, destinations, strict=True)]
+    owners = list(range(n))  # the request whose arrival lets the server write each answer
+    if fault == "extra":
+        answers.insert(at + 1, _typed("stray", stray))
+        owners.insert(at + 1, at)
+    elif fault == "twice":
+        answers.insert(at, answers[at])
+        owners.insert(at, at)
+    elif fault == "skip":
+        del answers[at]
+        del owners[at]
+    starts = [sum(len(a) for a in answers[:i]) for i in range(len(answers))]
+    wire = b"".join(answers)
+    # request r (r >= 1) is written after send_at[r - 1] bytes were read, or before the first answer it lets come
+    due = [0] + [min([send_at[r - 1], *(st_ for st_, o in zip(starts, owners, strict=True) if o >= r)])
+                 for r in range(1, n)]
+    due = [max(due[: r + 1]) for r in range(n)]  # in order
+    bounds = sorted({0, len(wire), *due, *itertools.accumulate(cuts)} - {x for x in due if x > len(wire)})
+    conn: PipelineConnection[str] = PipelineConnection()
+    events: list[object] = []
+    sent = 0
+    depth: dict[str, int] = {}
+    for lo, hi in itertools.pairwise(b for b in bounds if b <= len(wire)):
+        if conn.ended or conn.closing:
+            break
+        while sent < n and due[sent] <= lo:
+            expect = Expectation("GET", destination=destinations[sent])
+            depth[tokens[sent]] = conn.sent(tokens[sent], "GET", expect).depth
+            sent += 1
+        events += conn.receive(wire[lo:hi])
+    if not conn.ended:
+        events += conn.receive_eof() if end == "eof" else ([conn.stalled()] if conn.in_flight else conn.quiet())
+    for token, body in _delivered(events).items():
+        # An answer written twice, late, after the connection went idle and the next request out alone: what a
+        # browser on a keep-alive connection takes for the next answer too. Behind another answer, never.
+        assert body == _body(token) or depth[token] == 1, (fault, at, due, token, body)
+
+
+def test_a_request_sent_behind_an_answer_already_streaming_is_at_risk() -> None:
+    # The stylesheet's head came alone (in step, nothing at risk); an image is then pipelined behind its body. The
+    # server writes the stylesheet twice: the copy comes at the image's place, with the image's request alone on
+    # the connection. Sent behind another answer, it is still at risk: the copy is caught, never the image's.
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("css", "GET", Expectation("GET", destination="stylesheet"))
+    wire = _typed("css", "stylesheet")
+    events = conn.receive(wire[:-2])
+    assert [e.held for e in events if isinstance(e, ResponseStarted)] == [False]
+    conn.sent("img", "GET", Expectation.of("GET", [("Range", "bytes=0-99")], "image"))
+    events = conn.receive(wire[-2:] + wire)
+    assert "img" not in _delivered(list(events)), "the stylesheet's copy went to the image"
+    end = events[-1]
+    assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC and end.retry == ["img"]
+
+
+def test_an_image_sent_behind_another_streaming_one_waits_for_the_sync_point() -> None:
+    # Alike, an image behind an image whose head was in: its answer is held until the connection drains and stays
+    # quiet (a copy of the first image's answer would look like its own).
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("a", "GET", Expectation("GET", destination="image"))
+    wire = _typed("a", "image")
+    conn.receive(wire[:-2])
+    conn.sent("b", "GET", Expectation("GET", destination="image"))
+    events = conn.receive(wire[-2:] + _typed("b", "image"))
+    assert [(e.token, e.held) for e in events if isinstance(e, ResponseStarted)] == [("b", True)]
+    verified = conn.quiet()
+    assert isinstance(verified[0], ResponsesVerified) and [r.token for r in verified[0].responses] == ["b"]
 
 
 @st.composite

@@ -4,7 +4,13 @@ another response (resume.py): pure rules, table-driven."""
 from __future__ import annotations
 
 import pytest
-from lanefetch.engine.response_check import Expectation, answers_alike, implausible
+from lanefetch.engine.response_check import (
+    Expectation,
+    answers_alike,
+    implausible,
+    may_prove_by_exclusion,
+    proves_by_exclusion,
+)
 from lanefetch.engine.response_parser import ResponseHead
 from lanefetch.engine.resume import continues, replaces, resume_headers, strong_validator
 
@@ -122,3 +128,36 @@ def test_which_other_range_would_get_the_same_answer(asked: tuple[int, int | Non
     head = ResponseHead(206, "Partial Content", "1.1", [("Content-Range", answer)])
     expect = Expectation.of("GET", [("Range", f"bytes={asked[0]}-{asked[1]}")], "image")
     assert answers_alike(head, expect, other) is alike
+
+
+_CSS = Expectation("GET", destination="stylesheet")
+
+
+@pytest.mark.parametrize(("others", "proven"), [
+    ([Expectation("GET", destination="font")], True),
+    # a first piece of an image, or a revalidation: a 200 is still the only answer with a body they could take
+    ([Expectation("GET", ranged=True, destination="image", byte_range=(0, 99))], True),
+    ([Expectation("GET", conditional=True, destination="image")], True),
+    ([Expectation("HEAD", destination="image")], False),  # not a GET: proves nothing
+    ([Expectation("GET", ranged=True, destination="other")], False),  # a fetch takes any media type
+    ([Expectation("GET", destination="stylesheet")], False),  # another stylesheet could take it
+    ([None], False),  # not known
+    ([], True),
+])
+def test_a_stylesheets_answer_proves_its_place_where_no_other_request_takes_its_type(
+        others: list[Expectation | None], proven: bool) -> None:
+    assert proves_by_exclusion(head(200, content_type="text/css"), _CSS, others) is proven
+
+
+@pytest.mark.parametrize(("expect", "may"), [
+    (_CSS, True),
+    (Expectation("GET", destination="script"), True),
+    (Expectation("GET", conditional=True, destination="stylesheet"), False),  # a 304 has no type to exclude by
+    (Expectation("GET", ranged=True, destination="script"), False),
+    (Expectation("HEAD", destination="stylesheet"), False),
+    (Expectation("GET", destination="fetch"), False),
+])
+def test_which_answers_may_prove_their_place_by_exclusion(expect: Expectation, may: bool) -> None:
+    assert may_prove_by_exclusion(expect) is may
+    if not may:
+        assert not proves_by_exclusion(head(200, content_type="text/css"), expect, [])
