@@ -335,7 +335,8 @@ class OriginPool:
             or follows_unknown_font([(f.token.request.resource_type, f.token.request.link_bytes)
                                      for f in conn.state.in_flight], ex.request.resource_type)
         # An image behind a lone stylesheet or script: that answer still streams to the page at once.
-        after_leader = behind_lone_leader(in_flight, held, ex.request.resource_type, self.policy.link_bdp, sent_alone)
+        after_leader = behind_lone_leader(in_flight, held, ex.request.resource_type, self.policy.link_bdp, sent_alone,
+                                          ex.request.link_bytes)
         return may_join(carried, ex.sort_key()[0], idle, long_here,
                         self._laying_out() if laying_out is None else laying_out, font, after_leader)
 
