@@ -40,6 +40,7 @@ from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
 from .pool_plan import (
     BALANCE_BDP,
+    LONG_BYTES,
     RENDER_BLOCKING,
     Ahead,
     Bin,
@@ -432,18 +433,20 @@ class OriginPool:
         connections' bins where the caller has them (_weighed), else weighed now."""
         if not balances(ex.sort_key()[0], ex.request.link_bytes, self.policy.link_bdp):
             return None
-        conns, bins = self._weighed() if weighed is None else weighed
         size = ex.request.link_bytes or 0
+        # bins weighed for this request where none were given: room beside a warm connection's last bytes for it
+        conns, bins = self._weighed(size or LONG_BYTES) if weighed is None else weighed
         taker = balanced_taker(bins, size)
         return None if taker is None else (conns[taker.id], takes_now(taker, size))
 
-    def _weighed(self) -> Weighed:
-        """The origin's HTTP/1.1 connections by id and each one's Bin now (what balanced_taker weighs)."""
+    def _weighed(self, incoming: int = LONG_BYTES) -> Weighed:
+        """The origin's HTTP/1.1 connections by id and each one's Bin now (what balanced_taker weighs), for a request
+        of link size `incoming` (a piece where the caller weighs several)."""
         t, rtt = now(), self.budget.min_rtt
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
-        return conns, [self._bin(c, t, rtt) for c in conns.values()]
+        return conns, [self._bin(c, t, rtt, incoming) for c in conns.values()]
 
-    def _bin(self, c: Connection, t: float, rtt: float | None) -> Bin:
+    def _bin(self, c: Connection, t: float, rtt: float | None, incoming: int = LONG_BYTES) -> Bin:
         if not self._may_send_more(c) or self.carries_bulk(c):
             return Bin(c.id, None)
         aboard = self._aboard(c)
@@ -454,7 +457,7 @@ class OriginPool:
         # every answer aboard in step, its head in: what is pipelined behind it holds none of them back (bin_for)
         told = not c.state.unverified and all(f.parser.body_remaining is not None and not f.held
                                               for f in c.state.in_flight)
-        b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window, told),
+        b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window, told, incoming),
                                 ceiling=window_ceiling(self.policy.link_bdp))
         # what waits in its reserve counts as aboard: in its load, and out of a window-ready bin's room
         held_back = sum(x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished)
