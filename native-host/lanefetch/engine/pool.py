@@ -48,6 +48,7 @@ from .pool_plan import (
     Handshake,
     Packing,
     allowed_depth,
+    asked_bytes,
     balanced_taker,
     balances,
     behind_lone_leader,
@@ -80,7 +81,7 @@ from .pool_plan import (
     window_for,
 )
 from .request import Origin
-from .response_check import may_prove_by_exclusion
+from .response_check import Expectation, may_prove_by_exclusion
 from .session_tickets import SessionTickets
 from .timing import ConnectTiming, now
 from .transport import Transport, offers_sessions, open_transport
@@ -336,8 +337,10 @@ class OriginPool:
             or follows_unknown_font([(f.token.request.resource_type, f.token.request.link_bytes)
                                      for f in conn.state.in_flight], ex.request.resource_type)
         # An image behind a lone stylesheet or script: that answer still streams to the page at once.
+        asked = asked_bytes(ex.request.link_bytes,
+                            Expectation.of(ex.method, ex.request.headers, ex.request.resource_type).byte_range)
         after_leader = behind_lone_leader(in_flight, held, ex.request.resource_type, self.policy.link_bdp, sent_alone,
-                                          ex.request.link_bytes)
+                                          asked)
         return may_join(carried, ex.sort_key()[0], idle, long_here,
                         self._laying_out() if laying_out is None else laying_out, font, after_leader)
 
@@ -388,7 +391,7 @@ class OriginPool:
         icon font's head in)."""
         if self._balance_ready(self._aboard(conn)) or not self._may_add_known(conn, "GET"):
             return None
-        weighed = self._weighed()  # once: the bins do not depend on the request
+        weighed = self._weighed()  # once, for a whole piece: shared by the requests weighed here
         if not any(b.id == conn.id and b.load is not None and b.ready for b in weighed[1]):
             return None
         for item in sorted(self._queue):
@@ -412,8 +415,10 @@ class OriginPool:
             self._reserved.pop(conn.id, None)
             return None
         self._reserved[conn.id] = waiting
-        weighed = self._bin(conn, now(), self.budget.min_rtt)  # free of what held it, or that comes soon (bin_for)
-        if not takes_now(weighed, waiting[0].request.link_bytes or 0) or not self._may_add_known(
+        # free of what held it, or that comes soon (bin_for), weighed for this request (not counting it as aboard)
+        size = waiting[0].request.link_bytes or 0
+        weighed = self._bin(conn, now(), self.budget.min_rtt, size or LONG_BYTES, taking=waiting[0])
+        if not takes_now(weighed, size) or not self._may_add_known(
                 conn, waiting[0].method):
             return None
         ex = waiting.pop(0)
@@ -446,7 +451,8 @@ class OriginPool:
         conns = {c.id: c for c in self.connections if isinstance(c, Connection)}
         return conns, [self._bin(c, t, rtt, incoming) for c in conns.values()]
 
-    def _bin(self, c: Connection, t: float, rtt: float | None, incoming: int = LONG_BYTES) -> Bin:
+    def _bin(self, c: Connection, t: float, rtt: float | None, incoming: int = LONG_BYTES,
+             taking: Exchange | None = None) -> Bin:
         if not self._may_send_more(c) or self.carries_bulk(c):
             return Bin(c.id, None)
         aboard = self._aboard(c)
@@ -460,7 +466,8 @@ class OriginPool:
         b = dataclasses.replace(bin_for(c.id, sizes, self._balance_ready(aboard), window, told, incoming),
                                 ceiling=window_ceiling(self.policy.link_bdp))
         # what waits in its reserve counts as aboard: in its load, and out of a window-ready bin's room
-        held_back = sum(x.request.link_bytes or 0 for x in self._reserved.get(c.id, []) if not x.finished)
+        held_back = sum(x.request.link_bytes or 0 for x in self._reserved.get(c.id, [])
+                        if not x.finished and x is not taking)  # `taking`: the one being weighed out of it
         if b.load is None or not held_back:
             return b
         return dataclasses.replace(b, load=b.load + held_back, room=None if b.room is None else b.room - held_back)

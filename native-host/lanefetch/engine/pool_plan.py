@@ -172,6 +172,17 @@ def may_join(carried: set[int], incoming: int, idle_elsewhere: int = 0, long_her
         return False
     return (incoming == RENDER_BLOCKING) == (carried == {RENDER_BLOCKING})
 
+def asked_bytes(link_bytes: int | None, byte_range: tuple[int, int | None] | None) -> int | None:
+    """What a request's answer may put on the link at most, as far as known: its expected link size, else, for a
+    closed byte range (a flight's first piece of an image of unknown size, flight_pieces.probed), that range and a
+    head; None if neither bounds it (behind_lone_leader's `incoming_bytes`)."""
+    if link_bytes is not None:
+        return link_bytes
+    if byte_range is None or byte_range[1] is None:
+        return None
+    return byte_range[1] - byte_range[0] + 1 + HEAD_BYTES
+
+
 # What a font or an image may follow on a connection, alone at its front: a text/css or script answer proves its
 # place by exclusion there (no font or image request takes one; response_check.proves_by_exclusion).
 FONT_LEADERS = frozenset({"stylesheet", "script"})
@@ -181,23 +192,24 @@ LEADER_FOLLOWERS = frozenset({"font", "image"})
 
 def behind_lone_leader(in_flight: Sequence[str], held: Sequence[str], incoming: str, link_bdp: int | None = None,
                        sent_alone: bool = True, incoming_bytes: int | None = None) -> bool:
-    """May a request of resource type `incoming` (a font or an image) be pipelined on a connection whose one answer
-    in flight is a stylesheet's or a script's (`in_flight`, `held`: resource types), sent with nothing in flight
-    before it (`sent_alone`: its answer may prove its place by exclusion), to an origin whose link is known to carry
-    BALANCE_BDP or more per round trip (`link_bdp`, as for `balances`)? An image only where its answer is known to be
-    short (`incoming_bytes`, its link size: a flight's first piece, or a known image within LONG_BYTES): one of
-    unknown size may be the page's largest, and behind a leader on a cold connection it took its slow start there
-    instead of waiting a moment for the warm one (Firefox's rust-book-print on `sat`: 241 kB, three of thirteen loads
-    8.0-9.2 s against 6.3-6.9 s). That answer proves its place by exclusion (pipeline.py,
-    response_check.proves_by_exclusion: no font or image request, a first piece's Range included, takes a text/css
-    or script body) and streams to the page as it arrives; the follower comes in the same round trips instead of
-    waiting one for a free connection, and an image's first piece proves itself behind it. On `sat` a cold helper's
-    first visit of apache-rewrite sent its four stylesheets and script and two images to its six connections and
-    the page's six other images (known from the document at the same moment) a round trip later, when those
-    answers were in: the last of them, a first piece and its rest, ended the load 1.2 s after the first wave.
-    Not on a thin link: the followers would share its few segments per round trip with the page's render-blocking
-    answers (rust-std on `wcdma`, mixes_fonts)."""
-    bounded = incoming != "image" or (incoming_bytes is not None and incoming_bytes <= LONG_BYTES)
+    """May a request of resource type `incoming` (a font or an image) be pipelined on a connection whose one answer in
+    flight is a stylesheet's or a script's (`in_flight`, `held`: resource types), sent with nothing in flight before
+    it (`sent_alone`: its answer may prove its place by exclusion), to an origin whose link is known to carry
+    BALANCE_BDP or more per round trip (`link_bdp`, as for `balances`)? An image only where its answer is known to
+    be short (`incoming_bytes`, asked_bytes: a flight's first piece, or a known image within LONG_BYTES): one of
+    unknown size may be the page's largest, and behind a leader on a cold connection it would take its slow start
+    there instead of waiting a moment for the warm one (Firefox's rust-book-print on `sat` has a 241 kB image the
+    browser asks for near the end of its document; with whole images following, three of thirteen loads took
+    8.0-9.2 s against 6.3-6.9 s, a likely cause not caught in a log). That answer proves its place by exclusion
+    (pipeline.py, response_check.proves_by_exclusion: no font or image request, a first piece's Range included,
+    takes a text/css or script body) and streams to the page as it arrives; the follower comes in the same round
+    trips instead of waiting one for a free connection, and an image's first piece proves itself behind it. On `sat`
+    a cold helper's first visit of apache-rewrite sent its four stylesheets and script and two images to its six
+    connections and the page's six other images (known from the document at the same moment) a round trip later,
+    when those answers were in: the last of them, a first piece's rest, came 2.5 s after the first wave. Not on a
+    thin link: the followers would share its few segments per round trip with the page's render-blocking answers
+    (rust-std on `wcdma`, mixes_fonts)."""
+    bounded = incoming != "image" or (incoming_bytes is not None and incoming_bytes <= LONG_BYTES)  # asked_bytes
     return (roomy_bdp(link_bdp) is not None and sent_alone and incoming in LEADER_FOLLOWERS and not held
             and len(in_flight) == 1 and in_flight[0] in FONT_LEADERS and bounded)
 

@@ -27,6 +27,7 @@ from lanefetch.engine.pool_plan import (
     Packing,
     Warmth,
     allowed_depth,
+    asked_bytes,
     balanced_taker,
     balances,
     behind_lone_leader,
@@ -215,8 +216,19 @@ def test_an_image_or_a_font_follows_a_lone_stylesheet_or_script_on_a_roomy_link(
     assert behind_lone_leader(in_flight, held, incoming, link_bdp, sent_alone, _PIECE) is follows
 
 
+@pytest.mark.parametrize(("link_bytes", "byte_range", "asked"), [
+    (None, (0, 42_927), 42_928 + HEAD_BYTES),  # a first visit's probed first piece: its size unknown, its range not
+    (20_000, (0, 42_927), 20_000),  # a learned size says more
+    (None, (43_000, None), None),  # an open range: up to the body's end
+    (None, None, None),  # the browser's own image
+])
+def test_what_a_request_may_put_on_the_link(link_bytes: int | None, byte_range: tuple[int, int | None] | None,
+                                           asked: int | None) -> None:
+    assert asked_bytes(link_bytes, byte_range) == asked
+
+
 @pytest.mark.parametrize(("incoming", "size", "follows"), [
-    ("image", _PIECE, True),  # a flight's first piece: two round trips at most on a cold connection
+    ("image", asked_bytes(None, (0, 42_927)), True),  # a probed first piece: two round trips at most, cold
     ("image", 300, True),
     ("image", LONG_BYTES + 1, False),
     # the browser's own image, its size unknown: Firefox's rust-book-print had its 241 kB image take a cold
