@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import urllib.parse
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -834,19 +835,21 @@ async def test_fonts_of_unknown_size_each_take_a_connection_after_the_stylesheet
         assert sum(1 for p in order[:last_small] if p.startswith("/r/f")) <= 1, order  # the fonts waited for them
 
 
-async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet_streams_at_once() -> None:
-    # A text/css answer at the stylesheet's place cannot be the font's (response_check.proves_by_exclusion): the font
-    # is pipelined behind it (pool_plan.mixes_fonts) and the stylesheet reaches the page before the font is answered.
+async def _follows_a_lone_stylesheet(follower: Callable[[ScriptedServer], FetchRequest]) -> None:
+    """One stylesheet (c0) and a follower on one connection of a roomy link: the follower is pipelined behind the
+    stylesheet (its request reaches the server with the stylesheet's answer still owed), and the stylesheet reaches
+    the page before the follower is answered (the server holds that answer until then, 5 s at most)."""
     css_in = asyncio.Event()
-    font_waited: list[str] = []
+    waited: list[str] = []
+    follower_paths: list[str] = []
 
     async def run(conn: ServerConn) -> None:
         while (req := await conn.next_request()) is not None:
-            if req.path.startswith("/font/"):
+            if req.path in follower_paths:
                 try:
                     await asyncio.wait_for(css_in.wait(), 5)
                 except TimeoutError:
-                    font_waited.append(req.path)  # the stylesheet was held behind the font
+                    waited.append(req.path)  # the stylesheet was held behind the follower
             await conn.answer(req, ordinary(req))
 
     class Sink(RecordingSink):
@@ -857,98 +860,60 @@ async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet
 
     async with setup(run, config(connections_per_origin=1)) as (srv, engine):
         proven(engine, srv)
-        on_a_long_fat_link(engine, srv)  # on a thin one fonts go with fonts only (pool_plan.mixes_fonts)
-        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
-                FetchRequest("f0", "GET", srv.url("/font/f0/60000"), resource_type="font")]
+        on_a_long_fat_link(engine, srv)  # on a thin one neither follows (pool_plan.behind_lone_leader)
+        then = follower(srv)
+        follower_paths.append(urllib.parse.urlsplit(then.url).path)
+        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"), then]
         sink = Sink()
         await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
         sink.check_exact(reqs, expected)
         asked = [r for c in srv.connections for r in c.received]
-        assert sorted(r.path for r in asked) == ["/css/c0/3000", "/font/f0/60000"], "asked again after a stall"
-        font = next(r for r in asked if r.path == "/font/f0/60000")
-        assert font.unanswered_at_arrival == 1, "the font waited for the stylesheet's answer to be sent"
-        assert font_waited == [], "the stylesheet reached the page only after the font"
+        assert sorted(r.path for r in asked) == sorted(["/css/c0/3000", *follower_paths]), "asked again"
+        behind = next(r for r in asked if r.path == follower_paths[0])
+        assert behind.unanswered_at_arrival == 1, "the follower waited for the stylesheet's answer to be sent"
+        assert waited == [], "the stylesheet reached the page only after the follower"
+
+
+async def test_a_font_behind_a_lone_stylesheet_leaves_with_it_and_the_stylesheet_streams_at_once() -> None:
+    # A text/css answer at the stylesheet's place cannot be the font's (response_check.proves_by_exclusion): the font
+    # is pipelined behind it (pool_plan.mixes_fonts) and the stylesheet reaches the page before the font is answered.
+    await _follows_a_lone_stylesheet(
+        lambda srv: FetchRequest("f0", "GET", srv.url("/font/f0/60000"), resource_type="font"))
 
 
 @pytest.mark.parametrize("ranged", [False, True])
 async def test_an_image_behind_a_lone_stylesheet_leaves_with_it_while_the_page_lays_out(ranged: bool) -> None:
     # While render-blocking work is in flight other work is not pipelined (pool_plan.may_join's laying_out), but an
-    # image, a flight's first piece or whole, may follow one lone stylesheet on a roomy link
-    # (pool_plan.behind_lone_leader): the stylesheet's answer proves its place by exclusion and reaches the page
-    # before the image is answered.
-    css_in = asyncio.Event()
-    image_waited: list[str] = []
-
-    async def run(conn: ServerConn) -> None:
-        while (req := await conn.next_request()) is not None:
-            if req.path.startswith("/img/"):
-                try:
-                    await asyncio.wait_for(css_in.wait(), 5)
-                except TimeoutError:
-                    image_waited.append(req.path)  # the stylesheet was held behind the image
-            await conn.answer(req, ordinary(req))
-
-    class Sink(RecordingSink):
-        async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
-            await super().end(request, body_bytes, trailers)
-            if request.id == "c0":
-                css_in.set()
-
-    async with setup(run, config(connections_per_origin=1)) as (srv, engine):
-        proven(engine, srv)
-        on_a_long_fat_link(engine, srv)
-        # a first visit's probed first piece (its size unknown, its range closed), or a flight's image known short
-        image = (FetchRequest("i0", "GET", srv.url("/img/i0/40000"), headers=[("Range", "bytes=0-42927")],
-                              resource_type="image") if ranged else
-                 FetchRequest("i0", "GET", srv.url("/img/i0/40000"), resource_type="image", expected_size=40_000))
-        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"), image]
-        sink = Sink()
-        await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
-        sink.check_once(reqs)
-        assert all(sink.records[r.id].error is None for r in reqs)
-        asked = [r for c in srv.connections for r in c.received]
-        assert sorted(r.path for r in asked) == ["/css/c0/3000", "/img/i0/40000"], "asked again after a stall"
-        image = next(r for r in asked if r.path == "/img/i0/40000")
-        assert image.unanswered_at_arrival == 1, "the image waited for the stylesheet's answer to be sent"
-        assert image_waited == [], "the stylesheet reached the page only after the image"
+    # image known short may follow one lone stylesheet on a roomy link (pool_plan.behind_lone_leader): a first
+    # visit's probed first piece (its size unknown, its range closed), or a flight's image of known size.
+    if ranged:
+        await _follows_a_lone_stylesheet(lambda srv: FetchRequest(
+            "i0", "GET", srv.url("/img/i0/40000"), headers=[("Range", "bytes=0-42927")], resource_type="image"))
+    else:
+        await _follows_a_lone_stylesheet(lambda srv: FetchRequest(
+            "i0", "GET", srv.url("/img/i0/40000"), resource_type="image", expected_size=40_000))
 
 
-async def test_the_browsers_image_of_unknown_size_does_not_follow_a_stylesheet() -> None:
-    # It may be the page's largest: behind the stylesheet it would take this connection's slow start, where a warm
-    # one may be free a moment later.
+@pytest.mark.parametrize(("case", "css_fields", "image_size", "link_bdp"), [
+    # the browser's own image of unknown size: it may be the page's largest, and behind the stylesheet it would
+    # take this connection's slow start, where a warm one may be free a moment later
+    ("unknown size", [], None, 300_000),
+    # a revalidating stylesheet may be answered 304, which has no media type to exclude by: an image behind it
+    # would hold it until the image is in
+    ("revalidation", [("If-None-Match", '"x"')], 6000, 300_000),
+    # W-CDMA: the image would share the stylesheet's few segments per round trip
+    ("thin link", [], 6000, 19_000),
+])
+async def test_an_image_waits_for_the_stylesheets_answer(case: str, css_fields: list[tuple[str, str]],
+                                                         image_size: int | None, link_bdp: int) -> None:
     async with setup(well_behaved(), config(connections_per_origin=1)) as (srv, engine):
         proven(engine, srv)
-        on_a_long_fat_link(engine, srv)
-        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
-                FetchRequest("i0", "GET", srv.url("/img/i0/6000"), resource_type="image")]
+        policy(engine, srv).link_bdp = link_bdp
+        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), headers=css_fields, resource_type="stylesheet"),
+                FetchRequest("i0", "GET", srv.url("/img/i0/6000"), resource_type="image", expected_size=image_size)]
         (await fetch(engine, reqs)).check_exact(reqs, expected)
         image = next(r for c in srv.connections for r in c.received if r.path == "/img/i0/6000")
-        assert image.unanswered_at_arrival == 0
-
-
-async def test_an_image_does_not_follow_a_stylesheet_that_cannot_prove_its_place() -> None:
-    # A revalidating stylesheet (If-None-Match) may be answered 304, which has no media type to exclude by: an image
-    # behind it would hold it until the image is in. The image waits for the stylesheet's answer instead.
-    async with setup(well_behaved(), config(connections_per_origin=1)) as (srv, engine):
-        proven(engine, srv)
-        on_a_long_fat_link(engine, srv)
-        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), headers=[("If-None-Match", '"x"')],
-                             resource_type="stylesheet"),
-                FetchRequest("i0", "GET", srv.url("/img/i0/6000"), resource_type="image", expected_size=6000)]
-        (await fetch(engine, reqs)).check_exact(reqs, expected)
-        image = next(r for c in srv.connections for r in c.received if r.path == "/img/i0/6000")
-        assert image.unanswered_at_arrival == 0
-
-
-async def test_on_a_thin_link_an_image_waits_for_the_stylesheets_answer() -> None:
-    async with setup(well_behaved(), config(connections_per_origin=1)) as (srv, engine):
-        proven(engine, srv)
-        policy(engine, srv).link_bdp = 19_000  # W-CDMA: the image would share the stylesheet's few segments
-        reqs = [FetchRequest("c0", "GET", srv.url("/css/c0/3000"), resource_type="stylesheet"),
-                FetchRequest("i0", "GET", srv.url("/img/i0/6000"), resource_type="image", expected_size=6000)]
-        (await fetch(engine, reqs)).check_exact(reqs, expected)
-        image = next(r for c in srv.connections for r in c.received if r.path == "/img/i0/6000")
-        assert image.unanswered_at_arrival == 0
+        assert image.unanswered_at_arrival == 0, case
 
 
 # ---------------------------------------------------------------------------------------- non-GET
