@@ -57,6 +57,9 @@ class Misbehaviour(enum.Enum):
     STALL = "stalled with pipelined requests outstanding"
     DESYNC = "sent a response out of step with the requests"
 
+# How many answers' statuses a connection keeps for _echoes_earlier: more than any pipeline is deep (16).
+_STATUSES_KEPT = 64
+
 # Bytes a server may send between responses without meaning anything (RFC 9112 §2.2 robustness).
 _BLANK = frozenset(b"\r\n")
 
@@ -135,6 +138,7 @@ class PipelineConnection(Generic[T]):
         self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
         self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
         self._risky_until = 0  # requests up to this position were sent behind an answer proven by exclusion
+        self._statuses: dict[int, int] = {}  # the status each position was answered with (those still looked at)
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -194,7 +198,7 @@ class PipelineConnection(Generic[T]):
                     continue
                 if isinstance(ev, HeadReceived):
                     # The proofs are looked for only where the answer is at risk: most heads come alone.
-                    at_risk = self._at_risk(front)
+                    at_risk = self._at_risk(front) or self._echoes_earlier(front, ev.head)
                     excluded = at_risk and self._may_exclude(front) and proves_by_exclusion(
                         ev.head, front.expect, self._unproven_others())
                     front.held = at_risk and not (
@@ -207,6 +211,9 @@ class PipelineConnection(Generic[T]):
                         return [*events, self._end(f"out of step: {why}", Misbehaviour.DESYNC)]
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
                     self._learn_from_head(ev.head)
+                    self._statuses[front.position] = ev.head.status
+                    for old in [p for p in self._statuses if p <= front.position - _STATUSES_KEPT]:
+                        del self._statuses[old]
                 elif isinstance(ev, BodyData):
                     events.append(ResponseBody(front.token, ev.data))
                 elif isinstance(ev, MessageEnd):
@@ -273,14 +280,22 @@ class PipelineConnection(Generic[T]):
         return any(f.depth > 1 for f in self.in_flight)
 
     def _at_risk(self, front: InFlight[T]) -> bool:
-        """Could the response now arriving belong to another request? Not when its request went out with nothing in
-        flight before it (depth 1), is the only one out and every earlier answer is proven: then it is the
-        connection's next response, as for a browser. One sent behind another answer is at risk even when that
-        answer's head had come alone and it is alone now: an extra copy of the earlier answer would come here
-        (a stylesheet's duplicate 200 once went to the image pipelined behind its body, unchecked); so is one sent
-        behind an answer proven by exclusion."""
-        return (len(self.in_flight) > 1 or bool(self.unverified) or front.depth > 1
-                or front.position <= self._risky_until)
+        """Could the response now arriving belong to another request? Not when it is the only one out and every
+        earlier answer is proven: then it is the connection's next response, as for a browser; unless it was sent
+        behind an answer proven by exclusion, whose extra copy would come here (or behind one it echoes:
+        _echoes_earlier)."""
+        return len(self.in_flight) > 1 or bool(self.unverified) or front.position <= self._risky_until
+
+    def _echoes_earlier(self, front: InFlight[T], head: ResponseHead) -> bool:
+        """Was front sent behind answers (depth > 1), one of which had this head's status? Then the head may be that
+        answer's extra copy, even where that answer's head had come alone (in step) and front is alone now: a
+        stylesheet's duplicate 200 once went to the image pipelined behind its body, unchecked. A head of another
+        status is no copy of theirs (a lane's range asked behind 206s and answered 200 because the file changed
+        is in step as before; held, the lane that always has its next range queued would never see it)."""
+        if front.depth <= 1:
+            return False
+        behind = range(front.position - front.depth + 1, front.position)
+        return any(self._statuses.get(p) == head.status for p in behind)
 
     def _may_exclude(self, front: InFlight[T]) -> bool:
         """May front's answer prove its place by exclusion? Only where its request went out with nothing in flight

@@ -635,6 +635,19 @@ def test_a_request_sent_behind_an_answer_already_streaming_is_at_risk() -> None:
     assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC and end.retry == ["img"]
 
 
+def test_a_lanes_range_answered_whole_behind_its_pieces_is_in_step() -> None:
+    # A lane asks its next range while the last streams; the file changed, so If-Range gets a 200, alone by then. A
+    # 200 is no copy of the 206 it was sent behind: in step, so the lane sees it and restarts (held, it would wait
+    # for a drain that a lane with its next range queued never makes).
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("r0", "GET", Expectation.of("GET", [("Range", "bytes=0-9")], "other"))
+    piece = b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-9/90\r\nContent-Length: 10\r\n\r\n0123456789"
+    conn.receive(piece[:-2])
+    conn.sent("r1", "GET", Expectation.of("GET", [("Range", "bytes=10-19")], "other"))
+    events = conn.receive(piece[-2:] + ok(b"new body"))
+    assert [(e.token, e.held) for e in events if isinstance(e, ResponseStarted)] == [("r1", False)]
+
+
 def test_an_image_sent_behind_another_streaming_one_waits_for_the_sync_point() -> None:
     # Alike, an image behind an image whose head was in: its answer is held until the connection drains and stays
     # quiet (a copy of the first image's answer would look like its own).
