@@ -57,9 +57,6 @@ class Misbehaviour(enum.Enum):
     STALL = "stalled with pipelined requests outstanding"
     DESYNC = "sent a response out of step with the requests"
 
-# How many answers' statuses a connection keeps for _echoes_earlier: more than any pipeline is deep (16).
-_STATUSES_KEPT = 64
-
 # Bytes a server may send between responses without meaning anything (RFC 9112 §2.2 robustness).
 _BLANK = frozenset(b"\r\n")
 
@@ -138,7 +135,7 @@ class PipelineConnection(Generic[T]):
         self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
         self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
         self._risky_until = 0  # requests up to this position were sent behind an answer proven by exclusion
-        self._statuses: dict[int, int] = {}  # the status each position was answered with (those still looked at)
+        self._statuses: dict[int, int] = {}  # the status each position was answered with (_echoes_earlier's)
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -212,7 +209,9 @@ class PipelineConnection(Generic[T]):
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
                     self._learn_from_head(ev.head)
                     self._statuses[front.position] = ev.head.status
-                    for old in [p for p in self._statuses if p <= front.position - _STATUSES_KEPT]:
+                    # keep only what a request in flight was sent behind (_echoes_earlier)
+                    low = min(f.position - f.depth + 1 for f in self.in_flight)
+                    for old in [p for p in self._statuses if p < low]:
                         del self._statuses[old]
                 elif isinstance(ev, BodyData):
                     events.append(ResponseBody(front.token, ev.data))
@@ -287,15 +286,17 @@ class PipelineConnection(Generic[T]):
         return len(self.in_flight) > 1 or bool(self.unverified) or front.position <= self._risky_until
 
     def _echoes_earlier(self, front: InFlight[T], head: ResponseHead) -> bool:
-        """Was front sent behind answers (depth > 1), one of which had this head's status? Then the head may be that
-        answer's extra copy, even where that answer's head had come alone (in step) and front is alone now: a
-        stylesheet's duplicate 200 once went to the image pipelined behind its body, unchecked. A head of another
-        status is no copy of theirs (a lane's range asked behind 206s and answered 200 because the file changed
-        is in step as before; held, the lane that always has its next range queued would never see it)."""
+        """Was front sent behind other answers (depth > 1)? Then its head may be an extra answer of theirs, even where
+        their heads had come alone (in step) and front is alone now: a stylesheet's duplicate 200 once went to the
+        image pipelined behind its body, unchecked. One exception: a range answered 200 behind answers that were all
+        206s (a lane's next range, the file changed: If-Range failed) is in step as before; held, the lane, which
+        always has its next range queued, would never see it. A 206 is never a 200's copy."""
         if front.depth <= 1:
             return False
         behind = range(front.position - front.depth + 1, front.position)
-        return any(self._statuses.get(p) == head.status for p in behind)
+        lane_restart = (front.expect.byte_range is not None and head.status == 200
+                        and all(self._statuses.get(p) == 206 for p in behind))
+        return not lane_restart
 
     def _may_exclude(self, front: InFlight[T]) -> bool:
         """May front's answer prove its place by exclusion? Only where its request went out with nothing in flight

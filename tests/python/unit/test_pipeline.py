@@ -635,6 +635,34 @@ def test_a_request_sent_behind_an_answer_already_streaming_is_at_risk() -> None:
     assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC and end.retry == ["img"]
 
 
+def test_an_extra_answer_of_another_status_behind_a_streaming_answer_is_never_in_step() -> None:
+    # The stylesheet's head came alone; an image is pipelined behind its body; the server writes a stray 404 after
+    # the stylesheet. It comes at the image's place with the image alone by then: held, never the image's at once.
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("css", "GET", Expectation("GET", destination="stylesheet"))
+    wire = _typed("css", "stylesheet")
+    conn.receive(wire[:-2])
+    conn.sent("img", "GET", Expectation("GET", destination="image"))
+    stray = b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno!"
+    events = conn.receive(wire[-2:] + stray)
+    assert [(e.token, e.held) for e in events if isinstance(e, ResponseStarted)] == [("img", True)]
+    assert "img" not in _delivered(list(events))
+
+
+def test_a_copy_of_the_oldest_answer_a_request_was_sent_behind_is_caught() -> None:
+    # Three deep: a stylesheet, then two images pipelined while it streams; the stylesheet's answer written twice
+    # comes at the first image's place, the first image's at the second's: neither is delivered as its own.
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("css", "GET", Expectation("GET", destination="stylesheet"))
+    wire = _typed("css", "stylesheet")
+    conn.receive(wire[:-2])
+    conn.sent("a", "GET", Expectation("GET", destination="image"))
+    conn.sent("b", "GET", Expectation("GET", destination="image"))
+    events = conn.receive(wire[-2:] + wire + _typed("a", "image"))
+    delivered = _delivered(list(events))
+    assert "a" not in delivered and "b" not in delivered
+
+
 def test_a_lanes_range_answered_whole_behind_its_pieces_is_in_step() -> None:
     # A lane asks its next range while the last streams; the file changed, so If-Range gets a 200, alone by then. A
     # 200 is no copy of the 206 it was sent behind: in step, so the lane sees it and restarts (held, it would wait
