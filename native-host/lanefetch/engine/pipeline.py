@@ -135,7 +135,7 @@ class PipelineConnection(Generic[T]):
         self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
         self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
         self._risky_until = 0  # requests up to this position were sent behind an answer proven by exclusion
-        self._statuses: dict[int, int] = {}  # the status each position was answered with (_echoes_earlier's)
+        self._statuses: dict[int, int] = {}  # the status each position was answered with (_sent_behind_others's)
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -195,7 +195,7 @@ class PipelineConnection(Generic[T]):
                     continue
                 if isinstance(ev, HeadReceived):
                     # The proofs are looked for only where the answer is at risk: most heads come alone.
-                    at_risk = self._at_risk(front) or self._echoes_earlier(front, ev.head)
+                    at_risk = self._at_risk(front) or self._sent_behind_others(front, ev.head)
                     excluded = at_risk and self._may_exclude(front) and proves_by_exclusion(
                         ev.head, front.expect, self._unproven_others())
                     front.held = at_risk and not (
@@ -209,7 +209,7 @@ class PipelineConnection(Generic[T]):
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
                     self._learn_from_head(ev.head)
                     self._statuses[front.position] = ev.head.status
-                    # keep only what a request in flight was sent behind (_echoes_earlier)
+                    # keep only what a request in flight was sent behind (_sent_behind_others)
                     low = min(f.position - f.depth + 1 for f in self.in_flight)
                     for old in [p for p in self._statuses if p < low]:
                         del self._statuses[old]
@@ -281,11 +281,11 @@ class PipelineConnection(Generic[T]):
     def _at_risk(self, front: InFlight[T]) -> bool:
         """Could the response now arriving belong to another request? Not when it is the only one out and every
         earlier answer is proven: then it is the connection's next response, as for a browser; unless it was sent
-        behind an answer proven by exclusion, whose extra copy would come here (or behind one it echoes:
-        _echoes_earlier)."""
+        behind an answer proven by exclusion, whose extra copy would come here (or behind any other answer:
+        _sent_behind_others)."""
         return len(self.in_flight) > 1 or bool(self.unverified) or front.position <= self._risky_until
 
-    def _echoes_earlier(self, front: InFlight[T], head: ResponseHead) -> bool:
+    def _sent_behind_others(self, front: InFlight[T], head: ResponseHead) -> bool:
         """Was front sent behind other answers (depth > 1)? Then its head may be an extra answer of theirs, even where
         their heads had come alone (in step) and front is alone now: a stylesheet's duplicate 200 once went to the
         image pipelined behind its body, unchecked. One exception: a range answered 200 behind answers that were all
