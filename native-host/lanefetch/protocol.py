@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 PROTOCOL_VERSION = 1
 CAPABILITIES = ["pipelining", "decode", "cache", "split", "interfaces", "browser_warm", "browser_fetched",
-                "browser_fields", "browser_document"]
+                "browser_fields", "browser_document", "invalidate"]
 
 Message = dict[str, Any]
 

@@ -14,6 +14,7 @@ import type { PassReason } from "../intercept/pass-reason.js";
 import { handshakeFor, HeldHandshakes } from "../intercept/preconnect-handshake.js";
 import { withoutFragment } from "../intercept/origin-of.js";
 import { toHelperRequest, type PausedRequest } from "../intercept/paused-request.js";
+import { invalidatedUrls, isUnsafe, UnsafeRequests } from "../intercept/unsafe-request.js";
 import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
 import type { AddressSpace } from "../sites/address-space.js";
 import type { TabCounters } from "../timings/tab-counters.js";
@@ -87,6 +88,7 @@ export class Accelerator {
    * marked `browser_warm` for them (the helper answers it from what it holds or declines it to the browser). */
   warmConnection: BrowserWarmConnection | null = null;
   private readonly heldHandshakes = new HeldHandshakes<PageInfo>();
+  private readonly unsafeRequests = new UnsafeRequests();
   /** Chromium: whether each page (URL, no fragment; the newest few) has a learned prefetch flight, as the helper
    * answered its navigation's preconnect; absent until it answered. */
   private readonly flights = new Map<string, boolean>();
@@ -155,6 +157,25 @@ export class Accelerator {
     this.client.preconnect(url, field);
   }
 
+  /** A request of an unsafe method the browser sends itself: the helper forgets what it holds for its URL before
+   * the request goes on, and again at its response (browserFinished; intercept/unsafe-request.ts). */
+  private unsafeToBrowser(held: HeldRequest): void {
+    const { paused } = held;
+    if (!isUnsafe(paused.method) || !this.helperTakes("invalidate")) return;
+    const page = pageField(held.page);
+    const urls = invalidatedUrls(paused.url, 200, []);
+    if (urls.length === 0) return;
+    this.client.invalidate(page, urls);
+    if (paused.networkId !== undefined) this.unsafeRequests.remember(paused.networkId, page);
+  }
+
+  /** The browser's own request of `networkId` finished (CDP Network events): if it was an unsafe one passed here,
+   * the helper forgets its URL again, with the Location and Content-Location of a non-error response. */
+  browserFinished(networkId: string, url: string, status: number | null, headers: readonly (readonly [string, string])[]): void {
+    const told = this.unsafeRequests.answered(networkId, url, status, headers);
+    if (told !== null) this.client.invalidate(told.page, told.urls);
+  }
+
   handle(held: HeldRequest): void {
     this.counter += 1;
     const id = `r${this.counter}`;
@@ -167,6 +188,7 @@ export class Accelerator {
     const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
     if (!decision.take) {
       if (decision.reason === "local_document") this.documentToBrowser(id, held);
+      if (decision.reason === "method") this.unsafeToBrowser(held);
       this.passNow(id, held, decision.reason, "");
       return;
     }

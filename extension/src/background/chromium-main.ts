@@ -88,6 +88,7 @@ const ready = watchProxy((blocked) => {
 const networkLog = new CdpNetworkLog(
   (networkId, url, timing, request) => {
     warmConnections.finished(url, timing);
+    accelerator.browserFinished(networkId, url, timing.status, timing.responseHeaders);
     if (!timings.browserTiming(networkId, url, timing)) browserTabs.unpausedFinished(networkId, url, timing, request);
   },
   (sample) => void speed.observe(sample),

@@ -1,6 +1,6 @@
 // Sends batches to the helper and routes its answers (head, body, end, error, timing, batch_done) by request id.
 import type {
-  Batch, BatchDone, Body, BrowserFields, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Page, PageReport,
+  Batch, BatchDone, Body, BrowserFields, CacheCommand, CacheStats, End, Error as HelperError, Head, InterfacesCommand, InterfacesState, Invalidate, Page, PageReport,
   Ping, Pong, Preconnect, Request,
   Timing,
 } from "../generated/protocol.js";
@@ -137,6 +137,16 @@ export class HelperClient {
     const [head, ...rest] = requests;
     if (head === undefined || this.connection.state.status !== "connected") return false;
     return this.connection.send({ type: "browser_fetched", page, requests: [head, ...rest] });
+  }
+
+  /** Tell the helper to forget what it holds for `urls` in `page`'s partition: the page sent a request of an unsafe
+   * method there, which the browser sends itself (intercept/unsafe-request.ts); false (nothing sent) if it is not
+   * connected. Nothing is answered. */
+  invalidate(page: Page, urls: string[]): boolean {
+    const [a, b, c] = urls;  // at most three: the request's URL, its Location and Content-Location
+    if (a === undefined || this.connection.state.status !== "connected") return false;
+    const named: Invalidate["urls"] = b === undefined ? [a] : c === undefined ? [a, b] : [a, b, c];
+    return this.connection.send({ type: "invalidate", page, urls: named });
   }
 
   /** Tell the helper the Accept fields this browser sends per kind (intercept/browser-fields-probe.ts); false

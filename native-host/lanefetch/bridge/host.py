@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import protocol
+from ..cache.http_cache import cache_url
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
 from ..engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
@@ -257,6 +258,22 @@ class Host:
                 except FetchError:
                     continue
             self.loads.browser_fetched(requests, page)
+        elif kind == "invalidate":
+            # Chromium: the page sent a request of an unsafe method (POST, PUT, DELETE…) that the browser sends
+            # itself. The browser's cache would forget what it held for the URL (RFC 9111 §4.4), and the pages it
+            # serves here would see it: this one forgets too, before the page's next batch is read (messages are
+            # handled in order; a plan reads the cache after every write submitted before it). The extension sends
+            # the request's URL before the request goes on, and again with the Location and Content-Location of a
+            # non-error response on its origin once it came.
+            page = _to_page(item["page"])
+            cache = self.fetcher.cache_for(page)
+            writes = cache.writes(page.top_site) if cache is not None else None
+            for url in item["urls"]:
+                if _origin_of(url) is None:
+                    continue
+                if writes is not None:
+                    writes.delete_url(cache_url(url))
+                self.loads.invalidate(page, url)
         elif kind == "browser_document":
             # The bytes of a document the browser loads itself (a page on a private address), as they arrive: read
             # for what it names as if the helper had fetched it. Its request came first (browser_fetched).

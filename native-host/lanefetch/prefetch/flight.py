@@ -207,6 +207,12 @@ class Flight:
     def holds(self, url: str) -> bool:
         return any(not h.claimed for h in self._by_url.get(url, ()))
 
+    def invalidate(self, url: str) -> None:
+        """The page sent a request of an unsafe method to url (RFC 9111 §4.4): what the flight fetched for it may no
+        longer be what the server would answer, so it answers no later request of the page (discarded, counted as
+        wasted, at close). A request that is already waiting for one was asked before, and keeps it."""
+        self._by_url.pop(url, None)
+
     async def take(self, request: FetchRequest) -> _Held | None:
         """The held response that may answer this browser request (claimed for it), or None."""
         if self.closed:

@@ -841,6 +841,13 @@ class PageLoads:
             if load.user_agent == user_agent:
                 await self._fly_pending(load, user_agent)
 
+    def invalidate(self, page: Page, url: str) -> None:
+        """The page sent a request of an unsafe method to url (the browser sends it itself): its flight's answers for
+        url answer nothing more (Flight.invalidate). The cache's entries are the caller's (bridge/host.py)."""
+        flight = self._flight_for(page)
+        if flight is not None:
+            flight.invalidate(url)
+
     def browser_fetched(self, requests: list[FetchRequest], page: Page) -> None:
         """Requests of the page that the browser fetched itself: over its own h2/h3 connection, never offered here
         (the page had no flight), or the page's own document on a private address (local_document): logged in the

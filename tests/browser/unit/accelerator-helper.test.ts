@@ -417,3 +417,50 @@ test("an incognito page's batch says private: the helper caches it in memory onl
     rmSync(xdg, { recursive: true, force: true });
   }
 });
+
+test("a POST the browser sends itself makes the helper forget its copy of that URL: the page's next GET goes to the server", async () => {
+  const xdg = mkdtempSync(join(tmpdir(), "lf-unsafe-cache-"));
+  const s = setUp(helperHost, DEFAULT_LIMITS, { ...process.env, XDG_CACHE_HOME: xdg });
+  try {
+    server.clearLog();
+    assert.ok(await s.connection.ready());
+    const get = (n: number, path: string) => s.accelerator.handle({ tabId: 8, paused: paused(n, path), responder: s.recorder, page: page() });
+    get(1, "/cached/4.png");
+    get(2, "/cached/6.png");
+    await settle(s.recorder, 2);
+    get(3, "/cached/4.png");  // a hit: nothing unsafe happened yet
+    await settle(s.recorder, 3);
+    // The page posts to one of them (the browser sends it: pass reason `method`), with a network id for its response.
+    s.accelerator.handle({ tabId: 8, paused: paused(4, "/cached/4.png", { method: "POST", hasBody: true, networkId: "N4" }), responder: s.recorder, page: page() });
+    await settle(s.recorder, 4);
+    assert.equal(s.recorder.answers.get("i4")?.kind, "pass");
+    get(5, "/cached/4.png");
+    get(6, "/cached/6.png");
+    await settle(s.recorder, 6);
+    assert.ok([1, 2, 3, 5, 6].every((n) => s.recorder.answers.get(`i${n}`)?.kind === "fulfill"));
+    await eventually("timing kept per request", () => s.store.forTab(8).filter((r) => r.outcome === "fulfilled").every((r) => r.timing !== null), { everyMs: 10 });
+    assert.deepEqual(s.store.forTab(8).filter((r) => r.method === "GET").map((r) => [new URL(r.url).pathname, r.timing?.cache]), [
+      ["/cached/4.png", "none"], ["/cached/6.png", "none"], ["/cached/4.png", "hit"],
+      ["/cached/4.png", "none"], // forgotten: the POST may have changed it
+      ["/cached/6.png", "hit"], // another URL keeps its copy
+    ]);
+    assert.deepEqual(server.log.map((r) => r.path).filter((p) => p === "/cached/4.png").length, 2, "the GET after the POST reached the server");
+    const told = s.log.sent.filter((m) => (m as { type: string }).type === "invalidate");
+    assert.deepEqual(told.map((m) => (m as { urls: string[] }).urls), [[`http://127.0.0.1:${port}/cached/4.png`]]);
+    // Its response came (CDP Network events): a 303 to a page of the same origin is forgotten too, another origin's never.
+    s.accelerator.browserFinished("N4", `http://127.0.0.1:${port}/cached/4.png`, 303,
+      [["Location", "/cached/6.png#top"], ["Content-Location", "http://elsewhere.test/x"]]);
+    s.accelerator.browserFinished("N4", `http://127.0.0.1:${port}/cached/4.png`, 303, []);  // told once only
+    s.accelerator.browserFinished("N9", `http://127.0.0.1:${port}/cached/6.png`, 200, []);  // not an unsafe request of ours
+    get(7, "/cached/6.png");
+    await settle(s.recorder, 7);
+    await eventually("timing kept per request", () => s.store.forTab(8).filter((r) => r.outcome === "fulfilled").every((r) => r.timing !== null), { everyMs: 10 });
+    assert.equal(s.store.forTab(8).at(-1)?.timing?.cache, "none", "the Location of the POST's answer was forgotten");
+    assert.deepEqual(s.log.sent.filter((m) => (m as { type: string }).type === "invalidate").map((m) => (m as { urls: string[] }).urls).at(-1),
+      [`http://127.0.0.1:${port}/cached/4.png`, `http://127.0.0.1:${port}/cached/6.png`]);
+    assert.deepEqual(s.log.schemaViolations, []);
+  } finally {
+    s.connection.close();
+    rmSync(xdg, { recursive: true, force: true });
+  }
+});

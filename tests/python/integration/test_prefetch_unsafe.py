@@ -1,0 +1,78 @@
+"""A page's request of an unsafe method (the browser sends it itself; the extension tells the helper, `invalidate`)
+makes what the page's flight fetched for that URL answer nothing more: the page's next GET of it goes to the server
+(RFC 9111 §4.4, as the browser's own cache forgets its copy), and the flight's other answers still serve."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from lanefetch.engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.prefetch.budget import Ledger, Limits
+from lanefetch.prefetch.flight import Flight, FlightAnswers
+from lanefetch.prefetch.plan import Planned
+from lanefetch.service import FetchService, ServiceConfig
+from local_app import serve_app
+
+PAGE = Page(address_space="loopback", top_site="http://127.0.0.1")
+FIELDS = [("Accept", "*/*"), ("Sec-Fetch-Dest", "empty"), ("Sec-Fetch-Mode", "cors"), ("User-Agent", "UA/1")]
+
+
+class Caches:
+    def __init__(self) -> None:
+        self.got: dict[str, str] = {}  # request id -> where its answer came from (its timing's cache)
+
+    async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        pass
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        pass
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        pass
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        self.got[request.id] = f"error {error.code}"
+
+    async def timing(self, request: FetchRequest, report: TimingReport) -> None:
+        self.got[request.id] = report.cache
+
+
+@pytest.fixture
+async def origin() -> AsyncIterator[tuple[str, list[str]]]:
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.path)
+        return web.Response(text=f"{request.path} #{len(seen)}", content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/{name}", handler)
+    async with serve_app(app) as port:
+        yield f"http://127.0.0.1:{port}", seen
+
+
+async def test_an_unsafe_request_of_the_page_makes_the_flights_copy_of_its_url_answer_nothing(
+        origin: tuple[str, list[str]]) -> None:
+    url, seen = origin
+    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2)))
+    try:
+        flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+        flight.start([Planned(f"{url}/cart", FIELDS, "fetch"), Planned(f"{url}/items", FIELDS, "fetch")])
+        await flight.wait()
+        assert sorted(seen) == ["/cart", "/items"]
+        flight.invalidate(f"{url}/cart")  # the page posted to /cart
+        assert not flight.holds(f"{url}/cart") and flight.holds(f"{url}/items")
+
+        answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+        sink = Caches()
+        asked = [FetchRequest(name, "GET", f"{url}/{name}", list(FIELDS), resource_type="fetch", decode=True)
+                 for name in ("cart", "items")]
+        await answers.fetch(asked, sink, PAGE)
+        assert sink.got == {"cart": "none", "items": "prefetch"}
+        assert sorted(seen) == ["/cart", "/cart", "/items"]
+        report = await flight.close()
+        assert report.answered == 1 and report.wasted_bytes > 0  # the forgotten copy crossed the link for nothing
+    finally:
+        await service.aclose()
