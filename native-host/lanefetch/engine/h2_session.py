@@ -423,6 +423,13 @@ class H2Session(Generic[T]):
                 if s.head is None:  # ended without a final response: malformed (RFC 9113 §8.1.1)
                     out.append(StreamFailed(s.token, "the server ended the stream without a response"))
                     continue
+                if s.expected is not None and s.data_bytes != s.expected:
+                    # Short of its content-length, however the stream ended: END_STREAM on the HEADERS or on
+                    # trailers, which no DATA frame tells _length_mismatch of (RFC 9113 §8.1.1): malformed, and
+                    # the body is not delivered as complete.
+                    out.append(StreamFailed(s.token, f"malformed response from the server (content-length "
+                                                     f"{s.expected}, the stream ended at {s.data_bytes})"))
+                    continue
                 self.responses_completed += 1
                 out.append(ResponseComplete(s.token, s.head, s.trailers, True, False, s.position, s.framing,
                                             s.wire_bytes))

@@ -14,7 +14,7 @@ from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import DataReceived, RequestReceived, StreamEnded, StreamReset
 from h2.settings import SettingCodes
-from hyperframe.frame import GoAwayFrame, HeadersFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned, tree_parent
@@ -528,3 +528,38 @@ def test_a_request_that_cannot_be_sent_goes_back_alone() -> None:
     server.answer(sid)
     client.feed(server.out())
     assert client.complete == {"r0": 1} and not client.ended
+
+
+def raw_headers(server: Server, sid: int, fields: list[tuple[str, str]], end_stream: bool = False) -> bytes:
+    """A HEADERS frame written by hand (h2's server side would refuse to send a malformed one)."""
+    f = HeadersFrame(sid)
+    f.data = server.h2.encoder.encode(fields)
+    f.flags.add("END_HEADERS")
+    if end_stream:
+        f.flags.add("END_STREAM")
+    return bytes(f.serialize())
+
+
+def raw_data(sid: int, data: bytes, end_stream: bool = False) -> bytes:
+    f = DataFrame(sid, data)
+    if end_stream:
+        f.flags.add("END_STREAM")
+    return bytes(f.serialize())
+
+
+@pytest.mark.parametrize("ending", ["trailers", "headers"])
+def test_a_body_short_of_its_content_length_is_malformed_however_the_stream_ends(ending: str) -> None:
+    """content-length 10 and the stream ended by trailers after 5 bytes, or by END_STREAM on the HEADERS: no DATA
+    frame ends it short, yet the body is short (RFC 9113 §8.1.1): a stream error, not a complete body."""
+    client, server = Client(), Server()
+    handshake(client, server, reqs(2))
+    bad, good = sorted(server.requests)
+    head = [(":status", "200"), ("content-length", "10")]
+    if ending == "trailers":
+        wire = (raw_headers(server, bad, head) + raw_data(bad, b"x" * 5)
+                + raw_headers(server, bad, [("x-checksum", "abc")], end_stream=True))
+    else:
+        wire = raw_headers(server, bad, head, end_stream=True)
+    server.answer(good)
+    client.feed(wire + server.out())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1} and not client.ended
