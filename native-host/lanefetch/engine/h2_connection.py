@@ -90,8 +90,8 @@ class H2Connection:
         # after it, before the server's SETTINGS): one TLS record, no event-loop turn between them.
         unsent = self._send_batch()
         self._flush()
-        if unsent:
-            await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
+        for ev in unsent:
+            await self._handle(ev)
         self.wakeup.set()
         sender = asyncio.create_task(self._send_loop(), name=f"lanefetch-h2-send-{self.id}")
         try:
@@ -120,9 +120,10 @@ class H2Connection:
         if data and self.transport is not None and not self.transport.writer.is_closing():
             self.transport.writer.write(data)
 
-    def _send_batch(self) -> list[Exchange]:
+    def _send_batch(self) -> list[H2Event[Exchange]]:
         """Open a stream for each request the pool hands over (in its priority order) while the session may, into
-        the session's outgoing bytes (the caller writes them); returns the taken requests that got no stream."""
+        the session's outgoing bytes (the caller writes them); returns, as events to handle, the taken requests
+        that got no stream (a taken request must never be lost)."""
         assert self.transport is not None
         batch: list[H2Request[Exchange]] = []
         room = self.session.stream_limit() - self.session.open_streams()
@@ -137,7 +138,8 @@ class H2Connection:
         self._taking = self._taking_bytes = 0
         if not batch:
             return []
-        sent = self.session.send(batch)
+        outcome = self.session.send(batch)
+        sent = outcome.streams
         t = now()
         for req, sid, depth in sent:
             ex = req.token
@@ -153,9 +155,16 @@ class H2Connection:
             ex.timing.sent = t
         self.session.ping(t)  # a fresh RTT sample per batch (one PING out at a time)
         self._last_activity = t
-        # Not expected (only what can_open allowed was taken), but a taken request must never be lost.
+        # Sending raised for these (the session returns them as not processed, GET/HEAD to send again).
+        events: list[H2Event[Exchange]] = [outcome.returned] if outcome.returned is not None else []
+        # Not expected (only what can_open allowed was taken), but never lost: nothing of them went out.
         done = {id(req.token) for req, _, _ in sent}
-        return [r.token for r in batch if id(r.token) not in done]
+        if outcome.returned is not None:
+            done |= {id(ex) for ex in (*outcome.returned.retry, *outcome.returned.failed)}
+        unsent = [r.token for r in batch if id(r.token) not in done]
+        if unsent:
+            events.append(ConnectionEnded("no stream to send it on", None, unsent))
+        return events
 
     async def _send_loop(self) -> None:
         assert self.transport is not None
@@ -167,9 +176,11 @@ class H2Connection:
                 self._flush()
                 await self.transport.writer.drain()
             except (OSError, RuntimeError):
+                for ev in unsent:  # taken but on no stream: they are not the read loop's to re-queue
+                    await self._handle(ev)
                 return  # the read loop sees the broken connection and re-queues
-            if unsent:
-                await self.pool.connection_ended(self, ConnectionEnded("no stream to send it on", None, unsent))
+            for ev in unsent:
+                await self._handle(ev)
 
     async def _read_loop(self) -> None:
         assert self.transport is not None

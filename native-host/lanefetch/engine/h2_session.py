@@ -24,6 +24,11 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   shell says the sink took it (`consumed`), so a slow consumer still slows the server down (backpressure); the
   connection's share is returned whether or not its stream is still open (a stream's last DATA is consumed after
   it ended), h2's own window managers are not used.
+- **Answered early.** A server may answer before it has read the request body (a 413, RFC 9113 §8.1): when a
+  response ends while our body is still going out, we stop sending it and reset our side (RST_STREAM NO_ERROR),
+  or h2 would count the half-closed stream against the server's stream limit forever (`_stop_upload`). A request
+  whose sending raises goes back alone, as not processed (`Sent.returned`), never taking the batch or the
+  connection with it.
 - **The peer's SETTINGS.** Until the server's first SETTINGS arrive its stream limit is not known, and a stream
   it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
   sent twice waits for them (`may_open`), the rest go at once.
@@ -126,6 +131,15 @@ class StreamFailed(Generic[T]):
     reason: str
 
 
+@dataclass(frozen=True)
+class Sent(Generic[T]):
+    """What `send` did: the streams it opened, as (request, stream id, streams open then, this one included), and
+    the requests it could not send (None if none)."""
+
+    streams: list[tuple[H2Request[T], int, int]]
+    returned: StreamsReturned[T] | None = None
+
+
 H2Event = (ResponseStarted[T] | ResponseBody[T] | ResponseComplete[T] | StreamsReturned[T] | StreamFailed[T]
            | ConnectionEnded[T])
 
@@ -136,6 +150,7 @@ class _Stream(Generic[T]):
     method: str
     position: int
     body: bytes = b""  # request body not yet sent (waits for the peer's flow-control window)
+    uploading: bool = False  # our END_STREAM not sent yet (a request body still going out)
     head: ResponseHead | None = None
     framing: Framing = Framing.LENGTH
     trailers: Headers = field(default_factory=list)
@@ -205,29 +220,52 @@ class H2Session(Generic[T]):
     def carries(self, token: T) -> bool:
         return token in self._by_token
 
-    def send(self, requests: list[H2Request[T]]) -> list[tuple[H2Request[T], int, int]]:
+    def send(self, requests: list[H2Request[T]]) -> Sent[T]:
         """Open a stream per request, most urgent first, while the peer's limit allows; returns what was sent as
-        (request, stream id, streams open then, this one included). Requests beyond the limit are not sent
-        (the shell takes only what `can_open` allows, so none should be)."""
+        (request, stream id, streams open then, this one included), and what could not be. Requests beyond the
+        limit are not sent (the shell takes only what `can_open` allows, so none should be). A request whose
+        sending raises (a field h2 will not encode, a stream limit h2 counts differently from us) goes back alone,
+        as not processed (`Sent.returned`: GET/HEAD to send again, others failed): the other requests of the batch
+        still go, and the connection lives on."""
         sent: list[tuple[H2Request[T], int, int]] = []
+        refused: list[H2Request[T]] = []
+        why = ""
         for req in sorted(requests, key=lambda r: r.urgency):  # stable: the pool's order within one urgency
             if not self.can_open():
                 break
-            sid = self._h2.get_next_available_stream_id()
-            self._h2.send_headers(sid, _wire_headers(req), end_stream=not req.body,
-                                  priority_weight=tree_weight(req.urgency),
-                                  priority_depends_on=tree_parent(req.urgency, self._open_urgencies()),
-                                  priority_exclusive=True)
-            initial = self._h2.local_settings.initial_window_size
-            if self._window > initial:
-                self._h2.increment_flow_control_window(self._window - initial, sid)
-            self.requests_sent += 1
-            self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"",
-                                         urgency=req.urgency)
-            self._by_token[req.token] = sid
+            try:
+                sid = self._open(req)
+            except Exception as e:  # any: a taken request must be answered, whatever went wrong with it
+                refused.append(req)
+                why = f"the request could not be sent on this HTTP/2 connection ({type(e).__name__}: {e})"
+                continue
             sent.append((req, sid, len(self._streams)))
         self._send_bodies()
-        return sent
+        returned = None
+        if refused:
+            returned = StreamsReturned(
+                why,
+                retry=[r.token for r in refused if r.method in PIPELINABLE_METHODS],
+                failed=[r.token for r in refused if r.method not in PIPELINABLE_METHODS],
+            )
+        return Sent(sent, returned)
+
+    def _open(self, req: H2Request[T]) -> int:
+        """Send req's HEADERS on a new stream (its body follows in _send_bodies); returns the stream id."""
+        headers = _wire_headers(req)
+        sid = self._h2.get_next_available_stream_id()
+        self._h2.send_headers(sid, headers, end_stream=not req.body,
+                              priority_weight=tree_weight(req.urgency),
+                              priority_depends_on=tree_parent(req.urgency, self._open_urgencies()),
+                              priority_exclusive=True)
+        initial = self._h2.local_settings.initial_window_size
+        if self._window > initial:
+            self._h2.increment_flow_control_window(self._window - initial, sid)
+        self.requests_sent += 1
+        self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"",
+                                     uploading=bool(req.body), urgency=req.urgency)
+        self._by_token[req.token] = sid
+        return sid
 
     def _open_urgencies(self) -> list[tuple[int, int]]:
         """(stream id, urgency) of the open streams, in the order they were opened."""
@@ -380,8 +418,17 @@ class H2Session(Generic[T]):
                 s = self._forget(ev.stream_id)
                 if s is None:
                     continue
+                if s.uploading:
+                    self._stop_upload(ev.stream_id)
                 if s.head is None:  # ended without a final response: malformed (RFC 9113 §8.1.1)
                     out.append(StreamFailed(s.token, "the server ended the stream without a response"))
+                    continue
+                if s.expected is not None and s.data_bytes != s.expected:
+                    # Short of its content-length, however the stream ended: END_STREAM on the HEADERS or on
+                    # trailers, which no DATA frame tells _length_mismatch of (RFC 9113 §8.1.1): malformed, and
+                    # the body is not delivered as complete.
+                    out.append(StreamFailed(s.token, f"malformed response from the server (content-length "
+                                                     f"{s.expected}, the stream ended at {s.data_bytes})"))
                     continue
                 self.responses_completed += 1
                 out.append(ResponseComplete(s.token, s.head, s.trailers, True, False, s.position, s.framing,
@@ -495,8 +542,18 @@ class H2Session(Generic[T]):
                 try:
                     self._h2.send_data(sid, piece, end_stream=not s.body)
                 except H2Error:
-                    s.body = b""
+                    s.body = b""  # still `uploading`: the stream is reset when its answer ends (_stop_upload)
                     break
+                s.uploading = bool(s.body)
+
+    def _stop_upload(self, sid: int) -> None:
+        """The server ended its side of a stream (a complete answer, or none) while our request body was still
+        going out: a server may answer early, a 413 before the upload is read (RFC 9113 §8.1), and we stop
+        sending. RST_STREAM (NO_ERROR: nothing went wrong) closes the stream for h2 too: half-closed, h2 would
+        go on counting it against the server's SETTINGS_MAX_CONCURRENT_STREAMS (after we forgot it), and the
+        stream that then took its place would raise TooManyStreamsError in `send`."""
+        with contextlib.suppress(H2Error):  # already closed on the wire: nothing to reset
+            self._h2.reset_stream(sid, ErrorCodes.NO_ERROR)
 
 
 def _data_so_far(buf: bytearray, length: int) -> bytes | None:

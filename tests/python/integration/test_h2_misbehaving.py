@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -815,3 +816,48 @@ async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_fl
         finally:
             release.set()
             await engine.aclose()
+
+
+async def answer_posts_413_early(conn: H2ServerConn) -> None:
+    """Answers each POST 413 as soon as its HEADERS arrive, its body unread (RFC 9113 §8.1 lets a server answer
+    early), every GET normally."""
+
+    async def watch() -> None:
+        answered: set[int] = set()
+        while not conn.closed.is_set():
+            for sid, req in list(conn.streams.items()):
+                if req.method == "POST" and sid not in answered:
+                    answered.add(sid)
+                    conn.h2.send_headers(sid, [(":status", "413"), ("content-length", "0")], end_stream=True)
+                    conn.flush()
+            await asyncio.sleep(0.02)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await conn.serve_rest(timeout=15)
+    finally:
+        watcher.cancel()
+
+
+async def test_requests_after_a_post_answered_early_are_all_answered(pki: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """A POST answered 413 before its upload was sent leaves no stream open behind it: with the server's limit at
+    two streams, the GETs that follow on the same connection are all answered, and nothing raises."""
+    caplog.set_level(logging.ERROR)
+    engine = Engine(config(total_timeout=6, ca_file=str(pki / "ca.pem")))
+    try:
+        async with H2Server(answer_posts_413_early, pki, settings={SettingCodes.MAX_CONCURRENT_STREAMS: 2},
+                            grant_window=False) as srv:
+            await run_batch(engine, [FetchRequest("warm", "GET", srv.url("/warm/10"))], timeout=20)
+            sink = await run_batch(engine, [FetchRequest("post", "POST", srv.url("/p/upload"), body=b"u" * 200_000)],
+                                   timeout=20)
+            r = sink.records["post"]
+            assert r.head is not None and r.head.status == 413, r.error
+            gets = [FetchRequest(f"g{i}", "GET", srv.url(f"/r/g{i}/1000")) for i in range(3)]
+            sink = await run_batch(engine, gets, timeout=20)
+            assert all(bytes(sink.records[g.id].body) == content(path_of(g)) for g in gets), {
+                g.id: sink.records[g.id].error for g in gets}
+            assert len(srv.connections) == 1, "the connection lived on"
+    finally:
+        await engine.aclose()
+    assert not [r for r in caplog.records if r.exc_info], caplog.text

@@ -14,7 +14,7 @@ from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import DataReceived, RequestReceived, StreamEnded, StreamReset
 from h2.settings import SettingCodes
-from hyperframe.frame import GoAwayFrame, HeadersFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned, tree_parent
@@ -216,7 +216,7 @@ def test_peer_stream_limit_is_respected() -> None:
     server.receive(client.session.data_to_send())
     client.feed(server.out())
     assert client.session.stream_limit() == 5
-    sent = client.session.send(reqs(8))
+    sent = client.session.send(reqs(8)).streams
     assert len(sent) == 5 and not client.session.can_open()
 
 
@@ -482,3 +482,84 @@ def test_the_connection_window_keeps_the_server_near_the_cap_and_never_stalls(
     # Everything was taken, a stream's last DATA (consumed after its stream ended) too: the whole cap is back,
     # but for a top-up too small to be worth a frame.
     assert server.h2.outbound_flow_control_window >= cap - min(MIN_GRANT, max(1, cap // 4))
+
+
+def test_a_post_answered_before_its_body_is_sent_is_reset_and_frees_its_stream() -> None:
+    """A 413 before the upload is read (RFC 9113 §8.1): the POST is complete, the client stops sending it and
+    resets its side (RST_STREAM NO_ERROR), so h2 no longer counts the stream against the server's limit and two
+    more requests fit in a limit of two."""
+    client, server = Client(), Server(max_streams=2)
+    client.session.start()
+    server.receive(client.session.data_to_send())
+    client.feed(server.out())  # the server's SETTINGS: at most 2 streams
+    server.receive(client.session.data_to_send())
+    post = H2Request("post", "POST", "https", "example.test", "/upload", [], b"p" * 100_000)
+    client.session.send([post])  # 65,535 bytes go (the server's initial windows), the rest waits
+    server.receive(client.session.data_to_send())
+    (sid,) = server.requests
+    server.h2.send_headers(sid, [(":status", "413"), ("content-length", "0")], end_stream=True)  # early answer
+    client.feed(server.out())
+    assert client.complete == {"post": 1} and client.session.open_streams() == 0
+    server.receive(client.session.data_to_send())
+    assert sid in server.reset and len(server.bodies[sid]) < len(post.body or b"")
+    sent = client.session.send(reqs(2))
+    assert len(sent.streams) == 2 and sent.returned is None
+    server.receive(client.session.data_to_send())
+    for s in sent.streams:
+        server.answer(s[1])
+    client.feed(server.out())
+    assert client.complete == {"post": 1, "r0": 1, "r1": 1} and not client.ended
+
+
+def test_a_request_that_cannot_be_sent_goes_back_alone() -> None:
+    """Sending one request raises (here: an authority that is not ASCII): that request comes back as not
+    processed (a GET to send again, a POST failed) and the rest of the batch goes out on the same connection."""
+    client, server = Client(), Server()
+    client.session.start()
+    sent = client.session.send([H2Request("bad-get", "GET", "https", "\xe9.test", "/a", []),
+                                H2Request("bad-post", "POST", "https", "\xe9.test", "/b", [], b"xx"),
+                                *reqs(1)])
+    assert [req.token for req, _, _ in sent.streams] == ["r0"]
+    assert sent.returned is not None and "could not be sent" in sent.returned.reason
+    assert sent.returned.retry == ["bad-get"] and sent.returned.failed == ["bad-post"]
+    server.receive(client.session.data_to_send())
+    (sid,) = server.requests
+    client.feed(server.out())
+    server.answer(sid)
+    client.feed(server.out())
+    assert client.complete == {"r0": 1} and not client.ended
+
+
+def raw_headers(server: Server, sid: int, fields: list[tuple[str, str]], end_stream: bool = False) -> bytes:
+    """A HEADERS frame written by hand (h2's server side would refuse to send a malformed one)."""
+    f = HeadersFrame(sid)
+    f.data = server.h2.encoder.encode(fields)
+    f.flags.add("END_HEADERS")
+    if end_stream:
+        f.flags.add("END_STREAM")
+    return bytes(f.serialize())
+
+
+def raw_data(sid: int, data: bytes, end_stream: bool = False) -> bytes:
+    f = DataFrame(sid, data)
+    if end_stream:
+        f.flags.add("END_STREAM")
+    return bytes(f.serialize())
+
+
+@pytest.mark.parametrize("ending", ["trailers", "headers"])
+def test_a_body_short_of_its_content_length_is_malformed_however_the_stream_ends(ending: str) -> None:
+    """content-length 10 and the stream ended by trailers after 5 bytes, or by END_STREAM on the HEADERS: no DATA
+    frame ends it short, yet the body is short (RFC 9113 §8.1.1): a stream error, not a complete body."""
+    client, server = Client(), Server()
+    handshake(client, server, reqs(2))
+    bad, good = sorted(server.requests)
+    head = [(":status", "200"), ("content-length", "10")]
+    if ending == "trailers":
+        wire = (raw_headers(server, bad, head) + raw_data(bad, b"x" * 5)
+                + raw_headers(server, bad, [("x-checksum", "abc")], end_stream=True))
+    else:
+        wire = raw_headers(server, bad, head, end_stream=True)
+    server.answer(good)
+    client.feed(wire + server.out())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1} and not client.ended
