@@ -82,7 +82,7 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
         bdp = record.get("link_bdp")
         learned = float(record["learned_at"])
         round_trip = _round_trip_of(record, now)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: a depth of 1e999 (JSON reads inf)
         return None
     ttl = BAD_TTL if state is PipelineState.RED else RECORD_TTL
     if not 0 <= now - learned <= ttl:

@@ -114,6 +114,8 @@ def test_a_demoted_origin_stays_demoted_and_says_why() -> None:
     {}, {"state": "purple", "depth": 4, "learned_at": NOW}, {"state": "green", "depth": "x", "learned_at": NOW},
     {"state": "green", "depth": 4, "learned_at": NOW, "request_limit": 0},
     {"state": "green", "depth": 4, "learned_at": NOW, "request_limit": "10"},
+    {"state": "green", "depth": float("inf"), "learned_at": NOW},  # a damaged row: JSON reads 1e999 as inf
+    {"state": "green", "depth": float("-inf"), "learned_at": NOW},
 ])
 def test_a_record_that_is_not_ours_is_ignored(record: dict[str, object]) -> None:
     assert policy_from(record, 16, NOW) is None
