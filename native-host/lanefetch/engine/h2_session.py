@@ -66,6 +66,7 @@ from h2.events import (
     DataReceived,
     InformationalResponseReceived,
     PingAckReceived,
+    PushedStreamReceived,
     RemoteSettingsChanged,
     ResponseReceived,
     StreamEnded,
@@ -442,6 +443,12 @@ class H2Session(Generic[T]):
                 else:
                     code = ev.error_code.name if isinstance(ev.error_code, ErrorCodes) else str(ev.error_code)
                     out.append(StreamFailed(s.token, f"the server reset the stream ({code})"))
+            elif isinstance(ev, PushedStreamReceived) and ev.pushed_stream_id is not None:
+                # We send SETTINGS_ENABLE_PUSH 0, but h2 applies our settings only once the server acknowledged
+                # them, and accepts a push that came before: refused, or the pushed stream would stay open (and
+                # count against the server's limit) for good. No pushed response ever answers a request here.
+                with contextlib.suppress(H2Error):
+                    self._h2.reset_stream(ev.pushed_stream_id, ErrorCodes.REFUSED_STREAM)
             elif isinstance(ev, ConnectionTerminated):  # not expected: GOAWAY frames are kept from h2
                 return [*out, self._end("the server ended the connection")]
             elif isinstance(ev, PingAckReceived):
@@ -639,12 +646,15 @@ def _malformed(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], *, in
             statuses.append(value)
             continue
         regular = True
-        if name != name.lower() or any(c in name for c in " :\r\n\0"):
+        # RFC 9113 §8.2.1: no control character, space, upper-case letter, DEL or non-ASCII in a name
+        if name != name.lower() or ":" in name or any(ord(c) <= 0x20 or ord(c) >= 0x7F for c in name):
             return f"field name {name!r}"
         if name in _HOP_FIELDS:
             return f"connection-specific field {name!r}"
         if _BAD_VALUE & set(value):
             return f"CR, LF or NUL in {name!r}"
+        if value[:1] in (" ", "\t") or value[-1:] in (" ", "\t"):  # §8.2.1: no leading or trailing SP or HTAB
+            return f"white space around the value of {name!r}"
     if trailers:
         return None
     if len(statuses) != 1:

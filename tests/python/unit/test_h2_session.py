@@ -563,3 +563,48 @@ def test_a_body_short_of_its_content_length_is_malformed_however_the_stream_ends
     server.answer(good)
     client.feed(wire + server.out())
     assert client.failed == {"r0": 1} and client.complete == {"r1": 1} and not client.ended
+
+
+def test_a_push_before_our_settings_are_acknowledged_is_refused() -> None:
+    # SETTINGS_ENABLE_PUSH 0 counts for h2 only once the server acknowledged it: a push before is accepted by h2,
+    # so the session resets it (REFUSED_STREAM), and nothing of it reaches a request.
+    from hyperframe.frame import Frame, PushPromiseFrame, RstStreamFrame
+
+    client, server = Client(), Server()
+    client.session.start()
+    client.session.send(reqs(1))
+    server.receive(client.session.data_to_send())
+    (sid,) = server.requests
+    preface = _without_settings_ack(server.out())  # the server's SETTINGS; its ACK of ours not yet sent
+    pp = PushPromiseFrame(sid, promised_stream_id=2)
+    pp.data = server.h2.encoder.encode([(":method", "GET"), (":scheme", "https"), (":authority", "example.test"),
+                                        (":path", "/pushed.js")])
+    pp.flags.add("END_HEADERS")
+    pushed = raw_headers(server, 2, [(":status", "200")]) + DataFrame(2, b"p").serialize()
+    client.feed(preface + pp.serialize() + pushed)
+    out = client.session.data_to_send()
+    frames, pos = [], 0
+    while pos < len(out):  # bounded: each step moves past one frame
+        f, n = Frame.parse_frame_header(memoryview(out[pos:pos + 9]))
+        f.parse_body(memoryview(out[pos + 9:pos + 9 + n]))
+        frames.append(f)
+        pos += 9 + n
+    assert not client.started and not client.complete and not client.ended
+    resets = [f.error_code for f in frames if isinstance(f, RstStreamFrame) and f.stream_id == 2]
+    assert resets[:1] == [ErrorCodes.REFUSED_STREAM]  # then h2's own STREAM_CLOSED for the frames that followed
+
+
+@pytest.mark.parametrize("name, value", [("x-a\tb", "1"), ("x-\x7fdel", "1"), ("x-caf\xe9", "1"),
+                                         ("x-lead", " v"), ("x-trail", "v\t")])
+def test_a_field_rfc9113_forbids_makes_the_response_malformed(name: str, value: str) -> None:
+    # §8.2.1: no control character, DEL or non-ASCII in a name; no white space around a value. The stream fails,
+    # nothing of it reaches the page.
+    client, server = Client(), Server()
+    handshake(client, server, reqs(1))
+    (sid,) = server.requests
+    f = HeadersFrame(sid)
+    f.data = server.h2.encoder.encode([(b":status", b"200"), (name.encode("latin-1"), value.encode("latin-1"))])
+    f.flags.add("END_HEADERS")
+    f.flags.add("END_STREAM")
+    client.feed(f.serialize())
+    assert client.failed == {"r0": 1} and "r0" not in client.started and not client.ended
