@@ -25,6 +25,12 @@ for it is the request the prefetch was sent as:
   response answers a validation as a 304 would (the browser stores it in place of its copy; the page sees the same
   response either way). Refused, the browser's revalidations of a page it showed in the same tab went to the server
   a second time after the flight had revalidated them all, and the first refusal ended the flight;
+- the browser's request carries no field the prefetch was sent without, but those that cannot change the answer
+  or are weighed above (ANSWERABLE: Referer, the validations, Priority, connection fields, and the low-entropy
+  client hints Sec-CH-UA, -Mobile, -Platform, which restate the User-Agent compared above): a fetch's
+  X-Requested-With, a token field or any other field of the page's own may make the server answer otherwise
+  (frameworks answer "is this AJAX" differently without `Vary`; a token may be credentials), and a prefetch that
+  never sent it does not answer;
 - the response is one a GET may be answered with (no 206 or 1xx) and was fetched at most `max_age` seconds
   before (time passed in, never read here): a guess held longer is a copy the user did not ask to keep.
 Anything else: the prefetch is discarded (its bytes count as wasted, budget.py) and the browser's request is
@@ -45,6 +51,12 @@ CREDENTIAL_FIELDS = (
     "cookie", "authorization", "origin", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-site", "sec-fetch-user",
     "accept", "accept-language", "accept-encoding", "user-agent", "dnt", "sec-gpc",
 )
+#: Fields a browser's request may carry that the prefetch was sent without, and still be answered by it (see above).
+ANSWERABLE = frozenset({
+    "referer", "priority", "cache-control", "pragma", "if-none-match", "if-modified-since", "host", "connection",
+    "keep-alive", "te", "proxy-connection", "proxy-authorization", "alt-used", "upgrade-insecure-requests",
+    "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform",
+})
 _NOT_PLAIN = ("if-match", "if-unmodified-since", "if-range", "range")  # If-None-Match, If-Modified-Since: a validation
 MAX_AGE = 30.0
 
@@ -109,4 +121,9 @@ def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, 
     for name in (*CREDENTIAL_FIELDS, *(n for n in varied if n not in CREDENTIAL_FIELDS)):
         if normalised_value(headers, name) != normalised_value(prefetched.request_headers, name):
             return Verdict(False, f"header:{name}")
+    sent = {k.lower() for k, _ in prefetched.request_headers}
+    for name, _ in headers:
+        lname = name.lower()
+        if lname not in sent and lname not in ANSWERABLE and lname not in CREDENTIAL_FIELDS:
+            return Verdict(False, f"header:{lname}")
     return MATCH

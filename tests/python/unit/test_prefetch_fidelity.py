@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lanefetch.cache.vary import normalised_value
 from lanefetch.prefetch.budget import Ledger, Limits, limits_for
-from lanefetch.prefetch.fidelity import CREDENTIAL_FIELDS, Prefetched, may_answer
+from lanefetch.prefetch.fidelity import ANSWERABLE, CREDENTIAL_FIELDS, Prefetched, may_answer
 
 URL = "https://static.example.org/app.js"
 SENT = [
@@ -79,6 +79,15 @@ def _held(headers: list[tuple[str, str]] | None = None, status: int = 200,
         (_held(SENT[:-1], status=403), "GET", URL, SENT[:-1], 101.0, "match"),
         (_held(SENT[:-1]), "GET", URL, SENT, 101.0, "match"),
         (_held(SENT[:-1], status=404), "GET", URL, SENT, 101.0, "match"),
+        # a field of the page's own that the prefetch was sent without may change the answer: refused; fields
+        # that cannot (the low-entropy client hints restate the User-Agent compared above, Priority) answer
+        (_held(), "GET", URL, [*SENT, ("X-Requested-With", "XMLHttpRequest")], 101.0, "header:x-requested-with"),
+        (_held(), "GET", URL, [*SENT, ("X-CSRF-Token", "abc")], 101.0, "header:x-csrf-token"),
+        (_held(), "GET", URL, [*SENT, ("X-Auth-Token", "secret")], 101.0, "header:x-auth-token"),
+        (_held([*SENT, ("X-Requested-With", "XMLHttpRequest")]), "GET", URL,
+         [*SENT, ("X-Requested-With", "XMLHttpRequest")], 101.0, "match"),
+        (_held(), "GET", URL, [*SENT, ("Sec-CH-UA-Mobile", "?0"), ("sec-ch-ua-platform", '"Linux"'),
+                               ("Priority", "u=1")], 101.0, "match"),
         # the user's privacy signals go with a prefetch as with the browser's own request
         (_held(), "GET", URL, [*SENT, ("Sec-GPC", "1")], 101.0, "header:sec-gpc"),
         (_held([*SENT, ("DNT", "1")]), "GET", URL, SENT, 101.0, "header:dnt"),
@@ -220,7 +229,7 @@ def test_ledger_bounds_unrequested_bytes(spec: int, total: int, ops: list[tuple[
         assert spec_unrequested <= ledger.limits.speculative + overshoot_spec
 
 
-_FIELD_NAMES = st.sampled_from([*CREDENTIAL_FIELDS, "Referer", "X-Thing", "Priority", "Cookie", "ACCEPT"])
+_FIELD_NAMES = st.sampled_from([*CREDENTIAL_FIELDS, "Referer", "X-Thing", "X-Other", "Priority", "Cookie", "ACCEPT"])
 _HEADER_LISTS = st.lists(st.tuples(_FIELD_NAMES, st.text(alphabet="abc ,;=/*0", max_size=10)), max_size=8)
 
 
@@ -243,4 +252,7 @@ def test_a_match_if_and_only_if_every_compared_field_is_equal(sent: list[tuple[s
     ok = may_answer(held, "GET", URL, real, now=0.0).ok
     compared = (*CREDENTIAL_FIELDS, "x-thing")
     equal = all(normalised_value(sent, name) == normalised_value(real, name) for name in compared)
-    assert ok == equal
+    sent_names = {k.lower() for k, _ in sent}
+    unsent = any(k.lower() not in sent_names and k.lower() not in ANSWERABLE and k.lower() not in compared
+                 for k, _ in real)  # a field of the browser's the prefetch never carried (X-Thing aside: compared)
+    assert ok == (equal and not unsent)
