@@ -9,7 +9,13 @@ The browser's own request directives are respected the way the browser's cache w
 - A request with its own conditional fields (If-None-Match, …) or a Range is the page's own
   validation: passed through untouched, neither answered from nor stored in the cache.
 Only GET is answered from the cache; an unsafe method answered with 2xx/3xx invalidates the stored
-entries for its URL (§4.4)."""
+entries for its URL (§4.4).
+
+Bodies are stored as the server coded them. An entry whose content coding the request's Accept-Encoding does not
+accept (RFC 9110 §12.5.3: no field accepts any; `coding;q=0` refuses it, `*` stands for the codings not named) is
+not used for it, whether or not the response said `Vary: Accept-Encoding` (many servers omit it): a request that
+asked for gzip alone and is delivered as coded (`decode` off) must not get br. Chromium's paused requests carry
+no Accept-Encoding (the helper adds its own and decodes), so they use every entry."""
 
 from __future__ import annotations
 
@@ -59,6 +65,33 @@ def _values(headers: Headers, name: str) -> list[str]:
     return [v for k, v in headers if k.lower() == name]
 
 
+def coding_accepted(head: StoredHead, headers: Headers) -> bool:
+    """Does the request's Accept-Encoding accept the stored body's content coding (see the module's docstring)?"""
+    codings = [c.strip().lower() for v in head.get_all("content-encoding") for c in v.split(",") if c.strip()]
+    fields = _values(headers, "accept-encoding")
+    if not codings or codings == ["identity"] or not fields:
+        return True
+    weights: dict[str, float] = {}
+    for field in fields:
+        for item in field.split(","):
+            name, _, params = item.partition(";")
+            name = name.strip().lower()
+            if not name:
+                continue
+            q = 1.0
+            for param in params.split(";"):
+                key, _, value = param.partition("=")
+                if key.strip().lower() == "q":
+                    try:
+                        q = float(value.strip())
+                    except ValueError:
+                        q = 0.0  # not a weight: taken as a refusal, the safe reading
+            weights[name] = q
+    aliases = {"x-gzip": "gzip", "x-compress": "compress"}
+    named = {aliases.get(k, k): v for k, v in weights.items()}
+    return all(named.get(c, named.get("*", 0.0)) > 0 for c in (aliases.get(c, c) for c in codings))
+
+
 def bypass_reason(method: str, headers: Headers) -> str | None:
     """Why the cache must stay out of this request entirely, or None."""
     if method != "GET":
@@ -84,7 +117,7 @@ def decide(method: str, headers: Headers, candidates: list[StoredEntry], now: fl
     reason = bypass_reason(method, headers)
     if reason is not None:
         return Bypass(reason)
-    usable = [c for c in candidates if matches(c.head.vary, headers)]
+    usable = [c for c in candidates if matches(c.head.vary, headers) and coding_accepted(c.head, headers)]
     if not usable:
         return Miss()
     entry = max(usable, key=lambda c: c.head.response_time)

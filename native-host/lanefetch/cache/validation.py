@@ -71,6 +71,10 @@ def updated_head(stored: StoredHead, not_modified: Headers, request_time: float,
         (k, v) for k, v in not_modified
         if k.lower() not in NEVER_STORED and k.lower() not in _KEEP_STORED and k.lower() not in named
     ]
-    replaced = {k.lower() for k, _ in incoming}
+    # Age too: a 304 without one was answered now by the origin (or a cache that says no age), so the refreshed
+    # response is that fresh; the stored Age kept would age it again at once (RFC 9111 §4.2.3 counts age_value
+    # from the Age field, and §3.2's "replace what is present" leaves the old one otherwise): an entry stored at
+    # Age 3500 with max-age=3600 went stale 100 s after every revalidation.
+    replaced = {k.lower() for k, _ in incoming} | {"age"}
     headers = [(k, v) for k, v in stored.headers if k.lower() not in replaced] + incoming
     return replace(stored, headers=headers, request_time=request_time, response_time=response_time)

@@ -17,6 +17,7 @@ from lanefetch.cache.policy import (
     Hit,
     Miss,
     Revalidate,
+    coding_accepted,
     decide,
     invalidates,
     served_headers,
@@ -280,3 +281,35 @@ def test_invalidation_and_served_headers() -> None:
     assert invalidates("POST", 200) and invalidates("DELETE", 302)
     assert not invalidates("POST", 500) and not invalidates("GET", 200)
     assert served_headers(head(("Age", "3"), ETAG), 41.7) == [("ETag", '"x"'), ("Age", "41")]
+
+
+@pytest.mark.parametrize(("coding", "accept", "used"), [
+    ("br", [], True),  # no Accept-Encoding: any coding (RFC 9110 §12.5.3); Chromium's paused requests carry none
+    ("br", ["gzip"], False),  # asked for gzip alone: a br body is not its answer, even without Vary
+    ("br", ["gzip, deflate, br, zstd"], True),
+    ("gzip", ["GZIP;q=0.5"], True),
+    ("gzip", ["gzip;q=0"], False),
+    ("gzip", ["*"], True),
+    ("gzip", ["*, gzip;q=0"], False),
+    ("zstd", ["br", "gzip"], False),  # fields repeated: one list
+    ("gzip", ["x-gzip"], True),
+    ("gzip", ["gzip;q=oops"], False),  # not a weight: taken as a refusal
+    (None, ["gzip"], True),  # identity is always acceptable here
+    ("identity", ["br"], True),
+])
+def test_a_stored_coding_the_request_does_not_accept_is_not_its_answer(coding: str | None, accept: list[str],
+                                                                      used: bool) -> None:
+    stored = head(FRESH, ETAG, *([("Content-Encoding", coding)] if coding else []))
+    request = [("Accept-Encoding", a) for a in accept]
+    assert coding_accepted(stored, request) is used
+    assert isinstance(decide("GET", request, [entry(stored)], NOW), Hit) is used
+
+
+def test_a_304_without_age_makes_the_refreshed_entry_as_young_as_the_answer() -> None:
+    stored = head(ETAG, ("Cache-Control", "max-age=3600"), ("Age", "3500"), request_time=NOW - 3000,
+                  response_time=NOW - 3000)
+    new = updated_head(stored, [("ETag", '"x"')], NOW - 1, NOW)
+    assert "age" not in {k.lower() for k, _ in new.headers}
+    assert is_fresh(new, NOW + 3000)
+    aged = updated_head(stored, [("ETag", '"x"'), ("Age", "600")], NOW - 1, NOW)  # an intermediary's own age
+    assert dict(aged.headers)["Age"] == "600" and not is_fresh(aged, NOW + 3100)
