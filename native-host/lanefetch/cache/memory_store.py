@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from .entry import StoredEntry, StoredHead
 from .store import StoreStats
+from .validation import same_version
 
 
 @dataclass
@@ -55,7 +56,7 @@ class MemoryStore:
 
     def update_head(self, entry_id: int, head: StoredHead) -> None:
         row = self._rows.get(entry_id)
-        if row is not None:
+        if row is not None and same_version(row.head, head):  # as SqliteStore: never another version's body
             self._total -= row.size
             row.head = head
             self._total += row.size

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .entry import StoredEntry, StoredHead
 from .store import StoreStats
+from .validation import same_version
 
 SCHEMA_VERSION = 1
 DB_NAME = "cache.sqlite3"
@@ -179,9 +180,15 @@ class SqliteStore:
     def update_head(self, entry_id: int, head: StoredHead) -> None:
         head_json = head.to_json()
         with self._write() as db:
-            row = db.execute("SELECT body FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            row = db.execute("SELECT body, head FROM entries WHERE id = ?", (entry_id,)).fetchone()
             if row is None:
                 return
+            try:
+                current = StoredHead.from_json(str(row[1]))
+            except (ValueError, KeyError, TypeError):
+                return  # not a head of ours: the checksum check of the next read deletes the row
+            if not same_version(current, head):
+                return  # a newer response was stored under this key meanwhile (validation.same_version)
             body = bytes(row[0])
             db.execute(
                 "UPDATE entries SET head = ?, size = ?, checksum = ?, last_used = ? WHERE id = ?",

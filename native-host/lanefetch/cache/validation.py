@@ -50,6 +50,18 @@ def _opaque(etag: str) -> str:
     return etag[2:] if etag.startswith("W/") else etag
 
 
+def same_version(current: StoredHead, refreshed: StoredHead) -> bool:
+    """Is the entry a store holds now (`current`) still the version a 304 refreshed (`refreshed`: updated_head of
+    the one the request was made from)? Its ETag (compared weakly) and Last-Modified are the same. A store's entry id
+    names its key, not one version: another writer (a second helper process, a flight's kept answer) may have
+    stored a newer response under it while the conditional request was out, and the refreshed head written over
+    that newer body would pass the checksum and serve one response's fields with another's bytes."""
+    a, b = current.get("etag"), refreshed.get("etag")
+    if a is not None and b is not None:  # the ETag names the version; a Last-Modified a 304 added changes nothing
+        return _opaque(a) == _opaque(b)
+    return a == b and current.get("last-modified") == refreshed.get("last-modified")
+
+
 def validates(stored: StoredHead, not_modified: Headers) -> bool:
     """Whether a 304 with these fields refers to the stored response (§4.3.4 selection, module docstring)."""
     new_etag = next((v for k, v in not_modified if k.lower() == "etag"), None)

@@ -82,6 +82,25 @@ def test_update_head_and_delete(store: EntryStore) -> None:
     assert store.lookup("p", "GET", "http://o/a") == [] and store.body(e2.id) is None
 
 
+def test_a_refreshed_head_never_lands_on_a_newer_version_stored_meanwhile(tmp_path: Path) -> None:
+    # Two processes on one file (SqliteStore), or a flight's kept answer (MemoryStore too): our revalidation of
+    # version "a" is out when another writer stores version "b" under the same key; the 304's refreshed head of
+    # "a" must not be written over "b"'s body (validation.same_version).
+    old = StoredHead(200, "OK", "1.1", [("ETag", '"a"'), ("Content-Length", "3")], 1.0, 2.0, {}, True)
+    new = StoredHead(200, "OK", "1.1", [("ETag", '"b"'), ("Content-Length", "5")], 3.0, 4.0, {}, True)
+    refreshed = StoredHead(200, "OK", "1.1", [("ETag", '"a"'), ("Content-Length", "3")], 5.0, 6.0, {}, True)
+    first, second = SqliteStore(tmp_path, 10**6), SqliteStore(tmp_path, 10**6)
+    for ours, theirs in ((first, second), (MemoryStore(10**6), None)):
+        ours.put("p", "GET", "http://o/a", "", old, b"AAA")
+        (e,) = ours.lookup("p", "GET", "http://o/a")
+        (theirs or ours).put("p", "GET", "http://o/a", "", new, b"BBBBB")
+        ours.update_head(e.id, refreshed)
+        (now,) = ours.lookup("p", "GET", "http://o/a")
+        assert (now.head.get("etag"), ours.body(now.id)) == ('"b"', b"BBBBB")
+    first.close()
+    second.close()
+
+
 def test_entries_persist_across_processes(tmp_path: Path) -> None:
     s = SqliteStore(tmp_path, 10**6)
     s.put("p", "GET", "http://o/a", "", HEAD, b"kept")
