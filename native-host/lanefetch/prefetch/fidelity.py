@@ -93,24 +93,46 @@ def _no_cache(headers: Headers) -> bool:
     return False
 
 
-def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, *, now: float,
-               max_age: float = MAX_AGE) -> Verdict:
-    """Whether `prefetched` may be delivered as the answer to the browser's request (method, url, headers as the
-    helper would send them); see the module's docstring."""
-    if method != "GET" or prefetched.method != "GET":
+def request_refusal(sent: Headers, method: str, url: str, prefetched_url: str, headers: Headers) -> Verdict | None:
+    """What refuses the browser's request (method, url, headers as the helper would send them) whatever the
+    prefetch's answer turns out to be: its method, URL, a range, precondition or reload, a compared field, or a
+    field the prefetch was sent (`sent`) without; None if nothing of the request refuses it. Known before the
+    prefetch's head came: a request it can never answer neither lifts the budget off it nor waits for its body
+    (flight.py)."""
+    if method != "GET":
         return Verdict(False, "method")
-    if url != prefetched.url:
+    if url != prefetched_url:
         return Verdict(False, "url")
-    if prefetched.status < 200 or prefetched.status == 206:
-        return Verdict(False, "status")
-    age = now - prefetched.fetched_at
-    if age < 0 or age > max_age:
-        return Verdict(False, "age")
     for name in _NOT_PLAIN:
         if normalised_value(headers, name) is not None:
             return Verdict(False, f"conditional:{name}")
     if _no_cache(headers):
         return Verdict(False, "reload")
+    for name in CREDENTIAL_FIELDS:
+        if normalised_value(headers, name) != normalised_value(sent, name):
+            return Verdict(False, f"header:{name}")
+    sent_names = {k.lower() for k, _ in sent}
+    for name, _ in headers:
+        lname = name.lower()
+        if lname not in sent_names and lname not in ANSWERABLE and lname not in CREDENTIAL_FIELDS:
+            return Verdict(False, f"header:{lname}")
+    return None
+
+
+def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, *, now: float,
+               max_age: float = MAX_AGE) -> Verdict:
+    """Whether `prefetched` may be delivered as the answer to the browser's request (method, url, headers as the
+    helper would send them); see the module's docstring."""
+    if prefetched.method != "GET":
+        return Verdict(False, "method")
+    refused = request_refusal(prefetched.request_headers, method, url, prefetched.url, headers)
+    if refused is not None:
+        return refused
+    if prefetched.status < 200 or prefetched.status == 206:
+        return Verdict(False, "status")
+    age = now - prefetched.fetched_at
+    if age < 0 or age > max_age:
+        return Verdict(False, "age")
     if (300 <= prefetched.status < 400 or prefetched.status in (401, 403)) and (
             normalised_value(headers, "referer") is not None
             and normalised_value(prefetched.request_headers, "referer") is None):
@@ -118,12 +140,7 @@ def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, 
     varied = vary_fields(v for k, v in prefetched.response_headers if k.lower() == "vary")
     if varied is None:
         return Verdict(False, "vary:*")
-    for name in (*CREDENTIAL_FIELDS, *(n for n in varied if n not in CREDENTIAL_FIELDS)):
+    for name in varied:
         if normalised_value(headers, name) != normalised_value(prefetched.request_headers, name):
             return Verdict(False, f"header:{name}")
-    sent = {k.lower() for k, _ in prefetched.request_headers}
-    for name, _ in headers:
-        lname = name.lower()
-        if lname not in sent and lname not in ANSWERABLE and lname not in CREDENTIAL_FIELDS:
-            return Verdict(False, f"header:{lname}")
     return MATCH

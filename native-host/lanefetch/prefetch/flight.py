@@ -64,7 +64,7 @@ from ..engine.request import FetchRequest, sent_headers
 from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
-from .fidelity import MAX_AGE, Prefetched, may_answer
+from .fidelity import MAX_AGE, Prefetched, Verdict, may_answer, request_refusal
 from .flight_pieces import LinkRoom, PieceFetcher
 from .plan import Planned
 
@@ -221,31 +221,41 @@ class Flight:
         for held in list(self._by_url.get(request.url, ())):
             if held.claimed:
                 continue
+            # What refuses this request whatever the prefetch's answer is known now: such a request neither lifts
+            # the budget off the prefetch (an unusable guess growing unbounded) nor waits for its whole body.
+            early = request_refusal(sent_headers(held.request), request.method.upper(), request.url,
+                                    held.request.url, headers)
+            if early is None and held.request.decode != request.decode:
+                early = Verdict(False, "decode")
+            if early is not None:
+                self._refused(request.url, early.reason)
+                continue
             self.ledger.asked(held.request.id)  # requested now: the budget no longer cuts it (budget.py)
             await held.done.wait()
             prefetched = held.prefetched()
             if held.claimed or prefetched is None or self.closed:
                 continue
-            if held.request.decode != request.decode:
-                verdict_reason = "decode"
-            else:
-                verdict = may_answer(prefetched, request.method.upper(), request.url, headers, now=self._clock(),
-                                     max_age=self._max_age)
-                if verdict.ok:
-                    held.claimed = True
-                    self.ledger.claim(held.request.id)
-                    self._release()
-                    self.report.answered += 1
-                    return held
-                verdict_reason = verdict.reason
-            log.debug("the prefetch of %s may not answer the browser's request: %s", request.url, verdict_reason)
-            counts = self.report.refused_by_fidelity
-            counts[verdict_reason] = counts.get(verdict_reason, 0) + 1
-            if not self.distrusted:
-                self.distrusted = True
-                self.report.refused_by_budget += len(self._deferred)
-                self._deferred = []
+            verdict = may_answer(prefetched, request.method.upper(), request.url, headers, now=self._clock(),
+                                 max_age=self._max_age)
+            if verdict.ok:
+                held.claimed = True
+                self.ledger.claim(held.request.id)
+                self._release()
+                self.report.answered += 1
+                return held
+            self._refused(request.url, verdict.reason)
         return None
+
+    def _refused(self, url: str, reason: str) -> None:
+        """The fidelity rule refused a prefetch of url for a browser request: counted, and the flight distrusted
+        (its fields, or the page, proved wrong once: more of the same would be waste)."""
+        log.debug("the prefetch of %s may not answer the browser's request: %s", url, reason)
+        counts = self.report.refused_by_fidelity
+        counts[reason] = counts.get(reason, 0) + 1
+        if not self.distrusted:
+            self.distrusted = True
+            self.report.refused_by_budget += len(self._deferred)
+            self._deferred = []
 
     async def close(self) -> FlightReport:
         """End the page: cancel what still runs, discard everything unclaimed; the page's report."""

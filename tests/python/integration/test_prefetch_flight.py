@@ -763,3 +763,27 @@ async def test_where_the_link_has_no_room_a_large_image_is_asked_whole(server: S
     from lanefetch.engine.request import parse_target
     service.policies[parse_target(server.url + "/").origin].link_bdp = BALANCE_BDP
     assert await service.link_room(f"{server.url}/photo.png", PAGE)
+
+
+async def test_a_browser_request_the_prefetch_can_never_answer_leaves_it_to_the_budget(server: Server,
+                                                                                       service: FetchService) -> None:
+    # A guess of unknown size (held.woff2, 1 MiB) is under way when the browser asks for its URL with a Cookie the
+    # prefetch never carried: refused on its fields at once (fidelity.request_refusal), before the prefetch's head,
+    # so the request neither lifts the budget off the guess (cut at its limit, not 1 MiB wasted) nor waits for it.
+    limits = Limits(speculative=32 * 1024, total=4 * 1024 * 1024)
+    flight = Flight(service, PAGE, Ledger(limits))
+    flight.start([Planned(f"{server.url}/held.woff2", IMAGE, "font", confident=False, expected_size=None)])
+    await until(lambda: server.count("/held.woff2") == 1, "the guess sent", seconds=5, seen=lambda: server.seen)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    asking = asyncio.create_task(answers.fetch(
+        [_browser("font", f"{server.url}/held.woff2", [*IMAGE, ("Cookie", "sid=1")])], sink, PAGE))
+    for _ in range(50):  # bounded: let the request reach the flight before the guess's body is released
+        await asyncio.sleep(0)
+    server.release.set()
+    await asyncio.wait_for(asking, 10)
+    assert sink.got["font"].body == BIG and sink.got["font"].report is not None
+    assert sink.got["font"].report.cache == "none"  # refused, fetched for the browser with its Cookie
+    report = await flight.close()
+    assert report.refused_by_fidelity == {"header:cookie": 1}
+    assert report.wasted_bytes <= limits.speculative + 256 * 1024, report  # the guess's limit and one read
