@@ -385,12 +385,25 @@ class PieceFetcher:
         if whole:
             split.whole = piece
             self._cancel_open(split, piece)
-            if probing and not (split.request.decode and _coded(head)):
-                split.streams = True  # alone: handed on as it comes, so the caller's budget can cut it
+            if not (split.request.decode and _coded(head)):
+                # Handed on as it comes, so the caller's budget can cut it: a first piece alone, or a piece of a
+                # known split whose server ignored its Range (buffered whole, a body of any size crossed the link
+                # before the budget saw a byte of it)
+                split.streams = True
                 await sink.head(split.request, head)
             return
         if head.status != 206 or _coded(head):
             self._cancel_open(split, piece)  # join will refuse: the others' bytes could never be used
+            return
+        if not split.probe:
+            size = content_range(head)
+            if (size is not None and size[2] != split.request.expected_size
+                    and not self._may_hold(split.request.id, size[2])):
+                # The file grew since it was learned, beyond what the caller's budget holds: its last piece, asked
+                # open-ended, would fetch all of a body the budget never weighed. Every piece is cancelled (this
+                # one may be that last one), join refuses, and the browser's request is fetched as usual. (A
+                # change the budget holds is fetched: the open-ended piece brings the whole body.)
+                self._cancel_pieces([p.request.id for p in split.pieces if not p.done])
             return
         told = content_range(head) if probing else None
         if told is None or told[0] != 0:

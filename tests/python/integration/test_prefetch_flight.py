@@ -787,3 +787,17 @@ async def test_a_browser_request_the_prefetch_can_never_answer_leaves_it_to_the_
     report = await flight.close()
     assert report.refused_by_fidelity == {"header:cookie": 1}
     assert report.wasted_bytes <= limits.speculative + 256 * 1024, report  # the guess's limit and one read
+
+
+@pytest.mark.parametrize(("name", "learned"), [
+    ("huge.png", 100_000),  # 1 MiB now, learned at 100 kB: its last piece, asked open-ended, would fetch it all
+    ("big.bin", 60_000),  # ignores Range: a piece's 200 is the whole 1 MiB, streamed so that the budget cuts it
+])
+async def test_a_known_split_never_fetches_past_the_budget(server: Server, service: FetchService, name: str,
+                                                           learned: int) -> None:
+    limits = Limits(speculative=32 * 1024, total=256 * 1024)
+    flight = Flight(service, PAGE, Ledger(limits), split_where=_anywhere)
+    flight.start([Planned(f"{server.url}/{name}", IMAGE, "image", confident=True, expected_size=learned)])
+    await flight.wait()
+    report = await flight.close()
+    assert report.wasted_bytes <= limits.total + 256 * 1024, report  # the limits and one read in flight
