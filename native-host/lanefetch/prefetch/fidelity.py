@@ -26,8 +26,9 @@ for it is the request the prefetch was sent as:
   response either way). Refused, the browser's revalidations of a page it showed in the same tab went to the server
   a second time after the flight had revalidated them all, and the first refusal ended the flight;
 - the browser's request carries no field the prefetch was sent without, but those that cannot change the answer
-  or are weighed above (ANSWERABLE: Referer, the validations, Priority, connection fields, and the low-entropy
-  client hints Sec-CH-UA, -Mobile, -Platform, which restate the User-Agent compared above): a fetch's
+  or are weighed above (ANSWERABLE: Referer, the validations, Priority, connection fields, the low-entropy
+  client hints Sec-CH-UA, -Mobile, -Platform, which restate the User-Agent compared above, and Firefox's
+  Sec-Fetch-Storage-Access, whose cookies are compared): a fetch's
   X-Requested-With, a token field or any other field of the page's own may make the server answer otherwise
   (frameworks answer "is this AJAX" differently without `Vary`; a token may be credentials), and a prefetch that
   never sent it does not answer;
@@ -56,6 +57,9 @@ ANSWERABLE = frozenset({
     "referer", "priority", "cache-control", "pragma", "if-none-match", "if-modified-since", "host", "connection",
     "keep-alive", "te", "proxy-connection", "proxy-authorization", "alt-used", "upgrade-insecure-requests",
     "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform",
+    # Firefox, on a cross-site request: whether it may carry unpartitioned cookies; the cookies themselves are
+    # compared (Cookie above), and a prefetch never carries any
+    "sec-fetch-storage-access",
 })
 _NOT_PLAIN = ("if-match", "if-unmodified-since", "if-range", "range")  # If-None-Match, If-Modified-Since: a validation
 MAX_AGE = 30.0

@@ -88,6 +88,7 @@ def _held(headers: list[tuple[str, str]] | None = None, status: int = 200,
          [*SENT, ("X-Requested-With", "XMLHttpRequest")], 101.0, "match"),
         (_held(), "GET", URL, [*SENT, ("Sec-CH-UA-Mobile", "?0"), ("sec-ch-ua-platform", '"Linux"'),
                                ("Priority", "u=1")], 101.0, "match"),
+        (_held(), "GET", URL, [*SENT, ("Sec-Fetch-Storage-Access", "none")], 101.0, "match"),  # Firefox, cross-site
         # the user's privacy signals go with a prefetch as with the browser's own request
         (_held(), "GET", URL, [*SENT, ("Sec-GPC", "1")], 101.0, "header:sec-gpc"),
         (_held([*SENT, ("DNT", "1")]), "GET", URL, SENT, 101.0, "header:dnt"),
