@@ -53,9 +53,10 @@ def _opaque(etag: str) -> str:
 def same_version(current: StoredHead, refreshed: StoredHead) -> bool:
     """Is the entry a store holds now (`current`) still the version a 304 refreshed (`refreshed`: updated_head of
     the one the request was made from)? Their ETags match (weakly), or, without one on each, their Last-Modified.
-    A store's entry id names its key, not one version: another writer (a second helper process, a flight's kept answer) may have
-    stored a newer response under it while the conditional request was out, and the refreshed head written over
-    that newer body would pass the checksum and serve one response's fields with another's bytes."""
+    A store's entry id names its key, not one version: another writer (a second helper process, a flight's kept
+    answer) may have stored a newer response under it while the conditional request was out, and the refreshed
+    head written over that newer body would pass the checksum and serve one response's fields with another's
+    bytes."""
     a, b = current.get("etag"), refreshed.get("etag")
     if a is not None and b is not None:  # the ETag names the version; a Last-Modified a 304 added changes nothing
         return _opaque(a) == _opaque(b)
