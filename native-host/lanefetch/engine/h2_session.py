@@ -33,11 +33,15 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
   sent twice waits for them (`may_open`), the rest go at once.
 - **Malformed responses** (a bad or missing :status, a pseudo-header other than :status, an upper-case or
-  connection-specific field, CR/LF/NUL in a value, DATA beyond or short of the content-length) end that stream
-  alone (RST_STREAM PROTOCOL_ERROR, RFC 9113 §8.1.1), not the connection: h2 makes any of them a connection
-  error, which would take every other stream with it again and again on each new connection, so its header
-  validation is off and the session checks heads (`_malformed`) and DATA lengths (`_length_mismatch`, before
-  h2 sees the frame; frames go to h2 one at a time) itself.
+  connection-specific field, CR/LF/NUL in a value, a content-length that is not one number, DATA beyond or short
+  of the content-length or before the response's head, an informational response that ends the stream, trailers
+  that do not) end that stream alone (RST_STREAM PROTOCOL_ERROR, RFC 9113 §8.1.1), not the connection: h2 makes
+  any of them a connection error, which would take every other stream with it again and again on each new
+  connection. So its header validation is off, its streams are `_LenientStream`s (no content-length of their
+  own; the two stream-state errors reported, not raised), and the session checks heads (`_malformed`) and DATA
+  (`_data_refused`, before h2 sees the frame; frames go to h2 one at a time) itself. DATA for a stream already
+  closed (one we reset, or cancelled) is still counted against the connection window (`_closed_stream_data`):
+  h2 says nothing of it, and the server spent that much of the window.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
   request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
   the urgency, `tree_weight`, and an exclusive dependency on the last open stream as urgent or more, `tree_parent`:
@@ -56,7 +60,7 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from h2.config import H2Configuration
 from h2.connection import H2Connection
@@ -75,6 +79,8 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes
+from h2.stream import H2Stream
+from h2.utilities import is_informational_response
 
 from .fields import Headers
 from .pipeline import PIPELINABLE_METHODS, ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
@@ -88,7 +94,7 @@ WINDOW = 16 * 1024 * 1024  # per stream and per connection: a 10 Mbit/s × 600 m
 # the helper's DEBUG log (LANEFETCH_LOG=DEBUG). That log never holds them: hpack says only what goes wrong.
 logging.getLogger("hpack").setLevel(logging.INFO)
 
-_DATA, _GOAWAY = 0x0, 0x7  # frame types
+_DATA, _RST_STREAM, _GOAWAY = 0x0, 0x3, 0x7  # frame types
 _END_STREAM, _PADDED = 0x1, 0x8  # DATA frame flags
 STREAMS_BEFORE_SETTINGS = 100  # RFC 9113 §6.5.2: a server should allow at least 100 concurrent streams
 _NO_LIMIT = 2**31  # h2 reports "unlimited" (no SETTINGS yet) as 2**32 + 1
@@ -162,11 +168,54 @@ class _Stream(Generic[T]):
     urgency: int = 3  # RFC 9218 urgency it was sent with (its place in the priority chain: tree_parent)
 
 
+class _LenientStream(H2Stream):
+    """An h2 stream that leaves a malformed response to the session, as a stream error: h2 raises a connection
+    error for each of these (RFC 9113 makes them stream errors, §8.1.1). Content-length is not tracked (the
+    session checks it, `_data_refused` and StreamEnded), and an informational response with END_STREAM or
+    trailers without it are reported in `malformed` (stream id -> why, shared with the connection) instead of
+    raised: the header block is still decoded, so HPACK's table stays in step with the server's. Trailers without
+    END_STREAM are given to h2 as if they had it (h2 accepts no other way), so h2 holds the stream closed while
+    the server does not: the session writes that stream's RST_STREAM itself (`_reset_by_hand`)."""
+
+    malformed: dict[int, tuple[str, bool]]  # stream id -> (why, closed for h2 only)
+
+    def _initialize_content_length(self, headers: object) -> None:
+        self._expected_content_length = None
+
+    def receive_headers(self, headers: Any, end_stream: bool,
+                        header_encoding: bool | str | None) -> tuple[list[Any], list[Any]]:
+        fields = list(headers)
+        informational = is_informational_response(fields)
+        if informational and end_stream:
+            self.malformed[self.stream_id] = ("an informational response (1xx) that ends the stream", False)
+            end_stream = False  # h2 sees an interim response; the session resets the stream
+        elif not informational and self.state_machine.headers_received and not end_stream:
+            self.malformed[self.stream_id] = ("trailers that do not end the stream", True)
+            end_stream = True  # h2 sees trailers as they must be; the session fails the stream
+        return super().receive_headers(fields, end_stream, header_encoding)
+
+
+class _H2Client(H2Connection):
+    """h2's connection whose streams are `_LenientStream`s."""
+
+    def __init__(self, config: H2Configuration) -> None:
+        super().__init__(config)
+        self.malformed: dict[int, tuple[str, bool]] = {}  # stream id -> (why, closed for h2 only): _LenientStream
+
+    def _begin_new_stream(self, stream_id: int, allowed_ids: Any) -> H2Stream:
+        s = super()._begin_new_stream(stream_id, allowed_ids)
+        # h2 builds its H2Stream itself (no factory to pass): the stream becomes the subclass, which adds
+        # behaviour and no state of its own beyond the shared report.
+        s.__class__ = _LenientStream
+        cast(_LenientStream, s).malformed = self.malformed
+        return s
+
+
 class H2Session(Generic[T]):
     def __init__(self, window: int = WINDOW) -> None:
         # validate_inbound_headers off: malformed heads are checked here (_malformed), as stream errors.
-        self._h2 = H2Connection(H2Configuration(client_side=True, header_encoding=None,
-                                                validate_inbound_headers=False))
+        self._h2 = _H2Client(H2Configuration(client_side=True, header_encoding=None,
+                                             validate_inbound_headers=False))
         self._window = window
         self._received = ReceiveWindow()  # the connection window (receive_window.py)
         self.cap = window  # the shell's cap on the server's outstanding bytes; WINDOW: none to speak of
@@ -174,6 +223,7 @@ class H2Session(Generic[T]):
         self._by_token: dict[T, int] = {}  # token -> stream id (exchanges hash by identity)
         self._pings: dict[bytes, float] = {}
         self._inbuf = bytearray()  # received bytes not yet a whole frame
+        self._own_frames = b""  # frames written here, not by h2 (_reset_by_hand), sent after h2's
         self.requests_sent = 0
         self.responses_completed = 0
         self.closing = False  # no new stream may be opened (GOAWAY received or sent)
@@ -295,7 +345,14 @@ class H2Session(Generic[T]):
             self._h2.close_connection()
 
     def data_to_send(self) -> bytes:
-        return bytes(self._h2.data_to_send())
+        out = bytes(self._h2.data_to_send()) + self._own_frames
+        self._own_frames = b""
+        return out
+
+    def _reset_by_hand(self, sid: int) -> None:
+        """RST_STREAM PROTOCOL_ERROR for a stream h2 holds closed and the server open (_LenientStream)."""
+        self._own_frames += (4).to_bytes(3, "big") + bytes([_RST_STREAM, 0]) + sid.to_bytes(4, "big") + \
+            int(ErrorCodes.PROTOCOL_ERROR).to_bytes(4, "big")
 
     # -- receiving -----------------------------------------------------------------------------------------
 
@@ -307,8 +364,8 @@ class H2Session(Generic[T]):
         for piece in self._frames():
             if isinstance(piece, tuple):
                 out.extend(self._goaway(*piece))
-            elif (overrun := self._length_mismatch(piece)) is not None:
-                out.append(overrun)
+            elif (refused := self._data_refused(piece)) is not None:
+                out.append(refused)
             else:
                 out.extend(self._receive_frames(piece, at))
             if self._over():
@@ -318,27 +375,33 @@ class H2Session(Generic[T]):
             out.append(self._end("the server ended the connection (GOAWAY) and every stream it kept is answered"))
         return out
 
-    def _length_mismatch(self, frame: bytes) -> StreamFailed[T] | None:
-        """A DATA frame that takes its stream past its content-length, or ends it short: that response is
-        malformed, a stream error (RFC 9113 §8.1.1). Checked here, before h2 sees the frame, because h2 raises it
-        as a connection error. The frame is not given to h2: its bytes go back to the connection window at once
-        (h2 then counts that many more than the server does, which only makes it lenient)."""
+    def _data_refused(self, frame: bytes) -> StreamFailed[T] | None:
+        """A DATA frame before its stream's response head, or one that takes its stream past its content-length
+        or ends it short: that response is malformed, a stream error (RFC 9113 §8.1.1). Checked here, before h2
+        sees the frame, because h2 raises it as a connection error. The frame is not given to h2: its bytes go back
+        to the connection window at once (h2 then counts that many more than the server does, which only makes it
+        lenient)."""
         if len(frame) < 9 or frame[3] != _DATA:
             return None
         sid = int.from_bytes(frame[5:9], "big") & 0x7FFFFFFF
         s = self._streams.get(sid)
-        if s is None or s.head is None or s.expected is None:
+        if s is None:
             return None
         length = int.from_bytes(frame[0:3], "big")
-        padded = bool(frame[4] & _PADDED) and length > 0
-        data = length - (1 + frame[9] if padded else 0)
-        ends = bool(frame[4] & _END_STREAM)
-        if s.data_bytes + data <= s.expected and not (ends and s.data_bytes + data < s.expected):
-            return None
+        if s.head is None:
+            why = "DATA before the response's head"
+        else:
+            if s.expected is None:
+                return None
+            padded = bool(frame[4] & _PADDED) and length > 0
+            data = length - (1 + frame[9] if padded else 0)
+            ends = bool(frame[4] & _END_STREAM)
+            if s.data_bytes + data <= s.expected and not (ends and s.data_bytes + data < s.expected):
+                return None
+            why = f"content-length {s.expected}, DATA {'ended at' if ends else 'went past it to'} {s.data_bytes + data}"
         self._received.received(length)  # h2 never sees it: its own window stays that much more lenient
         self._ack(length, None)
-        return self._malformed_stream(sid, f"content-length {s.expected}, DATA "
-                                           f"{'ended at' if ends else 'went past it to'} {s.data_bytes + data}")
+        return self._malformed_stream(sid, why)
 
     def _over(self) -> bool:
         return self.ended  # a method: mypy would otherwise keep `ended` narrowed to False across the loop
@@ -375,7 +438,12 @@ class H2Session(Generic[T]):
         except H2Error as e:
             return [self._end(f"HTTP/2 protocol error: {e}")]
         out: list[H2Event[T]] = []
+        malformed = dict(self._h2.malformed)  # this frame's, reported by _LenientStream (which holds the dict)
+        self._h2.malformed.clear()
+        self._closed_stream_data(data, h2_events)
         for ev in h2_events:
+            if getattr(ev, "stream_id", None) in malformed:
+                continue  # the stream fails below: nothing of this frame reaches its request
             if isinstance(ev, ResponseReceived) and ev.stream_id is not None:
                 s = self._streams.get(ev.stream_id)
                 if s is None:
@@ -426,7 +494,7 @@ class H2Session(Generic[T]):
                     continue
                 if s.expected is not None and s.data_bytes != s.expected:
                     # Short of its content-length, however the stream ended: END_STREAM on the HEADERS or on
-                    # trailers, which no DATA frame tells _length_mismatch of (RFC 9113 §8.1.1): malformed, and
+                    # trailers, which no DATA frame tells _data_refused of (RFC 9113 §8.1.1): malformed, and
                     # the body is not delivered as complete.
                     out.append(StreamFailed(s.token, f"malformed response from the server (content-length "
                                                      f"{s.expected}, the stream ended at {s.data_bytes})"))
@@ -455,7 +523,23 @@ class H2Session(Generic[T]):
                 sent_at = self._pings.pop(bytes(ev.ping_data or b""), None)
                 if sent_at is not None:
                     self.rtt = max(0.0, at - sent_at)
+        for sid, (why, closed_for_h2_only) in malformed.items():
+            if sid in self._streams:
+                out.append(self._malformed_stream(sid, why))
+                if closed_for_h2_only:
+                    self._reset_by_hand(sid)
         return out
+
+    def _closed_stream_data(self, frame: bytes, h2_events: list[Any]) -> None:
+        """A DATA frame h2 took without a DataReceived: its stream is closed (we reset or cancelled it, or the
+        server ended it). The server spent that much connection window all the same: count it as received and
+        hand it back, or every cancelled download would shrink the server's window for good, until the
+        connection stalls (h2 may hand some back too, when its own count says so: only lenient)."""
+        if len(frame) < 9 or frame[3] != _DATA or any(isinstance(ev, DataReceived) for ev in h2_events):
+            return
+        length = int.from_bytes(frame[0:3], "big")
+        self._received.received(length)
+        self._ack(length, None)
 
     def receive_eof(self) -> list[H2Event[T]]:
         if self.ended:
@@ -657,6 +741,9 @@ def _malformed(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], *, in
             return f"white space around the value of {name!r}"
     if trailers:
         return None
+    lengths = {_text(v) for k, v in headers if _text(k) == "content-length"}
+    if len(lengths) > 1 or any(not n.isdigit() or not n.isascii() for n in lengths):  # RFC 9110 §8.6: 1*DIGIT
+        return f"content-length {', '.join(sorted(lengths))}"
     if len(statuses) != 1:
         return "no :status" if not statuses else "more than one :status"
     status = statuses[0]

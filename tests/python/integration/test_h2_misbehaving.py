@@ -25,6 +25,7 @@ import pytest
 from h2.errors import ErrorCodes
 from h2.settings import SettingCodes
 from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
+from hyperframe.frame import DataFrame
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
 from lanefetch.engine.h2_connection import H2Connection
 from lanefetch.engine.h2_session import WINDOW
@@ -313,6 +314,35 @@ def wrong_length(extra: int) -> Scenario:
     return run
 
 
+def malformed_victim(kind: str) -> Scenario:
+    """The victim's response is malformed in a way h2 itself would make a connection error (RFC 9113 §8.1.1
+    makes each a stream error), on every connection; written raw, h2's server side would refuse to send it."""
+    async def run(conn: H2ServerConn) -> None:
+        while (r := await conn.next_request()) is not None:
+            if not r.path.startswith(VICTIM):
+                conn.answer_soon(r)
+            elif kind == "content-length-not-a-number":
+                conn.raw_headers(r.stream_id, [(":status", "200"), ("content-length", "five")], end=False)
+            elif kind == "two-content-lengths":
+                conn.raw_headers(r.stream_id, [(":status", "200"), ("content-length", "5"),
+                                               ("content-length", "6")], end=False)
+            elif kind == "1xx-ending-the-stream":
+                conn.raw_headers(r.stream_id, [(":status", "103")], end=True)
+            elif kind == "data-before-the-head":
+                conn.raw(DataFrame(r.stream_id, b"x" * 5))
+            else:  # trailers-not-ending-the-stream
+                conn.raw_headers(r.stream_id, [(":status", "200"), ("content-length", "5")], end=False)
+                conn.raw(DataFrame(r.stream_id, b"x" * 5))
+                conn.raw_headers(r.stream_id, [("x-checksum", "1")], end=False)
+    return run
+
+
+def victim_fails_alone(reqs: list[FetchRequest], srv: H2Server) -> Outcome:
+    """The victim fails; the connection lives on, so nothing else is sent again (no retry counted)."""
+    victim = {r.id for r in reqs if r.id.startswith("victim")}
+    return Outcome(fail=victim, not_processed={r.id for r in reqs} - victim)
+
+
 async def informational_then_200(conn: H2ServerConn) -> None:
     while (r := await conn.next_request()) is not None:
         if r.path.startswith(VICTIM):  # raw: h2's server side refuses a 1xx once the request has ended
@@ -422,6 +452,9 @@ CASES: dict[str, Case] = {
     "informational-103-then-200": Case(informational_then_200, nothing),
     "content-length-exceeded": Case(wrong_length(10), victim_fails),
     "content-length-short": Case(wrong_length(-10), victim_fails),
+    **{f"malformed-{kind}": Case(malformed_victim(kind), victim_fails_alone)
+       for kind in ("content-length-not-a-number", "two-content-lengths", "1xx-ending-the-stream",
+                    "data-before-the-head", "trailers-not-ending-the-stream")},
 }
 
 

@@ -608,3 +608,74 @@ def test_a_field_rfc9113_forbids_makes_the_response_malformed(name: str, value: 
     f.flags.add("END_STREAM")
     client.feed(f.serialize())
     assert client.failed == {"r0": 1} and "r0" not in client.started and not client.ended
+
+
+def _cl(value: str) -> list[tuple[str, str]]:
+    return [(":status", "200"), ("content-length", value)]
+
+
+# Each of these is malformed by RFC 9113 §8.1.1 (or RFC 9110 §8.6 for content-length) and h2 would end the whole
+# connection for it; it fails its own stream alone.
+MALFORMED_WIRES = {
+    "content-length not a number": lambda s, b: raw_headers(s, b, _cl("abc")) + raw_data(b, b"x", True),
+    "negative content-length": lambda s, b: raw_headers(s, b, _cl("-1")) + raw_data(b, b"x", True),
+    "content-length as a list": lambda s, b: raw_headers(s, b, _cl("1, 1")) + raw_data(b, b"x", True),
+    "two content-lengths": lambda s, b: (raw_headers(s, b, [*_cl("1"), ("content-length", "2")])
+                                         + raw_data(b, b"x", True)),
+    "1xx ending the stream": lambda s, b: raw_headers(s, b, [(":status", "103")], True),
+    "trailers not ending the stream": lambda s, b: (raw_headers(s, b, _cl("1")) + raw_data(b, b"x")
+                                                    + raw_headers(s, b, [("x-t", "1")])),
+    "DATA before the head": lambda s, b: raw_data(b, b"x", True),
+    "DATA before the head, then one": lambda s, b: raw_data(b, b"x") + raw_headers(s, b, _cl("1"), True),
+    "DATA after a 1xx": lambda s, b: raw_headers(s, b, [(":status", "100")]) + raw_data(b, b"x", True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_WIRES))
+def test_a_response_h2_would_end_the_connection_for_fails_its_stream_alone(case: str) -> None:
+    client, server = Client(), Server()
+    handshake(client, server, reqs(2))
+    bad, good = sorted(server.requests)
+    wire = MALFORMED_WIRES[case](server, bad)
+    server.answer(good)
+    client.feed(wire + server.out())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1} and not client.ended
+    if not case.startswith("trailers"):  # there the body came before what made it malformed, and it fails
+        assert not client.bodies.get("r0")  # nothing of it reached the request
+    server.receive(client.session.data_to_send())  # what the client answered is well-formed for h2's server
+    assert bad in server.reset
+    client.session.send([H2Request("r9", "GET", "https", "example.test", "/later", [])])
+    server.receive(client.session.data_to_send())
+    (later,) = set(server.requests) - {bad, good}
+    server.answer(later)
+    client.feed(server.out())
+    assert client.complete.get("r9") == 1
+
+
+def test_a_304_with_a_content_length_and_an_empty_last_data_frame_is_complete() -> None:
+    # RFC 9110 §8.6: a 304's content-length is the length the 200 would have; its body is empty whatever it says.
+    client, server = Client(), Server()
+    handshake(client, server, reqs(1))
+    (sid,) = server.requests
+    client.feed(raw_headers(server, sid, [(":status", "304"), ("content-length", "10")]) + raw_data(sid, b"", True))
+    assert client.complete == {"r0": 1} and not client.failed and not client.ended
+
+
+def test_data_for_a_cancelled_stream_goes_back_to_the_connection_window() -> None:
+    # The server sends on until it reads our RST_STREAM: those bytes used its connection window although no
+    # request takes them, and h2 reports nothing of them. Handed back, the server's window is whole again; lost,
+    # every cancelled download would shrink it for good.
+    client, server = Client(), Server()
+    client.session.cap = 256 * 1024
+    handshake(client, server, reqs(1))
+    (sid,) = server.requests
+    server.h2.send_headers(sid, [(":status", "200"), ("content-length", str(200_000))])
+    server.h2.send_data(sid, b"a" * 16_000)
+    client.feed(server.out())
+    client.session.cancel("r0")
+    for _ in range(8):  # bounded: 8 frames sent before the server reads the reset
+        server.h2.send_data(sid, b"b" * 16_000)
+    client.feed(server.out())
+    server.receive(client.session.data_to_send())
+    assert sid in server.reset and "r0" not in client.complete
+    assert server.h2.outbound_flow_control_window >= client.session.cap - MIN_GRANT  # a top-up waits for 16 KiB
