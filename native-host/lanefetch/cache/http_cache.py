@@ -75,10 +75,12 @@ class HttpCache:
         return await loop.run_in_executor(self._executor, self._with_store, fn)
 
     def submit(self, fn: Callable[[EntryStore], object]) -> None:
-        """Queue a write; its failure is logged, never raised into a fetch."""
+        """Queue a write; its failure is logged, never raised into a fetch. It is on the worker's queue when this
+        returns, so whatever is asked after it (a plan looking up a URL just invalidated) runs after it: a task
+        (ensure_future) would queue it only on the loop's next turn, behind a plan asked in this one."""
         if self._failed:
             return
-        fut = asyncio.ensure_future(self.run(fn))
+        fut = asyncio.get_running_loop().run_in_executor(self._executor, self._with_store, fn)
         self._pending.add(fut)
         fut.add_done_callback(self._write_done)
 
@@ -165,8 +167,8 @@ def _plan(store: EntryStore, partition: str, queries: list[tuple[str, str, Heade
         decision = decide(method, headers, store.lookup(partition, "GET", url) if method == "GET" else [], t)
         body = None
         if isinstance(decision, (Hit, Revalidate)):
-            body = store.body(decision.entry.id)
-            if body is None:  # gone meanwhile, or failed its integrity check (and was dropped)
+            body = store.body(decision.entry.id, as_of=decision.entry.head)
+            if body is None:  # gone or replaced meanwhile, or failed its integrity check (and was dropped)
                 decision = Miss()
             elif isinstance(decision, Hit):
                 used.append(decision.entry.id)

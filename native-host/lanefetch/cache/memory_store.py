@@ -36,9 +36,9 @@ class MemoryStore:
     def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]:
         return [StoredEntry(i, r.head) for i, r in self._rows.items() if r.key[:3] == (partition, method, url)]
 
-    def body(self, entry_id: int) -> bytes | None:
+    def body(self, entry_id: int, as_of: StoredHead | None = None) -> bytes | None:
         row = self._rows.get(entry_id)
-        return None if row is None else row.body
+        return None if row is None or (as_of is not None and row.head != as_of) else row.body
 
     def put(self, partition: str, method: str, url: str, variant: str, head: StoredHead, body: bytes) -> None:
         row = _Row((partition, method, url, variant), head, body)

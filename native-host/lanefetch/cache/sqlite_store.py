@@ -132,13 +132,17 @@ class SqliteStore:
                 self.delete(int(entry_id))
         return out
 
-    def body(self, entry_id: int) -> bytes | None:
+    def body(self, entry_id: int, as_of: StoredHead | None = None) -> bytes | None:
+        # One statement reads head and body together: a put by another process between our lookup and this
+        # read keeps the row's id (ON CONFLICT DO UPDATE) and replaces both, so the head is compared here.
         row = self._db.execute("SELECT head, body, checksum FROM entries WHERE id = ?", (entry_id,)).fetchone()
         if row is None:
             return None
         head_json, body, stored_sum = row
         if checksum(head_json, body) != stored_sum:
             self.delete(entry_id)
+            return None
+        if as_of is not None and head_json != as_of.to_json():
             return None
         return bytes(body)
 

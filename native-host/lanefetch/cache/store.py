@@ -23,8 +23,10 @@ class EntryStore(Protocol):
 
     def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]: ...
 
-    def body(self, entry_id: int) -> bytes | None:
-        """The entry's body, or None if it is gone or fails its integrity check (then it is removed)."""
+    def body(self, entry_id: int, as_of: StoredHead | None = None) -> bytes | None:
+        """The entry's body, or None if it is gone or fails its integrity check (then it is removed), or if its
+        head is no longer `as_of` (the head a lookup found): another process replaced or refreshed the entry in
+        between, and this body may be another response's, never to be paired with that head."""
         ...
 
     def put(self, partition: str, method: str, url: str, variant: str, head: StoredHead, body: bytes) -> None:

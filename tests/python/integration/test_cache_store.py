@@ -224,3 +224,46 @@ def test_learned_pages_are_bounded_oldest_first(tmp_path: Path) -> None:
     store.keep_pages("s", {"big": "y" * 20}, 10.0)
     assert sorted(store.pages("s", ["k2", "k3", "k4", "big"])) == ["big", "k4"]  # by bytes: 20 + 5 <= 25
     store.close()
+
+
+def test_a_body_replaced_after_the_lookup_is_never_paired_with_the_head_it_found(tmp_path: Path) -> None:
+    # Another helper process stores a newer response under the same key between our lookup and our body read: the
+    # row keeps its id (ON CONFLICT DO UPDATE), so the body read by id is the newer one. Asked as of the head we
+    # found, the store says "gone" (a miss), never pairing "a"'s head (its encoding, its length) with "b"'s body.
+    old = StoredHead(200, "OK", "1.1", [("ETag", '"a"'), ("Content-Encoding", "br")], 1.0, 2.0, {}, True)
+    new = StoredHead(200, "OK", "1.1", [("ETag", '"b"')], 3.0, 4.0, {}, True)
+    first, second = SqliteStore(tmp_path, 10**6), SqliteStore(tmp_path, 10**6)
+    for ours, theirs in ((first, second), (MemoryStore(10**6), None)):
+        ours.put("p", "GET", "http://o/a", "", old, b"AAA")
+        (e,) = ours.lookup("p", "GET", "http://o/a")
+        assert ours.body(e.id, as_of=e.head) == b"AAA"
+        (theirs or ours).put("p", "GET", "http://o/a", "", new, b"BBBBB")
+        assert ours.body(e.id, as_of=e.head) is None
+        (now,) = ours.lookup("p", "GET", "http://o/a")
+        assert ours.body(now.id, as_of=now.head) == b"BBBBB"
+    first.close()
+    second.close()
+
+
+async def test_a_write_queued_before_a_plan_is_seen_by_it(tmp_path: Path) -> None:
+    # The helper invalidates a URL (a POST to it went to the browser) and, in the same turn of the loop, plans the
+    # next batch, which asks for that URL: the plan runs after the delete, so the stored response is not served.
+    import time
+    from email.utils import formatdate
+
+    from lanefetch.cache.http_cache import HttpCache
+    from lanefetch.cache.policy import Hit, Miss
+
+    t = time.time()  # the store's entry as just fetched: max-age counts from the wall clock, as it must
+    fresh = StoredHead(200, "OK", "1.1", [("Cache-Control", "max-age=3600"), ("Date", formatdate(t, usegmt=True))],
+                       t, t, {}, True)
+    cache = HttpCache(lambda: SqliteStore(tmp_path, 10**6), 10**6)
+    try:
+        await cache.run(lambda s: s.put("p", "GET", "http://o/a", "", fresh, b"AAA"))
+        (plan,) = await cache.plan([("GET", "http://o/a", [])], "p") or []
+        assert isinstance(plan[0], Hit)
+        cache.writes("p").delete_url("http://o/a")
+        (plan,) = await cache.plan([("GET", "http://o/a", [])], "p") or []
+        assert isinstance(plan[0], Miss)
+    finally:
+        await cache.aclose()
