@@ -80,7 +80,11 @@ class HttpCache:
         (ensure_future) would queue it only on the loop's next turn, behind a plan asked in this one."""
         if self._failed:
             return
-        fut = asyncio.get_running_loop().run_in_executor(self._executor, self._with_store, fn)
+        try:
+            fut = asyncio.get_running_loop().run_in_executor(self._executor, self._with_store, fn)
+        except RuntimeError as e:  # the cache was closed (its worker shut down): the write is dropped
+            log.warning("cache write dropped: %r", e)
+            return
         self._pending.add(fut)
         fut.add_done_callback(self._write_done)
 

@@ -142,7 +142,8 @@ class SqliteStore:
         if checksum(head_json, body) != stored_sum:
             self.delete(entry_id)
             return None
-        if as_of is not None and head_json != as_of.to_json():
+        # Compared as heads, not as text: the same head may be spelled differently (a time of 1 read back 1.0).
+        if as_of is not None and StoredHead.from_json(head_json) != as_of:
             return None
         return bytes(body)
 

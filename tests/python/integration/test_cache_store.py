@@ -267,3 +267,24 @@ async def test_a_write_queued_before_a_plan_is_seen_by_it(tmp_path: Path) -> Non
         assert isinstance(plan[0], Miss)
     finally:
         await cache.aclose()
+
+
+def test_a_head_spelled_otherwise_when_read_back_is_still_as_of_itself(tmp_path: Path) -> None:
+    # A head whose times are whole numbers is stored as "1" and read back as 1.0: the same head, so its body is
+    # served (compared as text, every such entry was a miss for good).
+    whole = StoredHead(200, "OK", "1.1", [("ETag", '"w"')], 1, 2, {}, True)
+    for s in (SqliteStore(tmp_path, 10**6), MemoryStore(10**6)):
+        s.put("p", "GET", "http://o/w", "", whole, b"W")
+        (e,) = s.lookup("p", "GET", "http://o/w")
+        assert s.body(e.id, as_of=e.head) == b"W"
+        s.close()
+
+
+async def test_a_write_after_the_cache_closed_is_dropped_not_raised(tmp_path: Path) -> None:
+    # A response's tap may still write as the helper shuts down: the write is logged and dropped, never raised
+    # into the fetch that made it.
+    from lanefetch.cache.http_cache import HttpCache
+
+    cache = HttpCache(lambda: MemoryStore(10**6), 10**6)
+    await cache.aclose()
+    cache.writes("p").put("http://o/a", "", HEAD, b"A")
