@@ -41,7 +41,7 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   own; the two stream-state errors reported, not raised), and the session checks heads (`_malformed`) and DATA
   (`_data_refused`, before h2 sees the frame; frames go to h2 one at a time) itself. DATA for a stream already
   closed (one we reset, or cancelled) is still counted against the connection window (`_closed_stream_data`):
-  h2 says nothing of it, and the server spent that much of the window.
+  h2 says nothing of it but hands it back with a WINDOW_UPDATE of its own, which the cap counts as granted.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
   request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
   the urgency, `tree_weight`, and an exclusive dependency on the last open stream as urgent or more, `tree_parent`:
@@ -79,7 +79,7 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes
-from h2.stream import H2Stream
+from h2.stream import H2Stream, StreamClosedBy
 from h2.utilities import is_informational_response
 
 from .fields import Headers
@@ -433,6 +433,7 @@ class H2Session(Generic[T]):
         return out
 
     def _receive_frames(self, data: bytes, at: float) -> list[H2Event[T]]:
+        window_before = self._h2.inbound_flow_control_window
         try:
             h2_events = self._h2.receive_data(data)
         except H2Error as e:
@@ -440,7 +441,7 @@ class H2Session(Generic[T]):
         out: list[H2Event[T]] = []
         malformed = dict(self._h2.malformed)  # this frame's, reported by _LenientStream (which holds the dict)
         self._h2.malformed.clear()
-        self._closed_stream_data(data, h2_events)
+        self._closed_stream_data(data, h2_events, window_before)
         for ev in h2_events:
             if getattr(ev, "stream_id", None) in malformed:
                 continue  # the stream fails below: nothing of this frame reaches its request
@@ -527,18 +528,36 @@ class H2Session(Generic[T]):
             if sid in self._streams:
                 out.append(self._malformed_stream(sid, why))
                 if closed_for_h2_only:
-                    self._reset_by_hand(sid)
+                    self._closed_by_our_reset(sid)
         return out
 
-    def _closed_stream_data(self, frame: bytes, h2_events: list[Any]) -> None:
+    def _closed_by_our_reset(self, sid: int) -> None:
+        """h2 holds the stream closed by the server's END_STREAM (given to it with trailers that had none) while
+        the server holds it open. Unless h2 could reset it after all (an upload: h2 held it half-closed), the
+        RST_STREAM is written by hand, and h2 is told the stream closed by our reset: what the server sent on it
+        before reading that is then a stream error to h2 (dropped, its DATA handed back), not a connection error
+        (RFC 9113 §5.1: frames after END_STREAM are STREAM_CLOSED for the connection). h2 has no public call for
+        either, hence its internals (h2 4.x: the stream's state machine, or its record of closed streams)."""
+        if self._h2._stream_closed_by(sid) == StreamClosedBy.SEND_RST_STREAM:
+            return  # h2 sent the reset itself (_malformed_stream)
+        stream = self._h2.streams.get(sid)
+        if stream is not None:
+            stream.state_machine.stream_closed_by = StreamClosedBy.SEND_RST_STREAM
+        else:
+            self._h2._closed_streams[sid] = StreamClosedBy.SEND_RST_STREAM
+        self._reset_by_hand(sid)
+
+    def _closed_stream_data(self, frame: bytes, h2_events: list[Any], window_before: int) -> None:
         """A DATA frame h2 took without a DataReceived: its stream is closed (we reset or cancelled it, or the
-        server ended it). The server spent that much connection window all the same: count it as received and
-        hand it back, or every cancelled download would shrink the server's window for good, until the
-        connection stalls (h2 may hand some back too, when its own count says so: only lenient)."""
+        server ended it). The server spent that much connection window all the same, and no sink will take it:
+        received and consumed at once. h2 hands such bytes back itself, with a WINDOW_UPDATE of its own once its
+        count says so (`_handle_data_on_closed_stream`): what it sent is counted as granted, or the window would be
+        handed back twice and the server's grow past the cap for good."""
         if len(frame) < 9 or frame[3] != _DATA or any(isinstance(ev, DataReceived) for ev in h2_events):
             return
         length = int.from_bytes(frame[0:3], "big")
         self._received.received(length)
+        self._received.opened_elsewhere(self._h2.inbound_flow_control_window - window_before + length)
         self._ack(length, None)
 
     def receive_eof(self) -> list[H2Event[T]]:

@@ -16,7 +16,8 @@ trip, inflight_budget.py) lets slow start grow up to that and no further, withou
 - **Never a stall**: once the server used its window and the sink took everything, `granted + held` is 0 and the
   top-up grants the whole cap (> 0), so every byte the server has to send is eventually allowed (property-tested).
 - Bytes that reach the connection window but never the sink (padding, a frame dropped as malformed, a cancelled
-  stream's data) are `received` and then `consumed` at once by the caller.
+  stream's data) are `received` and then `consumed` at once by the caller; a grant sent by someone else (h2 hands
+  back a closed stream's DATA with its own WINDOW_UPDATE) is `opened_elsewhere`, so it is not granted twice.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class ReceiveWindow:
     def consumed(self, nbytes: int) -> None:
         """The sink took nbytes (or they were dropped): they no longer count against the cap."""
         self.held = max(0, self.held - nbytes)
+
+    def opened_elsewhere(self, nbytes: int) -> None:
+        """A WINDOW_UPDATE of nbytes was sent, not by top_up (h2 hands back a closed stream's DATA itself)."""
+        self.granted += nbytes
 
     def top_up(self, cap: int) -> int:
         """The WINDOW_UPDATE increment to send now (0: none) so that the server may have `cap` bytes outstanding."""

@@ -14,7 +14,7 @@ from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import DataReceived, RequestReceived, StreamEnded, StreamReset
 from h2.settings import SettingCodes
-from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame
+from hyperframe.frame import DataFrame, Frame, GoAwayFrame, HeadersFrame, RstStreamFrame, WindowUpdateFrame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine.h2_session import WINDOW, H2Request, H2Session, StreamFailed, StreamsReturned, tree_parent
@@ -679,3 +679,62 @@ def test_data_for_a_cancelled_stream_goes_back_to_the_connection_window() -> Non
     server.receive(client.session.data_to_send())
     assert sid in server.reset and "r0" not in client.complete
     assert server.h2.outbound_flow_control_window >= client.session.cap - MIN_GRANT  # a top-up waits for 16 KiB
+
+
+def sent_frames(data: bytes) -> list[Frame]:
+    """What the client wrote, frame by frame."""
+    out = []
+    while data:
+        frame, length = Frame.parse_frame_header(memoryview(data[:9]))
+        frame.parse_body(memoryview(data[9:9 + length]))
+        out.append(frame)
+        data = data[9 + length:]
+    return out
+
+
+def test_data_for_a_cancelled_stream_is_handed_back_once() -> None:
+    # h2 hands a closed stream's DATA back with WINDOW_UPDATEs of its own: the session counts them, so the server's
+    # window stays within the cap however long it sends before it reads our reset (counted twice, it grew without
+    # bound: 806 kB after 400 frames with a 256 kB cap).
+    client, server = Client(), Server()
+    cap = client.session.cap = 256 * 1024
+    handshake(client, server, reqs(1))
+    (sid,) = server.requests
+    server.h2.send_headers(sid, [(":status", "200")])
+    client.feed(server.out())
+    window = server.h2.outbound_flow_control_window
+    client.session.cancel("r0")
+    most = least = window
+    for _ in range(400):  # bounded: frames the server had sent before it read the reset
+        client.feed(raw_data(sid, b"b" * 16_000))
+        window += sum(f.window_increment for f in sent_frames(client.session.data_to_send())
+                      if isinstance(f, WindowUpdateFrame) and f.stream_id == 0) - 16_000
+        most, least = max(most, window), min(least, window)
+    assert most <= cap and least >= 0, (least, most, cap)
+
+
+def test_headers_after_trailers_that_did_not_end_the_stream_fail_nothing_else() -> None:
+    # Trailers without END_STREAM fail their stream (h2 is told it ended, the session resets it by hand); the
+    # server may have sent more on it before reading the reset: a stream error, the connection and the other
+    # request unharmed.
+    client, server = Client(), Server()
+    handshake(client, server, reqs(2))
+    bad, good = sorted(server.requests)
+    client.feed(raw_headers(server, bad, _cl("1")) + raw_data(bad, b"x") + raw_headers(server, bad, [("x-t", "1")]))
+    assert client.failed == {"r0": 1} and not client.ended
+    client.feed(raw_headers(server, bad, [("x-u", "2")], True) + raw_data(bad, b"late"))
+    server.answer(good)
+    client.feed(server.out())
+    assert not client.ended and client.complete == {"r1": 1} and not client.retry
+
+
+def test_trailers_without_end_stream_on_an_upload_reset_the_stream_once() -> None:
+    # A POST still sending its body: h2 holds the stream half-closed and resets it itself; no second reset by hand.
+    client, server = Client(), Server()
+    handshake(client, server, [H2Request("up", "POST", "https", "example.test", "/u", [], b"x" * 200_000)])
+    (sid,) = server.requests
+    client.session.data_to_send()
+    client.feed(raw_headers(server, sid, _cl("1")) + raw_data(sid, b"x") + raw_headers(server, sid, [("x-t", "1")]))
+    assert client.failed == {"up": 1}
+    resets = [f for f in sent_frames(client.session.data_to_send()) if isinstance(f, RstStreamFrame)]
+    assert [f.stream_id for f in resets] == [sid]
