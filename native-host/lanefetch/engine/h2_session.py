@@ -34,14 +34,15 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   sent twice waits for them (`may_open`), the rest go at once.
 - **Malformed responses** (a bad or missing :status, a pseudo-header other than :status, an upper-case or
   connection-specific field, CR/LF/NUL in a value, a content-length that is not one number, DATA beyond or short
-  of the content-length or before the response's head, an informational response that ends the stream, trailers
-  that do not) end that stream alone (RST_STREAM PROTOCOL_ERROR, RFC 9113 §8.1.1), not the connection: h2 makes
-  any of them a connection error, which would take every other stream with it again and again on each new
-  connection. So its header validation is off, its streams are `_LenientStream`s (no content-length of their
-  own; the two stream-state errors reported, not raised), and the session checks heads (`_malformed`) and DATA
-  (`_data_refused`, before h2 sees the frame; frames go to h2 one at a time) itself. DATA for a stream already
-  closed (one we reset, or cancelled) is still counted against the connection window (`_closed_stream_data`):
-  h2 says nothing of it but hands it back with a WINDOW_UPDATE of its own, which the cap counts as granted.
+  of the content-length or before the response's head, an informational response that ends the stream or comes
+  after the final one, trailers that do not end it) end that stream alone (RST_STREAM PROTOCOL_ERROR, RFC 9113
+  §8.1.1), not the connection: h2 makes any of them a connection error, which would take every other stream with
+  it again and again on each new connection. So its header validation is off, its streams are `_LenientStream`s
+  (no content-length of their own; the stream-state errors reported, not raised), and the session checks heads
+  (`_malformed`) and DATA (`_data_refused`, before h2 sees the frame; frames go to h2 one at a time) itself.
+  DATA for a stream already closed (one we reset, or cancelled) is still counted against the connection window
+  (`_closed_stream_data`): h2 says nothing of it but hands it back with a WINDOW_UPDATE of its own, which the cap
+  counts as granted.
 - **Priority.** Requests carry RFC 9218's `priority` field (urgency from the request's type and priority,
   request.py `urgency`; images and media incremental) AND an RFC 7540 priority in their HEADERS (a weight from
   the urgency, `tree_weight`, and an exclusive dependency on the last open stream as urgent or more, `tree_parent`:
@@ -174,8 +175,9 @@ class _LenientStream(H2Stream):
     session checks it, `_data_refused` and StreamEnded), and an informational response with END_STREAM or
     trailers without it are reported in `malformed` (stream id -> why, shared with the connection) instead of
     raised: the header block is still decoded, so HPACK's table stays in step with the server's. Trailers without
-    END_STREAM are given to h2 as if they had it (h2 accepts no other way), so h2 holds the stream closed while
-    the server does not: the session writes that stream's RST_STREAM itself (`_reset_by_hand`)."""
+    END_STREAM, and an informational response after the final one, are given to h2 as trailers with it (h2
+    accepts no other way), so h2 holds the stream closed while the server may not: the session then writes that
+    stream's RST_STREAM itself (`_closed_by_our_reset`)."""
 
     malformed: dict[int, tuple[str, bool]]  # stream id -> (why, closed for h2 only)
 
@@ -186,7 +188,11 @@ class _LenientStream(H2Stream):
                         header_encoding: bool | str | None) -> tuple[list[Any], list[Any]]:
         fields = list(headers)
         informational = is_informational_response(fields)
-        if informational and end_stream:
+        if informational and self.state_machine.headers_received:
+            self.malformed[self.stream_id] = ("an informational response (1xx) after the final one", not end_stream)
+            fields = [(k, v) for k, v in fields if k not in (b":status", ":status")]
+            end_stream = True  # h2 sees trailers as they must be; the session fails the stream
+        elif informational and end_stream:
             self.malformed[self.stream_id] = ("an informational response (1xx) that ends the stream", False)
             end_stream = False  # h2 sees an interim response; the session resets the stream
         elif not informational and self.state_machine.headers_received and not end_stream:
