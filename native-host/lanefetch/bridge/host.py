@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import dataclasses
 import logging
 import os
@@ -43,6 +44,7 @@ TEST_UPSTREAM_CA_ENV = "LANEFETCH_TEST_UPSTREAM_CA_FILE"
 RTT_MEMORY = 512  # origins whose newest connect time is remembered
 #: Seconds between `working` messages for a running batch (well under the extension's 15-20 s timers).
 WORKING_INTERVAL_S = 5.0
+WARM_UP_S = 5.0  # the longest hello waits for the start-up work (a loaded machine); then it answers anyway
 TEST_WORKING_INTERVAL_ENV = "LANEFETCH_TEST_WORKING_INTERVAL"  # tests: a shorter interval
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -202,20 +204,25 @@ class Host:
                                           records=self.fetcher.cache_for, page_ended=self._page_ended)
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
                 self.proxy.fetcher.engine.on_connected = self._connected
-            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
-            # Before the first batch, not in its way: compile the message validator, open the cache's database.
+            # The start-up work a first page would otherwise share the machine with, done before the answer: until
+            # it comes the extension holds the helper as starting and leaves pages to the browser untouched. Done
+            # after it, a page loaded at once paid for it (~0.4 s of CPU on a 2-core machine: Firefox's first LAN
+            # page 0.90-0.92x, docs/performance.md). Compile the message validator, open the cache's database
+            # (only an existing one: a helper that serves only private browsing creates nothing on disk).
             protocol.warm_up()
-            # (Only an existing one: a helper that serves only private browsing creates nothing on disk.)
             where = self.fetcher.config.cache_dir
             cache = self.fetcher.cache_for(Page(private_browsing=False)) if where and where.exists() else None
             if cache is not None:
                 cache.submit(lambda _store: None)
-            # The pages are read for what they name (the discovery worker's start blocks the event loop ~40 ms: now,
-            # not in a first page's way); Firefox's by the proxy's own loads
-            if self.proxy is not None:
-                self.proxy.loads.warm()
-            elif item["browser"] == "chromium":
-                self.loads.warm()
+            # The pages are read for what they name: the discovery worker (its start blocks the event loop ~40 ms
+            # and its imports take ~0.3 s of CPU); Firefox's by the proxy's own loads.
+            loads = self.proxy.loads if self.proxy is not None else \
+                self.loads if item["browser"] == "chromium" else None
+            if loads is not None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WARM_UP_S):
+                        await loads.warmed()
+            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
         elif kind == "proxy_open":
             if self.proxy is None:
                 reason = "proxy_open needs a Firefox hello first"

@@ -11,8 +11,9 @@ GIL's 5 ms switch interval, paid on every system call the loop makes), and staye
 process (worst 2–5 ms). Parsing only the @import and @font-face rules would still tokenize the whole sheet (a
 rule's end is found by tokenizing), so it saves little.
 
-One process, started (forkserver: never a fork of the threaded helper) when the first page load begins, so its
-start-up (imports) is not paid by the first stylesheet; tasks queue in order. Bodies and results cross by
+One process, started (forkserver: never a fork of the threaded helper) before the helper answers the browser's
+hello (bridge/host.py: ~0.3 s of imports a first page would otherwise share the machine with) or when the first
+page load begins, so its start-up is not paid by the first stylesheet; tasks queue in order. Bodies and results cross by
 pickling. If the process cannot be started or dies, discovery runs in a worker thread instead (logged), never
 failing a page."""
 
@@ -110,6 +111,10 @@ class Discoverer:
             self._executor().submit(_ready)
         except RuntimeError:  # shut down, or the process died: the next run falls back
             self._broken()
+
+    async def started(self) -> None:
+        """The worker is up, started now if need be (what warm() starts, awaited)."""
+        await self._run(_ready)
 
     def _broken(self) -> None:
         if self._pool is not None:

@@ -422,6 +422,10 @@ class PageLoads:
         event loop ~40 ms, which held a fresh helper's first navigation (its preconnect, its flight question)."""
         self._discoverer.warm()
 
+    async def warmed(self) -> None:
+        """warm(), awaited: the discovery worker is up."""
+        await self._discoverer.started()
+
     async def flies(self, page: Page) -> bool:
         """Whether the load `navigation(page)` began has a prefetch flight of its own: known as soon as the page's
         history is read and planned (~10 ms; before the flight's cache checks), True where the page's own history

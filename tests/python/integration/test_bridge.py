@@ -219,6 +219,30 @@ def batch(bid: str, reqs: list[tuple[str, str]], space: str = "loopback", **extr
             "requests": [{"id": i, "method": "GET", "url": u, "headers": [], **extra} for i, u in reqs]}
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+async def test_hello_is_answered_once_the_start_up_work_is_done(host: HostProcess, browser: str) -> None:
+    # A page loaded at the hello shares the machine with nothing of the helper's start: its discovery worker (a
+    # process the forkserver forks) is up before the answer, while the extension still leaves pages to the browser.
+    await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": browser})
+    assert (await host.recv())["compatible"]
+    workers = [w for server in _children(host.proc.pid) for w in _children(server)]
+    assert workers, "no discovery worker when the hello was answered"
+
+
 async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
     await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
     hello = await host.recv()
