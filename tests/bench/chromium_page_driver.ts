@@ -13,7 +13,7 @@
 import type { Page } from "playwright-core";
 import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../browser/support/chromium-harness.js";
 import type { RequestRecord } from "../../extension/src/timings/timing-store.js";
-import { exitOnError, loadEnded, measure, nextCallerLine, readLoad, screenDigest, untilCallerDone, type PageProbe } from "./page_measure.js";
+import { exitOnError, loadEnded, measure, nextCallerLine, readLoad, screenDigest, untilCallerDone, untilSettled, type PageProbe } from "./page_measure.js";
 
 function median(xs: number[]): number | null {
   if (xs.length === 0) return null;
@@ -104,8 +104,6 @@ function resources(page: Page): Promise<Record<string, unknown>[]> {
   })));
 }
 
-const SETTLE_MS = 2500;
-
 /** The page's console errors and warnings and uncaught errors, as they come (bench/page_measure.ts PageProbe). */
 function listen(page: Page): string[] {
   const heard: string[] = [];
@@ -134,17 +132,15 @@ async function main(): Promise<void> {
   let browser = await launch(freshProfile(on));
   try {
     const cold = Boolean(process.env.LANEFETCH_BENCH_COLD_HELPER);
-    // Both variants navigate SETTLE_MS after the browser started (the same idle time for its own start-up work).
-    // ON enables the site meanwhile and, as in Firefox's driver, waits for the helper: a user turns a site on in the
-    // popup and reloads; LANEFETCH_BENCH_COLD_HELPER=1 navigates at once, the helper's start inside that load.
-    // The user's reload comes a second after the helper is up at the earliest (on a loaded machine it starts late).
-    let settled = Date.now() + SETTLE_MS;
+    // Both variants navigate SETTLE_MS after the browser started, ON with the helper up (page_measure.ts untilSettled).
+    const startedAt = Date.now();
     if (on) await setSites(browser.worker, [{ scope: "host", name: new URL(url).hostname }], { accelerateFastLinks: false });
+    let helperUpAt: number | null = null;
     if (on && !cold) {
       await waitForHelper(browser.context);
-      settled = Math.max(settled, Date.now() + 1000);
+      helperUpAt = Date.now();
     }
-    if (!cold) await new Promise((r) => setTimeout(r, Math.max(0, settled - Date.now())));
+    await untilSettled(startedAt, helperUpAt);
     let page = await browser.context.newPage();
     let heard = listen(page);
     const visit = async (where: string, gate: boolean): Promise<void> => {

@@ -18,7 +18,7 @@ import type { Page } from "puppeteer-core";
 import type { SiteRule } from "../../extension/src/sites/site-rule.js";
 import { freshHome, launchFirefox, setSites, trustingProfile, untilHttpsRouted, waitForHelper } from "../browser/support/firefox-harness.js";
 import { helperCli } from "../browser/support/paths.js";
-import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, screenDigest, type PageProbe } from "./page_measure.js";
+import { driverArgs, exitOnError, loadEnded, measure, readLoad, runLoads, screenDigest, untilSettled, type PageProbe } from "./page_measure.js";
 
 /** The page's console errors and warnings and uncaught errors, as they come (bench/page_measure.ts PageProbe). */
 function listen(page: Page): string[] {
@@ -59,13 +59,18 @@ async function main(): Promise<void> {
     if (profile) rmSync(profile, { recursive: true, force: true });
     throw e;
   });
+  const startedAt = Date.now();
   try {
+    let helperUpAt: number | null = null;
     if (args.on) {
       await setSites(ff, [site], { accelerateFastLinks: false, httpsSites: profile ? [site] : [] });
       const status = await waitForHelper(ff);
       if (status.helper.status !== "connected") throw new Error(`helper not connected: ${JSON.stringify(status.helper)}`);
       if (profile) await untilHttpsRouted(ff, args.url);
+      helperUpAt = Date.now();
     }
+    // Both variants navigate SETTLE_MS after Firefox started, ON with the helper up (page_measure.ts untilSettled).
+    await untilSettled(startedAt, helperUpAt);
     const page = await ff.browser.newPage();
     // Some pages call window.print() once loaded (mdBook's print.html, 100 ms after its load event). In headless
     // Firefox that starts a print job which holds the page's script, so the driver's next in-page call never

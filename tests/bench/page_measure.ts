@@ -108,6 +108,21 @@ export async function measure(probe: PageProbe, images: number, load: () => Prom
   return { wall_s: wall, before_nav_s, after_load_s, ...r, ...(messages ? { console: messages } : {}), ...(screen ? { screen } : {}) };
 }
 
+/** Both drivers navigate a browser's first page SETTLE_MS after it started, in both variants (the same idle time for
+ * its own start-up work), and ON at least HELPER_UP_MS after the helper connected: a user turns a site on in the
+ * popup and reloads; the helper's start-up work (imports, its cache, the site's connect ahead) is not the page's.
+ * LANEFETCH_BENCH_COLD_HELPER=1 navigates at once, the helper's start inside that load. */
+export const SETTLE_MS = 2500;
+export const HELPER_UP_MS = 1000;
+
+/** Waits until the first navigation may start: `startedAt` the browser's launch, `helperUpAt` when ON's helper was
+ * up (null for OFF). */
+export async function untilSettled(startedAt: number, helperUpAt: number | null): Promise<void> {
+  if (process.env.LANEFETCH_BENCH_COLD_HELPER) return;
+  const settled = Math.max(startedAt + SETTLE_MS, helperUpAt === null ? 0 : helperUpAt + HELPER_UP_MS);
+  await new Promise((r) => setTimeout(r, Math.max(0, settled - Date.now())));
+}
+
 export interface DriverArgs {
   url: string;
   on: boolean;

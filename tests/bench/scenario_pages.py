@@ -23,14 +23,15 @@ NAME = "seed000-pages"
 KINDS = (("", "first page after browser start"), ("-warm", "next page (helper running)"))
 #: When ON's helper process starts, relative to the first page.
 HELPER_START = {
-    "chromium": "both variants navigate 2.5 s after the browser started; for ON the site is enabled and the helper "
-                "started meanwhile, and the navigation waits until 1 s after the helper is up if that is later (a "
-                "user turns the site on in the popup, then reloads), so its start-up is not inside this load"
-                + ("" if not os.environ.get("LANEFETCH_BENCH_COLD_HELPER") else
-                   " — except in this run (LANEFETCH_BENCH_COLD_HELPER=1): the driver navigates right after the "
-                   "browser started and the site was enabled, most of the helper's start-up is inside this load"),
-    "firefox": "for ON the extension starts the helper when the site is enabled and the driver waits for it, so its "
-               "start-up is not inside this load",
+    browser: "both variants navigate 2.5 s after the browser started; for ON the site is enabled and the helper "
+             "started meanwhile (" + how + "), and the navigation waits until 1 s after the helper is up if that is "
+             "later (a user turns the site on in the popup, then reloads), so its start-up is not inside this load"
+             + ("" if not os.environ.get("LANEFETCH_BENCH_COLD_HELPER") else
+                " — except in this run (LANEFETCH_BENCH_COLD_HELPER=1): the driver navigates as soon as "
+                + ("the site was enabled" if browser == "chromium" else "the helper connected")
+                + ", the helper's start-up work inside this load")
+    for browser, how in (("chromium", "the extension connects to it"),
+                         ("firefox", "the extension starts it when the site is enabled"))
 }
 
 

@@ -510,7 +510,7 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "grids, the pages are Debian documentation packages' own pages, copied at run time from the installed "
         "package (symlinks resolved) into the server's docroot under `/NAME/`; real pages' images are counted, not "
         "checked. Every run is a fresh browser (no HTTP cache) loading one page once, the navigation soon after "
-        "the browser started (Chromium: 2.5 s, ON with the site enabled and the helper up ≥ 1 s before).",
+        "the browser started (2.5 s in both variants, ON with the site enabled and the helper up ≥ 1 s before).",
         *(["", FIREFOX_HTTPS] if set(HTTPS_SERVERS) & set(chosen["LANEFETCH_BENCH_SERVERS"])
           and "firefox" in chosen["LANEFETCH_BENCH_BROWSERS"] else []),
         *(["", FRESH_PUBLIC] if fresh_public else []),
