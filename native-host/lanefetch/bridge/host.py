@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import dataclasses
 import logging
 import os
@@ -219,9 +218,11 @@ class Host:
             loads = self.proxy.loads if self.proxy is not None else \
                 self.loads if item["browser"] == "chromium" else None
             if loads is not None:
-                with contextlib.suppress(TimeoutError):
+                try:
                     async with asyncio.timeout(WARM_UP_S):
                         await loads.warmed()
+                except Exception as e:  # never in the hello's way: a first page then starts what failed here
+                    log.warning("start-up work before the hello failed or took too long: %r", e)
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
         elif kind == "proxy_open":
             if self.proxy is None:

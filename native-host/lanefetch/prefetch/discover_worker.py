@@ -109,7 +109,7 @@ class Discoverer:
         """Start the worker now (a page load began) so the first document does not wait for it."""
         try:
             self._executor().submit(_ready)
-        except RuntimeError:  # shut down, or the process died: the next run falls back
+        except (RuntimeError, OSError):  # shut down, the process died, or no forkserver: the next run falls back
             self._broken()
 
     async def started(self) -> None:
@@ -126,7 +126,8 @@ class Discoverer:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]
-        except (concurrent.futures.process.BrokenProcessPool, RuntimeError) as e:
+        # OSError: the forkserver could not start (its socket's path under TMPDIR past AF_UNIX's 108 bytes).
+        except (concurrent.futures.process.BrokenProcessPool, RuntimeError, OSError) as e:
             log.warning("discovery process failed (%r): discovery runs in a thread from now on", e)
             self._broken()
             return await loop.run_in_executor(self._executor(), fn, *args)  # type: ignore[arg-type]

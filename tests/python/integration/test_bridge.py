@@ -243,6 +243,18 @@ async def test_hello_is_answered_once_the_start_up_work_is_done(host: HostProces
     assert workers, "no discovery worker when the hello was answered"
 
 
+async def test_hello_is_answered_where_the_discovery_process_cannot_start(tmp_path: Path) -> None:
+    # A TMPDIR deep enough puts the forkserver's socket past AF_UNIX's 108 bytes: no worker process. The hello is
+    # answered all the same (discovery runs in a thread), not failed as an internal error.
+    deep = tmp_path / ("d" * 110)
+    deep.mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(deep)}
+    async with running_host(env) as h:
+        await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"})
+        reply = await h.recv()
+        assert reply["type"] == "hello" and reply["compatible"], reply
+
+
 async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
     await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
     hello = await host.recv()
