@@ -100,6 +100,7 @@ class Connection:
         self._loopback_peer = False  # the server is on loopback: then loopback is the link (host_link.py)
         self._bulk_window = BulkWindow()
         self.warmth = Warmth()  # the server's estimated window on this connection (pool_plan: warmest first)
+        self._aborted = False  # we dropped it (abort): the end of stream the read loop then sees is ours
 
     @property
     def open(self) -> bool:
@@ -119,6 +120,7 @@ class Connection:
     def abort(self) -> None:
         """Drop the connection now (RST): the read loop ends, and what it owed goes back to the pool."""
         if self.transport is not None:
+            self._aborted = True
             self.transport.writer.transport.abort()
 
     def abandon(self, ex: Exchange) -> None:
@@ -256,6 +258,10 @@ class Connection:
                 if self.pool.config.separate_bulk:
                     self._clamp_bulk_window(t, len(data))
                 events = self.state.receive(data)
+            elif self._aborted:
+                # Our own abort reads as an end of stream: not the server's close, which would end a body that
+                # runs to the close (delivered as complete, cut short) and prove the answers held.
+                events = [self.state.abort("closed by lanefetch")]
             elif self.transport.reader.transport_error is not None:
                 events = [self.state.reset(f"connection error: {self.transport.reader.transport_error}")]
             else:

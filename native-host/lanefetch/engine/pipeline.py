@@ -153,8 +153,10 @@ class PipelineConnection(Generic[T]):
             return True
         if any(f.method not in PIPELINABLE_METHODS for f in self.in_flight):
             return False
-        if any(f.parser.framing is Framing.CLOSE for f in self.in_flight):
-            return False  # that response ends with the connection
+        if any(f.parser.head is not None and not f.parser.keep_alive() for f in self.in_flight):
+            # That response is the connection's last: its body ends with the connection, or its head said so
+            # (Connection: close, HTTP/1.0 without keep-alive): RFC 9112 §9.6, no request after it.
+            return False
         return len(self.in_flight) < allowed_depth
 
     def sent(self, token: T, method: str, expect: Expectation | None = None) -> InFlight[T]:

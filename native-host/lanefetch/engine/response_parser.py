@@ -120,6 +120,11 @@ class ResponseParser:
         """Whether the connection may carry another response after this one."""
         if self.head is None or self.framing is Framing.CLOSE:
             return False
+        if self.framing is Framing.CHUNKED and self.head.get_all("content-length"):
+            # Transfer-Encoding and Content-Length both (RFC 9112 §6.3 item 3): chunked frames it, but a hop that
+            # believed the length ends it elsewhere ("ought to be handled as an error", request smuggling or
+            # response splitting): this answer is the connection's last, nothing after it is matched by order.
+            return False
         tokens = self.head.connection_tokens()
         if self.head.http_version == "1.0":
             return "keep-alive" in tokens and "close" not in tokens

@@ -40,6 +40,7 @@ from misbehaving_servers import (
     content,
     drop_one,
     encode,
+    etag,
     head_get_swapped,
     held,
     http10,
@@ -1295,6 +1296,43 @@ async def test_cancel_and_close_stops_the_answer_and_retries_what_was_behind() -
         assert srv.connections[0].client_eof  # closed, not read to its end
         assert srv.connections[0].bytes_written < 1_000_000  # of 5 MB
         assert len(srv.connections) == 2  # what waited behind it went on a new connection
+
+
+async def test_closing_a_connection_ourselves_never_ends_a_body_that_runs_to_the_close() -> None:
+    """A stylesheet's 200 without a length streams to the page (its place proven by exclusion), an image is
+    pipelined behind it, and the image's connection is closed by us (a lane's cancel_and_close): the end of
+    stream that follows is ours, not the server's, so the stylesheet is never delivered cut short as complete."""
+    css = "/css/c0/400000"
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            if req.path != css:
+                await asyncio.sleep(30)  # bounded by the test: the client closes first
+                return
+            full = response(200, content(css), headers=[("ETag", etag(css)), ("Content-Type", "text/css")],
+                            length=None)
+            for i in range(0, len(full), 8192):
+                if conn.client_eof:
+                    return
+                await conn.send(full[i : i + 8192], completes=0, begins=i == 0)
+                await asyncio.sleep(0.01)
+            await conn.close()
+
+    async with setup(run, config(connections_per_origin=1)) as (srv, engine):
+        proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
+        reqs = [FetchRequest("c0", "GET", srv.url(css), resource_type="stylesheet"),
+                FetchRequest("i0", "GET", srv.url("/img/i0/40000"), resource_type="image", expected_size=40_000)]
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+        await until(lambda: (r := sink.records.get("c0")) is not None and len(r.body) > 20_000,
+                    "the stylesheet's first 20 kB at the page")
+        assert srv.connections[0].received[-1].path == "/img/i0/40000"
+        await engine.cancel_and_close("i0")
+        await asyncio.wait_for(task, 20)
+        record = sink.records["c0"]
+        assert record.error is None  # asked again after the close, and whole
+        assert bytes(record.body) == content(css), f"c0 ended after {len(record.body)} bytes"
 
 
 # ---------------------------------------------------------------- out of step: never another request's body

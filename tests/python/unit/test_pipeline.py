@@ -732,3 +732,27 @@ def test_no_answer_proven_by_exclusion_is_another_requests(
         assert set(delivered) == set(tokens)
     handed_back = {t for e in events if isinstance(e, ConnectionEnded) for t in [*e.retry, *e.suspect, *e.failed]}
     assert set(tokens) <= set(delivered) | handed_back
+
+
+def test_no_request_is_written_behind_a_head_that_announced_close() -> None:
+    # RFC 9112 §9.6: once a response said it is the connection's last (Connection: close, or HTTP/1.0 without
+    # keep-alive), no request may follow it, though its body is still coming: one written there is lost.
+    for head in (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 10\r\n\r\nabc",
+                 b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\nabc"):
+        conn: PipelineConnection[str] = PipelineConnection()
+        conn.sent("a", "GET")
+        assert conn.can_send("GET", 8)
+        conn.receive(head)
+        assert not conn.can_send("GET", 8)
+
+
+def test_an_answer_framed_both_chunked_and_by_length_is_the_connections_last() -> None:
+    # Transfer-Encoding and Content-Length both (RFC 9112 §6.3 item 3): chunked frames it, but where it ends is in
+    # doubt, so nothing after it is matched by order: what was pipelined behind it is asked again.
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("a", "GET")
+    conn.sent("b", "GET")
+    events = conn.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          b"3\r\nabc\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")
+    assert not any(isinstance(e, ResponseComplete) and e.token == "b" for e in events)
+    assert conn.closing and any(isinstance(e, ConnectionEnded) and "b" in e.retry for e in events)
