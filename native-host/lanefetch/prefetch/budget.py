@@ -151,6 +151,13 @@ class Ledger:
         if item is not None and item.state == "pending":
             item.state = "asked"
 
+    def unasked(self, item_id: str) -> None:
+        """The browser request that waited for it went away (cancelled) with none other waiting: it is a guess
+        again, counted and cut by the limits."""
+        item = self._items.get(item_id)
+        if item is not None and item.state == "asked":
+            item.state = "pending"
+
     def finished(self, item_id: str) -> None:
         """A prefetch arrived whole: its size is known now (an estimate no longer counts)."""
         item = self._items.get(item_id)

@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..cache.http_cache import HttpCache, cache_url
+from ..cache.policy import SAFE_METHODS
 from ..cache.tap import CacheTap
 from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
@@ -86,6 +87,7 @@ class _Held:
     error: FetchError | None = None
     over_budget: bool = False
     claimed: bool = False
+    waiters: int = 0  # browser requests waiting for it (take): while any does, the budget does not cut it
     source: str = "none"  # where the flight's fetch was answered from (its timing's cache: none, hit, revalidated)
     wire_bytes: int = 0  # what its fetch put on the link (its timing's)
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -231,7 +233,15 @@ class Flight:
                 self._refused(request.url, early.reason)
                 continue
             self.ledger.asked(held.request.id)  # requested now: the budget no longer cuts it (budget.py)
-            await held.done.wait()
+            held.waiters += 1
+            try:
+                await held.done.wait()
+            finally:
+                held.waiters -= 1
+                if not held.waiters and not held.done.is_set():
+                    # Cancelled while it came, nobody else waiting: a guess again, within the budget, or one
+                    # unbounded body would cross the link for nobody.
+                    self.ledger.unasked(held.request.id)
             prefetched = held.prefetched()
             if held.claimed or prefetched is None or self.closed:
                 continue
@@ -348,6 +358,11 @@ class FlightAnswers:
         flight = self._flight_for(page)
         if flight is None:
             return await self.inner.fetch(requests, sink, page)
+        for r in requests:
+            if r.method.upper() not in SAFE_METHODS:
+                # A request of an unsafe method that comes this way (Firefox's proxy sends every method): its URL's
+                # copy answers nothing later, as Chromium's `invalidate` message does for one it sends itself.
+                flight.invalidate(r.url)
         maybe = [r for r in requests if r.method.upper() == "GET" and flight.holds(r.url)]
         direct = [r for r in requests if r not in maybe]
         tasks = [asyncio.create_task(self._from_flight(flight, r, sink, page), name=f"lanefetch-flight-{r.id}")

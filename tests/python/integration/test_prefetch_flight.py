@@ -323,6 +323,28 @@ async def test_a_request_waiting_on_a_prefetch_can_be_cancelled(server: Server, 
     assert server.count("/slow.js") == 1  # cancelled, not fetched again
 
 
+async def test_a_guess_whose_waiting_request_was_cancelled_is_cut_by_the_budget_again(
+        server: Server, service: FetchService) -> None:
+    # The browser's request lifted the budget off the guess while it waited; cancelled, the guess is a guess again,
+    # and its body (1 MiB) is cut at the budget instead of crossing the link for nobody.
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=32 * 1024, total=4 * 1024 * 1024)))
+    flight.start([Planned(f"{server.url}/held.woff2", FONT, "font", confident=False, expected_size=None)])
+    await until(lambda: server.count("/held.woff2") == 1, "the prefetch reached the server", seconds=5,
+                seen=lambda: server.seen)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    batch = asyncio.create_task(answers.fetch([_browser("f", f"{server.url}/held.woff2", FONT)], sink, PAGE))
+    await until(lambda: "f" in answers._waiting, "the browser request waits on the prefetch", seconds=5,
+                seen=lambda: sink.got)
+    await answers.cancel(["f"])
+    await asyncio.wait_for(batch, 5)
+    server.release.set()
+    await flight.wait()
+    report = await flight.close()
+    assert report.cancelled_by_budget == 1 and report.answered == 0
+    assert report.wasted_bytes < 256 * 1024, report
+
+
 class Raising:
     """A fetcher whose batch fails outright (the real ones answer each request; this is the fault a flight must
     survive without leaving a browser request waiting)."""

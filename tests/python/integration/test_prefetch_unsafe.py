@@ -76,3 +76,46 @@ async def test_an_unsafe_request_of_the_page_makes_the_flights_copy_of_its_url_a
         assert report.answered == 1 and report.wasted_bytes > 0  # the forgotten copy crossed the link for nothing
     finally:
         await service.aclose()
+
+
+async def test_an_unsafe_request_that_comes_through_the_helper_invalidates_the_flights_copy_too() -> None:
+    # Firefox's proxy sends every method through the helper (no `invalidate` message): a POST to /cart that comes
+    # this way makes the flight's copy of /cart answer nothing, so the page's next GET sees the cart it changed.
+    cart = {"state": "empty"}
+
+    async def get(request: web.Request) -> web.Response:
+        return web.Response(text=cart["state"], content_type="application/json")
+
+    async def post(request: web.Request) -> web.Response:
+        cart["state"] = "one item"
+        return web.Response(status=204)
+
+    app = web.Application()
+    app.router.add_get("/cart", get)
+    app.router.add_post("/cart", post)
+    service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2)))
+    try:
+        async with serve_app(app) as port:
+            url = f"http://127.0.0.1:{port}/cart"
+            flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+            flight.start([Planned(url, FIELDS, "fetch")])
+            await flight.wait()
+            answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
+            bodies = Bodies()
+            await answers.fetch([FetchRequest("post", "POST", url, list(FIELDS), body=b"add=1", resource_type="fetch",
+                                              decode=True)], bodies, PAGE)
+            await answers.fetch([FetchRequest("get", "GET", url, list(FIELDS), resource_type="fetch", decode=True)],
+                                bodies, PAGE)
+            assert bodies.got["get"] == "none" and bodies.bodies["get"] == b"one item"
+            await flight.close()
+    finally:
+        await service.aclose()
+
+
+class Bodies(Caches):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bodies: dict[str, bytes] = {}
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.bodies[request.id] = self.bodies.get(request.id, b"") + data

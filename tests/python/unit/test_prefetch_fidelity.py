@@ -152,6 +152,18 @@ def test_ledger_story() -> None:
     assert not ledger.admit("css", confident=True, expected_size=1)  # one entry per prefetch
 
 
+def test_a_guess_asked_then_unasked_is_within_the_limits_again() -> None:
+    ledger = Ledger(Limits(speculative=100, total=1000))
+    assert ledger.admit("guess", confident=False, expected_size=None)
+    ledger.asked("guess")  # a browser request waits for it: not cut
+    assert ledger.received("guess", 500)
+    ledger.unasked("guess")  # that request was cancelled: a guess again
+    assert not ledger.received("guess", 1)
+    ledger.claim("other")  # unknown ids change nothing
+    ledger.unasked("guess")  # only an asked item goes back
+    assert ledger.unrequested_bytes == 501
+
+
 def test_a_size_told_before_the_body_is_weighed_at_once() -> None:
     # flight_pieces: a first piece's Content-Range tells the body's size before its rest is asked
     ledger = Ledger(Limits(speculative=100_000, total=200_000))
