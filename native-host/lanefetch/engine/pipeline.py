@@ -196,6 +196,12 @@ class PipelineConnection(Generic[T]):
                 if isinstance(ev, Informational):
                     continue
                 if isinstance(ev, HeadReceived):
+                    if ev.head.status == 408 and front.position > 1 and front.method in PIPELINABLE_METHODS:
+                        # A 408 on a reused connection: the server timed it out as our request crossed (some
+                        # servers write one before closing an idle connection). Chromium sends the request again on
+                        # a fresh connection and the page never sees that 408 (a reused socket's 408 is retried,
+                        # HttpNetworkTransaction): so here. Not a fault of pipelining: nothing is blamed.
+                        return [*events, self._end("408 on a reused connection: asked again", None)]
                     # The proofs are looked for only where the answer is at risk: most heads come alone.
                     at_risk = self._at_risk(front) or self._sent_behind_others(front, ev.head)
                     excluded = at_risk and self._may_exclude(front) and proves_by_exclusion(

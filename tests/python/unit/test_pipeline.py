@@ -756,3 +756,20 @@ def test_an_answer_framed_both_chunked_and_by_length_is_the_connections_last() -
                           b"3\r\nabc\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")
     assert not any(isinstance(e, ResponseComplete) and e.token == "b" for e in events)
     assert conn.closing and any(isinstance(e, ConnectionEnded) and "b" in e.retry for e in events)
+
+
+def test_a_408_on_a_reused_connection_is_asked_again_not_delivered() -> None:
+    # The server timed the idle connection out as the request crossed: as Chromium does, the request goes again on
+    # a fresh connection and the page never sees that 408. On a connection's first request a 408 is the answer.
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("a", "GET")
+    conn.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA")
+    conn.sent("b", "GET")
+    events = conn.receive(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+    assert not any(isinstance(e, ResponseStarted) for e in events)
+    (ended,) = [e for e in events if isinstance(e, ConnectionEnded)]
+    assert ended.retry == ["b"] and ended.misbehaviour is None
+    fresh: PipelineConnection[str] = PipelineConnection()
+    fresh.sent("b", "GET")
+    events = fresh.receive(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+    assert any(isinstance(e, ResponseComplete) and e.token == "b" and e.head.status == 408 for e in events)
