@@ -7,6 +7,7 @@ asked for, and neither may join pieces that could come from two versions of the 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from .exchange import DeliveredHead
@@ -33,7 +34,8 @@ def piece_validator(head: DeliveredHead) -> str | None:
 
 
 def as_whole(head: DeliveredHead, total: int) -> DeliveredHead:
-    """The head the caller sees for a body delivered whole: 200 with the full Content-Length."""
+    """The head the caller sees for a body delivered whole: 200 with the full Content-Length (what the piece's head
+    says of its delivery, `unproven` and `stored`, kept: a whole made of an unproven piece is never cached)."""
     headers = [(k, v) for k, v in head.headers if k.lower() not in ("content-range", "content-length")]
     headers.append(("Content-Length", str(total)))
-    return DeliveredHead(200, "OK", head.http_version, headers, head.decoded)
+    return dataclasses.replace(head, status=200, reason="OK", headers=headers)

@@ -233,7 +233,10 @@ def join(asked: Sequence[Range], answers: Sequence[PieceAnswer]) -> Joined | Ref
     assert total is not None
     if expected_first != total:
         return Refused("the pieces do not reach the end of the body")
-    return Joined(as_whole(answers[0].head, total), b"".join(a.body for a in answers))
+    whole = as_whole(answers[0].head, total)
+    if any(a.head.unproven for a in answers):  # one piece's place never proven: the whole is not either
+        whole = dataclasses.replace(whole, unproven=True)
+    return Joined(whole, b"".join(a.body for a in answers))
 
 
 @dataclass

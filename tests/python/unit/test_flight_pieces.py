@@ -183,6 +183,16 @@ def test_pieces_of_one_version_join_into_the_body_as_a_200(body: bytes, data: st
 
 
 @given(bodies, st.data())
+def test_a_whole_joined_from_an_unproven_piece_is_unproven(body: bytes, data: st.DataObject) -> None:
+    # A piece let through before its place on a pipelined connection was proven: the whole is never cached either.
+    asked, answers = _answers(body)
+    k = data.draw(st.integers(min_value=0, max_value=len(answers) - 1))
+    answers[k] = dataclasses.replace(answers[k], head=dataclasses.replace(answers[k].head, unproven=True))
+    joined = join(asked, answers)
+    assert isinstance(joined, Joined) and joined.head.unproven and joined.head.status == 200
+
+
+@given(bodies, st.data())
 def test_pieces_are_never_joined_on_any_doubt(body: bytes, data: st.DataObject) -> None:
     asked, answers = _answers(body)
     k = data.draw(st.integers(min_value=0, max_value=len(answers) - 1))
