@@ -72,7 +72,14 @@ def _delta(value: str | None) -> int:
     """delta-seconds, or 0 when invalid (an invalid freshness value means stale)."""
     if value is None or not _DELTA.fullmatch(value):
         return 0
-    return min(int(value), MAX_DELTA)
+    return delta_seconds(value)
+
+
+def delta_seconds(digits: str) -> int:
+    """A run of ASCII digits as delta-seconds: past 2^31, 2^31 (RFC 9111 §1.2.2), never int() of thousands of
+    digits (Python refuses more than 4300, and a server's header must not raise into a fetch)."""
+    significant = digits.lstrip("0")
+    return MAX_DELTA if len(significant) > 10 else min(int(significant or "0"), MAX_DELTA)
 
 
 def parse_cache_control(values: Iterable[str]) -> CacheControl:

@@ -1,8 +1,10 @@
 """Freshness (RFC 9111 §4.2) of a stored response, as a private cache computes it.
 
-- lifetime: max-age, else Expires − Date, else (only for status codes heuristically cacheable, or
-  `public`) 10 % of the time between Last-Modified and Date, capped at HEURISTIC_CAP. s-maxage is
-  for shared caches and ignored here. An invalid Expires means already expired.
+- lifetime: max-age, else Expires − Date, else (only for 200, 203 and 206 without must-revalidate, as
+  Chromium: RFC 9110 lists more codes as heuristically cacheable, 404 among them, but a browser's cache
+  does not guess for them, so neither does this one) 10 % of the time between Last-Modified and Date,
+  capped at HEURISTIC_CAP. s-maxage is for shared caches and ignored here. An invalid Expires means
+  already expired. A response that says `Pragma: no-cache` has none (Chromium and Firefox revalidate it).
 - age: §4.2.3 exactly: the larger of the apparent age (response_time − Date) and the Age header
   corrected by the request's round trip, plus the time the entry has been resident since."""
 
@@ -11,14 +13,17 @@ from __future__ import annotations
 import re
 
 from .dates import parse_http_date
-from .directives import MAX_DELTA, parse_cache_control
+from .directives import delta_seconds, parse_cache_control, pragma_no_cache
 from .entry import StoredHead
 
 _DIGITS = re.compile(r"[0-9]+")
 HEURISTIC_FRACTION = 0.1
 HEURISTIC_CAP = 7 * 24 * 3600.0  # a week, as Firefox caps it; Last-Modified years ago is no promise
-# RFC 9110 §15.1: status codes cacheable by default (heuristic freshness may apply).
+# RFC 9110 §15.1: status codes cacheable by default (storable without explicit freshness: storability.py).
 HEURISTICALLY_CACHEABLE = frozenset({200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501})
+# The status codes a browser's cache gives heuristic freshness (Chromium's HttpResponseHeaders): fewer than
+# RFC 9110 §15.1 allows.
+HEURISTICALLY_FRESH = frozenset({200, 203, 206})
 
 
 def date_value(head: StoredHead) -> float:
@@ -45,7 +50,7 @@ def heuristic_lifetime(head: StoredHead) -> float | None:
     if not head.heuristic_ok:
         return None
     cc = parse_cache_control(head.get_all("cache-control"))
-    if head.status not in HEURISTICALLY_CACHEABLE and not cc.public:
+    if head.status not in HEURISTICALLY_FRESH or cc.must_revalidate:
         return None
     last_modified = parse_http_date(head.get("last-modified"))
     if last_modified is None:
@@ -55,6 +60,8 @@ def heuristic_lifetime(head: StoredHead) -> float | None:
 
 def lifetime(head: StoredHead) -> float:
     """Freshness lifetime in seconds (0 when none can be found: stale at once)."""
+    if pragma_no_cache(head.get_all("pragma")):
+        return 0.0
     explicit = explicit_lifetime(head)
     if explicit is not None:
         return explicit
@@ -65,8 +72,8 @@ def _age_header(head: StoredHead) -> float:
     value = head.get_all("age")
     if not value:
         return 0.0
-    text = value[0].strip()
-    return float(min(int(text), MAX_DELTA)) if _DIGITS.fullmatch(text) else 0.0
+    text = value[0].split(",")[0].strip()  # a list: its first member (RFC 9111 §5.1)
+    return float(delta_seconds(text)) if _DIGITS.fullmatch(text) else 0.0
 
 
 def current_age(head: StoredHead, now: float) -> float:

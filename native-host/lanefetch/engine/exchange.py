@@ -90,6 +90,11 @@ class Sink(Protocol):
 def delivered_head(head: ResponseHead) -> DeliveredHead:
     """The head as the consumer gets it: the server's, without the fields that belonged to the connection."""
     drop = HOP_BY_HOP_RESPONSE | head.connection_tokens()
+    if head.get_all("transfer-encoding"):
+        # The body is delivered dechunked, and a Content-Length beside Transfer-Encoding is not its length (RFC 9112
+        # §6.3: the transfer coding overrides it; a hop that forwards it must remove it). Kept, the browser's side of
+        # the proxy framed the dechunked body by it and read the rest as the next answer.
+        drop = drop | {"content-length"}
     headers = [(k, v) for k, v in head.headers if k.lower() not in drop]
     return DeliveredHead(head.status, head.reason, head.http_version, headers, False)
 

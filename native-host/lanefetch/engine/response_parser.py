@@ -248,6 +248,10 @@ class ResponseParser:
             if head.http_version == "1.0":
                 raise ParseError("Transfer-Encoding in an HTTP/1.0 response")
             codings = [c.strip().lower() for v in te for c in v.split(",") if c.strip()]
+            if any(c != "chunked" for c in codings):
+                # gzip, deflate, compress as transfer codings: nothing here decodes them, and the body would reach
+                # the page still coded under no Content-Encoding (corrupt). No browser asks for them (TE: trailers).
+                raise ParseError(f"unsupported transfer coding {', '.join(codings)}")
             if codings and codings[-1] == "chunked":
                 if codings.count("chunked") > 1:
                     raise ParseError("chunked applied more than once")

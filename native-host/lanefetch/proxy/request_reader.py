@@ -115,7 +115,8 @@ class RequestReader:
         if head.get("transfer-encoding") is not None:
             raise BadRequest(501, "chunked request bodies are not taken by the helper's proxy")
         lengths = {v.strip() for v in head.get_all("content-length")}
-        if len(lengths) > 1 or any(not v.isdigit() for v in lengths):
+        # ASCII digits only: str.isdigit() takes "²" too, which int() refuses (an unanswered connection, a logged error)
+        if len(lengths) > 1 or any(not (v.isascii() and v.isdigit()) for v in lengths):
             raise BadRequest(400, "invalid Content-Length")
         self._need = int(lengths.pop()) if lengths else -1
         if self._need > MAX_BODY_BYTES:

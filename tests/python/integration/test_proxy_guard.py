@@ -55,6 +55,19 @@ def test_the_head_is_there_before_the_body() -> None:
     assert not rr.buffered and rr.head() is None
 
 
+@pytest.mark.parametrize("length", ["\u00b2", "1\u00b9", "\u00b3\u00b3"])
+def test_a_content_length_of_digits_that_are_not_ascii_is_a_bad_request(length: str) -> None:
+    # str.isdigit() takes superscripts, int() refuses them: checked before the credentials, that crashed the
+    # connection's handler (no answer, an error logged) for any local program.
+    from lanefetch.proxy.request_reader import BadRequest
+
+    rr = RequestReader()
+    rr.feed(f"GET http://a.test/ HTTP/1.1\r\nContent-Length: {length}\r\n\r\n".encode("latin-1"))
+    with pytest.raises(BadRequest) as e:
+        rr.head()
+    assert e.value.status == 400
+
+
 # -- one listener in this process ------------------------------------------------------------------------------
 
 WAIT_S = 10.0  # generous bound for what takes milliseconds; reaching it fails the test

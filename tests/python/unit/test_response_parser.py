@@ -166,3 +166,24 @@ def test_garbage_never_crashes_with_anything_but_parse_error(data: bytes) -> Non
         p.feed_eof()
     except ParseError:
         pass
+
+
+@pytest.mark.parametrize("te", ["gzip, chunked", "gzip", "deflate", "chunked, gzip"])
+def test_a_transfer_coding_other_than_chunked_is_a_framing_error(te: str) -> None:
+    # Nothing decodes them: the body would reach the page still coded, under no Content-Encoding.
+    p = ResponseParser("GET")
+    with pytest.raises(ParseError):
+        p.feed(f"HTTP/1.1 200 OK\r\nTransfer-Encoding: {te}\r\n\r\n".encode())
+
+
+def test_a_content_length_beside_transfer_encoding_is_not_delivered() -> None:
+    # The body is delivered dechunked: the server's Content-Length is not its length (RFC 9112 §6.3), and the
+    # proxy's answer to Firefox framed by it would end early and leave the rest as the next answer.
+    from lanefetch.engine.exchange import delivered_head
+
+    p = ResponseParser("GET")
+    (head_event, *_) = p.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
+                              b"a\r\n0123456789\r\n0\r\n\r\n")
+    assert isinstance(head_event, HeadReceived)
+    fields = {k.lower() for k, _ in delivered_head(head_event.head).headers}
+    assert "content-length" not in fields and "transfer-encoding" not in fields
