@@ -33,6 +33,16 @@ def cache_url(url: str) -> str:
     return urldefrag(url).url
 
 
+def _put(store: EntryStore, partition: str, url: str, variant: str, head: StoredHead, body: bytes) -> None:
+    """Store a response; the URL's entries stored under another Vary go (the server's Vary changed: kept, a copy
+    stored before it varied would answer the requests this response's Vary sets apart, which a browser's cache,
+    one response per URL, would not). Variants under the same Vary stay side by side."""
+    for entry in store.lookup(partition, "GET", url):
+        if set(entry.head.vary) != set(head.vary):
+            store.delete(entry.id)
+    store.put(partition, "GET", url, variant, head, body)
+
+
 class _Writes:
     """The tap's writes for one partition, queued on the cache's worker thread."""
 
@@ -41,7 +51,7 @@ class _Writes:
         self._partition = partition
 
     def put(self, url: str, variant: str, head: StoredHead, body: bytes) -> None:
-        self._cache.submit(lambda s: s.put(self._partition, "GET", url, variant, head, body))
+        self._cache.submit(lambda s: _put(s, self._partition, url, variant, head, body))
 
     def update_head(self, entry_id: int, head: StoredHead) -> None:
         self._cache.submit(lambda s: s.update_head(entry_id, head))

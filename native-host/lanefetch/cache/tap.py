@@ -14,6 +14,7 @@ from typing import Protocol
 from ..engine.errors import FetchError
 from ..engine.fields import Headers
 from ..engine.response_parser import ResponseHead
+from .directives import parse_cache_control
 from .entry import StoredEntry, StoredHead
 from .freshness import current_age
 from .policy import invalidates, served_headers
@@ -68,7 +69,10 @@ class CacheTap:
                     self._writes.delete(entry.id)
                     raise FetchError("resource_changed", "the server's 304 names another version than the stored one")
                 fresh = updated_head(entry.head, head.headers, request_time, response_time)
-                self._writes.update_head(entry.id, fresh)
+                if parse_cache_control(v for k, v in head.headers if k.lower() == "cache-control").no_store:
+                    self._writes.delete(entry.id)  # the 304 says store nothing: served this once, then gone
+                else:
+                    self._writes.update_head(entry.id, fresh)
                 age = current_age(fresh, time.time())
                 # Set-Cookie is never stored, but this 304 is live: the browser must see its cookies.
                 cookies = [(k, v) for k, v in head.headers if k.lower() in ("set-cookie", "set-cookie2")]
@@ -88,6 +92,10 @@ class CacheTap:
         if may_store(self._method, self._request_headers, candidate):
             self._recording = candidate
             self._variant = variant_key(vary)
+        elif 200 <= head.status < 300 and head.status != 206:
+            # A full answer that may not be stored replaces none the less: the browser's cache drops its copy
+            # then, and a copy kept here (a hard reload answered no-store) would be served to the next request.
+            self._writes.delete_url(self._url)
         return None
 
     def on_body(self, data: bytes) -> None:

@@ -288,3 +288,60 @@ async def test_a_write_after_the_cache_closed_is_dropped_not_raised(tmp_path: Pa
     cache = HttpCache(lambda: MemoryStore(10**6), 10**6)
     await cache.aclose()
     cache.writes("p").put("http://o/a", "", HEAD, b"A")
+
+
+async def _tapped(cache: object, request: list[tuple[str, str]], status: int, response: list[tuple[str, str]],
+                  body: bytes, revalidating: tuple[object, bytes] | None = None) -> object:
+    """One response through the cache's tap, as the caching fetcher runs it; the substitute a 304 gave, if any."""
+    import time
+
+    from lanefetch.cache.http_cache import HttpCache
+    from lanefetch.cache.tap import CacheTap
+    from lanefetch.engine.response_parser import ResponseHead
+
+    assert isinstance(cache, HttpCache)
+    tap = CacheTap(cache.writes("p"), "GET", "http://o/a", request, time.time(), 10**6,
+                   revalidating)  # type: ignore[arg-type]
+    got = tap.on_head(ResponseHead(status, "OK", "1.1", response))
+    tap.on_body(body)
+    tap.on_complete([])
+    await cache.run(lambda s: None)  # the writes queued before it are done
+    return got
+
+
+def _fresh_hits(entries: list[object], request: list[tuple[str, str]], at: float) -> list[object]:
+    from lanefetch.cache.policy import Hit, decide
+
+    return [d for d in [decide("GET", request, entries, at)] if isinstance(d, Hit)]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", ["304 no-store", "reload answered no-store", "Vary began"])
+async def test_what_a_browser_cache_drops_is_dropped_here_too(case: str) -> None:
+    # A review against Chromium's cache: a 304 that says no-store, a full answer that may not be stored (to a hard
+    # reload), and a copy stored before the server began to vary each leave nothing that would answer later.
+    import time
+    from email.utils import formatdate
+
+    from lanefetch.cache.http_cache import HttpCache
+
+    old = formatdate(time.time() - 30 * 86400, usegmt=True)
+    cases = {
+        "304 no-store": [([], 200, [("Cache-Control", "no-cache"), ("ETag", '"v1"'), ("Last-Modified", old)], b"A"),
+                         ([], 304, [("Cache-Control", "no-store"), ("ETag", '"v1"')], b"")],
+        "reload answered no-store": [([], 200, [("Cache-Control", "max-age=3600")], b"A"),
+                                     ([("Cache-Control", "no-cache")], 200, [("Cache-Control", "no-store")], b"B")],
+        "Vary began": [([("Accept-Language", "en")], 200, [("Cache-Control", "max-age=3600")], b"A"),
+                       ([("Accept-Language", "en"), ("Cache-Control", "no-cache")], 200,
+                        [("Cache-Control", "max-age=3600"), ("Vary", "Accept-Language")], b"en")],
+    }
+    cache = HttpCache(lambda: MemoryStore(10**6), 10**6)
+    try:
+        for request, status, response, body in cases[case]:
+            stored = await cache.run(lambda s: s.lookup("p", "GET", "http://o/a"))
+            revalidating = (stored[0], b"A") if status == 304 else None
+            await _tapped(cache, request, status, response, body, revalidating)
+        entries = await cache.run(lambda s: s.lookup("p", "GET", "http://o/a"))
+        later = [("Accept-Language", "fr")] if case == "Vary began" else []
+        assert not _fresh_hits(entries, later, time.time() + 60), case
+    finally:
+        await cache.aclose()

@@ -313,3 +313,39 @@ def test_a_304_without_age_makes_the_refreshed_entry_as_young_as_the_answer() ->
     assert is_fresh(new, NOW + 3000)
     aged = updated_head(stored, [("ETag", '"x"'), ("Age", "600")], NOW - 1, NOW)  # an intermediary's own age
     assert dict(aged.headers)["Age"] == "600" and not is_fresh(aged, NOW + 3100)
+
+
+# -- what a browser's cache would not serve (a review against Chromium's HttpResponseHeaders) ---------------
+
+OLD = date(NOW - 30 * 24 * 3600)  # Last-Modified a month ago: three days of heuristic freshness
+
+
+def test_a_response_that_says_pragma_no_cache_is_revalidated() -> None:
+    stored = head(("Pragma", "no-cache"), ("Date", date(NOW)), ("Last-Modified", OLD), ("ETag", '"e"'))
+    assert isinstance(decide("GET", [], [StoredEntry(1, stored)], NOW + 60), Revalidate)
+
+
+@pytest.mark.parametrize("status", [204, 301, 404, 405, 410, 414, 501])
+def test_heuristic_freshness_only_for_what_a_browser_guesses_for(status: int) -> None:
+    stored = head(("Date", date(NOW)), ("Last-Modified", OLD), status=status)
+    assert not isinstance(decide("GET", [], [StoredEntry(1, stored)], NOW + 60), Hit)
+    assert isinstance(decide("GET", [], [StoredEntry(1, head(("Date", date(NOW)), ("Last-Modified", OLD)))],
+                             NOW + 60), Hit)
+
+
+def test_no_heuristic_freshness_with_must_revalidate() -> None:
+    stored = head(("Cache-Control", "must-revalidate"), ("Date", date(NOW)), ("Last-Modified", OLD))
+    assert not isinstance(decide("GET", [], [StoredEntry(1, stored)], NOW + 60), Hit)
+
+
+def test_an_age_listed_twice_counts_its_first_member() -> None:
+    stored = head(("Cache-Control", "max-age=3600"), ("Age", "7200, 7200"))
+    assert not isinstance(decide("GET", [], [StoredEntry(1, stored)], NOW + 1), Hit)
+
+
+def test_delta_seconds_of_thousands_of_digits_are_two_to_the_31st_not_an_error() -> None:
+    huge = "9" * 5000
+    assert parse_cache_control([f"max-age={huge}"]).max_age == MAX_DELTA
+    assert parse_cache_control([f"max-age=000{'0' * 5000}7"]).max_age == 7
+    assert current_age(head(("Age", huge)), NOW) == MAX_DELTA
+    assert isinstance(decide("GET", [("Cache-Control", f"max-age={huge}")], [], NOW), Miss)
