@@ -298,6 +298,12 @@ class H2BrowserConnection:
                     except H2Error as e:  # a stream h2 already closed (a reset crossing ours): that event only
                         log.debug("browser h2 event %s not taken: %s", type(ev).__name__, e)
                 self._send()
+                try:
+                    # Read on only once the browser takes what was written: h2's own answers (PING and SETTINGS
+                    # acknowledgements) to a client that never reads would otherwise pile up here without bound.
+                    await self._writer.drain()
+                except ConnectionError:
+                    break
                 if self._browser_left:
                     break
         finally:

@@ -378,3 +378,47 @@ async def test_the_browsers_goaway_ends_the_connection_and_its_fetches(setting: 
     engine = setting.listener.engine
     await until(lambda: not engine._by_id, "the fetch given up", seconds=20)  # type: ignore[attr-defined]
 
+
+
+async def test_a_browser_that_never_reads_does_not_make_the_helper_buffer_without_bound() -> None:
+    # h2 answers every PING by itself: a client that sends them and reads nothing made the helper hold the answers
+    # (11 MB in a review); now the helper stops reading until the client takes what was written.
+    import socket
+
+    from lanefetch.proxy.h2_server import H2BrowserConnection
+
+    helper_side: list[asyncio.StreamWriter] = []
+
+    async def never(*_: object) -> bool:
+        raise AssertionError("no request is sent in this test")
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        helper_side.append(writer)
+        await H2BrowserConnection(reader, writer, "a.test", never).serve()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=sock)
+    try:
+        client = H2Connection(H2Configuration(client_side=True))
+        client.initiate_connection()
+        writer.write(client.data_to_send())
+        for _ in range(300):  # bounded: 600 000 PINGs, 10 MB of acknowledgements owed
+            for i in range(2000):
+                client.ping(i.to_bytes(8, "big"))
+            writer.write(client.data_to_send())
+            try:
+                await asyncio.wait_for(writer.drain(), 0.05)
+            except TimeoutError:
+                break  # the helper stopped reading: what it owes stays bounded
+        await until(lambda: bool(helper_side), "the helper's side of the connection")
+        held = helper_side[0].transport.get_write_buffer_size()
+        assert held < 1024 * 1024, f"the helper holds {held} bytes for a client that reads nothing"
+    finally:
+        writer.transport.abort()
+        server.close()
+        await server.wait_closed()
