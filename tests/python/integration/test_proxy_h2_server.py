@@ -402,7 +402,7 @@ async def test_a_browser_that_never_reads_does_not_make_the_helper_buffer_withou
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect(("127.0.0.1", port))
     sock.setblocking(False)
-    reader, writer = await asyncio.open_connection(sock=sock)
+    _unread, writer = await asyncio.open_connection(sock=sock)  # never read: the point of the test
     try:
         client = H2Connection(H2Configuration(client_side=True))
         client.initiate_connection()
