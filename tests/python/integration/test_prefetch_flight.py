@@ -302,18 +302,25 @@ async def test_a_guess_the_browser_asked_for_is_not_cut_by_the_budget(server: Se
     assert report.cancelled_by_budget == 0 and report.answered == 1 and report.wasted_bytes == 0
 
 
-async def test_a_request_waiting_on_a_prefetch_can_be_cancelled(server: Server, service: FetchService) -> None:
-    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
-    flight.start([Planned(f"{server.url}/slow.js", SCRIPT, "script")])
-    await until(lambda: server.count("/slow.js") == 1, "the prefetch reached the server", seconds=5,
+async def _cancelled_while_it_waits(server: Server, service: FetchService, flight: Flight, path: str,
+                                    fields: list[tuple[str, str]]) -> Collect:
+    """The browser asks for `path` while the flight's prefetch of it is under way, then cancels that request."""
+    await until(lambda: server.count(path) == 1, "the prefetch reached the server", seconds=5,
                 seen=lambda: server.seen)
     answers = FlightAnswers(service, lambda page: flight)
     sink = Collect()
-    batch = asyncio.create_task(answers.fetch([_browser("w", f"{server.url}/slow.js", SCRIPT)], sink, PAGE))
+    batch = asyncio.create_task(answers.fetch([_browser("w", f"{server.url}{path}", fields)], sink, PAGE))
     await until(lambda: "w" in answers._waiting, "the browser request waits on the prefetch", seconds=5,
                 seen=lambda: sink.got)
     await answers.cancel(["w"])
     await asyncio.wait_for(batch, 5)
+    return sink
+
+
+async def test_a_request_waiting_on_a_prefetch_can_be_cancelled(server: Server, service: FetchService) -> None:
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+    flight.start([Planned(f"{server.url}/slow.js", SCRIPT, "script")])
+    sink = await _cancelled_while_it_waits(server, service, flight, "/slow.js", SCRIPT)
     got = sink.got["w"]
     assert got.error is not None and got.error.code == "cancelled" and got.head is None
     assert got.report is not None
@@ -329,15 +336,7 @@ async def test_a_guess_whose_waiting_request_was_cancelled_is_cut_by_the_budget_
     # and its body (1 MiB) is cut at the budget instead of crossing the link for nobody.
     flight = Flight(service, PAGE, Ledger(Limits(speculative=32 * 1024, total=4 * 1024 * 1024)))
     flight.start([Planned(f"{server.url}/held.woff2", FONT, "font", confident=False, expected_size=None)])
-    await until(lambda: server.count("/held.woff2") == 1, "the prefetch reached the server", seconds=5,
-                seen=lambda: server.seen)
-    answers = FlightAnswers(service, lambda page: flight)
-    sink = Collect()
-    batch = asyncio.create_task(answers.fetch([_browser("f", f"{server.url}/held.woff2", FONT)], sink, PAGE))
-    await until(lambda: "f" in answers._waiting, "the browser request waits on the prefetch", seconds=5,
-                seen=lambda: sink.got)
-    await answers.cancel(["f"])
-    await asyncio.wait_for(batch, 5)
+    await _cancelled_while_it_waits(server, service, flight, "/held.woff2", FONT)
     server.release.set()
     await flight.wait()
     report = await flight.close()
