@@ -68,17 +68,13 @@ def _split(values: Iterable[str]) -> list[tuple[str, str | None]]:
     return out
 
 
-def _delta(value: str | None) -> int:
-    """delta-seconds, or 0 when invalid (an invalid freshness value means stale)."""
+def delta_seconds(value: str | None) -> int:
+    """delta-seconds, or 0 when invalid (an invalid freshness value means stale); past 2^31, 2^31 (RFC 9111
+    §1.2.2), never int() of thousands of digits (Python refuses more than 4300, and a server's header must not
+    raise into a fetch)."""
     if value is None or not _DELTA.fullmatch(value):
         return 0
-    return delta_seconds(value)
-
-
-def delta_seconds(digits: str) -> int:
-    """A run of ASCII digits as delta-seconds: past 2^31, 2^31 (RFC 9111 §1.2.2), never int() of thousands of
-    digits (Python refuses more than 4300, and a server's header must not raise into a fetch)."""
-    significant = digits.lstrip("0")
+    significant = value.lstrip("0")
     return MAX_DELTA if len(significant) > 10 else min(int(significant or "0"), MAX_DELTA)
 
 
@@ -89,7 +85,7 @@ def parse_cache_control(values: Iterable[str]) -> CacheControl:
     for name, value in _split(values):
         if name in ("max-age", "s-maxage", "min-fresh"):
             # a duplicate freshness directive is invalid: stale (§4.2.1)
-            deltas[name] = 0 if name in deltas else _delta(value)
+            deltas[name] = 0 if name in deltas else delta_seconds(value)
         else:
             flags[name] = True
     return CacheControl(

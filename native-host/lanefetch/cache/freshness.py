@@ -10,13 +10,10 @@
 
 from __future__ import annotations
 
-import re
-
 from .dates import parse_http_date
 from .directives import delta_seconds, parse_cache_control, pragma_no_cache
 from .entry import StoredHead
 
-_DIGITS = re.compile(r"[0-9]+")
 HEURISTIC_FRACTION = 0.1
 HEURISTIC_CAP = 7 * 24 * 3600.0  # a week, as Firefox caps it; Last-Modified years ago is no promise
 # RFC 9110 §15.1: status codes cacheable by default (storable without explicit freshness: storability.py).
@@ -72,8 +69,7 @@ def _age_header(head: StoredHead) -> float:
     value = head.get_all("age")
     if not value:
         return 0.0
-    text = value[0].split(",")[0].strip()  # a list: its first member (RFC 9111 §5.1)
-    return float(delta_seconds(text)) if _DIGITS.fullmatch(text) else 0.0
+    return float(delta_seconds(value[0].split(",")[0].strip()))  # a list: its first member (RFC 9111 §5.1)
 
 
 def current_age(head: StoredHead, now: float) -> float:

@@ -69,7 +69,7 @@ class CacheTap:
                     self._writes.delete(entry.id)
                     raise FetchError("resource_changed", "the server's 304 names another version than the stored one")
                 fresh = updated_head(entry.head, head.headers, request_time, response_time)
-                if parse_cache_control(v for k, v in head.headers if k.lower() == "cache-control").no_store:
+                if parse_cache_control(head.get_all("cache-control")).no_store:
                     self._writes.delete(entry.id)  # the 304 says store nothing: served this once, then gone
                 else:
                     self._writes.update_head(entry.id, fresh)
