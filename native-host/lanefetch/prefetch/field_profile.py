@@ -111,6 +111,15 @@ def trustworthy(url: str) -> bool:
         return False
 
 
+def mixed_content(url: str, page_url: str) -> bool:
+    """A request the browser blocks or upgrades as mixed content: an https page asking a URL that is not
+    potentially trustworthy (plain http to anything but loopback). The browser never sends it as written (scripts
+    and stylesheets are blocked, images and media upgraded to https), so a prefetch of it would go over plaintext
+    for nothing."""
+    p = _parse(page_url)
+    return p is not None and p.protocol == "https:" and not trustworthy(url)
+
+
 def _origin(url: str) -> str | None:
     u = _parse(url)
     return str(u.origin) if u is not None else None

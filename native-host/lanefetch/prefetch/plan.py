@@ -21,6 +21,8 @@ load's document and stylesheets (discover_html.py, discover_css.py), and the lin
   the page's origin) to an origin whose learned requests carried Cookie or Authorization, or to the page's own
   site when the load showed the browser holds cookies there (`cookies_on_site`: the document's request carried
   some or its response set some). The helper holds no cookies: such a prefetch would only be refused.
+- Never planned: a discovered plain http:// request of an https page (mixed content: the browser blocks it or
+  asks the https URL instead, so the prefetch would cross the link in plaintext and never be asked for).
 - Order: by wave as learned (discovered items: 1 for the document's, 2 for a stylesheet's), within a wave
   render-blocking first (style, script, font, then the rest): the engine's queue orders by priority too, but
   on one pipelined connection the order of sending is the order of answers.
@@ -38,7 +40,7 @@ import ada_url
 
 from ..engine.fields import Headers
 from .budget import Limits, limits_for
-from .field_profile import FieldProfile, fields_for, relation, sends_cookies, site_for
+from .field_profile import FieldProfile, fields_for, mixed_content, relation, sends_cookies, site_for
 from .learned import History, Observed, page_bytes, shared, stable
 from .resource import Subresource
 
@@ -124,6 +126,8 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
         key: tuple[str, str, str] = (sub.url, sub.destination, sub.mode)
         if sub.conditional and key not in learned_keys:
             continue
+        if mixed_content(sub.url, page_url if page_url is not None else sub.initiator):
+            continue  # an https page's plain http:// subresource: the browser never asks it as written
         if page_url is not None and sends_cookies(sub, page_url) and (
                 _origin(sub.url) in cookie_origins
                 or (cookies_on_site and relation(sub.url, page_url) in ("same-origin", "same-site"))):

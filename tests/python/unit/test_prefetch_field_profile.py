@@ -17,6 +17,7 @@ from lanefetch.prefetch.field_profile import (
     fields_for,
     learn,
     learn_navigation,
+    mixed_content,
     relation,
     site_for,
     trustworthy,
@@ -275,6 +276,24 @@ def test_what_a_cross_origin_stylesheet_asks_carries_the_site_its_browser_comput
     sent = {sets: dict(plan(None, None, [(imported, 2)], profile=profile, page_url=secure,
                             sheet_sets_site=sets).items[0].headers) for sets in (False, True)}
     assert sent[False]["sec-fetch-site"] == "cross-site" and sent[True]["sec-fetch-site"] == "same-origin"
+
+
+def test_an_https_page_s_plain_http_subresources_are_never_planned() -> None:
+    # Mixed content: the browser blocks an https page's http:// script and stylesheet and asks an image's https URL
+    # instead, so a prefetch of the http:// URL would cross the link in plaintext and never be asked for
+    secure = "https://www.a.example/doc.html"
+    profile = FieldProfile("UA/1", "en", True, {("style", "no-cors"): "text/css,*/*;q=0.1",
+                                                ("image", "no-cors"): "*/*"}, {True: True, False: False}, {})
+    plain = Subresource("http://www.a.example/s.css", "style", "no-cors", "include", secure)
+    image = Subresource("http://cdn.b.test/i.png", "image", "no-cors", "include", secure)
+    local = Subresource("http://127.0.0.1:8080/i.png", "image", "no-cors", "include", secure)  # trustworthy
+    safe = Subresource("https://cdn.b.test/s.css", "style", "no-cors", "include", secure)
+    items = plan(None, None, [(plain, 1), (image, 1), (local, 1), (safe, 1)], profile=profile, page_url=secure).items
+    assert [i.url for i in items] == [safe.url, local.url]
+    assert [mixed_content(s.url, secure) for s in (plain, image, local, safe)] == [True, True, False, False]
+    assert not mixed_content(plain.url, PAGE)  # an http page's http requests are its own
+    # a stylesheet's requests are the document's: an https sheet on an http page may name http:// ones
+    assert not mixed_content("http://cdn.b.test/f.woff2", PAGE)
 
 
 def test_a_learned_request_of_the_origin_lends_its_fields_but_not_its_site_where_the_sheet_sets_it() -> None:
