@@ -133,7 +133,7 @@ class FetchService:
             return origins
         unmet = [o for o in origins if o not in self.engine.policies]
         now = time.time()
-        for name, raw in (await cache.learned(page.top_site, [str(o) for o in unmet])).items():
+        for name, raw in (await cache.learned(page.partition, [str(o) for o in unmet])).items():
             origin = next(o for o in unmet if str(o) == name)
             try:
                 policy = policy_from(json.loads(raw), self.config.engine.effective_depth, now)
@@ -154,7 +154,7 @@ class FetchService:
             record = None if policy is None else record_of(policy, now)
             if record is not None:
                 records[str(origin)] = json.dumps(record)
-        cache.learn(page.top_site, records)
+        cache.learn(page.partition, records)
 
     async def speaks_h2(self, url: str, page: Page, *, remembered: bool = True) -> bool:
         """Is url's origin known to choose HTTP/2: learned this session, or (`remembered`) remembered under page's

@@ -28,6 +28,9 @@ export interface PageInfo {
   siteActive: boolean;
   addressSpace: AddressSpace;
   privateBrowsing: boolean;
+  /** Set for a request of a frame cross-site to the top-level page, or inside one: that frame's site (the helper
+   * keeps its state apart, as the browser keys its cache: intercept/embedded-frames.ts). */
+  frameSite?: string;
 }
 
 export interface HeldRequest {
@@ -57,7 +60,9 @@ function unavailableReason(state: HelperState): PassReason {
 }
 
 function pageField(page: PageInfo): Page {
-  return { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
+  const field: Page = { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
+  if (page.frameSite !== undefined) field.frame_site = page.frameSite;
+  return field;
 }
 
 /** Pages whose flight answer is kept (a tab's navigation asks again). */
@@ -216,10 +221,11 @@ export class Accelerator {
         this.client.browserFetched(pageField(held.page), [toHelperRequest(id, paused)]);
         return;
       }
-      this.batcher.add(`${tabId}|${originOf(paused.url)}|held`, { id, held, multiplexed });
+      this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|held`, { id, held, multiplexed });
       return;
     }
-    this.batcher.add(`${tabId}|${originOf(paused.url)}`, { id, held });
+    // One batch names one page: an embedded frame's requests (frameSite) go apart from the page's own
+    this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}`, { id, held });
   }
 
   /** The tab closed or stopped being intercepted: drop what waits and stop what the helper is fetching for it. */

@@ -8,6 +8,7 @@ import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../intercept/attach-race.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
+import type { PausedSource } from "../intercept/embedded-frames.js";
 import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
@@ -17,7 +18,7 @@ import { OffscreenFieldsProbe } from "../intercept/offscreen-fields-probe.js";
 import { NO_PAGE, RequestLoaders, requestPage, samePage, type LoaderSignal, type PausedFrom, type TabPages } from "../intercept/request-page.js";
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { SiteStore } from "../sites/site-store.js";
-import { matchingRule, ruleKey, registrableDomain, httpHost, type SiteRule } from "../sites/site-rule.js";
+import { matchingRule, ruleKey, schemefulSite, type SiteRule } from "../sites/site-rule.js";
 import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
@@ -366,10 +367,9 @@ function tabInfo(tabId: number): TabInfo {
 }
 
 function pageInfo(url: string, incognito: boolean): PageInfo {
-  const host = httpHost(url);
   return {
     url,
-    topSite: host ? `${new URL(url).protocol}//${registrableDomain(host)}` : "",
+    topSite: schemefulSite(url) ?? "",
     siteActive: matchingRule(activeRules, url) !== null,
     addressSpace: addressSpaceOfUrl(url) ?? "public",
     privateBrowsing: incognito,
@@ -404,6 +404,8 @@ function loaderSignal(tabId: number, source: chrome.debugger.DebuggerSession, ne
 
 function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void {
   const paused = fromRequestPaused(event);
+  const frameSource: PausedSource = { sessionId: source.sessionId, frameId: event.frameId, resourceType: event.resourceType, url: paused.url };
+  sessions.frames.paused(frameSource, sessions.mainFrameId(tabId));
   const mainFrame = source.sessionId === undefined && event.frameId === sessions.mainFrameId(tabId);
   const isTopDocument = mainFrame && event.resourceType === "Document";
   // Not the tab's URL alone: commits are not ordered against the network's events (request-page.ts).
@@ -412,19 +414,22 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const siteOn = (url: string): boolean => matchingRule(activeRules, url) !== null;
   const attributed = requestPage(from, tab, siteOn);
   if ("page" in attributed) {
-    handlePaused(tabId, source, paused, isTopDocument, attributed.page);
+    handlePaused(tabId, source, paused, isTopDocument, attributed.page, frameSource);
     return;
   }
   void loaders.when(tabId, paused.networkId ?? "", LOADER_WAIT_MS).then((loaderId) => {
     const again = requestPage({ ...from, loader: loaderId === undefined ? { kind: "unheard" } : { kind: "heard", loaderId } }, tab, siteOn);
     traced(`loader ${loaderId === undefined ? "not heard" : "heard"} after the pause`);
-    handlePaused(tabId, source, paused, isTopDocument, "page" in again ? again.page : NO_PAGE);
+    handlePaused(tabId, source, paused, isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
   });
 }
 
-function handlePaused(tabId: number, source: chrome.debugger.DebuggerSession, paused: PausedRequest, isTopDocument: boolean, pageUrl: string): void {
+function handlePaused(tabId: number, source: chrome.debugger.DebuggerSession, paused: PausedRequest, isTopDocument: boolean, pageUrl: string,
+  frameSource: PausedSource): void {
   const info = tabInfo(tabId);
   const page = pageInfo(pageUrl, info.incognito);
+  const frameSite = sessions.frames.frameSite(frameSource, sessions.mainFrameId(tabId), page.topSite);
+  if (frameSite !== null) page.frameSite = frameSite;
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
     protocols.forget(tabId);

@@ -2,6 +2,7 @@
 // sessions (out-of-process iframes, the site's service worker) that get Fetch.enable too.
 import type { Protocol } from "devtools-protocol";
 import { NETWORK_ENABLE } from "../timings/cdp-network-log.js";
+import { EmbeddedFrames } from "./embedded-frames.js";
 
 const PROTOCOL = "1.3";
 const FETCH_ENABLE: Protocol.Fetch.EnableRequest = { patterns: [{ urlPattern: "*", requestStage: "Request" }] };
@@ -29,6 +30,8 @@ export class DebuggerSessions {
   private readonly attached = new Map<number, string>();
   /** Tabs attached while their navigation went on, whose Network domain waits for the page's load (networkAfterLoad). */
   private readonly networkLater = new Set<number>();
+  /** Which child sessions are embedded sites' frames, and their sites. */
+  readonly frames = new EmbeddedFrames();
 
   constructor(private readonly events: SessionEvents) {
     chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -38,11 +41,18 @@ export class DebuggerSessions {
       } else if (method.startsWith("Network.")) {
         this.events.network?.(source.tabId, method, params, source.sessionId);
       } else if (method === "Target.attachedToTarget") {
-        void this.setUpChild(source.tabId, params as unknown as Protocol.Target.AttachedToTargetEvent);
+        const event = params as unknown as Protocol.Target.AttachedToTargetEvent;
+        // Known before the child runs (it waits for the debugger): its first request finds it
+        const { type, targetId, url } = event.targetInfo;
+        this.frames.attached(source.tabId, event.sessionId, type, targetId, url, source.sessionId);
+        void this.setUpChild(source.tabId, event);
+      } else if (method === "Target.detachedFromTarget") {
+        this.frames.detached((params as unknown as Protocol.Target.DetachedFromTargetEvent).sessionId);
       }
     });
     chrome.debugger.onDetach.addListener((source, reason) => {
       if (source.tabId !== undefined) this.networkLater.delete(source.tabId);
+      if (source.tabId !== undefined) this.frames.tabGone(source.tabId);
       if (source.tabId === undefined || !this.attached.delete(source.tabId)) return;
       this.events.detached(source.tabId, reason);
     });
@@ -113,6 +123,7 @@ export class DebuggerSessions {
 
   async detach(tabId: number): Promise<void> {
     this.networkLater.delete(tabId);
+    this.frames.tabGone(tabId);
     if (!this.attached.delete(tabId)) return;
     await chrome.debugger.detach({ tabId }).catch(() => undefined);
   }

@@ -8,7 +8,7 @@ import type { Page } from "../generated/protocol.js";
 import { likelyLarge } from "../lanes/split-rule.js";
 import { webRequestResourceType } from "../timings/browser-fetched.js";
 import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
-import { httpHost, registrableDomain } from "../sites/site-rule.js";
+import { schemefulSite } from "../sites/site-rule.js";
 import type { ProxyInfo, ProxyRequestDetails } from "./firefox-proxy-api.js";
 
 export const DIRECT: ProxyInfo = { type: "direct" };
@@ -64,10 +64,10 @@ export function topLevelUrl(details: ProxyRequestDetails): string {
 }
 
 export function pageOf(url: string, incognito: boolean): Page | null {
-  const host = httpHost(url);
+  const site = schemefulSite(url);
   const space = addressSpaceOfUrl(url);
-  if (host === null || space === null) return null;
-  return { address_space: space, top_site: `${new URL(url).protocol}//${registrableDomain(host)}`, private_browsing: incognito };
+  if (site === null || space === null) return null;
+  return { address_space: space, top_site: site, private_browsing: incognito };
 }
 
 export class ProxyRouter {

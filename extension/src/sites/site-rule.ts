@@ -21,6 +21,13 @@ export function httpHost(url: string): string | null {
   return parsed.hostname.toLowerCase();
 }
 
+/** The schemeful site (scheme://registrable domain) of an http(s) URL, or null for any other URL: what the browser
+ * partitions its cache and connections by. */
+export function schemefulSite(url: string): string | null {
+  const host = httpHost(url);
+  return host === null ? null : `${new URL(url).protocol}//${registrableDomain(host)}`;
+}
+
 /** The registrable domain of a host (public suffix list incl. private entries), or the host itself (IP, localhost). */
 export function registrableDomain(host: string): string {
   const bare = host.startsWith("[") ? host : host.replace(/\.$/, "");

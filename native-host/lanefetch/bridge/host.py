@@ -143,6 +143,7 @@ def _to_page(raw: dict[str, Any]) -> Page:
     return Page(
         address_space=raw["address_space"], top_site=raw.get("top_site", ""),
         url=raw.get("url"), private_browsing=bool(raw.get("private_browsing", False)),
+        frame_site=raw.get("frame_site", ""),
     )
 
 
@@ -275,7 +276,7 @@ class Host:
             # non-error response on its origin once it came.
             page = _to_page(item["page"])
             cache = self.fetcher.cache_for(page)
-            writes = cache.writes(page.top_site) if cache is not None else None
+            writes = cache.writes(page.partition) if cache is not None else None
             for url in item["urls"]:
                 if _origin_of(url) is None:
                     continue

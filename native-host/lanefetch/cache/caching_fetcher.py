@@ -40,13 +40,13 @@ class CachingFetcher:
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         cache = self._cache_for(page)
         queries = [(r.method.upper(), cache_url(r.url), list(r.headers)) for r in requests]
-        plans = await cache.plan(queries, page.top_site)
+        plans = await cache.plan(queries, page.partition)
         if plans is None:
             return await self.inner.fetch(requests, sink, page)
         taps = _TapSink(sink)
         network: list[FetchRequest] = []
         hits: list[asyncio.Task[None]] = []
-        writes = cache.writes(page.top_site)
+        writes = cache.writes(page.partition)
         sent_at = time.time()
         for req, (method, url, headers), (decision, body) in zip(requests, queries, plans, strict=True):
             if isinstance(decision, Hit) and body is not None:

@@ -165,7 +165,7 @@ class Engine:
     # -- internals -------------------------------------------------------------------------------------------
 
     def _pool_for(self, origin: Origin, page: Page) -> OriginPool:
-        key = (origin, page.address_space, page.top_site, page.private_browsing)
+        key = (origin, page.address_space, page.partition, page.private_browsing)
         pool = self._pools.get(key)
         if pool is None:
             policy = self.policies.setdefault(origin, OriginPolicy(self.config.effective_depth))

@@ -17,13 +17,24 @@ from .request import FetchRequest
 
 @dataclass
 class Page:
-    """Who asks: the page's own address space bounds what the helper may reach for it; top_site
-    partitions connections the way the browser partitions its own."""
+    """Who asks: the page's own address space bounds what the helper may reach for it; top_site (and, for the
+    requests of a cross-site frame, frame_site) partitions connections, the cache and what is learned the way the
+    browser partitions its own."""
 
     address_space: AddressSpace = "public"
     top_site: str = ""
     url: str | None = None
     private_browsing: bool = False
+    # Set for the requests of a frame that is, or sits inside, a frame cross-site to the top-level page: that
+    # frame's site. Chromium keys its HTTP cache by the top-level site and the frame's site, so an embedded site
+    # cannot tell from the cache what the page loaded, nor the page what the embedded site did
+    frame_site: str = ""
+
+    @property
+    def partition(self) -> str:
+        """Where state kept for this page's requests lives (cache entries, origin records): the top-level site, and
+        apart from it a cross-site frame's under both sites (never equal to a top-level site's own partition)."""
+        return f"{self.top_site} ^{self.frame_site}" if self.frame_site else self.top_site
 
 
 @dataclass

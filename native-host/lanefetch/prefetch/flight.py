@@ -429,7 +429,7 @@ class FlightAnswers:
         cache = self._cache_for(page)
         if cache is None:
             return
-        tap = CacheTap(cache.writes(page.top_site), "GET", cache_url(request.url), list(held.request.headers),
+        tap = CacheTap(cache.writes(page.partition), "GET", cache_url(request.url), list(held.request.headers),
                        held.sent_at, cache.max_entry_bytes)
         tap.on_head(ResponseHead(head.status, head.reason, head.http_version, head.headers))
         tap.on_body(body)

@@ -727,7 +727,7 @@ class PageLoads:
         for item in items:
             sent = sent_headers(FetchRequest("plan", "GET", item.url, list(item.headers), decode=item.decode))
             queries.append(("GET", cache_url(item.url), sent))
-        decisions = await cache.plan(queries, page.top_site)
+        decisions = await cache.plan(queries, page.partition)
         if decisions is None:
             return items
         kept = []

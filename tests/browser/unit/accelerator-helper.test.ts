@@ -418,6 +418,39 @@ test("an incognito page's batch says private: the helper caches it in memory onl
   }
 });
 
+test("a cross-site frame's requests are cached apart from the page's, as the browser keys its cache by the frame's site too", async () => {
+  const xdg = mkdtempSync(join(tmpdir(), "lf-frame-cache-"));
+  const s = setUp(helperHost, DEFAULT_LIMITS, { ...process.env, XDG_CACHE_HOME: xdg });
+  try {
+    server.clearLog();
+    assert.ok(await s.connection.ready());
+    const embedded: PageInfo = { ...page(), frameSite: "http://video.example" };
+    const other: PageInfo = { ...page(), frameSite: "http://ads.example" };
+    const get = (n: number, at: PageInfo) => s.accelerator.handle({ tabId: 9, paused: paused(n, "/cached/8.png"), responder: s.recorder, page: at });
+    get(1, page());
+    await settle(s.recorder, 1);
+    get(2, embedded); // the page's copy is not the frame's
+    await settle(s.recorder, 2);
+    get(3, embedded);
+    await settle(s.recorder, 3);
+    get(4, other); // nor another embedded site's
+    await settle(s.recorder, 4);
+    get(5, page());
+    await settle(s.recorder, 5);
+    assert.ok([...s.recorder.answers.values()].every((a) => a.kind === "fulfill"));
+    await eventually("timing kept per request", () => s.store.forTab(9).every((r) => r.timing !== null), { everyMs: 10 });
+    assert.deepEqual(s.store.forTab(9).map((r) => r.timing?.cache), ["none", "none", "hit", "none", "hit"]);
+    assert.equal(server.log.filter((r) => r.path === "/cached/8.png").length, 3);
+    const sites = s.log.sent.filter((m) => (m as { type: string }).type === "batch")
+      .map((m) => (m as { page: { frame_site?: string } }).page.frame_site ?? null);
+    assert.deepEqual(sites, [null, "http://video.example", "http://video.example", "http://ads.example", null]);
+    assert.deepEqual(s.log.schemaViolations, []);
+  } finally {
+    s.connection.close();
+    rmSync(xdg, { recursive: true, force: true });
+  }
+});
+
 test("a POST the browser sends itself makes the helper forget its copy of that URL: the page's next GET goes to the server", async () => {
   const xdg = mkdtempSync(join(tmpdir(), "lf-unsafe-cache-"));
   const s = setUp(helperHost, DEFAULT_LIMITS, { ...process.env, XDG_CACHE_HOME: xdg });

@@ -1,0 +1,89 @@
+// Chromium: which paused requests are an embedded site's (a frame cross-site to the top-level page, or anything
+// inside one), and that frame's site. The browser keys its HTTP cache by the top-level site *and* the frame's site
+// (its network isolation key), so a site embedded in a page cannot tell from the cache what the page loaded, nor
+// the page what the embedded site did; the helper's cache and learned state, keyed by the top-level site alone,
+// would join them. Such requests carry `frame_site` (protocol Page), and the helper keeps them apart.
+//
+// What CDP tells, measured in Debian's Chromium: an out-of-process iframe (every cross-site frame, under site
+// isolation) is a child target, auto-attached with an empty URL; its document's request was paused before, in the
+// parent's session, with a frameId equal to the child's targetId. So the frame's site is the site of the newest
+// document request paused for that frame id. Requests of the tab's own session are the top-level page's or its
+// same-site frames' (one process holds one site), except a frame's document request to another site: the embedded
+// frame's navigation itself. A child of an embedded session (a frame inside it, its service worker) is embedded
+// too, whatever its own site (A inside B inside A is still keyed apart from A's own requests).
+//
+// Where the frame's site was not seen (its document request was not paused for us), its requests get a partition of
+// their own session ("opaque:" + session id): never the page's, never another embedded frame's.
+import { schemefulSite } from "../sites/site-rule.js";
+
+/** Frame ids whose documents are remembered (a page's frames; a bound against pages that make frames forever). */
+const DOCUMENTS_KEPT = 500;
+
+interface Embedded {
+  tabId: number;
+  site: string;
+}
+
+export interface PausedSource {
+  /** The child session the request was paused in; undefined for the tab's own session. */
+  sessionId: string | undefined;
+  frameId: string;
+  resourceType: string;
+  url: string;
+}
+
+export class EmbeddedFrames {
+  /** frameId → site of its newest document request. */
+  private readonly documents = new Map<string, string>();
+  /** child sessionId → embedded frame (only embedded sessions are kept). */
+  private readonly sessions = new Map<string, Embedded>();
+
+  /** A child target was auto-attached from `parentSessionId` (undefined: the tab's own session). */
+  attached(tabId: number, sessionId: string, type: string, targetId: string, url: string, parentSessionId: string | undefined): void {
+    const parent = parentSessionId === undefined ? undefined : this.sessions.get(parentSessionId);
+    // An iframe target is out of process: cross-site to its parent, so embedded wherever it sits. A worker is
+    // embedded where its parent is.
+    if (type !== "iframe" && parent === undefined) return;
+    const site = this.documents.get(targetId) ?? schemefulSite(url) ?? (type === "iframe" ? undefined : parent?.site);
+    this.sessions.set(sessionId, { tabId, site: site ?? `opaque:${sessionId}` });
+  }
+
+  detached(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+
+  tabGone(tabId: number): void {
+    for (const [id, e] of this.sessions) if (e.tabId === tabId) this.sessions.delete(id);
+  }
+
+  /** Every paused request, as it is heard (before the child target its frame may become is attached): a frame's
+   * document names the frame's site. */
+  paused(source: PausedSource, mainFrameId: string | undefined): void {
+    const own = source.resourceType === "Document" ? schemefulSite(source.url) : null;
+    if (own !== null && source.frameId !== mainFrameId) this.remember(source.frameId, own);
+  }
+
+  /** The frame site a paused request carries to the helper, or null for the top-level page's own requests.
+   * `mainFrameId`: the tab's main frame; `topSite`: the site of the page the request is attributed to. */
+  frameSite(source: PausedSource, mainFrameId: string | undefined, topSite: string): string | null {
+    const isDocument = source.resourceType === "Document";
+    const own = isDocument ? schemefulSite(source.url) : null;
+    const embedded = source.sessionId === undefined ? undefined : this.sessions.get(source.sessionId);
+    if (embedded !== undefined) {
+      // A frame's document inside the embedded one is keyed by its own site; the rest by the embedded frame's
+      return isDocument && own !== null ? own : embedded.site;
+    }
+    if (source.sessionId !== undefined) return null; // the top-level site's own worker
+    if (isDocument && source.frameId !== mainFrameId && own !== null && own !== topSite) return own;
+    return null;
+  }
+
+  private remember(frameId: string, site: string): void {
+    this.documents.delete(frameId);
+    this.documents.set(frameId, site);
+    if (this.documents.size > DOCUMENTS_KEPT) {
+      const oldest = this.documents.keys().next().value;
+      if (oldest !== undefined) this.documents.delete(oldest);
+    }
+  }
+}
