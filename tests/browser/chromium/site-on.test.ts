@@ -100,6 +100,21 @@ test("same-site and cross-site (out-of-process) iframes load through the helper"
   await page.close();
 });
 
+test("a cross-site frame's request is not answered from the helper's cache of the page's (the browser keys by the frame's site)", async () => {
+  sites.clearLog();
+  const page = await browser.context.newPage();
+  await openPage(page, `${sites.a.origin}/frame-cache.html`);
+  const got = await waitFor<{ img: number }>(page, "window.__frameCache && window.__frameCache.img !== undefined && window.__frameCache");
+  assert.equal(got.img, 12);
+  const asked = (): { owner: string }[] => sites.log.filter((r) => r.host === sites.other.url().host && r.path === "/cached/12.png")
+    .map((r) => ({ owner: r.owner.kind }));
+  // The page's copy (max-age=3600, kept by the helper under the page's site) would have answered the frame at once:
+  // the frame's own request reaches the server, through the helper, as the browser's own would.
+  await eventually("the frame's image reached the server too", () => asked().length >= 2, {}, () => asked());
+  assert.deepEqual(asked(), [{ owner: "helper" }, { owner: "helper" }]);
+  await page.close();
+});
+
 test("the site's own service worker: its fetches go through the helper", async () => {
   sites.clearLog();
   const page = await browser.context.newPage();

@@ -142,6 +142,28 @@ img.complete ? done() : (img.onload = img.onerror = done);
 </script></body></html>`;
 }
 
+/** The page and, once its image loaded, a cross-site frame ask for one cacheable image: the browser keys its cache
+ * by the frame's site too, so the frame's request must not be answered from what the page's left. */
+function frameCachePage(req: IncomingMessage): string {
+  const { other } = originOf(req);
+  return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body>
+<img id="top" src="${other}/cached/12.png">
+<script>
+window.__frameCache = {};
+addEventListener("message", (e) => { window.__frameCache = e.data; });
+const topImg = document.getElementById("top");
+const inner = () => { const f = document.createElement("iframe"); f.src = "${other}/frame-cache-inner.html"; document.body.append(f); };
+topImg.complete ? inner() : (topImg.onload = topImg.onerror = inner);
+</script></body></html>`;
+}
+
+const FRAME_CACHE_INNER = `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body><img id="i" src="/cached/12.png">
+<script>
+const img = document.getElementById("i");
+const done = () => parent.postMessage({ img: img.naturalWidth }, "*");
+img.complete ? done() : (img.onload = img.onerror = done);
+</script></body></html>`;
+
 function swPage(): string {
   return `<!doctype html><html><head><meta charset="utf-8">${NOICON}</head><body><script>
 (async () => {
@@ -304,6 +326,10 @@ export const testSite: Handler = async (req, res, url) => {
       return send(res, 200, "text/html; charset=utf-8", framesPage(req));
     case "/frame.html":
       return send(res, 200, "text/html; charset=utf-8", framePage(url));
+    case "/frame-cache.html":
+      return send(res, 200, "text/html; charset=utf-8", frameCachePage(req));
+    case "/frame-cache-inner.html":
+      return send(res, 200, "text/html; charset=utf-8", FRAME_CACHE_INNER);
     case "/sw.html":
       return send(res, 200, "text/html; charset=utf-8", swPage());
     case "/sw.js":
