@@ -2,6 +2,7 @@
 // minus what no longer describes the (decoded, complete) body. Never adds CORS or cookie fields.
 import type { Protocol } from "devtools-protocol";
 import type { Head } from "../generated/protocol.js";
+import { encode } from "./base64-concat.js";
 
 /** Fields that describe the transfer, not the response: the body handed to the browser is identity and whole. */
 const DROPPED = new Set([
@@ -39,6 +40,20 @@ function phraseOf(head: Head): string {
   return head.reason.trim() !== "" ? head.reason : PHRASES[head.status] ?? "Unknown Status";
 }
 
+/** The helper reads field bytes as latin-1 (one char a byte); responseHeaders are text Chromium takes as UTF-8, so
+ * a field with a byte above 0x7f goes as the bytes themselves ("name: value\0" lines), which the protocol offers for
+ * values that are not UTF-8 text. Not for what cannot be such bytes, or would split a line (Chromium then refuses
+ * the text fields, as it would have). */
+function binaryHeaders(headers: readonly Protocol.Fetch.HeaderEntry[]): string | null {
+  const text = headers.map((h) => `${h.name}: ${h.value}`);
+  if (!text.some((line) => /[\u0080-\uffff]/.test(line))) return null;
+  if (text.some((line) => /[\0\r\n\u0100-\uffff]/.test(line))) return null;
+  const joined = text.map((line) => `${line}\0`).join("");
+  const bytes = new Uint8Array(joined.length);
+  for (let i = 0; i < joined.length; i++) bytes[i] = joined.charCodeAt(i);
+  return encode(bytes);
+}
+
 export function fulfillParams(
   interceptionId: string,
   head: Head,
@@ -50,10 +65,11 @@ export function fulfillParams(
     if (DROPPED.has(lower)) continue;
     responseHeaders.push({ name, value });
   }
+  const binary = binaryHeaders(responseHeaders);
   const params: Protocol.Fetch.FulfillRequestRequest = {
     requestId: interceptionId,
     responseCode: head.status,
-    responseHeaders,
+    ...(binary === null ? { responseHeaders } : { binaryResponseHeaders: binary }),
     body: bodyBase64,
     responsePhrase: phraseOf(head),
   };
