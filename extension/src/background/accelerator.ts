@@ -232,7 +232,10 @@ export class Accelerator {
   tabGone(tabId: number): void {
     this.batcher.dropWhere((key) => key.startsWith(`${tabId}|`));
     const ids = [...this.deliveries].filter(([, d]) => d.tabId === tabId).map(([id]) => id);
-    for (const id of ids) this.deliveries.delete(id);
+    for (const id of ids) {
+      this.deliveries.get(id)?.delivery.drop();
+      this.deliveries.delete(id);
+    }
     this.client.cancel(ids);
     for (const listener of this.idleListeners) listener(tabId);
   }

@@ -112,6 +112,13 @@ export class RequestDelivery implements RequestSink {
     void this.responder.pass(this.paused.interceptionId).then(() => this.hooks.done({ outcome: "passed", reason, detail }));
   }
 
+  /** The browser no longer holds the request (its tab or debugger session went): answer nothing, and let no timer
+   * answer it later. */
+  drop(): void {
+    this.answered = true;
+    this.disarm();
+  }
+
   private giveUp(refused: Assembled, cancelAtHelper = true): void {
     if (refused.kind !== "refused") return;
     if (cancelAtHelper) this.hooks.cancel(this.id);
