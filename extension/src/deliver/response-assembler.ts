@@ -32,7 +32,9 @@ export class ResponseAssembler {
   addHead(head: Head): Assembled | null {
     this.head = head;
     const encoding = headerValue(head.headers, "content-encoding");
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+    // A 204 or 304 has no body: the helper decodes nothing and leaves the field (fulfillParams drops it)
+    const bodiless = head.status === 204 || head.status === 304;
+    if (!bodiless && encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
       return this.refuse("helper_error", `body still ${encoding}-encoded (the browser would not decode a fulfilled body)`);
     }
     const length = Number(headerValue(head.headers, "content-length") ?? NaN);
