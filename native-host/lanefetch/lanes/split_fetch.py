@@ -543,7 +543,8 @@ class _SplitRun:
         att, head, sched = spec.attempt, spec.head, self.schedule
         assert att is not None and head is not None and sched is not None
         if (head.status != 206 or content_range(head) != (att.start, att.end - 1, self.total)
-                or piece_validator(head) != self.validator):
+                or piece_validator(head) != self.validator
+                or sum(len(data) for _, data in spec.held) > att.end - att.start):  # more bytes than its range
             log.debug("speculative %d-%d not usable: %s %s", att.start, att.end - 1, head.status,
                       content_range(head))
             sched.discard(att.id)

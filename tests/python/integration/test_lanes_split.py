@@ -254,3 +254,41 @@ async def test_cancel_split_request() -> None:
     assert rec.error is not None and rec.error.code == "cancelled"
 
 
+async def test_speculative_range_longer_than_its_content_range_is_fetched_again() -> None:
+    """A speculative range whose 206 carries more bytes than its Content-Range says, all held before the first
+    answer adopts it: it is not usable, its bytes are fetched again with If-Range (they raised in the first lane's
+    connection task, and the split hung)."""
+    path = "/r/overlong/300000"
+    spec_len = 65536 + 1000
+    got = {"bytes": 0}
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            body = content(path)
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", req.header("range") or "")
+            assert m is not None
+            a, b = int(m[1]), int(m[2])
+            hdrs = [("ETag", etag(path)), ("Content-Range", f"bytes {a}-{b}/{len(body)}")]
+            if speculative(req):  # 1000 bytes beyond its own range
+                await conn.send(response(206, body[a : a + spec_len], headers=hdrs))
+                continue
+            if a == 0:  # answered once the client holds all of the speculative range's bytes
+                for _ in range(1000):  # bounded: 10 s
+                    if got["bytes"] >= spec_len:
+                        break
+                    await asyncio.sleep(0.01)
+            await conn.send(response(206, body[a : b + 1], headers=hdrs))
+
+    async with ScriptedServer(run) as srv:
+        fetcher = SplitFetcher(EngineConfig(), [LaneSpec(None)] * 2, schedule=SMALL)
+        fetcher.on_lane_bytes = lambda _rid, _lane, n: got.__setitem__("bytes", got["bytes"] + n)
+        sink = RecordingSink()
+        req = FetchRequest(id="big", method="GET", url=srv.url(path), split=True)
+        sink.rec(req)
+        try:
+            await asyncio.wait_for(fetcher.fetch(req, sink, LOOPBACK), 20)
+        finally:
+            await fetcher.aclose()
+        again = [r for r in srv.requests if r.header("if-range") and str(r.header("range")).startswith("bytes=20480-")]
+    assert got["bytes"] >= spec_len and again, ranges_asked(srv)
+    sink.check_exact([req], lambda _: content(path))
