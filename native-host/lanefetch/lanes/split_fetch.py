@@ -451,6 +451,11 @@ class _SplitRun:
         if self.mode == "split" and self.schedule is not None:
             att = self._attempt_of(ps)
             assert att is not None
+            if att.live and att.pos < att.end and att.id not in self.cancelled:
+                # Its Content-Range was checked to be the range asked: a body ending sooner is malformed (asking
+                # its rest again would loop for as long as the server answers so).
+                await self.fail(FetchError("protocol_error", "a range response ended before its Content-Range did"))
+                return
             self.schedule.attempt_done(att.id, now())
             log.debug("%.3f done %s", now(), att)
             self.wake.set()

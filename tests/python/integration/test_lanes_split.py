@@ -292,3 +292,33 @@ async def test_speculative_range_longer_than_its_content_range_is_fetched_again(
         again = [r for r in srv.requests if r.header("if-range") and str(r.header("range")).startswith("bytes=20480-")]
     assert got["bytes"] >= spec_len and again, ranges_asked(srv)
     sink.check_exact([req], lambda _: content(path))
+
+
+async def test_range_answer_shorter_than_its_content_range_fails() -> None:
+    """Every range after the first is answered 206 with the right Content-Range but an empty body (Content-Length:
+    0): a malformed answer ends the split with protocol_error; the short ranges were asked again without end (here
+    until the server gave up after 100 requests)."""
+    path = "/r/short/300000"
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            n = int(conn.server.state.get("n", 0)) + 1  # type: ignore[call-overload]
+            conn.server.state["n"] = n
+            if n > 100:
+                conn.reset()
+                return
+            body = content(path)
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", req.header("range") or "")
+            assert m is not None
+            a, b = int(m[1]), min(int(m[2]), len(body) - 1)
+            hdrs = [("ETag", etag(path)), ("Content-Range", f"bytes {a}-{b}/{len(body)}")]
+            await conn.send(response(206, body[a : b + 1] if a == 0 else b"", headers=hdrs))
+
+    async with ScriptedServer(run) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+        asked = len(srv.requests)
+    rec = sink.records["big"]
+    assert rec.error is not None and rec.error.code == "protocol_error", (rec.error, asked)
+    assert asked < 100 and rec.end_bytes is None
+    assert bytes(rec.body) == content(path)[: len(rec.body)]
+    sink.check_once([rec.request])
