@@ -373,6 +373,8 @@ class _SplitRun:
         elif head.status != 206 or cr is None or cr[0] != 0:
             self.mode = "pass"
             await self.sink.head(self.request, head)
+        elif cr[1] >= cr[2]:
+            self._fail_first(FetchError("protocol_error", f"a range answer's Content-Range ends past its total ({cr})"))
         else:
             _, last, total = cr
             self.total = total
@@ -416,6 +418,9 @@ class _SplitRun:
                 spec.held.append((now(), data))
                 return
         if self.mode in ("pass", "whole"):
+            if self.mode == "whole" and self.delivered + len(data) > self.total:
+                self._fail_first(FetchError("protocol_error", "a range response carried more bytes than asked for"))
+                return
             self.delivered += len(data)
             await self.sink.body(self.request, data)
             return
@@ -445,6 +450,9 @@ class _SplitRun:
         if self.finished:
             return
         if self.mode in ("pass", "whole"):
+            if self.mode == "whole" and self.delivered != self.total:
+                self._fail_first(FetchError("protocol_error", "a range response ended before its Content-Range did"))
+                return
             self.finished = True
             await self.sink.end(self.request, self.delivered, trailers)
             return
@@ -585,6 +593,12 @@ class _SplitRun:
         await self.sink.error(self.request, error)
         await self._report()
         self.wake.set()
+
+    def _fail_first(self, error: FetchError) -> None:
+        """The first request's answer cannot be used (called from its own exchange's callbacks): nothing more of it
+        is delivered, and the run fails once those return (the error's timing report waits for the exchange's)."""
+        self.mode = "failed"
+        self._spawn(self.fail(error))
 
     async def _report(self) -> None:
         if self._reported:

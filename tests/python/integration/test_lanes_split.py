@@ -322,3 +322,24 @@ async def test_range_answer_shorter_than_its_content_range_fails() -> None:
     assert asked < 100 and rec.end_bytes is None
     assert bytes(rec.body) == content(path)[: len(rec.body)]
     sink.check_once([rec.request])
+
+
+@pytest.mark.parametrize(("size", "content_range", "sent"), [
+    (100, "bytes 0-99/100", 50),  # the body ends before its Content-Range does
+    (100, "bytes 0-99/50", 100),  # the range ends past the body's total
+])
+async def test_first_answer_body_not_as_its_content_range_says_fails(size: int, content_range: str, sent: int) -> None:
+    """The first range's 206 says it is the whole body, but its own Content-Range and body disagree: never a 200
+    whose Content-Length differs from the body delivered under it (the truncated one ended as complete)."""
+    path = f"/r/liar/{size}"
+
+    async def run(conn: ServerConn) -> None:
+        while await conn.next_request() is not None:
+            hdrs = [("ETag", etag(path)), ("Content-Range", content_range)]
+            await conn.send(response(206, content(path)[:sent], headers=hdrs))
+
+    async with ScriptedServer(run) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    sink.check_once([rec.request])
+    assert rec.error is not None and rec.error.code == "protocol_error" and rec.end_bytes is None, rec.error
