@@ -73,10 +73,11 @@ def continues(first: ResponseHead, head: ResponseHead, offset: int) -> str | Non
 
 def replaces(first: ResponseHead, head: ResponseHead, delivered: int) -> bool:
     """May a whole new response (a 200 again) stand in for the first? Only as the same representation: the
-    same status, coding and length, and either nothing of the first body delivered yet (the page saw only
-    a head the second matches) or the same strong validator (a server that ignored Range)."""
+    same status, coding, length and range (a 206 of other bytes is no stand-in), and either nothing of the first
+    body delivered yet (the page saw only a head the second matches) or the same strong validator (a server that
+    ignored Range)."""
     if head.status != first.status or any(
-        head.get(name) != first.get(name) for name in (*_SAME, "content-length")
+        head.get(name) != first.get(name) for name in (*_SAME, "content-length", "content-range")
     ):
         return False
     return delivered == 0 or strong_validator(first) is not None

@@ -343,3 +343,35 @@ async def test_first_answer_body_not_as_its_content_range_says_fails(size: int, 
     rec = sink.records["big"]
     sink.check_once([rec.request])
     assert rec.error is not None and rec.error.code == "protocol_error" and rec.end_bytes is None, rec.error
+
+
+async def test_range_broken_mid_body_and_retried_must_be_the_same_range() -> None:
+    """A lane's connection breaks mid-range; the engine asks the range again and the server answers another range of
+    the same length and ETag (Content-Range shifted by 7 bytes): never spliced after the bytes already received."""
+    path = "/r/shift/300000"
+
+    async def run(conn: ServerConn) -> None:
+        state = conn.server.state
+        while (req := await conn.next_request()) is not None:
+            body = content(path)
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", req.header("range") or "")
+            assert m is not None
+            a, b = int(m[1]), min(int(m[2]), len(body) - 1)
+            hdrs = [("ETag", etag(path)), ("Content-Range", f"bytes {a}-{b}/{len(body)}")]
+            if a != 0 and state.setdefault("broken", a) == a:  # the first range after the first, and its retry
+                if not state.get("retried"):
+                    state["retried"] = True
+                    data = response(206, body[a : b + 1], headers=hdrs)
+                    await conn.send(data[: len(data) // 2])
+                    await conn.close(linger=0)
+                    return
+                hdrs = [("ETag", etag(path)), ("Content-Range", f"bytes {a + 7}-{b + 7}/{len(body)}")]
+                a, b = a + 7, b + 7
+            await conn.send(response(206, body[a : b + 1], headers=hdrs))
+
+    async with ScriptedServer(run) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path, lanes=1)
+        assert srv.state.get("retried")
+    rec = sink.records["big"]
+    sink.check_once([rec.request])
+    assert bytes(rec.body) == content(path)[: len(rec.body)]
