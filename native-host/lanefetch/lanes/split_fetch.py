@@ -10,6 +10,7 @@ a body worth splitting finds every lane already receiving. What the first reques
   206 without a strong validator     -> the rest is fetched on the first lane only (ranges cannot be proven
                                         to belong to one version of the resource)
   200 (Range ignored), 3xx, 4xx, 5xx -> streamed to the caller as it is
+  206 not from byte 0, or unreadable -> protocol_error (never a partial answer to a request without Range)
   416 (an empty body)                -> fetched again without Range and streamed as it is
 Every range's Content-Range and validator are checked; a resource that changed mid-transfer fails with
 `resource_changed` (the caller starts over; the CLI does so once by itself). A speculative range is used only
@@ -370,9 +371,11 @@ class _SplitRun:
         cr = content_range(head)
         if head.status == 416:
             self.mode = "again"  # Range on an empty body: fetch it plainly
-        elif head.status != 206 or cr is None or cr[0] != 0:
+        elif head.status != 206:
             self.mode = "pass"
             await self.sink.head(self.request, head)
+        elif cr is None or cr[0] != 0:  # a part the caller (a request without Range) never asked for
+            self._fail_first(FetchError("protocol_error", "the first range was answered with another part of the body"))
         elif cr[1] >= cr[2]:
             self._fail_first(FetchError("protocol_error", f"a range answer's Content-Range ends past its total ({cr})"))
         else:

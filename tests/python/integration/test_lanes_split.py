@@ -375,3 +375,22 @@ async def test_range_broken_mid_body_and_retried_must_be_the_same_range() -> Non
     rec = sink.records["big"]
     sink.check_once([rec.request])
     assert bytes(rec.body) == content(path)[: len(rec.body)]
+
+
+@pytest.mark.parametrize("content_range", ["bytes 5-104/1000", None])
+async def test_first_answer_partial_but_not_from_byte_0_fails(content_range: str | None) -> None:
+    """The first range (bytes=0-…) is answered 206 from another byte, or 206 without a usable Content-Range: the
+    caller asked for the whole body, so it never gets that partial answer as its own (it was passed on as a 206)."""
+    path = "/r/elsewhere/1000"
+
+    async def run(conn: ServerConn) -> None:
+        while await conn.next_request() is not None:
+            hdrs = [("ETag", etag(path))] + ([("Content-Range", content_range)] if content_range else [])
+            await conn.send(response(206, content(path)[5:105], headers=hdrs))
+
+    async with ScriptedServer(run) as srv:  # type: ignore[arg-type]
+        sink = await split_fetch(srv, path)
+    rec = sink.records["big"]
+    sink.check_once([rec.request])
+    assert rec.error is not None and rec.error.code == "protocol_error", (rec.head, rec.error)
+    assert rec.head is None and not rec.body
