@@ -69,9 +69,11 @@ class _BatchSink:
         await self._send(msg)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
-        if request.id in self.given_up:
-            return
         for i in range(0, len(data), BODY_CHUNK):
+            # Checked before each message: a cancel may answer the request while an earlier piece waits for the port,
+            # and nothing of its body may follow its error (once its batch is done the id is the browser's again).
+            if request.id in self.answered or request.id in self.given_up:
+                return
             await self._send(protocol.body(request.id, data[i : i + BODY_CHUNK]))
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
