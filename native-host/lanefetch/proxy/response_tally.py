@@ -50,7 +50,7 @@ class ResponseTally:
             self._decoded, self._decoder = None, None
             return
         try:
-            self._decoded += len(self._decoder.decode(data))
+            self._decoded += sum(len(piece) for piece in self._decoder.pieces(data))  # counted, never held whole
         except Exception:  # zlib.error, brotli.error, zstd errors: a corrupt body; Firefox will say so itself
             self._decoded, self._decoder = None, None
 

@@ -2,12 +2,17 @@
 
 Debugger-mode delivery needs identity bodies: Chromium does not decode a fulfilled body itself. Reading a body for
 what it names (prefetch discovery: in proxy mode bodies reach the helper as the server coded them) needs only its
-start, bounded however much it expands: decoded_prefix, one call on what arrived so far."""
+start, bounded however much it expands: decoded_prefix, one call on what arrived so far.
+
+Delivering and counting are bounded too: one piece of a coded body can decode to thousands of times its size (zstd
+turns 8 KiB into 256 MiB, so a 64 KiB read into 2 GiB), so `pieces` yields what a piece decodes to a bounded piece
+at a time (about PIECE bytes) and `decode` is only for what is known to be small."""
 
 from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Iterator
 from typing import Protocol
 
 import brotli
@@ -15,9 +20,21 @@ import zstandard
 
 from ..engine.errors import FetchError
 
+PIECE = 256 * 1024  # decoded bytes `pieces` yields at a time (zstd's may be up to ~1 MiB more: _Zstd)
+# zstd's API has no output limit: its input is fed this many bytes at a time. A block of 128 KiB needs at least 4
+# coded bytes (an RLE block), so one feed decodes to at most ~9 blocks.
+_ZSTD_FEED = 32
+
 
 class Decoder(Protocol):
-    def decode(self, data: bytes) -> bytes: ...
+    def decode(self, data: bytes) -> bytes:
+        """What `data` decodes to, whole: only for bodies known to be small (`pieces` otherwise)."""
+        ...
+
+    def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
+        """What `data` decodes to, as non-empty pieces of about `size` bytes each (never all at once)."""
+        ...
+
     def finish(self) -> bytes: ...
     def prefix(self, data: bytes, limit: int) -> bytes:
         """What `data` (the start of a body, whole or not) decodes to, at most `limit` bytes; a fresh decoder's
@@ -33,17 +50,27 @@ class _Zlib:
         self._d = zlib.decompressobj(wbits)
 
     def decode(self, data: bytes) -> bytes:
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
         if self._first and data:
             self._first = False
             if self._deflate and (data[0] & 0x0F) != 8:
                 self._d = zlib.decompressobj(-zlib.MAX_WBITS)
-        out = self._d.decompress(data)
-        if self._d.unused_data and self._wbits == 16 + zlib.MAX_WBITS:
-            # concatenated gzip members
-            rest = self._d.unused_data
-            self._d = zlib.decompressobj(self._wbits)
-            out += self.decode(rest)
-        return out
+        while True:
+            out = self._d.decompress(data, size)
+            if out:
+                yield out
+            if self._d.eof:
+                if self._d.unused_data and self._wbits == 16 + zlib.MAX_WBITS:
+                    # concatenated gzip members
+                    data = self._d.unused_data
+                    self._d = zlib.decompressobj(self._wbits)
+                    continue
+                return
+            data = self._d.unconsumed_tail
+            if not data and len(out) < size:  # (a full piece may leave output inside: asked again with no input)
+                return
 
     def finish(self) -> bytes:
         out = self._d.flush()
@@ -69,7 +96,18 @@ class _Brotli:
         self._d = brotli.Decompressor()
 
     def decode(self, data: bytes) -> bytes:
-        return bytes(self._d.process(data))
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
+        out = bytes(self._d.process(data, output_buffer_limit=size))
+        while True:
+            if out:
+                yield out
+            # A piece cut at the limit (it may pass it, up to about twice) may leave output inside even once the
+            # input is taken: asked again with no input until a piece comes short and the input is all taken.
+            if not out or (len(out) < size and self._d.can_accept_more_data()):
+                return
+            out = bytes(self._d.process(b"", output_buffer_limit=size))
 
     def finish(self) -> bytes:
         if not self._d.is_finished():
@@ -86,8 +124,24 @@ class _Zstd:
         self._any = False
 
     def decode(self, data: bytes) -> bytes:
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
         self._any = self._any or bool(data)
-        return bytes(self._d.decompress(data))
+        got: list[bytes] = []
+        held = 0
+        for i in range(0, len(data), _ZSTD_FEED):
+            if self._d.eof:  # what follows the frame is ignored, as when it came in one call
+                break
+            out = self._d.decompress(data[i : i + _ZSTD_FEED])
+            if out:
+                got.append(out)
+                held += len(out)
+                if held >= size:
+                    yield b"".join(got)
+                    got, held = [], 0
+        if got:
+            yield b"".join(got)
 
     def finish(self) -> bytes:
         if self._any and not self._d.eof:
@@ -114,9 +168,17 @@ class _Chain:
         self._decoders = decoders
 
     def decode(self, data: bytes) -> bytes:
-        for d in self._decoders:
-            data = d.decode(data)
-        return data
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
+        return self._through(0, data, size)
+
+    def _through(self, i: int, data: bytes, size: int) -> Iterator[bytes]:
+        if i == len(self._decoders):
+            yield data
+            return
+        for piece in self._decoders[i].pieces(data, size):
+            yield from self._through(i + 1, piece, size)
 
     def finish(self) -> bytes:
         out = b""

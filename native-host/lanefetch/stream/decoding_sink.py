@@ -50,12 +50,17 @@ class DecodingSink:
         if decoder is None:
             await self._sink.body(request, data)
             return
-        try:
-            out = decoder.decode(data)
-        except Exception as e:  # zlib.error, brotli.error, zstd errors: all mean a corrupt body
-            await self._fail(request, _decode_error(e))
-            return
-        if out:
+        # A piece at a time (stream/decode.py: one read may decode to gigabytes), each delivered before the next is
+        # decoded; a request that ended meanwhile (cancelled while the consumer took a piece) gets no more.
+        pieces = decoder.pieces(data)
+        while self._decoders.get(request.id) is decoder:
+            try:
+                out = next(pieces, None)
+            except Exception as e:  # zlib.error, brotli.error, zstd errors: all mean a corrupt body
+                await self._fail(request, _decode_error(e))
+                return
+            if out is None:
+                return
             self._delivered[request.id] += len(out)
             await self._sink.body(request, out)
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import gzip
 
+import brotli
 import pytest
+import zstandard
 from lanefetch.engine import DeliveredHead, FetchError, FetchRequest, TimingReport
 from lanefetch.stream.decoding_sink import DecodingSink
 
@@ -47,3 +49,37 @@ async def test_a_decoded_head_keeps_whether_its_place_was_proven(unproven: bool)
     assert head.decoded and head.unproven is unproven
     assert head.headers == [("Content-Type", "text/css")]
     assert out.data == text
+
+
+def _bomb(coding: str, size: int) -> bytes:
+    zeros = bytes(size)
+    if coding == "gzip":
+        return gzip.compress(zeros, 1)
+    if coding == "br":
+        return brotli.compress(zeros, quality=1)
+    return zstandard.ZstdCompressor(level=3).compress(zeros)
+
+
+class Sizes(Collect):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces: list[int] = []
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.pieces.append(len(data))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "zstd"])
+async def test_a_piece_that_expands_enormously_reaches_the_consumer_in_bounded_pieces(coding: str) -> None:
+    """One read of a coded body can decode to thousands of times its size (zstd: 8 KiB to 256 MiB): decoded whole
+    it was held in memory at once, a read of a hostile or merely very compressible answer taking gigabytes."""
+    size = 128 * 1024 * 1024
+    coded = _bomb(coding, size)
+    out = Sizes()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/zeros", [], decode=True)
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", [("Content-Encoding", coding)], False))
+    await sink.body(request, coded)
+    await sink.end(request, len(coded), [])
+    assert sum(out.pieces) == size
+    assert max(out.pieces) <= 4 * 1024 * 1024, max(out.pieces)

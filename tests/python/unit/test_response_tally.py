@@ -69,3 +69,25 @@ def test_the_protocol_messages_carry_them_and_validate() -> None:
                                    "decoded_body_bytes": 400}
     assert protocol.check(message, "ToExtension") is None
     assert "response" not in protocol.timing("p1", report)
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd"])
+def test_counting_a_body_that_expands_enormously_holds_little_of_it(coding: str) -> None:
+    """The decoded size is counted, never kept: one read that decodes to hundreds of MiB (zstd: 8 KiB to 256 MiB)
+    must not be held in memory whole to be counted."""
+    import tracemalloc
+
+    import zstandard
+
+    size = 128 * 1024 * 1024
+    zeros = bytes(size)
+    coded = brotli.compress(zeros, quality=1) if coding == "br" else zstandard.ZstdCompressor().compress(zeros)
+    del zeros
+    tracemalloc.start()
+    try:
+        got = tally([("Content-Encoding", coding)], [coded])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got is not None and got.decoded_body_bytes == size
+    assert peak < 16 * 1024 * 1024, peak
