@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -481,8 +482,17 @@ class Host:
                     await self._send(protocol.error("bad_message", "batch id already in use", raw["id"]))
             return
         requests: list[FetchRequest] = []
+        # An id this batch names twice gets one error and none of its copies is fetched: answers are routed by id
+        # alone, so one copy's error and the other's response would answer the id twice.
+        counts = Counter(raw["id"] for raw in item["requests"])
+        repeated: set[str] = set()
         for raw in item["requests"]:
-            if raw["id"] in self._live_ids or any(r.id == raw["id"] for r in requests):
+            if counts[raw["id"]] > 1:
+                if raw["id"] not in repeated:
+                    repeated.add(raw["id"])
+                    await self._send(protocol.error("bad_message", "request id repeated in the batch", raw["id"]))
+                continue
+            if raw["id"] in self._live_ids:
                 await self._send(protocol.error("bad_message", "request id already in use", raw["id"]))
                 continue
             try:

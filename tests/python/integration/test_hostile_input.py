@@ -23,6 +23,7 @@ from lanefetch.bridge import framing
 from lanefetch.bridge.framing import BadFrame, FrameDecoder, encode
 from lanefetch.bridge.host import Host
 from lanefetch.engine import Engine, EngineConfig, FetchError, FetchRequest, Page
+from lanefetch.engine.fetcher import BatchResult
 from lanefetch.engine.origin_policy import OriginPolicy
 from lanefetch.engine.pool import OriginPool
 from lanefetch.engine.request import Origin, parse_target, site_name_problem
@@ -367,6 +368,41 @@ async def test_a_batch_that_fails_answers_each_of_its_requests_once(monkeypatch:
             raise AssertionError(f"no batch_done: {sent.messages}")
         answers = [(m.get("id"), m["type"], m.get("code")) for m in sent.messages]
         assert answers == [("r1", "error", "bad_url"), ("r2", "error", "internal"), (None, "batch_done", None)]
+    finally:
+        await host.close()
+
+
+@pytest.mark.parametrize("copies", [
+    [request("r2", "http://127.0.0.1/b", method="POST", body="not base64!"), request("r2", "http://127.0.0.1/c")],
+    [request("r2", "http://127.0.0.1/b"), request("r2", "http://127.0.0.1/c")],
+])
+async def test_a_request_id_repeated_in_a_batch_is_answered_once(monkeypatch: pytest.MonkeyPatch,
+                                                                 copies: list[dict[str, Any]]) -> None:
+    """The extension routes answers by request id: two requests of one batch under one id must not get an error for
+    one copy and an answer for the other (the id answered twice, perhaps with the other URL's response). The id gets
+    one error, none of its copies is fetched, and the rest of the batch is."""
+    sent = _Sent()
+    host = Host(FetchService(), sent)
+    fetched: list[str] = []
+
+    async def answered(requests: list[FetchRequest], sink: Any, page: Page) -> Any:
+        for r in requests:
+            fetched.append(r.url)
+            await sink.end(r, 0, [])
+        return BatchResult(0, 0)
+
+    monkeypatch.setattr(host.loads, "fetch", answered)
+    try:
+        await host.handle(a_batch("b1", [request("r1", "http://127.0.0.1/a"), *copies]))
+        for _ in range(200):
+            if any(m["type"] == "batch_done" for m in sent.messages):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError(f"no batch_done: {sent.messages}")
+        answers = [(m["id"], m["type"]) for m in sent.messages if m["type"] in ("end", "error") and "id" in m]
+        assert sorted(answers) == [("r1", "end"), ("r2", "error")], sent.messages
+        assert fetched == ["http://127.0.0.1/a"]
     finally:
         await host.close()
 
