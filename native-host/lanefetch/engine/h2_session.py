@@ -772,7 +772,7 @@ def _malformed(headers: list[tuple[bytes, bytes]] | list[tuple[str, str]], *, in
     if len(statuses) != 1:
         return "no :status" if not statuses else "more than one :status"
     status = statuses[0]
-    if len(status) != 3 or not status.isdigit() or not ("100" <= status <= "599"):
+    if len(status) != 3 or not status.isascii() or not status.isdigit() or not ("100" <= status <= "599"):
         return f":status {status!r}"
     if informational != status.startswith("1"):
         return f":status {status!r}"

@@ -286,6 +286,23 @@ def test_malformed_response_ends_its_stream_only(status: list[tuple[str, str]]) 
     assert bad in server.reset  # RST_STREAM PROTOCOL_ERROR for that stream alone
 
 
+@pytest.mark.parametrize("status", [b"2\xb20", b"\xb900", b"20\xb3"])
+def test_a_status_of_non_ascii_digits_fails_its_stream_alone(status: bytes) -> None:
+    # "²", "¹", "³" (latin-1 0xb2, 0xb9, 0xb3) are digits to str.isdigit but not to int(): a :status made of them is
+    # malformed (RFC 9110 §15: three ASCII digits), its stream alone fails; the answers read with it are delivered.
+    client, server = Client(), Server()
+    handshake(client, server, reqs(3))
+    bad, *good = sorted(server.requests)
+    for sid in good:
+        server.answer(sid)
+    raw = HeadersFrame(bad)
+    raw.data = server.h2.encoder.encode([(b":status", status), (b"content-length", b"1")])
+    raw.flags.add("END_HEADERS")
+    client.feed(server.out() + raw.serialize())
+    assert client.failed == {"r0": 1} and client.complete == {"r1": 1, "r2": 1} and not client.ended
+    assert "r0" not in client.started
+
+
 @pytest.mark.parametrize("sent", [b"x" * 20, b"x" * 5, b"x" * 9 + b"y" * 2])
 def test_body_off_its_content_length_ends_its_stream_only(sent: bytes) -> None:
     client, server = Client(), Server()
