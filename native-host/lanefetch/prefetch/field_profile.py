@@ -313,7 +313,7 @@ def decode(record: str, now: float) -> FieldProfile | None:
             {_bool(k): _bool(v) for k, v in raw["sf"]},
             {(_str(m), _str(s)): _bool(v) for m, s, v in raw["or"]}, at,
             None if raw.get("ps") is None else tuple((_str(k), _str(v)) for k, v in raw["ps"]))
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError):  # as learned.decode
         return None
     if not 0 <= now - at <= RECORD_TTL:
         return None

@@ -236,7 +236,8 @@ def decode(record: str, now: float) -> History | None:
         pages = [p for p in raw["p"] if isinstance(p, str)][:MAX_LOADS]
         if len(pages) != len(loads):
             return None
-    except (KeyError, TypeError, ValueError, IndexError):
+    # OverflowError: an integer no float holds; RecursionError: nesting past the JSON decoder's limit
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError, RecursionError):
         return None
     if not 0 <= now - at <= RECORD_TTL:
         return None

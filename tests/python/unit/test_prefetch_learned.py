@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine.fetcher import Page
+from lanefetch.prefetch.field_profile import decode as decode_profile
 from lanefetch.prefetch.learned import (
     MAX_LOADS,
     RECORD_TTL,
@@ -226,3 +227,14 @@ def test_keys_ignore_the_fragment_and_templates_ignore_the_query(url: str, query
     assert plain is not None and varied is not None
     assert varied.template == plain.template
     assert page_keys(f"{url}#{fragment}", sheets) == plain
+
+
+@pytest.mark.parametrize("record", [
+    '{"v":1,"at":1' + "0" * 400 + ',"h":[],"loads":[],"p":[]}',  # an integer no float holds: OverflowError
+    "[" * 100_000,  # nested past the JSON decoder's recursion limit: RecursionError
+])
+def test_decode_refuses_a_record_whose_numbers_or_nesting_break_the_decoder(record: str) -> None:
+    # A record that raised here failed the page's recall, and every later record() of the page (its update decodes
+    # the kept record first): the page was never learned again.
+    assert decode(record, 5.0) is None
+    assert decode_profile(record, 5.0) is None
