@@ -419,6 +419,22 @@ class PieceFetcher:
             # caller's budget cannot hold is not asked: join refuses, the browser's request is fetched whole)
             self._ask_rest(split, told[2], told[1] + 1, sink, page)
 
+    def _holds(self, split: _Split, piece: _Piece, more: int) -> bool:
+        """Whether `more` body bytes of a piece held until join can still be of use: a join takes a 206's body of
+        exactly its Content-Range's length, and nothing of an answer it refuses (another status, a content coding).
+        Past that the piece is held no further, out of the budget's sight: the bytes are thrown away and every piece
+        of the split still under way is cancelled (join refuses it, the browser's request is fetched as usual)."""
+        head = piece.head
+        told = content_range(head) if head is not None and head.status == 206 and not _coded(head) else None
+        held = sum(len(b) for b in piece.body)
+        if told is not None and held + more <= told[1] - told[0] + 1:
+            return True
+        self.discarded_bytes += more
+        if not split.cancelled:
+            split.cancelled = True  # a head still to come, or the rest's, asks for nothing more
+            self._cancel_pieces([p.request.id for p in split.pieces if not p.done])
+        return False
+
     def _cancel_open(self, split: _Split, but: _Piece) -> None:
         """Cancel the split's pieces still under way, but one: its answer decided the request's."""
         others = [p.request.id for p in split.pieces if p is not but and not p.done]
@@ -505,7 +521,7 @@ class _PieceSink:
             await self._sink.body(request, data)
         elif self._streamed(found):
             await self._sink.body(found[0].request, data)
-        else:
+        elif self._fetcher._holds(*found, len(data)):
             found[1].body.append(data)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:

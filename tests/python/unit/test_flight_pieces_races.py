@@ -7,6 +7,7 @@ cache.plan and _recall run in a thread), which is the window these races need. E
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -170,3 +171,51 @@ async def test_a_first_piece_failing_after_its_head_cancels_its_rest() -> None:
     inner.flowing.set()
     await task
     assert inner.served == []
+
+
+class Overlong(Scripted):
+    """Answers each range with the 206 head it asked for, the first piece's body running on past its range (up to
+    `limit` chunks, until cancelled): a server whose Content-Length or chunked body says more than its
+    Content-Range."""
+
+    CHUNK = 16 * 1024
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.overlong_sent = 0
+
+    async def _serve(self, r: FetchRequest, sink: Sink) -> None:
+        if not r.id.endswith("piece0"):
+            self.flowing.set()
+            await super()._serve(r, sink)
+            return
+        m = re.fullmatch(r"bytes=(\d+)-(\d*)", dict(r.headers)["Range"])
+        assert m is not None
+        first, last = int(m[1]), int(m[2])
+        await sink.head(r, DeliveredHead(206, "Partial Content", "1.1", [
+            ("ETag", '"v1"'), ("Content-Range", f"bytes {first}-{last}/{len(BODY)}")], False))
+        for _ in range(self.limit):
+            if self.cancelled[r.id].is_set():
+                await sink.error(r, FetchError("cancelled", "cancelled by the caller"))
+                break
+            await sink.body(r, bytes(self.CHUNK))
+            self.overlong_sent += self.CHUNK
+            await asyncio.sleep(0)
+        else:
+            await sink.end(r, self.overlong_sent, [])
+        await sink.timing(r, TimingReport(RequestTiming(queued=0.0), None, 0, 0))
+
+
+async def test_a_piece_whose_body_runs_past_its_range_is_cut_there_not_held() -> None:
+    # A piece is held until every piece checked out, out of the flight budget's sight: a 206 whose body goes on past
+    # the range its Content-Range gives (join refuses it anyway) was kept whole in memory, however large.
+    limit = 1024  # 16 MiB, were it never cut
+    inner = Overlong(limit)
+    fetcher = PieceFetcher(inner, _anywhere)
+    sink = Events()
+    request = dataclasses.replace(_image(), expected_size=len(BODY))  # a known split: every piece asked at once
+    await fetcher.fetch([request], sink, Page())
+    assert inner.overlong_sent < PIECE_BYTES + 4 * Overlong.CHUNK, "the piece was cut soon after its range's end"
+    assert sink.outcomes() == ["error cancelled", "timing"]
+    assert fetcher.discarded_bytes == inner.overlong_sent
