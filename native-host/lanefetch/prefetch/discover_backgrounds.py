@@ -47,7 +47,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from .discover_css import MAX_BYTES as MAX_CSS_BYTES
 from .discover_css import parse_stylesheet, url_of
 from .discover_html import MAX_BYTES as MAX_HTML_BYTES
-from .discover_html import sniff_encoding
+from .discover_html import nesting_bound, sniff_encoding
 from .resource import Subresource, dedupe
 from .urls import resolve
 
@@ -246,7 +246,7 @@ def expected_backgrounds(document: bytes, charset: str | None, rules: list[Backg
         return []
     body = document[:MAX_HTML_BYTES]
     text, _ = webencodings.decode(body, sniff_encoding(body, charset), errors="replace")
-    tree = LexborHTMLParser(text, scripting=True)
+    tree = LexborHTMLParser(nesting_bound(text), scripting=True)
     matches: list[tuple[BackgroundRule, list[LexborNode]]] = []
     total = 0
     deadline = time.monotonic() + MAX_SECONDS
