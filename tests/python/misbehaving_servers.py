@@ -562,18 +562,25 @@ def close_after(k: int, settle: float = 0.02, *, rst: bool = False) -> Scenario:
 
 def close_mid_body(path: str, cut: int, settle: float = 0.02, *, rst: bool = False, times: int = 1,
                    changed: bool = False, ranges: bool = False, validators: bool = True,
-                   same_length_other_body: bool = False) -> Scenario:
+                   same_length_other_body: bool = False, chunked: bool = False, short_range: int = 0,
+                   range_body_short: int = 0) -> Scenario:
     """Answers normally, except the first ``times`` responses for ``path``: head and ``cut`` bytes of the
     body, then the connection closes. ``changed``: later answers for path carry another ETag. ``ranges``:
     a later request with Range and a matching If-Range gets a 206 (recorded in state["ranges"]).
     ``validators=False``: answers for path carry neither ETag nor Last-Modified, only Content-Length;
-    ``same_length_other_body``: later answers for path are another body of the same length."""
+    ``same_length_other_body``: later answers for path are another body of the same length. ``chunked``: the
+    200s for path are chunked (no Content-Length). ``short_range``: that 206 stops this many bytes before the
+    body's end, as its Content-Range says; ``range_body_short``: its Content-Range runs to the end, but its body
+    (framed by its Content-Length) is this many bytes shorter."""
 
     def answer_for(conn: ServerConn, req: Received) -> bytes:
         body = content(req.path)
         if req.path == path and same_length_other_body and _count(conn, "answers") > 1:
             body = bytes(b ^ 0xFF for b in body)
         headers = [("ETag", etag(req.path))] if validators or req.path != path else []
+        if chunked and req.path == path:
+            return response(200, body, headers=[*headers, ("Content-Type", "application/octet-stream")],
+                            chunks=[4096, 1, 17])
         return response(200, body, headers=[*headers, ("Content-Type", "application/octet-stream")])
 
     async def run(conn: ServerConn) -> None:
@@ -586,8 +593,9 @@ def close_mid_body(path: str, cut: int, settle: float = 0.02, *, rst: bool = Fal
                     start = int(rng.removeprefix("bytes=").split("-")[0])
                     body = content(path)
                     conn.server.state.setdefault("ranges", []).append(rng)  # type: ignore[union-attr]
-                    await conn.answer(req, response(206, body[start:], headers=[
-                        ("ETag", etag(path)), ("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")]))
+                    last = len(body) - 1 - short_range
+                    await conn.answer(req, response(206, body[start:last + 1 - range_body_short], headers=[
+                        ("ETag", etag(path)), ("Content-Range", f"bytes {start}-{last}/{len(body)}")]))
                     continue
                 if n <= times:
                     full = answer_for(conn, req)

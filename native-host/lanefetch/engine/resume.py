@@ -66,7 +66,10 @@ def continues(first: ResponseHead, head: ResponseHead, offset: int) -> str | Non
     total = m.group(3)
     if length is not None and total != "*" and total != length.strip():
         return "the retried range belongs to a body of another length"
-    if length is not None and int(m.group(2)) + 1 != int(length.strip()):
+    # The range must reach the body's end: by the first's Content-Length, else by its own total (a chunked first
+    # answer has no length the page could tell a short body by); with neither, nothing shows it does.
+    end = int(length.strip()) if length is not None else None if total == "*" else int(total)
+    if end is None or int(m.group(2)) + 1 != end:
         return "the retried range does not reach the end of the body"
     return None
 

@@ -1423,6 +1423,20 @@ async def test_broken_body_resumes_with_range_and_if_range_from_a_strong_etag() 
         assert rec.report.wire_bytes < 300_000 + 2 * 100_000, "the retry fetched the whole body again"
 
 
+async def test_broken_chunked_body_is_not_finished_by_a_range_short_of_its_end() -> None:
+    """The first answer had no Content-Length (chunked): a 206 whose Content-Range stops before the body's end must
+    not finish it (the page would get a truncated body as complete, with no length to tell)."""
+    path = "/r/big/300000"
+    async with setup(close_mid_body(path, cut=100_000, ranges=True, chunked=True, short_range=1000)) as (
+            srv, engine):
+        reqs = gets(srv, [path])
+        sink = await fetch(engine, reqs)
+        sink.check_once(reqs)
+        rec = sink.records[reqs[0].id]
+        assert srv.state.get("ranges"), "it never asked for the rest"
+        assert rec.error is not None and rec.error.code == "resource_changed", (rec.error, rec.end_bytes)
+
+
 async def test_broken_body_without_a_strong_validator_is_never_spliced() -> None:
     """Only Content-Length: another body of the same length on the retry must not finish the first one."""
     path = "/r/big/300000"
