@@ -26,7 +26,7 @@ from .fields import Headers
 from .pool_plan import queue_order
 from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
-from .resume import continues, replaces, resume_headers
+from .resume import continues, range_end, replaces, resume_headers
 from .timing import ConnectionInfo, LaneReport, RequestTiming, now
 
 _log = logging.getLogger("lanefetch.engine")
@@ -118,6 +118,7 @@ class Exchange:
         self._delivered = 0  # body bytes given to the sink (as the server coded them)
         self._skip = 0  # bytes of a retried body already delivered by an earlier attempt
         self._resume_at: int | None = None  # a retry asks for the rest from this byte (resume.py)
+        self._resume_end: int | None = None  # the body's length once a 206 carries its rest (its Content-Range)
         self._held: _Held | None = None
         self._unproven = False  # let through before its place was proven (HOLD_MAX)
         self.body_stall_cuts = 0  # times its connection was cut because its body stopped (body_stall.py)
@@ -191,6 +192,10 @@ class Exchange:
         if self._skip > 0:
             await self.fail(FetchError("resource_changed", "the retried response was shorter than the first"))
             return
+        if self._resume_end is not None and self._delivered != self._resume_end:
+            # The 206 framed fewer (or more) bytes than its Content-Range named: the body is not the whole one.
+            await self.fail(FetchError("protocol_error", "the retried range's body does not match its Content-Range"))
+            return
         self.finished = True
         await self.sink.end(self.request, self._delivered, trailers)
         await self._report_timing()
@@ -237,6 +242,7 @@ class Exchange:
         self.connection = None
         self._held = None
         self._resume_at = None
+        self._resume_end = None
         if self._upstream_head is not None:
             # The page has this response's head (and maybe part of its body): ask for the rest where that is
             # provably the same representation; otherwise for the whole, judged when it arrives.
@@ -257,6 +263,8 @@ class Exchange:
             why = continues(first, head, self._resume_at)
             if why is not None:
                 await self.fail(FetchError("resource_changed", f"the connection broke mid-body and {why}"))
+                return
+            self._resume_end = range_end(head)
             return  # the rest follows the delivered prefix
         if not replaces(first, head, self._delivered):
             await self.fail(FetchError(

@@ -74,6 +74,12 @@ def continues(first: ResponseHead, head: ResponseHead, offset: int) -> str | Non
     return None
 
 
+def range_end(head: ResponseHead) -> int | None:
+    """One past the last byte a 206's Content-Range names (the body's length once it is delivered), or None."""
+    m = _CONTENT_RANGE.fullmatch((head.get("content-range") or "").strip())
+    return None if m is None else int(m.group(2)) + 1
+
+
 def replaces(first: ResponseHead, head: ResponseHead, delivered: int) -> bool:
     """May a whole new response (a 200 again) stand in for the first? Only as the same representation: the
     same status, coding, length and range (a 206 of other bytes is no stand-in), and either nothing of the first

@@ -1437,6 +1437,21 @@ async def test_broken_chunked_body_is_not_finished_by_a_range_short_of_its_end()
         assert rec.error is not None and rec.error.code == "resource_changed", (rec.error, rec.end_bytes)
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["length", "chunked"])
+async def test_broken_body_is_not_finished_by_a_range_answer_shorter_than_its_content_range(chunked: bool) -> None:
+    """The 206 names the rest of the body in its Content-Range but carries fewer bytes (its Content-Length says so):
+    the page must not get the short body as complete."""
+    path = "/r/big/300000"
+    async with setup(close_mid_body(path, cut=100_000, ranges=True, chunked=chunked, range_body_short=1000)) as (
+            srv, engine):
+        reqs = gets(srv, [path])
+        sink = await fetch(engine, reqs)
+        sink.check_once(reqs)
+        rec = sink.records[reqs[0].id]
+        assert srv.state.get("ranges"), "it never asked for the rest"
+        assert rec.error is not None, rec.end_bytes
+
+
 async def test_broken_body_without_a_strong_validator_is_never_spliced() -> None:
     """Only Content-Length: another body of the same length on the retry must not finish the first one."""
     path = "/r/big/300000"
