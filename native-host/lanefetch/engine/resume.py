@@ -62,13 +62,17 @@ def continues(first: ResponseHead, head: ResponseHead, offset: int) -> str | Non
     m = _CONTENT_RANGE.fullmatch((head.get("content-range") or "").strip())
     if m is None or int(m.group(1)) != offset:
         return f"the retried range does not start at byte {offset}"
-    length = first.get("content-length")
+    # The first's Content-Length as the parser read it: one value, however often it was listed ("100, 100").
+    lengths = {v.strip() for raw in first.get_all("content-length") for v in raw.split(",")}
+    length = lengths.pop() if len(lengths) == 1 else None
+    if lengths or (length is not None and not (length.isascii() and length.isdigit())):
+        return "the first response's length cannot be read"
     total = m.group(3)
-    if length is not None and total != "*" and total != length.strip():
+    if length is not None and total != "*" and int(total) != int(length):
         return "the retried range belongs to a body of another length"
     # The range must reach the body's end: by the first's Content-Length, else by its own total (a chunked first
     # answer has no length the page could tell a short body by); with neither, nothing shows it does.
-    end = int(length.strip()) if length is not None else None if total == "*" else int(total)
+    end = int(length) if length is not None else None if total == "*" else int(total)
     if end is None or int(m.group(2)) + 1 != end:
         return "the retried range does not reach the end of the body"
     return None

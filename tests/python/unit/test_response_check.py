@@ -88,6 +88,15 @@ def test_continues() -> None:
     assert continues(first, head(200, etag='"v1"', content_length="100"), 40) is not None
 
 
+def test_continues_a_first_answer_with_its_content_length_repeated() -> None:
+    """Content-Length twice with one value (RFC 9110 §8.6 lets a recipient take it; the parser does): the 206's range
+    is judged by that value, not by the joined field "100, 100" (int() of which raised)."""
+    first = ResponseHead(200, "OK", "1.1", [("ETag", '"v1"'), ("Content-Length", "100"), ("Content-Length", "100")])
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 40-99/100"), 40) is None
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 40-99/*"), 40) is None
+    assert continues(first, head(206, etag='"v1"', content_range="bytes 40-98/*"), 40) is not None
+
+
 def test_replaces() -> None:
     first = head(200, etag='"v1"', content_length="100")
     assert replaces(first, head(200, etag='"v1"', content_length="100"), 40)
