@@ -45,12 +45,14 @@ class ResponseWriter:
         return b"0\r\n" + tail.encode("latin-1", errors="replace") + b"\r\n"
 
 
-def refusal(status: int, reason: str, message: str, extra: Headers | None = None, *, close: bool = True) -> bytes:
-    """A complete answer of the proxy itself (407, 400, 501 …)."""
+def refusal(status: int, reason: str, message: str, extra: Headers | None = None, *, close: bool = True,
+            method: str = "GET") -> bytes:
+    """A complete answer of the proxy itself (407, 400, 501 …); to a HEAD its head only (its Content-Length says
+    what a GET's body would be), or the browser reads the message as the start of its next answer."""
     body = (message + "\n").encode()
     lines = [f"HTTP/1.1 {status} {reason}", "Content-Type: text/plain; charset=utf-8",
              f"Content-Length: {len(body)}"]
     if close:
         lines.append("Connection: close")
     lines += [f"{k}: {v}" for k, v in (extra or [])]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (b"" if method.upper() == "HEAD" else body)

@@ -286,7 +286,8 @@ class ProxyListener:
                 # never read for a refusal: the connection closes with it unread.
                 keep = not refused and rr.body_length <= 0 and head.keep_alive
                 writer.write(refusal(407, "Proxy Authentication Required", "lanefetch: proxy credentials required",
-                                     [("Proxy-Authenticate", f'Basic realm="{REALM}"')], close=not keep))
+                                     [("Proxy-Authenticate", f'Basic realm="{REALM}"')], close=not keep,
+                                     method=head.method))
                 await writer.drain()
                 if not keep:
                     return

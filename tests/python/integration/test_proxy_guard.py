@@ -243,3 +243,22 @@ async def test_closing_with_browser_connections_open_logs_no_error(caplog: pytes
         for _, writer in opened:
             writer.close()
         await engine.aclose()
+
+
+async def test_a_refused_head_request_gets_no_body_on_the_connection_it_keeps(
+        listener: ProxyListener, origin: tuple[str, list[int]]) -> None:
+    # Firefox asks without credentials first and repeats the request on the same connection: a HEAD's answer has no
+    # body (RFC 9110 §9.3.2), so bytes after the 407's head would be read as the start of the next answer.
+    url, _ = origin
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        writer.write(f"HEAD {url}/h HTTP/1.1\r\nHost: a\r\n\r\n".encode())
+        first = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT_S)
+        assert first.startswith(b"HTTP/1.1 407 ") and b"Connection: close" not in first, first
+        writer.write(f"HEAD {url}/h HTTP/1.1\r\nHost: a\r\nProxy-Authorization: {basic_credentials('s3cret')}\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        rest = await answer_or_close(reader, "an authenticated HEAD")
+        assert rest.startswith(b"HTTP/1.1 200 "), rest[:200]
+        assert rest.endswith(b"\r\n\r\n"), rest[-200:]  # the HEAD's answer has no body either
+    finally:
+        writer.close()
