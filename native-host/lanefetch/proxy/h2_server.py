@@ -188,12 +188,15 @@ class H2StreamOut:
         await self._conn.drain()
 
     async def respond(self, status: int, message: str) -> None:
-        """A whole answer of the proxy itself (421, 413, 501 …), its body as the flow-control windows allow."""
+        """A whole answer of the proxy itself (421, 413, 501 …), its body as the flow-control windows allow; to a
+        HEAD the head alone (a client counts DATA there against content-length 0: a connection error in h2's)."""
         body = (message + "\n").encode()
         self._check()
+        end = bodiless(self.method, status)
         self._conn.h2(lambda c: c.send_headers(self.stream_id, [
             (":status", str(status)), ("content-type", "text/plain; charset=utf-8"),
-            ("content-length", str(len(body)))]))
+            ("content-length", str(len(body)))], end_stream=end))
+        self.ended = end
         await self.body(body)
         await self.end([])
 
@@ -210,6 +213,7 @@ class _Incoming:
     refusal: tuple[int, str] | None
     body: bytearray = field(default_factory=bytearray)
     has_body: bool = False
+    method: str = "GET"  # as the browser sent it, for a refusal too (a HEAD's has no body)
 
 
 # What answers a request: True when its response was begun (False: it failed before it, see the module's doc).
@@ -323,8 +327,10 @@ class H2BrowserConnection:
             if self._last_stream is not None and ev.stream_id > self._last_stream:
                 self._h2.reset_stream(ev.stream_id, ErrorCodes.REFUSED_STREAM)  # after our GOAWAY: not processed
                 return
-            taken = request_head(list(ev.headers or []), self._authority)
-            self._incoming[ev.stream_id] = _Incoming(taken.head, taken.refusal)
+            fields = list(ev.headers or [])
+            taken = request_head(fields, self._authority)
+            method = next((v.decode("latin-1") for k, v in fields if k == b":method"), "GET")
+            self._incoming[ev.stream_id] = _Incoming(taken.head, taken.refusal, method=method)
             if ev.stream_ended is not None:
                 self._start(ev.stream_id)
         elif isinstance(ev, DataReceived) and ev.stream_id is not None:
@@ -366,8 +372,7 @@ class H2BrowserConnection:
         incoming = self._incoming.pop(stream_id, None)
         if incoming is None or stream_id in self._streams:
             return
-        method = incoming.head.method if incoming.head is not None else "GET"
-        out = H2StreamOut(self, stream_id, method)
+        out = H2StreamOut(self, stream_id, incoming.method)
         self._streams[stream_id] = out
         if incoming.refusal is not None or incoming.head is None:
             status, message = incoming.refusal or (400, "bad request")

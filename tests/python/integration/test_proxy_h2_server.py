@@ -264,6 +264,15 @@ async def test_a_stream_for_another_host_is_refused_alone(setting: Setting) -> N
     b.writer.close()
 
 
+async def test_a_head_refused_by_the_helper_gets_no_body(setting: Setting) -> None:
+    # RFC 9110 §9.3.2: no content in an answer to HEAD, the helper's own refusals included.
+    b = await open_h2(setting)
+    other = b.request("HEAD", "/n/1", authority="127.0.0.2")
+    await b.pump(lambda: b.streams[other].ended or b.streams[other].reset is not None)
+    assert (b.streams[other].status, b.streams[other].ended, bytes(b.streams[other].body)) == (421, True, b"")
+    b.writer.close()
+
+
 async def test_a_stream_the_browser_resets_cancels_its_fetch(setting: Setting) -> None:
     b = await open_h2(setting)
     stalled = b.request("GET", "/stall")
