@@ -34,6 +34,7 @@ from ..engine.address_policy import may_connect
 from ..engine.fetcher import ClosingFetcher
 from ..engine.fields import Headers
 from ..engine.request import Origin, parse_target
+from ..engine.timing import RequestTiming, now
 from .admission import Admission
 from .gather import Gatherer
 from .h2_server import H2BrowserConnection, H2StreamOut
@@ -403,9 +404,18 @@ class ProxyListener:
 
     async def _fetch_group(self, items: list[tuple[FetchRequest, _Responder]]) -> None:
         sinks = {r.id: s for r, s in items}
+        # Given up while it waited for its group (an h2 stream reset): the engine had nothing to cancel then, and
+        # must not fetch it now (its answer would be read whole for nobody). Reported as the engine reports a
+        # cancelled request, so the extension's record of it is settled.
+        wanted = [r for r, s in items if not s.broken]
         try:
+            for r, s in items:
+                if s.broken:
+                    await s.error(r, FetchError("cancelled", "given up by the browser before it was fetched"))
+                    await s.timing(r, TimingReport(RequestTiming(queued=now()), None, 0, 0))
             page = self.page if self.page_url is None else dataclasses.replace(self.page, url=self.page_url)
-            await self.engine.fetch([r for r, _ in items], _MuxSink(sinks), page)
+            if wanted:
+                await self.engine.fetch(wanted, _MuxSink(sinks), page)
         except Exception:  # a bug must not leave browser connections hanging
             log.exception("proxied batch failed")
         finally:

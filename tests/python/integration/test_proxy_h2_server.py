@@ -375,6 +375,21 @@ async def test_a_stream_given_up_before_its_answer_costs_the_connection_nothing(
     b.writer.close()
 
 
+async def test_a_stream_reset_while_its_request_waits_for_its_group_is_never_fetched(setting: Setting) -> None:
+    # The proxy gathers requests for a few ms before they go to the engine (gather.py): a stream the browser resets
+    # meanwhile had nothing in the engine to cancel, then went to it anyway and its whole answer was read for nobody.
+    b = await open_h2(setting)
+    stalled = b.request("GET", "/stall")
+    b.reset(stalled)  # the same write: h2 reads the request and its reset together
+    after = b.request("GET", "/n/3")  # the connection serves on
+    await b.pump(lambda: b.streams[after].ended)
+    assert b.streams[after].body == BODIES["/n/3"]
+    gatherer = setting.listener._gatherer
+    await until(lambda: not gatherer._items and not gatherer._tasks, "no fetch left for the reset stream", seconds=20)
+    assert "GET /stall" not in setting.origin.seen
+    b.writer.close()
+
+
 async def test_the_browsers_goaway_ends_the_connection_and_its_fetches(setting: Setting) -> None:
     b = await open_h2(setting)
     b.request("GET", "/gated")
