@@ -2,14 +2,17 @@
 import type { HelperState } from "../bridge/helper-state.js";
 import { INSTALL_COMMAND } from "../bridge/helper-state.js";
 
+// The unit is chosen by the value as shown (rounded): 1048575 B is "1.0 MiB", not "1024.0 KiB"; 999.7 ms "1.0 s".
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  const kib = (bytes / 1024).toFixed(1);
+  if (Number(kib) < 1024) return `${kib} KiB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 export function formatMs(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+  const whole = Math.round(ms);
+  return whole < 1000 ? `${whole} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 export function helperText(state: HelperState): { text: string; ok: boolean } {
