@@ -67,7 +67,9 @@ export class BrowserFetchedRecords {
   /** The browser fetches this request of the tab's page itself: a passed record, counted. `at`: when it started. */
   passed(tabId: number, pageUrl: string, request: BrowserRequest, reason: PassReason, detail: string, at: number = this.now()): void {
     const id = `${this.idPrefix}${request.requestId}`;
-    if (this.timings.get(id)) return; // asked again for the same request (a redirect keeps its id)
+    // Asked again for the same request (a redirect keeps its id): followed until it completes, also when the store
+    // kept no record of it (its page load full).
+    if (this.followed.has(request.requestId) || this.timings.get(id)) return;
     this.timings.add({
       id, tabId, pageUrl, url: request.url, method: request.method, resourceType: webRequestResourceType(request.type),
       priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",

@@ -38,3 +38,15 @@ test("response headers, when the listener asked for them, give the record its he
   assert.deepEqual(r.browser.responseHeaders, [["Content-Type", "text/javascript; charset=utf-8"], ["X-Empty", ""]]);
   assert.equal(r.browser.mimeType, "text/javascript");
 });
+
+test("a redirect of a listed request is counted once, also when the store kept no record of it (its load full)", () => {
+  const counters = new TabCounters();
+  const timings = new TimingStore({ pageLoads: 2, recordsPerLoad: 1 });
+  const records = new BrowserFetchedRecords(counters, timings, "wr", () => 1000);
+  timings.newPage(1, "http://lan.test/", 990);
+  records.passed(1, "http://lan.test/", request("1", "http://lan.test/a.png"), "low_latency", "left", 1001);
+  // The load holds one record: the next is not kept. Its redirect asks again with the same request id.
+  records.passed(1, "http://lan.test/", request("2", "http://lan.test/old.png"), "low_latency", "left", 1002);
+  records.passed(1, "http://lan.test/", request("2", "http://lan.test/new.png"), "low_latency", "left", 1003);
+  assert.equal(counters.get(1).passed.low_latency, 2);
+});
