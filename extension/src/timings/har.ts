@@ -124,7 +124,11 @@ const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
 function httpVersionOf(record: RequestRecord): string {
   const protocol = record.browser?.protocol;
-  if (!record.timing && protocol) return protocol.toLowerCase() === "h2" ? "HTTP/2.0" : protocol.toUpperCase();
+  if (!record.timing && protocol) {
+    // ALPN names ("h2", "h3", "h3-29"): HAR's "HTTP/x.y"; "http/1.1" as is, upper case.
+    const alpn = /^h([23])(?:-\w+)?$/i.exec(protocol);
+    return alpn ? `HTTP/${alpn[1]}.0` : protocol.toUpperCase();
+  }
   // The helper's connection says which protocol carried it (absent from helpers before HTTP/2: HTTP/1.1).
   return record.timing?.connection?.protocol === "h2" ? "HTTP/2.0" : "HTTP/1.1";
 }
@@ -158,7 +162,7 @@ export function harEntry(record: RequestRecord, sensitive = false): HarEntry {
     startedDateTime: new Date(timeline.start).toISOString(),
     time,
     request: {
-      method: record.method, url: record.url, httpVersion: record.timing ? httpVersionOf(record) : "HTTP/1.1", cookies: [], headers: headers(record.requestHeaders, sensitive),
+      method: record.method, url: record.url, httpVersion: httpVersionOf(record), cookies: [], headers: headers(record.requestHeaders, sensitive),
       queryString: queryString(record.url), headersSize: -1, bodySize: record.method === "GET" || record.method === "HEAD" ? 0 : -1,
     },
     response: {

@@ -244,3 +244,14 @@ test("store: page loads are bounded, records join the browser's timing by networ
   store.pageEvent(2, "http://b.test/", "loaded", T0 + 99, "B");
   assert.deepEqual(store.pageLoads(2).map((l) => [l.requests, l.loadedAt, l.title]), [[1, T0 + 99, "B"]]);
 });
+
+test("a request the browser fetched itself over HTTP/2 or HTTP/3 says so in its request and response httpVersion", () => {
+  const timed = { dnsStart: T0 + 5, dnsEnd: T0 + 6, sendStart: T0 + 7, sendEnd: T0 + 8, headersEnd: T0 + 30, end: T0 + 31 };
+  const versions = (protocol: string): [string, string] => {
+    const e = harEntry(base("h", { outcome: "passed", reason: "browser_multiplexed", answeredAt: T0 + 3, browser: browserTiming({ ...timed, protocol }) }));
+    return [e.request.httpVersion, e.response.httpVersion];
+  };
+  assert.deepEqual(versions("h2"), ["HTTP/2.0", "HTTP/2.0"]);
+  assert.deepEqual(versions("h3"), ["HTTP/3.0", "HTTP/3.0"]);
+  assert.deepEqual(versions("http/1.1"), ["HTTP/1.1", "HTTP/1.1"]);
+});
