@@ -253,6 +253,11 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       t.intercepting = event.ok;
       t.gateOpen = true;
       gate();
+      // The helper went while the tab attached (the "helper" event passed it by): nothing is paused for it.
+      if (event.ok && !s.helperUp) {
+        t.intercepting = false;
+        commands.push({ kind: "intercept", tabId: event.tabId, on: false });
+      }
       if (t.renavigate !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: t.renavigate });
       t.renavigate = null;
       break;

@@ -1,0 +1,35 @@
+// The Chromium tab policy while a tab is being attached: what changed meanwhile (the helper, the rules) is not lost
+// when the attach ends.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { JUST_ENABLED_MS } from "../../../extension/src/sites/just-enabled.js";
+import { INITIAL_POLICY, attachedButLeft, reduce, type PolicyState, type TabCommand, type TabEvent } from "../../../extension/src/intercept/tab-policy.js";
+
+const SITE = { scope: "domain" as const, name: "lan.example" };
+const RULES: TabEvent = { type: "rules", active: [SITE], enabled: [{ ...SITE, added: 0 }], now: JUST_ENABLED_MS };
+const LAN = "http://lan.example/a";
+const NO_GATE: TabCommand = { kind: "gate", rules: [], openTabs: [], allowHosts: [] };
+const gate = (openTabs: number[] = [], allowHosts: string[] = []): TabCommand => ({ kind: "gate", rules: [SITE], openTabs, allowHosts });
+
+type Step = [TabEvent, TabCommand[]];
+
+function play(steps: Step[], start: PolicyState = INITIAL_POLICY): PolicyState {
+  let state = start;
+  for (const [i, [event, expected]] of steps.entries()) {
+    const out = reduce(state, event);
+    assert.deepEqual(out.commands, expected, `step ${i}: ${JSON.stringify(event)}`);
+    state = out.state;
+  }
+  return state;
+}
+
+const on: Step = [RULES, [NO_GATE]];
+const up: Step = [{ type: "helper", up: true }, [gate()]];
+const blocked: Step = [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]];
+
+test("the helper went while the tab attached: the session comes up with interception off, then the blocked navigation goes on", () => {
+  const state = play([on, up, blocked,
+    [{ type: "helper", up: false }, [NO_GATE]],
+    [{ type: "attached", tabId: 1, ok: true }, [NO_GATE, { kind: "intercept", tabId: 1, on: false }, { kind: "navigate", tabId: 1, url: LAN }]]]);
+  assert.equal(attachedButLeft(state, 1), true);
+});
