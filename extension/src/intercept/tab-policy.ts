@@ -249,6 +249,15 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     case "attached": {
       const t = tab(event.tabId);
       t.attaching = false;
+      // The site was turned off while the tab attached (the "rules" event passed it by, not attached yet): released.
+      if (event.ok && !onSite(t.renavigate ?? t.url)) {
+        Object.assign(t, { attached: false, intercepting: false, gateOpen: false, mayBeBlocked: null, racing: null });
+        commands.push({ kind: "detach", tabId: event.tabId });
+        gate();
+        if (t.renavigate !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: t.renavigate });
+        t.renavigate = null;
+        break;
+      }
       t.attached = event.ok;
       t.intercepting = event.ok;
       t.gateOpen = true;

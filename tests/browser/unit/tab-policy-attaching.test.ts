@@ -33,3 +33,18 @@ test("the helper went while the tab attached: the session comes up with intercep
     [{ type: "attached", tabId: 1, ok: true }, [NO_GATE, { kind: "intercept", tabId: 1, on: false }, { kind: "navigate", tabId: 1, url: LAN }]]]);
   assert.equal(attachedButLeft(state, 1), true);
 });
+
+test("the site was turned off while the tab attached: the session is released, then the blocked navigation goes on", () => {
+  const state = play([on, up, blocked,
+    [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, NO_GATE, { kind: "navigate", tabId: 1, url: LAN }]]]);
+  assert.equal(state.tabs.get(1)?.attached, false);
+});
+
+test("the site was turned off while a tab attached from its navigation's start: released once attached", () => {
+  const state = play([on, up,
+    [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
+    [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, NO_GATE]]]);
+  assert.equal(state.tabs.get(1)?.attached, false);
+});
