@@ -275,6 +275,15 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       const t = tabs.get(event.tabId);
       if (t?.mayBeBlocked) tab(event.tabId).mayBeBlocked = null;
       if (t?.racing) tab(event.tabId).racing = null;
+      if (t?.attaching && !t.attached) {
+        // A navigation begun while the tab attaches replaces the one it attaches for: the tab goes there (not to the
+        // page blocked before), and its block, if the gate's rewrite for the tab comes first, is navigated again.
+        const next = tab(event.tabId);
+        next.url = event.url;
+        if (next.renavigate !== event.url) next.renavigate = null;
+        next.mayBeBlocked = onSite(event.url) && !next.gateOpen ? event.url : null;
+        break;
+      }
       if (!t?.attached && onSite(event.url) && s.helperUp && event.speed === "slow") {
         // The gate will block it (~50 ms to its error): attach from now, not from the block, so that its second try
         // finds the session ready or nearly (the attach is most of a gated navigation's cost). A POST navigation,

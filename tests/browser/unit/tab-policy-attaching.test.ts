@@ -48,3 +48,23 @@ test("the site was turned off while a tab attached from its navigation's start: 
     [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, NO_GATE]]]);
   assert.equal(state.tabs.get(1)?.attached, false);
 });
+
+const NEXT = "http://lan.example/next";
+const startedA: Step = [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]];
+
+test("a navigation begun while the tab attaches, and blocked only after the attach ended, is navigated again", () => {
+  play([on, up, startedA,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []],
+    [{ type: "navigation_started", tabId: 1, url: NEXT, speed: "slow" }, []],
+    // the newer navigation, not the one it replaced
+    [{ type: "attached", tabId: 1, ok: true }, [gate([1])]],
+    [{ type: "navigation_blocked", tabId: 1, url: NEXT, speed: "slow" }, [{ kind: "navigate", tabId: 1, url: NEXT }]],
+    [{ type: "navigation_blocked", tabId: 1, url: NEXT, speed: "slow" }, []]]);
+});
+
+test("a navigation elsewhere begun while the tab attaches is not undone by navigating again to the blocked page", () => {
+  play([on, up, startedA,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []],
+    [{ type: "navigation_started", tabId: 1, url: "http://other.test/", speed: "unknown" }, []],
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, gate()]]]);
+});
