@@ -275,6 +275,8 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       const t = tabs.get(event.tabId);
       if (t?.mayBeBlocked) tab(event.tabId).mayBeBlocked = null;
       if (t?.racing) tab(event.tabId).racing = null;
+      // A navigation begun while a blocked one's probe runs replaces it: the probe's end navigates nowhere.
+      if (t?.probing != null && t.probing !== event.url) tab(event.tabId).probing = null;
       if (t?.attaching && !t.attached) {
         // A navigation begun while the tab attaches replaces the one it attaches for: the tab goes there (not to the
         // page blocked before), and its block, if the gate's rewrite for the tab comes first, is navigated again.

@@ -68,3 +68,14 @@ test("a navigation elsewhere begun while the tab attaches is not undone by navig
     [{ type: "navigation_started", tabId: 1, url: "http://other.test/", speed: "unknown" }, []],
     [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, gate()]]]);
 });
+
+test("a navigation elsewhere begun while the blocked one's probe runs is not undone when the probe ends", () => {
+  play([on, up,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+    [{ type: "navigation_started", tabId: 1, url: "http://other.test/", speed: "unknown" }, []],
+    [{ type: "probe_ended", tabId: 1, url: LAN, speed: "unknown" }, []]]);
+  play([on, up,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+    [{ type: "navigation_started", tabId: 1, url: "http://other.test/", speed: "unknown" }, []],
+    [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, []]]);
+});
