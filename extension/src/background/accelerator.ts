@@ -338,26 +338,7 @@ export class Accelerator {
     for (const [i, r] of requests.entries()) {
       if (canSplit && !heldOnly(i) && r.resource_type && likelyLarge(r.url, r.resource_type)) r.split = true;
     }
-    const canWarm = this.helperHolds();
-    const warm = this.warmConnection;
-    if (canWarm && warm && items.some((it) => warm.finishing(it.held.paused.url, it.held.paused.cdpResourceType))) {
-      await this.untilFinished(warm, originOf(first.held.paused.url));
-    }
     const warmClaimed = new Set<number>();
-    for (const [i, r] of requests.entries()) {
-      if (heldOnly(i)) {
-        r.browser_warm = true;
-        continue;
-      }
-      const paused = items[i]?.held.paused;
-      if (canWarm && warm && !r.split && paused && warm.claim(paused.url, paused.cdpResourceType)) {
-        r.browser_warm = true;
-        warmClaimed.add(i);
-      }
-    }
-    const [head, ...rest] = requests;
-    if (!head) return;
-    const batch: Batch = { type: "batch", batch_id: batchId, page: pageField(page), requests: [head, ...rest] };
     const sinks = new Map<string, RequestSink>();
     const deliveries: RequestDelivery[] = [];
     for (const [i, item] of items.entries()) {
@@ -379,6 +360,28 @@ export class Accelerator {
       sinks.set(item.id, delivery);
       deliveries.push(delivery);
     }
+    // Registered before any wait: the tab is busy meanwhile, and a tab released meanwhile (tabGone) drops them.
+    const dropped = (): boolean => items.some((item, i) => this.deliveries.get(item.id)?.delivery !== deliveries[i]);
+    const canWarm = this.helperHolds();
+    const warm = this.warmConnection;
+    if (canWarm && warm && items.some((it) => warm.finishing(it.held.paused.url, it.held.paused.cdpResourceType))) {
+      await this.untilFinished(warm, originOf(first.held.paused.url));
+      if (dropped()) return;
+    }
+    for (const [i, r] of requests.entries()) {
+      if (heldOnly(i)) {
+        r.browser_warm = true;
+        continue;
+      }
+      const paused = items[i]?.held.paused;
+      if (canWarm && warm && !r.split && paused && warm.claim(paused.url, paused.cdpResourceType)) {
+        r.browser_warm = true;
+        warmClaimed.add(i);
+      }
+    }
+    const [head, ...rest] = requests;
+    if (!head) return;
+    const batch: Batch = { type: "batch", batch_id: batchId, page: pageField(page), requests: [head, ...rest] };
     // A starting helper takes 0.5–1.5 s (a Python process). Meanwhile the page's own document often tells that its
     // host is fast (CDP connect time): the batch then goes to the browser at once instead of waiting for the helper
     // only to learn that lanefetch should have stepped aside.
