@@ -33,7 +33,7 @@
 // Which *request* of an intercepted tab goes to the helper is the accelerator's (background/accelerator.ts).
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { justEnabled, probeUrl } from "../sites/just-enabled.js";
-import { matchingRule, type SiteRule } from "../sites/site-rule.js";
+import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
 import type { EnabledSite } from "../sites/site-store.js";
 import { hostOf, type Verdict } from "./host-speed.js";
 
@@ -128,9 +128,14 @@ export interface PolicyState {
   helperUp: boolean;
   /** Just-enabled sites already probed, keyed by rule and enable time (turned off and on again: probed again). */
   probed: readonly string[];
+  /** The rules the gate was last written to block. */
+  gated: readonly SiteRule[];
+  /** Rules the gate blocked before a rewrite dropped them (the site turned off, the helper gone): a block of theirs
+   * heard later came from the gate before the rewrite took effect, and is navigated again. */
+  ungated: readonly SiteRule[];
 }
 
-export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [] };
+export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [], gated: [], ungated: [] };
 
 function newTab(url: string): TabState {
   return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false };
@@ -167,6 +172,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     const allowHosts = gateHosts(s);
     s.gateHosts = allowHosts.join(" ");
     const openTabs = [...tabs].filter(([, t]) => t.gateOpen).map(([id]) => id);
+    const written = s.helperUp ? s.active : [];
+    const keys = new Set(written.map(ruleKey));
+    s.ungated = [...s.ungated, ...s.gated].filter((r, i, all) => !keys.has(ruleKey(r)) && all.findIndex((o) => ruleKey(o) === ruleKey(r)) === i);
+    s.gated = written;
     // No helper: nothing is blocked, so nothing is attached and no request paused.
     commands.push(s.helperUp ? { kind: "gate", rules: s.active, openTabs, allowHosts } : { kind: "gate", rules: [], openTabs: [], allowHosts: [] });
   };
@@ -211,8 +220,12 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       break;
     }
     case "navigation_blocked": {
+      if (!onSite(event.url)) {
+        // Blocked by the gate as it was before the site was dropped from it: the browser's now.
+        if (matchingRule(s.ungated, event.url) !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: event.url });
+        break;
+      }
       const t = tab(event.tabId);
-      if (!onSite(event.url)) break;
       // Blocked before the gate's rewrite for the tab took effect (an attach begun at the navigation's start came
       // first): the gate lets it through now. Any other block of a tab the gate lets through is stale: not ours.
       if (t.gateOpen) {

@@ -79,3 +79,12 @@ test("a navigation elsewhere begun while the blocked one's probe runs is not und
     [{ type: "navigation_started", tabId: 1, url: "http://other.test/", speed: "unknown" }, []],
     [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, []]]);
 });
+
+test("a navigation the gate blocked just before the site was turned off is navigated again, not left on the error page", () => {
+  play([on, up,
+    [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
+    // blocked by the rule the gate still held while it was being rewritten
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 1, url: LAN }]],
+    // never a site the gate did not block
+    [{ type: "navigation_blocked", tabId: 1, url: "http://other.test/", speed: "slow" }, []]]);
+});
