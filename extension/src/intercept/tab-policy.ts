@@ -130,12 +130,15 @@ export interface PolicyState {
   probed: readonly string[];
   /** The rules the gate was last written to block. */
   gated: readonly SiteRule[];
-  /** Rules the gate blocked before a rewrite dropped them (the site turned off, the helper gone): a block of theirs
-   * heard later came from the gate before the rewrite took effect, and is navigated again. */
+  /** Rules the gate blocked before its last rewrite dropped them (the site turned off, the helper gone): a block of
+   * theirs heard later came from the gate before the rewrite took effect, and is navigated again, once per tab
+   * (`renavigated`): another extension blocking the same URL must not make a loop of it. */
   ungated: readonly SiteRule[];
+  /** Tabs navigated again for an ungated rule since the last rewrite. */
+  renavigated: readonly number[];
 }
 
-export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [], gated: [], ungated: [] };
+export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [], gated: [], ungated: [], renavigated: [] };
 
 function newTab(url: string): TabState {
   return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false };
@@ -174,8 +177,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     const openTabs = [...tabs].filter(([, t]) => t.gateOpen).map(([id]) => id);
     const written = s.helperUp ? s.active : [];
     const keys = new Set(written.map(ruleKey));
-    s.ungated = [...s.ungated, ...s.gated].filter((r, i, all) => !keys.has(ruleKey(r)) && all.findIndex((o) => ruleKey(o) === ruleKey(r)) === i);
+    // Only the latest rewrite's drops: a block heard after a later rewrite is not the old gate's
+    s.ungated = s.gated.filter((r) => !keys.has(ruleKey(r)));
     s.gated = written;
+    s.renavigated = [];
     // No helper: nothing is blocked, so nothing is attached and no request paused.
     commands.push(s.helperUp ? { kind: "gate", rules: s.active, openTabs, allowHosts } : { kind: "gate", rules: [], openTabs: [], allowHosts: [] });
   };
@@ -222,7 +227,10 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     case "navigation_blocked": {
       if (!onSite(event.url)) {
         // Blocked by the gate as it was before the site was dropped from it: the browser's now.
-        if (matchingRule(s.ungated, event.url) !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: event.url });
+        if (matchingRule(s.ungated, event.url) !== null && !s.renavigated.includes(event.tabId)) {
+          s.renavigated = [...s.renavigated, event.tabId];
+          commands.push({ kind: "navigate", tabId: event.tabId, url: event.url });
+        }
         break;
       }
       const t = tab(event.tabId);

@@ -86,5 +86,11 @@ test("a navigation the gate blocked just before the site was turned off is navig
     // blocked by the rule the gate still held while it was being rewritten
     [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 1, url: LAN }]],
     // never a site the gate did not block
-    [{ type: "navigation_blocked", tabId: 1, url: "http://other.test/", speed: "slow" }, []]]);
+    [{ type: "navigation_blocked", tabId: 1, url: "http://other.test/", speed: "slow" }, []],
+    // once per tab: blocked again, it is not the old gate's (another extension blocks it too), and no loop begins
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []],
+    [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 2, url: LAN }]],
+    // a later rewrite: what the gate dropped before it is forgotten
+    [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
+    [{ type: "navigation_blocked", tabId: 3, url: LAN, speed: "slow" }, []]]);
 });
