@@ -68,7 +68,8 @@ class _CliSink:
 
     def _name_for(self, url: str) -> str:
         base = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or "index.html"
-        base = base.replace("\\", "_") if base not in (".", "..") else "index.html"
+        # Decoded, a %2F is a "/": a character of the name, never a step out of the directory (nor to "/").
+        base = base.replace("/", "_").replace("\\", "_") if base not in (".", "..") else "index.html"
         name, n = base, 1
         while name in self._names:  # two URLs with one basename: keep both
             n += 1

@@ -472,3 +472,18 @@ async def test_quiet_drops_warnings_and_notices_not_errors(tmp_path: Path) -> No
         assert code == 0 and err == "", err
         code, _, err = await run_cli("-s", "-f", url)
         assert code == 22 and url in err, err
+
+
+async def test_an_encoded_slash_in_the_url_never_names_a_file_outside_the_out_directory(tmp_path: Path) -> None:
+    """The file name is the URL's last path segment decoded: a %2F in it is a character of that name, never a
+    directory step (`..%2F` out of --out or -O's directory, `%2Fhome%2F…` anywhere)."""
+    async with ScriptedServer(well_behaved()) as srv:
+        out_dir = tmp_path / "deep" / "out"
+        escaped = tmp_path / "deep" / "escaped"
+        absolute = tmp_path / "absolute"
+        urls = [srv.url("/r/a/..%2Fescaped"), srv.url("/r/b/" + str(absolute).replace("/", "%2F"))]
+        code, _, err = await run_cli("--out", str(out_dir), *urls)
+        assert code == 0, err
+        assert not escaped.exists() and not absolute.exists()
+        files = sorted(f.name for f in out_dir.iterdir())
+        assert len(files) == 2 and all("/" not in f for f in files), files
