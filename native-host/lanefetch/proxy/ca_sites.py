@@ -187,6 +187,18 @@ class ProfileState:
         return problems
 
 
+def _drop_unwanted(state: ProfileState, wanted: list[Site], refused: Mapping[Site, str],
+                   now: float) -> list[InstalledCa]:
+    """Uninstall the state's CAs of sites not wanted (or refused, or expired); the others."""
+    kept: list[InstalledCa] = []
+    for ca in state.load():
+        if ca.site not in wanted or ca.site in refused or ca.not_after <= now:
+            state.uninstall(ca)
+        else:
+            kept.append(ca)
+    return kept
+
+
 class HttpsSites:
     """Used by the helper for one Firefox: `sync` makes the opted-in set true, `authority_for` gives the CA a host's
     certificate is minted from (only CAs this Firefox has loaded, i.e. installed before it started)."""
@@ -222,12 +234,15 @@ class HttpsSites:
         now = self.clock()
         profiles, which = self.targets()
         refused = {site: problem for site in wanted if (problem := public_suffix_problem(site)) is not None}
-        kept: list[InstalledCa] = []
-        for ca in self.state.load():
-            if ca.site not in wanted or ca.site in refused or ca.not_after <= now:
-                self.state.uninstall(ca)
-            else:
-                kept.append(ca)
+        kept = _drop_unwanted(self.state, wanted, refused, now)
+        if self.firefox is not None:
+            # CAs made for every profile (this one too) while the running Firefox was unknown (before it opened its
+            # store, or in an earlier session): a site turned off must leave the store through those as well.
+            shared = ProfileState(self.root, None)
+            if shared.dir != self.state.dir and (before := shared.load()):
+                left = _drop_unwanted(shared, wanted, refused, now)
+                if left != before:
+                    shared.save(left)
         states = []
         for site in wanted:
             if site in refused:

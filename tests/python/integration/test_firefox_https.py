@@ -249,6 +249,27 @@ def test_a_sync_finds_the_firefox_unknown_at_start_and_installs_into_its_profile
     assert "lanefetch" in listed(profile)
 
 
+def test_opting_out_removes_the_ca_made_for_every_profile_before_the_running_firefox_was_found(
+        tmp_path: Path, profile: Path) -> None:
+    """The first sync came before Firefox opened its store: the CA went into every profile (the all-profiles
+    state). Once the Firefox is found its own profile's state is used, and turning the site off must still take
+    the earlier CA out of the store and delete its key."""
+    base = tmp_path / ".mozilla" / "firefox"
+    base.mkdir(parents=True)
+    (base / "profiles.ini").write_text(f"[Profile0]\nName=a\nIsRelative=0\nPath={profile}\n")
+    found: list[ca_firefox.RunningFirefox | None] = [None]
+    root = tmp_path / "data"
+    sites = HttpsSites(root, None, home=tmp_path, find=lambda: found[0])
+    site = Site("domain", "example.com")
+    assert [s.state for s in sites.sync([site]).sites] == ["restart_needed"]
+    assert listed(profile).count("lanefetch") == 1
+    found[0] = ca_firefox.RunningFirefox(profile, time.time() - 60)
+    sites.sync([site])
+    sites.sync([])  # the user turned the site off
+    assert "lanefetch" not in listed(profile), listed(profile)
+    assert not list(root.rglob("*.key"))
+
+
 # -- the proxy terminating TLS ---------------------------------------------------------------------------------
 
 class Quiet:
