@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,7 @@ from . import ca_firefox
 from .ca_certs import RENEW_BEFORE, Authority, Site, make_authority
 
 SiteStateName = Literal["active", "restart_needed", "failed"]
+_LABEL = re.compile(r"[a-z0-9_-]+")  # what a site's name is made of (no `*`: X.509 refuses it in a constraint)
 _HELPER_STARTED = time.time()
 
 
@@ -97,10 +99,14 @@ def _public_suffixes() -> PublicSuffixList:
 
 
 def public_suffix_problem(site: Site) -> str | None:
-    """Why `site` may not get a CA (its name is a public suffix), or None. Addresses are no domain names."""
+    """Why `site` may not get a CA (its name is a public suffix, or no DNS name a constraint can hold: a wildcard),
+    or None. Addresses are no domain names."""
     if site.address() is not None:
         return None
     name = site.name.lower().rstrip(".")
+    if name and not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return (f"{name} is not a site's DNS name (letters, digits, hyphens and underscores; a wildcard such as "
+                "*.example.com is none): name the site itself, such as example.com")
     if not name or _public_suffixes().is_public(name):
         example = f"example.{name}" if name else "example.com"
         return (f"{name or '(empty)'} is a public suffix (Public Suffix List): a certificate authority for it "

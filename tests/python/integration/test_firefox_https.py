@@ -270,6 +270,21 @@ def test_opting_out_removes_the_ca_made_for_every_profile_before_the_running_fir
     assert not list(root.rglob("*.key"))
 
 
+def test_a_wildcard_site_is_refused_and_the_other_sites_of_its_sync_are_kept_track_of(
+        tmp_path: Path, profile: Path) -> None:
+    """`*.example.org` is no site (a wildcard can be no name constraint): it is refused with a reason, and the CAs
+    made for the other sites of the same sync are recorded, so turning them off takes them out of the store."""
+    root = tmp_path / "data"
+    sites = HttpsSites(root, ca_firefox.RunningFirefox(profile, time.time() - 60), home=tmp_path)
+    result = sites.sync([Site("domain", "example.com"), Site("domain", "*.example.org"), Site("host", "*")])
+    by_name = {s.site.name: s for s in result.sites}
+    assert by_name["example.com"].state == "restart_needed"
+    assert by_name["*.example.org"].state == "failed" and by_name["*"].state == "failed"
+    assert listed(profile).count("lanefetch") == 1
+    sites.sync([])
+    assert "lanefetch" not in listed(profile) and not list(root.rglob("*.key"))
+
+
 # -- the proxy terminating TLS ---------------------------------------------------------------------------------
 
 class Quiet:
