@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -77,7 +78,10 @@ class SqliteStore:
         self.max_bytes = max_bytes
         self.max_pages = MAX_PAGES
         self.max_page_bytes = MAX_PAGE_BYTES
-        directory.mkdir(parents=True, exist_ok=True)
+        # The pages visited and their bodies: the user's alone (a directory made here is 0700, the database 0600;
+        # SQLite gives its -wal and -shm files the database's mode).
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._make_private()
         try:
             self._db = self._open()
         except sqlite3.DatabaseError:
@@ -86,7 +90,16 @@ class SqliteStore:
                 p = Path(str(self.path) + suffix)
                 if p.exists():
                     p.replace(Path(str(p) + ".broken"))
+            self._make_private()
             self._db = self._open()
+
+    def _make_private(self) -> None:
+        """The database file made (or, left by an earlier version, made again) readable by the user only."""
+        with contextlib.suppress(OSError):  # (one that cannot be made is SQLite's to report)
+            os.close(os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o600))
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):  # absent, or not this user's to change
+                os.chmod(str(self.path) + suffix, 0o600)
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0)

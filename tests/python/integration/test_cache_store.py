@@ -345,3 +345,36 @@ async def test_what_a_browser_cache_drops_is_dropped_here_too(case: str) -> None
         assert not _fresh_hits(entries, later, time.time() + 60), case
     finally:
         await cache.aclose()
+
+
+def test_the_cache_and_its_page_records_are_readable_by_the_user_only(tmp_path: Path) -> None:
+    """The database holds the pages visited and their bodies: the directory made for it is the user's alone, and
+    the database (with its WAL and shared-memory files) is mode 0600 whatever the umask; one an earlier version
+    left readable by others is made private when opened."""
+    import stat
+
+    def mode(p: Path) -> int:
+        return stat.S_IMODE(p.stat().st_mode)
+
+    old = os.umask(0o022)
+    try:
+        directory = tmp_path / "cache" / "lanefetch"
+        s = SqliteStore(directory, 1 << 20)
+        s.put("p", "GET", "http://o/secret", "", HEAD, b"body")
+        s.keep_pages("site-a", {"u:http://o/visited": "A"}, 1.0)
+        files = sorted(directory.iterdir())
+        assert {f.name for f in files} >= {DB_NAME, DB_NAME + "-wal"}
+        assert mode(directory) == 0o700
+        assert {f.name: mode(f) for f in files} == {f.name: 0o600 for f in files}
+        s.close()
+
+        earlier = tmp_path / "earlier"
+        earlier.mkdir()
+        sqlite3.connect(earlier / DB_NAME).close()
+        (earlier / DB_NAME).chmod(0o644)
+        s = SqliteStore(earlier, 1 << 20)
+        s.put("p", "GET", "http://o/secret", "", HEAD, b"body")
+        assert {f.name: mode(f) for f in earlier.iterdir()} == {f.name: 0o600 for f in earlier.iterdir()}
+        s.close()
+    finally:
+        os.umask(old)
