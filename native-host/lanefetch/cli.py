@@ -380,6 +380,9 @@ def _install(args: argparse.Namespace, remove: bool) -> int:
                 print(f"removed {path}")
             return 0
         exe = installer.host_launcher(wrapper_dir=p.targets[0].directory.parent)
+        if args.system and (problem := installer.system_wide_problem(exe)) is not None:
+            print(f"lanefetch: {problem}", file=sys.stderr)
+            return 1
         for path in installer.install(p.targets, exe):
             print(f"registered {path} -> {exe}")
     except (FileNotFoundError, PermissionError) as e:

@@ -107,6 +107,25 @@ def manifest(browser: str, executable: Path) -> dict[str, object]:
     return m
 
 
+def system_wide_problem(executable: Path, platform: str = sys.platform) -> str | None:
+    """Why a manifest for every user of the machine may not name `executable`, or None: each user's browser runs
+    it, so nobody but root may be able to change it, nor any directory on its path (or on its link's target's):
+    a program under a user's home (pipx's ~/.local/bin, registered with sudo) would let that user run code as every
+    other user. POSIX owners and modes; Windows is not checked here."""
+    if platform == "win32":
+        return None
+    import stat
+
+    for path in (executable.absolute(), executable.resolve()):
+        for p in (path, *path.parents):
+            st = p.stat()
+            if st.st_uid != 0 or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+                return (f"{p} can be changed by a user other than root, and a registration for every user "
+                        f"(--system) would have every user's browser run {executable}: install lanefetch where "
+                        "only root can change it, or register per user (without --system)")
+    return None
+
+
 def _registry(ts: list[Target], registry: Registry | None) -> Registry | None:
     if registry is not None or not any(t.registry_key for t in ts):
         return registry

@@ -209,3 +209,30 @@ def test_cli_named_browser_found_only_as_flatpak_is_refused_with_the_sandbox_rea
     assert out.returncode == 1
     assert "not registering for Google Chrome" in out.stderr and "sandbox" in out.stderr, out.stderr
     assert not list(tmp_path.rglob("*.json"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners and modes")
+def test_a_system_wide_registration_never_names_a_helper_another_user_can_replace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`install --system` makes every user's browser run the manifest's program: one under a user's home (pipx's
+    ~/.local/bin, run with sudo) lets that user run code as everyone else. It is refused, and nothing written."""
+    from lanefetch import cli
+
+    bin_dir = tmp_path / "home" / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    exe = bin_dir / "lanefetch-host"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    if os.geteuid() == 0:  # (root runs the tests here: the program belongs to an ordinary user, as after pipx)
+        for p in (exe, bin_dir):
+            os.chown(p, 65534, 65534)
+    written: list[object] = []
+    monkeypatch.setattr(installer, "host_launcher", lambda **_: exe)
+    monkeypatch.setattr(installer, "install", lambda ts, executable=None, registry=None: written.append(ts) or [])
+    code = cli.main(["install", "--system", "--browser", "firefox", "--force", "--home", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and written == [], err
+    assert str(bin_dir) in err and "every user" in err
+    root_owned = Path("/usr/bin/env")
+    if all(p.stat().st_uid == 0 and not p.stat().st_mode & 0o022 for p in (root_owned.resolve(), *root_owned.parents)):
+        assert installer.system_wide_problem(root_owned) is None  # a program only root can change is fine
