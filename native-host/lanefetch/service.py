@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from .cache.caching_fetcher import CachingFetcher
 from .cache.http_cache import HttpCache
 from .cache.memory_store import MemoryStore
-from .cache.origin_memory import Record, policy_from, preconnect_origins, record_of
+from .cache.origin_memory import Record, heed, policy_from, preconnect_origins, record_of
 from .cache.sqlite_store import SqliteStore
 from .engine.config import EngineConfig
 from .engine.engine import Engine
@@ -61,6 +61,9 @@ class FetchService:
         self._records = records
         self.engine = Engine(self.config.engine)
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
+        # The (partition, origin) pairs whose records this session has read: an origin met under one site is read
+        # again under another, whose own record's evidence against pipelining must not be lost (_recall).
+        self._recalled: set[tuple[str, Origin]] = set()
         inner: Fetcher = self.engine
         if self.config.cache_dir is not None:
             inner = CachingFetcher(inner, self._cache)
@@ -131,16 +134,22 @@ class FetchService:
                 origins.append(origin)
         if cache is None or page.private_browsing:
             return origins
-        unmet = [o for o in origins if o not in self.engine.policies]
+        # Unmet this session, or met under another site only: this site's record may say the origin misbehaved.
+        unread = [o for o in origins if (page.partition, o) not in self._recalled]
+        self._recalled.update((page.partition, o) for o in unread)
         now = time.time()
-        for name, raw in (await cache.learned(page.partition, [str(o) for o in unmet])).items():
-            origin = next(o for o in unmet if str(o) == name)
+        for name, raw in (await cache.learned(page.partition, [str(o) for o in unread])).items():
+            origin = next(o for o in unread if str(o) == name)
             try:
                 policy = policy_from(json.loads(raw), self.config.engine.effective_depth, now)
             except ValueError:
                 policy = None
-            if policy is not None and origin not in self.engine.policies:
+            if policy is None:
+                continue
+            if origin not in self.engine.policies:
                 self.engine.policies[origin] = policy
+            else:  # met already: its evidence against pipelining applies, its optimism does not
+                heed(self.engine.policies[origin], policy)
         return origins
 
     def _remember(self, origins: list[Origin], page: Page) -> None:

@@ -100,6 +100,17 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
     return policy
 
 
+def heed(policy: OriginPolicy, remembered: OriginPolicy) -> None:
+    """A session's policy for an origin met already (under another site) meets this site's own record of it: the
+    evidence against pipelining that the record holds (a demotion, a keep-alive limit) applies from now on; its
+    optimism never does."""
+    if remembered.state is PipelineState.RED and policy.state is not PipelineState.RED:
+        policy.state, policy.depth = PipelineState.RED, 1
+        policy.demotions.extend(remembered.demotions)
+    if remembered.request_limit is not None:
+        policy.learn_request_limit(remembered.request_limit)
+
+
 def preconnect_origins(records: dict[str, Record], now: float, limit: int = PRECONNECT_MAX) -> list[str]:
     """The origins to connect to ahead of a page of the site these records were learned under: those whose
     record is still good (policy_from would start from it; a demoted one too, it is still the page's), the most

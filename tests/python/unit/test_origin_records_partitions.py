@@ -1,0 +1,45 @@
+"""What the service recalls and keeps of an origin under each top-level site (service.py, cache/origin_memory.py):
+a site's own record that says the origin misbehaved is not overridden by another site's optimism met earlier in
+the session, nor overwritten by it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from lanefetch.cache.http_cache import HttpCache
+from lanefetch.cache.memory_store import MemoryStore
+from lanefetch.cache.origin_memory import record_of
+from lanefetch.engine import Page
+from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
+from lanefetch.engine.request import parse_target
+from lanefetch.service import FetchService
+
+URL = "https://cdn.test/app.js"
+SITE_A = Page(top_site="https://a.test")
+SITE_B = Page(top_site="https://b.test")
+
+
+async def test_a_sites_own_demotion_wins_over_another_sites_optimism_met_first() -> None:
+    cache = HttpCache(lambda: MemoryStore(1 << 20), max_entry_bytes=1 << 16)
+    service = FetchService(records=lambda page: cache)
+    try:
+        origin = parse_target(URL).origin
+        now = time.time()
+        green = record_of(OriginPolicy(16, PipelineState.GREEN, 16), now - 3 * 24 * 3600)  # three days old
+        red = record_of(OriginPolicy(16, PipelineState.RED, 1), now - 60)  # a minute old: the server broke since
+        assert green is not None and red is not None
+        cache.learn(SITE_A.partition, {str(origin): json.dumps(green)})
+        cache.learn(SITE_B.partition, {str(origin): json.dumps(red)})
+
+        await service.recall(URL, SITE_A)  # a page of site A uses the origin first this session
+        await service.recall(URL, SITE_B)  # then one of site B, which learned the origin misbehaves
+        policy = service.policies[origin]
+        assert policy.allowed_depth() == 1, "site B's fresh demotion was ignored: pipelining at full depth"
+
+        service._remember([origin], SITE_B)  # what B's batch keeps when it ends
+        kept = json.loads((await cache.learned(SITE_B.partition, [str(origin)]))[str(origin)])
+        assert kept["state"] == "red", "site B's demotion was overwritten by site A's optimism"
+    finally:
+        await service.aclose()
+        await cache.aclose()
