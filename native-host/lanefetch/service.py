@@ -142,7 +142,7 @@ class FetchService:
             origin = next(o for o in unread if str(o) == name)
             try:
                 policy = policy_from(json.loads(raw), self.config.engine.effective_depth, now)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a damaged row nested past the decoder's limit
                 policy = None
             if policy is None:
                 continue
@@ -194,7 +194,7 @@ class FetchService:
         for name, raw in (await cache.site_learned(page.top_site)).items():
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # as _recall
                 continue
             if isinstance(record, dict):
                 records[name] = record

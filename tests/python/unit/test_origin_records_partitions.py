@@ -43,3 +43,17 @@ async def test_a_sites_own_demotion_wins_over_another_sites_optimism_met_first()
     finally:
         await service.aclose()
         await cache.aclose()
+
+
+async def test_a_record_nested_past_the_json_decoders_limit_is_refused_not_raised() -> None:
+    cache = HttpCache(lambda: MemoryStore(1 << 20), max_entry_bytes=1 << 16)
+    service = FetchService(records=lambda page: cache)
+    try:
+        origin = parse_target(URL).origin
+        cache.learn(SITE_A.partition, {str(origin): "[" * 100_000 + "]" * 100_000})  # a damaged row
+        await service.recall(URL, SITE_A)  # raised RecursionError out of every fetch of the site's pages
+        assert origin not in service.policies or service.policies[origin].state is PipelineState.UNKNOWN
+        assert await service.preconnect_site(SITE_A, "tcp") == []
+    finally:
+        await service.aclose()
+        await cache.aclose()
