@@ -161,10 +161,12 @@ class OriginPool:
         if ex.request.resource_type != "document":
             return
         have_one = self._reserve() is not None
-        if h2_render_reserve(self.policy.protocol if self._may_speak_h2() else None, self.config.h2_connections,
+        # a reserve is a second h2 connection: only where the origin may have two (pool_plan.connection_limit)
+        h2_connections = min(self.config.h2_connections, self.config.connections_per_origin)
+        if h2_render_reserve(self.policy.protocol if self._may_speak_h2() else None, h2_connections,
                              self.budget.min_rtt, have_one):
             self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
-        elif h2_reserve_from_opening(self._may_speak_h2(), self.policy.protocol, self.config.h2_connections,
+        elif h2_reserve_from_opening(self._may_speak_h2(), self.policy.protocol, h2_connections,
                                      self.budget.min_rtt, have_one, len(self.connections)):
             # The last opened: the first's handshake says the protocol and takes the document (a reserve that turns
             # out HTTP/1.1 is an ordinary connection: only h2 connections consult it).
