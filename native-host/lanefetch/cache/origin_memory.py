@@ -67,7 +67,7 @@ def _round_trip_of(record: Record, now: float) -> tuple[float, float] | None:
     if value is None and at is None:
         return None
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not isinstance(at, (int, float))
-            or isinstance(at, bool) or not math.isfinite(value) or not math.isfinite(at) or value < 0):
+            or isinstance(at, bool) or not math.isfinite(value) or not math.isfinite(at) or value <= 0):
         raise ValueError("round_trip")
     return (float(value), float(at)) if 0 <= now - at <= ROUND_TRIP_TTL else None
 

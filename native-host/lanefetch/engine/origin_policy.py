@@ -52,7 +52,7 @@ class OriginPolicy:
 
     def observe_round_trip(self, seconds: float) -> None:
         """A connection's handshake took this one round trip."""
-        if seconds >= 0 and (self.round_trip is None or seconds < self.round_trip):
+        if seconds > 0 and (self.round_trip is None or seconds < self.round_trip):  # 0: no handshake's
             self.round_trip = seconds
 
     def learn_protocol(self, alpn: str | None) -> None:

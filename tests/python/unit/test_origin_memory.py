@@ -65,6 +65,7 @@ def test_a_round_trip_is_kept_with_its_own_age_and_forgotten_after_a_day() -> No
     {"round_trip": -0.1, "round_trip_at": NOW}, {"round_trip": "0.6", "round_trip_at": NOW},
     {"round_trip": True, "round_trip_at": NOW}, {"round_trip": 0.6}, {"round_trip_at": NOW},
     {"round_trip": float("nan"), "round_trip_at": NOW}, {"round_trip": 0.6, "round_trip_at": float("inf")},
+    {"round_trip": 0.0, "round_trip_at": NOW},  # no link has none: it would hand every page to the browser
 ])
 def test_a_round_trip_that_is_not_ours_is_refused(bad: dict[str, object]) -> None:
     record = record_of(OriginPolicy(16, PipelineState.GREEN, 8), NOW)
@@ -73,7 +74,7 @@ def test_a_round_trip_that_is_not_ours_is_refused(bad: dict[str, object]) -> Non
     assert policy_from(record, 16, NOW) is not None  # a record from before round trips were kept
 
 
-@given(st.lists(st.floats(min_value=0, max_value=10, allow_nan=False), min_size=1, max_size=8),
+@given(st.lists(st.floats(min_value=0, max_value=10, allow_nan=False, exclude_min=True), min_size=1, max_size=8),
        st.floats(min_value=0, max_value=ROUND_TRIP_TTL))
 def test_what_is_remembered_is_the_smallest_round_trip_measured(samples: list[float], age: float) -> None:
     policy = OriginPolicy(16)
@@ -83,6 +84,12 @@ def test_what_is_remembered_is_the_smallest_round_trip_measured(samples: list[fl
     assert record is not None
     again = policy_from(record, 16, NOW + age)
     assert again is not None and again.remembered_round_trip == (min(samples), NOW)
+
+
+def test_a_round_trip_of_nothing_is_no_sample() -> None:
+    policy = OriginPolicy(16)
+    policy.observe_round_trip(0.0)
+    assert policy.round_trip is None and record_of(policy, NOW) is None
 
 
 def test_a_keepalive_limit_alone_is_kept() -> None:
