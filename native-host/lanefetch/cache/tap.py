@@ -7,6 +7,7 @@ Sans-I/O: every write it decides on goes through `Writes` (the shell runs them).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -69,8 +70,13 @@ class CacheTap:
                     self._writes.delete(entry.id)
                     raise FetchError("resource_changed", "the server's 304 names another version than the stored one")
                 fresh = updated_head(entry.head, head.headers, request_time, response_time)
-                if parse_cache_control(head.get_all("cache-control")).no_store:
-                    self._writes.delete(entry.id)  # the 304 says store nothing: served this once, then gone
+                # The refreshed entry varies as its fields now say (a 304 may bring a Vary the stored response did
+                # not have), on this request's values, as Chromium keys it; `Vary: *` never matches again.
+                varies = vary_fields(fresh.get_all("vary"))
+                if varies is not None:
+                    fresh = dataclasses.replace(fresh, vary=request_values(self._request_headers, varies))
+                if parse_cache_control(head.get_all("cache-control")).no_store or varies is None:
+                    self._writes.delete(entry.id)  # the 304 says store nothing (or Vary: *): served this once, gone
                 else:
                     self._writes.update_head(entry.id, fresh)
                 age = current_age(fresh, time.time())

@@ -315,7 +315,8 @@ def _fresh_hits(entries: list[object], request: list[tuple[str, str]], at: float
     return [d for d in [decide("GET", request, entries, at)] if isinstance(d, Hit)]  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("case", ["304 no-store", "reload answered no-store", "Vary began"])
+@pytest.mark.parametrize("case", ["304 no-store", "reload answered no-store", "Vary began", "304 Vary began",
+                                  "304 Vary *"])
 async def test_what_a_browser_cache_drops_is_dropped_here_too(case: str) -> None:
     # A review against Chromium's cache: a 304 that says no-store, a full answer that may not be stored (to a hard
     # reload), and a copy stored before the server began to vary each leave nothing that would answer later.
@@ -333,6 +334,13 @@ async def test_what_a_browser_cache_drops_is_dropped_here_too(case: str) -> None
         "Vary began": [([("Accept-Language", "en")], 200, [("Cache-Control", "max-age=3600")], b"A"),
                        ([("Accept-Language", "en"), ("Cache-Control", "no-cache")], 200,
                         [("Cache-Control", "max-age=3600"), ("Vary", "Accept-Language")], b"en")],
+        # A 304 whose Vary the stored response did not have: the refreshed entry varies as the 304 says (Chromium
+        # keys it on the revalidating request's values), and `Vary: *` never matches.
+        "304 Vary began": [([("Accept-Language", "en")], 200, [("Cache-Control", "no-cache"), ("ETag", '"v1"')], b"A"),
+                           ([("Accept-Language", "en")], 304,
+                            [("Cache-Control", "max-age=3600"), ("ETag", '"v1"'), ("Vary", "Accept-Language")], b"")],
+        "304 Vary *": [([], 200, [("Cache-Control", "no-cache"), ("ETag", '"v1"')], b"A"),
+                       ([], 304, [("Cache-Control", "max-age=3600"), ("ETag", '"v1"'), ("Vary", "*")], b"")],
     }
     cache = HttpCache(lambda: MemoryStore(10**6), 10**6)
     try:
@@ -341,7 +349,7 @@ async def test_what_a_browser_cache_drops_is_dropped_here_too(case: str) -> None
             revalidating = (stored[0], b"A") if status == 304 else None
             await _tapped(cache, request, status, response, body, revalidating)
         entries = await cache.run(lambda s: s.lookup("p", "GET", "http://o/a"))
-        later = [("Accept-Language", "fr")] if case == "Vary began" else []
+        later = [("Accept-Language", "fr")] if case in ("Vary began", "304 Vary began") else []
         assert not _fresh_hits(entries, later, time.time() + 60), case
     finally:
         await cache.aclose()
