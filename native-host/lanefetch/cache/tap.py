@@ -111,6 +111,8 @@ class CacheTap:
         if self._size > self._max_entry:
             self._recording = None  # too large to keep: stop recording, let it stream on
             self._chunks.clear()
+            # and, like any full answer not kept, it replaces what was stored: an older copy must not answer next
+            self._writes.delete_url(self._url)
             return
         self._chunks.append(data)
 

@@ -355,6 +355,30 @@ async def test_what_a_browser_cache_drops_is_dropped_here_too(case: str) -> None
         await cache.aclose()
 
 
+async def test_a_newer_answer_too_large_to_keep_leaves_no_older_copy_to_answer() -> None:
+    # A hard reload (no validator stored: fetched in full) answered with a body past the entry limit: the page got
+    # the new version; the old copy, still fresh by its own headers, must not answer the next request with the old
+    # body (the browser's cache drops it as soon as it writes the new answer).
+    import time
+
+    from lanefetch.cache.http_cache import HttpCache
+    from lanefetch.cache.tap import CacheTap
+    from lanefetch.engine.response_parser import ResponseHead
+
+    cache = HttpCache(lambda: MemoryStore(10**6), 10)
+    try:
+        for request, body in (([], b"old"), ([("Cache-Control", "no-cache")], b"a newer, larger body")):
+            tap = CacheTap(cache.writes("p"), "GET", "http://o/a", request, time.time(), cache.max_entry_bytes)
+            tap.on_head(ResponseHead(200, "OK", "1.1", [("Cache-Control", "max-age=3600")]))
+            tap.on_body(body)
+            tap.on_complete([])
+            await cache.run(lambda s: None)  # the writes queued before it are done
+        entries = await cache.run(lambda s: s.lookup("p", "GET", "http://o/a"))
+        assert not _fresh_hits(entries, [], time.time() + 60)
+    finally:
+        await cache.aclose()
+
+
 def test_the_cache_and_its_page_records_are_readable_by_the_user_only(tmp_path: Path) -> None:
     """The database holds the pages visited and their bodies: the directory made for it is the user's alone, and
     the database (with its WAL and shared-memory files) is mode 0600 whatever the umask; one an earlier version
