@@ -61,6 +61,8 @@ class MemoryStore:
             row.head = head
             self._total += row.size
             self._rows.move_to_end(entry_id)
+            while self._total > self.max_bytes:  # a refreshed head may be larger than the one it replaces
+                self.delete(next(iter(self._rows)))
 
     def touch(self, entry_ids: list[int]) -> None:
         for i in entry_ids:

@@ -7,9 +7,9 @@ fails it (disk corruption, a tampered file) is deleted and counts as a miss. A f
 database at all is moved aside and a new one started: it is a cache.
 
 Size: the sum of heads and bodies is kept at or below max_bytes by deleting the least recently used
-entries (reads count as use) in the same transaction that stores a new one; the file is shrunk with
-incremental vacuum. Several helper processes (one per browser, the CLI) may share the file: SQLite
-serialises their writes."""
+entries (reads count as use) in the same transaction that stores a new one (or refreshes one with a larger
+head); the file is shrunk with incremental vacuum. Several helper processes (one per browser, the CLI) may
+share the file: SQLite serialises their writes."""
 
 from __future__ import annotations
 
@@ -212,6 +212,7 @@ class SqliteStore:
                 "UPDATE entries SET head = ?, size = ?, checksum = ?, last_used = ? WHERE id = ?",
                 (head_json, len(head_json) + len(body), checksum(head_json, body), time.time(), entry_id),
             )
+            self._evict(db)  # a refreshed head may be larger than the one it replaces
 
     def touch(self, entry_ids: list[int]) -> None:
         if not entry_ids:

@@ -82,6 +82,20 @@ def test_update_head_and_delete(store: EntryStore) -> None:
     assert store.lookup("p", "GET", "http://o/a") == [] and store.body(e2.id) is None
 
 
+def test_a_refreshed_head_that_grew_keeps_the_store_within_its_bound(store: EntryStore) -> None:
+    # A 304 adds fields to the head it refreshes (a hostile server: new ones every time); the store must stay at or
+    # below max_bytes, least recently used entries going as for a put, the refreshed one kept.
+    for i in range(10):
+        store.put("p", "GET", f"http://o/{i}", "", HEAD, bytes(1000))
+    assert store.stats().bytes == store.max_bytes
+    (e,) = store.lookup("p", "GET", "http://o/5")
+    grown = StoredHead(200, "OK", "1.1", [("ETag", '"e"'), ("X-Pad", "x" * 1500)], 5.0, 6.0, {"accept": "x"}, True)
+    store.update_head(e.id, grown)
+    assert store.stats().bytes <= store.max_bytes
+    assert [x.head for x in store.lookup("p", "GET", "http://o/5")] == [grown]
+    assert "http://o/0" not in urls(store)
+
+
 def test_a_refreshed_head_never_lands_on_a_newer_version_stored_meanwhile(tmp_path: Path) -> None:
     # Two processes on one file (SqliteStore), or a flight's kept answer (MemoryStore too): our revalidation of
     # version "a" is out when another writer stores version "b" under the same key; the 304's refreshed head of
