@@ -3,7 +3,7 @@ off the event loop) and runs the taps' writes on the same thread, in order; `acl
 What is done with the answers (hits served, conditional requests, taps on the rest) is
 caching_fetcher.py's.
 
-A store that cannot be opened or fails makes the cache step aside (logged), never the fetch."""
+A store that cannot be opened or fails (a read or a write) makes the cache step aside (logged), never the fetch."""
 
 from __future__ import annotations
 
@@ -90,8 +90,18 @@ class HttpCache:
         (ensure_future) would queue it only on the loop's next turn, behind a plan asked in this one."""
         if self._failed:
             return
+
+        def write(store: EntryStore) -> object:
+            try:
+                return fn(store)
+            except Exception:
+                # A write lost (an invalidation, a replaced entry's delete) would leave served what it was to
+                # remove: the cache steps aside, from the plan queued right behind it on this thread on.
+                self._failed = True
+                raise
+
         try:
-            fut = asyncio.get_running_loop().run_in_executor(self._executor, self._with_store, fn)
+            fut = asyncio.get_running_loop().run_in_executor(self._executor, self._with_store, write)
         except RuntimeError as e:  # the cache was closed (its worker shut down): the write is dropped
             log.warning("cache write dropped: %r", e)
             return
@@ -111,7 +121,7 @@ class HttpCache:
         if self._failed or not queries:
             return None
         try:
-            return await self.run(lambda s: _plan(s, partition, queries))
+            return await self.run(lambda s: None if self._failed else _plan(s, partition, queries))
         except Exception as e:
             self._failed = True
             log.warning("cache unavailable, fetching without it: %r", e)

@@ -283,6 +283,35 @@ async def test_a_write_queued_before_a_plan_is_seen_by_it(tmp_path: Path) -> Non
         await cache.aclose()
 
 
+async def test_an_invalidation_the_store_failed_leaves_nothing_served(tmp_path: Path) -> None:
+    # The delete after a POST (or after a full answer replaced the entry) fails in the store (the file locked by
+    # another helper past the busy timeout, the disk full): the cache steps aside, as for any failing store, rather
+    # than serve the response the write was to remove, also to a plan asked in the same turn of the loop.
+    import time
+    from email.utils import formatdate
+
+    from lanefetch.cache.http_cache import HttpCache
+    from lanefetch.cache.policy import Hit
+
+    class Locked(MemoryStore):
+        def delete_url(self, partition: str, url: str) -> None:
+            raise sqlite3.OperationalError("database is locked")
+
+    t = time.time()
+    fresh = StoredHead(200, "OK", "1.1", [("Cache-Control", "max-age=3600"), ("Date", formatdate(t, usegmt=True))],
+                       t, t, {}, True)
+    cache = HttpCache(lambda: Locked(10**6), 10**6)
+    try:
+        await cache.run(lambda s: s.put("p", "GET", "http://o/a", "", fresh, b"AAA"))
+        cache.writes("p").delete_url("http://o/a")
+        plans = await cache.plan([("GET", "http://o/a", [])], "p")
+        assert plans is None or not isinstance(plans[0][0], Hit)
+        plans = await cache.plan([("GET", "http://o/a", [])], "p")
+        assert plans is None or not isinstance(plans[0][0], Hit)
+    finally:
+        await cache.aclose()
+
+
 def test_a_head_spelled_otherwise_when_read_back_is_still_as_of_itself(tmp_path: Path) -> None:
     # A head whose times are whole numbers is stored as "1" and read back as 1.0: the same head, so its body is
     # served (compared as text, every such entry was a miss for good).
