@@ -193,7 +193,9 @@ export class ProxyRouter {
       const page = pageUrl === null ? null : pageOf(pageUrl, ctx.page.private_browsing ?? false);
       if (page && page.top_site === ctx.page.top_site && page.address_space === ctx.page.address_space) continue;
       this.contexts.delete(this.key(ctx.tabId, ctx.page));
-      if (ctx.port !== null) this.ports.close(ctx.contextId);
+      // Every context was asked for a listener: one still opening (or whose open timed out) is closed too, after
+      // the helper opens it (it handles messages in order), or it would stay open until the helper evicts it.
+      this.ports.close(ctx.contextId);
     }
   }
 
