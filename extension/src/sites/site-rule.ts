@@ -9,7 +9,8 @@ export interface SiteRule {
   name: string;
 }
 
-/** Host name of an http(s) URL (lower case, IPv6 in brackets), or null for any other URL. */
+/** Host name of an http(s) URL (lower case, IPv6 in brackets, without the trailing dot of a fully qualified name:
+ * www.example.com. is the same host), or null for any other URL. */
 export function httpHost(url: string): string | null {
   let parsed: URL;
   try {
@@ -18,7 +19,7 @@ export function httpHost(url: string): string | null {
     return null;
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
-  return parsed.hostname.toLowerCase();
+  return parsed.hostname.toLowerCase().replace(/\.$/, "");
 }
 
 /** The schemeful site (scheme://registrable domain) of an http(s) URL, or null for any other URL: what the browser
@@ -52,8 +53,9 @@ export function ruleChoicesFor(url: string): { domain: SiteRule; host: SiteRule 
 }
 
 export function ruleMatchesHost(rule: SiteRule, host: string): boolean {
-  if (rule.scope === "host") return host === rule.name;
-  return host === rule.name || host.endsWith("." + rule.name);
+  const name = rule.name.replace(/\.$/, ""); // (a rule made on a page written with the dot before it was dropped)
+  if (rule.scope === "host") return host === name;
+  return host === name || host.endsWith("." + name);
 }
 
 export function ruleKey(rule: SiteRule): string {
