@@ -325,8 +325,8 @@ def parse_interface_arg(text: str) -> tuple[str, float | None]:
         w = float(weight)
     except ValueError:
         raise ValueError(f"interface weight must be a number, got {weight!r}") from None
-    if not (w > 0):
-        raise ValueError(f"interface weight must be positive, got {weight!r}")
+    if not (math.isfinite(w) and w > 0):
+        raise ValueError(f"interface weight must be a number above 0, got {weight!r}")
     return name, w
 
 

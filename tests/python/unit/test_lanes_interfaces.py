@@ -1,0 +1,20 @@
+"""Lanes' interface input and routing without a network: the CLI's --interface argument, and which split requests
+go over the default route alone (targets on this machine)."""
+
+from __future__ import annotations
+
+import pytest
+from lanefetch.lanes.interfaces import parse_interface_arg
+
+
+def test_interface_arg_with_weight() -> None:
+    assert parse_interface_arg("eth0") == ("eth0", None)
+    assert parse_interface_arg("wlan0:2.5") == ("wlan0", 2.5)
+
+
+@pytest.mark.parametrize("weight", ["0", "-1", "nan", "inf", "1e999", "-inf", "x", ""])
+def test_interface_arg_refuses_a_weight_not_above_0_or_not_finite(weight: str) -> None:
+    """An infinite weight (as `interfaces set --weight` and the policy file refuse it) made the split's fair share of
+    a lane without estimates inf/inf: int(NaN) raised out of the schedule and the download failed."""
+    with pytest.raises(ValueError, match="interface weight"):
+        parse_interface_arg(f"eth0:{weight}")
