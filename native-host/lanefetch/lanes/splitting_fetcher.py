@@ -22,6 +22,7 @@ from .split_fetch import LaneObserver, SplitFetcher, make_fetcher
 
 
 def _on_this_machine(host: str) -> bool:
+    host = host.removesuffix(".")  # a fully qualified name's final dot: the same host
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from lanefetch.lanes.interfaces import parse_interface_arg
+from lanefetch.lanes.splitting_fetcher import _on_this_machine
 
 
 def test_interface_arg_with_weight() -> None:
@@ -18,3 +19,15 @@ def test_interface_arg_refuses_a_weight_not_above_0_or_not_finite(weight: str) -
     a lane without estimates inf/inf: int(NaN) raised out of the schedule and the download failed."""
     with pytest.raises(ValueError, match="interface weight"):
         parse_interface_arg(f"eth0:{weight}")
+
+
+@pytest.mark.parametrize("host", ["localhost", "localhost.", "app.localhost", "app.localhost.", "127.0.0.1", "::1"])
+def test_a_target_on_this_machine_splits_over_the_default_route(host: str) -> None:
+    """A host written with its trailing dot is the same host: `localhost.` was split over the interface lanes, whose
+    bound sockets cannot reach loopback."""
+    assert _on_this_machine(host)
+
+
+@pytest.mark.parametrize("host", ["example.org", "example.org.", "localhost.example", "10.0.0.1", "2001:db8::1"])
+def test_a_target_elsewhere_uses_the_lanes(host: str) -> None:
+    assert not _on_this_machine(host)
