@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Callable
 
 from ..engine.address_policy import address_space_of
@@ -47,6 +48,7 @@ class SplittingFetcher:
         self._split_local: SplitFetcher | None = None  # targets on this machine: one lane, the default route
         self._busy: dict[SplitFetcher, int] = {}  # split requests under way, per fetcher
         self._retired: set[SplitFetcher] = set()  # replaced after a policy change, closed once idle
+        self._closing: set[asyncio.Task[None]] = set()  # retired ones closing
         self.on_lane_bytes: LaneObserver | None = None  # given to whichever split fetcher runs a request
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
@@ -63,7 +65,12 @@ class SplittingFetcher:
                 rest.append(req)
                 continue
             fetcher = self._local_splitter() if _on_this_machine(target.origin.host) else self.splitter()
-            split.append(asyncio.create_task(self._split_fetch(fetcher, req, sink, page)))
+            # Busy from now on, not from when its task first runs (a policy change meanwhile must not close it),
+            # until the task is done (even cancelled before it ran).
+            self._busy[fetcher] = self._busy.get(fetcher, 0) + 1
+            task = asyncio.create_task(self._split_fetch(fetcher, req, sink, page))
+            task.add_done_callback(functools.partial(self._split_done, fetcher))
+            split.append(task)
         try:
             result = await self.inner.fetch(rest, sink, page)
             await asyncio.gather(*split)
@@ -101,20 +108,22 @@ class SplittingFetcher:
             await old.aclose()
 
     async def _split_fetch(self, fetcher: SplitFetcher, req: FetchRequest, sink: Sink, page: Page) -> None:
-        self._busy[fetcher] = self._busy.get(fetcher, 0) + 1
         fetcher.on_lane_bytes = self.on_lane_bytes
-        try:
-            await fetcher.fetch(req, sink, page)
-        finally:
-            self._busy[fetcher] -= 1
-            if not self._busy[fetcher]:
-                del self._busy[fetcher]
-                if fetcher in self._retired:
-                    self._retired.discard(fetcher)
-                    await fetcher.aclose()
+        await fetcher.fetch(req, sink, page)
+
+    def _split_done(self, fetcher: SplitFetcher, task: asyncio.Task[None]) -> None:
+        self._busy[fetcher] -= 1
+        if not self._busy[fetcher]:
+            del self._busy[fetcher]
+            if fetcher in self._retired:
+                self._retired.discard(fetcher)
+                closing = asyncio.get_running_loop().create_task(fetcher.aclose())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+        await asyncio.gather(*self._closing)
         for fetcher in {*self._retired, *[f for f in (self._split, self._split_local) if f is not None]}:
             await fetcher.aclose()
         self._split, self._split_local, self._retired = None, None, set()
