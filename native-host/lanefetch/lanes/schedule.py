@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from .estimate import LaneEstimate
 from .reassembly import Reassembly
 
+MAX_WEIGHT_RATIO = 1e6  # lanes' weights are compared only up to this ratio
+
 
 @dataclass
 class ScheduleConfig:
@@ -125,6 +127,11 @@ class SplitSchedule:
         self.lanes: dict[int, LaneState] = {lane.id: lane for lane in lanes}
         if not self.lanes:
             raise ValueError("a split needs at least one lane")
+        # Weights only count relative to each other: scaled so the largest is 1, none below 1/MAX_WEIGHT_RATIO. As
+        # given (any number above 0 is accepted), a lane's rate guessed from another's by weight could overflow to inf.
+        top = max(lane.weight for lane in self.lanes.values())
+        for lane in self.lanes.values():
+            lane.weight = max(lane.weight / top, 1 / MAX_WEIGHT_RATIO)
         self.output = Reassembly(size)
         self.todo: list[tuple[int, int]] = [(0, size)] if size else []
         self.attempts: dict[int, Attempt] = {}

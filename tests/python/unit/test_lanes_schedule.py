@@ -56,11 +56,11 @@ class Run:
 
 def simulate(size: int, first: int, lanes: list[SimLane], config: ScheduleConfig | None = None,
              max_seconds: float = 120.0, piece: int = 16384, speculative: int = 0,
-             unusable: frozenset[int] = frozenset()) -> Run:
+             unusable: frozenset[int] = frozenset(), weights: list[float] | None = None) -> Run:
     """speculative: bytes each other lane asked for after the first range before the schedule existed
     (adopted with it); the lanes in `unusable` find theirs unusable when its head arrives (discarded)."""
     body = body_of(size)
-    sched = SplitSchedule(size, [LaneState(i) for i in range(len(lanes))], config)
+    sched = SplitSchedule(size, [LaneState(i, weights[i] if weights else 1.0) for i in range(len(lanes))], config)
     out = bytearray()
     downs: list[int] = []
     max_buffered = 0
@@ -256,15 +256,16 @@ lane_st = st.builds(
     piece=st.integers(1000, 70_000),
     speculative=st.sampled_from([0, 1, 64 * 1024, 300_000]),
     unusable=st.frozensets(st.integers(1, 3)),
+    weights=st.lists(st.floats(min_value=0.0, exclude_min=True, allow_infinity=False), min_size=4, max_size=4),
 )
 def test_every_byte_once_in_order_whatever_lanes_do(
     size: int, first: int, lanes: list[SimLane], survivor: SimLane, window: int, piece: int, speculative: int,
-    unusable: frozenset[int],
+    unusable: frozenset[int], weights: list[float],
 ) -> None:
     cfg = ScheduleConfig(window=window)
     all_lanes = [*lanes, survivor]  # one lane never dies: the body must arrive
     run = simulate(size, first, all_lanes, cfg, max_seconds=200.0, piece=piece, speculative=speculative,
-                   unusable=unusable)
+                   unusable=unusable, weights=weights)
     assert run.schedule.done, (run.finished_at, run.schedule.todo, run.downs)
     assert bytes(run.out) == body_of(size)
     # The window bounds what the schedule hands out (stolen tails included); ranges the shell sent before the
@@ -281,3 +282,17 @@ def test_a_stolen_tail_stays_within_the_window() -> None:
     run = simulate(299504, 1, lanes, ScheduleConfig(window=65536), max_seconds=200.0, piece=1000, speculative=300000)
     assert run.schedule.done and bytes(run.out) == body_of(299504)
     assert run.max_buffered <= 65536
+
+
+@pytest.mark.parametrize(("known", "other"), [(1e-300, 1e6), (1e-310, 1e-310), (1e-310, 2.0)])
+def test_weights_far_apart_or_tiny_give_finite_guesses(known: float, other: float) -> None:
+    """Weights the policy accepts (any number above 0; the options page up to 1e6) but 1e306 apart, or tiny: the guessed
+    rate of a lane without estimates, a known lane's rate per weight times its own, overflowed to inf and int() raised
+    out of poll."""
+    sched = SplitSchedule(10_000_000, [LaneState(0, known), LaneState(1, other)])
+    sched.lanes[0].estimate.rate_sample(1e5)
+    sched.lanes[0].estimate.rtt_sample(0.05)
+    sched.adopt(0, 0, 20_480, 0.0)
+    cmds = sched.poll(0.0)
+    assert 1 in [c.attempt.lane for c in cmds if isinstance(c, Fetch)]
+    assert all(r is not None and r < float("inf") for r in (sched._rate(ln) for ln in sched.lanes.values()))
