@@ -103,6 +103,8 @@ export class HelperConnection {
   private open(): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       let settled = false;
+      // Declared before settle can run (connectNative may throw before the hello timer is set).
+      let timer: ReturnType<typeof setTimeout> | undefined = undefined;
       const settle = (ok: boolean): void => {
         if (settled) return;
         settled = true;
@@ -120,7 +122,7 @@ export class HelperConnection {
         return;
       }
       this.port = port;
-      const timer = setTimeout(() => {
+      timer = setTimeout(() => {
         if (this.port !== port) return;
         this.port = null;
         port.disconnect();

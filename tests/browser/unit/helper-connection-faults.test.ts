@@ -1,0 +1,25 @@
+// HelperConnection when the native port cannot even be opened (connectNative throws): ready() resolves false, the
+// state says why, and the next ready() within the retry wait does not try again (no reconnect storm).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
+import type { NativePort } from "../../../extension/src/bridge/native-port.js";
+
+const OPTIONS = { extensionVersion: "0.0.0", browser: "chromium" as const, helloTimeoutMs: 1000, retryMissingMs: 5000, retryCrashMs: 500 };
+
+test("connectNative throwing resolves ready() false and is not retried at once", async () => {
+  let attempts = 0;
+  let clock = 0;
+  const connection = new HelperConnection((): NativePort => {
+    attempts += 1;
+    throw new Error("Specified native messaging host not found.");
+  }, OPTIONS, () => clock);
+  assert.equal(await connection.ready(), false);
+  assert.equal(connection.state.status, "not_installed");
+  clock += 100;
+  assert.equal(await connection.ready(), false);
+  assert.equal(attempts, 1);
+  clock += OPTIONS.retryMissingMs;
+  assert.equal(await connection.ready(), false);
+  assert.equal(attempts, 2);
+});
