@@ -136,12 +136,16 @@ export class HelperConnection {
         if (!message) return;
         if (this.current.status === "connecting") {
           if (message.type !== "hello") return;
-          if (!message.compatible) {
+          // Typed by the schema as ours; a helper of another protocol says otherwise, whatever its `compatible`.
+          const protocol: number = message.protocol;
+          if (!message.compatible || protocol !== PROTOCOL_VERSION) {
             this.port = null;
             port.disconnect();
             this.setState({
               status: "incompatible",
-              message: message.message ?? `helper ${message.helper_version} speaks protocol ${message.protocol}`,
+              message: protocol !== PROTOCOL_VERSION
+                ? `helper ${message.helper_version} speaks protocol ${protocol}; this extension speaks protocol ${PROTOCOL_VERSION}`
+                : message.message ?? `helper ${message.helper_version} speaks protocol ${protocol}`,
             });
             settle(false);
             return;

@@ -23,3 +23,28 @@ test("connectNative throwing resolves ready() false and is not retried at once",
   assert.equal(await connection.ready(), false);
   assert.equal(attempts, 2);
 });
+
+/** A port whose helper answers hello with `reply`. */
+function answering(reply: Record<string, unknown>): () => NativePort {
+  return () => {
+    let listener: ((message: unknown) => void) | null = null;
+    return {
+      postMessage: (m: unknown) => {
+        if ((m as { type?: string }).type === "hello") queueMicrotask(() => listener?.(reply));
+      },
+      onMessage: (l) => { listener = l; },
+      onDisconnect: () => undefined,
+      disconnect: () => undefined,
+    };
+  };
+}
+
+test("a hello naming another protocol is incompatible, even if it says compatible", async () => {
+  const connection = new HelperConnection(answering({
+    type: "hello", protocol: 2, helper_version: "9.0.0", compatible: true, capabilities: ["pipelining"],
+  }), OPTIONS);
+  assert.equal(await connection.ready(), false);
+  assert.deepEqual(connection.state, {
+    status: "incompatible", message: "helper 9.0.0 speaks protocol 2; this extension speaks protocol 1",
+  });
+});
