@@ -30,6 +30,10 @@ export class ResponseAssembler {
 
   /** Returns a refusal when the response cannot be fulfilled (the caller cancels it at the helper). */
   addHead(head: Head): Assembled | null {
+    if (this.refusal) return this.refusal;
+    // One response per request (head, body*, end): another head, or one after body pieces, would mix two bodies.
+    if (this.head !== null) return this.refuse("helper_error", "a second response head");
+    if (this.pieces.length > 0) return this.refuse("helper_error", "body before the response head");
     this.head = head;
     const encoding = headerValue(head.headers, "content-encoding");
     // A 204 or 304 has no body: the helper decodes nothing and leaves the field (fulfillParams drops it)
