@@ -16,6 +16,8 @@ export class ResponseAssembler {
   private head: Head | null = null;
   private readonly pieces: string[] = [];
   private bytes = 0;
+  /** The body's length as the head announced it (Content-Length of a body delivered as the server coded it). */
+  private announced: number | null = null;
   private refusal: Assembled | null = null;
 
   constructor(private readonly maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES) {}
@@ -45,6 +47,8 @@ export class ResponseAssembler {
     if (Number.isFinite(length) && length > this.maxBodyBytes) {
       return this.refuse("too_large", `Content-Length ${length} above ${this.maxBodyBytes}`);
     }
+    // A decoded body's length is not the field's (the helper then removes it).
+    if (Number.isFinite(length) && !head.decoded) this.announced = length;
     return null;
   }
 
@@ -54,6 +58,10 @@ export class ResponseAssembler {
     if (this.bytes > this.maxBodyBytes) {
       this.pieces.length = 0;
       return this.refuse("too_large", `body above ${this.maxBodyBytes} bytes`);
+    }
+    if (this.announced !== null && this.bytes > this.announced) {
+      this.pieces.length = 0;
+      return this.refuse("helper_error", `body longer than its Content-Length ${this.announced}`);
     }
     this.pieces.push(data);
     return null;

@@ -60,3 +60,29 @@ test("a body before the head is refused", async () => {
   assert.deepEqual(passed, ["i1"]);
   assert.equal(results[0]?.outcome === "passed" && results[0].reason, "helper_error");
 });
+
+test("a body longer than its head's Content-Length is refused", async () => {
+  const { d, fulfilled, passed, cancelled, results } = delivery();
+  d.sent();
+  d.head(head(200, [["Content-Length", "5"]], false));
+  d.body({ data: b64("hello") });
+  d.body({ data: b64(" and more") });
+  d.end();
+  await settled();
+  assert.deepEqual(fulfilled, []);
+  assert.deepEqual(passed, ["i1"]);
+  assert.deepEqual(cancelled, ["r1"]);
+  assert.equal(results[0]?.outcome === "passed" && results[0].reason, "helper_error");
+});
+
+test("a body of exactly its Content-Length is fulfilled", async () => {
+  const { d, fulfilled, passed } = delivery();
+  d.sent();
+  d.head(head(200, [["Content-Length", "5"]], false));
+  d.body({ data: b64("hel") });
+  d.body({ data: b64("lo") });
+  d.end();
+  await settled();
+  assert.deepEqual(passed, []);
+  assert.equal(Buffer.from(fulfilled[0]?.body ?? "", "base64").toString(), "hello");
+});
