@@ -55,6 +55,8 @@ export class RequestDelivery implements RequestSink {
 
   /** The batch went to the helper: start waiting for the head. */
   sent(): void {
+    // Answered (dropped) while the batch waited for the helper: nothing to wait for, and the helper is told to stop.
+    if (this.answered) return this.hooks.cancel(this.id);
     this.arm(this.limits.headTimeoutMs, "no response head");
   }
 

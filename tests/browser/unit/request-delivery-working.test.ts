@@ -64,3 +64,13 @@ test("working after the head arms the body's stall timer, and does nothing once 
   assert.equal(passed.length, 1);
   assert.equal(results.length, 1);
 });
+
+test("a delivery dropped before its batch went is cancelled at the helper at once, and arms no timer", (t) => {
+  const { d, passed, cancelled } = delivery(t);
+  d.drop();  // its tab went while the batch waited for the helper to start
+  d.sent();
+  assert.deepEqual(cancelled, ["r1"]);  // the helper fetches nothing the browser no longer holds
+  t.mock.timers.tick(5000);
+  assert.deepEqual(cancelled, ["r1"]);  // once: no head timer went off 20 s later
+  assert.deepEqual(passed, []);
+});
