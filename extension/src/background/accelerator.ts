@@ -20,6 +20,7 @@ import type { AddressSpace } from "../sites/address-space.js";
 import type { TabCounters } from "../timings/tab-counters.js";
 import { estimateSavedMs } from "../timings/time-saved-model.js";
 import type { TimingStore } from "../timings/timing-store.js";
+import { setNewest } from "../bounded-map.js";
 
 export interface PageInfo {
   url: string;
@@ -116,9 +117,7 @@ export class Accelerator {
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
     client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
     client.onFlightPlan((url, flight) => {
-      this.flights.delete(withoutFragment(url));
-      this.flights.set(withoutFragment(url), flight);
-      if (this.flights.size > MAX_FLIGHTS_KNOWN) this.flights.delete(this.flights.keys().next().value ?? "");
+      setNewest(this.flights, withoutFragment(url), flight, MAX_FLIGHTS_KNOWN);
     });
     speed.onVerdict(() => {
       for (const waiter of [...this.waitingForHelper]) {

@@ -35,6 +35,7 @@ import { BrowserTabRecords } from "./browser-tab-records.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
+import { setNewest } from "../bounded-map.js";
 
 interface TabInfo {
   url: string;
@@ -320,8 +321,7 @@ async function execute(command: TabCommand): Promise<void> {
       // Starts the helper if need be (0.5–1.5 s): the queue does not wait for that.
       const { url, tabId } = command;
       if (command.askFlight) {
-        raceStarts.set(url, Date.now());
-        if (raceStarts.size > 32) raceStarts.delete(raceStarts.keys().next().value ?? "");
+        setNewest(raceStarts, url, Date.now(), 32);
       }
       void connection.ready().then((up) => {
         if (up && tabId !== null && sessions.isAttached(tabId)) probeFields();

@@ -13,6 +13,7 @@
 // feeds what Network.responseReceived says, with an injected clock.
 
 import { originOf } from "./origin-of.js";
+import { setNewest } from "../bounded-map.js";
 
 /** How long a sighting counts: the browser keeps an idle h2 connection open for minutes, the page's later requests
  * come within seconds; renewed by every response that comes over a multiplexed connection. */
@@ -34,12 +35,7 @@ export class BrowserMultiplexed {
   observe(url: string, protocol: string): void {
     const origin = originOf(url);
     if (origin === "" || origin === "null" || !multiplexes(protocol)) return;
-    this.seen.delete(origin);
-    this.seen.set(origin, { at: this.now(), protocol });
-    if (this.seen.size > MAX_ORIGINS) {
-      const oldest = this.seen.keys().next().value;
-      if (oldest !== undefined) this.seen.delete(oldest);
-    }
+    setNewest(this.seen, origin, { at: this.now(), protocol }, MAX_ORIGINS);
   }
 
   /** Why a request to `url` goes to the browser (a pass's detail), or null: the browser has no fresh multiplexed

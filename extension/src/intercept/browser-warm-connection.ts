@@ -25,6 +25,7 @@
 // raced, its 313 kB script again on a cold helper connection).
 
 import { originOf, withoutFragment } from "./origin-of.js";
+import { setNewest } from "../bounded-map.js";
 
 /** A response at least this large (bytes on the wire) leaves its connection warm: its window has grown past four
  * times the initial window (IW10: 14.6 kB), two round trips of slow start saved for any answer that needs them. */
@@ -111,11 +112,7 @@ export class BrowserWarmConnection {
     // The claimed request arriving on the warm connection: nothing to wait for, the connection stays claimed.
     if (this.warm.get(origin)?.claimedBy === withoutFragment(url)) return;
     if (onWire && warmedBy(t.bodyBytes, t.spanRoundTrips)) {
-      this.arriving.set(origin, withoutFragment(url));
-      if (this.arriving.size > MAX_ORIGINS) {
-        const oldest = this.arriving.keys().next().value;
-        if (oldest !== undefined) this.arriving.delete(oldest);
-      }
+      setNewest(this.arriving, origin, withoutFragment(url), MAX_ORIGINS);
     }
   }
 
@@ -188,11 +185,6 @@ export class BrowserWarmConnection {
   }
 
   private set(origin: string, w: WarmConnection): void {
-    this.warm.delete(origin);
-    this.warm.set(origin, w);
-    if (this.warm.size > MAX_ORIGINS) {
-      const oldest = this.warm.keys().next().value;
-      if (oldest !== undefined) this.warm.delete(oldest);
-    }
+    setNewest(this.warm, origin, w, MAX_ORIGINS);
   }
 }

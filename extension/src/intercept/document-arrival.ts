@@ -15,6 +15,7 @@
 // passed.
 
 import type { ArrivingOnWire, FinishedOnWire } from "./browser-warm-connection.js";
+import { setNewest } from "../bounded-map.js";
 
 /** The fields of webRequest's onResponseStarted / onCompleted details used here. */
 export interface WebRequestResponse {
@@ -50,15 +51,10 @@ export class DocumentArrival {
 
   /** webRequest.onResponseStarted: the document's first byte (its head) came. */
   responseStarted(e: WebRequestResponse): void {
-    this.started.delete(e.requestId);
-    this.started.set(e.requestId, {
+    setNewest(this.started, e.requestId, {
       url: e.url, at: e.timeStamp, remoteAddress: e.ip ?? null, fromCache: e.fromCache ? "cache" : null,
       protocol: protocolOf(e.statusLine),
-    });
-    if (this.started.size > MAX_STARTED) {
-      const oldest = this.started.keys().next().value;
-      if (oldest !== undefined) this.started.delete(oldest);
-    }
+    }, MAX_STARTED);
   }
 
   /** The document still arriving at `now` (epoch ms), with the host's round trips since its first byte; null if it

@@ -15,6 +15,7 @@
 // Where the frame's site was not seen (its document request was not paused for us), its requests get a partition of
 // their own session ("opaque:" + session id): never the page's, never another embedded frame's.
 import { schemefulSite } from "../sites/site-rule.js";
+import { setNewest } from "../bounded-map.js";
 
 /** Frame ids whose documents are remembered (a page's frames; a bound against pages that make frames forever). */
 const DOCUMENTS_KEPT = 500;
@@ -79,11 +80,6 @@ export class EmbeddedFrames {
   }
 
   private remember(frameId: string, site: string): void {
-    this.documents.delete(frameId);
-    this.documents.set(frameId, site);
-    if (this.documents.size > DOCUMENTS_KEPT) {
-      const oldest = this.documents.keys().next().value;
-      if (oldest !== undefined) this.documents.delete(oldest);
-    }
+    setNewest(this.documents, frameId, site, DOCUMENTS_KEPT);
   }
 }

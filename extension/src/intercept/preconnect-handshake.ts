@@ -16,6 +16,7 @@
 // Firefox fetches every request of an enabled site through the helper: its preconnects stay `full`.
 import type { Preconnect } from "../generated/protocol.js";
 import { originOf } from "./origin-of.js";
+import { setNewest } from "../bounded-map.js";
 
 export type Handshake = NonNullable<Preconnect["handshake"]>;
 
@@ -43,12 +44,7 @@ export class HeldHandshakes<P> {
   hold(url: string, page: P): void {
     const origin = originOf(url);
     if (origin === "" || origin === "null") return;
-    this.held.delete(origin);
-    this.held.set(origin, { at: this.now(), page });
-    if (this.held.size > MAX_HELD) {
-      const oldest = this.held.keys().next().value;
-      if (oldest !== undefined) this.held.delete(oldest);
-    }
+    setNewest(this.held, origin, { at: this.now(), page }, MAX_HELD);
   }
 
   /**

@@ -25,6 +25,7 @@
 //   frame or session is not taken.
 
 import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
+import { setNewest } from "../bounded-map.js";
 
 export function isWebPage(url: string): boolean {
   return /^https?:\/\//i.test(url);
@@ -140,9 +141,7 @@ export class RequestLoaders {
 
   heard(tabId: number, requestId: string, loaderId: string): void {
     const key = `${tabId} ${requestId}`;
-    this.loaders.delete(key);
-    this.loaders.set(key, loaderId);
-    if (this.loaders.size > this.limit) this.loaders.delete(this.loaders.keys().next().value ?? "");
+    setNewest(this.loaders, key, loaderId, this.limit);
     const waiting = this.waiters.get(key);
     this.waiters.delete(key);
     for (const done of waiting ?? []) done(loaderId);

@@ -14,6 +14,7 @@
 // A tab without Network events (its attach raced the navigation) gets the first only.
 import type { Page } from "../generated/protocol.js";
 import { withoutFragment } from "./origin-of.js";
+import { setNewest } from "../bounded-map.js";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
 
@@ -56,13 +57,7 @@ export class UnsafeRequests {
   private readonly pending = new Map<string, Page>();
 
   remember(networkId: string, page: Page): void {
-    this.pending.delete(networkId);
-    this.pending.set(networkId, page);
-    while (this.pending.size > MAX_UNSAFE_PENDING) {
-      const oldest = this.pending.keys().next().value;
-      if (oldest === undefined) break;
-      this.pending.delete(oldest);
-    }
+    setNewest(this.pending, networkId, page, MAX_UNSAFE_PENDING);
   }
 
   /** The request of networkId finished (or failed: status null): its page and the URLs to invalidate, or null

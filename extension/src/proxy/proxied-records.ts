@@ -6,6 +6,7 @@ import { BrowserFetchedRecords, webRequestResourceType, type BrowserRequest, typ
 import type { TabCounters } from "../timings/tab-counters.js";
 import type { TimingStore } from "../timings/timing-store.js";
 import type { PageContext } from "./proxy-router.js";
+import { setNewest } from "../bounded-map.js";
 
 /** Statuses Firefox reported before the helper's `proxied` report of the request arrived (bounded). */
 const EARLY_LIMIT = 500;
@@ -98,11 +99,7 @@ export class ProxiedRecords {
       }
     }
     // The native port and Firefox's events race: the report may still be on its way.
-    this.early.set(`${tabId} ${url}`, { status, at });
-    if (this.early.size > EARLY_LIMIT) {
-      const oldest = this.early.keys().next().value;
-      if (oldest !== undefined) this.early.delete(oldest);
-    }
+    setNewest(this.early, `${tabId} ${url}`, { status, at }, EARLY_LIMIT);
   }
 
   private takeEarly(tabId: number, url: string): { status: number; at: number | null } | null {

@@ -10,6 +10,7 @@ import { webRequestResourceType } from "../timings/browser-fetched.js";
 import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
 import { schemefulSite } from "../sites/site-rule.js";
 import type { ProxyInfo, ProxyRequestDetails } from "./firefox-proxy-api.js";
+import { setNewest } from "../bounded-map.js";
 
 export const DIRECT: ProxyInfo = { type: "direct" };
 /** Seconds Firefox avoids the helper's listener after it failed to connect (then it tries again). */
@@ -46,12 +47,7 @@ export interface PageContext {
 const ROUTED_TYPES_LIMIT = 300;
 
 function rememberType(ctx: PageContext, details: ProxyRequestDetails): void {
-  ctx.routedTypes.delete(details.url);
-  ctx.routedTypes.set(details.url, details.type);
-  if (ctx.routedTypes.size > ROUTED_TYPES_LIMIT) {
-    const oldest = ctx.routedTypes.keys().next().value;
-    if (oldest !== undefined) ctx.routedTypes.delete(oldest);
-  }
+  setNewest(ctx.routedTypes, details.url, details.type, ROUTED_TYPES_LIMIT);
 }
 
 /** The top-level page a request belongs to, from what proxy.onRequest tells. */

@@ -6,6 +6,7 @@ import type { ResourceType } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import type { TabCounters } from "./tab-counters.js";
 import type { TimingStore } from "./timing-store.js";
+import { setNewest } from "../bounded-map.js";
 
 /** Requests followed until the browser completed them (bounded). */
 const LIMIT = 500;
@@ -76,11 +77,7 @@ export class BrowserFetchedRecords {
       reason, detail, status: null, bodyBytes: 0, timing: null,
     });
     this.counters.passed(tabId, reason);
-    this.followed.set(request.requestId, { recordId: id, start: at, headersAt: null });
-    if (this.followed.size > LIMIT) {
-      const oldest = this.followed.keys().next().value;
-      if (oldest !== undefined) this.followed.delete(oldest);
-    }
+    setNewest(this.followed, request.requestId, { recordId: id, start: at, headersAt: null }, LIMIT);
   }
 
   /** webRequest.onResponseStarted / onCompleted / onErrorOccurred of any request: the browser's own view of the

@@ -4,6 +4,7 @@
 import type { Protocol } from "devtools-protocol";
 import type { SpeedSample } from "../intercept/host-speed.js";
 import type { BrowserTiming } from "./browser-timing.js";
+import { setNewest } from "../bounded-map.js";
 
 /** What the request's requestWillBeSent said (for listing requests lanefetch never saw paused). */
 export interface SeenRequest {
@@ -120,11 +121,7 @@ export class CdpNetworkLog {
     const request: SeenRequest = {
       tabId, method: r.method ?? "GET", type: e.type ?? "Other", priority: r.initialPriority ?? "Medium", headers: headerPairs(r.headers ?? {}),
     };
-    this.pending.set(e.requestId, { url: e.request.url, request, offsetMs, startedAt: start, timing: blank(start) });
-    if (this.pending.size > MAX_PENDING) {
-      const oldest = this.pending.keys().next().value;
-      if (oldest !== undefined) this.pending.delete(oldest);
-    }
+    setNewest(this.pending, e.requestId, { url: e.request.url, request, offsetMs, startedAt: start, timing: blank(start) }, MAX_PENDING);
   }
 
   private responseReceived(e: Protocol.Network.ResponseReceivedEvent): void {

@@ -4,6 +4,7 @@ import type { PageReport, Timing } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { withoutFragment } from "../intercept/origin-of.js";
 import type { BrowserTiming } from "./browser-timing.js";
+import { setNewest } from "../bounded-map.js";
 
 export interface RequestRecord {
   id: string;
@@ -192,11 +193,7 @@ export class TimingStore {
     const key = joinKey(networkId, url);
     const id = this.recordOfNetwork.get(key);
     if (id !== undefined && this.update(id, { browser: timing })) return true;
-    this.early.set(key, timing);
-    if (this.early.size > 1000) {
-      const oldest = this.early.keys().next().value;
-      if (oldest !== undefined) this.early.delete(oldest);
-    }
+    setNewest(this.early, key, timing, 1000);
     return false;
   }
 
