@@ -7,8 +7,8 @@ a string is never taken for a reference.
 
 Output, in source order, deduplicated (resource.py):
 - every valid `@import` (url() or string), which is one placed before any rule other than @charset and @layer
-  statements (later ones are ignored by the browser); destination style, no-cors with credentials, whatever its
-  media or supports() condition (browsers fetch those too);
+  statements, those only before the first @import (later ones are ignored by the browser); destination style,
+  no-cors with credentials, whatever its media or supports() condition (browsers fetch those too);
 - per `@font-face` (also inside @media, @supports, @layer and @container blocks), from its last `src`
   declaration, the one source the browser would download: the first url() source whose format() is one
   Chromium and Firefox take (woff2, woff, truetype, opentype, collection and their -variations, or none given);
@@ -153,15 +153,18 @@ def discover_css_rules(rules: list[Any], sheet_url: str) -> list[Subresource]:
     """discover_css of a stylesheet already parsed (parse_stylesheet)."""
     found: list[Subresource] = []
     imports_allowed = True
+    imported = False  # an @layer statement after an @import ends the imports (it may only precede them)
     for rule in rules:
         if rule.type == "at-rule" and rule.lower_at_keyword == "import" and imports_allowed:
+            imported = True
             reference = _import_url(rule.prelude)
             url = resolve(reference, sheet_url) if reference is not None and reference.strip() else None
             if url is not None:
                 found.append(Subresource(url, "style", "no-cors", "include", sheet_url,
                                          screen=_import_on_screen(rule.prelude)))
         elif rule.type == "at-rule" and (rule.lower_at_keyword == "charset"
-                                         or (rule.lower_at_keyword == "layer" and rule.content is None)):
+                                         or (rule.lower_at_keyword == "layer" and rule.content is None
+                                             and not imported)):
             continue
         elif rule.type != "error":
             imports_allowed = False

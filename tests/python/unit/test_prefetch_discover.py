@@ -274,6 +274,12 @@ def test_a_rule_before_import_ends_the_imports() -> None:
         "https://cdn.example.net/css/a.css"]
 
 
+def test_a_layer_statement_after_an_import_ends_the_imports() -> None:
+    # CSS Cascade 5: an @layer statement may precede the @imports, not stand between them (Chromium, Firefox)
+    assert [s.url for s in discover_css(b'@layer a; @import "a.css"; @layer b; @import "b.css";', SHEET)] == [
+        "https://cdn.example.net/css/a.css"]
+
+
 def test_resolve_and_base_url() -> None:
     assert resolve("a b", "http://h.example/") == "http://h.example/a%20b"
     assert resolve("mailto:x@y", "http://h.example/") is None
