@@ -155,6 +155,8 @@ def discover_css_rules(rules: list[Any], sheet_url: str) -> list[Subresource]:
     imports_allowed = True
     imported = False  # an @layer statement after an @import ends the imports (it may only precede them)
     for rule in rules:
+        if rule.type == "at-rule" and rule.lower_at_keyword == "import" and rule.content is not None:
+            continue  # a statement with a block: invalid, never fetched, and it changes nothing
         if rule.type == "at-rule" and rule.lower_at_keyword == "import" and imports_allowed:
             imported = True
             reference = _import_url(rule.prelude)

@@ -280,6 +280,12 @@ def test_a_layer_statement_after_an_import_ends_the_imports() -> None:
         "https://cdn.example.net/css/a.css"]
 
 
+def test_an_import_with_a_block_is_not_fetched() -> None:
+    # @import is a statement: one with a {} block is invalid, not fetched, and (as any invalid rule) ends nothing
+    assert [s.url for s in discover_css(b'@import "a.css" {} @import "b.css";', SHEET)] == [
+        "https://cdn.example.net/css/b.css"]
+
+
 def test_resolve_and_base_url() -> None:
     assert resolve("a b", "http://h.example/") == "http://h.example/a%20b"
     assert resolve("mailto:x@y", "http://h.example/") is None
