@@ -222,7 +222,7 @@ def _shown(node: LexborNode, hidden: set[int], seen: dict[int, bool]) -> bool:
         closed_details = (parent is not None and parent.tag == "details" and "open" not in parent.attributes
                           and element.tag != "summary")
         if element.tag == "body":
-            verdict = True
+            verdict = not (_hidden_by_markup(element) or element.mem_id in hidden)
         elif verdict:
             verdict = not (_hidden_by_markup(element) or element.mem_id in hidden or closed_details)
         seen[element.mem_id] = verdict

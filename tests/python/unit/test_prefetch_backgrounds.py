@@ -75,6 +75,14 @@ def test_what_the_stylesheets_hide_or_an_inline_style_overrides_shows_no_image()
     assert urls(css, b"<body><p class=own>p</p>") == [S + "own.png"]
 
 
+def test_a_hidden_body_shows_no_image() -> None:
+    # <body> is an element like any other: `hidden`, an inline or a rule's `display: none` hides what it holds
+    css = b".note { background: url(note.png) }"
+    assert urls(css, b"<body hidden><div><p class=note>n</p></div></body>") == []
+    assert urls(css, b"<body style='display: none'><p class=note>n</p></body>") == []
+    assert urls(b"body { display: none } " + css, b"<body><div><p class=note>n</p></div></body>") == []
+
+
 def test_the_rule_that_wins_the_cascade_decides() -> None:
     css = (b".admonition { background: url(note.png) } .admonition.warning { background: url(warn.png) }"
            b" .plain { background: url(plain.png) } .plain { background: none }")
