@@ -1,5 +1,6 @@
 // The user's enabled sites (storage.local, persistent) and the sites switched off for this browser session
 // because the user cancelled the debugging bar (storage.session).
+import { readHttpsSites, setHttpsSite } from "../proxy/https-sites.js";
 import { isSiteRule, ruleKey, sameRule, type SiteRule } from "./site-rule.js";
 
 /** The part of chrome.storage.StorageArea (and browser.storage.*) the store uses. */
@@ -69,6 +70,9 @@ export class SiteStore {
     const kept = sites.filter((s) => !sameRule(s, rule));
     if (kept.length !== sites.length) await this.local.set({ [SITES_KEY]: kept });
     await this.clearSessionOff(rule);
+    // The site off (the popup's switch or the options page's Remove): its HTTPS trust goes too (Firefox), so
+    // enabling it again later asks again rather than bringing its certificate authority back unasked.
+    if ((await readHttpsSites(this.local)).some((s) => sameRule(s, rule))) await setHttpsSite(this.local, rule, false);
   }
 
   async switchOffForSession(rule: SiteRule): Promise<void> {

@@ -145,10 +145,8 @@ async function main(): Promise<void> {
     if (!choices) return;
     const wanted = exact.checked ? choices.host : choices.domain;
     const current = status.tab.rule;
-    if (current && (!toggle.checked || !sameRule(current, wanted))) {
-      await store.disable(current);
-      await setHttpsSite(chrome.storage.local, current, false); // the site off: its trust goes too
-    }
+    // The site off: its HTTPS trust goes too (the store withdraws it).
+    if (current && (!toggle.checked || !sameRule(current, wanted))) await store.disable(current);
     if (toggle.checked) await store.enable(wanted);
     reload.hidden = false;
     status = await refresh();

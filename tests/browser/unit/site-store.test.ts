@@ -1,0 +1,26 @@
+// The stored site list (sites/site-store.ts) against an in-memory storage area.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { SiteStore, type StorageAreaLike } from "../../../extension/src/sites/site-store.js";
+import { readHttpsSites, setHttpsSite } from "../../../extension/src/proxy/https-sites.js";
+
+function memoryArea(): StorageAreaLike & { items: Record<string, unknown> } {
+  const items: Record<string, unknown> = {};
+  return {
+    items,
+    get: (key) => Promise.resolve(key in items ? { [key]: structuredClone(items[key]) } : {}),
+    set: (more) => Promise.resolve(void Object.assign(items, structuredClone(more))),
+  };
+}
+
+const DOMAIN = { scope: "domain" as const, name: "example.com" };
+
+test("removing a site (the options page's Remove) withdraws its HTTPS opt-in too", async () => {
+  const local = memoryArea();
+  const store = new SiteStore(local, memoryArea());
+  await store.enable(DOMAIN);
+  await setHttpsSite(local, DOMAIN, true);
+  await store.disable(DOMAIN);
+  assert.deepEqual(await readHttpsSites(local), [],
+    "enabled again later, the site would get its certificate authority back without the user opting in again");
+});
