@@ -1,7 +1,7 @@
 // The user's enabled sites (storage.local, persistent) and the sites switched off for this browser session
 // because the user cancelled the debugging bar (storage.session).
 import { readHttpsSites, setHttpsSite } from "../proxy/https-sites.js";
-import { isSiteRule, ruleKey, sameRule, type SiteRule } from "./site-rule.js";
+import { isSiteRule, ruleKey, ruleMatchesHost, sameRule, type SiteRule } from "./site-rule.js";
 
 /** The part of chrome.storage.StorageArea (and browser.storage.*) the store uses. */
 export interface StorageAreaLike {
@@ -75,10 +75,16 @@ export class SiteStore {
     if ((await readHttpsSites(this.local)).some((s) => sameRule(s, rule))) await setHttpsSite(this.local, rule, false);
   }
 
+  /** Switches off the rule covering a page (as `matchingRule` chose it) and, for an exact host, the enabled domain
+   * rule that covers that host too: otherwise the page would still be taken, under the domain's rule. */
   async switchOffForSession(rule: SiteRule): Promise<void> {
+    const covering = rule.scope === "host"
+      ? (await this.enabledSites()).filter((s) => s.scope === "domain" && ruleMatchesHost(s, rule.name))
+      : [];
     const off = await this.sessionOff();
-    if (!off.some((o) => sameRule(o, rule))) {
-      off.push({ scope: rule.scope, name: rule.name });
+    const more = [rule, ...covering].filter((r) => !off.some((o) => sameRule(o, r)));
+    if (more.length > 0) {
+      off.push(...more.map(({ scope, name }) => ({ scope, name })));
       await this.session.set({ [SESSION_OFF_KEY]: off });
     }
   }
