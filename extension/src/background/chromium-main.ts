@@ -34,6 +34,7 @@ import { Accelerator, type PageInfo } from "./accelerator.js";
 import { BrowserTabRecords } from "./browser-tab-records.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
+import { problemAfterCommit } from "./tab-problem.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
 import { setNewest } from "../bounded-map.js";
 
@@ -551,9 +552,12 @@ chrome.webNavigation.onCommitted.addListener((details) => {
     }
     const verdict = speedOf(details.url);
     await dispatch({ type: "navigation_committed", tabId: details.tabId, url: details.url, speed: verdict });
-    if (matchingRule(activeRules, details.url) !== null && sessions.isAttached(details.tabId)) info.problem = null;
-    // Its requests are listed from the page's Resource Timing once it loaded (browser-tab-records.ts).
-    if (leftToBrowser(policy, details.tabId, details.url, verdict)) info.problem = null;
+    // (A page left to the browser: its requests are listed from its Resource Timing once it loaded, browser-tab-records.ts.)
+    info.problem = problemAfterCommit(info.problem, {
+      onActiveSite: matchingRule(activeRules, details.url) !== null,
+      attached: sessions.isAttached(details.tabId),
+      leftToBrowser: leftToBrowser(policy, details.tabId, details.url, verdict),
+    });
     await updateBadge(details.tabId);
   })();
 });
