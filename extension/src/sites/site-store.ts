@@ -36,6 +36,16 @@ export class SiteStore {
 
   static readonly storageKeys = { sites: SITES_KEY, sessionOff: SESSION_OFF_KEY } as const;
 
+  /** The changes, one after the other: each reads, then writes back, its list (two at once would each write back
+   * the list without the other's change: the debugging bar cancelled detaches every tab at once). */
+  private changes: Promise<unknown> = Promise.resolve();
+
+  private serially(change: () => Promise<void>): Promise<void> {
+    const done = this.changes.then(change);
+    this.changes = done.catch(() => undefined);
+    return done;
+  }
+
   async enabledSites(): Promise<EnabledSite[]> {
     const got = await this.local.get(SITES_KEY);
     return readRules(got[SITES_KEY], (v) => ({
@@ -56,37 +66,43 @@ export class SiteStore {
     return sites.filter((s) => !off.some((o) => sameRule(o, s))).map(({ scope, name }) => ({ scope, name }));
   }
 
-  async enable(rule: SiteRule): Promise<void> {
-    const sites = await this.enabledSites();
-    if (!sites.some((s) => sameRule(s, rule))) {
-      sites.push({ scope: rule.scope, name: rule.name, added: Date.now() });
-      await this.local.set({ [SITES_KEY]: sites });
-    }
-    await this.clearSessionOff(rule);
+  enable(rule: SiteRule): Promise<void> {
+    return this.serially(async () => {
+      const sites = await this.enabledSites();
+      if (!sites.some((s) => sameRule(s, rule))) {
+        sites.push({ scope: rule.scope, name: rule.name, added: Date.now() });
+        await this.local.set({ [SITES_KEY]: sites });
+      }
+      await this.clearSessionOff(rule);
+    });
   }
 
-  async disable(rule: SiteRule): Promise<void> {
-    const sites = await this.enabledSites();
-    const kept = sites.filter((s) => !sameRule(s, rule));
-    if (kept.length !== sites.length) await this.local.set({ [SITES_KEY]: kept });
-    await this.clearSessionOff(rule);
-    // The site off (the popup's switch or the options page's Remove): its HTTPS trust goes too (Firefox), so
-    // enabling it again later asks again rather than bringing its certificate authority back unasked.
-    if ((await readHttpsSites(this.local)).some((s) => sameRule(s, rule))) await setHttpsSite(this.local, rule, false);
+  disable(rule: SiteRule): Promise<void> {
+    return this.serially(async () => {
+      const sites = await this.enabledSites();
+      const kept = sites.filter((s) => !sameRule(s, rule));
+      if (kept.length !== sites.length) await this.local.set({ [SITES_KEY]: kept });
+      await this.clearSessionOff(rule);
+      // The site off (the popup's switch or the options page's Remove): its HTTPS trust goes too (Firefox), so
+      // enabling it again later asks again rather than bringing its certificate authority back unasked.
+      if ((await readHttpsSites(this.local)).some((s) => sameRule(s, rule))) await setHttpsSite(this.local, rule, false);
+    });
   }
 
   /** Switches off the rule covering a page (as `matchingRule` chose it) and, for an exact host, the enabled domain
    * rule that covers that host too: otherwise the page would still be taken, under the domain's rule. */
-  async switchOffForSession(rule: SiteRule): Promise<void> {
-    const covering = rule.scope === "host"
-      ? (await this.enabledSites()).filter((s) => s.scope === "domain" && ruleMatchesHost(s, rule.name))
-      : [];
-    const off = await this.sessionOff();
-    const more = [rule, ...covering].filter((r) => !off.some((o) => sameRule(o, r)));
-    if (more.length > 0) {
-      off.push(...more.map(({ scope, name }) => ({ scope, name })));
-      await this.session.set({ [SESSION_OFF_KEY]: off });
-    }
+  switchOffForSession(rule: SiteRule): Promise<void> {
+    return this.serially(async () => {
+      const covering = rule.scope === "host"
+        ? (await this.enabledSites()).filter((s) => s.scope === "domain" && ruleMatchesHost(s, rule.name))
+        : [];
+      const off = await this.sessionOff();
+      const more = [rule, ...covering].filter((r) => !off.some((o) => sameRule(o, r)));
+      if (more.length > 0) {
+        off.push(...more.map(({ scope, name }) => ({ scope, name })));
+        await this.session.set({ [SESSION_OFF_KEY]: off });
+      }
+    });
   }
 
   private async clearSessionOff(rule: SiteRule): Promise<void> {

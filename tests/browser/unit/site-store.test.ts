@@ -39,3 +39,13 @@ test("a site switched off for the session is off on its page even when a host ru
   assert.equal(matchingRule(await store.activeRules(), url), null,
     "the domain rule still covered the page: the debugger attached again while the popup said it was off");
 });
+
+test("two sites switched off for the session at once (the debugging bar cancelled: every tab detaches) both stay off", async () => {
+  const store = new SiteStore(memoryArea(), memoryArea());
+  const other = { scope: "domain" as const, name: "other.org" };
+  await store.enable(DOMAIN);
+  await store.enable(other);
+  await Promise.all([store.switchOffForSession(DOMAIN), store.switchOffForSession(other)]);
+  assert.deepEqual((await store.sessionOff()).map((r) => r.name).sort(), ["example.com", "other.org"]);
+  assert.deepEqual(await store.activeRules(), []);
+});
