@@ -46,6 +46,7 @@ class _Result:
         self.report: TimingReport | None = None
         self.file: IO[bytes] | None = None
         self.path: Path | None = None
+        self.part: Path | None = None  # the body is written here, and renamed to `path` once it is whole
         self.withheld = False  # an HTTP error's body under --fail: not written anywhere
         self.refused = False  # a binary body not written to the terminal
 
@@ -89,7 +90,10 @@ class _CliSink:
         if self.out_dir is not None and not r.withheld:
             if r.path is None:
                 r.path = self.out_dir / self._name_for(request.url)
-            r.file = r.path.open("wb")
+            # Under a name of its own until the body is whole: an interrupted fetch leaves no file that looks
+            # complete (nor truncates the one -o names).
+            r.part = r.path.with_name(f".{r.path.name}.lanefetch-part")
+            r.file = r.part.open("wb")
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         r = self.results[request.id]
@@ -111,14 +115,27 @@ class _CliSink:
                 self._stop(request)
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
-        self._close(self.results[request.id])
+        r = self.results[request.id]
+        self._close(r)
+        if r.part is not None and r.path is not None:
+            r.part.replace(r.path)
+            r.part = None
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
         r = self.results[request.id]
         r.error = error
+        self._discard(r)
+
+    def abandon(self) -> None:
+        """The fetch ended without finishing some bodies (Ctrl-C): remove what they wrote."""
+        for r in self.results.values():
+            self._discard(r)
+
+    def _discard(self, r: _Result) -> None:
         self._close(r)
-        if r.path is not None:
-            r.path.unlink(missing_ok=True)  # never leave a truncated body behind
+        if r.part is not None:
+            r.part.unlink(missing_ok=True)  # never leave a truncated body behind
+            r.part = None
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
         self.results[request.id].report = report
@@ -243,6 +260,7 @@ async def _fetch(args: argparse.Namespace) -> int:
         task.add_done_callback(stops.discard)
 
     progress: DownloadProgress | None = None
+    sink: _CliSink | None = None
     try:
         try:
             _check_split(args, service)
@@ -277,6 +295,8 @@ async def _fetch(args: argparse.Namespace) -> int:
         if stops:
             await asyncio.gather(*stops)
     finally:
+        if sink is not None:
+            sink.abandon()  # bodies still arriving when the fetch stopped (Ctrl-C): none left half-written
         if progress is not None:
             progress.close()
         await service.aclose()

@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import re
+import signal
 import socket
 import struct
 import sys
@@ -23,6 +24,7 @@ from misbehaving_servers import (
     ScriptedServer,
     ServerConn,
     content,
+    held,
     ordinary,
     response,
     well_behaved,
@@ -487,3 +489,31 @@ async def test_an_encoded_slash_in_the_url_never_names_a_file_outside_the_out_di
         assert not escaped.exists() and not absolute.exists()
         files = sorted(f.name for f in out_dir.iterdir())
         assert len(files) == 2 and all("/" not in f for f in files), files
+
+
+async def test_ctrl_c_mid_body_leaves_no_truncated_file(tmp_path: Path) -> None:
+    """Ctrl-C while a body arrives into --out (or -o FILE): no half-written file is left behind looking like the
+    whole one (nor under any other name), as after any failed body; the exit status is 130."""
+    from waits import until
+
+    argv = [str(LANEFETCH)] if LANEFETCH.exists() else [sys.executable, "-m", "lanefetch"]
+
+    def written(d: Path) -> bool:
+        return d.is_dir() and any(f.stat().st_size > 0 for f in d.iterdir())
+
+    async with ScriptedServer(held()) as srv:
+        for option, path in (("--out", tmp_path / "out"), ("-o", tmp_path / "o" / "named.bin")):
+            where = path if option == "--out" else path.parent
+            proc = await asyncio.create_subprocess_exec(
+                *argv, "fetch", option, str(path), srv.url("/half/100000"), cwd=REPO,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                await until(lambda d=where: written(d), f"the body being written into {where}")  # type: ignore[misc]
+                proc.send_signal(signal.SIGINT)
+                await asyncio.wait_for(proc.communicate(), 30)
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+            assert proc.returncode == 130
+            assert list(where.iterdir()) == [], f"{option}: a truncated body was left behind"
