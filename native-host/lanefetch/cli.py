@@ -93,7 +93,10 @@ class _CliSink:
             # Under a name of its own until the body is whole: an interrupted fetch leaves no file that looks
             # complete (nor truncates the one -o names).
             r.part = r.path.with_name(f".{r.path.name}.lanefetch-part")
-            r.file = r.part.open("wb")
+            try:
+                r.file = r.part.open("wb")
+            except (OSError, ValueError) as e:  # ValueError: a NUL byte in the name
+                self._cannot_write(r, e)
 
     async def body(self, request: FetchRequest, data: bytes) -> None:
         r = self.results[request.id]
@@ -101,7 +104,10 @@ class _CliSink:
         if self.progress is not None:
             self.progress.advance(request.id, len(data))
         if r.file is not None:
-            r.file.write(data)
+            try:
+                r.file.write(data)
+            except OSError as e:  # the disk is full, ...
+                self._cannot_write(r, e)
         elif self.stdout is not None and not (r.withheld or r.refused or self.stdout_closed):
             if self.stdout_is_terminal and _is_binary(data):
                 r.refused = True
@@ -116,15 +122,28 @@ class _CliSink:
 
     async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
         r = self.results[request.id]
-        self._close(r)
-        if r.part is not None and r.path is not None:
-            r.part.replace(r.path)
-            r.part = None
+        try:
+            self._close(r)
+            if r.part is not None and r.path is not None:
+                r.part.replace(r.path)
+                r.part = None
+        except OSError as e:  # a directory of that name, ...
+            self._cannot_write(r, e)
 
     async def error(self, request: FetchRequest, error: FetchError) -> None:
         r = self.results[request.id]
-        r.error = error
+        if r.error is None:  # not the cancel that followed a failed write: that failure is the reason
+            r.error = error
         self._discard(r)
+
+    def _cannot_write(self, r: _Result, e: Exception) -> None:
+        """The body has nowhere to go: the request fails with the reason (never raised into the engine, whose
+        connection it would end with the batch left waiting), and the rest of its body is not fetched."""
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        r.error = FetchError("internal", f"cannot write {r.path}: {reason}")
+        with contextlib.suppress(OSError):
+            self._discard(r)
+        self._stop(r.request)
 
     def abandon(self) -> None:
         """The fetch ended without finishing some bodies (Ctrl-C): remove what they wrote."""
@@ -134,8 +153,9 @@ class _CliSink:
     def _discard(self, r: _Result) -> None:
         self._close(r)
         if r.part is not None:
-            r.part.unlink(missing_ok=True)  # never leave a truncated body behind
-            r.part = None
+            part, r.part = r.part, None
+            with contextlib.suppress(ValueError):  # a name that could not be created (a NUL byte)
+                part.unlink(missing_ok=True)  # never leave a truncated body behind
 
     async def timing(self, request: FetchRequest, report: TimingReport) -> None:
         self.results[request.id].report = report
@@ -148,8 +168,8 @@ class _CliSink:
         if self.progress is not None:
             self.progress.end(r.request.id)
         if r.file is not None:
-            r.file.close()
-            r.file = None
+            file, r.file = r.file, None
+            file.close()
 
 
 def _parse_header(text: str) -> tuple[str, str]:

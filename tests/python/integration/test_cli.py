@@ -517,3 +517,19 @@ async def test_ctrl_c_mid_body_leaves_no_truncated_file(tmp_path: Path) -> None:
                     await proc.wait()
             assert proc.returncode == 130
             assert list(where.iterdir()) == [], f"{option}: a truncated body was left behind"
+
+
+@pytest.mark.parametrize("name", ["taken", "x%00y", "x" * 300])
+async def test_a_body_that_cannot_be_written_fails_its_request_not_the_command(tmp_path: Path, name: str) -> None:
+    """A file --out cannot create (a directory of that name is there, a NUL byte, a name too long for the file
+    system): that request fails with the reason and exit status 1, the others are kept; the command never hangs
+    (the error raised out of the sink had killed the connection's task, leaving the batch waiting forever)."""
+    out_dir = tmp_path / "out"
+    (out_dir / "taken").mkdir(parents=True)
+    async with ScriptedServer(well_behaved()) as srv:
+        bad, good = srv.url(f"/r/a/{name}"), srv.url("/r/b/5000")
+        code, _, err = await run_cli("--out", str(out_dir), bad, good, timeout=20)
+        assert code == 1, err
+        assert bad in err and "cannot write" in err, err
+        assert (out_dir / "5000").read_bytes() == content("/r/b/5000")
+        assert sorted(f.name for f in out_dir.iterdir()) == ["5000", "taken"]
