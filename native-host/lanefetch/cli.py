@@ -269,7 +269,12 @@ async def _fetch(args: argparse.Namespace) -> int:
     to_stdout = args.out is None and not args.json and not args.head
     show = not args.quiet and sys.stderr.isatty()
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file of that name, no permission, ...
+            print(f"lanefetch: cannot use {args.out} as the directory for the bodies: {e.strerror or e}",
+                  file=sys.stderr)
+            return 2
     service = FetchService(config, warn=None if args.quiet else _warn)
     stops: set[asyncio.Task[None]] = set()
 

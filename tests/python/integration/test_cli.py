@@ -533,3 +533,16 @@ async def test_a_body_that_cannot_be_written_fails_its_request_not_the_command(t
         assert bad in err and "cannot write" in err, err
         assert (out_dir / "5000").read_bytes() == content("/r/b/5000")
         assert sorted(f.name for f in out_dir.iterdir()) == ["5000", "taken"]
+
+
+async def test_out_naming_a_file_is_refused_with_a_reason_not_a_traceback(tmp_path: Path) -> None:
+    """--out (or -o's directory) that cannot be a directory (a file is there): a one-line reason and status 2, as
+    for any bad argument, not a Python traceback with status 1."""
+    taken = tmp_path / "taken"
+    taken.write_bytes(b"mine")
+    async with ScriptedServer(well_behaved()) as srv:
+        for args in (["--out", str(taken)], ["-o", str(taken / "x")]):
+            code, _, err = await run_cli(*args, srv.url("/r/a/100"))
+            assert code == 2 and "Traceback" not in err, err
+            assert len(err.strip().splitlines()) == 1 and str(taken) in err, err
+        assert taken.read_bytes() == b"mine" and not srv.requests, "nothing fetched"
