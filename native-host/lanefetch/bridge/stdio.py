@@ -23,11 +23,16 @@ class FrameWriter(Protocol):
 
 
 class ThreadedWriter:
-    """Blocking writes to a file descriptor, off the event loop; `drain` returns once the bytes are written."""
+    """Blocking writes to a file descriptor, off the event loop; `drain` returns once the bytes are written.
+
+    One write at a time, in order: a drain cancelled while its thread still writes (the thread cannot be stopped)
+    leaves that write running, and the next one starts only after it, never beside it (their bytes would
+    interleave on the port)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._pending: list[bytes] = []
+        self._last: asyncio.Future[None] | None = None  # the latest write, which runs after those before it
 
     def write(self, data: bytes) -> None:
         self._pending.append(data)
@@ -35,7 +40,19 @@ class ThreadedWriter:
     async def drain(self) -> None:
         data, self._pending = b"".join(self._pending), []
         if data:
-            await asyncio.to_thread(_write_all, self._fd, data)
+            self._last = write = asyncio.ensure_future(self._write_after(self._last, data))
+            write.add_done_callback(_retrieve)  # a write nobody awaits any more: its error is not logged
+            await asyncio.shield(write)  # cancelling the sender never cancels the write under way
+
+    async def _write_after(self, previous: asyncio.Future[None] | None, data: bytes) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])  # its outcome is its own sender's
+        await asyncio.to_thread(_write_all, self._fd, data)
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _write_all(fd: int, data: bytes) -> None:
