@@ -99,6 +99,14 @@ def delivered_head(head: ResponseHead) -> DeliveredHead:
     return DeliveredHead(head.status, head.reason, head.http_version, headers, False)
 
 
+def _consumer_error(e: Exception) -> FetchError:
+    """What a request ends with when its consumer raised taking a head or a body: its own FetchError (a head too large
+    to forward), else `internal` naming the failure. The engine's batch ends whatever a consumer does: an exception
+    out of a sink would otherwise end the connection's reader, and with it the answers of every request on it, and a
+    batch waiting for this request's end would wait forever."""
+    return e if isinstance(e, FetchError) else FetchError("internal", f"the consumer failed: {e!r}")
+
+
 class Exchange:
     def __init__(self, request: FetchRequest, target: Target | None, sink: Sink, seq: int, max_retries: int) -> None:
         self.request = request
@@ -148,8 +156,8 @@ class Exchange:
             out = dataclasses.replace(out, unproven=True)
         try:
             await self.sink.head(self.request, out)
-        except FetchError as e:  # the consumer cannot take this head (e.g. too large to forward)
-            await self.fail(e)
+        except Exception as e:  # the consumer cannot take this head (too large to forward, a write that failed)
+            await self.fail(_consumer_error(e))
 
     async def body(self, data: bytes) -> None:
         if self.finished:
@@ -197,7 +205,10 @@ class Exchange:
             await self.fail(FetchError("protocol_error", "the retried range's body does not match its Content-Range"))
             return
         self.finished = True
-        await self.sink.end(self.request, self._delivered, trailers)
+        try:
+            await self.sink.end(self.request, self._delivered, trailers)
+        except Exception:  # its consumer failed taking the end: the request is over all the same
+            _log.warning("%s: the consumer failed at its end", self.request.url, exc_info=True)
         await self._report_timing()
 
     def _cancelled_meanwhile(self) -> bool:
@@ -210,7 +221,10 @@ class Exchange:
         self.finished = True
         if self.timing.last_byte is None and self.timing.first_byte is not None:
             self.timing.last_byte = now()
-        await self.sink.error(self.request, error)
+        try:
+            await self.sink.error(self.request, error)
+        except Exception:
+            _log.warning("%s: the consumer failed taking its error", self.request.url, exc_info=True)
         await self._report_timing()
 
     def body_progress(self) -> BodyProgress | None:
@@ -282,7 +296,10 @@ class Exchange:
             self._skip -= cut
         if data:
             self._delivered += len(data)
-            await self.sink.body(self.request, data)
+            try:
+                await self.sink.body(self.request, data)
+            except Exception as e:  # a consumer's failed write ends this request, not the connection's reader
+                await self.fail(_consumer_error(e))
 
     async def _report_timing(self) -> None:
         report = TimingReport(self.timing, self.connection, self.retries, self.wire_bytes)
@@ -298,6 +315,8 @@ class Exchange:
                        self.wire_bytes, self.retries)
         try:
             await self.sink.timing(self.request, report)
+        except Exception:  # the request is over: the batch's end must not wait on a consumer that failed
+            _log.warning("%s: the consumer failed taking its timing", self.request.url, exc_info=True)
         finally:
             if not self.done.done():
                 self.done.set_result(None)

@@ -1672,3 +1672,41 @@ async def test_a_request_sent_while_held_answers_wait_for_their_sync_point_is_no
         sink.check_exact(first, expected)
         second.check_exact(list(second.records[r].request for r in second.records), expected)
         assert [answers(srv).count(p) for p in ("/r/a/100", "/r/b/200", "/r/c/300")] == [1, 1, 1], answers(srv)
+
+
+# ---------------------------------------------------------------------------------- a consumer that fails
+
+
+class _FailingSink(RecordingSink):
+    """A consumer whose write fails (a disk full, a closed pipe) for one request, at its first body or its end."""
+
+    def __init__(self, victim: str, at: str) -> None:
+        super().__init__()
+        self.victim, self.at = victim, at
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        await super().body(request, data)
+        if request.id == self.victim and self.at == "body":
+            raise OSError(28, "No space left on device")
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: Headers) -> None:
+        await super().end(request, body_bytes, trailers)
+        if request.id == self.victim and self.at == "end":
+            raise OSError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("at", ["body", "end"])
+async def test_a_consumer_failing_on_one_request_ends_it_and_the_batch_still_ends(at: str) -> None:
+    """The engine's batch ends whatever a consumer raises: the request whose consumer failed ends with an error (or
+    ended already) and gets its timing, every other request is answered; nothing waits forever."""
+    async with setup(well_behaved()) as (srv, engine):
+        reqs = gets(srv, [f"/r/f{i}/9000" for i in range(6)])
+        sink = _FailingSink(reqs[2].id, at)
+        await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 20)
+        for r in reqs:
+            rec = sink.records[r.id]
+            assert rec.events[-1] == "timing", (r.id, rec.events)
+            if r.id != reqs[2].id:
+                assert rec.error is None and rec.body == expected(r), (r.id, rec.events, rec.error)
+        victim = sink.records[reqs[2].id]
+        assert victim.error is not None or at == "end", victim.events
