@@ -239,7 +239,7 @@ class ResponseParser:
     def _framing_for(self, head: ResponseHead) -> tuple[Framing, int | None]:
         # An invalid Content-Length is an unrecoverable framing error (RFC 9112 §6.3 item 5) even where it does
         # not frame the body (HEAD, 204, 304): a server that writes one cannot be trusted to frame the next.
-        length = self._content_length(head)
+        length = content_length(head)
         # RFC 9112 §6.3, in order.
         if self.method == "HEAD" or head.status in (204, 304):
             return Framing.NONE, None
@@ -260,20 +260,6 @@ class ResponseParser:
         if length is not None:
             return Framing.LENGTH, length
         return Framing.CLOSE, None
-
-    @staticmethod
-    def _content_length(head: ResponseHead) -> int | None:
-        cl = head.get_all("content-length")
-        if not cl:
-            return None
-        values = {v.strip() for raw in cl for v in raw.split(",")}
-        if len(values) != 1:
-            raise ParseError(f"conflicting Content-Length values {sorted(values)}")
-        value = values.pop()
-        # ASCII digits only: str.isdigit() also takes "²" and other Unicode digits, which int() refuses.
-        if not _DIGITS.fullmatch(value):
-            raise ParseError(f"invalid Content-Length {value!r}")
-        return int(value)
 
     def _take_body(self, events: list[Event], *, final: bool) -> bool:
         if not self._buf:
@@ -324,3 +310,19 @@ class ResponseParser:
         self._state = _State.DONE
         events.append(MessageEnd(parse_fields(lines)))
         return False
+
+
+def content_length(head: ResponseHead) -> int | None:
+    """The head's Content-Length as framing reads it: one value however often it is listed ("100, 100"), ASCII
+    digits only; None where there is none. ParseError for conflicting or invalid values."""
+    cl = head.get_all("content-length")
+    if not cl:
+        return None
+    values = {v.strip() for raw in cl for v in raw.split(",")}
+    if len(values) != 1:
+        raise ParseError(f"conflicting Content-Length values {sorted(values)}")
+    value = values.pop()
+    # ASCII digits only: str.isdigit() also takes "²" and other Unicode digits, which int() refuses.
+    if not _DIGITS.fullmatch(value):
+        raise ParseError(f"invalid Content-Length {value!r}")
+    return int(value)

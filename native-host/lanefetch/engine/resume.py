@@ -20,7 +20,7 @@ import re
 from email.utils import parsedate_to_datetime
 
 from .fields import Headers
-from .response_parser import ResponseHead
+from .response_parser import ParseError, ResponseHead, content_length
 
 _CONTENT_RANGE = re.compile(r"bytes ([0-9]{1,18})-([0-9]{1,18})/([0-9]{1,18}|\*)")
 # What must stay the same between the first response and the one that finishes it.
@@ -62,17 +62,16 @@ def continues(first: ResponseHead, head: ResponseHead, offset: int) -> str | Non
     m = _CONTENT_RANGE.fullmatch((head.get("content-range") or "").strip())
     if m is None or int(m.group(1)) != offset:
         return f"the retried range does not start at byte {offset}"
-    # The first's Content-Length as the parser read it: one value, however often it was listed ("100, 100").
-    lengths = {v.strip() for raw in first.get_all("content-length") for v in raw.split(",")}
-    length = lengths.pop() if len(lengths) == 1 else None
-    if lengths or (length is not None and not (length.isascii() and length.isdigit())):
+    try:  # the first's Content-Length as the parser read it ("100, 100" is 100)
+        length = content_length(first)
+    except ParseError:
         return "the first response's length cannot be read"
     total = m.group(3)
-    if length is not None and total != "*" and int(total) != int(length):
+    if length is not None and total != "*" and int(total) != length:
         return "the retried range belongs to a body of another length"
     # The range must reach the body's end: by the first's Content-Length, else by its own total (a chunked first
     # answer has no length the page could tell a short body by); with neither, nothing shows it does.
-    end = int(length) if length is not None else None if total == "*" else int(total)
+    end = length if length is not None else None if total == "*" else int(total)
     if end is None or int(m.group(2)) + 1 != end:
         return "the retried range does not reach the end of the body"
     return None
