@@ -5,7 +5,7 @@
 import type { HelperConnection } from "../bridge/helper-connection.js";
 import type { HttpsState, ToExtension } from "../generated/protocol.js";
 import { httpHost, isSiteRule, matchingRule, ruleKey, sameRule, type SiteRule } from "../sites/site-rule.js";
-import type { StorageAreaLike } from "../sites/site-store.js";
+import type { StorageAreaLike } from "../sites/storage-area.js";
 
 export const HTTPS_SITES_KEY = "httpsSites";
 

@@ -2,12 +2,7 @@
 // because the user cancelled the debugging bar (storage.session).
 import { readHttpsSites, setHttpsSite } from "../proxy/https-sites.js";
 import { isSiteRule, ruleKey, ruleMatchesHost, sameRule, type SiteRule } from "./site-rule.js";
-
-/** The part of chrome.storage.StorageArea (and browser.storage.*) the store uses. */
-export interface StorageAreaLike {
-  get(key: string): Promise<Record<string, unknown>>;
-  set(items: Record<string, unknown>): Promise<void>;
-}
+import type { StorageAreaLike } from "./storage-area.js";
 
 export interface EnabledSite extends SiteRule {
   /** When the user enabled it (ms since the epoch). */

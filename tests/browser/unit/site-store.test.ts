@@ -1,7 +1,8 @@
 // The stored site list (sites/site-store.ts) against an in-memory storage area.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SiteStore, type StorageAreaLike } from "../../../extension/src/sites/site-store.js";
+import { SiteStore } from "../../../extension/src/sites/site-store.js";
+import type { StorageAreaLike } from "../../../extension/src/sites/storage-area.js";
 import { matchingRule } from "../../../extension/src/sites/site-rule.js";
 import { readHttpsSites, setHttpsSite } from "../../../extension/src/proxy/https-sites.js";
 
