@@ -194,11 +194,16 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     gate();
     commands.push({ kind: "navigate", tabId, url });
   };
-  const release = (tabId: number, t: TabState): void => {
+  /** Detach the tab (attached, or its attach just ended) and forget what concerned its session; the gate is rewritten
+   * only if it let the tab through: a needless rewrite would forget the rules the last real one dropped (`ungated`),
+   * and another tab's block by the old gate, heard after it, would be left on the error page. Returns the tab's copy. */
+  const release = (tabId: number): TabState => {
+    const t = tab(tabId);
     const wasOpen = t.gateOpen;
-    Object.assign(tab(tabId), { attached: false, intercepting: false, gateOpen: false, awaitingIdle: null });
+    Object.assign(t, { attached: false, intercepting: false, gateOpen: false, awaitingIdle: null, mayBeBlocked: null, racing: null });
     commands.push({ kind: "detach", tabId });
     if (wasOpen) gate();
+    return t;
   };
 
   switch (event.type) {
@@ -206,7 +211,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       s.active = [...event.active];
       gate();
       for (const [tabId, t] of tabs) {
-        if (t.attached && !onSite(t.url)) release(tabId, t);
+        if (t.attached && !onSite(t.url)) release(tabId);
       }
       const fresh = justEnabled(event.enabled, s.active, s.probed, event.now);
       s.probed = fresh.taken;
@@ -271,12 +276,11 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       const t = tab(event.tabId);
       t.attaching = false;
       // The site was turned off while the tab attached (the "rules" event passed it by, not attached yet): released.
+      // Detached before the navigation goes on, which must not be intercepted.
       if (event.ok && !onSite(t.renavigate ?? t.url)) {
-        Object.assign(t, { attached: false, intercepting: false, gateOpen: false, mayBeBlocked: null, racing: null });
-        commands.push({ kind: "detach", tabId: event.tabId });
-        gate();
-        if (t.renavigate !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: t.renavigate });
-        t.renavigate = null;
+        const renavigate = t.renavigate;
+        release(event.tabId).renavigate = null;
+        if (renavigate !== null) commands.push({ kind: "navigate", tabId: event.tabId, url: renavigate });
         break;
       }
       t.attached = event.ok;
@@ -346,7 +350,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       const t = tab(event.tabId);
       t.url = event.url;
       t.attachWhenUp = false; // a page loaded without the helper stays the browser's; the next one is gated
-      if (t.attached && !onSite(event.url)) release(event.tabId, t);
+      if (t.attached && !onSite(event.url)) release(event.tabId);
       else if (!t.attached && t.gateOpen) {
         t.gateOpen = false;
         gate();

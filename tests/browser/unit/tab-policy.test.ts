@@ -332,7 +332,7 @@ test("the helper went while the tab attached: the session comes up with intercep
 test("the site was turned off while the tab attached: the session is released, then the blocked navigation goes on", () => {
   const state = play([on, up, blocked,
     [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
-    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, NO_GATE, { kind: "navigate", tabId: 1, url: LAN }]]]);
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, { kind: "navigate", tabId: 1, url: LAN }]]]);
   assert.equal(state.tabs.get(1)?.attached, false);
 });
 
@@ -340,7 +340,7 @@ test("the site was turned off while a tab attached from its navigation's start: 
   const state = play([on, up,
     [{ type: "navigation_started", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 1 }, { kind: "attach", tabId: 1 }]],
     [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
-    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, NO_GATE]]]);
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }]]]);
   assert.equal(state.tabs.get(1)?.attached, false);
 });
 
@@ -361,7 +361,7 @@ test("a navigation elsewhere begun while the tab attaches is not undone by navig
   play([on, up, startedA,
     [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "slow" }, []],
     [{ type: "navigation_started", tabId: 1, url: "http://other.test/", speed: "unknown" }, []],
-    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, gate()]]]);
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }]]]);
 });
 
 test("a navigation elsewhere begun while the blocked one's probe runs is not undone when the probe ends", () => {
@@ -388,4 +388,15 @@ test("a navigation the gate blocked just before the site was turned off is navig
     // a later rewrite: what the gate dropped before it is forgotten
     [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
     [{ type: "navigation_blocked", tabId: 3, url: LAN, speed: "slow" }, []]]);
+});
+
+test("a tab released once attached (its site turned off meanwhile) rewrites no gate: another tab's block by the old gate is still navigated again", () => {
+  const state = play([on, up, blocked,
+    [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
+    // the gate is as the rules event wrote it (the tab was never let through): detach, then the blocked page
+    [{ type: "attached", tabId: 1, ok: true }, [{ kind: "detach", tabId: 1 }, { kind: "navigate", tabId: 1, url: LAN }]],
+    // tab 2 was blocked by the gate as it was before the site was dropped: not left on the error page
+    [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 2, url: LAN }]]]);
+  assert.deepEqual(state.tabs.get(1), { url: "", attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false,
+    mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false });
 });
