@@ -30,6 +30,8 @@
 // take it (a paused request passed on costs a detour: 0.85× on `lte` in issue 17). A navigation blocked just before
 // is let through unattached; intercepted tabs turn Fetch and Network off when the helper goes; when it is back the
 // gate blocks again and the next navigation is intercepted as usual (tabs found at start-up are attached then).
+// A block is only known as ERR_BLOCKED_BY_CLIENT, which another extension's rules give too: a navigation let through
+// unattached (the gate rewritten first) and blocked again is left on its error page, not navigated again in a loop.
 // Which *request* of an intercepted tab goes to the helper is the accelerator's (background/accelerator.ts).
 import { addressSpaceOfUrl } from "../sites/address-space.js";
 import { justEnabled, probeUrl } from "../sites/just-enabled.js";
@@ -114,6 +116,10 @@ export interface TabState {
   awaitingIdle: string | null;
   /** Found on an active site while the helper was not up: attached once it is (unless it navigated meanwhile). */
   attachWhenUp: boolean;
+  /** Navigated again unattached to this URL once the gate was rewritten to let it through: a block of that URL heard
+   * before the tab commits or goes elsewhere is not the gate's (another extension blocks it too), and is left as it
+   * is, once; navigating again would make a loop of it. */
+  letThrough: string | null;
 }
 
 export interface PolicyState {
@@ -141,7 +147,7 @@ export interface PolicyState {
 export const INITIAL_POLICY: PolicyState = { tabs: new Map(), active: [], fastHosts: [], raceHosts: [], gateHosts: "", helperUp: false, probed: [], gated: [], ungated: [], renavigated: [] };
 
 function newTab(url: string): TabState {
-  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false };
+  return { url, attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false, mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false, letThrough: null };
 }
 
 /** The tab shows an active site's page without the debugger because its host is fast (the gate let it through). */
@@ -192,6 +198,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
   };
   const letThrough = (tabId: number, url: string): void => {
     gate();
+    tab(tabId).letThrough = url;
     commands.push({ kind: "navigate", tabId, url });
   };
   /** Detach the tab (attached, or its attach just ended) and forget what concerned its session; the gate is rewritten
@@ -252,6 +259,11 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
         t.mayBeBlocked = null;
         break;
       }
+      // Let through already, and blocked all the same: not the gate's block.
+      if (t.letThrough === event.url) {
+        t.letThrough = null;
+        break;
+      }
       // A second blocked navigation while the first one's probe runs supersedes it (probe_ended checks the URL).
       // Blocked just before the helper went (or before the gate heard): the browser's, unattached.
       if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
@@ -300,6 +312,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       const t = tabs.get(event.tabId);
       if (t?.mayBeBlocked) tab(event.tabId).mayBeBlocked = null;
       if (t?.racing) tab(event.tabId).racing = null;
+      if (t?.letThrough != null && t.letThrough !== event.url) tab(event.tabId).letThrough = null;
       // A navigation begun while a blocked one's probe runs replaces it: the probe's end navigates nowhere.
       if (t?.probing != null && t.probing !== event.url) tab(event.tabId).probing = null;
       if (t?.attaching && !t.attached) {
@@ -350,6 +363,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       const t = tab(event.tabId);
       t.url = event.url;
       t.attachWhenUp = false; // a page loaded without the helper stays the browser's; the next one is gated
+      t.letThrough = null;
       if (t.attached && !onSite(event.url)) release(event.tabId);
       else if (!t.attached && t.gateOpen) {
         t.gateOpen = false;

@@ -398,5 +398,33 @@ test("a tab released once attached (its site turned off meanwhile) rewrites no g
     // tab 2 was blocked by the gate as it was before the site was dropped: not left on the error page
     [{ type: "navigation_blocked", tabId: 2, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 2, url: LAN }]]]);
   assert.deepEqual(state.tabs.get(1), { url: "", attached: false, intercepting: false, gateOpen: false, renavigate: null, attaching: false,
-    mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false });
+    mayBeBlocked: null, probing: null, racing: null, awaitingIdle: null, attachWhenUp: false, letThrough: null });
+});
+
+// Another extension's block (ERR_BLOCKED_BY_CLIENT as well) of a page on an active site must not make a loop: the gate
+// was rewritten to let the tab through before it was navigated again, so a block of that navigation is not the gate's.
+test("a navigation let through unattached and blocked again (another extension blocks it) is left, not navigated again and again", () => {
+  const blockedAgain = (tabId: number, url: string, speed: "fast" | "unknown" | "slow"): Step =>
+    [{ type: "navigation_blocked", tabId, url, speed }, []];
+  // The helper down: the gate blocks nothing, so no block is the gate's after the first one let through.
+  play([on,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [NO_GATE, { kind: "navigate", tabId: 1, url: LAN }]],
+    [{ type: "navigation_started", tabId: 1, url: LAN, speed: "unknown" }, []],
+    blockedAgain(1, LAN, "unknown"),
+    // the user goes elsewhere on the site: that page's block is the gate's again
+    [{ type: "navigation_started", tabId: 1, url: FAR, speed: "unknown" }, []],
+    [{ type: "navigation_blocked", tabId: 1, url: FAR, speed: "unknown" }, [NO_GATE, { kind: "navigate", tabId: 1, url: FAR }]]]);
+  // A fast host behind its allow rule, found fast by a probe.
+  play([on, up,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+    [{ type: "verdict", host: "lan.example", speed: "fast", racesAttach: false }, [gate([], ["lan.example"])]],
+    [{ type: "probe_ended", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]],
+    [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []],
+    blockedAgain(1, LAN, "fast"),
+    // once: the user's next try of it, if the gate blocks it then, goes on as before
+    [{ type: "navigation_started", tabId: 1, url: LAN, speed: "fast" }, []],
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]],
+    // it loaded this time: a later block of it (the allow rule gone meanwhile) is the gate's
+    [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "page_start", tabId: 1, url: LAN }]],
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]]]);
 });
