@@ -277,14 +277,19 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       break;
     }
     case "probe_ended": {
+      if (tabs.get(event.tabId)?.probing !== event.url) break;
       const t = tab(event.tabId);
-      if (t.probing !== event.url) break;
       t.probing = null;
       if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
       else attach(event.tabId, t, event.url);
       break;
     }
     case "attached": {
+      // Closed while it attached: nothing to let through or navigate (a session attached just before is let go).
+      if (!tabs.has(event.tabId)) {
+        if (event.ok) commands.push({ kind: "detach", tabId: event.tabId });
+        break;
+      }
       const t = tab(event.tabId);
       t.attaching = false;
       // The site was turned off while the tab attached (the "rules" event passed it by, not attached yet): released.
@@ -420,6 +425,8 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       break;
     }
     case "detached": {
+      // Heard after the tab's removal (the two events have no order): nothing is left of it.
+      if (!tabs.has(event.tabId)) break;
       const t = tab(event.tabId);
       Object.assign(t, { attached: false, intercepting: false, gateOpen: false, awaitingIdle: null });
       break;

@@ -428,3 +428,25 @@ test("a navigation let through unattached and blocked again (another extension b
     [{ type: "navigation_committed", tabId: 1, url: LAN, speed: "fast" }, [{ kind: "page_start", tabId: 1, url: LAN }]],
     [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "fast" }, [gate([], ["lan.example"]), { kind: "navigate", tabId: 1, url: LAN }]]]);
 });
+
+// A closed tab's session events can come after its removal (chrome.debugger.onDetach and tabs.onRemoved have no order):
+// they leave nothing behind, or every later rewrite of the gate would still name the closed tab.
+test("a tab closed while it attached, or before its detach was heard, leaves no state and no gate exception", () => {
+  const state = play([on, up, blocked,
+    [{ type: "tab_removed", tabId: 1 }, []],
+    // the attach failed (no tab): nothing to let through, nothing to navigate
+    [{ type: "attached", tabId: 1, ok: false }, []],
+    [{ type: "tab_found", tabId: 2, url: LAN }, [{ kind: "attach", tabId: 2 }]],
+    [{ type: "attached", tabId: 2, ok: true }, [gate([2])]],
+    [{ type: "tab_removed", tabId: 2 }, [gate()]],
+    [{ type: "detached", tabId: 2 }, []],
+    [{ type: "navigation_blocked", tabId: 3, url: LAN, speed: "slow" }, [{ kind: "preconnect", url: LAN, tabId: 3 }, { kind: "attach", tabId: 3 }]],
+    [{ type: "tab_removed", tabId: 3 }, []],
+    // attached just before it closed: the session is let go
+    [{ type: "attached", tabId: 3, ok: true }, [{ kind: "detach", tabId: 3 }]],
+    [{ type: "navigation_blocked", tabId: 4, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 4, url: LAN }]],
+    [{ type: "tab_removed", tabId: 4 }, []],
+    [{ type: "probe_ended", tabId: 4, url: LAN, speed: "slow" }, []],
+    [RULES, [gate()]]]);
+  assert.deepEqual([...state.tabs.keys()], []);
+});
