@@ -280,7 +280,9 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       if (tabs.get(event.tabId)?.probing !== event.url) break;
       const t = tab(event.tabId);
       t.probing = null;
-      if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
+      // The site was turned off meanwhile: the gate no longer blocks the page, and no debugger is attached for it.
+      if (!onSite(event.url)) commands.push({ kind: "navigate", tabId: event.tabId, url: event.url });
+      else if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
       else attach(event.tabId, t, event.url);
       break;
     }

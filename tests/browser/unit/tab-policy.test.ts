@@ -450,3 +450,10 @@ test("a tab closed while it attached, or before its detach was heard, leaves no 
     [RULES, [gate()]]]);
   assert.deepEqual([...state.tabs.keys()], []);
 });
+
+test("the site turned off while a blocked navigation's probe ran: the page goes on unattached, no debugger for a site the user turned off", () => {
+  play([on, up,
+    [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
+    [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
+    [{ type: "probe_ended", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 1, url: LAN }]]]);
+});
