@@ -7,7 +7,9 @@
 // where lanefetch cannot win, and a debugger session with Fetch or Network enabled costs such a page more than
 // lanefetch could save (`npm run bench -- chromium-debugger-cost`), whereas an unattached tab costs nothing. So:
 // - a blocked navigation to a fast host is navigated again unattached, and an allow rule above the block (one per
-//   fast host of an active site) lets that host's later navigations through while its verdict holds;
+//   fast host of an active site) lets that host's later navigations through while its verdict holds; a fast host
+//   beyond the gate's room for allow rules (MAX_FAST_HOSTS) would be blocked again, so is attached like a slow one
+//   (and its page left to the browser, below);
 // - a blocked navigation to a host of unknown speed, with the helper up, waits for a probe (speed-probe.ts) first;
 //   a slow host (or no answer in time, or no helper) gets the debugger attached, then the navigation again;
 // - an attached tab is never detached for speed (the debugging bar would flicker): while its top-level host is fast
@@ -38,6 +40,7 @@ import { justEnabled, probeUrl } from "../sites/just-enabled.js";
 import { matchingRule, ruleKey, type SiteRule } from "../sites/site-rule.js";
 import type { EnabledSite } from "../sites/site-store.js";
 import { hostOf, type Verdict } from "./host-speed.js";
+import { MAX_FAST_HOSTS } from "./navigation-gate.js";
 
 export type Speed = Verdict["state"];
 
@@ -162,9 +165,9 @@ export function attachedButLeft(state: PolicyState, tabId: number): boolean {
   return tab?.attached === true && !tab.intercepting;
 }
 
-/** The gate's allow list: fast hosts of active sites, then those racing the attach. */
+/** The gate's allow list: fast hosts of active sites, then those racing the attach; as many as it has room for. */
 function gateHosts(s: PolicyState): string[] {
-  return [...s.fastHosts, ...s.raceHosts].filter((h) => matchingRule(s.active, `http://${h}/`) !== null);
+  return [...s.fastHosts, ...s.raceHosts].filter((h) => matchingRule(s.active, `http://${h}/`) !== null).slice(0, MAX_FAST_HOSTS);
 }
 
 export function reduce(state: PolicyState, event: TabEvent): { state: PolicyState; commands: TabCommand[] } {
@@ -191,6 +194,8 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
     commands.push(s.helperUp ? { kind: "gate", rules: s.active, openTabs, allowHosts } : { kind: "gate", rules: [], openTabs: [], allowHosts: [] });
   };
   const onSite = (url: string): boolean => matchingRule(s.active, url) !== null;
+  /** A fast host the gate lets through: one beyond its room for allow rules would be blocked again, so is attached. */
+  const letsThrough = (url: string, speed: Speed): boolean => speed === "fast" && gateHosts(s).includes(hostOf(url));
   const attach = (tabId: number, t: TabState, renavigate: string | null, loading = false): void => {
     t.renavigate = renavigate;
     t.attaching = true;
@@ -266,7 +271,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       }
       // A second blocked navigation while the first one's probe runs supersedes it (probe_ended checks the URL).
       // Blocked just before the helper went (or before the gate heard): the browser's, unattached.
-      if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
+      if (letsThrough(event.url, event.speed) || !s.helperUp) letThrough(event.tabId, event.url);
       else if (event.speed === "unknown") {
         t.probing = event.url;
         commands.push({ kind: "probe", tabId: event.tabId, url: event.url });
@@ -282,7 +287,7 @@ export function reduce(state: PolicyState, event: TabEvent): { state: PolicyStat
       t.probing = null;
       // The site was turned off meanwhile: the gate no longer blocks the page, and no debugger is attached for it.
       if (!onSite(event.url)) commands.push({ kind: "navigate", tabId: event.tabId, url: event.url });
-      else if (event.speed === "fast" || !s.helperUp) letThrough(event.tabId, event.url);
+      else if (letsThrough(event.url, event.speed) || !s.helperUp) letThrough(event.tabId, event.url);
       else attach(event.tabId, t, event.url);
       break;
     }

@@ -2,6 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { JUST_ENABLED_MS } from "../../../extension/src/sites/just-enabled.js";
+import { MAX_FAST_HOSTS } from "../../../extension/src/intercept/navigation-gate.js";
 import { INITIAL_POLICY, attachedButLeft, leftToBrowser, reduce, type PolicyState, type TabCommand, type TabEvent } from "../../../extension/src/intercept/tab-policy.js";
 
 const SITE = { scope: "domain" as const, name: "lan.example" };
@@ -456,4 +457,17 @@ test("the site turned off while a blocked navigation's probe ran: the page goes 
     [{ type: "navigation_blocked", tabId: 1, url: LAN, speed: "unknown" }, [{ kind: "probe", tabId: 1, url: LAN }]],
     [{ type: "rules", active: [], enabled: [], now: 0 }, [NO_GATE]],
     [{ type: "probe_ended", tabId: 1, url: LAN, speed: "slow" }, [{ kind: "navigate", tabId: 1, url: LAN }]]]);
+});
+
+test("a fast host beyond the gate's room for allow rules is attached (then left to the browser), not let through into the block again", () => {
+  let state = play([on, up]);
+  // MAX_FAST_HOSTS + 1 fast hosts of the site, the first learned the oldest
+  for (let i = 0; i <= MAX_FAST_HOSTS; i++) state = reduce(state, { type: "verdict", host: `h${i}.lan.example`, speed: "fast", racesAttach: false }).state;
+  const OLDEST = "http://h0.lan.example/";
+  const NEWEST = `http://h${MAX_FAST_HOSTS}.lan.example/`;
+  const out = reduce(state, { type: "navigation_blocked", tabId: 1, url: OLDEST, speed: "fast" });
+  assert.deepEqual(out.commands, [{ kind: "preconnect", url: OLDEST, tabId: 1 }, { kind: "attach", tabId: 1 }]);
+  // a host with its allow rule is let through as before
+  const newest = reduce(state, { type: "navigation_blocked", tabId: 2, url: NEWEST, speed: "fast" });
+  assert.deepEqual(newest.commands.map((c) => c.kind), ["gate", "navigate"]);
 });
