@@ -201,7 +201,11 @@ function dispatch(event: TabEvent): Promise<void> {
   traced(`event ${event.type}`);
   const { state, commands } = reduce(policy, event);
   policy = state;
-  for (const c of commands) if (c.kind === "page_start") startPage(c.tabId, c.url, `nav:${c.url}`);
+  for (const c of commands) {
+    if (c.kind === "page_start") startPage(c.tabId, c.url, `nav:${c.url}`);
+    // Noted now, in decision order; written when the tab's queue reaches it (navigation-gate.ts says why).
+    if (c.kind === "gate") gate.want(c.rules, c.openTabs, c.allowHosts);
+  }
   const key = "tabId" in event ? event.tabId : GLOBAL_QUEUE;
   const next = (queues.get(key) ?? Promise.resolve()).then(async () => {
     for (const command of commands) {
@@ -299,7 +303,7 @@ const IDLE_WAIT_MS = 10_000;
 async function execute(command: TabCommand): Promise<void> {
   switch (command.kind) {
     case "gate":
-      return gate.update(command.rules, command.openTabs, command.allowHosts);
+      return gate.write();
     case "attach":
       return void attachTab(command.tabId, command.loading === true);
     case "detach":

@@ -51,17 +51,27 @@ export function gateRules(rules: readonly SiteRule[], openTabIds: readonly numbe
 
 export const BLOCKED_BY_GATE = "net::ERR_BLOCKED_BY_CLIENT";
 
+/** The session rules, written one update at a time (concurrent updates would race on rule ids), and always the newest
+ * state decided: the policy decides gate states in event order, but each write runs in the queue of the tab whose
+ * event caused it, behind that tab's earlier commands (a detach, an attach), so writes can run in another order than
+ * they were decided. Writing the state given to a write would let an older one land last and undo a newer (an
+ * attached tab blocked again, its navigation's block taken as stale). So the state is noted when decided (`want`),
+ * and each write writes the newest noted. */
 export class NavigationGate {
   private queue: Promise<void> = Promise.resolve();
+  private wanted: GateRule[] = [];
 
-  /** Replace the session rules (serialised: concurrent updates would race on rule ids). */
-  update(rules: readonly SiteRule[], openTabIds: readonly number[], fastHosts: readonly string[] = []): Promise<void> {
+  /** Note the newest gate state, as the policy decides it (synchronously, in decision order). */
+  want(rules: readonly SiteRule[], openTabIds: readonly number[], fastHosts: readonly string[] = []): void {
+    this.wanted = gateRules(rules, openTabIds, fastHosts);
+  }
+
+  /** Write the newest state noted by the time this write runs; resolves when it is in force. */
+  write(): Promise<void> {
     const next = this.queue.then(async () => {
+      const addRules = this.wanted;
       const existing = await chrome.declarativeNetRequest.getSessionRules();
-      await chrome.declarativeNetRequest.updateSessionRules({
-        removeRuleIds: existing.map((r) => r.id),
-        addRules: gateRules(rules, openTabIds, fastHosts),
-      });
+      await chrome.declarativeNetRequest.updateSessionRules({ removeRuleIds: existing.map((r) => r.id), addRules });
     });
     this.queue = next.catch((e: unknown) => console.warn("lanefetch: gate update failed", e));
     return this.queue;

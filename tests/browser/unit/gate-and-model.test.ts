@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { gateRules } from "../../../extension/src/intercept/navigation-gate.js";
+import { gateRules, NavigationGate } from "../../../extension/src/intercept/navigation-gate.js";
 import { estimateSavedMs } from "../../../extension/src/timings/time-saved-model.js";
 
 test("gate: one blocking main-frame GET rule per site, attached tabs excluded", () => {
@@ -46,4 +46,29 @@ test("time saved is never negative and ignores failed requests", () => {
   assert.equal(estimateSavedMs([t(0, 0, 50, 2000)]), 0);
   assert.equal(estimateSavedMs([{ timing: { queued: 0, connect_start: null, connect_end: null, sent: null, first_byte: null, last_byte: null } }]), 0);
   assert.equal(estimateSavedMs([]), 0);
+});
+
+test("gate: writes run in their tabs' queues out of decision order, and the newest state decided is what stays", async () => {
+  let rules: { id: number; action: { type: string }; condition: { excludedTabIds?: number[] } }[] = [];
+  const g = globalThis as { chrome?: unknown };
+  const saved = g.chrome;
+  g.chrome = { declarativeNetRequest: {
+    getSessionRules: () => Promise.resolve(rules),
+    updateSessionRules: (u: { removeRuleIds: number[]; addRules: typeof rules }) => {
+      rules = [...rules.filter((r) => !u.removeRuleIds.includes(r.id)), ...u.addRules];
+      return Promise.resolve();
+    },
+  } };
+  try {
+    const gate = new NavigationGate();
+    const site = [{ scope: "domain" as const, name: "a.test" }];
+    gate.want(site, []); // decided first (tab 1's event), its write waits behind tab 1's detach
+    gate.want(site, [2]); // decided next: tab 2 attached, let through by the gate
+    await gate.write(); // tab 2's queue writes first
+    assert.deepEqual(rules.map((r) => r.condition.excludedTabIds), [[2]]);
+    await gate.write(); // tab 1's write comes last: it must not block tab 2 again
+    assert.deepEqual(rules.map((r) => r.condition.excludedTabIds), [[2]], "the older state must not land last");
+  } finally {
+    g.chrome = saved;
+  }
 });
