@@ -4,6 +4,7 @@ import type {
   Ping, Pong, Preconnect, Request,
   Timing,
 } from "../generated/protocol.js";
+import { setNewest } from "../bounded-map.js";
 import type { HelperConnection } from "./helper-connection.js";
 
 export interface RequestSink {
@@ -22,8 +23,14 @@ type Answer = CacheStats | InterfacesState | Pong;
 interface Entry {
   sink: RequestSink;
   batchId: string;
-  finished: boolean;
 }
+
+/** Answered requests (end or error) whose timing may still come. The helper sends none for a request it refused
+ * unread (a frame it could not read, a batch refused whole: an error per id, and no batch_done either), so they
+ * are forgotten at their batch's batch_done or, past this many, oldest first: a batch has at most 2000 requests. */
+const AWAITING_TIMING_LIMIT = 4000;
+/** Batches whose batch_done is awaited: a batch refused whole gets none, so the oldest are forgotten past this. */
+const AWAITING_DONE_LIMIT = 1000;
 
 export interface PreconnectOptions {
   /** "tcp" holds the TLS handshake until needed (preconnect-handshake.ts); default "full". */
@@ -37,7 +44,9 @@ export interface PreconnectOptions {
 }
 
 export class HelperClient {
+  /** Requests sent and not answered yet (no end or error). */
   private readonly entries = new Map<string, Entry>();
+  private readonly awaitingTiming = new Map<string, Entry>();
   private readonly batchDone = new Map<string, (message: BatchDone) => void>();
   private batchCounter = 0;
   /** Commands answered by one message with the same nonce (cache, interfaces, ping), waiting for it. */
@@ -63,8 +72,9 @@ export class HelperClient {
           if (message.id !== undefined) this.finish(message.id)?.error(message.code, message.message);
           break;
         case "timing": {
-          const entry = this.entries.get(message.id);
+          const entry = this.awaitingTiming.get(message.id) ?? this.entries.get(message.id);
           if (entry) {
+            this.awaitingTiming.delete(message.id);
             this.entries.delete(message.id);
             entry.sink.timing(message);
           }
@@ -89,10 +99,12 @@ export class HelperClient {
           break;
         case "working":
           for (const entry of this.entries.values()) {
-            if (entry.batchId === message.batch_id && !entry.finished) entry.sink.working();
+            if (entry.batchId === message.batch_id) entry.sink.working();
           }
           break;
         case "batch_done": {
+          // Every timing of the batch came before it: whatever still waits for one gets none.
+          for (const [id, entry] of this.awaitingTiming) if (entry.batchId === message.batch_id) this.awaitingTiming.delete(id);
           const done = this.batchDone.get(message.batch_id);
           this.batchDone.delete(message.batch_id);
           done?.(message);
@@ -180,9 +192,9 @@ export class HelperClient {
     for (const request of batch.requests) {
       const sink = sinks.get(request.id);
       if (!sink) throw new Error(`no sink for request ${request.id}`);
-      this.entries.set(request.id, { sink, batchId: batch.batch_id, finished: false });
+      this.entries.set(request.id, { sink, batchId: batch.batch_id });
     }
-    if (onDone) this.batchDone.set(batch.batch_id, onDone);
+    if (onDone) setNewest(this.batchDone, batch.batch_id, onDone, AWAITING_DONE_LIMIT);
     if (!this.connection.send(batch)) {
       for (const request of batch.requests) this.entries.delete(request.id);
       this.batchDone.delete(batch.batch_id);
@@ -229,25 +241,29 @@ export class HelperClient {
   cancel(ids: readonly string[]): void {
     const live = ids.filter((id) => this.entries.has(id));
     for (const id of live) this.entries.delete(id);
+    for (const id of ids) this.awaitingTiming.delete(id);
     if (live.length) this.connection.send({ type: "cancel", ids: live });
   }
 
+  /** Requests sent and not answered yet. */
   get inFlight(): number {
     return this.entries.size;
   }
 
   private finish(id: string): RequestSink | undefined {
     const entry = this.entries.get(id);
-    if (!entry || entry.finished) return undefined;
-    entry.finished = true;
+    if (!entry) return undefined;
+    this.entries.delete(id);
+    setNewest(this.awaitingTiming, id, entry, AWAITING_TIMING_LIMIT);
     return entry.sink;
   }
 
   private failAll(code: HelperError["code"], message: string): void {
     const entries = [...this.entries.values()];
     this.entries.clear();
+    this.awaitingTiming.clear();
     this.batchDone.clear();
     for (const answer of [...this.answers.values()]) answer(null);
-    for (const entry of entries) if (!entry.finished) entry.sink.error(code, message);
+    for (const entry of entries) entry.sink.error(code, message);
   }
 }

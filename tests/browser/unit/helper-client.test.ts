@@ -1,0 +1,95 @@
+// HelperClient against a scripted helper (a fake native port): what it keeps per request, and what it does with
+// answers that come out of the protocol's order.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { HelperClient, type RequestSink } from "../../../extension/src/bridge/helper-client.js";
+import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
+import type { NativePort } from "../../../extension/src/bridge/native-port.js";
+import type { Batch, ToExtension } from "../../../extension/src/generated/protocol.js";
+
+const OPTIONS = { extensionVersion: "0.0.0", browser: "chromium" as const, helloTimeoutMs: 1000, retryMissingMs: 5000, retryCrashMs: 0 };
+
+/** A helper that answers hello compatibly; `say` sends it any message, `sent` holds what the extension sent. */
+function scripted() {
+  const sent: unknown[] = [];
+  let listener: ((message: unknown) => void) | null = null;
+  let lost: ((error: string | undefined) => void) | null = null;
+  const port: NativePort = {
+    postMessage: (m: unknown) => {
+      sent.push(m);
+      if ((m as { type?: string }).type === "hello") {
+        queueMicrotask(() => listener?.({ type: "hello", protocol: 1, helper_version: "1.0.0", compatible: true, capabilities: ["pipelining"] }));
+      }
+    },
+    onMessage: (l) => { listener = l; },
+    onDisconnect: (l) => { lost = l; },
+    disconnect: () => undefined,
+  };
+  const connection = new HelperConnection(() => port, OPTIONS);
+  const client = new HelperClient(connection);
+  return {
+    connection, client, sent,
+    say: (message: ToExtension | Record<string, unknown>) => listener?.(message),
+    die: (error?: string) => lost?.(error),
+  };
+}
+
+interface Heard { kind: string; detail?: string }
+
+function recording(heard: Heard[]): RequestSink {
+  return {
+    head: () => heard.push({ kind: "head" }),
+    body: () => heard.push({ kind: "body" }),
+    end: () => heard.push({ kind: "end" }),
+    error: (code) => heard.push({ kind: "error", detail: code }),
+    timing: () => heard.push({ kind: "timing" }),
+    working: () => heard.push({ kind: "working" }),
+  };
+}
+
+function batchOf(batchId: string, ids: string[]): Batch {
+  const requests = ids.map((id) => ({ id, method: "GET", url: `http://example.test/${id}`, headers: [] }));
+  const [head, ...rest] = requests;
+  if (!head) throw new Error("no requests");
+  return { type: "batch", batch_id: batchId, page: { address_space: "public" }, requests: [head, ...rest] };
+}
+
+const TIMING = {
+  queued: 1, dns_start: null, dns_end: null, connect_start: null, connect_end: null, tls_end: null, sent: null, first_byte: null, last_byte: null,
+};
+
+test("a batch the helper refused whole (an error per request, no timing, no batch_done) keeps nothing", async () => {
+  const { client, say } = scripted();
+  let heard: Heard[] = [];
+  const rounds = 50;
+  for (let n = 0; n < rounds; n++) {
+    heard = [];
+    const ids = [`r${n}a`, `r${n}b`];
+    const sinks = new Map(ids.map((id) => [id, recording(heard)]));
+    assert.equal(await client.send(batchOf(`b${n}`, ids), sinks, () => undefined), true);
+    // What lanefetch-host says for a frame it could not read (framing.py: BadFrame) or a batch it refused whole
+    // (host.py: _reject): the frame's error, then one per request id it named. Nothing else follows.
+    say({ type: "error", code: "too_large", message: "message too large" });
+    for (const id of ids) say({ type: "error", id, code: "too_large", message: "not fetched" });
+  }
+  assert.deepEqual(heard, [{ kind: "error", detail: "too_large" }, { kind: "error", detail: "too_large" }]);
+  // A long session refuses some batches: what is kept for them must not grow with it.
+  assert.ok(client.inFlight === 0, `${client.inFlight} entries kept for ${rounds * 2} answered requests`);
+});
+
+test("a request answered normally still hears its timing, and then nothing is kept", async () => {
+  const { client, say } = scripted();
+  const heard: Heard[] = [];
+  const sinks = new Map([["r1", recording(heard)], ["r2", recording(heard)]]);
+  let done = 0;
+  assert.equal(await client.send(batchOf("b1", ["r1", "r2"]), sinks, () => { done += 1; }), true);
+  say({ type: "head", id: "r1", status: 200, reason: "OK", http_version: "1.1", headers: [], decoded: false });
+  say({ type: "end", id: "r1", body_bytes: 0 });
+  say({ type: "error", id: "r2", code: "connect_failed", message: "refused" });
+  say({ type: "timing", id: "r1", timing: TIMING, retries: 0 });
+  say({ type: "timing", id: "r2", timing: TIMING, retries: 0 });
+  say({ type: "batch_done", batch_id: "b1", connections: 1, max_concurrent_connections: 1 });
+  assert.deepEqual(heard.map((h) => h.kind), ["head", "end", "error", "timing", "timing"]);
+  assert.equal(done, 1);
+  assert.equal(client.inFlight, 0);
+});
