@@ -29,6 +29,8 @@ export class HelperConnection {
   private current: HelperState = { status: "idle" };
   private port: NativePort | null = null;
   private pending: Promise<boolean> | null = null;
+  /** While the hello is awaited: ends that wait (close()), or ready() would never resolve and never try again. */
+  private abandonOpen: (() => void) | null = null;
   private failedAt = -Infinity;
   private secret: string | null = null;
   private readonly messageListeners: ((message: ToExtension) => void)[] = [];
@@ -92,6 +94,7 @@ export class HelperConnection {
     this.port = null;
     port?.disconnect();
     this.setState({ status: "idle" });
+    this.abandonOpen?.();
     for (const l of this.lostListeners) l();
   }
 
@@ -105,13 +108,17 @@ export class HelperConnection {
       let settled = false;
       // Declared before settle can run (connectNative may throw before the hello timer is set).
       let timer: ReturnType<typeof setTimeout> | undefined = undefined;
-      const settle = (ok: boolean): void => {
+      // `failed`: the helper could not be used (the retry waits); not so when close() abandons the attempt.
+      const settle = (ok: boolean, failed = !ok): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        if (!ok) this.failedAt = this.now();
+        if (this.abandonOpen === abandon) this.abandonOpen = null;
+        if (failed) this.failedAt = this.now();
         resolve(ok);
       };
+      const abandon = (): void => settle(false, false);
+      this.abandonOpen = abandon;
       this.setState({ status: "connecting" });
       let port: NativePort;
       try {

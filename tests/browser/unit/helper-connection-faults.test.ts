@@ -1,5 +1,6 @@
 // HelperConnection when the native port cannot even be opened (connectNative throws): ready() resolves false, the
-// state says why, and the next ready() within the retry wait does not try again (no reconnect storm).
+// state says why, and the next ready() within the retry wait does not try again (no reconnect storm). A hello of
+// another protocol, and close() during the hello, never leave ready() waiting.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
@@ -47,4 +48,36 @@ test("a hello naming another protocol is incompatible, even if it says compatibl
   assert.deepEqual(connection.state, {
     status: "incompatible", message: "helper 9.0.0 speaks protocol 2; this extension speaks protocol 1",
   });
+});
+
+/** Whether `promise` is settled once the tasks queued now have run (no timer can fire in between that matters). */
+async function settledSoon<T>(promise: Promise<T>): Promise<{ value: T } | "pending"> {
+  return Promise.race([promise.then((value) => ({ value })), new Promise<"pending">((r) => setImmediate(() => r("pending")))]);
+}
+
+test("close() while the hello is awaited resolves ready() false, and the next ready() connects anew", async () => {
+  let attempts = 0;
+  let answer = false;
+  const connection = new HelperConnection((): NativePort => {
+    attempts += 1;
+    let listener: ((message: unknown) => void) | null = null;
+    return {
+      postMessage: (m: unknown) => {
+        const reply = { type: "hello", protocol: 1, helper_version: "1.0.0", compatible: true, capabilities: [] };
+        if ((m as { type?: string }).type === "hello" && answer) queueMicrotask(() => listener?.(reply));
+      },
+      onMessage: (l) => { listener = l; },
+      onDisconnect: () => undefined,
+      disconnect: () => undefined,
+    };
+  }, { ...OPTIONS, retryCrashMs: 0 });
+  const first = connection.ready();
+  assert.equal(connection.state.status, "connecting");
+  connection.close();
+  assert.deepEqual(await settledSoon(first), { value: false });
+  assert.equal(connection.state.status, "idle");
+  answer = true;
+  assert.deepEqual(await settledSoon(connection.ready()), { value: true });
+  assert.equal(attempts, 2);
+  connection.close();
 });
