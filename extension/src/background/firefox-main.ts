@@ -52,7 +52,9 @@ client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSampl
 // What a page's prefetch flight did comes when the helper ended that load: filed under the load of its first request.
 client.onPageReport((report) => void timings.pageReport(report));
 
-const router = new ProxyRouter(new HelperProxyPorts(connection), (url) => matchingRule(activeRules, url) !== null);
+const proxyPorts = new HelperProxyPorts(connection);
+const router = new ProxyRouter(proxyPorts, (url) => matchingRule(activeRules, url) !== null);
+proxyPorts.onClosed((contextId) => router.contextClosed(contextId));
 const records = new ProxiedRecords((id) => router.contextById(id), counters, timings);
 const httpsSites = new HttpsSites(connection);
 router.setHttpsCovered((url) => httpsSites.covers(url));

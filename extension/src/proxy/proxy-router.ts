@@ -195,6 +195,13 @@ export class ProxyRouter {
     }
   }
 
+  /** The helper closed this context's listener itself (it keeps a bounded number: the oldest goes): the context is
+   * forgotten, so its tab's next request asks for a listener again instead of going to a port that is closed or,
+   * given to another context's listener, would fetch it as that context's page. */
+  contextClosed(contextId: string): void {
+    for (const [key, ctx] of this.contexts) if (ctx.contextId === contextId) this.contexts.delete(key);
+  }
+
   contextById(contextId: string): PageContext | undefined {
     for (const ctx of this.contexts.values()) if (ctx.contextId === contextId) return ctx;
     return undefined;

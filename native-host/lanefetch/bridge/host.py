@@ -204,7 +204,8 @@ class Host:
                 from ..proxy.service import ProxyService
 
                 self.proxy = ProxyService(self.fetcher.config.engine, _ProxyReports(self._send),
-                                          records=self.fetcher.cache_for, page_ended=self._page_ended)
+                                          records=self.fetcher.cache_for, page_ended=self._page_ended,
+                                          evicted=self._listener_evicted)
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
                 self.proxy.fetcher.engine.on_connected = self._connected
             # The start-up work a first page would otherwise share the machine with, done before the answer: until
@@ -362,6 +363,12 @@ class Host:
             await self._send(await self._cache_command(item["action"], item.get("nonce")))
         elif kind == "interfaces":
             await self._send(await self._interfaces_command(item))
+
+    async def _listener_evicted(self, context_id: str) -> None:
+        """A page context's listener was closed to make room for another's: the extension forgets the context (its
+        tab's next request opens one again) instead of routing it to a port that is closed, or another context's."""
+        await self._send(protocol.error("cancelled", "the helper closed this page context's proxy listener: "
+                                        "the oldest of too many open at once", context_id))
 
     async def _tell_flight(self, url: str, page: Page) -> None:
         await self._send(protocol.flight_plan(url, await self.loads.flies(page)))

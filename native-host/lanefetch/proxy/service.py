@@ -27,7 +27,7 @@ from .ca_sites import HttpsSites, SyncResult, https_root
 from .server import ProxyListener, ProxyObserver
 from .tls_terminator import TlsTerminator
 
-MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond this
+MAX_LISTENERS = 256  # page contexts open at once; the oldest is closed beyond this (and `evicted` told)
 # Firefox's learned pages, apart from Chromium's in the same database: each replays its own browser's fields
 FIREFOX_PAGES = "firefox "
 
@@ -45,7 +45,8 @@ async def _unreported(ended: LoadEnded) -> None:
 class ProxyService:
     def __init__(self, config: EngineConfig, observer: ProxyObserver, https_data: Path | None = None, *,
                  records: Callable[[Page], HttpCache | None] | None = None,
-                 page_ended: Callable[[LoadEnded], Awaitable[None]] | None = None) -> None:
+                 page_ended: Callable[[LoadEnded], Awaitable[None]] | None = None,
+                 evicted: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.secret = secrets.token_urlsafe(24)
         # No cache of responses (Firefox keeps its own); the origins' records where `records` says
         self.fetcher = FetchService(ServiceConfig(config), records=records)
@@ -58,6 +59,9 @@ class ProxyService:
                                link_room=self.fetcher.link_room, decode=False, namespace=FIREFOX_PAGES,
                                reaches_here=self._reaches_here, sheet_sets_site=True)
         self._observer = observer
+        # Hears of each context whose listener open() closed to make room: the extension still routes its tab to that
+        # port (which another context's listener may get next) until it is told.
+        self._evicted = evicted
         self._listeners: dict[str, ProxyListener] = {}
         # One count of connections for all listeners: the total caps hold however many contexts are open.
         self.admission: Admission[asyncio.StreamWriter] = Admission()
@@ -92,7 +96,10 @@ class ProxyService:
             return existing
         await self.close(context_id)
         if len(self._listeners) >= MAX_LISTENERS:
-            await self.close(next(iter(self._listeners)))
+            oldest = next(iter(self._listeners))
+            await self.close(oldest)
+            if self._evicted is not None:
+                await self._evicted(oldest)
         listener = ProxyListener(self.loads, page, self.secret, self._observer, context_id,
                                  connect_timeout=self.fetcher.config.engine.connect_timeout, tls=self.tls,
                                  admission=self.admission, speaks_h2=self._met_speaking_h2)

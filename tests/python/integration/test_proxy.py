@@ -387,6 +387,28 @@ async def test_contexts_close_and_reopen(host: HostProcess, origin: str) -> None
         await through_proxy(port, "GET", f"{origin}/x", auth)
 
 
+async def test_a_listener_closed_past_the_limit_is_told_to_the_extension(host: HostProcess) -> None:  # noqa: F811
+    """The helper keeps at most MAX_LISTENERS page contexts' listeners: one more closes the oldest. The extension
+    still routes that context's tab to its port (closed, or reused by another context's listener, whose page the
+    requests would then be fetched as) unless it hears of it: an error naming the context, before the new one's
+    proxy_ready."""
+    from lanefetch.proxy.service import MAX_LISTENERS
+
+    await firefox_hello(host)
+    for n in range(MAX_LISTENERS):
+        await open_context(host, f"c{n}", "public")
+    await host.send({"type": "proxy_open", "context_id": "new", "page": {"address_space": "public", "top_site": "http://t"}})
+    closed = await host.recv()
+    assert (closed["type"], closed.get("id"), closed.get("code")) == ("error", "c0", "cancelled"), closed
+    ready = await host.recv()
+    assert (ready["type"], ready["context_id"]) == ("proxy_ready", "new")
+    # A context reopened (or closed) by the extension is not news to it: nothing but its own answer.
+    await open_context(host, "c1", "loopback")  # the same context for another page: reopened, none evicted
+    await host.send({"type": "proxy_close", "context_id": "c2"})
+    await host.send({"type": "ping"})
+    assert (await host.recv())["type"] == "pong"
+
+
 # -- nginx in a namespace: many browser connections, few pipelined helper connections ---------------------------
 
 FILES = {f"i{i}.png": bytes([i]) * (700 + 13 * i) for i in range(40)}
