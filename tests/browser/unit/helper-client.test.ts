@@ -1,11 +1,14 @@
-// HelperClient against a scripted helper (a fake native port): what it keeps per request, and what it does with
-// answers that come out of the protocol's order.
+// HelperClient against a scripted helper (a fake native port): what it keeps per request, and what becomes of a
+// request whose answer is malformed (RequestDelivery behind it, as the accelerator wires it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HelperClient, type RequestSink } from "../../../extension/src/bridge/helper-client.js";
 import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
 import type { NativePort } from "../../../extension/src/bridge/native-port.js";
 import type { Batch, ToExtension } from "../../../extension/src/generated/protocol.js";
+import { RequestDelivery, type DeliveryResult } from "../../../extension/src/deliver/request-delivery.js";
+import type { FetchResponder } from "../../../extension/src/deliver/fetch-responder.js";
+import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
 
 const OPTIONS = { extensionVersion: "0.0.0", browser: "chromium" as const, helloTimeoutMs: 1000, retryMissingMs: 5000, retryCrashMs: 0 };
 
@@ -92,4 +95,44 @@ test("a request answered normally still hears its timing, and then nothing is ke
   assert.deepEqual(heard.map((h) => h.kind), ["head", "end", "error", "timing", "timing"]);
   assert.equal(done, 1);
   assert.equal(client.inFlight, 0);
+});
+
+const PAUSED: PausedRequest = {
+  interceptionId: "i1", url: "http://example.test/r1", method: "GET", headers: [], cdpResourceType: "Image", priority: "Low",
+  frameId: "F", hasBody: false,
+};
+
+test("a malformed head from the helper never leaves the browser's request unanswered", async (t) => {
+  const malformed: Record<string, Record<string, unknown>> = {
+    "no reason": { status: 200, http_version: "1.1", headers: [], decoded: false },
+    "a field that is no pair": { status: 200, reason: "OK", http_version: "1.1", headers: [5], decoded: false },
+    "headers not a list": { status: 200, reason: "OK", http_version: "1.1", headers: "x", decoded: false },
+    "status not a number": { status: "200", reason: "OK", http_version: "1.1", headers: [], decoded: false },
+  };
+  for (const [what, head] of Object.entries(malformed)) {
+    await t.test(what, async () => {
+      const { client, say } = scripted();
+      const answers: string[] = [];
+      const results: DeliveryResult[] = [];
+      const responder: FetchResponder = {
+        fulfill: () => { answers.push("fulfill"); return Promise.resolve(true); },
+        pass: () => { answers.push("pass"); return Promise.resolve(); },
+      };
+      const delivery = new RequestDelivery("r1", PAUSED, responder, {
+        done: (result) => results.push(result), timing: () => undefined, cancel: (id) => client.cancel([id]),
+      });
+      assert.equal(await client.send(batchOf("b1", ["r1"]), new Map([["r1", delivery]])), true);
+      delivery.sent();
+      try {
+        say({ type: "head", id: "r1", ...head });
+        say({ type: "body", id: "r1", data: "aGk=" });
+        say({ type: "end", id: "r1", body_bytes: 2 });
+      } finally {
+        await new Promise((r) => setImmediate(r));
+        delivery.drop();  // its timers, if the test fails
+      }
+      assert.deepEqual(answers, ["pass"], `${what}: the browser fetches it itself`);
+      assert.equal(results[0]?.outcome, "passed");
+    });
+  }
 });
