@@ -30,7 +30,7 @@ from .cache.memory_store import MemoryStore
 from .cache.origin_memory import Record, heed, policy_from, preconnect_origins, record_of
 from .cache.sqlite_store import SqliteStore
 from .engine.config import EngineConfig
-from .engine.engine import Engine
+from .engine.engine import Engine, PolicyKey, policy_key
 from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
@@ -70,7 +70,7 @@ class FetchService:
         self._splitting = SplittingFetcher(inner, self.config.engine, self.config.lanes, warn)
 
     @property
-    def policies(self) -> dict[Origin, OriginPolicy]:
+    def policies(self) -> dict[PolicyKey, OriginPolicy]:
         return self.engine.policies
 
     async def link_room(self, url: str, page: Page) -> bool:
@@ -82,7 +82,7 @@ class FetchService:
         except FetchError:
             return False
         await self._recall([url], page)  # what an earlier session learned of it, as a fetch would start from
-        policy = self.engine.policies.get(origin)
+        policy = self.engine.policies.get(policy_key(origin, page))
         bdp = None if policy is None else policy.link_bdp
         room = roomy_bdp(bdp) is not None
         logging.getLogger("lanefetch.service").info("%s: link's estimate %s bytes per round trip: %s", origin, bdp,
@@ -109,20 +109,21 @@ class FetchService:
         met it already. Call before preconnect: the pool a preconnect opens keeps the policy it starts with."""
         await self._recall([url], page)
 
-    def remembered_round_trip(self, url: str) -> float | None:
-        """url's origin's round trip (s) as an earlier session measured it, while this session has measured none
-        (recall first)."""
+    def remembered_round_trip(self, url: str, page: Page) -> float | None:
+        """url's origin's round trip (s) as an earlier session measured it under page's site, while this session has
+        measured none there (recall first)."""
         try:
             origin = parse_target(url).origin
         except FetchError:
             return None
-        policy = self.engine.policies.get(origin)
+        policy = self.engine.policies.get(policy_key(origin, page))
         if policy is None or policy.round_trip is not None or policy.remembered_round_trip is None:
             return None
         return policy.remembered_round_trip[0]
 
     async def _recall(self, urls: list[str], page: Page) -> list[Origin]:
-        """Start each origin this session has not met yet from what an earlier session learned under this site."""
+        """Start each origin this session has not met yet under this site from what an earlier session learned
+        under it."""
         cache = self.records_for(page)
         origins: list[Origin] = []
         for url in urls:
@@ -146,10 +147,11 @@ class FetchService:
                 policy = None
             if policy is None:
                 continue
-            if origin not in self.engine.policies:
-                self.engine.policies[origin] = policy
-            else:  # met already: its evidence against pipelining applies, its optimism does not
-                heed(self.engine.policies[origin], policy)
+            key = policy_key(origin, page)
+            if key not in self.engine.policies:
+                self.engine.policies[key] = policy
+            else:  # met already (a pool made before the record was read): its evidence against pipelining applies
+                heed(self.engine.policies[key], policy)
         return origins
 
     def _remember(self, origins: list[Origin], page: Page) -> None:
@@ -159,7 +161,7 @@ class FetchService:
         now = time.time()
         records = {}
         for origin in origins:
-            policy = self.engine.policies.get(origin)
+            policy = self.engine.policies.get(policy_key(origin, page))
             record = None if policy is None else record_of(policy, now)
             if record is not None:
                 records[str(origin)] = json.dumps(record)
@@ -175,7 +177,7 @@ class FetchService:
                 origins = [parse_target(url).origin]
             except FetchError:
                 origins = []
-        policy = self.engine.policies.get(origins[0]) if origins else None
+        policy = self.engine.policies.get(policy_key(origins[0], page)) if origins else None
         return policy is not None and policy.protocol == "h2" and (remembered or policy.protocol_seen)
 
     def preconnect(self, url: str, page: Page | None = None, handshake: Handshake = "full") -> bool:
@@ -206,8 +208,8 @@ class FetchService:
             except FetchError:
                 continue
             policy = policy_from(records[name], self.config.engine.effective_depth, now)
-            if policy is not None and origin not in self.engine.policies:
-                self.engine.policies[origin] = policy
+            if policy is not None and policy_key(origin, page) not in self.engine.policies:
+                self.engine.policies[policy_key(origin, page)] = policy
             if self.preconnect(name + "/", page, handshake):
                 started.append(name)
         return started

@@ -329,7 +329,7 @@ class Host:
             # preconnect makes its pool: a pool keeps the policy it was made with. (Firefox too: the proxy's service
             # keeps its records in the host's cache database.)
             await fetcher.recall(item["url"], page)
-            remembered = fetcher.remembered_round_trip(item["url"])
+            remembered = fetcher.remembered_round_trip(item["url"], page)
             if origin is not None and origin not in self._rtts and remembered is not None:
                 # The extension's speed probe waits for a round trip of this host: give it the one an earlier
                 # session measured now, not a handshake later (a measured one follows and replaces it). Sent in

@@ -6,9 +6,11 @@ again, and a server that misbehaved is trusted anew. A record holds the verdict 
 server's keep-alive request limit, the protocol its TLS handshakes chose and the link's bandwidth-delay product
 (the best delivery rate seen × the round trip: pool_plan.balances), with when it was learned. It is kept
 like the HTTP cache: partitioned by top-level site (a site cannot learn what another site's pages taught the
-helper), never for private browsing, and cleared with the cache. Records expire: a good verdict after RECORD_TTL
-(servers change), a bad one sooner (BAD_TTL: a fixed server deserves another chance), and a record from the future
-is ignored.
+helper), never for private browsing, and cleared with the cache. The session keeps what it learns apart the same
+way (engine.policy_key: one policy per origin, partition and window kind), so what a record holds was learned under
+its own site in a normal window, never copied from another site's session or a private window's. Records expire: a
+good verdict after RECORD_TTL (servers change), a bad one sooner (BAD_TTL: a fixed server deserves another chance),
+and a record from the future is ignored.
 
 Only what a session learned beyond "unknown" is written; a known origin starts the next session where it left
 off, still under every integrity guard of pipeline.py (a held answer is proven in step before it is believed).
@@ -101,9 +103,9 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
 
 
 def heed(policy: OriginPolicy, remembered: OriginPolicy) -> None:
-    """A session's policy for an origin met already (under another site) meets this site's own record of it: the
-    evidence against pipelining that the record holds (a demotion, a keep-alive limit) applies from now on; its
-    optimism never does."""
+    """A session's policy for an origin met already under this site (a pool made before its record was read) meets the
+    site's record of it: the evidence against pipelining that the record holds (a demotion, a keep-alive limit)
+    applies from now on; its optimism never does."""
     if remembered.state is PipelineState.RED and policy.state is not PipelineState.RED:
         policy.state, policy.depth = PipelineState.RED, 1
         policy.demotions.extend(remembered.demotions)

@@ -37,6 +37,16 @@ class _BatchTracker:
     max_concurrent: int = 0
 
 
+#: Whose learning an origin's policy is: (origin, Page.partition, private browsing). What one site's pages (or a private
+#: window's) taught the helper about an origin neither decides another's connections nor is kept as another's record
+#: (cache/origin_memory.py), as the browser keeps its own per-site network state apart.
+PolicyKey = tuple[Origin, str, bool]
+
+
+def policy_key(origin: Origin, page: Page) -> PolicyKey:
+    return (origin, page.partition, page.private_browsing)
+
+
 def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
     return lambda _done: timer.cancel()
 
@@ -44,7 +54,7 @@ def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
 class Engine:
     def __init__(self, config: EngineConfig | None = None) -> None:
         self.config = config or EngineConfig()
-        self.policies: dict[Origin, OriginPolicy] = {}
+        self.policies: dict[PolicyKey, OriginPolicy] = {}  # learned this session (policy_key)
         # One pool per origin, address space, top-level site and window kind: a private window's connections (and
         # the TLS sessions they resume) are never a normal window's, as in the browser's own network stack.
         self._pools: dict[tuple[Origin, AddressSpace, str, bool], OriginPool] = {}
@@ -142,14 +152,12 @@ class Engine:
     def next_connection_id(self) -> int:
         return next(self._conn_ids)
 
-    def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None:
+    def tcp_connected(self, origin: Origin, timing: ConnectTiming, policy: OriginPolicy) -> None:
         if timing.connect_start is None or timing.connect_end is None:
             return
         # The kernel's measure where it explains the connect time (rtt_sample.py: never a sample too small).
         rtt = handshake_round_trip(timing.connect_end - timing.connect_start, timing.handshake_rtt)
-        policy = self.policies.get(origin)
-        if policy is not None:
-            policy.observe_round_trip(rtt)  # remembered for the next session (origin_memory.py)
+        policy.observe_round_trip(rtt)  # remembered for the next session (origin_memory.py)
         if self.on_connected is not None:
             self.on_connected(origin, rtt)
 
@@ -168,7 +176,7 @@ class Engine:
         key = (origin, page.address_space, page.partition, page.private_browsing)
         pool = self._pools.get(key)
         if pool is None:
-            policy = self.policies.setdefault(origin, OriginPolicy(self.config.effective_depth))
+            policy = self.policies.setdefault(policy_key(origin, page), OriginPolicy(self.config.effective_depth))
             tls = None
             if origin.scheme == "https":
                 if self._tls is None:

@@ -99,7 +99,7 @@ class PoolOwner(Protocol):
     host_link: HostLink  # the host's interfaces: has the link been quiet, not only the engine's connections?
 
     def next_connection_id(self) -> int: ...
-    def tcp_connected(self, origin: Origin, timing: ConnectTiming) -> None: ...
+    def tcp_connected(self, origin: Origin, timing: ConnectTiming, policy: OriginPolicy) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
     def connection_closed(self, conn: Carrier) -> None: ...
 
@@ -659,7 +659,7 @@ class OriginPool:
         until the origin's protocol is known if another connection's handshake is about to say it."""
         if timing.connect_start is not None and timing.connect_end is not None:
             self.budget.observe_rtt(timing.connect_end - timing.connect_start)  # the handshake is one round trip
-        self.engine.tcp_connected(self.origin, timing)
+        self.engine.tcp_connected(self.origin, timing, self.policy)
         if self.tls is None:
             return
         if not self._needed.is_set():

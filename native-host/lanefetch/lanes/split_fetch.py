@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
+from ..engine.engine import policy_key
 from ..engine.fields import Headers
 from ..engine.partial_content import as_whole, content_range, piece_validator
 from ..engine.request import parse_target
@@ -293,7 +294,7 @@ class _SplitRun:
         the one in flight from now on (the engine would wait for a whole response first, a round trip lost
         on every lane). A server that cannot pipeline demotes the origin as usual and nothing is lost."""
         target = parse_target(self.request.url)
-        policy = lane.engine.policies.get(target.origin)
+        policy = lane.engine.policies.get(policy_key(target.origin, self.page))
         if policy is not None and self.http11:
             policy.unlock_pipelining()
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest, Page
+from lanefetch.engine.engine import policy_key
 from lanefetch.engine.host_link import HostLink
 from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
@@ -89,7 +90,8 @@ def expected(req: FetchRequest) -> bytes:
 
 def proven(engine: FetchService, srv: ScriptedServer) -> None:
     """As after earlier pages: the origin is known to pipeline right, so a batch pipelines at full depth."""
-    engine.policies[Origin("http", "127.0.0.1", srv.port)] = OriginPolicy(16, PipelineState.GREEN, 16)
+    engine.policies[policy_key(Origin("http", "127.0.0.1", srv.port), LOOPBACK)] = OriginPolicy(
+        16, PipelineState.GREEN, 16)
 
 
 def on_a_long_fat_link(engine: FetchService, srv: ScriptedServer) -> None:
@@ -98,8 +100,9 @@ def on_a_long_fat_link(engine: FetchService, srv: ScriptedServer) -> None:
     policy(engine, srv).link_bdp = 300_000
 
 
-def policy(engine: FetchService, srv: ScriptedServer) -> OriginPolicy:
-    return engine.policies[Origin("http", "127.0.0.1", srv.port)]
+def policy(engine: FetchService, srv: ScriptedServer, page: Page = LOOPBACK) -> OriginPolicy:
+    """What the session learned of the server's origin under page's site (engine.policy_key)."""
+    return engine.policies[policy_key(Origin("http", "127.0.0.1", srv.port), page)]
 
 
 @asynccontextmanager
@@ -1567,7 +1570,7 @@ async def test_what_was_learned_about_the_documents_origin_outlives_the_helper_a
     site = Page(address_space="loopback", top_site="http://site.test")
     async with setup(well_behaved(settle=0.05), cache=tmp_path) as (srv, first):
         await fetch(first, gets(srv, paths), site)
-        learned = policy(first, srv)
+        learned = policy(first, srv, site)
         assert learned.state is PipelineState.GREEN and learned.link_bdp is not None
         await first.aclose()
         before = len(srv.connections)  # the second session's connections: its preconnect's and its batch's
@@ -1581,8 +1584,8 @@ async def test_what_was_learned_about_the_documents_origin_outlives_the_helper_a
         try:
             page = {"address_space": "loopback", "top_site": "http://site.test", "url": srv.url("/page")}
             await host.handle({"type": "preconnect", "url": srv.url("/page"), "page": page})
-            assert policy(second, srv).state is PipelineState.GREEN, "the preconnect started the origin from nothing"
-            assert policy(second, srv).link_bdp == learned.link_bdp
+            assert policy(second, srv, site).state is PipelineState.GREEN, "the preconnect started the origin anew"
+            assert policy(second, srv, site).link_bdp == learned.link_bdp
             # The round trip the first session measured answers the extension's probe before any connect of this one.
             assert learned.round_trip is not None
             origin = srv.url("/").rstrip("/")
@@ -1611,7 +1614,7 @@ async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Pa
     async with setup(well_behaved(settle=0.05), cache=tmp_path) as (srv, first):
         reqs = gets(srv, paths)
         await fetch(first, reqs, site)
-        assert policy(first, srv).state is PipelineState.GREEN
+        assert policy(first, srv, site).state is PipelineState.GREEN
         await first.aclose()
         second = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
         try:

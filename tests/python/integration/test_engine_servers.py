@@ -19,6 +19,7 @@ import pytest
 from bench.netlab import Host, Lab, Link
 from bench.servers import AccessRecord, ServerHandle, start_apache, start_nginx
 from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
+from lanefetch.engine.engine import policy_key
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 from lanefetch.engine.request import Origin
 from misbehaving_servers import RecordingSink
@@ -72,7 +73,7 @@ def body_of(site: Site, req: FetchRequest) -> bytes:
 
 
 def policy_of(engine: Engine, srv: ServerHandle) -> OriginPolicy:
-    return engine.policies[Origin("http", srv.ip, srv.port)]
+    return engine.policies[policy_key(Origin("http", srv.ip, srv.port), PRIVATE)]
 
 
 async def fetch_all(reqs: list[FetchRequest], cfg: EngineConfig) -> tuple[RecordingSink, Engine]:

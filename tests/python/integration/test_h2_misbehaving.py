@@ -27,6 +27,7 @@ from h2.settings import SettingCodes
 from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
 from hyperframe.frame import DataFrame
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
+from lanefetch.engine.engine import policy_key
 from lanefetch.engine.h2_connection import H2Connection
 from lanefetch.engine.h2_session import WINDOW
 from lanefetch.engine.origin_policy import OriginPolicy
@@ -648,8 +649,8 @@ async def test_h2_connections_opened_together_share_the_first_batch(pki: Path) -
     async with H2Server(scenario, pki) as srv:
         front, port = await relay_holding_second(srv, lambda: asyncio.sleep(0.3), relayed)
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
-        engine.policies[Origin("https", "localhost", port)] = OriginPolicy(engine.config.effective_depth,
-                                                                           protocol="h2")
+        engine.policies[policy_key(Origin("https", "localhost", port), LOOPBACK)] = OriginPolicy(
+            engine.config.effective_depth, protocol="h2")
         try:
             reqs = [FetchRequest(f"g{i}", "GET", f"https://localhost:{port}/r/g{i}/{s}", resource_type="script")
                     for i, s in enumerate([2048, 17, 65536, 1, 9000, 0, 4096, 300])]
@@ -675,7 +676,7 @@ async def test_a_flight_of_known_bytes_on_a_roomy_link_gets_more_h2_connections(
 
     async with H2Server(scenario, pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
-        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(
+        engine.policies[policy_key(Origin("https", "localhost", srv.port), LOOPBACK)] = OriginPolicy(
             engine.config.effective_depth, protocol="h2", link_bdp=177_788)
         try:
             reqs = [FetchRequest(f"f{i}", "GET", srv.url(f"/r/f{i}/2000"), resource_type="image",
@@ -715,8 +716,8 @@ async def test_h2_connections_take_a_flight_of_known_sizes_by_bytes(pki: Path) -
 
     async with H2Server(scenario, pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=3))
-        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(engine.config.effective_depth,
-                                                                               protocol="h2")
+        engine.policies[policy_key(Origin("https", "localhost", srv.port), LOOPBACK)] = OriginPolicy(
+            engine.config.effective_depth, protocol="h2")
         try:
             warm = [FetchRequest(f"w{i}", "GET", srv.url(f"/r/w{i}/100"), resource_type="image") for i in range(6)]
             (await run_batch(engine, warm)).check_once(warm)
@@ -827,8 +828,8 @@ async def test_a_render_blocking_request_goes_to_the_render_reserve_while_the_fl
 
     async with H2Server(holding_marked(release, held), pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
-        engine.policies[Origin("https", "localhost", srv.port)] = OriginPolicy(engine.config.effective_depth,
-                                                                               protocol="h2")
+        engine.policies[policy_key(Origin("https", "localhost", srv.port), LOOPBACK)] = OriginPolicy(
+            engine.config.effective_depth, protocol="h2")
         try:
             doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
             first = await run_batch(engine, doc)

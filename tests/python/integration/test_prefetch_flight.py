@@ -780,9 +780,10 @@ async def test_where_the_link_has_no_room_a_large_image_is_asked_whole(server: S
     await flight.wait()
     assert [h.get("Range") for p, h in server.seen if p == "/photo.png"] == [None]
     await flight.close()
+    from lanefetch.engine.engine import policy_key
     from lanefetch.engine.pool_plan import BALANCE_BDP
     from lanefetch.engine.request import parse_target
-    service.policies[parse_target(server.url + "/").origin].link_bdp = BALANCE_BDP
+    service.policies[policy_key(parse_target(server.url + "/").origin, PAGE)].link_bdp = BALANCE_BDP
     assert await service.link_room(f"{server.url}/photo.png", PAGE)
 
 
