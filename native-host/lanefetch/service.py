@@ -60,6 +60,7 @@ class FetchService:
         self.config = config or ServiceConfig()
         self._records = records
         self.engine = Engine(self.config.engine)
+        self.engine.on_policy_changed = self._policy_changed
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
         # The (partition, origin) pairs whose records this session has read: an origin met under one site is read
         # again under another, whose own record's evidence against pipelining must not be lost (_recall).
@@ -166,6 +167,18 @@ class FetchService:
             if record is not None:
                 records[str(origin)] = json.dumps(record)
         cache.learn(page.partition, records)
+
+    def _policy_changed(self, key: PolicyKey) -> None:
+        """A connection's end taught the session something against pipelining to an origin: kept at once, as a
+        batch's end keeps it, since every batch using the origin may have returned and the helper may stop before
+        another comes (a demotion lost so, the next session started optimistic against a server known bad)."""
+        origin, partition, private = key
+        # Where records are kept depends only on the window kind (records_for), never on the site.
+        cache = None if private else self.records_for(Page(private_browsing=False))
+        policy = self.engine.policies.get(key)
+        record = None if cache is None or policy is None else record_of(policy, time.time())
+        if cache is not None and record is not None:
+            cache.learn(partition, {str(origin): json.dumps(record)})
 
     async def speaks_h2(self, url: str, page: Page, *, remembered: bool = True) -> bool:
         """Is url's origin known to choose HTTP/2: learned this session, or (`remembered`) remembered under page's

@@ -1,5 +1,6 @@
 """What the helper learned about each origin's pipelining, kept across helper restarts (pure rules; the stores
-keep the records, service.py reads them before a batch and writes them after).
+keep the records, service.py reads them before a batch and writes them after, and at once when a connection's end
+demotes an origin or finds its keep-alive limit: that may come after every batch using it returned).
 
 Without it every helper start forgets: the first request to a known origin goes alone, the depth ramps 1 → 2 → 4 …
 again, and a server that misbehaved is trusted anew. A record holds the verdict (state), the safe depth, the

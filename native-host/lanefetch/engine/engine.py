@@ -68,6 +68,10 @@ class Engine:
         self.host_link = HostLink()  # whether the host's interfaces have been quiet too (body_stall.py)
         #: Told each new connection's origin and TCP connect time in seconds (one round trip).
         self.on_connected: Callable[[Origin, float], None] | None = None
+        #: Told whose policy a connection's end taught something against pipelining (a demotion, a keep-alive limit):
+        #: that may come after every batch using the origin returned (bytes nobody asked for on an idle connection),
+        #: so it is kept then (service.py), not only at the end of a next batch the helper may never run.
+        self.on_policy_changed: Callable[[PolicyKey], None] | None = None
 
     # -- public API ----------------------------------------------------------------------------------------
 
@@ -160,6 +164,11 @@ class Engine:
         policy.observe_round_trip(rtt)  # remembered for the next session (origin_memory.py)
         if self.on_connected is not None:
             self.on_connected(origin, rtt)
+
+    def policy_changed(self, policy: OriginPolicy) -> None:
+        if self.on_policy_changed is not None:
+            for key in [k for k, p in self.policies.items() if p is policy]:
+                self.on_policy_changed(key)
 
     def connection_opened(self, conn: Carrier) -> None:
         self._open_connections += 1

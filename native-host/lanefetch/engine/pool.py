@@ -100,6 +100,7 @@ class PoolOwner(Protocol):
 
     def next_connection_id(self) -> int: ...
     def tcp_connected(self, origin: Origin, timing: ConnectTiming, policy: OriginPolicy) -> None: ...
+    def policy_changed(self, policy: OriginPolicy) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
     def connection_closed(self, conn: Carrier) -> None: ...
 
@@ -798,7 +799,10 @@ class OriginPool:
             await ex.fail(error)
 
     async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None:
+        before = (self.policy.state, self.policy.request_limit)
         self.policy.on_connection_ended(ended.misbehaviour, conn.responses_completed)
+        if (self.policy.state, self.policy.request_limit) != before:
+            self.engine.policy_changed(self.policy)  # kept now: the batches may all have returned (engine.py)
         # What a connection's end costs (a request asked again is asked of the server twice): the log says which,
         # so a load with paths asked twice can be traced to the end that caused it. Not the finished ones (cancelled
         # while their answers were owed): nothing more is done for them.

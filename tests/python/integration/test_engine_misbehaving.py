@@ -1647,6 +1647,34 @@ async def test_what_was_learned_about_an_origin_outlives_the_helper(tmp_path: Pa
             await third.aclose()
 
 
+async def test_a_demotion_after_the_batch_returned_outlives_the_helper(tmp_path: Path) -> None:
+    """The server shows it cannot keep a pipeline in step only after the batch's answers were all delivered (bytes
+    nobody asked for on the idle connection): the demotion is kept at once, so a helper stopped before the site's
+    next batch starts the next session demoted, not optimistic against a server known bad."""
+    site = Page(address_space="loopback", top_site="http://site.test")
+    returned = asyncio.Event()
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            await conn.answer(req)
+            await returned.wait()
+            await conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")  # an answer nobody asked for
+
+    async with setup(run, cache=tmp_path) as (srv, first):
+        sink = await fetch(first, gets(srv, ["/r/a/100"]), site)
+        sink.check_exact(gets(srv, ["/r/a/100"]), expected)
+        assert policy(first, srv, site).state is PipelineState.PROBING
+        returned.set()
+        await until(lambda: policy(first, srv, site).state is PipelineState.RED, "the demotion")
+        await first.aclose()  # the helper stops: no batch of the site's came after
+        second = FetchService(ServiceConfig(config(), cache_dir=tmp_path))
+        try:
+            await second.recall(srv.url("/"), site)
+            assert policy(second, srv, site).state is PipelineState.RED, "the demotion was lost with the helper"
+        finally:
+            await second.aclose()
+
+
 async def test_a_request_sent_while_held_answers_wait_for_their_sync_point_is_no_stall() -> None:
     """Held answers wait for the idle connection to stay quiet; a request of the next batch sent meanwhile must
     not turn that short wait into a stall (it did: the held answers were dropped and fetched again)."""
