@@ -11,7 +11,9 @@ helper), never for private browsing, and cleared with the cache. The session kee
 way (engine.policy_key: one policy per origin, partition and window kind), so what a record holds was learned under
 its own site in a normal window, never copied from another site's session or a private window's. Records expire: a
 good verdict after RECORD_TTL (servers change), a bad one sooner (BAD_TTL: a fixed server deserves another chance),
-and a record from the future is ignored.
+and a record from the future is ignored. Their age is their verdict's: a session that only carried a verdict on
+(a demoted origin is never pipelined to, so never judged again; a proven one asked only one request at a time)
+writes it with the age it had (OriginPolicy.learned_at), and what else it learned then goes with that age.
 
 Only what a session learned beyond "unknown" is written; a known origin starts the next session where it left
 off, still under every integrity guard of pipeline.py (a held answer is proven in step before it is believed).
@@ -56,8 +58,10 @@ def record_of(policy: OriginPolicy, now: float) -> Record | None:
     if (policy.state is PipelineState.UNKNOWN and policy.request_limit is None and policy.protocol is None
             and policy.link_bdp is None and round_trip is None):
         return None
+    # The verdict's own age where this session only carried it on (OriginPolicy.learned_at), else now.
+    learned_at = now if policy.learned_at is None else policy.learned_at
     record: Record = {"state": policy.state.value, "depth": policy.depth, "request_limit": policy.request_limit,
-                      "protocol": policy.protocol, "link_bdp": policy.link_bdp, "learned_at": now}
+                      "protocol": policy.protocol, "link_bdp": policy.link_bdp, "learned_at": learned_at}
     if round_trip is not None:
         record["round_trip"], record["round_trip_at"] = round_trip
     return record
@@ -97,7 +101,7 @@ def policy_from(record: Record, max_depth: int, now: float) -> OriginPolicy | No
     if bdp is not None and (not isinstance(bdp, int) or isinstance(bdp, bool) or bdp < 0):
         return None
     policy = OriginPolicy(max_depth, state, max(1, min(depth, max_depth)), limit, protocol=protocol, link_bdp=bdp,
-                          remembered_round_trip=round_trip)
+                          remembered_round_trip=round_trip, learned_at=learned)
     if state is PipelineState.RED:
         policy.demotions.append("learned in an earlier session")
     return policy
@@ -110,6 +114,7 @@ def heed(policy: OriginPolicy, remembered: OriginPolicy) -> None:
     if remembered.state is PipelineState.RED and policy.state is not PipelineState.RED:
         policy.state, policy.depth = PipelineState.RED, 1
         policy.demotions.extend(remembered.demotions)
+        policy.learned_at = remembered.learned_at  # the record's verdict, as old as it is
     if remembered.request_limit is not None:
         policy.learn_request_limit(remembered.request_limit)
 

@@ -49,6 +49,10 @@ class OriginPolicy:
     # What an earlier session measured, (seconds, when: epoch s), while this session has measured none: told to the
     # extension on a preconnect so that its speed probe decides at once (origin_memory.py).
     remembered_round_trip: tuple[float, float] | None = None
+    # When the verdict (state, depth) it started from was learned by an earlier session (epoch s, origin_memory.py);
+    # None once this session judged the origin itself. A verdict only carried on keeps its age, so it expires: a
+    # demoted origin is never pipelined to, so never judged again, and would otherwise stay demoted for good.
+    learned_at: float | None = None
 
     def observe_round_trip(self, seconds: float) -> None:
         """A connection's handshake took this one round trip."""
@@ -59,6 +63,8 @@ class OriginPolicy:
         """The server chose this in the TLS handshake (None: no ALPN, HTTP/1.1)."""
         self.protocol = "h2" if alpn == "h2" else "http/1.1"
         self.protocol_seen = True
+        if self.state is PipelineState.UNKNOWN:
+            self.learned_at = None  # no verdict to age (an h2 origin's never has one): what it holds was learned now
 
     def allowed_depth(self) -> int:
         if self.max_depth <= 1 or self.state is PipelineState.RED:
@@ -78,9 +84,13 @@ class OriginPolicy:
         if self.state is PipelineState.UNKNOWN:
             self.state = PipelineState.PROBING
             self.depth = min(START_DEPTH, self.max_depth)
+            self.learned_at = None
         elif pipelined:
             self.state = PipelineState.GREEN
             self.depth = min(self.max_depth, max(2, self.depth) * 2)
+            self.learned_at = None
+        elif self.state is PipelineState.PROBING:
+            self.learned_at = None  # keep-alive proven again (GREEN is proven only by a pipelined answer)
 
     def unlock_pipelining(self) -> None:
         """An HTTP/1.1 answer is in hand before it completed (the lanes' first range): probe as on_response
@@ -88,6 +98,7 @@ class OriginPolicy:
         if self.state is PipelineState.UNKNOWN and self.max_depth > 1:
             self.state = PipelineState.PROBING
             self.depth = min(START_DEPTH, self.max_depth)
+            self.learned_at = None
 
     def on_connection_ended(self, misbehaviour: Misbehaviour | None, responses_on_connection: int) -> None:
         if misbehaviour is None:
@@ -110,3 +121,4 @@ class OriginPolicy:
             self.demotions.append(why.value)
         self.state = PipelineState.RED
         self.depth = 1
+        self.learned_at = None

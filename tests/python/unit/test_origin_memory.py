@@ -14,6 +14,8 @@ from lanefetch.cache.origin_memory import (
     record_of,
 )
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
+from lanefetch.engine.pipeline import Misbehaviour
+from lanefetch.engine.response_parser import Framing, ResponseHead
 
 NOW = 1_800_000_000.0
 
@@ -171,3 +173,64 @@ def _kept(state: PipelineState, at: float) -> dict[str, object]:
 ])
 def test_preconnect_origins(records: dict[str, dict[str, object]], limit: int, connect: list[str]) -> None:
     assert preconnect_origins(records, NOW, limit) == connect
+
+
+def _answered(policy: OriginPolicy, *, pipelined: bool) -> None:
+    """A sound keep-alive HTTP/1.1 answer came back on one of the session's connections."""
+    policy.on_response(ResponseHead(200, "OK", "1.1", []), Framing.LENGTH, keep_alive=True, pipelined=pipelined)
+
+
+def test_a_verdict_only_carried_on_keeps_its_age_so_it_expires() -> None:
+    red = record_of(OriginPolicy(16, PipelineState.RED, 1), NOW)
+    assert red is not None
+    # Sessions that use a demoted origin never pipeline to it, so they judge it anew never: written at each batch's
+    # end, its record must still expire a day after the demotion (a fixed server's other chance).
+    policy = policy_from(red, 16, NOW + 3600)
+    assert policy is not None
+    _answered(policy, pipelined=False)
+    policy.learn_protocol("http/1.1")  # what a handshake says is no verdict on pipelining
+    carried = record_of(policy, NOW + BAD_TTL - 60)
+    assert carried is not None and policy_from(carried, 16, NOW + BAD_TTL + 60) is None, \
+        "re-stamped at each save: a demoted origin never gets another chance"
+    # A proven origin answering only alone this session proved nothing more about pipelining.
+    green = policy_from(_kept(PipelineState.GREEN, NOW), 16, NOW + 60)
+    assert green is not None
+    _answered(green, pipelined=False)
+    assert record_of(green, NOW + 7200) == {**_kept(PipelineState.GREEN, NOW), "depth": green.depth}
+
+
+@pytest.mark.parametrize(("state", "pipelined"), [
+    (PipelineState.GREEN, True),  # a pipelined answer came back right again
+    (PipelineState.PROBING, False),  # keep-alive proven again
+    (PipelineState.UNKNOWN, False),  # a record of its protocol only: judged for the first time
+])
+def test_a_verdict_judged_anew_is_kept_as_learned_now(state: PipelineState, pipelined: bool) -> None:
+    record = record_of(OriginPolicy(16, state, 4, protocol="http/1.1"), NOW)
+    assert record is not None
+    policy = policy_from(record, 16, NOW + 60)
+    assert policy is not None
+    _answered(policy, pipelined=pipelined)
+    again = record_of(policy, NOW + 7200)
+    assert again is not None and again["learned_at"] == NOW + 7200
+
+
+def test_a_demotion_this_session_is_kept_as_learned_now() -> None:
+    policy = policy_from(_kept(PipelineState.GREEN, NOW), 16, NOW + 60)
+    assert policy is not None
+    policy.demote(Misbehaviour.DESYNC)
+    demoted = record_of(policy, NOW + 7200)
+    assert demoted is not None and demoted["state"] == "red" and demoted["learned_at"] == NOW + 7200
+
+
+def test_an_h2_origins_record_is_kept_as_learned_now_by_a_handshake() -> None:
+    # HTTP/2 never judges pipelining: the record of an h2 origin holds no verdict, only what its handshakes say.
+    learned = OriginPolicy(16, link_bdp=300_000)
+    learned.learn_protocol("h2")
+    record = record_of(learned, NOW)
+    assert record is not None
+    policy = policy_from(record, 16, NOW + RECORD_TTL - 60)
+    assert policy is not None
+    policy.learn_protocol("h2")  # this session's handshake said it again
+    again = record_of(policy, NOW + RECORD_TTL - 30)
+    assert again is not None and policy_from(again, 16, NOW + RECORD_TTL + 60) is not None, \
+        "an h2 origin used every day forgotten once a week"
