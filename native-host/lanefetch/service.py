@@ -65,6 +65,8 @@ class FetchService:
         # The (partition, origin) pairs whose records this session has read: an origin met under one site is read
         # again under another, whose own record's evidence against pipelining must not be lost (_recall).
         self._recalled: set[tuple[str, Origin]] = set()
+        # Policies learned before the records were cleared with the cache (forget_learned): used on, never kept again.
+        self._forgotten: set[PolicyKey] = set()
         inner: Fetcher = self.engine
         if self.config.cache_dir is not None:
             inner = CachingFetcher(inner, self._cache)
@@ -162,7 +164,8 @@ class FetchService:
         now = time.time()
         records = {}
         for origin in origins:
-            policy = self.engine.policies.get(policy_key(origin, page))
+            key = policy_key(origin, page)
+            policy = None if key in self._forgotten else self.engine.policies.get(key)
             record = None if policy is None else record_of(policy, now)
             if record is not None:
                 records[str(origin)] = json.dumps(record)
@@ -175,10 +178,16 @@ class FetchService:
         origin, partition, private = key
         # Where records are kept depends only on the window kind (records_for), never on the site.
         cache = None if private else self.records_for(Page(private_browsing=False))
-        policy = self.engine.policies.get(key)
+        policy = None if key in self._forgotten else self.engine.policies.get(key)
         record = None if cache is None or policy is None else record_of(policy, time.time())
         if cache is not None and record is not None:
             cache.learn(partition, {str(origin): json.dumps(record)})
+
+    def forget_learned(self) -> None:
+        """The cache is being cleared, and the origin records kept in it: what this session learned of origins so far
+        is cleared history too, never written back. The session goes on using it (a demoted origin stays demoted,
+        an h2 one is still known to speak h2), but keeps no record of an origin it knew before the clear."""
+        self._forgotten.update(self.engine.policies)
 
     async def speaks_h2(self, url: str, page: Page, *, remembered: bool = True) -> bool:
         """Is url's origin known to choose HTTP/2: learned this session, or (`remembered`) remembered under page's

@@ -454,8 +454,10 @@ class Host:
             cleared = None
             if action == "clear":
                 self.loads.forget()  # learned pages are cleared with the cache, the loads under way's too
+                self.fetcher.forget_learned()  # and the origin records, the session's learning with them
                 if self.proxy is not None:
                     self.proxy.loads.forget()  # Firefox's (kept in the same database)
+                    self.proxy.fetcher.forget_learned()
                 cleared = await persistent.clear() + await private.clear()
             return protocol.cache_stats(nonce, await persistent.stats(), await private.stats(), cleared)
         except Exception as e:  # an unreadable store is reported, never fatal

@@ -6,6 +6,7 @@ sink checks one end or one error per request), and the server's own records prov
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import urllib.parse
@@ -1673,6 +1674,34 @@ async def test_a_demotion_after_the_batch_returned_outlives_the_helper(tmp_path:
             assert policy(second, srv, site).state is PipelineState.RED, "the demotion was lost with the helper"
         finally:
             await second.aclose()
+
+
+async def test_clearing_the_cache_forgets_what_the_session_learned_of_origins(tmp_path: Path) -> None:
+    """The options page clears the helper's cache: the origin records go with it, and the session's next batch to a
+    known origin must not write back what was learned before the clear (the proven origin's record came back)."""
+    site = Page(address_space="loopback", top_site="http://site.test")
+    paths = [f"/r/k{i}/{2000 + i}" for i in range(8)]
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async with setup(well_behaved(settle=0.05), cache=tmp_path) as (srv, service):
+        host = Host(service, send)
+        try:
+            await fetch(service, gets(srv, paths), site)
+            assert policy(service, srv, site).state is PipelineState.GREEN
+            await host.handle({"type": "cache", "action": "clear", "nonce": "c"})
+            assert sent[-1]["type"] == "cache_stats" and sent[-1]["cleared"], sent[-1]
+            await fetch(service, gets(srv, ["/r/after/100"], prefix="after"), site)  # one request: pipelines nothing
+            cache = service.records_for(site)
+            assert cache is not None
+            origin = srv.url("/").rstrip("/")
+            kept = await cache.learned(site.partition, [origin])
+            assert origin not in kept or json.loads(kept[origin])["state"] != "green", \
+                f"cleared, yet written back: {kept}"
+        finally:
+            await host.close()
 
 
 async def test_a_request_sent_while_held_answers_wait_for_their_sync_point_is_no_stall() -> None:
