@@ -30,7 +30,8 @@ again what another hides, layout (an element of no size), `@supports` conditions
 stylesheets not read yet. URLs resolve against the stylesheet's URL, http(s) only, never a fragment alone (an SVG
 filter's `url(#f)`). Bounded: at most MAX_MATCHES element matches are weighed per document (a hostile page's
 thousands of selectors × thousands of elements) and at most MAX_SECONDS spent matching, past which nothing is
-guessed."""
+guessed. That deadline is checked between selectors only: one selector's backtracking is bounded by the worker,
+which is killed past discover_worker.MATCH_LIMIT_S."""
 
 from __future__ import annotations
 

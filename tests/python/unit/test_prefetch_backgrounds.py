@@ -4,13 +4,17 @@ discover_html.py and discover_css.py give stylesheets."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.prefetch.discover_backgrounds import BackgroundRule, background_rules, expected_backgrounds
 from lanefetch.prefetch.discover_css import discover_css
 from lanefetch.prefetch.discover_html import discover_html
-from lanefetch.prefetch.discover_worker import read_stylesheet
+from lanefetch.prefetch.discover_worker import Discoverer, read_stylesheet
+from waits import until
 
 SHEET = "https://example.org/static/site.css"
 PAGE = "https://example.org/docs/page.html"
@@ -184,3 +188,32 @@ def test_a_selector_the_compiler_fails_on_loses_that_selector_only() -> None:
     found, rules = read_stylesheet(css, SHEET, "utf-8", True)
     assert [s.url for s in found] == [S + "more.css"]
     assert [r.urls for r in rules] == [(S + "ok.png",)]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_a_match_past_its_bound_kills_its_worker_guesses_nothing_and_discovery_goes_on() -> None:
+    # lexbor backtracks exponentially within one selector: against a document nested 100 deep this one would run for
+    # days, and the match's own deadline is only checked between selectors. Its worker is killed at the bound (the
+    # call ends: without the bound it never would, and asyncio.wait_for fails the test), and a new one reads on.
+    hostile = background_rules(b".nomatch div div div div div div div div .x { background: url(x.png) }", SHEET)
+    deep = b"<body>" + b"<div>" * 100 + b"<p class=x>x</p>"
+    discoverer = Discoverer(match_limit_s=0.5)
+    try:
+        first = await asyncio.wait_for(discoverer._run(os.getpid), 60)
+        assert await asyncio.wait_for(discoverer.backgrounds(deep, "utf-8", hostile), 60) == []
+        await until(lambda: _gone(first), "the overrunning worker's end")
+        read = await asyncio.wait_for(discoverer.html(b"<link rel=stylesheet href=a.css>", PAGE, None), 60)
+        assert [s.url for s in read.found] == ["https://example.org/docs/a.css"]
+        assert await asyncio.wait_for(discoverer._run(os.getpid), 60) != first
+        fair = background_rules(b".x { background: url(x.png) }", SHEET)
+        expected = await asyncio.wait_for(discoverer.backgrounds(b"<body><p class=x>x</p>", "utf-8", fair), 60)
+        assert [s.url for s in expected] == [S + "x.png"]
+    finally:
+        discoverer.close()
