@@ -11,15 +11,20 @@ Two steps, both pure:
 - `background_rules(stylesheet)`: per style rule, each selector of its list (split at its top-level commas only)
   with its specificity, and what its winning `background`/`background-image` declaration sets (the last one, or the
   last `!important` one): the image URLs (empty for `none`, a colour or a gradient, which override an image all the
-  same); and rules that set `display: none`. Rules at the top level, in `@layer` blocks (a tier below unlayered
-  rules, as the cascade puts them) and in `@media all|screen` blocks; another query may not hold, so its rules are
+  same); and rules that set `display: none`. Rules at the top level, in `@layer` blocks and in `@media all|screen`
+  blocks; each rule's layer is its place in the sheet's layer order, as CSS Cascade 5 orders them: by first
+  declaration (an `@layer a, b;` statement or a block; `a.b` and a block within a block are sublayers, ordered
+  within theirs; an unnamed block is a layer of its own), a rule directly in a layer after its sublayers, unlayered
+  rules after every layer; another query may not hold, so its rules are
   left out. A selector with a pseudo-element or a state-dependent pseudo-class (`:hover`, `:visited`, `:checked` …)
   is left out: only structural ones (`:not`, `:is`, `:where`, `:first-child` …) are matched. A stylesheet with more
   than MAX_RULES such selectors yields none (a truncated set would drop the later rules, which win ties).
 - `expected_backgrounds(document, rules)`: lexbor (the tree discover_html.py builds: scripting on, so <noscript>
   content is text) matches each selector; each element's winning background rule is found in one pass (importance,
-  then layer, then specificity, then order; a rule of another stylesheet with the same rank counts as winning
-  against an image, their order not being known here). An image is expected when it wins on some *shown* element:
+  then layer, the later winning, reversed for `!important` ones, then specificity, then order; where only the
+  stylesheets' order would decide (a rule of another stylesheet with the same rank, or in a layer of its own: layers
+  are ordered across the page's sheets in their order), the other rule counts as winning against an image, that
+  order not being known here). An image is expected when it wins on some *shown* element:
   inside <body>, not `hidden`, no inline `display:none`, not matched (itself or an ancestor) by a `display: none`
   rule read, not an `<input type=hidden>`, a `<dialog>` without `open` or the content of a closed `<details>`, and
   with no inline `background` of its own.
@@ -57,17 +62,23 @@ _STRUCTURAL = frozenset({"not", "is", "where", "first-child", "last-child", "onl
                          "nth-last-of-type", "root", "empty"})
 _PSEUDO = re.compile(r":([a-zA-Z-]+)")
 _NESTING_LIMIT = 32
+# A layer name: identifiers joined by dots (escapes taken as they are serialized: a name never reaches a URL)
+_IDENT = r"-?(?:[A-Za-z_]|[^\x00-\x7f]|\\.)(?:[\w-]|[^\x00-\x7f]|\\.)*"
+_LAYER_NAME = re.compile(rf"{_IDENT}(?:\.{_IDENT})*")
 MAX_RULES = 1000  # selectors kept per stylesheet (a sheet with more yields none)
 MAX_MATCHES = 50_000  # element matches weighed per document (past it, no guess at all)
+_LAST = 1 << 30  # after every layer: a rule directly in a layer (after its sublayers), or in none
+UNLAYERED = (_LAST,)
 MAX_SECONDS = 0.3  # the worker's time for one document's matching (past it, no guess at all)
 _NOT_RENDERED = frozenset({"head", "title", "meta", "link", "script", "style", "template", "noscript", "base"})
 
 
 @dataclass(frozen=True)
 class BackgroundRule:
-    """One selector of a style rule that sets a background or hides: its rank in the cascade (importance, layer:
-    1 unlayered, 0 layered; specificity: ids, classes, types; its place in its stylesheet) and the image URLs it
-    sets (empty for a background without an image); `hides`: the rule sets `display: none` (no background)."""
+    """One selector of a style rule that sets a background or hides: its rank in the cascade (importance; layer: its
+    place in the sheet's layer order, a later one greater, UNLAYERED above all; specificity: ids, classes, types;
+    its place in its stylesheet) and the image URLs it sets (empty for a background without an image); `hides`: the
+    rule sets `display: none` (no background)."""
 
     selector: str
     specificity: tuple[int, int, int]
@@ -75,12 +86,25 @@ class BackgroundRule:
     sheet: str
     urls: tuple[str, ...]
     important: bool = False
-    layer: int = 1
+    layer: tuple[int, ...] = UNLAYERED
     hides: bool = False
 
-    @property
-    def rank(self) -> tuple[bool, int, tuple[int, int, int]]:
-        return (self.important, self.layer if not self.important else -self.layer, self.specificity)
+
+def _versus(rule: BackgroundRule, held: BackgroundRule) -> int:
+    """On an element both match: 1 where `rule` wins over `held`, -1 where it loses, 0 where only the stylesheets'
+    order would tell (not known here)."""
+    if rule.important != held.important:
+        return 1 if rule.important else -1
+    same_sheet = rule.sheet == held.sheet
+    if not same_sheet and UNLAYERED not in (rule.layer, held.layer):
+        return 0  # layers of two sheets: their order is of the sheets' order
+    if rule.layer != held.layer:
+        return 1 if (rule.layer > held.layer) != rule.important else -1
+    if rule.specificity != held.specificity:
+        return 1 if rule.specificity > held.specificity else -1
+    if not same_sheet:
+        return 0
+    return 1 if rule.order > held.order else -1
 
 
 def _specificity(selector: str) -> tuple[int, int, int] | None:
@@ -132,6 +156,16 @@ def _is_none(value: list[Any]) -> bool:
     return len(words) == 1 and words[0].type == "ident" and words[0].lower_value == "none"
 
 
+def _layer_names(prelude: list[Any]) -> list[str] | None:
+    """The layer names of an @layer prelude (`a, b.c`: ["a", "b.c"]; empty: none), None if it is not a list of
+    names."""
+    text = tinycss2.serialize([t for t in prelude if t.type != "comment"]).strip()
+    if not text:
+        return []
+    names = [part.strip() for part in text.split(",")]
+    return names if all(_LAYER_NAME.fullmatch(name) for name in names) else None
+
+
 def background_rules(body: bytes, sheet_url: str, charset: str | None = None, *,
                      max_bytes: int = MAX_CSS_BYTES) -> list[BackgroundRule]:
     """The stylesheet's selectors that set a background or hide (see the module's docstring), in source order."""
@@ -140,21 +174,38 @@ def background_rules(body: bytes, sheet_url: str, charset: str | None = None, *,
 
 def background_rules_of(rules: list[Any], sheet_url: str) -> list[BackgroundRule]:
     """background_rules of a stylesheet already parsed (discover_css.parse_stylesheet)."""
-    flat: list[tuple[Any, int]] = []  # (rule, layer)
+    flat: list[tuple[Any, tuple[int, ...]]] = []  # (rule, layer)
+    places: dict[str, int] = {}  # each layer's full name → its first declaration's place in the sheet
+    unnamed = iter(range(_LAST))
 
-    def walk(block: list[Any], depth: int, layer: int) -> None:  # source order: the cascade's order within a sheet
+    def declare(name: str) -> tuple[int, ...]:
+        parts = name.split(".")
+        return tuple(places.setdefault(".".join(parts[:i + 1]), len(places)) for i in range(len(parts)))
+
+    def walk(block: list[Any], depth: int, within: str) -> None:  # source order: the cascade's order within a sheet
         for rule in block:
             if rule.type == "qualified-rule":
-                flat.append((rule, layer))
-            elif depth < _NESTING_LIMIT and rule.type == "at-rule" and rule.content is not None:
-                inner = rule.lower_at_keyword == "layer" or (
-                    rule.lower_at_keyword == "media"
-                    and tinycss2.serialize(rule.prelude).strip().lower() in ("all", "screen"))
-                if inner:
+                flat.append((rule, (*declare(within), _LAST) if within else UNLAYERED))
+            elif rule.type != "at-rule" or depth >= _NESTING_LIMIT:
+                continue
+            elif rule.lower_at_keyword == "layer":
+                names = _layer_names(rule.prelude)
+                statement = rule.content is None
+                if names is None or (statement and not names) or (not statement and len(names) > 1):
+                    continue  # invalid: a statement without names, a block with more than one
+                names = names or [f"#{next(unnamed)}"]  # an unnamed block: a layer no other rule can name
+                full = [f"{within}.{name}" if within else name for name in names]
+                for name in full:
+                    declare(name)
+                if rule.content is not None:
                     walk(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), depth + 1,
-                         0 if rule.lower_at_keyword == "layer" else layer)
+                         full[0])
+            elif rule.content is not None and rule.lower_at_keyword == "media" and (
+                    tinycss2.serialize(rule.prelude).strip().lower() in ("all", "screen")):
+                walk(tinycss2.parse_rule_list(rule.content, skip_comments=True, skip_whitespace=True), depth + 1,
+                     within)
 
-    walk(rules, 0, 1)
+    walk(rules, 0, "")
     out: list[BackgroundRule] = []
     for rule, layer in flat:
         winner: Any = None
@@ -259,7 +310,7 @@ def expected_backgrounds(document: bytes, charset: str | None, rules: list[Backg
         matches.append((rule, nodes))
     hidden = {n.mem_id for rule, nodes in matches if rule.hides for n in nodes}
     seen: dict[int, bool] = {}
-    # Each element's winning background rule, in one pass; a tie of rank across stylesheets goes against the image
+    # Each element's winning background rule, in one pass; where the stylesheets' order would decide, the image loses
     best: dict[int, tuple[BackgroundRule, bool, LexborNode]] = {}  # mem_id → (winner, doubtful, the element)
     for rule, nodes in matches:
         if rule.hides:
@@ -270,10 +321,10 @@ def expected_backgrounds(document: bytes, charset: str | None, rules: list[Backg
                 best[node.mem_id] = (rule, False, node)
                 continue
             held = current[0]
-            if rule.rank > held.rank or (rule.rank == held.rank and rule.sheet == held.sheet
-                                         and rule.order > held.order):
+            verdict = _versus(rule, held)
+            if verdict > 0:
                 best[node.mem_id] = (rule, False, node)
-            elif rule.rank == held.rank and rule.sheet != held.sheet:
+            elif verdict == 0:
                 best[node.mem_id] = (held, True, node)
     found: list[Subresource] = []
     for rule, doubtful, node in best.values():

@@ -10,7 +10,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lanefetch.prefetch.discover_backgrounds import BackgroundRule, background_rules, expected_backgrounds
+from lanefetch.prefetch.discover_backgrounds import UNLAYERED, BackgroundRule, background_rules, expected_backgrounds
 from lanefetch.prefetch.discover_css import discover_css
 from lanefetch.prefetch.discover_html import discover_html
 from lanefetch.prefetch.discover_worker import Discoverer, read_stylesheet
@@ -38,15 +38,15 @@ def test_rules_keep_selectors_specificity_and_the_winning_background_declaration
            b"li:first-child { background: url(f.png) } .i { background: url(i.png) !important; background: none }"
            b".frag { background: url(#f) } .c { color: blue } /* .x { background: url(comment.png) } */")
     rules = background_rules(css, SHEET)
-    assert [(r.selector, r.specificity, r.order, r.urls, r.important, r.layer) for r in rules] == [
-        (".note", (0, 1, 0), 0, (S + "b.png",), False, 1),
-        ("div.admonition", (0, 1, 1), 1, (S + "b.png",), False, 1),
-        ("#top > p.x", (1, 1, 1), 2, (), False, 1),
-        (".s", (0, 1, 0), 3, ("https://example.org/s.png",), False, 1),
-        (".l", (0, 1, 0), 4, (S + "l.png",), False, 0),
-        ("li:first-child", (0, 1, 1), 5, (S + "f.png",), False, 1),
-        (".i", (0, 1, 0), 6, (S + "i.png",), True, 1),
-        (".frag", (0, 1, 0), 7, (), False, 1),
+    assert [(r.selector, r.specificity, r.order, r.urls, r.important, r.layer != UNLAYERED) for r in rules] == [
+        (".note", (0, 1, 0), 0, (S + "b.png",), False, False),
+        ("div.admonition", (0, 1, 1), 1, (S + "b.png",), False, False),
+        ("#top > p.x", (1, 1, 1), 2, (), False, False),
+        (".s", (0, 1, 0), 3, ("https://example.org/s.png",), False, False),
+        (".l", (0, 1, 0), 4, (S + "l.png",), False, True),
+        ("li:first-child", (0, 1, 1), 5, (S + "f.png",), False, False),
+        (".i", (0, 1, 0), 6, (S + "i.png",), True, False),
+        (".frag", (0, 1, 0), 7, (), False, False),
     ]
 
 
@@ -217,3 +217,29 @@ async def test_a_match_past_its_bound_kills_its_worker_guesses_nothing_and_disco
         assert [s.url for s in expected] == [S + "x.png"]
     finally:
         discoverer.close()
+
+
+def test_a_later_cascade_layer_wins_over_an_earlier_one_whatever_their_specificity() -> None:
+    p = b"<body><p class='p q'>p</p>"
+    # the order of a statement, then of first appearance (a block later again keeps its place)
+    assert urls(b"@layer a, b; @layer b { .p { background: url(b.png) } } @layer a { .p.q { background: url(a.png) } }",
+                p) == [S + "b.png"]
+    assert urls(b"@layer a { .p.q { background: url(a.png) } } @layer b { .p { background: url(b.png) } }"
+                b" @layer a { #x, .p.q.q { background: url(a2.png) } }", p) == [S + "b.png"]
+    # a layer's own rules beat its sublayers'; a dotted name is the nested layer; unnamed layers are each their own
+    assert urls(b"@layer a { .p { background: url(a.png) } @layer s { .p.q { background: none } } }", p) == [
+        S + "a.png"]
+    assert urls(b"@layer a.s { .p.q { background: none } } @layer a { .p { background: url(a.png) } }", p) == [
+        S + "a.png"]
+    assert urls(b"@layer { .p.q { background: url(a.png) } } @layer { .p { background: url(b.png) } }", p) == [
+        S + "b.png"]
+    assert urls(b"@layer a, b { .p { background: url(x.png) } } @layer c d { .p { background: url(y.png) } }", p) == []
+    # !important reverses the layers' order (and an unlayered one loses to any layered one)
+    assert urls(b"@layer a, b; @layer b { .p { background: none !important } }"
+                b" @layer a { .p { background: url(a.png) !important } }", p) == [S + "a.png"]
+    assert urls(b"@layer a { .p { background: url(a.png) !important } } .p.q { background: none !important }", p) == [
+        S + "a.png"]
+    # two stylesheets' layers: their order depends on the sheets', not known here, so no guess
+    other = background_rules(b"@layer x { .p { background: url(o.png) } }", "https://example.org/other.css")
+    mine = background_rules(b"@layer y { .p.q { background: url(m.png) } }", SHEET)
+    assert expected_backgrounds(p, None, [*mine, *other]) == []
