@@ -9,14 +9,15 @@ stylesheet (discover_css.py) that applies to the screen (the caller's to say: a 
 
 Two steps, both pure:
 - `background_rules(stylesheet)`: per style rule, each selector of its list (split at its top-level commas only)
-  with its specificity, and what its winning `background`/`background-image` declaration sets (the last one, or the
-  last `!important` one): the image URLs (empty for `none`, a colour or a gradient, which override an image all the
-  same); and rules that set `display: none`. Rules at the top level, in `@layer` blocks and in `@media all|screen`
-  blocks; each rule's layer is its place in the sheet's layer order, as CSS Cascade 5 orders them: by first
-  declaration (an `@layer a, b;` statement or a block; `a.b` and a block within a block are sublayers, ordered
-  within theirs; an unnamed block is a layer of its own), a rule directly in a layer after its sublayers, unlayered
-  rules after every layer; another query may not hold, so its rules are
-  left out. A selector with a pseudo-element or a state-dependent pseudo-class (`:hover`, `:visited`, `:checked` …)
+  with its specificity, and what its winning `background`/`background-image` declaration sets (the last valid one,
+  or the last valid `!important` one; one the browser drops at parse time, `url(a.png) garbage` or two images in
+  a layer, is passed over as it is there: `_valid_background`): the image URLs (empty for `none`, a colour or a
+  gradient, which override an image all the same); and rules that set `display: none`. Rules at the top level, in
+  `@layer` blocks and in `@media all|screen` blocks (another query may not hold, so its rules are left out); each
+  rule's layer is its place in the sheet's layer order, as CSS Cascade 5 orders them: by first declaration (an
+  `@layer a, b;` statement or a block; `a.b` and a block within a block are sublayers, ordered within theirs; an
+  unnamed block is a layer of its own), a rule directly in a layer after its sublayers, unlayered rules after every
+  layer. A selector with a pseudo-element or a state-dependent pseudo-class (`:hover`, `:visited`, `:checked` …)
   is left out: only structural ones (`:not`, `:is`, `:where`, `:first-child` …) are matched. A stylesheet with more
   than MAX_RULES such selectors yields none (a truncated set would drop the later rules, which win ties).
 - `expected_backgrounds(document, rules)`: lexbor (the tree discover_html.py builds: scripting on, so <noscript>
@@ -49,6 +50,7 @@ import cssselect2
 import tinycss2
 import webencodings
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
+from tinycss2.color4 import parse_color
 
 from .discover_css import MAX_BYTES as MAX_CSS_BYTES
 from .discover_css import parse_stylesheet, url_of
@@ -151,6 +153,67 @@ def _image_urls(value: list[Any], sheet_url: str) -> tuple[str, ...]:
     return tuple(urls)
 
 
+_CSS_WIDE = frozenset({"inherit", "initial", "unset", "revert", "revert-layer"})
+_IMAGE_FUNCTION = re.compile(r"(-webkit-|-moz-|-o-)?(repeating-)?(linear|radial|conic)-gradient|url|image-set"
+                             r"|-webkit-image-set|cross-fade|-webkit-cross-fade|image|element|-moz-element|paint"
+                             r"|-webkit-gradient")
+_BACKGROUND_WORDS = frozenset({
+    "repeat", "repeat-x", "repeat-y", "no-repeat", "space", "round", "scroll", "fixed", "local", "border-box",
+    "padding-box", "content-box", "text", "left", "right", "top", "bottom", "center", "auto", "cover", "contain",
+    # system colours (CSS Color 4, with the deprecated ones browsers still take)
+    "canvas", "canvastext", "linktext", "visitedtext", "activetext", "buttonface", "buttontext", "buttonborder",
+    "field", "fieldtext", "highlight", "highlighttext", "selecteditem", "selecteditemtext", "mark", "marktext",
+    "graytext", "accentcolor", "accentcolortext", "activeborder", "activecaption", "appworkspace", "background",
+    "buttonhighlight", "buttonshadow", "captiontext", "inactiveborder", "inactivecaption", "inactivecaptiontext",
+    "infobackground", "infotext", "menu", "menutext", "scrollbar", "threeddarkshadow", "threedface",
+    "threedhighlight", "threedlightshadow", "threedshadow", "window", "windowframe", "windowtext"})
+_VALUE_FUNCTIONS = frozenset({
+    "rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color", "color-mix", "light-dark",
+    "contrast-color", "device-cmyk", "calc", "min", "max", "clamp", "round", "mod", "rem", "abs", "sign"})
+_SUBSTITUTIONS = frozenset({"var", "env", "attr"})
+
+
+def _background_part(token: Any) -> bool:
+    """A token of a `background` layer other than its image: a keyword, a colour, a number, `/`."""
+    if token.type in ("number", "percentage", "dimension", "hash") or (token.type == "literal"
+                                                                        and token.value == "/"):
+        return True
+    if token.type == "ident":
+        return bool(token.lower_value in _BACKGROUND_WORDS or token.value.startswith("-")
+                    or parse_color(token) is not None)
+    return token.type == "function" and (token.lower_name in _VALUE_FUNCTIONS or token.lower_name.startswith("-"))
+
+
+def _valid_background(name: str, value: list[Any]) -> bool:
+    """Would the browser keep this `background`/`background-image` declaration at parse time? Its layers (split at
+    commas) each hold one image (url(), a gradient or other image function, `none`; `background-image` nothing
+    else), and in `background` only what its grammar takes beside: keywords, colours, numbers, `/`. Leaning to
+    valid where unsure (a vendor-prefixed word, a function's arguments): a value taken for valid wrongly is the
+    guess as before this check. A var()/env()/attr() makes any value valid until it is computed."""
+    tokens = [t for t in value if t.type not in ("whitespace", "comment")]
+    if any(t.type == "function" and t.lower_name in _SUBSTITUTIONS for t in tokens):
+        return True
+    if len(tokens) == 1 and tokens[0].type == "ident" and tokens[0].lower_value in _CSS_WIDE:
+        return True
+    layers: list[list[Any]] = [[]]
+    for token in tokens:
+        if token.type == "literal" and token.value == ",":
+            layers.append([])
+        else:
+            layers[-1].append(token)
+    for layer in layers:
+        images = 0
+        for token in layer:
+            if token.type == "url" or (token.type == "function" and _IMAGE_FUNCTION.fullmatch(token.lower_name)) or (
+                    token.type == "ident" and token.lower_value == "none"):
+                images += 1
+            elif name == "background-image" or not _background_part(token):
+                return False
+        if images > 1 or not layer or (name == "background-image" and images != 1):
+            return False
+    return True
+
+
 def _is_none(value: list[Any]) -> bool:
     words = [t for t in value if t.type not in ("whitespace", "comment")]
     return len(words) == 1 and words[0].type == "ident" and words[0].lower_value == "none"
@@ -214,8 +277,8 @@ def background_rules_of(rules: list[Any], sheet_url: str) -> list[BackgroundRule
             if item.type != "declaration":
                 continue
             if item.lower_name in ("background", "background-image") and (item.important or not (
-                    winner is not None and winner.important)):
-                winner = item  # the last one wins, an !important one over any normal one
+                    winner is not None and winner.important)) and _valid_background(item.lower_name, item.value):
+                winner = item  # the last valid one wins, an !important one over any normal one
             elif item.lower_name == "display" and _is_none(item.value):
                 hides = True
         if winner is None and not hides:

@@ -243,3 +243,24 @@ def test_a_later_cascade_layer_wins_over_an_earlier_one_whatever_their_specifici
     other = background_rules(b"@layer x { .p { background: url(o.png) } }", "https://example.org/other.css")
     mine = background_rules(b"@layer y { .p.q { background: url(m.png) } }", SHEET)
     assert expected_backgrounds(p, None, [*mine, *other]) == []
+
+
+def test_a_background_declaration_the_browser_drops_as_invalid_does_not_win() -> None:
+    p = b"<body><p class=p>p</p>"
+    assert urls(b".p { background-image: url(a.png); background-image: url(b.png) garbage }", p) == [S + "a.png"]
+    assert urls(b".p { background-image: url(a.png); background-image: url(b.png) url(c.png) }", p) == [S + "a.png"]
+    assert urls(b".p { background: url(a.png); background: url(b.png) url(c.png) }", p) == [S + "a.png"]
+    assert urls(b".p { background: url(a.png); background: url(b.png) nonsense }", p) == [S + "a.png"]
+    assert urls(b".p { background: url(a.png); background: none; background: url(b.png) 1px, }", p) == []
+    assert urls(b".p { background: url(a.png) !important; background: url(b.png) garbage !important }", p) == [
+        S + "a.png"]
+    # what is valid wins as before: keywords, colours, positions and sizes, several layers, a var() (valid until
+    # its value is computed: then, here, an unknown value without an image)
+    assert urls(b".p { background: url(a.png); background: url(b.png) no-repeat center / cover fixed,"
+                b" url(c.png) 10px 0 padding-box content-box rgb(0 0 0 / 50%) }", p) == [S + "b.png", S + "c.png"]
+    assert urls(b".p { background: url(a.png); background: #fff url('b.png') repeat-x left top Canvas }", p) == [
+        S + "b.png"]
+    assert urls(b".p { background-image: url(a.png); background-image: linear-gradient(red, blue), url(b.png) }",
+                p) == [S + "b.png"]
+    assert urls(b".p { background: url(a.png); background: var(--bg) }", p) == []
+    assert urls(b".p { background: url(a.png); background: inherit }", p) == []
