@@ -1,8 +1,9 @@
 """What a stylesheet makes the browser fetch: its @import chain and the web fonts it declares.
 
-Input: the stylesheet's bytes and URL, the charset its Content-Type named, and the encoding of the document that
-linked it (CSS's fallback). tinycss2 implements CSS Syntax Level 3 (the tokenizer browsers use: escapes,
-comments, strings, url() and bad-url tokens, blocks, @charset and BOM decoding), so a url() inside a comment or
+Input: the stylesheet's bytes and URL, the charset its Content-Type named, and the encoding of what linked it (CSS's
+fallback, its "environment encoding": the document's, where it declared one, or the importing stylesheet's).
+tinycss2 implements CSS Syntax Level 3 (the tokenizer browsers use: escapes, comments, strings, url() and bad-url
+tokens, blocks, @charset and BOM decoding), so a url() inside a comment or
 a string is never taken for a reference.
 
 Output, in source order, deduplicated (resource.py):
@@ -133,13 +134,19 @@ def _font_faces(rules: list[Any], depth: int) -> list[str]:
 
 def parse_stylesheet(body: bytes, charset: str | None = None, *, document_encoding: str | None = None,
                      max_bytes: int = MAX_BYTES) -> list[Any]:
-    """The stylesheet's top-level rules (tinycss2), its bytes decoded as the browser would (BOM, @charset, the
-    Content-Type's charset, the document's encoding): parsed once for every reader of a stylesheet
-    (discover_css_rules here, discover_backgrounds.background_rules_of)."""
-    rules, _encoding = tinycss2.parse_stylesheet_bytes(
+    """The stylesheet's top-level rules (tinycss2), its bytes decoded as the browser would (BOM, the Content-Type's
+    charset, @charset, the encoding of what linked it: its document's, or an importing sheet's): parsed once for
+    every reader of a stylesheet (discover_css_rules here, discover_backgrounds.background_rules_of)."""
+    return parse_stylesheet_in(body, charset, document_encoding=document_encoding, max_bytes=max_bytes)[0]
+
+
+def parse_stylesheet_in(body: bytes, charset: str | None = None, *, document_encoding: str | None = None,
+                        max_bytes: int = MAX_BYTES) -> tuple[list[Any], str]:
+    """parse_stylesheet, and the name of the encoding it was decoded in (what the sheets it imports fall back to)."""
+    rules, encoding = tinycss2.parse_stylesheet_bytes(
         body[:max_bytes], protocol_encoding=charset, environment_encoding=document_encoding,
         skip_comments=True, skip_whitespace=True)
-    return list(rules)
+    return list(rules), str(encoding.name)
 
 
 def discover_css(body: bytes, sheet_url: str, charset: str | None = None, *,

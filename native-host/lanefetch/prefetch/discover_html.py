@@ -181,7 +181,16 @@ def _link(element: Attributes, href: str, base: str, doc: str, encoding: str) ->
 
 def sniff_encoding(body: bytes, charset: str | None) -> str:
     """The document's encoding by the WHATWG byte-stream sniff (html5lib's implementation)."""
-    return str(HTMLBinaryInputStream(body, transport_encoding=charset).charEncoding[0].name)
+    return _sniff(body, charset)[0]
+
+
+def _sniff(body: bytes, charset: str | None) -> tuple[str, bool]:
+    """sniff_encoding, and whether the document declared it (a BOM, the transport's charset, a <meta>) rather than
+    it being the sniff's default."""
+    stream = HTMLBinaryInputStream(body, transport_encoding=charset)
+    encoding, confidence = stream.charEncoding
+    stream.rawStream.seek(0)
+    return str(encoding.name), confidence == "certain" or stream.detectEncodingMeta() is not None
 
 
 def discover_html(body: bytes, document_url: str, charset: str | None = None, *,
@@ -206,6 +215,11 @@ class DocumentRead(NamedTuple):
     # The bytes read reach past the document's <head> (an element in its body): no <meta> policy can follow that
     # the browser would take for what its stylesheets name
     head_ended: bool
+    # The encoding it was read in where that was declared (a BOM, the Content-Type's charset, a <meta>): its
+    # stylesheets' fallback (discover_css.parse_stylesheet). None where it was not: the sniff's default
+    # (windows-1252) is then what browsers may replace by what they detect (UTF-8 as likely), so a stylesheet falls
+    # back to UTF-8, as CSS does without one
+    encoding: str | None
 
 
 def read_document(body: bytes, document_url: str, charset: str | None = None, *,
@@ -213,18 +227,19 @@ def read_document(body: bytes, document_url: str, charset: str | None = None, *,
     """discover_html's subresources, whether the document sets a Content-Security-Policy of its own, and whether
     the bytes read reach past its head (DocumentRead)."""
     body = body[:max_bytes]
-    encoding = sniff_encoding(body, charset)
+    encoding, declared = _sniff(body, charset)
+    sheets_encoding = encoding if declared else None
     text, _ = webencodings.decode(body, encoding, errors="replace")  # a BOM wins, as in the sniff
     root = LexborHTMLParser(nesting_bound(text), scripting=True).root  # as browsers that run scripts parse <noscript>
     if root is None:
-        return DocumentRead([], False, False)
+        return DocumentRead([], False, False, sheets_encoding)
     elements = list(_walk(root))
     policy = any(_sets_policy(tag, attrs) for tag, attrs, _ in elements)
     head_ended = any(parent == "body" for _, _, parent in elements)
     base_href = next((a["href"] for tag, a, _ in elements if tag == "base" and "href" in a), None)
     base = base_url(base_href, document_url, encoding=encoding)
     if base is None:
-        return DocumentRead([], policy, head_ended)
+        return DocumentRead([], policy, head_ended, sheets_encoding)
     found: list[Subresource] = []
     for tag, attrs, parent in elements:
         if tag == "link":
@@ -249,4 +264,4 @@ def read_document(body: bytes, document_url: str, charset: str | None = None, *,
             if url is not None:
                 mode, credentials = cors_settings(attrs.get("crossorigin"))
                 found.append(Subresource(url, "image", mode, credentials, document_url))
-    return DocumentRead(dedupe(found), policy, head_ended)
+    return DocumentRead(dedupe(found), policy, head_ended, sheets_encoding)

@@ -42,10 +42,10 @@ import select
 import threading
 import time
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, NamedTuple
 
 from .discover_backgrounds import BackgroundRule, background_rules_of, expected_backgrounds
-from .discover_css import discover_css_rules, parse_stylesheet
+from .discover_css import discover_css_rules, parse_stylesheet_in
 from .discover_html import DocumentRead, read_document
 from .resource import Subresource
 
@@ -61,18 +61,28 @@ def _ready() -> bool:
     return True
 
 
-def read_stylesheet(body: bytes, url: str, charset: str | None,
-                    backgrounds: bool) -> tuple[list[Subresource], list[BackgroundRule]]:
+class StylesheetRead(NamedTuple):
+    """What a read of a stylesheet found (read_stylesheet)."""
+
+    found: list[Subresource]  # discover_css's subresources
+    rules: list[BackgroundRule]  # its background rules, where asked for
+    encoding: str  # the encoding it was read in: the fallback of the sheets it imports
+
+
+def read_stylesheet(body: bytes, url: str, charset: str | None, backgrounds: bool,
+                    environment: str | None = None) -> StylesheetRead:
     """One parse of a stylesheet for both its readers: what it names (discover_css) and, where `backgrounds`, the
-    rules that set a background or hide (discover_backgrounds); tokenizing is most of either's cost."""
-    rules = parse_stylesheet(body, charset)
+    rules that set a background or hide (discover_backgrounds); tokenizing is most of either's cost. `environment`:
+    the encoding of what linked it (its document's, or the importing sheet's), CSS's fallback for a sheet without a
+    BOM, a charset or an @charset."""
+    rules, encoding = parse_stylesheet_in(body, charset, document_encoding=environment)
     found = discover_css_rules(rules, url)
     if not backgrounds:
-        return found, []
+        return StylesheetRead(found, [], encoding)
     try:
-        return found, background_rules_of(rules, url)
+        return StylesheetRead(found, background_rules_of(rules, url), encoding)
     except RecursionError:  # nesting past the interpreter's limit: no guesses from it, what it names still flies
-        return found, []
+        return StylesheetRead(found, [], encoding)
 
 
 def _end_with(helper_pid: int) -> None:
@@ -205,10 +215,10 @@ class Discoverer:
         read: DocumentRead = await self._run(read_document, body, url, charset)
         return read
 
-    async def stylesheet(self, body: bytes, url: str, charset: str | None,
-                         backgrounds: bool) -> tuple[list[Subresource], list[BackgroundRule]]:
-        read: tuple[list[Subresource], list[BackgroundRule]] = await self._run(
-            read_stylesheet, body, url, charset, backgrounds)
+    async def stylesheet(self, body: bytes, url: str, charset: str | None, backgrounds: bool,
+                         environment: str | None = None) -> StylesheetRead:
+        """What the stylesheet names, its background rules and its encoding (read_stylesheet)."""
+        read: StylesheetRead = await self._run(read_stylesheet, body, url, charset, backgrounds, environment)
         return read
 
     async def backgrounds(self, document: bytes, charset: str | None,

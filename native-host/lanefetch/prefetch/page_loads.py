@@ -18,7 +18,8 @@ and the engine, so a prefetched response answers before any of them is asked):
   request for the load's own URL, wave 0) and every stylesheet that reaches the helper (the browser's, or one the
   flight prefetched) are read as they stream: the document as soon as 1 KiB of it arrived (its <meta charset>
   prescan window), again each time it doubled (up to PROGRESSIVE_MAX) and once whole (an unfinished tag at the
-  cut is dropped by the HTML tokenizer, so a prefix yields only complete elements); a stylesheet once whole. What
+  cut is dropped by the HTML tokenizer, so a prefix yields only complete elements); a stylesheet once whole, in the
+  encoding of what named it where it says none of its own (`_environment`). What
   they name and the browser has not asked for yet is planned (plan.py, with the page's learned history and the
   browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
   answered by the same fidelity rule). Bodies that are not 2xx are not read; one that arrives content-coded (proxy
@@ -246,6 +247,10 @@ class _Load:
     # A stylesheet read before the read that names it (its media unknown: the document's read, in the worker, may
     # end after its stylesheet's): its rules and wave, placed (or dropped) once a read found it (_place_rules)
     unplaced_rules: dict[str, tuple[list[BackgroundRule], int]] = field(default_factory=dict)
+    # The encoding each document (where declared: DocumentRead.encoding) or stylesheet read was decoded in, by URL:
+    # what a stylesheet it names falls back to
+    encodings: dict[str, str] = field(default_factory=dict)
+    document_encoding: str | None = None  # the load's document's, once a read of it ended (where declared)
     tasks: set[asyncio.Task[object]] = field(default_factory=set)
 
     def spawn(self, work: Coroutine[object, object, object], name: str) -> None:
@@ -265,6 +270,16 @@ def _guesses_backgrounds(load: _Load) -> bool:
     are in (the load may have given up meanwhile). The document's request is tapped as it comes (a streamed one
     when the browser's request of it is told), before any of its stylesheets can have arrived."""
     return load.reads_document and not load.backgrounds_given_up
+
+
+def _environment(load: _Load, sheet: str) -> str | None:
+    """The encoding a stylesheet without a BOM, charset or @charset is decoded in (CSS Syntax's environment
+    encoding): that of what named it (the document, or the sheet importing it) where a read found it, else the
+    load's document's (a sheet the browser or the page's history asked for); None where neither was read (UTF-8)."""
+    named = load.found.get(sheet)
+    if named is not None and named[0].initiator in load.encodings:
+        return load.encodings[named[0].initiator]
+    return load.document_encoding
 
 
 def _place_rules(load: _Load) -> bool:
@@ -547,12 +562,15 @@ class PageLoads:
             if tap.kind == "html":
                 read = await self._discoverer.html(body, tap.url, tap.charset)
                 found = read.found
+                if read.encoding is not None:  # each read of the document finds the same
+                    load.encodings[tap.url] = load.document_encoding = read.encoding
                 load.under_policy = load.under_policy or read.policy
                 opened = not load.head_read and (read.head_ended or whole)
                 load.head_read = load.head_read or opened
             else:  # one parse for what it names and its background rules
-                found, rules = await self._discoverer.stylesheet(body, tap.url, tap.charset,
-                                                                 _guesses_backgrounds(load))
+                found, rules, encoding = await self._discoverer.stylesheet(
+                    body, tap.url, tap.charset, _guesses_backgrounds(load), _environment(load, tap.url))
+                load.encodings[tap.url] = encoding
             if load.starting is not None:
                 await asyncio.wait([load.starting])  # the history recalled: the plan merges both
             await self._discovered_found(load, tap, found, whole)

@@ -1151,6 +1151,28 @@ async def test_a_load_past_its_background_rules_bound_guesses_nothing_and_still_
             await loads.end_all()
 
 
+LATIN = {"/latin/index.html": b"<!doctype html><html><head><meta charset=windows-1252>"
+                               b"<link rel=stylesheet href=/static/latin.css></head><body><div class=note>x</div>",
+         "/static/latin.css": b"@import url(caf\xe9.css); .note { background: url(n\xe9.png) }",
+         "/static/caf\u00e9.css": b"@import url(d\xe9j\xe0.css);", "/static/d\u00e9j\u00e0.css": b"p { color: red }",
+         "/static/n\u00e9.png": b"\x89PNG" * 300}
+
+
+async def test_a_stylesheet_without_a_charset_is_read_in_its_document_s_encoding(service: FetchService) -> None:
+    """CSS decodes a stylesheet without a BOM, a charset in its Content-Type or an @charset in the encoding of what
+    linked it: a windows-1252 page's sheet and the sheet it imports are read so, and their non-ASCII references fly
+    as the browser asks for them (UTF-8 in the URL); read as UTF-8 they were U+FFFD, and never the browser's URL."""
+    async with counting_server(_answer_from(LATIN)) as server:
+        loads, _ended = recording_loads(service)
+        try:
+            await first_visit(loads, service, server, "/latin/index.html")
+            wanted = ["/static/caf\u00e9.css", "/static/d\u00e9j\u00e0.css", "/static/n\u00e9.png"]
+            await until(lambda: all(p in server.seen for p in wanted), "the non-ASCII references' prefetches",
+                        seen=lambda: server.seen)
+        finally:
+            await loads.end_all()
+
+
 @pytest.mark.parametrize("sheet_sets_site", [False, True])
 async def test_a_cross_origin_stylesheet_s_import_and_background_fly_with_the_site_the_browser_sends(
         service: FetchService, sheet_sets_site: bool) -> None:

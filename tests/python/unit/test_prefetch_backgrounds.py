@@ -160,7 +160,7 @@ def test_the_guesses_are_exactly_the_images_that_win_on_a_shown_element(
 ])
 def test_one_parse_of_a_stylesheet_reads_what_both_readers_read(css: bytes, backgrounds: bool) -> None:
     # discover_worker.read_stylesheet: the worker's one parse gives what discover_css and background_rules give
-    found, rules = read_stylesheet(css, SHEET, "utf-8", backgrounds)
+    found, rules, _ = read_stylesheet(css, SHEET, "utf-8", backgrounds)
     assert found == discover_css(css, SHEET, "utf-8")
     assert rules == (background_rules(css, SHEET, "utf-8") if backgrounds else [])
     assert rules or not backgrounds
@@ -185,7 +185,7 @@ def test_a_selector_the_compiler_fails_on_loses_that_selector_only() -> None:
     nested = b":is(" * 400 + b".a" + b")" * 400
     css = (b"@import url(more.css); li:nth-child(2n+) { background: url(a.png) } "
            + nested + b" { background: url(n.png) } .ok { background: url(ok.png) }")
-    found, rules = read_stylesheet(css, SHEET, "utf-8", True)
+    found, rules, _ = read_stylesheet(css, SHEET, "utf-8", True)
     assert [s.url for s in found] == [S + "more.css"]
     assert [r.urls for r in rules] == [(S + "ok.png",)]
 

@@ -266,6 +266,17 @@ def test_stylesheet_encoding() -> None:
         "https://cdn.example.net/css/caf%C3%A9.css"]
 
 
+@pytest.mark.parametrize(("body", "charset", "encoding"), [
+    (b"<p>plain", "windows-1252", "windows-1252"),                  # the transport's charset
+    (b'<meta charset="latin1"><p>', None, "windows-1252"),          # the prescan
+    (b"\xef\xbb\xbf<p>", "windows-1252", "utf-8"),                   # a BOM
+    (b"<p>caf\xc3\xa9", None, None),                                  # none: browsers may detect another
+])
+def test_a_document_read_says_the_encoding_its_stylesheets_fall_back_to(
+        body: bytes, charset: str | None, encoding: str | None) -> None:
+    assert read_document(body, DOC, charset).encoding == encoding
+
+
 def test_a_rule_before_import_ends_the_imports() -> None:
     assert discover_css(b'p { color: red } @import "a.css";', SHEET) == []
     assert discover_css(b'@font-face { src: url(f.woff) } @import "a.css";', SHEET)[0].destination == "font"
