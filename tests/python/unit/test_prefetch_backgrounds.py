@@ -5,6 +5,7 @@ discover_html.py and discover_css.py give stylesheets."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 
 import pytest
@@ -264,3 +265,21 @@ def test_a_background_declaration_the_browser_drops_as_invalid_does_not_win() ->
                 p) == [S + "b.png"]
     assert urls(b".p { background: url(a.png); background: var(--bg) }", p) == []
     assert urls(b".p { background: url(a.png); background: inherit }", p) == []
+
+
+async def test_without_a_worker_process_discovery_reads_on_but_matches_no_background(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A thread cannot be stopped in lexbor (which holds the GIL: the helper's event loop would stall as long), so
+    # where no worker process can start the documents and stylesheets are still read, and no background matched
+    def no_process(*_args: object, **_kwargs: object) -> None:
+        raise OSError("no forkserver")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_process)
+    discoverer = Discoverer()
+    try:
+        read = await asyncio.wait_for(discoverer.html(b"<link rel=stylesheet href=a.css>", PAGE, None), 60)
+        assert [s.url for s in read.found] == ["https://example.org/docs/a.css"]
+        rules = background_rules(b".x { background: url(x.png) }", SHEET)
+        assert await asyncio.wait_for(discoverer.backgrounds(b"<body><p class=x>x</p>", "utf-8", rules), 60) == []
+    finally:
+        discoverer.close()
