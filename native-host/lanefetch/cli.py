@@ -47,6 +47,7 @@ class _Result:
         self.file: IO[bytes] | None = None
         self.path: Path | None = None
         self.part: Path | None = None  # the body is written here, and renamed to `path` once it is whole
+        self.saved: Path | None = None  # `path` once the whole body is there: what the report names, nothing else
         self.withheld = False  # an HTTP error's body under --fail: not written anywhere
         self.refused = False  # a binary body not written to the terminal
 
@@ -126,7 +127,7 @@ class _CliSink:
             self._close(r)
             if r.part is not None and r.path is not None:
                 r.part.replace(r.path)
-                r.part = None
+                r.part, r.saved = None, r.path
         except OSError as e:  # a directory of that name, ...
             self._cannot_write(r, e)
 
@@ -199,7 +200,7 @@ def _request_json(r: _Result) -> dict[str, Any]:
         "retries": rep.retries if rep else 0,
         "cache": rep.cache if rep else "none",
         "wire_bytes": rep.wire_bytes if rep else 0,
-        "file": str(r.path) if r.path and r.error is None else None,
+        "file": None if r.saved is None else str(r.saved),
         "lanes": None if rep is None or rep.lanes is None else [asdict(lane) for lane in rep.lanes],
     }
 

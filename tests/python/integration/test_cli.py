@@ -546,3 +546,16 @@ async def test_out_naming_a_file_is_refused_with_a_reason_not_a_traceback(tmp_pa
             assert code == 2 and "Traceback" not in err, err
             assert len(err.strip().splitlines()) == 1 and str(taken) in err, err
         assert taken.read_bytes() == b"mine" and not srv.requests, "nothing fetched"
+
+
+async def test_json_names_only_files_written(tmp_path: Path) -> None:
+    """--json's `file` is a file that holds the body: not -o FILE's name when --fail withheld the error page."""
+    async with ScriptedServer(missing_pages()) as srv:
+        target = tmp_path / "page.html"
+        code, out, err = await run_cli("--json", "--fail", "-o", str(target), srv.url("/missing/page"))
+        assert code == 22, err
+        assert not target.exists()
+        assert json.loads(out)["requests"][0]["file"] is None, out
+        code, out, err = await run_cli("--json", "--fail", "-o", str(target), srv.url("/r/a/100"))
+        assert code == 0, err
+        assert json.loads(out)["requests"][0]["file"] == str(target) and target.read_bytes() == content("/r/a/100")
