@@ -570,6 +570,12 @@ def _main(argv: list[str] | None) -> int:
         output_error = _output_choice(args)
         if output_error is not None:
             args.command_parser.error(output_error)
+        if args.head and args.out is not None:
+            # A HEAD answer has no body: an empty file would pass for an empty resource, and would replace the
+            # one of that name already there (the body a GET fetched).
+            if not args.quiet:
+                _warn(f"--head fetches no body: nothing is written to {args.output or args.out}")
+            args.out = args.output = None
         refusal = _where_bodies_go(args)
         if refusal is not None:
             args.command_parser.error(refusal)

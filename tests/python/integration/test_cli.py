@@ -559,3 +559,26 @@ async def test_json_names_only_files_written(tmp_path: Path) -> None:
         code, out, err = await run_cli("--json", "--fail", "-o", str(target), srv.url("/r/a/100"))
         assert code == 0, err
         assert json.loads(out)["requests"][0]["file"] == str(target) and target.read_bytes() == content("/r/a/100")
+
+
+async def test_head_writes_no_file(tmp_path: Path) -> None:
+    """--head has no body to keep: --out, -O and -o FILE write nothing (an empty file would look like an empty
+    resource, and replaced the one already there under that name), and a warning says so."""
+    async with ScriptedServer(well_behaved()) as srv:
+        out_dir = tmp_path / "out"
+        out_dir.mkdir()
+        (out_dir / "5000").write_bytes(b"mine")
+        mine = tmp_path / "mine.bin"
+        mine.write_bytes(b"mine too")
+        for args in (["--out", str(out_dir)], ["--json", "--out", str(out_dir)], ["-o", str(mine)]):
+            code, out, err = await run_cli("--head", *args, srv.url("/r/a/5000"))
+            assert code == 0, err
+            where = str(mine) if "-o" in args else str(out_dir)
+            assert err.strip() == f"lanefetch: warning: --head fetches no body: nothing is written to {where}", err
+            if "--json" in args:
+                assert json.loads(out)["requests"][0]["file"] is None, out
+            else:
+                assert "200" in out and srv.url("/r/a/5000") in out, out
+        assert sorted(f.name for f in out_dir.iterdir()) == ["5000"] and (out_dir / "5000").read_bytes() == b"mine"
+        assert sorted(os.listdir(tmp_path)) == ["mine.bin", "out"] and mine.read_bytes() == b"mine too"
+        assert [r.method for r in srv.requests] == ["HEAD"] * 3
