@@ -24,7 +24,8 @@ class DownloadProgress:
 
     def __init__(self, stream: TextIO, requests: int) -> None:
         self._progress = Progress(
-            TextColumn("{task.description}", table_column=None),
+            # A body's name comes from its URL: shown as it is, never read as rich markup ("[/b]" would raise).
+            TextColumn("{task.description}", markup=False, table_column=None),
             BarColumn(),
             DownloadColumn(),
             TransferSpeedColumn(),

@@ -37,3 +37,15 @@ def test_a_finished_body_of_a_batch_leaves_with_its_lanes() -> None:
     text = out.getvalue()
     assert "2 files" in text and "b.bin" in text
     assert "a.bin" not in text and "eth0" not in text, text
+
+
+def test_a_name_with_brackets_is_shown_as_it_is() -> None:
+    """A body's name is the URL's, not rich markup: `[a]` is not dropped as a style, nor `[/b]` refused as a
+    closing tag that matches none (which raised out of the progress, ending the command with a traceback)."""
+    out = io.StringIO()
+    progress = DownloadProgress(out, 2)
+    progress.begin("0", "photo[a].jpg", 10)
+    progress.begin("1", "x[/b].txt", 10)
+    progress.close()
+    text = out.getvalue()
+    assert "photo[a].jpg" in text and "x[/b].txt" in text, text
