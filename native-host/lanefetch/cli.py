@@ -231,6 +231,9 @@ def _output_choice(args: argparse.Namespace) -> str | None:
                     "its URL's name")
         if str(args.output) == "-":
             args.output = None  # standard output, as without -o
+        elif args.output.name in ("", "..") or args.output.is_dir():  # ".", "" and "/" have no name
+            return (f"-o FILE names a directory ({args.output}): give a file name, or --out DIR to keep the body "
+                    "there under its URL's name")
         else:
             args.out = args.output.parent
     return None

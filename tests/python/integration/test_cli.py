@@ -582,3 +582,16 @@ async def test_head_writes_no_file(tmp_path: Path) -> None:
         assert sorted(f.name for f in out_dir.iterdir()) == ["5000"] and (out_dir / "5000").read_bytes() == b"mine"
         assert sorted(os.listdir(tmp_path)) == ["mine.bin", "out"] and mine.read_bytes() == b"mine too"
         assert [r.method for r in srv.requests] == ["HEAD"] * 3
+
+
+@pytest.mark.parametrize("target", [".", "", "/", "..", "dir"])
+async def test_output_naming_a_directory_is_refused_before_fetching(tmp_path: Path, target: str) -> None:
+    """-o FILE that names no file (".", "", "/", "..", a directory already there) is a bad argument: status 2 and
+    the reason before anything is fetched, not an internal error (or a failed write) after the body came."""
+    (tmp_path / "dir").mkdir()
+    async with ScriptedServer(well_behaved()) as srv:
+        code, _, err = await run_lanefetch("fetch", "-o", target, srv.url("/r/a/100"), cwd=tmp_path)
+        text = err.decode()
+        assert code == 2 and text.startswith("usage: lanefetch fetch"), text
+        assert "-o FILE" in text.splitlines()[-1] and "a directory" in text.splitlines()[-1], text
+        assert not srv.requests and sorted(os.listdir(tmp_path)) == ["dir"]
