@@ -36,6 +36,11 @@ def _is_binary(data: bytes) -> bool:
     return b"\0" in data  # curl's test: text on a terminal has no NUL byte, nearly every binary format has some
 
 
+def _part_name(name: str) -> str:
+    """Where a body is written until it is whole, then renamed to `name`."""
+    return f".{name}.lanefetch-part"
+
+
 class _Result:
     def __init__(self, request: FetchRequest) -> None:
         self.request = request
@@ -73,11 +78,13 @@ class _CliSink:
         # Decoded, a %2F is a "/": a character of the name, never a step out of the directory (nor to "/").
         base = base.replace("/", "_").replace("\\", "_") if base not in (".", "..") else "index.html"
         name, n = base, 1
-        while name in self._names:  # two URLs with one basename: keep both
+        # Two URLs with one basename: keep both. A body's part file is a name taken too: a URL named like it
+        # (".x.lanefetch-part") would have been renamed over it while it arrived, or truncated it once whole.
+        while name in self._names or _part_name(name) in self._names:
             n += 1
             stem, dot, ext = base.rpartition(".")
             name = f"{stem}-{n}.{ext}" if dot and stem else f"{base}-{n}"
-        self._names.add(name)
+        self._names.update((name, _part_name(name)))
         return name
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
@@ -93,7 +100,7 @@ class _CliSink:
                 r.path = self.out_dir / self._name_for(request.url)
             # Under a name of its own until the body is whole: an interrupted fetch leaves no file that looks
             # complete (nor truncates the one -o names).
-            r.part = r.path.with_name(f".{r.path.name}.lanefetch-part")
+            r.part = r.path.with_name(_part_name(r.path.name))
             try:
                 r.file = r.part.open("wb")
             except (OSError, ValueError) as e:  # ValueError: a NUL byte in the name
