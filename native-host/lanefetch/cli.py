@@ -21,6 +21,7 @@ from . import __version__
 from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
 from .engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from .engine.transport import make_tls_context
 from .lanes.interfaces import parse_interface_arg
 from .lanes.interfaces_command import interfaces_command, interfaces_parser
 from .progress import DownloadProgress
@@ -279,6 +280,13 @@ async def _fetch(args: argparse.Namespace) -> int:
     )
     to_stdout = args.out is None and not args.json and not args.head
     show = not args.quiet and sys.stderr.isatty()
+    if args.ca_file is not None:
+        # Read now, as the engine will at the first https:// URL: there its error would end the whole batch.
+        try:
+            make_tls_context(args.ca_file)
+        except OSError as e:  # not there, not a certificate (ssl.SSLError), ...
+            print(f"lanefetch: cannot use --ca-file {args.ca_file}: {e.strerror or e}", file=sys.stderr)
+            return 2
     if args.out is not None:
         try:
             args.out.mkdir(parents=True, exist_ok=True)

@@ -595,3 +595,19 @@ async def test_output_naming_a_directory_is_refused_before_fetching(tmp_path: Pa
         assert code == 2 and text.startswith("usage: lanefetch fetch"), text
         assert "-o FILE" in text.splitlines()[-1] and "a directory" in text.splitlines()[-1], text
         assert not srv.requests and sorted(os.listdir(tmp_path)) == ["dir"]
+
+
+@pytest.mark.parametrize("kind", ["missing", "not a certificate"])
+async def test_a_ca_file_that_cannot_be_used_is_refused_with_a_reason_not_a_traceback(tmp_path: Path,
+                                                                                       kind: str) -> None:
+    """--ca-file that is not there or holds no certificate: a one-line reason and status 2 before anything is
+    fetched (nor --out made), not a Python traceback raised out of the batch at the first https:// URL."""
+    ca = tmp_path / "ca.pem"
+    if kind != "missing":
+        ca.write_text("not a certificate\n")
+    async with ScriptedServer(well_behaved()) as srv:
+        code, _, err = await run_cli("--ca-file", str(ca), "--out", str(tmp_path / "out"),
+                                     f"https://127.0.0.1:{closed_port()}/x", srv.url("/r/a/100"))
+        assert code == 2 and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1 and str(ca) in err and "--ca-file" in err, err
+        assert not srv.requests and not (tmp_path / "out").exists()
