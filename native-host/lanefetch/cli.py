@@ -399,10 +399,17 @@ async def _fetch(args: argparse.Namespace) -> int:
 
 
 def _cache_command(args: argparse.Namespace) -> int:
+    import sqlite3
+
     from .cache.sqlite_store import SqliteStore
 
     directory: Path = args.cache_dir or default_cache_dir()
-    store = SqliteStore(directory, ServiceConfig().cache_max_bytes)
+    try:
+        store = SqliteStore(directory, ServiceConfig().cache_max_bytes)
+    except (OSError, sqlite3.Error) as e:  # a file of that name, no permission, ...
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        print(f"lanefetch: cannot open the cache in {directory}: {reason}", file=sys.stderr)
+        return 1
     try:
         if args.action == "clear":
             print(f"removed {_plural(store.clear(), 'entry', 'entries')} from {store.path}")

@@ -611,3 +611,17 @@ async def test_a_ca_file_that_cannot_be_used_is_refused_with_a_reason_not_a_trac
         assert code == 2 and "Traceback" not in err, err
         assert len(err.strip().splitlines()) == 1 and str(ca) in err and "--ca-file" in err, err
         assert not srv.requests and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("action", ["stats", "clear"])
+async def test_cache_in_a_directory_that_cannot_be_used_is_a_reason_not_a_traceback(tmp_path: Path,
+                                                                                    action: str) -> None:
+    """`lanefetch cache stats|clear` whose directory cannot be made (a file of that name): status 1 and a one-line
+    reason naming it, not a Python traceback."""
+    taken = tmp_path / "taken"
+    taken.write_bytes(b"mine")
+    code, out, err = await run_lanefetch("cache", action, "--cache-dir", str(taken))
+    text = err.decode()
+    assert code == 1 and out == b"" and "Traceback" not in text, text
+    assert len(text.strip().splitlines()) == 1 and str(taken) in text, text
+    assert taken.read_bytes() == b"mine"
