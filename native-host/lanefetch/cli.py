@@ -311,7 +311,8 @@ async def _fetch(args: argparse.Namespace) -> int:
         except ValueError as e:  # a bad --interface or interface policy
             print(f"lanefetch: {e}", file=sys.stderr)
             return 2
-        if show:
+        # Not over a body on the terminal (like curl): rows redrawn in place would overwrite the body's lines.
+        if show and not (to_stdout and sys.stdout.isatty()):
             progress = DownloadProgress(sys.stderr, len(args.urls))
             if args.split:
                 service.observe_lanes(progress.lane)

@@ -40,7 +40,8 @@ TIMING_POINTS = {"queued", "dns_start", "dns_end", "connect_start", "connect_end
 async def run_lanefetch(*args: str, timeout: float = 30, tty: str | None = None, stdout: int | None = None,
                         env: dict[str, str] | None = None, cwd: Path = REPO) -> tuple[int, bytes, bytes]:
     """The CLI's exit status, stdout and stderr. tty="stdout" or "stderr": that stream is a terminal (a pty of
-    120 columns), whose bytes are returned in its place; stdout: a file descriptor to give it instead."""
+    120 columns), whose bytes are returned in its place; "both": both are that terminal, whose bytes are returned
+    as stdout; stdout: a file descriptor to give it instead."""
     argv = [str(LANEFETCH)] if LANEFETCH.exists() else [sys.executable, "-m", "lanefetch"]
     master = slave = None
     if tty is not None:
@@ -50,8 +51,8 @@ async def run_lanefetch(*args: str, timeout: float = 30, tty: str | None = None,
     pipe = asyncio.subprocess.PIPE
     proc = await asyncio.create_subprocess_exec(
         *argv, *args, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=slave if tty == "stdout" else pipe if stdout is None else stdout,
-        stderr=slave if tty == "stderr" else pipe,
+        stdout=slave if tty in ("stdout", "both") else pipe if stdout is None else stdout,
+        stderr=slave if tty in ("stderr", "both") else pipe,
     )
     terminal = b""
     try:
@@ -69,7 +70,7 @@ async def run_lanefetch(*args: str, timeout: float = 30, tty: str | None = None,
         if master is not None:
             os.close(master)
     assert proc.returncode is not None
-    if tty == "stdout":
+    if tty in ("stdout", "both"):
         out = terminal
     elif tty == "stderr":
         err = terminal
@@ -625,3 +626,28 @@ async def test_cache_in_a_directory_that_cannot_be_used_is_a_reason_not_a_traceb
     assert code == 1 and out == b"" and "Traceback" not in text, text
     assert len(text.strip().splitlines()) == 1 and str(taken) in text, text
     assert taken.read_bytes() == b"mine"
+
+
+def page_text(size: int) -> bytes:
+    return b"".join(b"line %05d of a text page\n" % i for i in range(size // 26 + 1))[:size]
+
+
+def text_pages(size: int) -> Scenario:
+    """Every path: 200 with page_text(size)."""
+    body = page_text(size)
+
+    async def run(conn: ServerConn) -> None:
+        while (req := await conn.next_request()) is not None:
+            await conn.answer(req, response(200, body))
+
+    return run
+
+
+async def test_no_progress_over_a_body_written_to_the_terminal() -> None:
+    """One URL's text body to standard output, a terminal that is stderr's too: the progress rows, redrawn in
+    place, would overwrite the body's lines; like curl, no progress then (the body is its own progress)."""
+    async with ScriptedServer(text_pages(300_000)) as srv:
+        code, tty, _ = await run_lanefetch("fetch", srv.url("/page.txt"), tty="both")
+        assert code == 0, tty[-500:]
+        assert "━".encode() not in tty, tty[-500:]
+        assert tty.replace(b"\r\n", b"\n").startswith(page_text(300_000)), tty[:200]
