@@ -492,9 +492,11 @@ async def test_an_encoded_slash_in_the_url_never_names_a_file_outside_the_out_di
         assert len(files) == 2 and all("/" not in f for f in files), files
 
 
-async def test_ctrl_c_mid_body_leaves_no_truncated_file(tmp_path: Path) -> None:
-    """Ctrl-C while a body arrives into --out (or -o FILE): no half-written file is left behind looking like the
-    whole one (nor under any other name), as after any failed body; the exit status is 130."""
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+async def test_ctrl_c_mid_body_leaves_no_truncated_file(tmp_path: Path, stop: signal.Signals, status: int) -> None:
+    """Ctrl-C (or `kill`, or the terminal closing) while a body arrives into --out (or -o FILE): no half-written file
+    is left behind looking like the whole one (nor under any other name), as after any failed body; the exit status
+    is the shell's for that signal (128 + its number)."""
     from waits import until
 
     argv = [str(LANEFETCH)] if LANEFETCH.exists() else [sys.executable, "-m", "lanefetch"]
@@ -510,13 +512,13 @@ async def test_ctrl_c_mid_body_leaves_no_truncated_file(tmp_path: Path) -> None:
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             try:
                 await until(lambda d=where: written(d), f"the body being written into {where}")  # type: ignore[misc]
-                proc.send_signal(signal.SIGINT)
+                proc.send_signal(stop)
                 await asyncio.wait_for(proc.communicate(), 30)
             finally:
                 if proc.returncode is None:
                     proc.kill()
                     await proc.wait()
-            assert proc.returncode == 130
+            assert proc.returncode == status
             assert list(where.iterdir()) == [], f"{option}: a truncated body was left behind"
 
 
