@@ -613,6 +613,8 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "fetch":
         if args.connections < 1 or args.depth < 1:
             args.command_parser.error("--connections and --depth must be at least 1")
+        if args.h2_connections < 1:
+            args.command_parser.error("--h2-connections must be at least 1")
         output_error = _output_choice(args)
         if output_error is not None:
             args.command_parser.error(output_error)

@@ -297,6 +297,9 @@ async def test_header_option_forwards_end_to_end_headers_only() -> None:
 async def test_bad_arguments() -> None:
     code, _, err = await run_cli("--connections", "0", "http://127.0.0.1:1/")
     assert code == 2 and err.strip()
+    for n in ("0", "-3"):  # taken as 1 by the engine, silently: refused as --connections is
+        code, _, err = await run_cli("--h2-connections", n, "http://127.0.0.1:1/")
+        assert code == 2 and "--h2-connections" in err, err
     code, _, err = await run_cli("--header", "no colon", "http://127.0.0.1:1/")
     assert code == 2 and "header" in err
 
