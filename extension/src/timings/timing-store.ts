@@ -49,6 +49,7 @@ export type NewRecord = Omit<RequestRecord, "pageLoadId" | "browser" | "networkI
 export interface PageLoad {
   id: string;
   tabId: number;
+  /** The page's URL: its top-level document's, after that document's redirects. */
   url: string;
   title: string;
   startedAt: number;
@@ -144,10 +145,11 @@ export class TimingStore {
     return load;
   }
 
-  /** The tab's top-level document reached DOMContentLoaded / load (only for the tab's newest load of that URL). */
+  /** The tab's top-level document reached DOMContentLoaded / load (only for the tab's newest load of that URL).
+   * webNavigation names the committed URL with its fragment, which a load begun from CDP Network's URL lacks. */
   pageEvent(tabId: number, url: string, event: "contentLoaded" | "loaded", at: number, title?: string): void {
     const bucket = this.currentBucket(tabId);
-    if (!bucket || bucket.load.url !== url) return;
+    if (!bucket || withoutFragment(bucket.load.url) !== withoutFragment(url)) return;
     if (event === "contentLoaded") bucket.load.contentLoadedAt = at;
     else bucket.load.loadedAt = at;
     if (title !== undefined) bucket.load.title = title;
@@ -159,6 +161,9 @@ export class TimingStore {
     if (!bucket || beginsAnotherLoad(bucket.load, fresh)) bucket = this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);
     if (!bucket) throw new Error("page load vanished");
     if (isTopDocument(fresh) && bucket.load.documentRequest === null && fresh.networkId) bucket.load.documentRequest = fresh.networkId;
+    // The load's own document redirected (the same request id at another URL): the load is of the page it ends at,
+    // which is the URL its DOMContentLoaded and load events name.
+    if (isTopDocument(fresh) && fresh.networkId && fresh.networkId === bucket.load.documentRequest) bucket.load.url = fresh.url;
     const record: RequestRecord = {
       ...fresh, pageLoadId: bucket.load.id, networkId: fresh.networkId ?? null, requestHeaders: fresh.requestHeaders ?? [], browser: null,
     };

@@ -56,3 +56,29 @@ test("one navigation stays one load: its redirect (same request id), frames, the
   store.add(record("xhr", { url: PAGE, resourceType: "fetch", pausedAt: T0 + 5000 }));
   assert.deepEqual(idsByLoad(store), [["doc", "moved", "frame", "late", "xhr"]]);
 });
+
+test("a redirected page load gets its DOMContentLoaded and load events (named by the URL it ended at)", () => {
+  const store = new TimingStore();
+  const moved = "http://shop.example/home#top";
+  // Chromium: the document paused at the first URL begins the load; its redirect is paused again with the same
+  // request id at the new URL (the same load); webNavigation names the events by the committed URL, fragment kept.
+  store.newPage(7, PAGE, T0);
+  store.add(record("doc", { url: PAGE, resourceType: "Document", networkId: "N1" }));
+  store.add(record("hop", { url: moved, pageUrl: moved, resourceType: "Document", networkId: "N1", pausedAt: T0 + 10 }));
+  store.pageEvent(7, moved, "contentLoaded", T0 + 200);
+  store.pageEvent(7, moved, "loaded", T0 + 300, "Home");
+  const [load] = store.pageLoads(7);
+  assert.deepEqual([load?.contentLoadedAt, load?.loadedAt, load?.title, load?.url], [T0 + 200, T0 + 300, "Home", moved]);
+  assert.deepEqual(idsByLoad(store), [["doc", "hop"]]);
+  // Another page's late event still does not land on it.
+  store.pageEvent(7, "http://other.example/", "loaded", T0 + 999);
+  assert.equal(store.pageLoads(7)[0]?.loadedAt, T0 + 300);
+});
+
+test("a page load begun without the fragment its navigation named still gets its load event", () => {
+  const store = new TimingStore();
+  // CDP Network names a document without its fragment; webNavigation keeps it.
+  store.newPage(7, PAGE, T0);
+  store.pageEvent(7, `${PAGE}#reviews`, "loaded", T0 + 300);
+  assert.equal(store.pageLoads(7)[0]?.loadedAt, T0 + 300);
+});
