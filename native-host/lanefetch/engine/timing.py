@@ -5,19 +5,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, fields
 
-# One anchor for the process: epoch = wall-at-anchor + (monotonic - monotonic-at-anchor).
-_WALL0 = time.time()
-_MONO0 = time.monotonic()
-
 
 def now() -> float:
     return time.monotonic()
 
 
-def epoch_ms(mono: float | None) -> float | None:
+def wall_offset() -> float:
+    """Wall clock minus monotonic clock, now. Read at each report, not once per process: the monotonic clock stands
+    still while the machine sleeps (Linux's CLOCK_MONOTONIC) and ignores wall-clock steps, so an anchor taken at start
+    put every point after a suspend that long before the browser's Date.now() of the same moment (the panel clamped
+    the phases away, Firefox's records began an hour early)."""
+    return time.time() - time.monotonic()
+
+
+def epoch_ms(mono: float | None, offset: float | None = None) -> float | None:
+    """`offset`: one wall_offset() for all the points of a report, so that they keep their order and spacing."""
     if mono is None:
         return None
-    return round((_WALL0 + (mono - _MONO0)) * 1000.0, 3)
+    return round((mono + (wall_offset() if offset is None else offset)) * 1000.0, 3)
 
 
 @dataclass
@@ -59,7 +64,8 @@ class RequestTiming:
                 setattr(self, f.name, None)
 
     def as_epoch_ms(self) -> dict[str, float | None]:
-        return {f.name: epoch_ms(getattr(self, f.name)) for f in fields(self)}
+        offset = wall_offset()
+        return {f.name: epoch_ms(getattr(self, f.name), offset) for f in fields(self)}
 
 
 @dataclass

@@ -34,7 +34,7 @@ from ..engine.engine import policy_key
 from ..engine.fields import Headers
 from ..engine.partial_content import as_whole, content_range, piece_validator
 from ..engine.request import parse_target
-from ..engine.timing import LaneReport, epoch_ms, now
+from ..engine.timing import LaneReport, epoch_ms, now, wall_offset
 from .estimate import LaneEstimate
 from .interfaces import Binding, PolicyStore
 from .schedule import Attempt, Cancel, Command, Fetch, LaneDown, LaneState, ScheduleConfig, SplitSchedule
@@ -623,12 +623,14 @@ class _SplitRun:
         timing.last_byte = now()
         lanes = None
         if self.schedule is not None:
+            offset = wall_offset()
             lanes = [
                 LaneReport(
                     interface=self.f.lanes[st.id].spec.name, bytes=st.bytes, requests=st.requests,
                     rtt_ms=None if st.estimate.srtt is None else round(st.estimate.srtt * 1000, 3),
                     throughput_bps=None if st.estimate.rate is None else round(st.estimate.rate * 8),
-                    first_byte=epoch_ms(st.first_byte), last_byte=epoch_ms(st.last_byte), down=st.down_reason,
+                    first_byte=epoch_ms(st.first_byte, offset), last_byte=epoch_ms(st.last_byte, offset),
+                    down=st.down_reason,
                 )
                 for st in self.schedule.lanes.values()
             ]
