@@ -222,9 +222,12 @@ chrome.webNavigation.onDOMContentLoaded.addListener((details) => {
 
 chrome.webNavigation.onCompleted.addListener((details) => {
   if (details.frameId !== 0) return;
+  // At once, then with the title once read (as in Chromium): the store knows the repeat as this load's even where
+  // the page's next load began meanwhile.
+  timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp);
   void chrome.tabs.get(details.tabId).then(
     (tab) => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp, tab.title ?? ""),
-    () => timings.pageEvent(details.tabId, details.url, "loaded", details.timeStamp),
+    () => undefined,
   );
 });
 

@@ -148,12 +148,16 @@ export class TimingStore {
   /** The tab's top-level document reached DOMContentLoaded / load (only for the tab's newest load of that URL).
    * webNavigation names the committed URL with its fragment, which a load begun from CDP Network's URL lacks. */
   pageEvent(tabId: number, url: string, event: "contentLoaded" | "loaded", at: number, title?: string): void {
-    const bucket = this.currentBucket(tabId);
-    if (!bucket || withoutFragment(bucket.load.url) !== withoutFragment(url)) return;
-    if (event === "contentLoaded") bucket.load.contentLoadedAt = at;
-    else bucket.load.loadedAt = at;
-    if (title !== undefined) bucket.load.title = title;
-    bucket.load.version += 1;
+    const current = this.currentBucket(tabId)?.load;
+    if (!current || withoutFragment(current.url) !== withoutFragment(url)) return;
+    // The event heard again with the title read for it (chrome.tabs.get answers later): where an earlier load of the
+    // tab already has it at that very time, it is that load's, and the current one began meanwhile (a page that
+    // reloads itself from its load handler); its time would put the current load's load event before its start.
+    const field = event === "contentLoaded" ? "contentLoadedAt" : "loadedAt";
+    const load = this.earlierLoadWith(current, field, at) ?? current;
+    load[field] = at;
+    if (title !== undefined) load.title = title;
+    load.version += 1;
   }
 
   add(fresh: NewRecord): RequestRecord {
@@ -249,6 +253,16 @@ export class TimingStore {
 
   get size(): number {
     return this.loadOfRecord.size;
+  }
+
+  /** An earlier load of `current`'s tab and page whose `field` is `at` exactly. */
+  private earlierLoadWith(current: PageLoad, field: "contentLoadedAt" | "loadedAt", at: number): PageLoad | undefined {
+    for (const { load } of this.loads.values()) {
+      if (load !== current && load.tabId === current.tabId && load[field] === at && withoutFragment(load.url) === withoutFragment(current.url)) {
+        return load;
+      }
+    }
+    return undefined;
   }
 
   private currentBucket(tabId: number): Bucket | undefined {

@@ -82,3 +82,20 @@ test("a page load begun without the fragment its navigation named still gets its
   store.pageEvent(7, `${PAGE}#reviews`, "loaded", T0 + 300);
   assert.equal(store.pageLoads(7)[0]?.loadedAt, T0 + 300);
 });
+
+test("the title read after a load event names that load, even when the page reloaded itself meanwhile", () => {
+  const store = new TimingStore();
+  store.newPage(7, PAGE, T0);
+  // webNavigation.onCompleted: the load event at once, then again with the title chrome.tabs.get read for it.
+  store.pageEvent(7, PAGE, "loaded", T0 + 300);
+  // location.reload() in the page's load handler: the reload's document is paused before tabs.get answered.
+  store.newPage(7, PAGE, T0 + 302);
+  store.pageEvent(7, PAGE, "loaded", T0 + 300, "Shop");
+  const [reload, first] = store.pageLoads(7) as [PageLoad, PageLoad];
+  assert.deepEqual([reload.loadedAt, reload.title], [null, ""], "the reload has not loaded yet");
+  assert.deepEqual([first.loadedAt, first.title], [T0 + 300, "Shop"]);
+  // The reload's own load event still lands on it.
+  store.pageEvent(7, PAGE, "loaded", T0 + 650);
+  store.pageEvent(7, PAGE, "loaded", T0 + 650, "Shop again");
+  assert.deepEqual(store.pageLoads(7).map((l) => [l.loadedAt, l.title]), [[T0 + 650, "Shop again"], [T0 + 300, "Shop"]]);
+});
