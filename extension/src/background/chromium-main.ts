@@ -92,7 +92,7 @@ const networkLog = new CdpNetworkLog(
   (networkId, url, timing, request) => {
     warmConnections.finished(url, timing);
     accelerator.browserFinished(networkId, url, timing.status, timing.responseHeaders);
-    if (!timings.browserTiming(networkId, url, timing)) browserTabs.unpausedFinished(networkId, url, timing, request);
+    if (!timings.browserTiming(networkId, url, timing, request.tabId)) browserTabs.unpausedFinished(networkId, url, timing, request);
   },
   (sample) => void speed.observe(sample),
   (url, protocol) => {
@@ -174,7 +174,7 @@ function startPage(tabId: number, url: string, key: string, loader: string | nul
     return;
   }
   pageKeys.set(tabId, { key, url, loader, commitsBefore: tabInfo(tabId).commits });
-  timings.newPage(tabId, url);
+  timings.newPage(tabId, url, Date.now(), tabInfo(tabId).incognito);
 }
 const browserTabs = new BrowserTabRecords({
   sessions, speed, counters, timings, pageUrl: (tabId) => tabInfo(tabId).url, startPage,
@@ -571,6 +571,7 @@ chrome.tabs.onCreated.addListener((tab) => {
 });
 
 chrome.tabs.onRemoved.addListener((tabId) => {
+  timings.tabClosed(tabId);
   pageKeys.delete(tabId);
   loaders.forgetTab(tabId);
   accelerator.tabGone(tabId);

@@ -1,5 +1,7 @@
 // Per-request records of recent page loads (what lanefetch did, the helper's timing, and what the browser itself saw
-// of each request), kept small and in memory; the timing panel reads them. Bounded: the newest page loads only.
+// of each request), kept small and in memory; the timing panel reads them. Bounded: the newest page loads only. A
+// tab of a private window keeps its loads only while it is open (the browser forgets its pages when it closes; its
+// records hold URLs and header fields, cookies among them).
 import type { PageReport, Timing } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { withoutFragment } from "../intercept/origin-of.js";
@@ -122,14 +124,17 @@ export class TimingStore {
   private readonly current = new Map<number, string>();
   private readonly loadOfRecord = new Map<string, string>();
   private readonly recordOfNetwork = new Map<string, string>();
-  /** Browser timings that arrived before their record (bounded). */
-  private readonly early = new Map<string, BrowserTiming>();
+  /** Browser timings that arrived before their record (bounded), with the tab whose session reported them. */
+  private readonly early = new Map<string, { tabId: number; timing: BrowserTiming }>();
   private loadCounter = 0;
+  /** Tabs of private windows (incognito) with loads here, until they close. */
+  private readonly privateTabs = new Set<number>();
 
   constructor(private readonly limits: StoreLimits = DEFAULT_STORE_LIMITS) {}
 
-  /** A new top-level page started loading in the tab. */
-  newPage(tabId: number, url: string, at: number = Date.now()): PageLoad {
+  /** A new top-level page started loading in the tab (`privateBrowsing`: the tab is a private window's). */
+  newPage(tabId: number, url: string, at: number = Date.now(), privateBrowsing = false): PageLoad {
+    if (privateBrowsing) this.privateTabs.add(tabId);
     this.loadCounter += 1;
     const load: PageLoad = {
       id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, documentRequest: null, contentLoadedAt: null, loadedAt: null,
@@ -181,7 +186,7 @@ export class TimingStore {
       this.recordOfNetwork.set(key, record.id);
       const early = this.early.get(key);
       if (early) {
-        record.browser = early;
+        record.browser = early.timing;
         this.early.delete(key);
       }
     }
@@ -197,12 +202,13 @@ export class TimingStore {
     return record;
   }
 
-  /** What the browser saw of a request (joined by its network id and URL); false if no record has it (yet). */
-  browserTiming(networkId: string, url: string, timing: BrowserTiming): boolean {
+  /** What the browser saw of a request (joined by its network id and URL); false if no record has it (yet).
+   * `tabId`: the tab whose session reported it. */
+  browserTiming(networkId: string, url: string, timing: BrowserTiming, tabId = -1): boolean {
     const key = joinKey(networkId, url);
     const id = this.recordOfNetwork.get(key);
     if (id !== undefined && this.update(id, { browser: timing })) return true;
-    setNewest(this.early, key, timing, 1000);
+    setNewest(this.early, key, { tabId, timing }, 1000);
     return false;
   }
 
@@ -249,6 +255,13 @@ export class TimingStore {
   pageLoad(id: string): PageLoadData | null {
     const bucket = this.loads.get(id);
     return bucket ? { load: { ...bucket.load }, records: [...bucket.records.values()] } : null;
+  }
+
+  /** The tab closed: a private window's tab's loads are forgotten with it; another tab's stay among the recent. */
+  tabClosed(tabId: number): void {
+    if (!this.privateTabs.delete(tabId)) return;
+    for (const { load } of [...this.loads.values()]) if (load.tabId === tabId) this.dropLoad(load.id);
+    for (const [key, early] of [...this.early]) if (early.tabId === tabId) this.early.delete(key);
   }
 
   get size(): number {

@@ -2,6 +2,7 @@
 // load event it had), not the tab and URL it is of.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { BrowserTiming } from "../../../extension/src/timings/browser-timing.js";
 import { TimingStore, type NewRecord, type PageLoad } from "../../../extension/src/timings/timing-store.js";
 
 const PAGE = "http://shop.example/";
@@ -98,4 +99,29 @@ test("the title read after a load event names that load, even when the page relo
   store.pageEvent(7, PAGE, "loaded", T0 + 650);
   store.pageEvent(7, PAGE, "loaded", T0 + 650, "Shop again");
   assert.deepEqual(store.pageLoads(7).map((l) => [l.loadedAt, l.title]), [[T0 + 650, "Shop again"], [T0 + 300, "Shop"]]);
+});
+
+test("a private window's tab: its page loads are forgotten when it closes; another tab's stay listed", () => {
+  const store = new TimingStore();
+  store.newPage(7, PAGE, T0, true);
+  store.add(record("doc", { url: PAGE, resourceType: "Document", networkId: "N1" }));
+  store.add(record("secret", { requestHeaders: [["Cookie", "session=private"]] }));
+  // A later load of the tab, begun by its own document (not told private): still the private tab's.
+  store.add(record("next", { url: "http://shop.example/b", pageUrl: "http://shop.example/b", resourceType: "Document", networkId: "N2", pausedAt: T0 + 50 }));
+  store.newPage(8, "http://open.example/", T0 + 100);
+  store.add(record("open", { tabId: 8, pageUrl: "http://open.example/", url: "http://open.example/a.png" }));
+  assert.equal(store.pageLoads(7).length, 2);
+  // What the browser reported of a request of the tab no record took (yet): its head, Set-Cookie and all.
+  const seen = { start: T0, end: T0 + 9, responseHeaders: [["Set-Cookie", "session=private"]] } as unknown as BrowserTiming;
+  assert.equal(store.browserTiming("N9", "http://shop.example/late.js", seen, 7), false);
+  store.tabClosed(7);
+  store.tabClosed(8);
+  assert.deepEqual(store.pageLoads(7), [], "nothing of the private tab is kept");
+  assert.equal(store.get("secret"), undefined);
+  assert.equal(store.get("next"), undefined);
+  assert.equal(store.size, 1);
+  assert.deepEqual(store.pageLoads(8).map((l) => l.url), ["http://open.example/"], "a closed tab's loads stay listed (the last 30)");
+  store.newPage(9, PAGE, T0 + 200);
+  assert.equal(store.add(record("late", { tabId: 9, url: "http://shop.example/late.js", networkId: "N9" })).browser, null,
+    "nor what the browser reported of its requests");
 });
