@@ -10,11 +10,16 @@ import { setNewest } from "../bounded-map.js";
 
 /** Statuses Firefox reported before the helper's `proxied` report of the request arrived (bounded). */
 const EARLY_LIMIT = 500;
+/** How long such a status waits for its report. The report is sent when the helper reads the request, so it trails
+ * Firefox's completion only by the native port's delay; a completion no report follows (Firefox answered from its
+ * own cache, or fetched it itself) must not be taken by a later request of that URL: its status and time are another
+ * response's. */
+const EARLY_MS = 5000;
 /** What Firefox's webRequest events tell of a request it fetched itself (no connection phases: it has none). */
 export type FirefoxResponse = WebRequestEvent;
 
 export class ProxiedRecords {
-  private readonly early = new Map<string, { status: number; at: number | null }>();
+  private readonly early = new Map<string, { status: number; at: number | null; heardAt: number }>();
   /** Requests passed to Firefox (stepped aside), until it completed them. */
   private readonly direct: BrowserFetchedRecords;
 
@@ -99,7 +104,7 @@ export class ProxiedRecords {
       }
     }
     // The native port and Firefox's events race: the report may still be on its way.
-    setNewest(this.early, `${tabId} ${url}`, { status, at }, EARLY_LIMIT);
+    setNewest(this.early, `${tabId} ${url}`, { status, at, heardAt: this.now() }, EARLY_LIMIT);
   }
 
   private takeEarly(tabId: number, url: string): { status: number; at: number | null } | null {
@@ -107,6 +112,6 @@ export class ProxiedRecords {
     const early = this.early.get(key);
     if (early === undefined) return null;
     this.early.delete(key);
-    return early;
+    return this.now() - early.heardAt <= EARLY_MS ? early : null;
   }
 }

@@ -151,3 +151,29 @@ test("an identity body: the same size in the panel as in Chromium (not the wire'
   } as ToExtension);
   assert.equal(timings.get("i1")?.bodyBytes, 195);
 });
+
+test("a completion Firefox served from its own cache is no later proxied request's: its status and time stay off it", () => {
+  const timings = new TimingStore();
+  timings.newPage(7, PAGE, 1000);
+  let now = 1000;
+  const records = new ProxiedRecords((id) => (id === CONTEXT.contextId ? CONTEXT : undefined), new TabCounters(), timings, () => now);
+  const logo = `${PAGE}logo.png`;
+  records.handle(proxied("a1", logo));
+  records.handle(timing("a1"));
+  records.completed(7, logo, 200, 1063);
+  // The next page of the site: Firefox answers the logo from its cache, never asking the proxy (no report follows).
+  now = 20_000;
+  records.completed(7, logo, 200, 20_000);
+  // A minute later a reload that bypasses the cache sends it through the helper; the server now says 404.
+  now = 80_000;
+  records.handle(proxied("a2", logo));
+  const fresh = timings.get("a2");
+  assert.deepEqual([fresh?.status, fresh?.answeredAt], [null, null], "not the cached answer's status and time of a minute ago");
+  records.completed(7, logo, 404, 80_050);
+  assert.deepEqual([timings.get("a2")?.status, timings.get("a2")?.answeredAt], [404, 80_050]);
+  // The race the early statuses are for still holds: Firefox's completion just before the report.
+  records.completed(7, `${PAGE}raced.png`, 200, 80_060);
+  now = 80_070;
+  records.handle(proxied("a3", `${PAGE}raced.png`));
+  assert.deepEqual([timings.get("a3")?.status, timings.get("a3")?.answeredAt], [200, 80_060]);
+});
