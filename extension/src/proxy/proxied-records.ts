@@ -93,9 +93,11 @@ export class ProxiedRecords {
 
   /** Firefox completed a response (webRequest.onCompleted, at `at` ms since the epoch): the status of the tab's
    * newest record of that URL still without one (the helper's reports carry no status; the browser saw it either
-   * way), and for one the helper answered, when Firefox had all of it. */
+   * way), and for one the helper answered, when Firefox had all of it. Only the tab's current page load's: a request
+   * an earlier load left unanswered (the page reloaded while loading) is not the one that completed. */
   completed(tabId: number, url: string, status: number, at: number | null = null): void {
-    const records = this.timings.forTab(tabId);
+    const current = this.timings.pageLoads(tabId)[0];
+    const records = current === undefined ? [] : (this.timings.pageLoad(current.id)?.records ?? []);
     for (let i = records.length - 1; i >= 0; i--) {
       const r = records[i];
       if (r && r.url === url && r.status === null) {

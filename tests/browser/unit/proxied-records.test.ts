@@ -177,3 +177,16 @@ test("a completion Firefox served from its own cache is no later proxied request
   records.handle(proxied("a3", `${PAGE}raced.png`));
   assert.deepEqual([timings.get("a3")?.status, timings.get("a3")?.answeredAt], [200, 80_060]);
 });
+
+test("Firefox's status of a reloaded page's request is that request's, not the one the previous load left unanswered", () => {
+  const { timings, records } = setup();
+  const url = `${PAGE}slow.png`;
+  // Reloaded while loading: the first load's request never completes in Firefox (no status).
+  records.handle(proxied("u1", url));
+  timings.newPage(7, PAGE, 2000);
+  // The reload's request completes before the helper's report of it arrives.
+  records.completed(7, url, 200, 2100);
+  records.handle(proxied("u2", url));
+  assert.deepEqual([timings.get("u2")?.status, timings.get("u2")?.answeredAt], [200, 2100]);
+  assert.deepEqual([timings.get("u1")?.status, timings.get("u1")?.answeredAt], [null, null], "the first load's stays unanswered");
+});
