@@ -62,16 +62,21 @@ export class BrowserTabRecords {
   /** The loaded page's Resource Timing (every frame) into the records of its page load: a request already recorded
    * (paused, or seen by CDP Network) gets the browser's timing if it has none, the others are added as passed. */
   async list(tabId: number): Promise<void> {
+    // The load that ended, named before the read: the page may go on meanwhile (a reload, a link), and the entries
+    // read are this load's, never the next one's (nor counted in the next page's counters).
+    const pageUrl = this.ctx.pageUrl(tabId);
+    const newest = this.ctx.timings.pageLoads(tabId)[0];
+    if (!newest || newest.url.split("#")[0] !== pageUrl.split("#")[0]) return;
+    const detail = this.detail(tabId, true);
     let frames: chrome.scripting.InjectionResult<ResourceEntry[]>[];
     try {
       frames = await chrome.scripting.executeScript({ target: { tabId, allFrames: true }, func: readResourceTiming });
     } catch {
       return; // the tab closed or shows a page no extension may read
     }
-    const pageUrl = this.ctx.pageUrl(tabId);
-    const newest = this.ctx.timings.pageLoads(tabId)[0];
-    const load = newest && newest.url.split("#")[0] === pageUrl.split("#")[0] ? this.ctx.timings.pageLoad(newest.id) : null;
+    const load = this.ctx.timings.pageLoad(newest.id);
     if (!load) return;
+    const current = this.ctx.timings.pageLoads(tabId)[0]?.id === newest.id;
     const byUrl = new Map<string, RequestRecord[]>();
     for (const r of load.records) {
       const same = byUrl.get(r.url);
@@ -92,11 +97,11 @@ export class BrowserTabRecords {
         const id = `rt${this.listed}`;
         this.ctx.timings.add({
           id, tabId, pageUrl, url: e.url, method: "GET", resourceType: resourceTypeOf(e), priority: "Medium", batchId: null,
-          pausedAt: e.start, answeredAt: e.start, outcome: "passed", reason: "low_latency", detail: this.detail(tabId, true),
+          pausedAt: e.start, answeredAt: e.start, outcome: "passed", reason: "low_latency", detail,
           status: timing.status, bodyBytes: 0, timing: null,
-        });
+        }, newest.id);
         this.ctx.timings.update(id, { browser: timing });
-        this.ctx.counters.passed(tabId, "low_latency");
+        if (current) this.ctx.counters.passed(tabId, "low_latency");
       }
     }
   }

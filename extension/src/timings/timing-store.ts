@@ -165,10 +165,17 @@ export class TimingStore {
     load.version += 1;
   }
 
-  add(fresh: NewRecord): RequestRecord {
-    let bucket = this.currentBucket(fresh.tabId);
-    if (!bucket || beginsAnotherLoad(bucket.load, fresh)) bucket = this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);
-    if (!bucket) throw new Error("page load vanished");
+  /** A request of the tab's current page load; `into`: of that load instead (one the tab may have left since: a
+   * listing read while the page went on), kept only while that load is. */
+  add(fresh: NewRecord, into?: string): RequestRecord {
+    let bucket = into === undefined ? this.currentBucket(fresh.tabId) : this.loads.get(into);
+    if (into === undefined && (!bucket || beginsAnotherLoad(bucket.load, fresh))) {
+      bucket = this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);
+    }
+    if (!bucket) {
+      if (into === undefined) throw new Error("page load vanished");
+      return { ...fresh, pageLoadId: into, networkId: fresh.networkId ?? null, requestHeaders: fresh.requestHeaders ?? [], browser: null };
+    }
     if (isTopDocument(fresh) && bucket.load.documentRequest === null && fresh.networkId) bucket.load.documentRequest = fresh.networkId;
     // The load's own document redirected (the same request id at another URL): the load is of the page it ends at,
     // which is the URL its DOMContentLoaded and load events name.
