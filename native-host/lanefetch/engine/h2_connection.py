@@ -7,7 +7,15 @@ its stream reset. All decisions live in h2_session.py; this moves bytes, time an
 
 Backpressure: events are handled one at a time and the sink is awaited before the next read, and received data
 is acknowledged to the server only once the sink took it, so a slow consumer slows the server (for the whole
-connection: its streams share one reader)."""
+connection: its streams share one reader).
+
+A server whose SETTINGS allow no stream (MAX_CONCURRENT_STREAMS 0) may raise the limit soon (RFC 9113 §5.1.2:
+it should hold 0 only briefly), so the connection waits for that, but no longer than a stall (`stall_timeout`)
+while the pool has work queued: PINGs or other frames keep a connection alive without answering anything, and
+the requests otherwise waited for their total timeout. Then it goes (GOAWAY) with `refused` set, and the pool
+fails its queue with that reason unless another connection serves it (OriginPool.connection_closed): a new
+connection to the same server would be refused alike. Nothing was sent for the queued requests, so none is
+retried or sent twice."""
 
 from __future__ import annotations
 
@@ -39,6 +47,8 @@ class H2Connection:
         self._last_activity = now()
         self._taking = 0  # requests taken from the pool for the streams about to open
         self._taking_bytes = 0  # and their answers' expected bytes
+        self._starved_since: float | None = None  # since when work waits and the server allows no stream
+        self.refused: FetchError | None = None  # why it went without taking the work (the server allows no stream)
 
     @property
     def open(self) -> bool:
@@ -192,6 +202,8 @@ class H2Connection:
             except TimeoutError:
                 if self.session.open_streams():
                     await self._handle(self.session.abort("no data from the server in time"))
+                elif self._starved(now()):
+                    self._refuse_work()
                 elif now() - self._last_activity > cfg.idle_timeout:
                     self.session.close()
                     self._flush()
@@ -216,7 +228,26 @@ class H2Connection:
                 await self._handle(ev)
             if self.session.settings_changed != settings_seen:
                 self.wakeup.set()  # the stream limit may have grown (or is known at last): send what waits
+            if self._starved(t):
+                self._refuse_work()
             self._flush()
+
+    def _starved(self, t: float) -> bool:
+        """Has work waited a stall's time (stall_timeout) for a stream the server's SETTINGS would not allow?"""
+        if not self.session.refuses_streams() or not self.pool.queued():
+            self._starved_since = None
+            return False
+        if self._starved_since is None:
+            self._starved_since = t
+        return t - self._starved_since >= self.pool.config.stall_timeout
+
+    def _refuse_work(self) -> None:
+        """Go (GOAWAY, NO_ERROR: none of our streams is open) and tell the pool why the work was not taken."""
+        self.refused = FetchError("connect_failed", f"the server allowed no HTTP/2 streams (SETTINGS_MAX_CONCURRENT_"
+                                                    f"STREAMS 0) for {self.pool.config.stall_timeout:g} s")
+        self.session.close()
+        self._flush()
+        self.session.ended = True
 
     async def _handle(self, ev: H2Event[Exchange]) -> None:
         if isinstance(ev, ResponseStarted):

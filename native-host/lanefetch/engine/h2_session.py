@@ -31,7 +31,9 @@ of event whichever protocol carries a request: requests go in (`send`), bytes co
   connection with it.
 - **The peer's SETTINGS.** Until the server's first SETTINGS arrive its stream limit is not known, and a stream
   it refuses for being over the limit is sent again only if it is a GET or HEAD; so a request that may not be
-  sent twice waits for them (`may_open`), the rest go at once.
+  sent twice waits for them (`may_open`), the rest go at once. A limit of 0 with none of our streams open
+  (`refuses_streams`) is a connection that can take nothing until the server raises it; how long that is waited
+  for is the shell's matter (h2_connection.py).
 - **Malformed responses** (a bad or missing :status, a pseudo-header other than :status, an upper-case or
   connection-specific field, CR/LF/NUL in a value, a content-length that is not one number, DATA beyond or short
   of the content-length or before the response's head, an informational response that ends the stream or comes
@@ -262,6 +264,12 @@ class H2Session(Generic[T]):
 
     def can_open(self) -> bool:
         return not self.closing and not self.ended and len(self._streams) < self.stream_limit()
+
+    def refuses_streams(self) -> bool:
+        """The server's SETTINGS allow no stream at all (SETTINGS_MAX_CONCURRENT_STREAMS 0) and none of ours is
+        open: nothing can be sent here until it raises the limit (RFC 9113 §5.1.2: it should hold 0 only briefly),
+        and nothing here is being answered."""
+        return self.peer_settings and not self.ended and not self._streams and self.stream_limit() == 0
 
     def may_open(self, method: str) -> bool:
         """May a request with this method go now? One not sent again when refused waits for the server's SETTINGS."""

@@ -843,6 +843,11 @@ class OriginPool:
             self._small_records_asked = False
         self._release_reserved(conn)
         self.engine.connection_closed(conn)
+        if isinstance(conn, H2Connection) and conn.refused is not None:
+            # It went because the server allowed no stream for a stall's time: a new connection to it would fare
+            # no better, so none is opened for the queue; the others serve it, or it fails with that reason.
+            await self.connection_failed(conn, conn.refused)
+            return
         self._plan()
 
     def link_quiet(self, t: float, loopback: bool) -> float:

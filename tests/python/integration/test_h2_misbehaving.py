@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from h2.errors import ErrorCodes
+from h2.exceptions import H2Error
 from h2.settings import SettingCodes
 from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
 from hyperframe.frame import DataFrame
@@ -895,3 +896,44 @@ async def test_requests_after_a_post_answered_early_are_all_answered(pki: Path,
     finally:
         await engine.aclose()
     assert not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+async def zero_streams_kept_alive(conn: H2ServerConn) -> None:
+    """SETTINGS_MAX_CONCURRENT_STREAMS 0 for good (every stream opened before the client knew is refused), the
+    connection kept alive with a PING every 0.2 s: a server that takes no requests and never says so by closing."""
+    for _ in range(300):  # at most 60 s
+        if conn.closed.is_set():
+            return
+        with contextlib.suppress(H2Error):
+            conn.h2.ping(b"keepaliv")
+        conn.flush()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(conn.closed.wait(), 0.2)
+
+
+@pytest.mark.parametrize("connections", [1, 2])
+async def test_a_server_that_allows_no_streams_for_good_fails_the_requests_cleanly(connections: int,
+                                                                                  pki: Path) -> None:
+    """RFC 9113 §5.1.2: a limit of 0 stops new streams, and a server should keep it only briefly. One that keeps it
+    (and the connection alive with PINGs) gets the requests for no longer than a stall: once no stream could be
+    opened for stall_timeout with work waiting, the connection goes and, with no other connection to take them, the
+    queued requests fail with a clear reason (not the request's total timeout; the extension lets the browser fetch
+    them), no new connection opened for each in turn, and a POST never reaches the server."""
+    engine = Engine(config(ca_file=str(pki / "ca.pem"), stall_timeout=1, total_timeout=25,
+                           h2_connections=connections))
+    try:
+        async with H2Server(zero_streams_kept_alive, pki, settings={SettingCodes.MAX_CONCURRENT_STREAMS: 0},
+                            max_streams=0) as srv:
+            reqs = [FetchRequest("g", "GET", srv.url("/r/g/100"), resource_type="script"),
+                    FetchRequest("head", "HEAD", srv.url("/r/head/100")),
+                    FetchRequest("post", "POST", srv.url("/p/post"), body=b"x" * 100)]
+            sink = await run_batch(engine, reqs, timeout=40)
+            sink.check_once(reqs)
+            for r in reqs:
+                error = sink.records[r.id].error
+                assert error is not None and error.code != "timeout", f"{r.id}: {error!r}"
+                assert "streams" in error.message, f"{r.id}: {error!r}"
+            assert srv.received[("POST", "/p/post")] == 0
+            assert len(srv.connections) <= connections, f"{len(srv.connections)} connections opened"
+    finally:
+        await engine.aclose()
