@@ -88,7 +88,7 @@ from h2.utilities import is_informational_response
 from .fields import Headers
 from .pipeline import PIPELINABLE_METHODS, ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
 from .receive_window import ReceiveWindow
-from .response_parser import Framing, ResponseHead
+from .response_parser import MAX_HEAD_BYTES, Framing, ResponseHead
 
 T = TypeVar("T")
 
@@ -243,10 +243,15 @@ class H2Session(Generic[T]):
     # -- set-up and sending ----------------------------------------------------------------------------------
 
     def start(self, at: float = 0.0) -> None:
-        """The connection preface: our SETTINGS (no push), the connection window up to `cap`, a PING. Stream
-        windows are opened per stream as it is (send)."""
+        """The connection preface: our SETTINGS (no push, a header list up to MAX_HEAD_BYTES), the connection
+        window up to `cap`, a PING. Stream windows are opened per stream as it is (send)."""
         self._h2.initiate_connection()
-        self._h2.update_settings({SettingCodes.ENABLE_PUSH: 0})
+        # A response head as large as the HTTP/1.1 path takes (MAX_HEAD_BYTES, 256 KiB: what Chromium advertises
+        # and enforces, kSpdyMaxHeaderListSize). h2's decoder otherwise stops at 64 KiB, a connection error (HPACK
+        # cannot skip a block) that took every other stream with it, on each new connection again. In force at
+        # once: the server may send before it acknowledges our SETTINGS.
+        self._h2.update_settings({SettingCodes.ENABLE_PUSH: 0, SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEAD_BYTES})
+        self._h2.decoder.max_header_list_size = MAX_HEAD_BYTES
         self._grant()
         self.ping(at)
 

@@ -763,3 +763,21 @@ def test_trailers_without_end_stream_on_an_upload_reset_the_stream_once() -> Non
     assert client.failed == {"up": 1}
     resets = [f for f in sent_frames(client.session.data_to_send()) if isinstance(f, RstStreamFrame)]
     assert [f.stream_id for f in resets] == [sid]
+
+
+def test_a_response_head_the_browser_takes_is_taken_and_fails_nothing_else() -> None:
+    """A response head of 100 kB (a long Content-Security-Policy or Link field, many cookies): Chromium takes up to
+    256 KiB of header list over h2, as this helper does over HTTP/1.1 (response_parser.MAX_HEAD_BYTES); h2's own
+    default, 64 KiB, made it a connection error that took every other stream with it (retried, and again on the
+    next connection). It is answered, and the streams beside it too."""
+    client, server = Client(), Server()
+    handshake(client, server, reqs(3))
+    sids = sorted(server.requests)
+    for sid in sids:
+        body = body_for(server.requests[sid][":path"])
+        big = [("content-security-policy", "a" * 100_000)] if sid == sids[1] else []
+        server.h2.send_headers(sid, [(":status", "200"), ("content-length", str(len(body))), *big])
+        server.h2.send_data(sid, body, end_stream=True)
+    client.feed(server.out())
+    assert client.complete == {"r0": 1, "r1": 1, "r2": 1}, (client.failed, client.retry)
+    assert not client.ended and not client.failed and not client.retry
