@@ -118,7 +118,10 @@ class RequestReader:
         # ASCII digits only: str.isdigit() takes "²" too, which int() refuses (an unanswered connection, a logged error)
         if len(lengths) > 1 or any(not (v.isascii() and v.isdigit()) for v in lengths):
             raise BadRequest(400, "invalid Content-Length")
-        self._need = int(lengths.pop()) if lengths else -1
+        # Leading zeros dropped and the digits counted before int(): it refuses more than 4300 digits (ValueError out
+        # of the handler, before the credentials), and any number that long is far above the cap anyway.
+        digits = (lengths.pop().lstrip("0") or "0") if lengths else "-1"
+        self._need = int(digits) if len(digits) <= len(str(MAX_BODY_BYTES)) else MAX_BODY_BYTES + 1
         if self._need > MAX_BODY_BYTES:
             raise BadRequest(413, "request body too large for the helper's proxy")
         return head
