@@ -103,20 +103,28 @@ def request_head(fields: list[tuple[bytes, bytes]], authority: str) -> H2Request
 def response_fields(head: DeliveredHead) -> list[tuple[str, str]]:
     """The origin's response head as HTTP/2 fields: status first, names lower case, the HTTP/1.1 connection's own
     fields (exchange.HOP_BY_HOP_RESPONSE, as the engine's delivered heads, and any the Connection field names) left
-    out, since h2 refuses to send them (RFC 9113 §8.2.2), values trimmed (h2 refuses surrounding whitespace)."""
+    out, since h2 refuses to send them (RFC 9113 §8.2.2), values trimmed of SP and HTAB (h2 refuses them around a
+    value; str.strip() would take NBSP and other bytes of the origin's too). Sent as octets (`octets`)."""
     named = {t.strip().lower() for k, v in head.headers if k.lower() == "connection" for t in v.split(",")}
     out = [(":status", str(head.status))]
     for name, value in head.headers:
         lname = name.lower()
         if lname in HOP_BY_HOP_RESPONSE or lname in named or not lname:
             continue
-        out.append((lname, value.strip()))
+        out.append((lname, value.strip(" \t")))
     return out
 
 
 def trailer_fields(trailers: Headers) -> list[tuple[str, str]]:
-    return [(k.lower(), v.strip()) for k, v in trailers
+    return [(k.lower(), v.strip(" \t")) for k, v in trailers
             if k.lower() not in HOP_BY_HOP_RESPONSE and not k.startswith(":")]
+
+
+def octets(fields: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """Fields as the bytes they came as: the engine holds each byte of a field as one latin-1 character (and the
+    HTTP/1.1 side writes them back so), while h2 encodes a str as UTF-8: a raw UTF-8 Location (/café, c3 a9) reached
+    Firefox as c3 83 c2 a9, another URL."""
+    return [(k.encode("latin-1", errors="replace"), v.encode("latin-1", errors="replace")) for k, v in fields]
 
 
 def bodiless(method: str, status: int) -> bool:
@@ -157,7 +165,7 @@ class H2StreamOut:
     async def head(self, head: DeliveredHead) -> None:
         self._check()
         end = head.status >= 200 and bodiless(self.method, head.status)
-        self._conn.h2(lambda c: c.send_headers(self.stream_id, response_fields(head), end_stream=end))
+        self._conn.h2(lambda c: c.send_headers(self.stream_id, octets(response_fields(head)), end_stream=end))
         self.ended = end
         await self._conn.drain()
 
@@ -181,7 +189,7 @@ class H2StreamOut:
         if not self.ended:
             fields = trailer_fields(trailers)
             if fields:
-                self._conn.h2(lambda c: c.send_headers(self.stream_id, fields, end_stream=True))
+                self._conn.h2(lambda c: c.send_headers(self.stream_id, octets(fields), end_stream=True))
             else:
                 self._conn.h2(lambda c: c.end_stream(self.stream_id))
             self.ended = True

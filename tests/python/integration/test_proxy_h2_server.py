@@ -446,3 +446,44 @@ async def test_a_browser_that_never_reads_does_not_make_the_helper_buffer_withou
         writer.transport.abort()
         server.close()
         await server.wait_closed()
+
+
+async def test_response_fields_reach_the_browser_in_the_origins_own_bytes() -> None:
+    # The engine reads a field's bytes as latin-1 (one character per byte) and the HTTP/1.1 side writes them back so;
+    # h2 encodes a str as UTF-8, so a raw UTF-8 Location (/café: c3 a9) reached Firefox as c3 83 c2 a9, another URL.
+    from lanefetch.engine.exchange import DeliveredHead
+    from lanefetch.proxy.h2_server import H2BrowserConnection, H2StreamOut
+    from lanefetch.proxy.request_reader import RequestHead
+
+    raw = "/caf\u00c3\u00a9"  # the bytes c3 a9 as the engine holds them
+
+    async def answer(head: RequestHead, body: bytes | None, out: H2StreamOut) -> bool:
+        await out.head(DeliveredHead(302, "Found", "1.1", [("Location", raw), ("Content-Length", "2")], False))
+        await out.body(b"ok")
+        await out.end([("X-Trailer", raw), ("X-Nbsp", "1\u00a0")])  # a0 is no SP or HTAB: kept
+        return True
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await H2BrowserConnection(reader, writer, "a.test", answer).serve()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    try:
+        b = Browser(reader, writer, "a.test", 65535)
+        trailers: list[tuple[bytes, bytes]] = []
+        receive = b.h2.receive_data
+
+        def keep_trailers(data: bytes) -> list[object]:
+            events = receive(data)
+            trailers.extend(kv for ev in events if isinstance(ev, TrailersReceived) for kv in ev.headers or [])
+            return events  # type: ignore[return-value]
+
+        b.h2.receive_data = keep_trailers  # type: ignore[method-assign]
+        sid = b.request("GET", "/")
+        await b.pump(lambda: b.streams[sid].ended or b.streams[sid].reset is not None, seconds=20)
+        assert b.streams[sid].headers["location"].encode("utf-8") == b"/caf\xc3\xa9"
+        assert (b"x-trailer", b"/caf\xc3\xa9") in trailers and (b"x-nbsp", b"1\xa0") in trailers
+    finally:
+        writer.close()
+        server.close()
+        await server.wait_closed()
