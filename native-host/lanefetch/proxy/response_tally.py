@@ -3,7 +3,9 @@ extension no head and no sizes in proxy mode, so the helper, which wrote the res
 status and header fields, the body's bytes as sent (coded, as the origin sent them: the proxy does not decode) and
 the body's decoded size (DevTools' and HAR's `content.size`; the panel's "Body"). The decoded size is counted by
 running the body through a decoder on the side, only for a coded body and only up to DECODE_COUNT_LIMIT coded bytes
-(above: unknown, null), so a large download costs no decompression the browser does not need."""
+and DECODED_COUNT_LIMIT decoded ones (above either: unknown, null), so a large download costs no decompression the
+browser does not need. The decoded bound is what bounds the work: a few coded bytes may decode to GiBs (a 16 MiB zstd
+body to 512 GiB), all of it counted on the helper's event loop, which serves every tab's proxied responses."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ..engine.fields import Headers
 from ..stream.decode import Decoder, decoder_for
 
 DECODE_COUNT_LIMIT = 16 * 1024 * 1024
+DECODED_COUNT_LIMIT = 256 * 1024 * 1024  # about a quarter of a second of decoding, at most, per response
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,11 @@ class ResponseTally:
             self._decoded, self._decoder = None, None
             return
         try:
-            self._decoded += sum(len(piece) for piece in self._decoder.pieces(data))  # counted, never held whole
+            for piece in self._decoder.pieces(data):  # counted, never held whole
+                self._decoded += len(piece)
+                if self._decoded > DECODED_COUNT_LIMIT:  # the rest is not decoded at all (the generator is left)
+                    self._decoded, self._decoder = None, None
+                    return
         except Exception:  # zlib.error, brotli.error, zstd errors: a corrupt body; Firefox will say so itself
             self._decoded, self._decoder = None, None
 

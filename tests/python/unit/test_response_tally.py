@@ -91,3 +91,38 @@ def test_counting_a_body_that_expands_enormously_holds_little_of_it(coding: str)
         tracemalloc.stop()
     assert got is not None and got.decoded_body_bytes == size
     assert peak < 16 * 1024 * 1024, peak
+
+
+def test_counting_stops_where_the_decoded_size_passes_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoded count's work is bounded too, not only its memory: a body of few coded bytes may decode to GiBs
+    (1 KiB gzip members of 1 MiB of zeros, one after another; a 16 MiB zstd body to 512 GiB), and counting them all ran
+    on the helper's event loop, every proxied response of every tab waiting. Above the limit the size is unknown."""
+    from lanefetch.stream.decode import PIECE, decoder_for
+
+    produced = 0
+
+    class Counting:
+        def __init__(self, coding: str | None) -> None:
+            self.inner = decoder_for(coding)
+
+        def pieces(self, data: bytes) -> object:
+            nonlocal produced
+            assert self.inner is not None
+            for piece in self.inner.pieces(data):
+                produced += len(piece)
+                yield piece
+
+        def finish(self) -> bytes:
+            assert self.inner is not None
+            return self.inner.finish()
+
+    monkeypatch.setattr(response_tally, "decoder_for", Counting)
+    monkeypatch.setattr(response_tally, "DECODED_COUNT_LIMIT", 4 * 1024 * 1024, raising=False)
+    member = gzip.compress(bytes(1024 * 1024))
+    bomb = member * 1024  # 1 GiB decoded
+    got = tally([("Content-Encoding", "gzip")], [bomb[:65536], bomb[65536:]])
+    assert got is not None and (got.body_bytes, got.decoded_body_bytes) == (len(bomb), None)
+    assert produced <= 4 * 1024 * 1024 + 2 * PIECE, f"{produced} bytes decoded to count a body past the limit"
+    monkeypatch.undo()
+    ok = tally([("Content-Encoding", "gzip")], [member * 3])  # below the real limit: counted
+    assert ok is not None and ok.decoded_body_bytes == 3 * 1024 * 1024
