@@ -56,6 +56,10 @@ FAILED_MEMORY_S = 10.0
 # shown the secret, and from the first byte of a head for one that has: Firefox keeps its idle connections to a
 # proxy open between requests (115 s), which is not a stall. A closed idle connection costs Firefox only a new one.
 HEAD_TIMEOUT_S = 10.0
+# A CONNECT tunnel passed through: once one side ended (Firefox closes a tunnel's connection whole), the other has this
+# long to end too, then both are closed. Passing the end on is all a tunnel can do; waiting for the origin to close
+# after it left a silent origin holding the task, both sockets and an authenticated connection's place for ever.
+TUNNEL_LINGER_S = 10.0
 READ_SIZE = 64 * 1024
 _ids = itertools.count(1)
 
@@ -197,7 +201,7 @@ class _MuxSink:
 class ProxyListener:
     def __init__(self, engine: ClosingFetcher, page: Page, secret: str, observer: ProxyObserver, context_id: str,
                  *, connect_timeout: float = 15.0, tls: TlsTerminator | None = None,
-                 head_timeout: float = HEAD_TIMEOUT_S,
+                 head_timeout: float = HEAD_TIMEOUT_S, tunnel_linger: float = TUNNEL_LINGER_S,
                  admission: Admission[asyncio.StreamWriter] | None = None,
                  speaks_h2: Callable[[str, Page], Awaitable[bool]] | None = None) -> None:
         self.engine = engine
@@ -209,6 +213,7 @@ class ProxyListener:
         self.observer = observer
         self.connect_timeout = connect_timeout
         self.head_timeout = head_timeout
+        self.tunnel_linger = tunnel_linger
         # Shared by all listeners of a session (ProxyService) so the total caps hold; a lone listener has its own.
         self.admission: Admission[asyncio.StreamWriter] = admission if admission is not None else Admission()
         self.tls = tls  # HTTPS sites the user opted into: their CONNECTs are terminated here
@@ -492,9 +497,15 @@ class ProxyListener:
         writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         if early:
             up_writer.write(early)
+        pumps = [asyncio.ensure_future(_pump(reader, up_writer)), asyncio.ensure_future(_pump(up_reader, writer))]
         try:
-            await asyncio.gather(_pump(reader, up_writer), _pump(up_reader, writer))
+            _, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            if pending:
+                await asyncio.wait(pending, timeout=self.tunnel_linger)  # (TUNNEL_LINGER_S says why)
         finally:
+            for pump in pumps:
+                pump.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
             up_writer.close()
 
 

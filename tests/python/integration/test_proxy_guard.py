@@ -280,3 +280,42 @@ async def test_a_refused_head_request_gets_no_body_on_the_connection_it_keeps(
         assert rest.endswith(b"\r\n\r\n"), rest[-200:]  # the HEAD's answer has no body either
     finally:
         writer.close()
+
+
+async def test_a_tunnel_whose_browser_left_does_not_wait_for_the_origin_forever(listener: ProxyListener) -> None:
+    # Firefox closes a tunnel's connection whole; the helper passes the end on (write_eof) and read on from the origin
+    # until it closed too. An origin that never does (a hostile one, or one that ignores the half-close) held the
+    # tunnel's task, both sockets and an authenticated connection's place (admission.py) for as long as it liked:
+    # enough of them and the browser's new connections were refused.
+    from waits import until
+
+    held: list[asyncio.StreamWriter] = []
+    left = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        while await reader.read(65536):
+            pass
+        left.set()  # the browser's end came through; this origin stays open and silent
+
+    origin = await asyncio.start_server(silent, "127.0.0.1", 0)
+    target = f"127.0.0.1:{origin.sockets[0].getsockname()[1]}"
+    listener.tunnel_linger = 0.2  # (short, as head_timeout here)
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    try:
+        writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nProxy-Authorization: "
+                     f"{basic_credentials('s3cret')}\r\n\r\n".encode())
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT_S)).startswith(b"HTTP/1.1 200 ")
+        writer.write(b"\x16\x03\x01 a ClientHello, say")
+        await writer.drain()
+        writer.close()  # the browser is done with the tunnel
+        await asyncio.wait_for(left.wait(), WAIT_S)
+        await until(lambda: not listener._clients, "the tunnel's end in the helper", seconds=WAIT_S,
+                    seen=lambda: listener.admission.counts())
+        assert listener.admission.counts() == (0, 0)
+    finally:
+        writer.close()
+        for w in held:
+            w.close()
+        origin.close()
+        await origin.wait_closed()
