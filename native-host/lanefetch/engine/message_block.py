@@ -37,9 +37,9 @@ def parse_fields(lines: list[bytes]) -> Headers:
     return headers
 
 
-def find_block_end(buf: bytearray) -> tuple[int, int] | None:
-    """Where the first empty line of buf starts, and the index after it (ends a head or trailer block)."""
-    start = 0
+def find_block_end(buf: bytearray, start: int = 0) -> tuple[int, int] | None:
+    """Where the first empty line of buf starts, and the index after it (ends a head or trailer block). `start`, the
+    start of a line: the lines before it are known not to be empty (a caller resumes its search there)."""
     while True:
         j = buf.find(b"\n", start)
         if j < 0:

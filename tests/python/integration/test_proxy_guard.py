@@ -86,6 +86,31 @@ def test_a_content_length_of_thousands_of_digits_is_read_without_raising(length:
     assert e.value.status == status
 
 
+def test_a_head_trickled_in_small_pieces_costs_work_in_proportion_to_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each piece of a head that is not whole yet was searched for the head's end from its first byte: 64 KiB of short
+    # lines sent a few bytes at a time cost seconds of the helper's event loop per connection, before the credentials
+    # (any local program, on as many connections as the admission caps let it keep).
+    from lanefetch.proxy import request_reader
+
+    scanned = 0
+    search = request_reader.find_block_end
+
+    def counting(buf: bytearray, start: int = 0) -> tuple[int, int] | None:
+        nonlocal scanned
+        scanned += len(buf) - start
+        return search(buf, start) if start else search(buf)
+
+    monkeypatch.setattr(request_reader, "find_block_end", counting)
+    rr = RequestReader()
+    lines = [b"GET http://a.test/ HTTP/1.1\r\n", *(b"X-%d: y\r\n" % i for i in range(3000)), b"\r\n"]
+    for line in lines:
+        for piece in (line[:3], line[3:]):  # the "\r\n" of the last, empty line cut in two as well
+            rr.feed(piece)
+            head = rr.head()
+    assert head is not None and len(head.headers) == 3000
+    total = sum(map(len, lines))
+    assert scanned <= 4 * total, f"{scanned} bytes searched for a head of {total}"
+
 # -- one listener in this process ------------------------------------------------------------------------------
 
 WAIT_S = 10.0  # generous bound for what takes milliseconds; reaching it fails the test
