@@ -30,13 +30,15 @@ export interface DeliveryHooks {
   cancel(id: string): void;
 }
 
-const ERROR_REASONS: Partial<Record<HelperError["code"], PassReason>> = {
-  blocked_address: "blocked_address",
-  too_large: "too_large",
-  timeout: "timeout",
-  connection_lost: "helper_unavailable",
-  browser_warm: "browser_warm_connection",
-};
+/** A Map, not an object: the code is the helper's text, unchecked on the way in, and an object's lookup would read
+ * inherited keys ("constructor", "__proto__") as reasons. */
+const ERROR_REASONS: ReadonlyMap<string, PassReason> = new Map<HelperError["code"], PassReason>([
+  ["blocked_address", "blocked_address"],
+  ["too_large", "too_large"],
+  ["timeout", "timeout"],
+  ["connection_lost", "helper_unavailable"],
+  ["browser_warm", "browser_warm_connection"],
+]);
 
 export class RequestDelivery implements RequestSink {
   private readonly assembler: ResponseAssembler;
@@ -90,7 +92,7 @@ export class RequestDelivery implements RequestSink {
   }
 
   error(code: HelperError["code"], message: string): void {
-    this.pass(ERROR_REASONS[code] ?? "helper_error", `${code}: ${message}`);
+    this.pass(ERROR_REASONS.get(code) ?? "helper_error", `${code}: ${message}`);
   }
 
   timing(message: Timing): void {
