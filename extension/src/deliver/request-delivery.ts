@@ -52,7 +52,7 @@ export class RequestDelivery implements RequestSink {
     private readonly hooks: DeliveryHooks,
     private readonly limits: DeliveryLimits = DEFAULT_LIMITS,
   ) {
-    this.assembler = new ResponseAssembler(limits.maxBodyBytes);
+    this.assembler = new ResponseAssembler(limits.maxBodyBytes, paused.method);
   }
 
   /** The batch went to the helper: start waiting for the head. */

@@ -1,5 +1,7 @@
 // Collects one response from the helper (head, body pieces, end) and decides whether it can be fulfilled:
-// identity body, within the size limit.
+// identity body, within the size limit, and whole: a body that ended shorter than its Content-Length is refused
+// (fulfilled, Chromium would take the truncated resource as complete), unless the response has no body whatever
+// the field says (the answer to HEAD, a 204, a 304).
 import type { Head } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { headerValue } from "../intercept/paused-request.js";
@@ -20,7 +22,8 @@ export class ResponseAssembler {
   private announced: number | null = null;
   private refusal: Assembled | null = null;
 
-  constructor(private readonly maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES) {}
+  /** `method`: the request's (the answer to HEAD has no body, its Content-Length is the GET's). */
+  constructor(private readonly maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES, private readonly method = "GET") {}
 
   get started(): boolean {
     return this.head !== null;
@@ -70,6 +73,10 @@ export class ResponseAssembler {
   finish(): Assembled {
     if (this.refusal) return this.refusal;
     if (!this.head) return { kind: "refused", reason: "helper_error", detail: "end without head" };
+    const bodiless = this.method.toUpperCase() === "HEAD" || this.head.status === 204 || this.head.status === 304;
+    if (!bodiless && this.announced !== null && this.bytes < this.announced) {
+      return this.refuse("helper_error", `body of ${this.bytes} bytes shorter than its Content-Length ${this.announced}`);
+    }
     return { kind: "complete", head: this.head, bodyBase64: concatBase64(this.pieces), bodyBytes: this.bytes };
   }
 
