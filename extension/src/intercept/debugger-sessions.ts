@@ -1,7 +1,10 @@
 // chrome.debugger sessions of intercepted tabs: attach, Fetch.enable at request stage, and auto-attached child
-// sessions (out-of-process iframes, the site's service worker) that get Fetch.enable too.
+// sessions (out-of-process iframes, the site's service worker) that get Fetch.enable too. The tab's interception
+// switched off (setFetch: the helper went, its host is fast) is off in its child sessions as well, and a child
+// attached meanwhile gets no Fetch: their requests are not paused for a helper that cannot take them.
 import type { Protocol } from "devtools-protocol";
 import { NETWORK_ENABLE } from "../timings/cdp-network-log.js";
+import { isGoneError } from "../deliver/fetch-responder.js";
 import { EmbeddedFrames } from "./embedded-frames.js";
 
 const PROTOCOL = "1.3";
@@ -32,6 +35,10 @@ export class DebuggerSessions {
   private readonly networkLater = new Set<number>();
   /** Which child sessions are embedded sites' frames, and their sites. */
   readonly frames = new EmbeddedFrames();
+  /** Child sessions whose requests Fetch pauses while their tab's interception is on: sessionId → tabId. */
+  private readonly fetchChildren = new Map<string, number>();
+  /** Attached tabs whose interception is switched off (setFetch): their child sessions get no Fetch. */
+  private readonly fetchOff = new Set<number>();
 
   constructor(private readonly events: SessionEvents) {
     chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -47,12 +54,15 @@ export class DebuggerSessions {
         this.frames.attached(source.tabId, event.sessionId, type, targetId, url, source.sessionId);
         void this.setUpChild(source.tabId, event);
       } else if (method === "Target.detachedFromTarget") {
-        this.frames.detached((params as unknown as Protocol.Target.DetachedFromTargetEvent).sessionId);
+        const { sessionId } = params as unknown as Protocol.Target.DetachedFromTargetEvent;
+        this.frames.detached(sessionId);
+        this.fetchChildren.delete(sessionId);
       }
     });
     chrome.debugger.onDetach.addListener((source, reason) => {
       if (source.tabId !== undefined) this.networkLater.delete(source.tabId);
       if (source.tabId !== undefined) this.frames.tabGone(source.tabId);
+      if (source.tabId !== undefined) this.forgetChildren(source.tabId);
       if (source.tabId === undefined || !this.attached.delete(source.tabId)) return;
       this.events.detached(source.tabId, reason);
     });
@@ -124,17 +134,26 @@ export class DebuggerSessions {
   async detach(tabId: number): Promise<void> {
     this.networkLater.delete(tabId);
     this.frames.tabGone(tabId);
+    this.forgetChildren(tabId);
     if (!this.attached.delete(tabId)) return;
     await chrome.debugger.detach({ tabId }).catch(() => undefined);
   }
 
   /** Fetch on (every request of the tab's page paused for lanefetch) or off (the browser fetches them itself) on the
-   * tab's own session; child sessions keep theirs. Errors are logged: a failed switch leaves the old mode. */
+   * tab's own session and its child sessions (an embedded frame's requests are the page's too: paused while the
+   * helper is gone, they would wait for it to start). Errors are logged: a failed switch leaves the old mode. */
   async setFetch(tabId: number, on: boolean): Promise<void> {
     if (!this.attached.has(tabId)) return;
-    const target = { tabId };
-    await (on ? chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE) : chrome.debugger.sendCommand(target, "Fetch.disable"))
-      .catch((e: unknown) => console.warn(`lanefetch: Fetch.${on ? "enable" : "disable"} failed`, e));
+    if (on) this.fetchOff.delete(tabId);
+    else this.fetchOff.add(tabId);
+    const children = [...this.fetchChildren].filter(([, t]) => t === tabId).map(([sessionId]) => ({ tabId, sessionId }));
+    // Sent at once, the tab's own session's first (the new page's subresources must find it on).
+    await Promise.all([{ tabId }, ...children].map((target) =>
+      (on ? chrome.debugger.sendCommand(target, "Fetch.enable", FETCH_ENABLE) : chrome.debugger.sendCommand(target, "Fetch.disable"))
+        .catch((e: unknown) => {
+          // A child that ended meanwhile is no failure
+          if (!("sessionId" in target && isGoneError(e))) console.warn(`lanefetch: Fetch.${on ? "enable" : "disable"} failed`, e);
+        })));
   }
 
   /** The browser's own timing (CDP Network events) of the tab's own session on or off. */
@@ -143,6 +162,11 @@ export class DebuggerSessions {
     this.networkLater.delete(tabId);
     if (on) await this.enableNetwork({ tabId });
     else await chrome.debugger.sendCommand({ tabId }, "Network.disable").catch((e: unknown) => console.warn("lanefetch: Network.disable failed", e));
+  }
+
+  private forgetChildren(tabId: number): void {
+    this.fetchOff.delete(tabId);
+    for (const [sessionId, t] of this.fetchChildren) if (t === tabId) this.fetchChildren.delete(sessionId);
   }
 
   /** Detach sessions this extension left from an earlier run of its service worker (state was lost). */
@@ -167,7 +191,9 @@ export class DebuggerSessions {
     const child: chrome.debugger.DebuggerSession = { tabId, sessionId: event.sessionId };
     try {
       if (FETCH_CHILD_TYPES.has(event.targetInfo.type)) {
-        await chrome.debugger.sendCommand(child, "Fetch.enable", FETCH_ENABLE);
+        // Known before its Fetch.enable goes: a switch (setFetch) after this reaches it, in order on its session
+        this.fetchChildren.set(event.sessionId, tabId);
+        if (!this.fetchOff.has(tabId)) await chrome.debugger.sendCommand(child, "Fetch.enable", FETCH_ENABLE);
         await chrome.debugger.sendCommand(child, "Target.setAutoAttach", AUTO_ATTACH);
       }
     } catch (e) {

@@ -13,9 +13,10 @@
 // - a blocked navigation to a host of unknown speed, with the helper up, waits for a probe (speed-probe.ts) first;
 //   a slow host (or no answer in time, or no helper) gets the debugger attached, then the navigation again;
 // - an attached tab is never detached for speed (the debugging bar would flicker): while its top-level host is fast
-//   it stays attached with Fetch and Network off ("intercept off"), switched off once the helper answered what it
-//   already took of the tab (Fetch.disable would hand those to the browser a second time), and on again from the
-//   start of a navigation to a host not known fast (before the new page asks for subresources);
+//   it stays attached with Fetch (in its child sessions too: debugger-sessions.ts) and Network off ("intercept off"),
+//   switched off once the helper answered what it already took of the tab (Fetch.disable would hand those to the
+//   browser a second time), and on again from the start of a navigation to a host not known fast (before the new
+//   page asks for subresources);
 // - a page the browser fetched alone (attached with interception off, or unattached behind the allow rule) is listed
 //   from its Resource Timing once loaded ("list"), and its page load begins at navigation ("page_start").
 // - a host so slow that its document cannot be back before an attach ends (attach-race.ts) is not blocked at all:
