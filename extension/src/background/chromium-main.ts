@@ -4,7 +4,6 @@ import type { Protocol } from "devtools-protocol";
 import { HelperClient } from "../bridge/helper-client.js";
 import { DEFAULT_CONNECTION, HelperConnection } from "../bridge/helper-connection.js";
 import { connectChromeNative } from "../bridge/chrome-native-port.js";
-import { debuggerResponder } from "../deliver/debugger-responder.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../intercept/attach-race.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
@@ -73,7 +72,6 @@ connection.onLost(() => {
 });
 const gate = new NavigationGate();
 const tabs = new Map<number, TabInfo>();
-const responders = new Map<string, FetchResponder>();
 let activeRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
 let proxyBlocked = false;
@@ -381,16 +379,6 @@ function pageInfo(url: string, incognito: boolean): PageInfo {
   };
 }
 
-function responderFor(source: chrome.debugger.DebuggerSession): FetchResponder {
-  const key = `${source.tabId ?? ""}/${source.sessionId ?? ""}`;
-  let responder = responders.get(key);
-  if (!responder) {
-    responder = debuggerResponder(source.sessionId ? { tabId: source.tabId, sessionId: source.sessionId } : { tabId: source.tabId });
-    responders.set(key, responder);
-  }
-  return responder;
-}
-
 /** How long a request of a tab that shows no web page yet waits for its document's loaderId (request-page.ts):
  * Network.requestWillBeSent came ~2 ms after the pause where it came after. */
 const LOADER_WAIT_MS = 100;
@@ -409,6 +397,8 @@ function loaderSignal(tabId: number, source: chrome.debugger.DebuggerSession, ne
 
 function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void {
   const paused = fromRequestPaused(event);
+  // Taken now, while its session is attached: one asked for after a wait could outlive its session's end.
+  const responder = sessions.responderFor(source);
   const frameSource: PausedSource = { sessionId: source.sessionId, frameId: event.frameId, resourceType: event.resourceType, url: paused.url };
   sessions.frames.paused(frameSource, sessions.mainFrameId(tabId));
   const mainFrame = source.sessionId === undefined && event.frameId === sessions.mainFrameId(tabId);
@@ -419,17 +409,17 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const siteOn = (url: string): boolean => matchingRule(activeRules, url) !== null;
   const attributed = requestPage(from, tab, siteOn);
   if ("page" in attributed) {
-    handlePaused(tabId, source, paused, isTopDocument, attributed.page, frameSource);
+    handlePaused(tabId, responder, paused, isTopDocument, attributed.page, frameSource);
     return;
   }
   void loaders.when(tabId, paused.networkId ?? "", LOADER_WAIT_MS).then((loaderId) => {
     const again = requestPage({ ...from, loader: loaderId === undefined ? { kind: "unheard" } : { kind: "heard", loaderId } }, tab, siteOn);
     traced(`loader ${loaderId === undefined ? "not heard" : "heard"} after the pause`);
-    handlePaused(tabId, source, paused, isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
+    handlePaused(tabId, responder, paused, isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
   });
 }
 
-function handlePaused(tabId: number, source: chrome.debugger.DebuggerSession, paused: PausedRequest, isTopDocument: boolean, pageUrl: string,
+function handlePaused(tabId: number, responder: FetchResponder, paused: PausedRequest, isTopDocument: boolean, pageUrl: string,
   frameSource: PausedSource): void {
   const info = tabInfo(tabId);
   const page = pageInfo(pageUrl, info.incognito);
@@ -441,7 +431,7 @@ function handlePaused(tabId: number, source: chrome.debugger.DebuggerSession, pa
     startPage(tabId, paused.url, paused.networkId ?? paused.interceptionId, paused.networkId ?? null);
     accelerator.pageStarted(page);
   }
-  const held = { tabId, paused, responder: responderFor(source), page };
+  const held = { tabId, paused, responder, page };
   // A racing tab's page is being asked what its document came over: its origin's requests wait for the answer.
   const answer = isTopDocument ? null : protocols.pending(tabId, paused.url);
   if (answer === null) accelerator.handle(held);
@@ -499,7 +489,6 @@ async function releaseTab(tabId: number): Promise<void> {
   accelerator.tabGone(tabId);
   documentStreams.tabGone(tabId);
   protocols.forget(tabId);
-  for (const key of [...responders.keys()]) if (key.startsWith(`${tabId}/`)) responders.delete(key);
 }
 
 async function onDetached(tabId: number, reason: string): Promise<void> {

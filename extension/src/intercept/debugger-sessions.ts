@@ -4,7 +4,8 @@
 // attached meanwhile gets no Fetch: their requests are not paused for a helper that cannot take them.
 import type { Protocol } from "devtools-protocol";
 import { NETWORK_ENABLE } from "../timings/cdp-network-log.js";
-import { isGoneError } from "../deliver/fetch-responder.js";
+import { debuggerResponder } from "../deliver/debugger-responder.js";
+import { isGoneError, type FetchResponder } from "../deliver/fetch-responder.js";
 import { EmbeddedFrames } from "./embedded-frames.js";
 
 const PROTOCOL = "1.3";
@@ -39,6 +40,8 @@ export class DebuggerSessions {
   private readonly fetchChildren = new Map<string, number>();
   /** Attached tabs whose interception is switched off (setFetch): their child sessions get no Fetch. */
   private readonly fetchOff = new Set<number>();
+  /** How each session's held requests are answered: "tabId/sessionId" ("tabId/" for the tab's own session). */
+  private readonly responders = new Map<string, FetchResponder>();
 
   constructor(private readonly events: SessionEvents) {
     chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -57,15 +60,34 @@ export class DebuggerSessions {
         const { sessionId } = params as unknown as Protocol.Target.DetachedFromTargetEvent;
         this.frames.detached(sessionId);
         this.fetchChildren.delete(sessionId);
+        this.responders.delete(`${source.tabId}/${sessionId}`);
       }
     });
     chrome.debugger.onDetach.addListener((source, reason) => {
       if (source.tabId !== undefined) this.networkLater.delete(source.tabId);
       if (source.tabId !== undefined) this.frames.tabGone(source.tabId);
-      if (source.tabId !== undefined) this.forgetChildren(source.tabId);
+      if (source.tabId !== undefined) this.forgetSessions(source.tabId);
       if (source.tabId === undefined || !this.attached.delete(source.tabId)) return;
       this.events.detached(source.tabId, reason);
     });
+  }
+
+  /** How requests paused in `source` (the tab's session or a child's) are answered; one per session, kept while it
+   * lasts (forgotten when the child session ends or the tab is detached: a long-lived tab has many frames). */
+  responderFor(source: chrome.debugger.DebuggerSession): FetchResponder {
+    const key = `${source.tabId ?? ""}/${source.sessionId ?? ""}`;
+    let responder = this.responders.get(key);
+    if (!responder) {
+      responder = debuggerResponder(source.sessionId ? { tabId: source.tabId, sessionId: source.sessionId } : { tabId: source.tabId });
+      // Not kept for a tab no longer attached (nothing would forget it)
+      if (source.tabId !== undefined && this.attached.has(source.tabId)) this.responders.set(key, responder);
+    }
+    return responder;
+  }
+
+  /** Responders kept (one per live session). */
+  get respondersKept(): number {
+    return this.responders.size;
   }
 
   isAttached(tabId: number): boolean {
@@ -134,7 +156,7 @@ export class DebuggerSessions {
   async detach(tabId: number): Promise<void> {
     this.networkLater.delete(tabId);
     this.frames.tabGone(tabId);
-    this.forgetChildren(tabId);
+    this.forgetSessions(tabId);
     if (!this.attached.delete(tabId)) return;
     await chrome.debugger.detach({ tabId }).catch(() => undefined);
   }
@@ -164,9 +186,11 @@ export class DebuggerSessions {
     else await chrome.debugger.sendCommand({ tabId }, "Network.disable").catch((e: unknown) => console.warn("lanefetch: Network.disable failed", e));
   }
 
-  private forgetChildren(tabId: number): void {
+  /** The tab's session went (detached): what was kept of it and its child sessions. */
+  private forgetSessions(tabId: number): void {
     this.fetchOff.delete(tabId);
     for (const [sessionId, t] of this.fetchChildren) if (t === tabId) this.fetchChildren.delete(sessionId);
+    for (const key of [...this.responders.keys()]) if (key.startsWith(`${tabId}/`)) this.responders.delete(key);
   }
 
   /** Detach sessions this extension left from an earlier run of its service worker (state was lost). */

@@ -108,3 +108,29 @@ test("a child session that ended, or a tab detached, is not switched any more", 
   await settle();
   assert.deepEqual(sent.filter((c) => c.endsWith("Fetch.disable")), ["tab1 Fetch.disable"]);
 });
+
+// Each session's responder (how its held requests are answered) was kept in a map that only a release of the tab by
+// lanefetch emptied: every out-of-process iframe and service worker a long-lived tab ever had, and every tab closed
+// or detached by the browser, stayed in it for the worker's life.
+test("a session's responder is forgotten when the child session ends, the browser detaches the tab, or it is released", async (t) => {
+  const { child, emit, detaches } = fakeChrome(t);
+  const s = sessions();
+  await s.attach(1);
+  child("FRAME", "iframe");
+  await settle();
+  const frame = s.responderFor({ tabId: 1, sessionId: "FRAME" });
+  const own = s.responderFor({ tabId: 1 });
+  assert.equal(s.responderFor({ tabId: 1, sessionId: "FRAME" }), frame, "one per session while it lasts");
+  emit({ tabId: 1 }, "Target.detachedFromTarget", { sessionId: "FRAME" });
+  assert.equal(s.respondersKept, 1, "the ended child's is gone; the tab's own is kept");
+  assert.equal(s.responderFor({ tabId: 1 }), own);
+  for (const l of detaches) l({ tabId: 1 }, "target_closed");  // the tab closed
+  assert.equal(s.respondersKept, 0);
+  await s.attach(1);
+  s.responderFor({ tabId: 1 });
+  s.responderFor({ tabId: 1, sessionId: "SW" });
+  await s.detach(1);
+  assert.equal(s.respondersKept, 0);
+  s.responderFor({ tabId: 1 });  // a request heard as the tab went: answered, never kept
+  assert.equal(s.respondersKept, 0);
+});
