@@ -88,6 +88,8 @@ export class Accelerator {
   /** Batches waiting for the helper to start: each is told when its host is learned fast (see sendBatch). */
   private readonly waitingForHelper = new Set<{ url: string; fast: (detail: string) => void }>();
   private readonly idleListeners: ((tabId: number) => void)[] = [];
+  /** Requests waiting to be handled (handleWhen), by tab. */
+  private readonly awaitingPage = new Set<{ tabId: number }>();
   /** Chromium: origins the browser reaches over its own warm h2/h3 connection; their requests go to it. */
   multiplexed: BrowserMultiplexed | null = null;
   /** Chromium: origins whose browser HTTP/1.1 connection is warm and idle; one render-blocking request at a time is
@@ -227,9 +229,25 @@ export class Accelerator {
     this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}`, { id, held });
   }
 
+  /** A request of `tabId` handled once `ready` gives it (Chromium: its page, or where its origin's requests go, is
+   * still being learned). Its tab is busy meanwhile: the tab policy turns Fetch off only once it is idle, and
+   * Fetch.disable would hand the request to the browser while the helper is asked for it too. A tab released
+   * meanwhile (tabGone) has it dropped: the browser no longer holds it, and the helper would fetch it for nothing. */
+  handleWhen(tabId: number, ready: Promise<HeldRequest>): void {
+    const waiting = { tabId };
+    this.awaitingPage.add(waiting);
+    void ready.then((held) => {
+      if (!this.awaitingPage.delete(waiting)) return;
+      this.handle(held);
+      // Passed at once (its site off, its host fast): the tab may be idle now
+      if (!this.busyFor(tabId)) for (const listener of this.idleListeners) listener(tabId);
+    });
+  }
+
   /** The tab closed or stopped being intercepted: drop what waits and stop what the helper is fetching for it. */
   tabGone(tabId: number): void {
     this.batcher.dropWhere((key) => key.startsWith(`${tabId}|`));
+    for (const waiting of this.awaitingPage) if (waiting.tabId === tabId) this.awaitingPage.delete(waiting);
     const ids = [...this.deliveries].filter(([, d]) => d.tabId === tabId).map(([id]) => id);
     for (const id of ids) {
       this.deliveries.get(id)?.delivery.drop();
@@ -244,13 +262,14 @@ export class Accelerator {
     this.idleListeners.push(listener);
   }
 
-  /** Whether requests of this tab wait in a batch or are with the helper (not yet answered). */
+  /** Whether requests of this tab wait for their page, in a batch, or are with the helper (not yet answered). */
   busyFor(tabId: number): boolean {
-    return this.batcher.hasWhere((key) => key.startsWith(`${tabId}|`)) || [...this.deliveries.values()].some((d) => d.tabId === tabId);
+    return this.batcher.hasWhere((key) => key.startsWith(`${tabId}|`)) || [...this.deliveries.values()].some((d) => d.tabId === tabId) ||
+      [...this.awaitingPage].some((w) => w.tabId === tabId);
   }
 
   get inFlight(): number {
-    return this.deliveries.size + this.batcher.pending;
+    return this.deliveries.size + this.batcher.pending + this.awaitingPage.size;
   }
 
   /** The browser loads the page's document itself: its request is told to the helper (which learns it as a request of

@@ -29,7 +29,7 @@ import { DocumentStreams } from "../intercept/document-stream.js";
 import { atMost, NavigationProtocols, NAVIGATION_ENTRY_EXPRESSION, WAIT_AT_MOST_MS } from "../intercept/navigation-protocol.js";
 import { answerInterfacesRequest } from "../lanes/interfaces-api.js";
 import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
-import { Accelerator, type PageInfo } from "./accelerator.js";
+import { Accelerator, type HeldRequest, type PageInfo } from "./accelerator.js";
 import { BrowserTabRecords } from "./browser-tab-records.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
@@ -409,18 +409,22 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const siteOn = (url: string): boolean => matchingRule(activeRules, url) !== null;
   const attributed = requestPage(from, tab, siteOn);
   if ("page" in attributed) {
-    handlePaused(tabId, responder, paused, isTopDocument, attributed.page, frameSource);
+    const held = handlePaused(tabId, responder, paused, isTopDocument, attributed.page, frameSource);
+    if (held instanceof Promise) accelerator.handleWhen(tabId, held);
+    else accelerator.handle(held);
     return;
   }
-  void loaders.when(tabId, paused.networkId ?? "", LOADER_WAIT_MS).then((loaderId) => {
+  // Handed over now, handled once its page is known: a tab released meanwhile drops it (the browser no longer holds it)
+  accelerator.handleWhen(tabId, loaders.when(tabId, paused.networkId ?? "", LOADER_WAIT_MS).then((loaderId) => {
     const again = requestPage({ ...from, loader: loaderId === undefined ? { kind: "unheard" } : { kind: "heard", loaderId } }, tab, siteOn);
     traced(`loader ${loaderId === undefined ? "not heard" : "heard"} after the pause`);
-    handlePaused(tabId, responder, paused, isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
-  });
+    return handlePaused(tabId, responder, paused, isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
+  }));
 }
 
+/** The request as the accelerator takes it, or a promise of it where it waits first. */
 function handlePaused(tabId: number, responder: FetchResponder, paused: PausedRequest, isTopDocument: boolean, pageUrl: string,
-  frameSource: PausedSource): void {
+  frameSource: PausedSource): HeldRequest | Promise<HeldRequest> {
   const info = tabInfo(tabId);
   const page = pageInfo(pageUrl, info.incognito);
   const frameSite = sessions.frames.frameSite(frameSource, sessions.mainFrameId(tabId), page.topSite);
@@ -434,8 +438,7 @@ function handlePaused(tabId: number, responder: FetchResponder, paused: PausedRe
   const held = { tabId, paused, responder, page };
   // A racing tab's page is being asked what its document came over: its origin's requests wait for the answer.
   const answer = isTopDocument ? null : protocols.pending(tabId, paused.url);
-  if (answer === null) accelerator.handle(held);
-  else void atMost(answer, WAIT_AT_MOST_MS).then(() => accelerator.handle(held));
+  return answer === null ? held : atMost(answer, WAIT_AT_MOST_MS).then(() => held);
 }
 
 async function refreshRules(): Promise<void> {
