@@ -1,8 +1,8 @@
 """Fetching what a page will ask for before it asks (issue 20), one pure core per question.
 
-Wired in the host for Chromium's debugger mode (page_loads.PageLoads above the service: learned and discovered);
-not in Firefox's proxy mode or the CLI. The decisions a prefetch flight
-needs, each sans-I/O and tested on its own, in the order data flows through them:
+Wired in the host for Chromium's debugger mode (page_loads.PageLoads above the service: learned and discovered)
+and in Firefox's proxy mode (the proxy's service keeps a PageLoads of its own: proxy/service.py); not in the CLI.
+The decisions a prefetch flight needs, each sans-I/O and tested on its own, in the order data flows through them:
 
 - resource.py: what a discovered or learned subresource is (absolute URL, Sec-Fetch-Dest, request mode and
   credentials mode: the inputs the fidelity rule needs), and urls.py: resolving a reference exactly as the
