@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import signal
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
-from . import __version__
+from . import __version__, log_setup
 from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
 from .engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
@@ -609,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = _parse(argv)
     if os.environ.get("LANEFETCH_LOG"):
-        logging.basicConfig(level=os.environ["LANEFETCH_LOG"], stream=sys.stderr, format="%(name)s %(message)s")
+        log_setup.configure(os.environ, sys.stderr, "%(name)s %(message)s")
     if args.command == "fetch":
         if args.connections < 1 or args.depth < 1:
             args.command_parser.error("--connections and --depth must be at least 1")

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import protocol
+from .. import log_setup, protocol
 from ..cache.http_cache import cache_url
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
@@ -605,13 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for browsers: they start the host with [manifest path or origin, extension id]."""
     # stdout belongs to the protocol: log only to stderr (browsers keep it in their own logs, or drop it), or to
     # LANEFETCH_LOG_FILE where one is named (appended to: every helper the browser starts writes there).
-    level = os.environ.get("LANEFETCH_LOG", "WARNING")
-    log_file = os.environ.get("LANEFETCH_LOG_FILE")
-    if log_file:
-        logging.basicConfig(level=level, filename=log_file,
-                            format="%(asctime)s lanefetch-host[%(process)d] %(levelname)s %(message)s")
-    else:
-        logging.basicConfig(level=level, stream=sys.stderr, format="lanefetch-host %(levelname)s %(message)s")
+    log_setup.configure(os.environ, sys.stderr, "lanefetch-host %(levelname)s %(message)s",
+                        file_format="%(asctime)s lanefetch-host[%(process)d] %(levelname)s %(message)s")
     # Tests only: trust exactly this CA for the origins (instead of the system store). Never set in normal use.
     test_ca = os.environ.get(TEST_UPSTREAM_CA_ENV) or None
     if test_ca:

@@ -353,6 +353,18 @@ async def test_the_helper_logs_to_the_file_named_in_its_environment(tmp_path: Pa
     assert f"{TEST_UPSTREAM_CA_ENV} is set" in text and "WARNING" in text, text
 
 
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("LANEFETCH_LOG", "debug"), ("LANEFETCH_LOG", "loud"), ("LANEFETCH_LOG_FILE", "/nonexistent/lanefetch/helper.log"),
+])
+async def test_a_log_setting_it_cannot_use_never_stops_the_helper(tmp_path: Path, variable: str, value: str) -> None:
+    """docs/cli.md has users set these in the browser's environment; one mistyped (a level in lower case, a file in
+    a folder that is not there) costs at most the log, never the helper, which the browser would only see gone."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), variable: value}
+    async with running_host(env) as h:
+        await h.send({"type": "ping"})
+        assert (await h.recv())["type"] == "pong"
+
 async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:
     """The Windows path (a thread on each pipe) carries the protocol like the event-loop pipes do."""
     to_host_r, to_host_w = os.pipe()
