@@ -517,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true",
                    help="print one JSON object with timings per request (bodies go only to --out)")
     f.add_argument("--out", type=Path, metavar="DIR", help="write each body to DIR/<basename of the URL path> "
-                   "(needed for several URLs; without it one URL's body goes to standard output)")
+                   "(several URLs need it, -O, --json or --head; without it one URL's body goes to standard output)")
     f.add_argument("-o", "--output", type=Path, metavar="FILE",
                    help="write the one URL's body to FILE (like curl -o; - is standard output)")
     f.add_argument("-O", "--remote-name", action="store_true",
@@ -534,8 +534,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--inflight-budget", action="store_true",
                    help="bound an origin's unanswered requests to about two bandwidth-delay products")
     f.add_argument("--h2-connections", type=int, default=EngineConfig.h2_connections, metavar="N",
-                   help="HTTP/2 connections per origin whose round trip is 100 ms or more (one below); a batch is "
-                   "shared among them (default: %(default)s; 1: one always, as browsers)")
+                   help="HTTP/2 connections per origin whose round trip is 100 ms or more or not known yet (one "
+                   "below); a batch is shared among them (default: %(default)s; 1: one always, as browsers)")
     f.add_argument("--h2-open-window", action="store_true",
                    help="over HTTP/2, open the connection's receive window to 16 MiB at once instead of keeping "
                    "what the server has outstanding near 1.5 bandwidth-delay products")
