@@ -1,8 +1,9 @@
 """The documents a user or contributor acts on, checked against the code where that is cheap: every `lanefetch`
 option the docs name exists in the parser (of the command it is given to), what README's privacy section says is
 stored is what the helper keeps, every popup text README quotes is one the extension shows, every npm script named
-is in package.json, every relative link and every module CONTRIBUTING's layout names is there, and README stays
-short (its own promise: at most 250 lines). Reads files only; no process is started."""
+is in package.json, the doctor messages README's troubleshooting table quotes are doctor's, every relative link
+and every module CONTRIBUTING's layout names is there, and README stays short (its own promise: at most 250
+lines). Reads the repository's files and writes a few manifests under tmp_path; no process is started."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
+from lanefetch import doctor, protocol
+from lanefetch.bridge.install import Target
 from lanefetch.cache import origin_memory
 from lanefetch.cli import build_parser
+from lanefetch.lanes.interfaces import Interface, PolicyStore
 from lanefetch.prefetch import learned
 
 REPO = Path(__file__).resolve().parents[3]
@@ -119,6 +123,55 @@ def test_every_popup_text_readme_quotes_is_one_the_extension_shows() -> None:
                if not any(q in p for p in plain) and not any(t.fullmatch(q) for t in templates)]
     assert missing == []
 
+
+
+def _troubleshooting_messages() -> list[str]:
+    """The first cell of each row of README's doctor table, each quoted message in it as a pattern (`…` any text,
+    `<browser>` a browser's name)."""
+    table = README.read_text(encoding="utf-8").split("**`lanefetch doctor`**", 1)[1].split("\n\n**The popup**", 1)[0]
+    out = []
+    for row in re.findall(r"^\| (.+?) \| .+ \|$", table, re.M):
+        out += [m for m in re.findall(r"`([^`]+)`", row) if m not in ("info", "WARN")]
+    return out
+
+
+def test_the_doctor_messages_readme_quotes_are_doctors(tmp_path: Path) -> None:
+    """The messages a user compares with doctor's output, produced by doctor's own checks where that needs no process
+    (hello is started as a browser would, so its rows are not produced here)."""
+    def registered(name: str, executable: Path) -> Target:
+        target = Target("chromium", tmp_path / name)
+        target.directory.mkdir()
+        origin = f"chrome-extension://{protocol.identity()['chromium_extension_id']}/"
+        target.manifest_path.write_text(json.dumps({"name": protocol.identity()["native_host_name"], "type": "stdio",
+                                                    "path": str(executable), "allowed_origins": [origin]}))
+        return target
+
+    not_executable = tmp_path / "lanefetch-host"
+    not_executable.write_text("")
+    one = Interface("eth0", 2, True, False, ("192.0.2.1",))
+    rendered = doctor.render([
+        *doctor.check_target(Target("chromium", tmp_path / "nothing")),
+        *doctor.check_target(Target("chromium", tmp_path / "nowhere", "Software\\Chromium", "HKCU"),
+                             registry=_NoRegistry()),
+        *doctor.check_target(registered("moved", tmp_path / "gone" / "lanefetch-host")),
+        *doctor.check_target(registered("plain", not_executable)),
+        doctor.check_python((3, 10, 0)),
+        doctor.check_interfaces([], PolicyStore(path=tmp_path / "interfaces.json")),
+        doctor.check_interfaces([one], PolicyStore(path=tmp_path / "interfaces.json")),
+    ])
+    quoted = _troubleshooting_messages()
+    assert len(quoted) > 10
+    produced = [q for q in quoted if q.startswith(("FAIL  Python", "WARN  Interfaces", "info  Interfaces"))
+                or "not registered" in q or "does not exist" in q or q in ("no registry key …", "… is not executable")]
+    assert len(produced) >= 6
+    for q in produced:
+        pattern = ".*".join(re.escape(part) for part in q.split("…")).replace(re.escape("<browser>"), r"\S+")
+        assert re.search(pattern, rendered), f"README quotes {q!r}; doctor says:\n{rendered}"
+
+
+class _NoRegistry:
+    def get_default(self, hive: str, key: str) -> str | None:
+        return None
 
 def test_every_npm_script_named_exists() -> None:
     scripts = set(json.loads((REPO / "package.json").read_text(encoding="utf-8"))["scripts"])
