@@ -110,3 +110,26 @@ test("no helper installed: the popup's first line says what to run", async () =>
     await bare.close();
   }
 });
+
+test("the tab goes on to another site while the popup is open: the switch turns on the site the popup shows", async () => {
+  await setSites(browser.worker, []);
+  try {
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await openPage(page, url);
+    const popup = await openPopup(browser.context, await tabIdOf(browser.worker, url));
+    assert.equal(await popup.textContent("#site-name"), "127.0.0.1");
+    await page.goto(`${sites.other.origin}/plain.html`);
+    await pollUntil("the popup shows the tab's new site", async () => (await popup.textContent("#site-name")) === "127.0.0.2" || undefined);
+    await popup.click("#toggle");
+    const names = await pollUntil("a site turned on", async () => {
+      const stored = await browser.worker.evaluate(async () => (await chrome.storage.local.get("sites")).sites as { name: string }[] | undefined);
+      return stored !== undefined && stored.length > 0 ? stored.map((s) => s.name) : undefined;
+    });
+    assert.deepEqual(names, ["127.0.0.2"], "the site the popup named, not the one the tab showed when it opened");
+    await popup.close();
+    await page.close();
+  } finally {
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+  }
+});

@@ -132,13 +132,16 @@ async function main(): Promise<void> {
   const tabId = await targetTabId();
   if (tabId === undefined) return;
   byId("timing", HTMLAnchorElement).href = `timing.html?tab=${tabId}`;
-  const refresh = async (): Promise<StatusReply> => {
-    const status = await chrome.runtime.sendMessage<PopupRequest, StatusReply>({ type: "lanefetch/status", tabId });
+  // What the popup shows is what its controls act on: every refresh (the one each second too) replaces it, so a tab
+  // gone on to another site while the popup is open has the site now named switched, not the one shown at first.
+  const ask = (): Promise<StatusReply> => chrome.runtime.sendMessage<PopupRequest, StatusReply>({ type: "lanefetch/status", tabId });
+  let status = await ask();
+  const refresh = async (): Promise<void> => {
+    status = await ask();
     render(status);
-    document.body.dataset.ready = "true";
-    return status;
   };
-  let status = await refresh();
+  render(status);
+  document.body.dataset.ready = "true";
 
   const apply = async (): Promise<void> => {
     const choices = ruleChoicesFor(status.tab.url);
@@ -149,12 +152,12 @@ async function main(): Promise<void> {
     if (current && (!toggle.checked || !sameRule(current, wanted))) await store.disable(current);
     if (toggle.checked) await store.enable(wanted);
     reload.hidden = false;
-    status = await refresh();
+    await refresh();
   };
   toggle.addEventListener("change", () => void apply());
   https.addEventListener("change", () => {
     const rule = status.tab.rule;
-    if (rule) void setHttpsSite(chrome.storage.local, rule, https.checked).then(async () => { status = await refresh(); });
+    if (rule) void setHttpsSite(chrome.storage.local, rule, https.checked).then(refresh);
   });
   exact.addEventListener("change", () => {
     if (toggle.checked) void apply();
