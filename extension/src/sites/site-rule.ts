@@ -52,6 +52,12 @@ export function ruleChoicesFor(url: string): { domain: SiteRule; host: SiteRule 
   return { domain: { scope: "domain", name: registrableDomain(host) }, host: { scope: "host", name: host } };
 }
 
+/** Whether a name is an IP address (IPv4, or IPv6 in brackets) rather than a host name: nothing is under it, so a
+ * domain rule made on it (its registrable domain is itself) covers that address alone, and is said so. */
+export function isAddressName(name: string): boolean {
+  return /^[\d.]+$|^\[/.test(name);
+}
+
 export function ruleMatchesHost(rule: SiteRule, host: string): boolean {
   const name = rule.name.replace(/\.$/, ""); // (a rule made on a page written with the dot before it was dropped)
   if (rule.scope === "host") return host === name;

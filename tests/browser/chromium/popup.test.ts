@@ -133,3 +133,11 @@ test("the tab goes on to another site while the popup is open: the switch turns 
     await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
   }
 });
+
+test("the options page says what an address's rule covers: that address, no subdomains", async () => {
+  const page = await browser.context.newPage();
+  await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+  await page.waitForSelector("body[data-ready=true]");
+  assert.equal(await page.textContent('tr[data-site="domain:127.0.0.1"] td:nth-child(2)'), "this address only");
+  await page.close();
+});

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { isPublicSuffix, matchingRule, registrableDomain, ruleChoicesFor, ruleMatchesHost } from "../../../extension/src/sites/site-rule.js";
+import { isAddressName, isPublicSuffix, matchingRule, registrableDomain, ruleChoicesFor, ruleMatchesHost } from "../../../extension/src/sites/site-rule.js";
 
 test("registrable domain follows the public suffix list (private entries too)", () => {
   assert.equal(registrableDomain("www.bbc.co.uk"), "bbc.co.uk");
@@ -27,6 +27,15 @@ test("domain rules cover subdomains, host rules only the host", () => {
   assert.ok(!ruleMatchesHost(domain, "badexample.com"));
   assert.ok(ruleMatchesHost(host, "www.example.com"));
   assert.ok(!ruleMatchesHost(host, "x.www.example.com"));
+});
+
+test("an address's domain rule is itself alone (the popup and options page say no subdomains for it)", () => {
+  for (const url of ["http://192.168.1.20:8080/", "http://[fd00::1]/", "http://[::ffff:127.0.0.1]/"]) {
+    const choices = ruleChoicesFor(url);
+    assert.ok(choices !== null && isAddressName(choices.domain.name), url);
+    assert.ok(!matchingRule([choices.domain], url.replace("//", "//a.")), `${url}: nothing under it`);
+  }
+  for (const name of ["example.com", "localhost", "1.example", "xn--bcher-kva.example"]) assert.ok(!isAddressName(name), name);
 });
 
 test("an exact-host rule wins over a domain rule; other schemes never match", () => {

@@ -2,7 +2,7 @@
 // split downloads and the interfaces' policy (lanes-section.ts).
 import type { CacheReply, CacheRequest } from "../../background/popup-api.js";
 import { SiteStore } from "../../sites/site-store.js";
-import { ruleKey } from "../../sites/site-rule.js";
+import { isAddressName, ruleKey } from "../../sites/site-rule.js";
 import { byId, formatBytes, helperText } from "../format.js";
 import { startLanesSection } from "./lanes-section.js";
 
@@ -26,7 +26,8 @@ async function render(): Promise<void> {
       name.append(note);
     }
     const covers = document.createElement("td");
-    covers.textContent = site.scope === "domain" ? "the domain and its subdomains" : "this host only";
+    covers.textContent = isAddressName(site.name) ? "this address only"
+      : site.scope === "domain" ? "the domain and its subdomains" : "this host only";
     const since = document.createElement("td");
     since.textContent = site.added ? new Date(site.added).toLocaleDateString() : "";
     const action = document.createElement("td");

@@ -4,7 +4,7 @@
 import type { PopupRequest, StatusReply } from "../../background/popup-api.js";
 import { setHttpsSite } from "../../proxy/https-sites.js";
 import { SiteStore } from "../../sites/site-store.js";
-import { isPublicSuffix, ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
+import { isAddressName, isPublicSuffix, ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
 import { LEFT_TO_BROWSER } from "../../timings/left-to-browser.js";
 import { byId, helperText } from "../format.js";
 import { reasonLines, stateLine } from "./state-line.js";
@@ -75,9 +75,8 @@ function render(status: StatusReply): void {
     toggle.checked = false;
   } else {
     const shown: SiteRule = rule ?? (exact.checked ? choices.host : choices.domain);
-    const isAddress = /^[\d.]+$|^\[/.test(shown.name);
     byId("site-name", HTMLParagraphElement).textContent =
-      shown.scope === "domain" && !isAddress ? `${shown.name} and its subdomains` : shown.name;
+      shown.scope === "domain" && !isAddressName(shown.name) ? `${shown.name} and its subdomains` : shown.name;
     toggle.checked = rule !== null && !status.tab.sessionOff;
     if (rule) exact.checked = rule.scope === "host";
   }
@@ -120,7 +119,7 @@ function renderHttps(status: StatusReply): void {
     ? `${rule.name} is a public suffix (or a top-level name): a certificate authority for it would vouch for every ` +
       "site under it, so lanefetch does not offer HTTPS for it."
     : `Firefox will trust a certificate authority made on this computer that can vouch only for ${rule.name}` +
-    `${rule.scope === "domain" ? " and its subdomains" : ""}, so the lanefetch helper can read and speed up this site's ` +
+    `${rule.scope === "domain" && !isAddressName(rule.name) ? " and its subdomains" : ""}, so the lanefetch helper can read and speed up this site's ` +
     "HTTPS traffic; turning this off (or the site) removes it.";
   const state = info.state === null ? "" : HTTPS_STATE_TEXT[info.state] ?? info.state;
   // When the helper could not tell which profile runs lanefetch it used every profile: say so.
