@@ -614,7 +614,9 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
   if (!isPopupRequest(message)) return false;
   void (async () => {
     await ready;
-    if (connection.state.status === "idle") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
+    // Not only a helper never asked for: one missing or stopped is asked again too (ready() waits between tries), so
+    // a helper installed or back while the popup is open shows there without a page load to start it.
+    if (connection.state.status !== "connected") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
     const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", incognito: false, problem: null };
     const rule = matchingRule(enabledRules, info.url) ?? matchingRule(sessionOffRules, info.url);
     const reply: StatusReply = {

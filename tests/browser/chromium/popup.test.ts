@@ -4,13 +4,14 @@
 // for the README).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import {
   EXTENSION_ID, freshProfile, launch, openPage, setSites, startSiteOn, stopSiteOn, tabIdOf, waitForHelper, type Browser,
 } from "../support/chromium-harness.js";
-import { repoRoot } from "../support/paths.js";
+import { helperCli, repoRoot } from "../support/paths.js";
 import type { Sites } from "../support/test-site.js";
 import { pollUntil, screenshot, seriousAxeViolations } from "../support/ui-checks.js";
 
@@ -140,4 +141,22 @@ test("the options page says what an address's rule covers: that address, no subd
   await page.waitForSelector("body[data-ready=true]");
   assert.equal(await page.textContent('tr[data-site="domain:127.0.0.1"] td:nth-child(2)'), "this address only");
   await page.close();
+});
+
+test("the helper installed while the popup is open: the popup says it is there, without a page load", async () => {
+  const bare = await launch(freshProfile(false));
+  try {
+    await setSites(bare.worker, [{ scope: "domain", name: "127.0.0.1" }], { gate: false });
+    const page = await bare.context.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await openPage(page, url);
+    const popup = await openPopup(bare.context, await tabIdOf(bare.worker, url));
+    await stateLineMatching(popup, /^Helper not installed/);
+    execFileSync(helperCli, ["install", "--browser", "chromium", "--chromium-user-data-dir", bare.userDataDir], { stdio: "pipe" });
+    // Nothing else asks for the helper here (no page loads): only the open popup can notice it came.
+    await stateLineMatching(popup, /^On — reload the page/);
+    assert.match((await popup.textContent("#helper")) ?? "", /^Helper connected/);
+  } finally {
+    await bare.close();
+  }
 });
