@@ -2,10 +2,12 @@
 // → pages still load (from the browser) while the popup says how to fix it.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { EXTENSION_ID, freshProfile, launch, openPage, setSites, tabIdOf, tabStatus, tabTimings, waitForGate, waitForHelper, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
+import { helperCli } from "../support/paths.js";
 import { startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
@@ -194,6 +196,23 @@ test("the options page lists enabled sites and removes them", async () => {
     await waitForGate(browser.worker, 1);
     const stored = await browser.worker.evaluate(() => chrome.storage.local.get("sites"));
     assert.deepEqual((stored.sites as { name: string }[]).map((x) => x.name), ["www.example.org"]);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("the options page a new user meets says the helper is missing, and shows its cache and interfaces once it is installed", async () => {
+  const browser = await launch(freshProfile(false));
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    await page.waitForFunction(() => /^Cache unavailable\. Helper not installed/.test(document.querySelector("#cache-state")?.textContent ?? ""));
+    assert.match((await page.textContent("#interfaces-state")) ?? "", /^Interfaces unavailable\. Helper not installed/);
+    execFileSync(helperCli, ["install", "--browser", "chromium", "--chromium-user-data-dir", browser.userDataDir], { stdio: "pipe" });
+    // No reload: the page asks again while the helper could not be asked.
+    await page.waitForFunction(() => /^\d+ entries/.test(document.querySelector("#cache-state")?.textContent ?? ""), undefined, { timeout: 20000 });
+    await page.waitForFunction(() => document.querySelector("#interfaces")?.hasAttribute("hidden") === false, undefined, { timeout: 20000 });
+    assert.equal(await page.textContent("#interfaces-state"), "");
   } finally {
     await browser.close();
   }

@@ -161,7 +161,8 @@ async function ask(request: InterfacesRequest): Promise<string | null> {
   return show(await chrome.runtime.sendMessage<InterfacesRequest, InterfacesReply>(request));
 }
 
-export function startLanesSection(): void {
+/** `askAgainMs`: while the helper's interfaces cannot be listed (no helper yet), how often to ask again. */
+export function startLanesSection(askAgainMs: number): void {
   const box = byId("split-large", HTMLInputElement);
   // Firefox streams proxied bodies to the page: no size limit there.
   if (inFirefox) byId("split-limit", HTMLSpanElement).textContent = "They arrive as they come, whatever their size.";
@@ -170,5 +171,8 @@ export function startLanesSection(): void {
     box.dataset.ready = "true";
   });
   box.addEventListener("change", () => void chrome.storage.local.set({ [SPLIT_LARGE_KEY]: box.checked }));
-  void ask({ type: "lanefetch/interfaces" });
+  const list = (): void => void ask({ type: "lanefetch/interfaces" }).then((failed) => {
+    if (failed !== null) setTimeout(list, askAgainMs);
+  });
+  list();
 }

@@ -1,5 +1,7 @@
 // The options page: every enabled site, with a button to remove it; the helper cache's size, with a button to clear it;
-// split downloads and the interfaces' policy (lanes-section.ts).
+// split downloads and the interfaces' policy (lanes-section.ts). While the helper cannot be asked (a new user meets
+// this page before installing it), the cache and the interfaces are asked again every few seconds: once it is
+// installed the page shows them, not a stale "not installed".
 import type { CacheReply, CacheRequest } from "../../background/popup-api.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { isAddressName, ruleKey } from "../../sites/site-rule.js";
@@ -56,6 +58,10 @@ function cacheText(reply: CacheReply): string {
   return `${cleared}${persistent}${privately}`;
 }
 
+/** While the helper cannot be asked (not installed yet: a new user meets this page first), it is asked again this
+ * often, so the page shows the helper's answers once it is there without being reloaded. */
+const ASK_AGAIN_MS = 3000;
+
 async function cache(action: CacheRequest["action"]): Promise<void> {
   const button = byId("cache-clear", HTMLButtonElement);
   const state = byId("cache-state", HTMLParagraphElement);
@@ -69,6 +75,7 @@ async function cache(action: CacheRequest["action"]): Promise<void> {
   byId("cache-file", HTMLElement).textContent = location ?? "unknown: the helper did not answer";
   state.dataset.entries = String(reply.stats?.entries ?? "");
   button.disabled = reply.stats === null || reply.stats.error !== undefined;
+  if (reply.stats === null) setTimeout(() => void cache("stats"), ASK_AGAIN_MS);
 }
 
 byId("cache-clear", HTMLButtonElement).addEventListener("click", () => void cache("clear"));
@@ -83,4 +90,4 @@ if (__LANEFETCH_BROWSER__ === "firefox") {
 } else {
   void cache("stats");
 }
-startLanesSection();
+startLanesSection(ASK_AGAIN_MS);
