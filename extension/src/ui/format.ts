@@ -37,3 +37,16 @@ export function byId<T extends HTMLElement>(id: string, type: new () => T): T {
   if (!(el instanceof type)) throw new Error(`#${id} missing`);
   return el;
 }
+
+/** Writes text with its `backticked` parts (a command to type: helperText's) shown as code; only a change (the popup
+ * re-renders every second, and a rewritten live region is read out again). */
+export function setTextWithCode(el: HTMLElement, text: string): void {
+  if (el.dataset.text === text) return;
+  el.dataset.text = text;
+  el.replaceChildren(...text.split("`").map((part, i) => {
+    if (i % 2 === 0) return part;
+    const code = document.createElement("code");
+    code.textContent = part;
+    return code;
+  }));
+}

@@ -201,13 +201,18 @@ test("the options page lists enabled sites and removes them", async () => {
   }
 });
 
-test("the options page a new user meets says the helper is missing, and shows its cache and interfaces once it is installed", async () => {
+test("the options page a new user meets says the helper is missing (the command to run as code), and shows its cache and interfaces once it is installed", async () => {
   const browser = await launch(freshProfile(false));
   try {
     const page = await browser.context.newPage();
     await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
     await page.waitForFunction(() => /^Cache unavailable\. Helper not installed/.test(document.querySelector("#cache-state")?.textContent ?? ""));
     assert.match((await page.textContent("#interfaces-state")) ?? "", /^Interfaces unavailable\. Helper not installed/);
+    // The command to type shown as code, as the popup shows it, not between backticks.
+    for (const id of ["#cache-state", "#interfaces-state"]) {
+      assert.doesNotMatch((await page.textContent(id)) ?? "", /`/, id);
+      assert.equal(await page.textContent(`${id} code`), "lanefetch install", id);
+    }
     execFileSync(helperCli, ["install", "--browser", "chromium", "--chromium-user-data-dir", browser.userDataDir], { stdio: "pipe" });
     // No reload: the page asks again while the helper could not be asked.
     await page.waitForFunction(() => /^\d+ entries/.test(document.querySelector("#cache-state")?.textContent ?? ""), undefined, { timeout: 20000 });

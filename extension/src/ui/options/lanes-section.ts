@@ -7,7 +7,7 @@ import type { InterfacesReply, InterfacesRequest } from "../../lanes/interfaces-
 import { capToForm, policyFromForm } from "../../lanes/policy-form.js";
 import { SPLIT_LARGE_KEY } from "../../lanes/split-rule.js";
 import type { InterfaceState } from "../../generated/protocol.js";
-import { byId, formatBytes, helperText } from "../format.js";
+import { byId, formatBytes, helperText, setTextWithCode } from "../format.js";
 import { unusableInPlainWords } from "./interface-words.js";
 
 const inFirefox = chrome.runtime.getURL("").startsWith("moz-extension:");
@@ -58,7 +58,7 @@ function newRow(name: string): { tr: HTMLTableRowElement; update(i: InterfaceSta
   message.setAttribute("role", "status");
   const fields = [enabled, weight, metered, cap];
   const say = (text: string, kind: "saved" | "error" | null): void => {
-    message.textContent = text;
+    setTextWithCode(message, text);
     if (kind === "saved") tr.dataset.saved = "true";
     else delete tr.dataset.saved;
     if (kind === "error") tr.dataset.error = "true";
@@ -127,14 +127,15 @@ function show(reply: InterfacesReply): string | null {
   const table = byId("interfaces", HTMLTableElement);
   const { state: answer } = reply;
   if (answer === null) {
-    state.textContent = `Interfaces unavailable. ${helperText(reply.helper).text}`;
-    return state.textContent;
+    const text = `Interfaces unavailable. ${helperText(reply.helper).text}`;
+    setTextWithCode(state, text);
+    return text;
   }
   if (answer.error !== undefined || answer.interfaces === undefined) {
-    state.textContent = answer.error ?? "";
+    setTextWithCode(state, answer.error ?? "");
     return `Not saved: ${answer.error ?? "no answer"}`;
   }
-  state.textContent = "";
+  setTextWithCode(state, "");
   const order: HTMLTableRowElement[] = [];
   for (const i of answer.interfaces) {
     let row = rows.get(i.name);

@@ -5,7 +5,7 @@
 import type { CacheReply, CacheRequest } from "../../background/popup-api.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { isAddressName, ruleKey } from "../../sites/site-rule.js";
-import { byId, formatBytes, helperText } from "../format.js";
+import { byId, formatBytes, helperText, setTextWithCode } from "../format.js";
 import { startLanesSection } from "./lanes-section.js";
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
@@ -67,7 +67,7 @@ async function cache(action: CacheRequest["action"]): Promise<void> {
   const state = byId("cache-state", HTMLParagraphElement);
   button.disabled = true;
   const reply = await chrome.runtime.sendMessage<CacheRequest, CacheReply>({ type: "lanefetch/cache", action });
-  state.textContent = cacheText(reply);
+  setTextWithCode(state, cacheText(reply));
   // Where it is kept only for who asks (a path means nothing to most people). Shown from the start, so the page does
   // not move under the pointer when the answer comes; hidden only when there is no such place.
   const location = reply.stats?.location ?? null;

@@ -6,7 +6,7 @@ import { setHttpsSite } from "../../proxy/https-sites.js";
 import { SiteStore } from "../../sites/site-store.js";
 import { isAddressName, isPublicSuffix, ruleChoicesFor, sameRule, type SiteRule } from "../../sites/site-rule.js";
 import { LEFT_TO_BROWSER } from "../../timings/left-to-browser.js";
-import { byId, helperText } from "../format.js";
+import { byId, helperText, setTextWithCode } from "../format.js";
 import { reasonLines, stateLine } from "./state-line.js";
 
 const store = new SiteStore(chrome.storage.local, chrome.storage.session);
@@ -26,18 +26,6 @@ async function targetTabId(): Promise<number | undefined> {
 /** Writes only a change: the popup re-renders every second, and a rewritten live region is read out again. */
 function setText(el: HTMLElement, text: string): void {
   if (el.textContent !== text) el.textContent = text;
-}
-
-/** Like setText, with `backticked` parts (a command to type) shown as code. */
-function setTextWithCode(el: HTMLElement, text: string): void {
-  if (el.dataset.text === text) return;
-  el.dataset.text = text;
-  el.replaceChildren(...text.split("`").map((part, i) => {
-    if (i % 2 === 0) return part;
-    const code = document.createElement("code");
-    code.textContent = part;
-    return code;
-  }));
 }
 
 function say(text: string | null): void {
@@ -63,7 +51,7 @@ function render(status: StatusReply): void {
   // The helper's own line only when it says something the state line does not.
   const helper = helperText(status.helper);
   const helperEl = byId("helper", HTMLParagraphElement);
-  helperEl.textContent = helper.text;
+  setTextWithCode(helperEl, helper.text);
   helperEl.hidden = status.helper.status === "not_installed" && rule !== null;
 
   toggle.disabled = choices === null;
