@@ -160,3 +160,27 @@ test("the helper installed while the popup is open: the popup says it is there, 
     await bare.close();
   }
 });
+
+test("the options page keeps the keyboard focus on a site's Remove button when the list is drawn again", async () => {
+  const page = await browser.context.newPage();
+  try {
+    await page.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    await page.waitForSelector("body[data-ready=true]");
+    const removeOne = 'tr[data-site="domain:127.0.0.1"] button';
+    await page.focus(removeOne);
+    // Another site turned on (the popup of another window): the list is drawn again with it.
+    await browser.worker.evaluate(async () => {
+      const { sites } = await chrome.storage.local.get("sites");
+      await chrome.storage.local.set({ sites: [...(sites as object[]), { scope: "host", name: "other.example", added: Date.now() }] });
+    });
+    await page.waitForSelector('tr[data-site="host:other.example"]');
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("aria-label")), "Remove 127.0.0.1");
+    // Removing a site from the keyboard: the focus goes to the Remove button now in its place, not to the page's top.
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelectorAll("#sites tbody tr").length === 1);
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("aria-label")), "Remove other.example");
+  } finally {
+    await page.close();
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+  }
+});

@@ -14,6 +14,11 @@ async function render(): Promise<void> {
   const [sites, off] = await Promise.all([store.enabledSites(), store.sessionOff()]);
   const offKeys = new Set(off.map(ruleKey));
   const table = byId("sites", HTMLTableElement);
+  // The list is drawn anew at every storage change: a Remove button that had the keyboard focus gets it back (its
+  // site's, or the one now in its place when its site went), so the person is not sent back to the page's top.
+  const focused = document.activeElement;
+  const focusedRow = focused instanceof HTMLButtonElement && table.contains(focused) ? focused.closest("tr") : null;
+  const focusedAt = focusedRow ? [...(table.tBodies[0]?.rows ?? [])].indexOf(focusedRow) : -1;
   byId("empty", HTMLParagraphElement).hidden = sites.length > 0;
   table.hidden = sites.length === 0;
   const rows = sites.map((site) => {
@@ -43,6 +48,10 @@ async function render(): Promise<void> {
     return tr;
   });
   table.tBodies[0]?.replaceChildren(...rows);
+  if (focusedRow) {
+    const row = rows.find((tr) => tr.dataset.site === focusedRow.dataset.site) ?? rows[Math.min(focusedAt, rows.length - 1)];
+    row?.querySelector("button")?.focus();
+  }
   document.body.dataset.ready = "true";
 }
 
