@@ -13,10 +13,13 @@ export interface PolicyForm {
   capMb: string;
 }
 
+/** The largest weight the form takes (the helper compares lanes' weights only up to a ratio of 1e6 anyway). */
+export const MAX_WEIGHT = 1e6;
+
 export function policyFromForm(form: PolicyForm): { policy: PolicyChange } | { error: string } {
   const weight = Number(form.weight.trim());
-  if (form.weight.trim() === "" || !Number.isFinite(weight) || weight <= 0 || weight > 1e6) {
-    return { error: `Weight must be a number above 0, not "${form.weight}".` };
+  if (form.weight.trim() === "" || !Number.isFinite(weight) || weight <= 0 || weight > MAX_WEIGHT) {
+    return { error: `Weight must be a number above 0 and at most ${MAX_WEIGHT}, not "${form.weight}".` };
   }
   const capText = form.capMb.trim();
   const capMb = capText === "" ? 0 : Number(capText);

@@ -50,6 +50,10 @@ test("the policy form refuses bad input with the reason and converts the cap to 
   assert.deepEqual(policyFromForm({ ...form, capMb: "250.5" }), { policy: { enabled: true, metered: false, weight: 1.5, daily_cap_bytes: 250_500_000 } });
   assert.deepEqual(policyFromForm({ ...form, capMb: "0" }), { policy: { enabled: true, metered: false, weight: 1.5, daily_cap_bytes: null } });
   for (const weight of ["0", "-2", "", "abc", "Infinity"]) assert.match((policyFromForm({ ...form, weight }) as { error: string }).error, /^Weight must be a number above 0/);
+  // Above the form's largest weight: said so (not "must be above 0", which it is).
+  assert.equal((policyFromForm({ ...form, weight: "2000000" }) as { error: string }).error,
+    "Weight must be a number above 0 and at most 1000000, not \"2000000\".");
+  assert.deepEqual(policyFromForm({ ...form, weight: "1000000" }), { policy: { enabled: true, metered: false, weight: 1e6, daily_cap_bytes: null } });
   for (const capMb of ["-1", "x"]) assert.match((policyFromForm({ ...form, capMb }) as { error: string }).error, /^Daily cap must be/);
   assert.equal(capToForm(null), "");
   assert.equal(capToForm(250_500_000), "250.5");
