@@ -1,5 +1,5 @@
 // A site the user enabled: a registrable domain (with its subdomains) or one exact host.
-import { getDomain, getPublicSuffix } from "tldts";
+import { getDomain, getPublicSuffix, parse } from "tldts";
 
 export type SiteScope = "domain" | "host";
 
@@ -45,11 +45,18 @@ export function isPublicSuffix(name: string): boolean {
   return bare === "" || getPublicSuffix(bare, { allowPrivateDomains: true }) === bare;
 }
 
-/** The two rules a user can choose for the page at `url`: its registrable domain, or its exact host. */
+/** The two rules a user can choose for the page at `url`: its registrable domain, or its exact host. A host that is
+ * itself a public suffix on the list (path-style `s3.amazonaws.com`, `co.uk`) has no registrable domain: a domain
+ * rule named by it would take every site under it, each another's, so only its exact host is offered (twice). */
 export function ruleChoicesFor(url: string): { domain: SiteRule; host: SiteRule } | null {
   const host = httpHost(url);
   if (host === null) return null;
-  return { domain: { scope: "domain", name: registrableDomain(host) }, host: { scope: "host", name: host } };
+  const exact: SiteRule = { scope: "host", name: host };
+  const listed = parse(host, { allowPrivateDomains: true });
+  if (listed.domain === null && listed.publicSuffix === host && (listed.isIcann === true || listed.isPrivate === true)) {
+    return { domain: exact, host: exact };
+  }
+  return { domain: { scope: "domain", name: registrableDomain(host) }, host: exact };
 }
 
 /** Whether a name is an IP address (IPv4, or IPv6 in brackets) rather than a host name: nothing is under it, so a

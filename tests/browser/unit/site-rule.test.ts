@@ -29,6 +29,23 @@ test("domain rules cover subdomains, host rules only the host", () => {
   assert.ok(!ruleMatchesHost(host, "x.www.example.com"));
 });
 
+test("a page whose host is itself a public suffix (path-style S3, co.uk): only that host is offered, never the many sites under it", () => {
+  for (const [url, other] of [
+    ["https://s3.amazonaws.com/bucket/index.html", "https://someone-else.s3.amazonaws.com/"],
+    ["http://co.uk/", "http://bbc.co.uk/"],
+    ["https://foo.kawasaki.jp/", "https://bar.foo.kawasaki.jp/"],
+  ] as const) {
+    const choices = ruleChoicesFor(url);
+    assert.ok(choices !== null, url);
+    for (const rule of [choices.domain, choices.host]) {
+      assert.ok(matchingRule([rule], url) !== null, `${url}: ${JSON.stringify(rule)} covers the page`);
+      assert.equal(matchingRule([rule], other), null, `${url}: ${JSON.stringify(rule)} covers another site, ${other}`);
+    }
+  }
+  // Names outside the list keep their domain rule: localhost covers its subdomains, as before.
+  assert.deepEqual(ruleChoicesFor("http://localhost:3000/")?.domain, { scope: "domain", name: "localhost" });
+});
+
 test("an address's domain rule is itself alone (the popup and options page say no subdomains for it)", () => {
   for (const url of ["http://192.168.1.20:8080/", "http://[fd00::1]/", "http://[::ffff:127.0.0.1]/"]) {
     const choices = ruleChoicesFor(url);
