@@ -133,11 +133,14 @@ async function main(): Promise<void> {
   const apply = async (): Promise<void> => {
     const choices = ruleChoicesFor(status.tab.url);
     if (!choices) return;
+    // What the person asked for, read once: a redraw while the old rule goes (each second, from the background)
+    // would show the site off and the new rule would never be written.
+    const on = toggle.checked;
     const wanted = exact.checked ? choices.host : choices.domain;
     const current = status.tab.rule;
     // The site off: its HTTPS trust goes too (the store withdraws it).
-    if (current && (!toggle.checked || !sameRule(current, wanted))) await store.disable(current);
-    if (toggle.checked) await store.enable(wanted);
+    if (current && (!on || !sameRule(current, wanted))) await store.disable(current);
+    if (on) await store.enable(wanted);
     reload.hidden = false;
     await refresh();
   };
