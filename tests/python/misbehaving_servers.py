@@ -1042,3 +1042,34 @@ def out_of_step(fault: str, at: str, settle: float = 0.05) -> Scenario:
             await conn.wait_client_close()
 
     return run
+
+
+def twice_announcing_close(at: str, gap: float = 0.05, settle: float = 0.05) -> Scenario:
+    """The first connection waits for what the client pipelines, then answers up to path ``at`` and writes ``at``'s
+    answer a second time, with Connection: close, in one segment; the answers still owed follow ``gap`` s later (a
+    segment of their own), then it closes. With ``at`` the last but one, that second copy lands in the last request's
+    place with nothing owed after it. Later connections behave; every answer is cacheable."""
+    good = well_behaved(0.01, extra=CACHEABLE)
+
+    async def run(conn: ServerConn) -> None:
+        if conn.index > 0:
+            return await good(conn)
+        first = await conn.next_request()
+        if first is None:
+            return
+        await conn.settle(settle)
+        reqs = [first]
+        while conn.waiting():
+            req = await conn.next_request()
+            if req is None:
+                break
+            reqs.append(req)
+        cut = next(i for i, r in enumerate(reqs) if r.path == at) + 1
+        wire = b"".join(ordinary(r, extra=CACHEABLE) for r in reqs[:cut])
+        await conn.send(wire + ordinary(reqs[cut - 1], extra=[*CACHEABLE, ("Connection", "close")]),
+                        completes=cut + 1)
+        await conn.hold(gap)
+        await conn.send(b"".join(ordinary(r, extra=CACHEABLE) for r in reqs[cut:]), completes=len(reqs) - cut)
+        await conn.close()
+
+    return run

@@ -237,7 +237,8 @@ class Connection:
                     self.state.ended = True
                 continue
             except (OSError, asyncio.IncompleteReadError) as e:
-                await self._handle(self.state.reset(f"connection error: {e}"))
+                for ev in self.state.reset(f"connection error: {e}"):
+                    await self._handle(ev)
                 continue
             t = now()
             self._last_activity = t
@@ -264,7 +265,7 @@ class Connection:
                 # runs to the close (delivered as complete, cut short) and prove the answers held.
                 events = [self.state.abort("closed by lanefetch")]
             elif self.transport.reader.transport_error is not None:
-                events = [self.state.reset(f"connection error: {self.transport.reader.transport_error}")]
+                events = self.state.reset(f"connection error: {self.transport.reader.transport_error}")
             else:
                 events = self.state.receive_eof()
             for ev in events:

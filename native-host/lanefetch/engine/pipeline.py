@@ -16,8 +16,9 @@ only once its place is proven (see the integrity notes in docs/architecture.md):
 - Any other response is *held*: ResponseStarted says so, and the shell keeps it from the sink and the
   cache. Held responses are proven together at a *sync point*: the connection is idle (everything
   answered) and stays quiet for a moment (`quiet()`, the shell's timer), or the server closes it with
-  nothing outstanding. A shifted pipeline cannot pass one: the response it still owes arrives as bytes
-  nobody asked for, or a request stays unanswered.
+  nothing outstanding (a head that announces the connection's last answer is a word, not the close). A
+  shifted pipeline cannot pass one: the response it still owes arrives as bytes nobody asked for, or a
+  request stays unanswered.
 - A sign of desynchronisation (bytes with nothing outstanding, a head that cannot answer its request
   (response_check.py), framing that breaks, a connection that ends or stalls with requests unanswered)
   ends the connection with the held responses as `suspect`: they are fetched again, never delivered.
@@ -136,6 +137,7 @@ class PipelineConnection(Generic[T]):
         self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
         self._risky_until = 0  # requests up to this position were sent behind an answer proven by exclusion
         self._statuses: dict[int, int] = {}  # the status each position was answered with (_sent_behind_others's)
+        self._said_last = False  # everything is answered and the last answer announced the close (reset)
 
     # -- sending ---------------------------------------------------------------------------------------
 
@@ -258,7 +260,12 @@ class PipelineConnection(Generic[T]):
         so no response was owed beyond the ones received: those held are in step."""
         if self.ended or self.in_flight:
             return []
-        return self._verify()
+        verified = self._verify()
+        if self.closing and verified:
+            # Nothing more is written on it (its server announced its last answer, or we stopped): done with it.
+            self.ended = True
+            return [*verified, ConnectionEnded("the connection's last answers proven in step", None)]
+        return verified
 
     def stalled(self) -> ConnectionEnded[T]:
         """No byte arrived for too long while requests were outstanding."""
@@ -271,9 +278,16 @@ class PipelineConnection(Generic[T]):
         return self._end("the response stopped mid-body (a lost segment waiting for the server's retransmission "
                          "timer): its rest is asked on another connection", None)
 
-    def reset(self, reason: str) -> ConnectionEnded[T]:
+    def reset(self, reason: str) -> list[Event[T]]:
         """The transport broke (RST, TLS alert): like a close, a fault of pipelining if it cut a pipeline."""
-        return self._end(reason, Misbehaviour.CLOSED_WITH_UNANSWERED if self._pipelined_in_flight() else None)
+        if self._said_last and not self.in_flight:
+            # Everything answered, the last answer announced (Connection: close), then a reset where a close was
+            # due (nginx past its keep-alive limit): its close all the same, with nothing owed; held, its answers
+            # were believed on the announcement until 2026-12-02 and must not be lost to it now.
+            verified = self._verify()
+            self.ended = True
+            return [*verified, ConnectionEnded(reason, None)]
+        return [self._end(reason, Misbehaviour.CLOSED_WITH_UNANSWERED if self._pipelined_in_flight() else None)]
 
     def abort(self, reason: str) -> ConnectionEnded[T]:
         """We end the connection ourselves (cancel, shutdown): nothing to blame the server for."""
@@ -363,6 +377,12 @@ class PipelineConnection(Generic[T]):
         if not self.in_flight:
             if not set(front.parser.leftover()) <= _BLANK:
                 return [done, self._end("bytes followed the connection's last response", Misbehaviour.DESYNC)]
+            if self.unverified and front.parser.framing is not Framing.CLOSE:
+                # Its head says it is the last (Connection: close, HTTP/1.0 without keep-alive): a word, not the
+                # close. Were it an earlier answer written twice, the answer still owed follows in the next segment,
+                # so the held answers wait for the close or the quiet as on any idle connection (receive_eof, quiet).
+                self._said_last = True
+                return [done]
             # The server's last word, with nothing owed after it: what it answered before was in step.
             verified = self._verify()
             self.ended = True

@@ -57,6 +57,7 @@ from misbehaving_servers import (
     response,
     rst_when_pipelined,
     stall_then_rst,
+    twice_announcing_close,
     well_behaved,
     wrong_length,
 )
@@ -1383,6 +1384,31 @@ async def test_a_server_out_of_step_never_delivers_or_caches_another_requests_bo
                 assert bytes(rec.body) == expected(r), f"{r.url}: the cache served another URL's body"
         assert sum(1 for r in reqs2 if sink2.records[r.id].error is None) >= len(reqs2) - 1, \
             "the proven answers were not cached"
+
+
+async def test_an_extra_answer_announcing_close_in_the_last_place_is_not_believed(tmp_path: Path) -> None:
+    """A server writes one answer twice, the copy with Connection: close, and it lands in the last request's place
+    with nothing owed after it. That head is a word, not the close: the answer still owed follows, and every held
+    answer is dropped and fetched again. Until 2026-12-02 they were proven on that word, and the last request got
+    (and the cache stored) the body of the one before it."""
+    paths = [f"/r/p{i}/{1000 + i}" for i in range(6)]
+    # the quiet is long: the answer owed (50 ms later) always comes before it
+    async with setup(twice_announcing_close(paths[-2]), config(stall_timeout=1, sync_quiet=1.0),
+                     cache=tmp_path) as (srv, engine):
+        proven(engine, srv)
+        reqs = gets(srv, paths)
+        sink = await fetch(engine, reqs)
+        sink.check_exact(reqs, expected)
+        assert srv.connections[0].max_outstanding >= 4, "the first connection did not pipeline"
+        assert policy(engine, srv).state is PipelineState.RED
+    async with setup(well_behaved(extra=CACHEABLE), config(stall_timeout=1), cache=tmp_path) as (srv2, engine2):
+        reqs2 = gets(srv2, paths, prefix="again")
+        for r, p in zip(reqs2, paths, strict=True):
+            r.url = f"http://127.0.0.1:{srv.port}{p}"  # the first server is gone: these come from the cache
+        sink2 = await fetch(engine2, reqs2)
+        for r in reqs2:
+            rec = sink2.records[r.id]
+            assert rec.error is not None or bytes(rec.body) == expected(r), f"{r.url}: the cache served another body"
 
 
 async def test_a_body_type_that_cannot_answer_the_request_stops_the_pipeline_at_once() -> None:

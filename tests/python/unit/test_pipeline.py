@@ -773,3 +773,34 @@ def test_a_408_on_a_reused_connection_is_asked_again_not_delivered() -> None:
     fresh.sent("b", "GET")
     events = fresh.receive(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
     assert any(isinstance(e, ResponseComplete) and e.token == "b" and e.head.status == 408 for e in events)
+
+
+def test_an_announced_last_answer_proves_nothing_until_the_close_or_the_quiet() -> None:
+    # The answer in the last request's place says Connection: close with nothing owed after it: a server's word, not
+    # its close. Were it a's answer written twice, b's own follows in the next segment; until 2026-12-02 a and b were
+    # proven on that word and b was handed a's body, the bytes after it never read.
+    for last in ("Connection: close\r\n", ""):
+        conn: PipelineConnection[str] = PipelineConnection()
+        send(conn, "a", "b")
+        head = b"HTTP/1.1" if last else b"HTTP/1.0"
+        events = conn.receive(ok(b"<a>") + ok(b"<a>", last).replace(b"HTTP/1.1", head, 1))
+        assert _delivered(list(events)) == {} and not any(isinstance(e, ConnectionEnded) for e in events)
+        assert not conn.can_send("GET", 8)
+        events += conn.receive(ok(b"<b>"))
+        end = events[-1]
+        assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC
+        assert end.suspect == ["a", "b"] and _delivered(list(events)) == {}
+    # In step, the close (or the quiet, should the server keep it open; or a reset where the close was due: nginx)
+    # proves them, and ends the connection.
+    for finish in ("eof", "quiet", "reset"):
+        conn = PipelineConnection()
+        send(conn, "a", "b")
+        events = conn.receive(ok(b"<a>") + ok(b"<b>", "Connection: close\r\n"))
+        events += conn.receive_eof() if finish == "eof" else conn.quiet() if finish == "quiet" else conn.reset("RST")
+        assert _delivered(list(events)) == {"a": b"<a>", "b": b"<b>"}, finish
+        assert isinstance(events[-1], ConnectionEnded) and events[-1].misbehaviour is None and conn.ended
+    # With nothing held, the announced last answer ends the connection at once, as before.
+    conn = PipelineConnection()
+    send(conn, "a")
+    events = conn.receive(ok(b"<a>", "Connection: close\r\n"))
+    assert _delivered(list(events)) == {"a": b"<a>"} and isinstance(events[-1], ConnectionEnded) and conn.ended
