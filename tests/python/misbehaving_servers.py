@@ -1073,3 +1073,29 @@ def twice_announcing_close(at: str, gap: float = 0.05, settle: float = 0.05) -> 
         await conn.close()
 
     return run
+
+
+def swapped(settle: float = 0.05) -> Scenario:
+    """The first connection waits for what the client pipelines, then writes every answer at once with the first two
+    in each other's place (a server answering pipelined requests out of order), and stays open. Later connections
+    behave."""
+    good = well_behaved(0.01)
+
+    async def run(conn: ServerConn) -> None:
+        if conn.index > 0:
+            return await good(conn)
+        first = await conn.next_request()
+        if first is None:
+            return
+        await conn.settle(settle)
+        reqs = [first]
+        while conn.waiting():
+            req = await conn.next_request()
+            if req is None:
+                break
+            reqs.append(req)
+        order = [1, 0, *range(2, len(reqs))] if len(reqs) > 1 else [0]
+        await conn.send(b"".join(ordinary(reqs[i]) for i in order), completes=len(reqs))
+        await conn.wait_client_close()
+
+    return run

@@ -9,7 +9,10 @@ is often caught at the first wrong head, before anything was delivered:
 
 - a partial answer (206, 416, Content-Range) to a request that asked for no range, or a range starting elsewhere
   than the one asked for;
-- 304 Not Modified to a request that was not conditional;
+- 304 Not Modified to a request that was not conditional, or naming (ETag) a version its If-None-Match did not list:
+  a server answers 304 only where the current version's entity tag matches one listed, and names it (RFC 9110
+  §13.1.2, §15.4.5; weakly compared, as nginx names "x" for the W/"x" of a body it compressed). Two revalidations
+  answered in each other's place are otherwise alike in every way (no body, no type, nothing owed after them);
 - a successful body whose media type cannot serve the request's destination (a stylesheet answered with
   an image, an image with a script): only clear contradictions, never generic types (text/html for a
   soft 404, text/plain, application/octet-stream), which real servers send for anything.
@@ -46,6 +49,7 @@ from .response_parser import ResponseHead
 
 _CONDITIONAL = frozenset({"if-none-match", "if-modified-since"})
 _RANGE = re.compile(r"bytes=([0-9]{1,18})-([0-9]{1,18})?")
+_ENTITY_TAG = re.compile(r'(?:W/)?("[^"]*")')
 _CONTENT_RANGE = re.compile(r"bytes ([0-9]{1,18})-([0-9]{1,18})/([0-9]{1,18}|\*)")
 
 # Media-type families each destination can never be served by (RFC 9110 §8.3 types, by their top level or
@@ -70,6 +74,9 @@ class Expectation:
     conditional: bool = False  # it carries If-None-Match or If-Modified-Since
     destination: str = "other"  # the browser's resource type: image, stylesheet, script, font, ...
     byte_range: tuple[int, int | None] | None = None  # the one range asked for (first, last or open)
+    # The opaque tags its If-None-Match lists (W/ dropped: a 304 is compared weakly); empty: any version may be named
+    # (none listed, `*`, or a list that does not parse)
+    entity_tags: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, method: str, headers: Headers, destination: str) -> Expectation:
@@ -78,7 +85,26 @@ class Expectation:
         byte_range = None
         if len(ranges) == 1 and (m := _RANGE.fullmatch(ranges[0].strip())):
             byte_range = (int(m[1]), int(m[2]) if m[2] else None)
-        return cls(method.upper(), "range" in names, bool(names & _CONDITIONAL), destination, byte_range)
+        return cls(method.upper(), "range" in names, bool(names & _CONDITIONAL), destination, byte_range,
+                   _entity_tags([v for k, v in headers if k.lower() == "if-none-match"]))
+
+
+def _entity_tags(values: list[str]) -> frozenset[str]:
+    """The opaque tags If-None-Match lists (RFC 9110 §13.1.2: `*` or entity tags, comma separated); empty where any
+    version may be named: none listed, `*`, or anything that is not a list of entity tags."""
+    tags: set[str] = set()
+    for value in values:
+        for item in value.split(","):
+            m = _ENTITY_TAG.fullmatch(item.strip())
+            if m is None:
+                return frozenset()
+            tags.add(m[1])
+    return frozenset(tags)
+
+
+def _opaque(etag: str) -> str:
+    etag = etag.strip()
+    return etag[2:] if etag.startswith("W/") else etag
 
 
 def proves_itself(head: ResponseHead, expect: Expectation) -> bool:
@@ -163,6 +189,9 @@ def implausible(head: ResponseHead, expect: Expectation) -> str | None:
             return f"a range from byte {m[1]} answered a request for one from byte {expect.byte_range[0]}"
     if head.status == 304 and not expect.conditional:
         return "a 304 answered a request that was not conditional"
+    if head.status == 304 and expect.entity_tags and (etag := head.get("etag")) is not None \
+            and _opaque(etag) not in expect.entity_tags:
+        return f"a 304 naming {etag.strip()[:80]} answered a request whose If-None-Match did not list it"
     if 200 <= head.status < 300 and refuses(expect.destination, media := _media(head)):
         return f"a {media} body answered a {expect.destination} request"
     return None

@@ -57,6 +57,7 @@ from misbehaving_servers import (
     response,
     rst_when_pipelined,
     stall_then_rst,
+    swapped,
     twice_announcing_close,
     well_behaved,
     wrong_length,
@@ -498,8 +499,8 @@ async def test_204_and_304_in_the_middle_of_a_pipeline() -> None:
                  "/r/d/70000", "/status/204", "/r/e/10"]
         reqs = gets(srv, paths)
         for r in reqs:
-            if "/304/" in r.url:  # a 304 answers only a conditional request (else: a sign of desync)
-                r.headers.append(("If-None-Match", '"stored"'))
+            if "/304/" in r.url:  # a 304 answers only a request conditional on the version it names (else: desync)
+                r.headers.append(("If-None-Match", etag(path_of(r))))
         sink = await fetch(engine, reqs)
 
         def want(req: FetchRequest) -> bytes:
@@ -1409,6 +1410,26 @@ async def test_an_extra_answer_announcing_close_in_the_last_place_is_not_believe
         for r in reqs2:
             rec = sink2.records[r.id]
             assert rec.error is not None or bytes(rec.body) == expected(r), f"{r.url}: the cache served another body"
+
+
+async def test_revalidations_answered_out_of_order_reach_their_own_requests() -> None:
+    """Pipelined revalidations (If-None-Match) whose 304s a server writes in each other's place: alike in everything
+    but the version each names (ETag). Each request gets the 304 naming its own version: the swap is seen, the
+    held answers are fetched again alone and the origin stops pipelining. Until 2026-12-02 each went to the other
+    request (the browser freshening one URL's stored response by another's 304)."""
+    async with setup(swapped()) as (srv, engine):
+        proven(engine, srv)
+        paths = [f"/status/304/p{i}" for i in range(6)]
+        reqs = [FetchRequest(f"{i}", "GET", srv.url(p), headers=[("If-None-Match", etag(p))], resource_type="image")
+                for i, p in enumerate(paths)]
+        sink = await fetch(engine, reqs)
+        sink.check_once(reqs)
+        assert srv.connections[0].max_outstanding >= 4, "the first connection did not pipeline"
+        for r, p in zip(reqs, paths, strict=True):
+            got = sink.records[r.id].head
+            assert got is not None and got.status == 304, (p, got)
+            assert dict((k.lower(), v) for k, v in got.headers)["etag"] == etag(p), f"{p} got another's 304"
+        assert policy(engine, srv).state is PipelineState.RED
 
 
 async def test_a_body_type_that_cannot_answer_the_request_stops_the_pipeline_at_once() -> None:

@@ -804,3 +804,28 @@ def test_an_announced_last_answer_proves_nothing_until_the_close_or_the_quiet() 
     send(conn, "a")
     events = conn.receive(ok(b"<a>", "Connection: close\r\n"))
     assert _delivered(list(events)) == {"a": b"<a>"} and isinstance(events[-1], ConnectionEnded) and conn.ended
+
+
+def test_revalidations_answered_out_of_order_are_caught_by_their_entity_tags() -> None:
+    # Two conditional requests pipelined, their 304s written in each other's place: the same status, no body, no
+    # type, and nothing owed after them, so no sync point can tell. A 304 names the version it found unchanged
+    # (RFC 9110 §13.1.2, §15.4.5): one naming a version its request did not ask about is not its answer.
+    def revalidation(token: str) -> None:
+        conn.sent(token, "GET", Expectation.of("GET", [("If-None-Match", f'W/"{token}-v1", "{token}-v0"')], "image"))
+
+    def not_modified(token: str) -> bytes:
+        return f'HTTP/1.1 304 Not Modified\r\nETag: "{token}-v1"\r\n\r\n'.encode()
+
+    conn: PipelineConnection[str] = PipelineConnection()
+    revalidation("a")
+    revalidation("b")
+    events = conn.receive(not_modified("b") + not_modified("a"))
+    end = events[-1]
+    assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC
+    assert end.retry == ["a", "b"] and _delivered(list(events)) == {}
+    # In order, each 304 names a version its request listed (weakly compared: W/"a-v1" is "a-v1"): believed.
+    conn = PipelineConnection()
+    revalidation("a")
+    revalidation("b")
+    events = conn.receive(not_modified("a") + not_modified("b")) + conn.quiet()
+    assert set(_delivered(list(events))) == {"a", "b"}

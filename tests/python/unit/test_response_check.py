@@ -47,9 +47,24 @@ def test_implausible(resp: ResponseHead, expect: Expectation, bad: bool) -> None
     assert (implausible(resp, expect) is not None) is bad
 
 
+@pytest.mark.parametrize(("if_none_match", "etag", "bad"), [
+    ('"a"', '"a"', False),
+    ('W/"a", "b"', '"a"', False),  # compared weakly: nginx names "a" in the 304 of the W/"a" it compressed
+    ('"a"', 'W/"a"', False),
+    ('"a", "b"', '"c"', True),  # another version than any listed: not this request's answer
+    ('"a"', None, False),  # a 304 naming none
+    ("*", '"c"', False),  # any version
+    ("a-unquoted", '"c"', False),  # a list that does not parse says nothing
+])
+def test_a_304_names_a_version_its_request_listed(if_none_match: str, etag: str | None, bad: bool) -> None:
+    expect = Expectation.of("GET", [("If-None-Match", if_none_match)], "image")
+    resp = head(304) if etag is None else head(304, etag=etag)
+    assert (implausible(resp, expect) is not None) is bad
+
+
 def test_expectation_of_request_fields() -> None:
     e = Expectation.of("get", [("Range", "bytes=0-"), ("If-None-Match", '"x"')], "image")
-    assert e == Expectation("GET", True, True, "image", (0, None))
+    assert e == Expectation("GET", True, True, "image", (0, None), frozenset({'"x"'}))
 
 
 @pytest.mark.parametrize(("resp", "validator"), [
