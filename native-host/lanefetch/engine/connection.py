@@ -170,7 +170,7 @@ class Connection:
             self.wakeup.clear()
             batch: list[Exchange] = []
             while (ex := self.pool.take(self)) is not None:
-                expect = Expectation.of(ex.method, ex.wire_request.headers, ex.request.resource_type)
+                expect = Expectation.of(ex.method, ex.wire_request.headers, ex.request.resource_type, ex.request.url)
                 flight = self.state.sent(ex, ex.method, expect)
                 ex.connection = ConnectionInfo(
                     id=self.id,

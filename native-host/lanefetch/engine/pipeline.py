@@ -136,7 +136,8 @@ class PipelineConnection(Generic[T]):
         self.unverified: list[ResponseComplete[T]] = []  # complete, held, waiting for a sync point
         self._ranges_asked: Counter[tuple[int, int | None]] = Counter()  # byte ranges requested on this connection
         self._risky_until = 0  # requests up to this position were sent behind an answer proven by exclusion
-        self._statuses: dict[int, int] = {}  # the status each position was answered with (_sent_behind_others's)
+        # the status each position was answered with, and the URL it asked for (_sent_behind_others's)
+        self._statuses: dict[int, tuple[int, str]] = {}
         self._said_last = False  # everything is answered and the last answer announced the close (reset)
 
     # -- sending ---------------------------------------------------------------------------------------
@@ -218,7 +219,7 @@ class PipelineConnection(Generic[T]):
                         return [*events, self._end(f"out of step: {why}", Misbehaviour.DESYNC)]
                     events.append(ResponseStarted(front.token, ev.head, ev.framing, ev.content_length, front.held))
                     self._learn_from_head(ev.head)
-                    self._statuses[front.position] = ev.head.status
+                    self._statuses[front.position] = (ev.head.status, front.expect.resource)
                     # keep only what a request in flight was sent behind (_sent_behind_others)
                     low = min(f.position - f.depth + 1 for f in self.in_flight)
                     for old in [p for p in self._statuses if p < low]:
@@ -311,13 +312,15 @@ class PipelineConnection(Generic[T]):
         """Was front sent behind other answers (depth > 1)? Then its head may be an extra answer of theirs, even where
         their heads had come alone (in step) and front is alone now: a stylesheet's duplicate 200 once went to the
         image pipelined behind its body, unchecked. One exception: a range answered 200 behind answers that were all
-        206s (a lane's next range, the file changed: If-Range failed) is in step as before; held, the lane, which
-        always has its next range queued, would never see it. A 206 is never a 200's copy."""
+        206s to ranges of its own URL (a lane's next range, the file changed: If-Range failed) is in step as before;
+        held, the lane, which always has its next range queued, would never see it. A 206 is never a 200's copy, and
+        a 200 written after one (a range handler that falls through) is that URL's whole body: another URL's piece
+        behind it (a flight's pieces of several bodies) would take it as its own."""
         if front.depth <= 1:
             return False
         behind = range(front.position - front.depth + 1, front.position)
-        lane_restart = (front.expect.byte_range is not None and head.status == 200
-                        and all(self._statuses.get(p) == 206 for p in behind))
+        lane_restart = (front.expect.byte_range is not None and head.status == 200 and front.expect.resource != ""
+                        and all(self._statuses.get(p) == (206, front.expect.resource) for p in behind))
         return not lane_restart
 
     def _may_exclude(self, front: InFlight[T]) -> bool:

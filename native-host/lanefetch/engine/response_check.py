@@ -77,16 +77,17 @@ class Expectation:
     # The opaque tags its If-None-Match lists (W/ dropped: a 304 is compared weakly); empty: any version may be named
     # (none listed, `*`, or a list that does not parse)
     entity_tags: frozenset[str] = frozenset()
+    resource: str = ""  # the URL asked for; "" where not known (then it is nobody's in particular)
 
     @classmethod
-    def of(cls, method: str, headers: Headers, destination: str) -> Expectation:
+    def of(cls, method: str, headers: Headers, destination: str, resource: str = "") -> Expectation:
         names = {k.lower() for k, _ in headers}
         ranges = [v for k, v in headers if k.lower() == "range"]
         byte_range = None
         if len(ranges) == 1 and (m := _RANGE.fullmatch(ranges[0].strip())):
             byte_range = (int(m[1]), int(m[2]) if m[2] else None)
         return cls(method.upper(), "range" in names, bool(names & _CONDITIONAL), destination, byte_range,
-                   _entity_tags([v for k, v in headers if k.lower() == "if-none-match"]))
+                   _entity_tags([v for k, v in headers if k.lower() == "if-none-match"]), resource)
 
 
 def _entity_tags(values: list[str]) -> frozenset[str]:

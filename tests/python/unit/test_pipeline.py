@@ -668,10 +668,10 @@ def test_a_lanes_range_answered_whole_behind_its_pieces_is_in_step() -> None:
     # 200 is no copy of the 206 it was sent behind: in step, so the lane sees it and restarts (held, it would wait
     # for a drain that a lane with its next range queued never makes).
     conn: PipelineConnection[str] = PipelineConnection()
-    conn.sent("r0", "GET", Expectation.of("GET", [("Range", "bytes=0-9")], "other"))
+    conn.sent("r0", "GET", Expectation.of("GET", [("Range", "bytes=0-9")], "other", "http://o.test/big"))
     piece = b"HTTP/1.1 206 Partial\r\nContent-Range: bytes 0-9/90\r\nContent-Length: 10\r\n\r\n0123456789"
     conn.receive(piece[:-2])
-    conn.sent("r1", "GET", Expectation.of("GET", [("Range", "bytes=10-19")], "other"))
+    conn.sent("r1", "GET", Expectation.of("GET", [("Range", "bytes=10-19")], "other", "http://o.test/big"))
     events = conn.receive(piece[-2:] + ok(b"new body"))
     assert [(e.token, e.held) for e in events if isinstance(e, ResponseStarted)] == [("r1", False)]
 
@@ -829,3 +829,26 @@ def test_revalidations_answered_out_of_order_are_caught_by_their_entity_tags() -
     revalidation("b")
     events = conn.receive(not_modified("a") + not_modified("b")) + conn.quiet()
     assert set(_delivered(list(events))) == {"a", "b"}
+
+
+def test_a_range_answered_whole_behind_another_bodys_piece_is_held() -> None:
+    # A flight pipelines pieces of several bodies on one connection: y's first piece, then x's second while y's
+    # streams. y's handler writes its 206 and then its whole 200 too (a range handler that falls through). That 200
+    # comes at x's place, x alone by then and sent behind nothing but 206s: no lane's restart (those are one URL's
+    # pieces), it is held, and x's own answer after it shows the shift. Until 2026-12-02 x got y's body at once.
+    def piece(first: int, last: int, total: int) -> bytes:
+        body = bytes(last - first + 1)
+        return (f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {first}-{last}/{total}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+    conn: PipelineConnection[str] = PipelineConnection()
+    conn.sent("y0", "GET", Expectation.of("GET", [("Range", "bytes=0-99")], "image", "http://o.test/y.png"))
+    first = piece(0, 99, 500)
+    events = conn.receive(first[:-2])
+    conn.sent("x1", "GET", Expectation.of("GET", [("Range", "bytes=100-199")], "image", "http://o.test/x.png"))
+    events += conn.receive(first[-2:] + ok(b"<y whole>", "Content-Type: image/png\r\n"))
+    assert [(e.token, e.held) for e in events if isinstance(e, ResponseStarted)] == [("y0", False), ("x1", True)]
+    events += conn.receive(piece(100, 199, 800))
+    assert "x1" not in _delivered(list(events))
+    end = events[-1]
+    assert isinstance(end, ConnectionEnded) and end.misbehaviour is Misbehaviour.DESYNC and end.suspect == ["x1"]
