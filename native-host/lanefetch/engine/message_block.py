@@ -20,6 +20,14 @@ def split_lines(block: bytes) -> list[bytes]:
     return [line[:-1] if line.endswith(b"\r") else line for line in block.split(b"\n")]
 
 
+def field_text(raw: bytes) -> str:
+    """A field value (or reason phrase) as text, a CR or NUL inside it replaced by a space: RFC 9112 §5.5 has a
+    recipient reject such a message or replace them before processing or forwarding it. Passed on, a bare CR would
+    read as a line end to a browser that splits lines at any CR (a field injected into its response, or, on the proxy's
+    connection, the framing of the next one), a NUL as the separator of Chromium's binaryResponseHeaders."""
+    return raw.replace(b"\r", b" ").replace(b"\x00", b" ").decode("latin-1")
+
+
 def parse_fields(lines: list[bytes]) -> Headers:
     headers: Headers = []
     for line in lines:
@@ -28,12 +36,12 @@ def parse_fields(lines: list[bytes]) -> Headers:
             if not headers:
                 raise ParseError("header continuation line before any header")
             prev_name, prev_value = headers[-1]
-            headers[-1] = (prev_name, f"{prev_value} {line.strip().decode('latin-1')}")
+            headers[-1] = (prev_name, f"{prev_value} {field_text(line.strip())}")
             continue
         name, sep, value = line.partition(b":")
         if not sep or not _TOKEN.fullmatch(name):
             raise ParseError(f"malformed header line {line[:80]!r}")
-        headers.append((name.decode("ascii"), value.strip(b" \t").decode("latin-1")))
+        headers.append((name.decode("ascii"), field_text(value.strip(b" \t"))))
     return headers
 
 

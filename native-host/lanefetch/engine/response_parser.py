@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .fields import FieldLookup, Headers
 from .message_block import ParseError as ParseError  # raised by the parser: re-exported for its users
-from .message_block import find_block_end, parse_fields, split_lines
+from .message_block import field_text, find_block_end, parse_fields, split_lines
 
 MAX_HEAD_BYTES = 256 * 1024  # a head (status line + fields) larger than this is a protocol error
 MAX_CHUNK_LINE = 4096
@@ -209,7 +209,7 @@ class ResponseParser:
             raise ParseError(f"malformed status line {lines[0][:80]!r}")
         version = "1." + m.group(1).decode()
         status = int(m.group(2))
-        reason = (m.group(3) or b"").decode("latin-1")
+        reason = field_text(m.group(3) or b"")
         head = ResponseHead(status, reason, version, parse_fields(lines[1:]))
         if 100 <= status < 200:
             if status == 101:

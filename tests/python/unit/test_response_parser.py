@@ -40,6 +40,23 @@ def test_content_length_and_leftover() -> None:
     assert p.keep_alive()
 
 
+def test_cr_and_nul_inside_field_values_and_the_reason_become_spaces() -> None:
+    """RFC 9112 §5.5: a recipient of CR, LF or NUL inside a field value must reject the message or replace each with SP
+    before processing or forwarding it. Passed on, a bare CR reads as a line end to a browser that splits lines at
+    any CR (a header injected into its response, or on the proxy's connection the framing of the next one), and a
+    NUL as the separator of Chromium's binaryResponseHeaders. The reason phrase and trailers alike."""
+    raw = (b"HTTP/1.1 200 O\rK\x00\r\nX-A: a\rContent-Length: 0\r\nX-B: b\x00c\r\n"
+           b"Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: t\rX-Inject: 1\r\n\r\n")
+    events, _ = parse_all("GET", [raw])
+    head = next(e for e in events if isinstance(e, HeadReceived)).head
+    assert head.reason == "O K "
+    assert ("X-A", "a Content-Length: 0") in head.headers and ("X-B", "b c") in head.headers
+    end = events[-1]
+    assert isinstance(end, MessageEnd) and end.trailers == [("X-T", "t X-Inject: 1")]
+    for text in [head.reason, *(v for _, v in head.headers), *(v for _, v in end.trailers)]:
+        assert "\r" not in text and "\x00" not in text
+
+
 def test_chunked_with_trailers_and_extensions() -> None:
     raw = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
            b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 9\r\n\r\n")
