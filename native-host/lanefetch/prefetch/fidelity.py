@@ -33,7 +33,10 @@ for it is the request the prefetch was sent as:
   (frameworks answer "is this AJAX" differently without `Vary`; a token may be credentials), and a prefetch that
   never sent it does not answer;
 - the response is one a GET may be answered with (no 206 or 1xx) and was fetched at most `max_age` seconds
-  before (time passed in, never read here): a guess held longer is a copy the user did not ask to keep.
+  before (time passed in, never read here): a guess held longer is a copy the user did not ask to keep;
+- the response is not a server's passing state (TRANSIENT: 408, 429, any 5xx): it says the server could not
+  answer then, not what the resource is, and the flight's own burst of requests may be what overloaded or
+  rate-limited it; the browser's request, made later, may well get the resource (a 404 or 410 says what is there).
 Anything else: the prefetch is discarded (its bytes count as wasted, budget.py) and the browser's request is
 fetched as usual. The verdict names the first reason, for the timing panel and the page report.
 
@@ -61,6 +64,8 @@ ANSWERABLE = frozenset({
     # compared (Cookie above), and a prefetch never carries any
     "sec-fetch-storage-access",
 })
+#: Statuses of a server's passing state, never delivered from a prefetch (see above)
+TRANSIENT = frozenset({408, 429})
 _NOT_PLAIN = ("if-match", "if-unmodified-since", "if-range", "range")  # If-None-Match, If-Modified-Since: a validation
 MAX_AGE = 30.0
 
@@ -134,6 +139,8 @@ def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, 
         return refused
     if prefetched.status < 200 or prefetched.status == 206:
         return Verdict(False, "status")
+    if prefetched.status in TRANSIENT or prefetched.status >= 500:
+        return Verdict(False, "status-transient")
     age = now - prefetched.fetched_at
     if age < 0 or age > max_age:
         return Verdict(False, "age")

@@ -115,6 +115,10 @@ async def server() -> AsyncIterator[Server]:
             if state.count("/whole.png") > 1:
                 await state.release.wait()
             return web.Response(body=PHOTO, headers={"Content-Type": "image/png", "ETag": '"whole-1"'})
+        if name == "busy.js":  # overloaded at first (the flight's burst), then answering again
+            if state.count("/busy.js") == 1:
+                return web.Response(status=503, body=b"busy", headers={"Retry-After": "1"})
+            return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
         if name == "slow.js":
             await state.release.wait()
             return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
@@ -823,3 +827,23 @@ async def test_a_known_split_never_fetches_past_the_budget(server: Server, servi
     await flight.wait()
     report = await flight.close()
     assert report.wasted_bytes <= limits.total + 256 * 1024, report  # the limits and one read in flight
+
+
+async def test_a_prefetch_answered_with_a_passing_server_error_does_not_answer_the_browser(
+        server: Server, service: FetchService) -> None:
+    """A 503 (or 5xx, 429, 408) says the server could not answer then, not what the resource is: the flight's burst
+    may be what overloaded it. The browser's own request, made later, goes to the server and gets the script; before,
+    the page was given the flight's 503."""
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+    flight.start([Planned(f"{server.url}/busy.js", SCRIPT, "script")])
+    await flight.wait()
+    assert server.count("/busy.js") == 1
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([_browser("js", f"{server.url}/busy.js", SCRIPT)], sink, PAGE)
+    got = sink.got["js"]
+    assert got.head is not None and got.head.status == 200 and got.body == JS
+    assert got.report is not None and got.report.cache == "none"
+    assert server.count("/busy.js") == 2
+    report = await flight.close()
+    assert report.answered == 0 and report.refused_by_fidelity == {"status-transient": 1}

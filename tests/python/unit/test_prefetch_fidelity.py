@@ -71,6 +71,14 @@ def _held(headers: list[tuple[str, str]] | None = None, status: int = 200,
         # the response and its age
         (_held(status=206), "GET", URL, SENT, 101.0, "status"),
         (_held(status=404), "GET", URL, SENT, 101.0, "match"),
+        # a server's passing state (overloaded, rate limited by the flight's own burst, a failed upstream): the
+        # browser's own request, made later, may well get the resource
+        (_held(status=503), "GET", URL, SENT, 101.0, "status-transient"),
+        (_held(status=500), "GET", URL, SENT, 101.0, "status-transient"),
+        (_held(status=502), "GET", URL, SENT, 101.0, "status-transient"),
+        (_held(status=429), "GET", URL, SENT, 101.0, "status-transient"),
+        (_held(status=408), "GET", URL, SENT, 101.0, "status-transient"),
+        (_held(status=410), "GET", URL, SENT, 101.0, "match"),
         # a prefetch sent without the Referer the browser's request carries: a refusal or a redirect may be the
         # server's answer to the missing Referer (hotlink protection), so it does not answer; a 404 or a 200 does
         (_held(SENT[:-1], status=403), "GET", URL, SENT, 101.0, "status-without-referer"),
