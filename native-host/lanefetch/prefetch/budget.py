@@ -40,7 +40,11 @@ discarded ones stay counted as waste to the end of the page. A prefetch the brow
 waits for it: `asked`) is no longer unrequested: it leaves both classes and is never cancelled for the budget's
 sake; cancelling it would only make the waiting request start again from nothing, a round trip later (rust-std's
 italic font, a 60 kB guess on a sibling visit: cut at 32 KiB while the browser waited, then fetched whole again).
-Refused by the fidelity rule after all, it is waste like any other. A flight's revalidation of what the helper's
+Refused by the fidelity rule after all, it is waste like any other. Nor does one prefetch ever hold more than
+HOLD_CEILING, asked for or not: it is held whole in memory until it ended, and a body that decodes without end (a
+compression bomb: zstd turns 8 KiB into 256 MiB) filled the helper's memory while the browser waited for it, where
+the browser's own request streams through the helper and the extension refuses what passes 8 MiB; cut there, the
+waiting request is fetched as usual. A flight's revalidation of what the helper's
 cache holds stale (flight.py, `Planned.stored`) is admitted at nothing (a 304 is a head) and as confident: the page
 asked for it before, and a full answer where a 304 was expected (a changed file, or a server that never sends 304,
 as Apache for what it compresses) is what the browser's own revalidation would fetch. Pure: no clock, no I/O."""
@@ -55,6 +59,9 @@ TOTAL_FLOOR = 256 * 1024
 UNKNOWN_SIZE = 64 * 1024  # what a confident prefetch of unknown size is admitted against, until it ended
 TOTAL_CEILING = 8 * 1024 * 1024
 FIRST_VISIT_TOTAL = TOTAL_CEILING
+#: The most one prefetch's body may hold, asked for or not (module docstring): what the extension takes in one answer
+#: (extension/src/deliver/response-assembler.ts, DEFAULT_MAX_BODY_BYTES)
+HOLD_CEILING = TOTAL_CEILING
 LINK_SECONDS = 0.5
 
 
@@ -119,7 +126,7 @@ class Ledger:
     def expect(self, item_id: str, size: int) -> bool:
         """A pending prefetch's size became known before its body came (a first piece's Content-Range,
         flight_pieces.py): whether its class still keeps within its limit with it weighed at that size; if so, it is
-        from now on. A prefetch the browser asked for is never refused (nor cut: `asked`)."""
+        from now on. A prefetch the browser asked for is refused (or cut: `asked`) only past HOLD_CEILING."""
         item = self._items.get(item_id)
         if item is None:
             return False
@@ -131,7 +138,10 @@ class Ledger:
         return fits
 
     def _within(self, item: _Item) -> bool:
-        """Does the class of this item keep within its limit as the ledger stands (always, once it is not pending)?"""
+        """Does the class of this item keep within its limit as the ledger stands (always, once it is not pending),
+        and the item within HOLD_CEILING (asked for or not)?"""
+        if item.weight > HOLD_CEILING:
+            return False
         if item.state != "pending":
             return True
         if self._used(speculative_only=False) > self.limits.total:

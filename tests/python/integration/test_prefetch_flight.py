@@ -2,7 +2,8 @@
 responses answer the browser's later requests without reaching the server again; a request whose
 credentials-relevant fields differ (a Cookie), or that comes after the copy's age limit, is fetched anew; a
 response's Vary is honoured; a flight never sends credentials; the page's budget keeps guesses it cannot afford
-unsent and cancels one that grows past it."""
+unsent and cancels one that grows past it, even one the browser waits for past the hold ceiling; a passing server
+error never answers."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from lanefetch.engine import (
 from lanefetch.engine.connection import Connection
 from lanefetch.engine.pool import OriginPool
 from lanefetch.engine.pool_plan import Warmth
-from lanefetch.prefetch.budget import Ledger, Limits
+from lanefetch.prefetch.budget import HOLD_CEILING, Ledger, Limits
 from lanefetch.prefetch.flight import Flight, FlightAnswers
 from lanefetch.prefetch.flight_pieces import PIECE_BYTES
 from lanefetch.prefetch.plan import Planned
@@ -49,6 +50,8 @@ IMAGE = [(k, {"Accept": "image/*", "Sec-Fetch-Dest": "image"}.get(k, v)) for k, 
 
 
 PHOTO = bytes((i * 7) % 251 for i in range(100_000))
+BOMB_SIZE = 24 * 1024 * 1024
+BOMB = gzip.compress(bytes(BOMB_SIZE))  # what a hostile or broken server can send: 24 kB decoding to 24 MiB
 
 
 def _ranged(request: web.Request, body: bytes, etag: str | None) -> web.Response:
@@ -128,6 +131,16 @@ async def server() -> AsyncIterator[Server]:
             await response.write(PHOTO[:-5000])
             await state.release.wait()
             await response.write(PHOTO[-5000:])
+            await response.write_eof()
+            return response
+        if name == "bomb.js":  # 24 MiB of gzip'd zeros (24 kB on the link); the first request's rest once released
+            response = web.StreamResponse(headers={"Content-Type": "text/javascript", "Content-Encoding": "gzip",
+                                                   "Content-Length": str(len(BOMB))})
+            await response.prepare(request)
+            await response.write(BOMB[:1024])
+            if state.count("/bomb.js") == 1:
+                await state.release.wait()
+            await response.write(BOMB[1024:])
             await response.write_eof()
             return response
         if name == "held.woff2":  # its first 16 KiB at once, the rest once released
@@ -847,3 +860,45 @@ async def test_a_prefetch_answered_with_a_passing_server_error_does_not_answer_t
     assert server.count("/busy.js") == 2
     report = await flight.close()
     assert report.answered == 0 and report.refused_by_fidelity == {"status-transient": 1}
+
+
+class Count(Collect):
+    """Collect, counting body bytes instead of keeping them (bodies of many MiB)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: dict[str, int] = {}
+        self.largest: int = 0
+
+    async def body(self, request: FetchRequest, data: bytes) -> None:
+        self.sizes[request.id] = self.sizes.get(request.id, 0) + len(data)
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        assert body_bytes == self.sizes.get(request.id, 0)
+
+
+async def test_a_prefetch_the_browser_waits_for_never_holds_more_than_one_answer_may_be(
+        server: Server, service: FetchService) -> None:
+    """A prefetch the browser asked for is not cut by the page's budget (budget.py), but it is still held whole in
+    the helper's memory until it ended: a body decoding without end (24 kB of gzip to 24 MiB here; zstd turns 8 KiB
+    into 256 MiB) filled the helper's memory while the browser waited, where its own request streams through and the
+    extension refuses what passes its 8 MiB. Past HOLD_CEILING it is cut and the browser's request is fetched as
+    usual."""
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)))
+    flight.start([Planned(f"{server.url}/bomb.js", SCRIPT, "script")])
+    await until(lambda: server.count("/bomb.js") == 1, "the prefetch sent", seconds=5, seen=lambda: server.seen)
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Count()
+    asking = asyncio.create_task(answers.fetch([_browser("js", f"{server.url}/bomb.js", SCRIPT)], sink, PAGE))
+    await until(lambda: "js" in answers._waiting, "the browser request waits on the prefetch", seconds=5,
+                seen=lambda: sink.got)
+    server.release.set()
+    await asyncio.wait_for(asking, 20)
+    got = sink.got["js"]
+    assert got.report is not None and got.report.cache == "none"  # not the flight's: fetched for the browser
+    assert sink.sizes["js"] == BOMB_SIZE
+    assert server.count("/bomb.js") == 2
+    report = await flight.close()
+    assert report.answered == 0 and report.cancelled_by_budget == 1
+    # counted decoded, what came after the cut too (its coded bytes had all crossed the link); none of it held
+    assert report.wasted_bytes > HOLD_CEILING and all(not h.body for h in flight._held.values())

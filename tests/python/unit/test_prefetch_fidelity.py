@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lanefetch.cache.vary import normalised_value
-from lanefetch.prefetch.budget import Ledger, Limits, limits_for
+from lanefetch.prefetch.budget import HOLD_CEILING, Ledger, Limits, limits_for
 from lanefetch.prefetch.fidelity import ANSWERABLE, CREDENTIAL_FIELDS, Prefetched, may_answer
 
 URL = "https://static.example.org/app.js"
@@ -185,7 +185,8 @@ def test_a_size_told_before_the_body_is_weighed_at_once() -> None:
     assert not ledger.expect("guess", 100_001)  # a guess keeps within the guesses' limit too
     assert ledger.expect("guess", 0)
     ledger.asked("img")
-    assert ledger.expect("img", 10_000_000), "the browser waits for it: never refused"
+    assert ledger.expect("img", 8_000_000), "the browser waits for it: not refused for the page's limits"
+    assert not ledger.expect("img", HOLD_CEILING + 1), "but never held past HOLD_CEILING"
     assert not ledger.expect("nobody", 1)
 
 
@@ -202,6 +203,15 @@ def test_a_guess_the_browser_asked_for_is_not_cut_and_not_unrequested() -> None:
     ledger.asked("guess")
     ledger.claim("guess")
     assert ledger.claimed_bytes == 0 and ledger.wasted_bytes == 120
+
+
+def test_a_prefetch_the_browser_asked_for_is_still_cut_past_the_hold_ceiling() -> None:
+    # held whole until it ended: a body decoding without end must not fill the helper's memory while the browser waits
+    ledger = Ledger(Limits(speculative=100, total=1024 * 1024))
+    assert ledger.admit("js", confident=True, expected_size=None)
+    ledger.asked("js")
+    assert ledger.received("js", HOLD_CEILING)
+    assert not ledger.received("js", 1)
 
 
 _OPS = st.lists(st.tuples(st.sampled_from(["admit", "bytes", "bytes", "bytes", "claim", "discard", "ask"]),
