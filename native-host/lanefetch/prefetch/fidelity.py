@@ -32,8 +32,10 @@ for it is the request the prefetch was sent as:
   X-Requested-With, a token field or any other field of the page's own may make the server answer otherwise
   (frameworks answer "is this AJAX" differently without `Vary`; a token may be credentials), and a prefetch that
   never sent it does not answer;
-- the response is one a GET may be answered with (no 206 or 1xx) and was fetched at most `max_age` seconds
-  before (time passed in, never read here): a guess held longer is a copy the user did not ask to keep;
+- the response is one a GET may be answered with (no 206 or 1xx) and its head came at most `max_age` seconds
+  before the browser asked for it (time passed in, never read here; flight.py passes when the request came, or the
+  head, if later: a long body's end may come well after): a guess held longer is a copy the user did not ask to
+  keep;
 - the response is not a server's passing state (TRANSIENT: 408, 429, any 5xx): it says the server could not
   answer then, not what the resource is, and the flight's own burst of requests may be what overloaded or
   rate-limited it; the browser's request, made later, may well get the resource (a 404 or 410 says what is there).
@@ -131,7 +133,7 @@ def request_refusal(sent: Headers, method: str, url: str, prefetched_url: str, h
 def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, *, now: float,
                max_age: float = MAX_AGE) -> Verdict:
     """Whether `prefetched` may be delivered as the answer to the browser's request (method, url, headers as the
-    helper would send them); see the module's docstring."""
+    helper would send them, made at `now`); see the module's docstring."""
     if prefetched.method != "GET":
         return Verdict(False, "method")
     refused = request_refusal(prefetched.request_headers, method, url, prefetched.url, headers)

@@ -220,6 +220,10 @@ class Flight:
         if self.closed:
             return None
         headers = sent_headers(request)  # the fields as the service would send them
+        # The age limit (fidelity.MAX_AGE) is the prefetch's age when the browser asked: a large body on a slow link
+        # may take longer than the limit to come after its head, the request waiting for it all along (judged at
+        # its end, it was refused as too old and the whole body fetched a second time)
+        asked_at = self._clock()
         for held in list(self._by_url.get(request.url, ())):
             if held.claimed:
                 continue
@@ -245,8 +249,8 @@ class Flight:
             prefetched = held.prefetched()
             if held.claimed or prefetched is None or self.closed:
                 continue
-            verdict = may_answer(prefetched, request.method.upper(), request.url, headers, now=self._clock(),
-                                 max_age=self._max_age)
+            verdict = may_answer(prefetched, request.method.upper(), request.url, headers,
+                                 now=max(asked_at, prefetched.fetched_at), max_age=self._max_age)
             if verdict.ok:
                 held.claimed = True
                 self.ledger.claim(held.request.id)

@@ -902,3 +902,40 @@ async def test_a_prefetch_the_browser_waits_for_never_holds_more_than_one_answer
     assert report.answered == 0 and report.cancelled_by_budget == 1
     # counted decoded, what came after the cut too (its coded bytes had all crossed the link); none of it held
     assert report.wasted_bytes > HOLD_CEILING and all(not h.body for h in flight._held.values())
+
+
+async def test_a_prefetch_the_browser_asked_for_in_time_is_not_too_old_once_its_long_body_ended(
+        server: Server, service: FetchService) -> None:
+    """The age limit is the prefetch's age when the browser asked for it: a large body on a slow link can take longer
+    than the limit to arrive after its head, the browser's request waiting for it all along. Judged at its end, it
+    was refused as too old and the browser's request fetched the whole body a second time."""
+    clock = Clock()
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)), clock=clock)
+    flight.start([Planned(f"{server.url}/held.woff2", IMAGE, "font")])
+    await until(lambda: any(h.head is not None for h in flight._held.values()), "the prefetch's head came",
+                seconds=5, seen=lambda: server.seen)
+    clock.t += 5  # the browser asks while the body comes
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    asking = asyncio.create_task(answers.fetch([_browser("font", f"{server.url}/held.woff2", IMAGE)], sink, PAGE))
+    await until(lambda: "font" in answers._waiting, "the browser request waits on the prefetch", seconds=5,
+                seen=lambda: sink.got)
+    clock.t += 40  # the rest comes past the age limit
+    server.release.set()
+    await asyncio.wait_for(asking, 10)
+    got = sink.got["font"]
+    assert got.body == BIG and got.report is not None and got.report.cache == "prefetch"
+    assert server.count("/held.woff2") == 1
+    report = await flight.close()
+    assert report.answered == 1 and not report.refused_by_fidelity
+
+    # a request that comes only after the limit is still refused, however long it would have waited
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)), clock=clock)
+    flight.start([Planned(f"{server.url}/b.js", SCRIPT, "script")])
+    await flight.wait()
+    clock.t += 31
+    sink = Collect()
+    await FlightAnswers(service, lambda page: flight).fetch([_browser("js", f"{server.url}/b.js", SCRIPT)], sink,
+                                                            PAGE)
+    assert sink.got["js"].report is not None and sink.got["js"].report.cache == "none"
+    assert (await flight.close()).refused_by_fidelity == {"age": 1}
