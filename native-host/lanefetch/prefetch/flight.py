@@ -37,7 +37,9 @@ whose batch ends without answering an item (a fetcher that raised, a cancel) lea
 
 After its first refusal by the fidelity rule a flight sends nothing more (what waits is dropped, what a later
 discovery adds is refused): the fields it was planned with, or the page, proved wrong once, and more of the same
-would only be waste; that bounds a wrong field profile's cost to what was under way at that moment.
+would only be waste; that bounds a wrong field profile's cost to what was under way at that moment. A request that
+one of several prefetches of its URL answers is no refusal (a page may ask one URL in two ways, a no-cors preload
+and a cors module script: the one prefetch not answering the other's request proves nothing wrong).
 
 `Flight.close()` ends the page: fetches still running are cancelled, everything unclaimed is discarded as waste,
 and the report says how many requests were answered from the flight, and the bytes claimed and wasted.
@@ -224,6 +226,10 @@ class Flight:
         # may take longer than the limit to come after its head, the request waiting for it all along (judged at
         # its end, it was refused as too old and the whole body fetched a second time)
         asked_at = self._clock()
+        # Why each prefetch of the URL did not answer: refusals only if none does. A page may ask one URL in two ways
+        # (a no-cors preload and a cors module script): one prefetch not answering the other's request says nothing
+        # against the flight's fields.
+        refusals: list[str] = []
         for held in list(self._by_url.get(request.url, ())):
             if held.claimed:
                 continue
@@ -234,7 +240,7 @@ class Flight:
             if early is None and held.request.decode != request.decode:
                 early = Verdict(False, "decode")
             if early is not None:
-                self._refused(request.url, early.reason)
+                refusals.append(early.reason)
                 continue
             self.ledger.asked(held.request.id)  # requested now: the budget no longer cuts it (budget.py)
             held.waiters += 1
@@ -257,7 +263,9 @@ class Flight:
                 self._release()
                 self.report.answered += 1
                 return held
-            self._refused(request.url, verdict.reason)
+            refusals.append(verdict.reason)
+        for reason in refusals:
+            self._refused(request.url, reason)
         return None
 
     def _refused(self, url: str, reason: str) -> None:

@@ -939,3 +939,26 @@ async def test_a_prefetch_the_browser_asked_for_in_time_is_not_too_old_once_its_
                                                             PAGE)
     assert sink.got["js"].report is not None and sink.got["js"].report.cache == "none"
     assert (await flight.close()).refused_by_fidelity == {"age": 1}
+
+
+async def test_a_request_answered_by_one_of_two_prefetches_of_its_url_is_no_refusal(
+        server: Server, service: FetchService) -> None:
+    """A page may ask one URL in two ways (a script preloaded no-cors and run as a module, cors): the flight holds a
+    prefetch of each. The cors request, coming first, is answered by its own; the other prefetch not answering it
+    is no refusal. Counted as one, it distrusted the flight (nothing more sent for the page) and the page's report
+    said a prefetch was refused for a request the flight answered."""
+    cors = [*[(k, "cors" if k == "Sec-Fetch-Mode" else v) for k, v in SCRIPT], ("Origin", server.url)]
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
+    flight.start([Planned(f"{server.url}/b.js", SCRIPT, "script"), Planned(f"{server.url}/b.js", cors, "script")])
+    await flight.wait()
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    await answers.fetch([_browser("module", f"{server.url}/b.js", cors)], sink, PAGE)
+    assert sink.got["module"].report is not None and sink.got["module"].report.cache == "prefetch"
+    assert not flight.distrusted and not flight.report.refused_by_fidelity
+    sink = Collect()
+    await answers.fetch([_browser("classic", f"{server.url}/b.js", SCRIPT)], sink, PAGE)
+    assert sink.got["classic"].report is not None and sink.got["classic"].report.cache == "prefetch"
+    assert server.count("/b.js") == 2  # the two prefetches, nothing more
+    report = await flight.close()
+    assert report.answered == 2 and not report.refused_by_fidelity
