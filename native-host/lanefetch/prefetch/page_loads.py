@@ -46,6 +46,8 @@ and the engine, so a prefetched response answers before any of them is asked):
   or the first after a browser update changed the User-Agent) knows the fields of a stylesheet once the page asked
   for one, so the `@import`s its stylesheets name fly a round trip before the browser finds them. What discovery
   found but could not plan for want of fields is planned again whenever a batch taught the profile something.
+  A flight's items carry the privacy signals (DNT, Sec-GPC) the profile last saw the browser send, not those a
+  learned load replays (`_signals_now`: a page learned before the user turned an opt-out on flew without it).
   Where the browser gets a document only whole (Chromium, `documents_whole`), the request of the load's own
   document teaches what it shares with every request of the browser and the profile does not know yet
   (field_profile.learn_navigation); with the browser's Accept per kind told ahead (`browser_accept`, the
@@ -88,6 +90,7 @@ from .discover_backgrounds import BackgroundRule
 from .discover_worker import Discoverer
 from .field_profile import (
     PARTITION,
+    SIGNALS,
     FieldProfile,
     learn,
     learn_navigation,
@@ -481,6 +484,7 @@ class PageLoads:
         is revalidated) and the browser did not ask for yet (what it asked for went its own way: fetching it again
         is waste). `guesses`: the URLs that discovery found, dropped if the page turned out to be under a
         Content-Security-Policy while the cache was asked."""
+        planned = await self._signals_now(load.page, planned)
         fresh = [self._as_sent(load, i) for i in planned if i.url not in load.planned
                  and (self._reaches_here is None or self._reaches_here(i.url))]
         items = await self._not_fresh(load.page, [i for i in fresh if i is not None])
@@ -496,6 +500,22 @@ class PageLoads:
             flight.on_arrived = lambda request, head, body: self._arrived(load, flight, request, head, body)
             flight.still_wanted = lambda url: not load.log.requested(url)
         load.flight.start(items)
+
+    async def _signals_now(self, page: Page, planned: list[Planned]) -> list[Planned]:
+        """The items with the privacy signals (DNT, Sec-GPC) their browser sends now, as its field profile last
+        learned them from any of its requests, in place of those a learned load replays: a page learned before the
+        user turned an opt-out on would otherwise send its flight to the servers without it (and have it refused).
+        An item whose browser has no profile, or one that knows no signals yet, is left as planned."""
+        out: list[Planned] = []
+        for item in planned:
+            ua = next((v for k, v in item.headers if k.lower() == "user-agent"), None)
+            profile = await self._profile(page, ua) if ua is not None else None
+            if profile is None or profile.signals is None:
+                out.append(item)
+                continue
+            headers = [(k, v) for k, v in item.headers if k.lower() not in SIGNALS]
+            out.append(dataclasses.replace(item, headers=[*headers, *profile.signals]))
+        return out
 
     def _as_sent(self, load: _Load, item: Planned) -> Planned | None:
         """The item as its prefetch goes: decoded or not as the browser's requests are delivered; where they are not

@@ -1433,3 +1433,51 @@ async def test_what_a_stylesheet_names_waits_for_the_document_s_head_which_may_s
         finally:
             discoverer.release.set()
             await loads.end_all()
+
+
+async def test_a_learned_page_s_flight_carries_the_privacy_signal_the_browser_sends_now(
+        service: FetchService) -> None:
+    """A page learned before the user turned on Global Privacy Control (or Do Not Track) replayed its history's
+    fields: its flight's requests reached the servers without the opt-out the browser now sends with every request
+    (and were then refused: waste). The browser's field profile, taught by any batch of the browser's since, knows
+    the signals it sends now: a flight sends those."""
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append((request.path, dict(request.headers)))
+        return _answer(request.path)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app) as port:
+        base = f"http://127.0.0.1:{port}"
+        loads, _ended = recording_loads(service)
+        try:
+            assets = [("/static/site.css", "style"), ("/static/app.js", "script")]
+            for n in range(2):  # two loads of the page: its assets are stable
+                _url, page = navigate(loads, base, "/docs/one.html")
+                await loads.fetch([browser_request(f"{n}-{i}", base + p, d) for i, (p, d) in enumerate(assets)],
+                                  Collect(), page)
+                await loads.end_all()
+            await settle(service)
+
+            # The user turns Global Privacy Control on; the browser's next page (another one) sends it
+            def gpc(request: FetchRequest) -> FetchRequest:
+                return dataclasses.replace(request, headers=[*request.headers, ("Sec-GPC", "1")])
+
+            _url, other = navigate(loads, base, "/docs/two.html")
+            await loads.fetch([gpc(browser_request("o", base + "/static/logo.png", "image"))], Collect(), other)
+            await loads.end_all()
+            await settle(service)
+
+            seen.clear()
+            _url, page = navigate(loads, base, "/docs/one.html")
+            await flown(loads, page)
+            assert sorted(p for p, _ in seen) == ["/static/app.js", "/static/site.css"]
+            assert all(h.get("Sec-GPC") == "1" for _, h in seen), seen  # the opt-out the browser sends now
+            sink = Collect()
+            await loads.fetch([gpc(browser_request(f"g{i}", base + p, d)) for i, (p, d) in enumerate(assets)], sink,
+                              page)
+            assert sink.cache == {"g0": "prefetch", "g1": "prefetch"}
+        finally:
+            await loads.end_all()
