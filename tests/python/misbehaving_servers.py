@@ -1006,6 +1006,22 @@ def _stray(kind: str, req: Received) -> bytes:
     raise ValueError(kind)
 
 
+async def pipelined_batch(conn: ServerConn, settle: float) -> list[Received]:
+    """What the client pipelines at once: the first request, then every one that arrives within ``settle`` s of it
+    (empty if the client closed first)."""
+    first = await conn.next_request()
+    if first is None:
+        return []
+    await conn.settle(settle)
+    reqs = [first]
+    while conn.waiting():
+        req = await conn.next_request()
+        if req is None:
+            break
+        reqs.append(req)
+    return reqs
+
+
 def out_of_step(fault: str, at: str, settle: float = 0.05) -> Scenario:
     """The first connection waits for what the client pipelines, then writes every answer at once (as a server
     that has them ready does), with one fault at path ``at``: ``app``, ``204-body`` or ``short-length`` add
@@ -1017,16 +1033,9 @@ def out_of_step(fault: str, at: str, settle: float = 0.05) -> Scenario:
     async def run(conn: ServerConn) -> None:
         if conn.index > 0:
             return await good(conn)
-        first = await conn.next_request()
-        if first is None:
+        reqs = await pipelined_batch(conn, settle)
+        if not reqs:
             return
-        await conn.settle(settle)
-        reqs = [first]
-        while conn.waiting():
-            req = await conn.next_request()
-            if req is None:
-                break
-            reqs.append(req)
         wire = b""
         for req in reqs:
             if req.path != at:
@@ -1054,16 +1063,9 @@ def twice_announcing_close(at: str, gap: float = 0.05, settle: float = 0.05) -> 
     async def run(conn: ServerConn) -> None:
         if conn.index > 0:
             return await good(conn)
-        first = await conn.next_request()
-        if first is None:
+        reqs = await pipelined_batch(conn, settle)
+        if not reqs:
             return
-        await conn.settle(settle)
-        reqs = [first]
-        while conn.waiting():
-            req = await conn.next_request()
-            if req is None:
-                break
-            reqs.append(req)
         cut = next(i for i, r in enumerate(reqs) if r.path == at) + 1
         wire = b"".join(ordinary(r, extra=CACHEABLE) for r in reqs[:cut])
         await conn.send(wire + ordinary(reqs[cut - 1], extra=[*CACHEABLE, ("Connection", "close")]),
@@ -1084,16 +1086,9 @@ def swapped(settle: float = 0.05) -> Scenario:
     async def run(conn: ServerConn) -> None:
         if conn.index > 0:
             return await good(conn)
-        first = await conn.next_request()
-        if first is None:
+        reqs = await pipelined_batch(conn, settle)
+        if not reqs:
             return
-        await conn.settle(settle)
-        reqs = [first]
-        while conn.waiting():
-            req = await conn.next_request()
-            if req is None:
-                break
-            reqs.append(req)
         order = [1, 0, *range(2, len(reqs))] if len(reqs) > 1 else [0]
         await conn.send(b"".join(ordinary(reqs[i]) for i in order), completes=len(reqs))
         await conn.wait_client_close()
