@@ -10,30 +10,12 @@ import type { Protocol } from "devtools-protocol";
 import { Accelerator, type HeldRequest, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
 import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
-import type { NativePort } from "../../../extension/src/bridge/native-port.js";
 import type { FetchResponder } from "../../../extension/src/deliver/fetch-responder.js";
 import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
 import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
-
-/** A helper that says hello and keeps every batch to itself (fetching). */
-class SilentHelper implements NativePort {
-  readonly sent: { type: string }[] = [];
-  private listener: ((message: unknown) => void) | null = null;
-  postMessage(message: unknown): void {
-    const m = message as { type: string };
-    this.sent.push(m);
-    if (m.type === "hello") {
-      queueMicrotask(() => this.listener?.({ type: "hello", protocol: 1, helper_version: "0.1.0", compatible: true, capabilities: ["pipelining", "decode"] }));
-    }
-  }
-  onMessage(listener: (message: unknown) => void): void {
-    this.listener = listener;
-  }
-  onDisconnect(): void {}
-  disconnect(): void {}
-}
+import { SilentHelper } from "../support/silent-helper.js";
 
 async function flush(): Promise<void> {
   for (let i = 0; i < 20; i++) await Promise.resolve();

@@ -13,33 +13,13 @@ import type { Protocol } from "devtools-protocol";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { HelperClient } from "../../../extension/src/bridge/helper-client.js";
 import { HelperConnection } from "../../../extension/src/bridge/helper-connection.js";
-import type { NativePort } from "../../../extension/src/bridge/native-port.js";
 import type { FetchResponder } from "../../../extension/src/deliver/fetch-responder.js";
 import { BrowserWarmConnection, FINISHING_WAIT_MS } from "../../../extension/src/intercept/browser-warm-connection.js";
 import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
 import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
-
-/** A helper that says hello (able to answer from what it holds) and then keeps every batch to itself (fetching). */
-class SilentHelper implements NativePort {
-  readonly sent: { type: string }[] = [];
-  private listener: ((message: unknown) => void) | null = null;
-  postMessage(message: unknown): void {
-    const m = message as { type: string };
-    this.sent.push(m);
-    if (m.type === "hello") {
-      queueMicrotask(() => this.listener?.({
-        type: "hello", protocol: 1, helper_version: "0.1.0", compatible: true, capabilities: ["pipelining", "decode", "browser_warm"],
-      }));
-    }
-  }
-  onMessage(listener: (message: unknown) => void): void {
-    this.listener = listener;
-  }
-  onDisconnect(): void {}
-  disconnect(): void {}
-}
+import { SilentHelper } from "../support/silent-helper.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const batchSent = (port: SilentHelper): boolean => port.sent.some((m) => m.type === "batch");
@@ -47,7 +27,7 @@ const batchSent = (port: SilentHelper): boolean => port.sent.some((m) => m.type 
 /** An accelerator on a silent helper, one request of tab 7 handed to it (a script behind the document's large
  * answer still arriving over the browser's HTTP/1.1 connection where `behindWarm`, else an image). */
 async function setUp(behindWarm: boolean) {
-  const port = new SilentHelper();
+  const port = new SilentHelper(["pipelining", "decode", "browser_warm"]); // able to answer from what it holds
   const connection = new HelperConnection(() => port, {
     extensionVersion: "0.1.0", browser: "chromium", helloTimeoutMs: 1000, retryMissingMs: 1000, retryCrashMs: 0,
   });
