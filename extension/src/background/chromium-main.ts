@@ -33,7 +33,7 @@ import { Accelerator, type HeldRequest, type PageInfo } from "./accelerator.js";
 import { BrowserTabRecords } from "./browser-tab-records.js";
 import { showBadge } from "./badge.js";
 import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
-import { problemAfterCommit } from "./tab-problem.js";
+import { CANCELLED_BAR, problemAfterCommit, problemShown } from "./tab-problem.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
 import { setNewest } from "../bounded-map.js";
 
@@ -501,7 +501,7 @@ async function onDetached(tabId: number, reason: string): Promise<void> {
   void dispatch({ type: "detached", tabId });
   if (reason === "canceled_by_user") {
     const rule = matchingRule(activeRules, tabInfo(tabId).url);
-    tabInfo(tabId).problem = "You cancelled the debugging bar: lanefetch is off for this site until you turn it on again.";
+    tabInfo(tabId).problem = CANCELLED_BAR;
     if (rule) await store.switchOffForSession(rule);
   }
   await refreshRules();
@@ -619,15 +619,16 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
     if (connection.state.status !== "connected") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
     const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", incognito: false, problem: null };
     const rule = matchingRule(enabledRules, info.url) ?? matchingRule(sessionOffRules, info.url);
+    const sessionOff = rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule));
     const reply: StatusReply = {
       helper: connection.state,
       tab: {
         tabId: message.tabId,
         url: info.url,
         rule,
-        sessionOff: rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule)),
+        sessionOff,
         intercepting: sessions.isAttached(message.tabId),
-        problem: proxyBlocked ? PROXY_NOTICE : info.problem,
+        problem: proxyBlocked ? PROXY_NOTICE : problemShown(info.problem, { sessionOff }),
       },
       counts: counters.get(message.tabId),
       timeSavedModel: TIME_SAVED_MODEL,

@@ -16,3 +16,12 @@ export function problemAfterCommit(problem: string | null, page: CommittedPage):
   if (!page.onActiveSite) return null;
   return page.attached || page.leftToBrowser ? null : problem;
 }
+
+/** The tab's problem when the user cancelled the debugging bar (the site is then off for the session). */
+export const CANCELLED_BAR = "You cancelled the debugging bar: lanefetch is off for this site until you turn it on again.";
+
+/** The problem the popup shows for the tab now: the cancelled bar's only while its site is still off for the session
+ * (turned on again, "off until you turn it on again" would be false until the tab's next page). */
+export function problemShown(problem: string | null, site: { sessionOff: boolean }): string | null {
+  return problem === CANCELLED_BAR && !site.sessionOff ? null : problem;
+}
