@@ -39,8 +39,11 @@ def run(rounds: int) -> int:
         sizes = dict.fromkeys(urls, SIZE)
         fetch(client, urls[:1], [])  # warm the server's page cache
         last: dict[str, Any] = {}
-        for _ in range(rounds):
-            for name, extra in variants.items():
+        for r in range(rounds):
+            # The order reversed every other round, as the report says: a variant always run first (or always
+            # right after the other) would carry whatever that position costs or gains into its median.
+            order = list(variants.items())
+            for name, extra in (order if r % 2 == 0 else order[::-1]):
                 data = fetch(client, urls, extra, sizes)
                 times[name].append(data["elapsed_s"])
                 conns[name] = data["max_concurrent_connections"]
@@ -57,8 +60,8 @@ def run(rounds: int) -> int:
     lines = [
         f"Link: RTT {profile.rtt_ms} ms, {profile.down_kbit} kbit/s down, {profile.up_kbit} kbit/s up "
         f"(packet-level emulation, drop-tail queue). Server: nginx. {OBJECTS} objects × {SIZE} B. "
-        f"{rounds} rounds, variants alternating; each run is a fresh `lanefetch fetch` process "
-        "(pipelining learned from scratch every time).",
+        f"{rounds} rounds, variants alternating (order reversed every other round); each run is a fresh "
+        "`lanefetch fetch` process (pipelining learned from scratch every time).",
         "",
         *report.table(["variant", "median s", "range s", "max concurrent conns", "× T_min"], rows),
         "",

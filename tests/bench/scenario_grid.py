@@ -59,8 +59,9 @@ def run(rounds: int) -> int:
                 sizes = dict.fromkeys(urls, size)
                 runs: dict[str, list[float]] = {"lanefetch": [], "baseline": []}
                 data = {}
-                for _ in range(rounds):
-                    for name, extra in (("lanefetch", PIPELINED), ("baseline", BASELINE)):
+                for r in range(rounds):
+                    order = [("lanefetch", PIPELINED), ("baseline", BASELINE)]  # reversed every other round
+                    for name, extra in (order if r % 2 == 0 else order[::-1]):
                         data = fetch(client, urls, extra, sizes)
                         runs[name].append(data["elapsed_s"])
                 cell = {k: report.median(v) for k, v in runs.items()}
@@ -77,8 +78,8 @@ def run(rounds: int) -> int:
     lines = [
         f"Link `wcdma`: RTT {profile.rtt_ms} ms, {profile.down_kbit}/{profile.up_kbit} kbit/s "
         "(packet-level emulation). "
-        f"Server nginx. Median of {rounds} alternating rounds per cell; every run a fresh `lanefetch fetch` "
-        "process (pipelining learned from scratch).",
+        f"Server nginx. Median of {rounds} rounds per cell, the variants' order reversed every other round; every "
+        "run a fresh `lanefetch fetch` process (pipelining learned from scratch).",
         "",
         *report.table(["size", "objects", "lanefetch s", "baseline s", "T_min s", "baseline/lanefetch",
                        "lanefetch/T_min"], rows),
