@@ -337,11 +337,13 @@ class PageLab:
             if log_file is not None:
                 env |= {"LANEFETCH_LOG": "DEBUG", "LANEFETCH_LOG_FILE": str(log_file)}
             cap = self._capture(shape, mode)
+            # Where this load's log lines and link bytes start: taken before the driver may start it (the next
+            # load's before the go below), or what it asked for first would be counted as an earlier load's.
+            before = len(self.srv.access_log())
+            s0 = self._counters()
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
             for k in range(2 if twice else 1):
-                before = len(self.srv.access_log())
-                s0 = self._counters()
                 line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
                 if not line.startswith("{"):
                     proc.wait(timeout=60)
@@ -369,6 +371,7 @@ class PageLab:
                     data[f"{d}_drops"] = b.get("dropped_queue", 0) - a.get("dropped_queue", 0)
                 runs.append(data)
                 if k == 0 and twice:
+                    before, s0 = len(self.srv.access_log()), s1
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
             proc.stdin.close()

@@ -4,13 +4,15 @@ alternating order, each load's log lines and link counters its own, quantiles at
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench import report, scenario_engine, scenario_grid
+from bench import page_load, report, scenario_engine, scenario_grid
 from bench.cli_fetch import BASELINE, PIPELINED
+from bench.servers import AccessRecord
 
 
 class _Host:
@@ -94,3 +96,91 @@ def test_grid_alternates_the_order_of_its_variants_round_by_round(
     scenario_grid.run(3)
     assert _rounds(order, 2) == [["lanefetch", "baseline"], ["baseline", "lanefetch"], ["lanefetch", "baseline"]]
     assert "seed000-grid" in written
+
+
+class _Server:
+    """An access log that grows as the fake browser's requests are answered."""
+
+    def __init__(self) -> None:
+        self.records: list[AccessRecord] = []
+
+    def access_log(self, wait_for: int = 0, timeout: float = 5.0) -> list[AccessRecord]:
+        return list(self.records)
+
+
+class _Wire:
+    """The link's counters (what `Link.stats` answers), moved by the fake browser's requests."""
+
+    def __init__(self) -> None:
+        self.bytes = {"up": 0, "down": 0}
+
+    def stats(self) -> dict[str, Any]:
+        return {d: {"bytes": n, "dropped_queue": 0} for d, n in self.bytes.items()}
+
+
+class _Driver:
+    """A page driver (bench/page_measure.ts's protocol) whose browser loads `pages` one after the other: the first
+    while the caller waits for its line, each next one as soon as the caller says go. As on `lan`, the next load's
+    first request is answered (logged, its bytes on the link) before the caller's next step after the go."""
+
+    def __init__(self, server: _Server, wire: _Wire, pages: list[list[str]]) -> None:
+        self.server, self.wire, self.pages = server, wire, pages
+        self.loads = 0
+        self.started: list[str] = []  # the paths of the load under way already asked for
+        self.stdin = self
+        self.stdout = self
+
+    def _ask(self, path: str) -> None:
+        self.server.records.append(AccessRecord(str(self.loads), 1, False, "10.231.1.1", 40000, 200, 1000,
+                                                0.0, 0.0, f"GET {path} HTTP/1.1"))
+        self.wire.bytes["up"] += 100
+        self.wire.bytes["down"] += 1100
+        self.started.append(path)
+
+    def readline(self) -> str:
+        page = self.pages[self.loads]
+        for path in page[len(self.started):]:
+            self._ask(path)
+        self.loads += 1
+        self.started = []
+        return json.dumps({"mode": "on", "load_s": 0.5, "wall_s": 0.6}) + "\n"
+
+    def write(self, line: str) -> None:
+        assert line == "go\n"
+        self._ask(self.pages[self.loads][0])
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+class _Client:
+    def __init__(self, driver: _Driver) -> None:
+        self.driver = driver
+
+    def popen(self, argv: list[str], **kw: object) -> _Driver:
+        return self.driver
+
+
+def test_the_next_pages_log_lines_and_link_bytes_are_all_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """seed000-pages' "next page" (and a repeat or again visit): what the server logged and the link carried from
+    the caller's go on is the second load's, even what came before the caller looked."""
+    monkeypatch.delenv("LANEFETCH_BENCH_PCAP", raising=False)
+    monkeypatch.setattr(page_load.PageLab, "_settled_counters", page_load.PageLab._counters)
+    shape = page_load.PageShape(2, 1000)
+    first = ["/p2x1000/index.html", "/p2x1000/i000.png", "/p2x1000/i001.png"]
+    warm = ["/p2x1000w/index.html", "/p2x1000w/i000.png", "/p2x1000w/i001.png"]
+    server, wire = _Server(), _Wire()
+    pl = page_load.PageLab.__new__(page_load.PageLab)
+    pl.browser, pl.https, pl._trust, pl.ip = "chromium", False, None, "10.231.1.2"
+    pl.srv, pl.link = server, wire  # type: ignore[assignment]
+    pl.client = _Client(_Driver(server, wire, [first, warm]))  # type: ignore[assignment]
+    runs = pl.load(shape, "on", warm=True)
+    assert [[r.path for r in d["records"]] for d in runs] == [first, warm]
+    assert [(d["all_requests"], d["img_requests"]) for d in runs] == [(3, 2), (3, 2)]
+    assert [(d["up_bytes"], d["down_bytes"]) for d in runs] == [(300, 3300), (300, 3300)]
