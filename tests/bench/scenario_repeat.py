@@ -9,7 +9,7 @@ import os
 
 from bench import report
 from bench.netlab import PROFILES
-from bench.page_load import METHOD, PageLab, PageShape, Run
+from bench.page_load import PageLab, PageShape, Run, method
 
 SHAPE = PageShape(80, 1968)  # the chromium-page page: 80 PNG images of ~2 KB
 NAME = "chromium-repeat"
@@ -49,7 +49,7 @@ def run(rounds: int) -> int:
                                     f"{report.median([d['not_modified'] for d in runs[m]]):g}",
                                     f"**{med['off'] / med[m]:.2f}×**" if m == "on" else ""])
     lines = [
-        METHOD,
+        method("chromium"),
         "",
         f"Repeat visit of {SHAPE.name} ({SHAPE.images} images): each run loads the page once in a fresh profile, "
         "restarts Chromium on that profile (its own disk cache warm for OFF; for ON the helper's cache, kept in the "

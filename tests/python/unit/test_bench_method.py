@@ -4,12 +4,14 @@ alternating order, each load's log lines and link counters its own, quantiles at
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench import __main__ as bench_main
 from bench import page_load, report, scenario_engine, scenario_grid
 from bench.cli_fetch import BASELINE, PIPELINED
 from bench.servers import AccessRecord
@@ -184,3 +186,9 @@ def test_the_next_pages_log_lines_and_link_bytes_are_all_its_own(monkeypatch: py
     assert [[r.path for r in d["records"]] for d in runs] == [first, warm]
     assert [(d["all_requests"], d["img_requests"]) for d in runs] == [(3, 2), (3, 2)]
     assert [(d["up_bytes"], d["down_bytes"]) for d in runs] == [(300, 3300), (300, 3300)]
+
+
+@pytest.mark.parametrize("scenario", sorted(bench_main.SCENARIOS))
+def test_every_scenario_npm_run_bench_names_can_be_started(scenario: str) -> None:
+    module, _, function = bench_main.SCENARIOS[scenario].partition(":")
+    assert callable(getattr(importlib.import_module(module), function or "run"))
