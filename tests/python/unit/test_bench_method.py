@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from bench import __main__ as bench_main
-from bench import page_load, report, scenario_engine, scenario_grid
+from bench import page_load, report, scenario_engine, scenario_grid, scenario_hol
 from bench.cli_fetch import BASELINE, PIPELINED
 from bench.servers import AccessRecord
 
@@ -192,3 +192,40 @@ def test_the_next_pages_log_lines_and_link_bytes_are_all_its_own(monkeypatch: py
 def test_every_scenario_npm_run_bench_names_can_be_started(scenario: str) -> None:
     module, _, function = bench_main.SCENARIOS[scenario].partition(":")
     assert callable(getattr(importlib.import_module(module), function or "run"))
+
+
+class _HolClient(_Host):
+    """The client namespace of seed001-hol: each run's 12 small requests took 1, 2, ... 12 ms."""
+
+    def run(self, argv: list[str], **kw: object) -> Any:
+        class Done:
+            stdout = json.dumps({"latencies": [k / 1000 for k in range(1, 13)], "bulk_s": 2.0}) + "\n"
+        return Done()
+
+
+class _HolLab(_Lab):
+    def host(self, name: str) -> _Host:
+        return _HolClient()
+
+
+def test_hol_p90_is_the_latency_nine_in_ten_requests_stay_within(
+        monkeypatch: pytest.MonkeyPatch, written: dict[str, list[str]]) -> None:
+    monkeypatch.setattr(scenario_hol, "Lab", _HolLab)
+    monkeypatch.setattr(scenario_hol, "start_nginx", lambda *a, **k: None)
+    monkeypatch.setattr(scenario_hol, "_plot", lambda lat: None)
+    scenario_hol.run(1)
+    rows = [line.split(" | ") for line in written["seed001-hol"] if line.startswith("| ") and " ms" not in line]
+    # Of 12 latencies (1..12 ms), 10 are ≤ 10 ms (83 %): 11 ms is the least that 90 % stay within.
+    assert {row[2] for row in rows} == {"11"}
+    assert {row[3] for row in rows} == {"12"}
+
+
+def test_quantile_is_the_least_value_that_share_is_at_or_below() -> None:
+    assert report.quantile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert report.quantile([float(k) for k in range(1, 11)], 0.9) == 9.0
+    assert report.quantile([float(k) for k in range(1, 101)], 0.55) == 55.0  # 0.55 × 100 is a little over 55 in floats
+    assert report.quantile([float(k) for k in range(1, 13)], 0.9) == 11.0
+    assert report.quantile([5.0], 0.9) == report.quantile([5.0], 1.0) == 5.0
+    for bad in ((), (1.0,)):
+        with pytest.raises(ValueError):
+            report.quantile(bad, 0.0 if bad else 0.5)
