@@ -203,7 +203,7 @@ def _report(results: dict[tuple[str, str], list[dict[str, Any]]], delays: dict[s
         (__doc__ or "").split("\n\n", 1)[1].replace("\n", " ").strip(),
         "",
         f"Drawn realistic delays (extra RTT per client): median {statistics.median(r):.0f} ms, mean "
-        f"{statistics.fmean(r):.0f} ms, p90 {sorted(r)[int(0.9 * len(r))]:.0f} ms, max {max(r):.0f} ms. "
+        f"{statistics.fmean(r):.0f} ms, p90 {report.quantile(r, 0.9):.0f} ms, max {max(r):.0f} ms. "
         f"{rounds} rounds per delay model, client variants alternating; medians over rounds.",
         "",
         *report.table(["delays", "clients", "peak conns held", "mean conns held", "connection-seconds",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from bench import __main__ as bench_main
-from bench import page_load, report, scenario_engine, scenario_grid, scenario_hol
+from bench import page_load, report, scenario_delay, scenario_engine, scenario_grid, scenario_hol
 from bench.cli_fetch import BASELINE, PIPELINED
 from bench.servers import AccessRecord
 
@@ -229,3 +229,15 @@ def test_quantile_is_the_least_value_that_share_is_at_or_below() -> None:
     for bad in ((), (1.0,)):
         with pytest.raises(ValueError):
             report.quantile(bad, 0.0 if bad else 0.5)
+
+
+def test_delay_reports_the_p90_of_the_drawn_delays_at_its_rank(
+        monkeypatch: pytest.MonkeyPatch, written: dict[str, list[str]]) -> None:
+    monkeypatch.setattr(scenario_delay, "_plot", lambda series, means: Path("seed003-delay.png"))
+    delays = {"realistic (log-normal)": [float(ms) for ms in range(1, 101)], "constant 80 ms": [80.0] * 100,
+              "none": [0.0] * 100}
+    one = {"peak": 10, "mean": 5.0, "conn_s": 100.0, "connections": 120, "page_s": [1.0], "series": [(0.0, 1)]}
+    results = {(d, c): [one] for d in delays for c in scenario_delay.CLIENT_VARIANTS}
+    scenario_delay._report(results, delays, 1)
+    said = next(line for line in written[scenario_delay.NAME] if line.startswith("Drawn realistic delays"))
+    assert "p90 90 ms" in said  # 90 of the 100 drawn are ≤ 90 ms; 91 ms is the 91st
