@@ -253,7 +253,7 @@ def _describe(d: Run, rtt_s: float) -> str:
             f"{d['conns']} conns ({protocols}), {sum(r.body_bytes for r in d['records'])} B bodies, images "
             f"{d['decoded']}/{d['images']} decoded, waves {load_waves(d, rtt_s)}, link up {d['up_bytes']} B down "
             f"{d['down_bytes']} B "
-            f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops)"
+            f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops, {d.get('late', 0)} late)"
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
             + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1)
             + (f"; layout {d['layout']}, screen {d.get('screen', '-')}, {len(d.get('fonts', []))} font faces, "

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from bench import __main__ as bench_main
-from bench import page_load, report, scenario_delay, scenario_engine, scenario_grid, scenario_hol
+from bench import page_load, report, scenario_delay, scenario_engine, scenario_grid, scenario_hol, scenario_real_pages
 from bench.cli_fetch import BASELINE, PIPELINED
 from bench.servers import AccessRecord
 
@@ -115,9 +115,11 @@ class _Wire:
 
     def __init__(self) -> None:
         self.bytes = {"up": 0, "down": 0}
+        self.late = 0  # packets the emulator delivered late (short of CPU), downlink
 
     def stats(self) -> dict[str, Any]:
-        return {d: {"bytes": n, "dropped_queue": 0} for d, n in self.bytes.items()}
+        return {d: {"bytes": n, "dropped_queue": 0, "late_packets": self.late if d == "down" else 0}
+                for d, n in self.bytes.items()}
 
 
 class _Driver:
@@ -241,3 +243,28 @@ def test_delay_reports_the_p90_of_the_drawn_delays_at_its_rank(
     scenario_delay._report(results, delays, 1)
     said = next(line for line in written[scenario_delay.NAME] if line.startswith("Drawn realistic delays"))
     assert "p90 90 ms" in said  # 90 of the 100 drawn are ≤ 90 ms; 91 ms is the 91st
+
+
+def test_a_page_load_says_how_many_packets_the_emulator_delivered_late(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link emulator short of CPU delivers packets late: the link was slower than its profile for that load (both
+    variants alike, but T_min and "best possible" assume the profile). Split, hol and engine-h2 report it; every
+    page load (seed000-pages, chromium-page, real-pages) says it too."""
+    monkeypatch.delenv("LANEFETCH_BENCH_PCAP", raising=False)
+    monkeypatch.setattr(page_load.PageLab, "_settled_counters", page_load.PageLab._counters)
+    server, wire = _Server(), _Wire()
+    page = ["/p2x1000/index.html", "/p2x1000/i000.png", "/p2x1000/i001.png"]
+
+    class Late(_Driver):
+        def readline(self) -> str:
+            wire.late += 2
+            return super().readline()
+
+    pl = page_load.PageLab.__new__(page_load.PageLab)
+    pl.browser, pl.https, pl._trust, pl.ip = "chromium", False, None, "10.231.1.2"
+    pl.srv, pl.link = server, wire  # type: ignore[assignment]
+    pl.client = _Client(Late(server, wire, [page]))  # type: ignore[assignment]
+    (d,) = pl.load(page_load.PageShape(2, 1000), "off")
+    assert d["late"] == 2
+    assert "2 late" in page_load._describe_images(d)
+    assert page_load.variant_row("OFF", [d, d])[-1] == "0 / 4"
+    assert "2 late" in scenario_real_pages._describe({**d, "records": [], "waves": 0, "decoded": 0, "images": 0}, 0.6)
