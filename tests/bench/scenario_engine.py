@@ -69,7 +69,7 @@ def run(rounds: int) -> int:
         f"**pipelined / T_min: {lf / tmin:.2f}** (goal ≤ 1.5, aim 1.2).",
         "",
         "T_min = connect RTT + 1 RTT + max(bytes up / up rate, bytes down / down rate), with the HTTP bytes "
-        "actually exchanged scaled by 1500/1460 for IP+TCP headers.",
+        "actually exchanged scaled by 1500/1448 for IP+TCP headers.",
     ]
     report.write("engine", "Engine benchmark: pipelining over a 200 ms / 2 Mbit/s link", lines)
     return 0

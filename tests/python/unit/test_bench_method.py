@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from bench import __main__ as bench_main
 from bench import page_load, report, scenario_delay, scenario_engine, scenario_grid, scenario_hol, scenario_real_pages
-from bench.cli_fetch import BASELINE, PIPELINED
+from bench.cli_fetch import BASELINE, IP_OVERHEAD, PIPELINED
 from bench.servers import AccessRecord
 
 
@@ -83,7 +83,8 @@ def test_engine_alternates_the_order_of_its_variants_round_by_round(
     monkeypatch.setattr(scenario_engine, "fetch", _fetcher(order))
     scenario_engine.run(4)
     assert _rounds(order, 2) == [["lanefetch", "baseline"], ["baseline", "lanefetch"]] * 2
-    assert "engine" in written
+    # The report says by how much T_min scales the bytes for IP+TCP headers: what cli_fetch.t_min does.
+    assert IP_OVERHEAD == 1500 / 1448 and "scaled by 1500/1448 for IP+TCP headers" in " ".join(written["engine"])
 
 
 def test_grid_alternates_the_order_of_its_variants_round_by_round(
