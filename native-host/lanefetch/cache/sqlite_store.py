@@ -4,7 +4,10 @@ Crash safety: an entry's head and body go into one row in one transaction, writt
 body is complete, so a crash (or kill) mid-write leaves the previous state: the entry is absent,
 never partial. Each row also carries a SHA-256 over head and body, checked on every read; a row that
 fails it (disk corruption, a tampered file) is deleted and counts as a miss. A file that is not a
-database at all is moved aside and a new one started: it is a cache.
+database at all is moved aside and a new one started: it is a cache. Only such a file: a database
+another process holds locked (busy) is the live one, and an open that cannot wait for it fails (the
+cache steps aside) rather than start a second file beside it. Opening a database whose schema is
+current writes nothing, so it never waits for another process's write.
 
 Size: the sum of heads and bodies is kept at or below max_bytes by deleting the least recently used
 entries (reads count as use) in the same transaction that stores a new one (or refreshes one with a larger
@@ -27,6 +30,7 @@ from .validation import same_version
 
 SCHEMA_VERSION = 1
 DB_NAME = "cache.sqlite3"
+BUSY_TIMEOUT_S = 10.0  # how long a write waits for another process's (one per browser, the CLI)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -64,6 +68,18 @@ MAX_PAGES = 5000
 MAX_PAGE_BYTES = 32 * 1024 * 1024
 
 
+# What an open may meet that says nothing of the file: another process's lock, no permission, the disk.
+_NOT_THE_FILES_FAULT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM",
+                        "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_NOMEM", "SQLITE_INTERRUPT")
+
+
+def _broken(e: sqlite3.DatabaseError) -> bool:
+    """Whether an error opening the database says the file is at fault: not a database, a damaged one, another
+    program's (its tables not ours); not when it is busy, unreadable, or the disk fails."""
+    name = getattr(e, "sqlite_errorname", None) or ""
+    return not any(name == n or name.startswith(n + "_") for n in _NOT_THE_FILES_FAULT)
+
+
 def checksum(head_json: str, body: bytes) -> bytes:
     h = hashlib.sha256(head_json.encode("utf-8"))
     h.update(b"\0")
@@ -84,7 +100,9 @@ class SqliteStore:
         self._make_private()
         try:
             self._db = self._open()
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as e:
+            if not _broken(e):  # busy, locked, unreadable, a full disk: the file is not at fault, and is kept
+                raise
             # Not a database (or one beyond repair): keep it aside for a post-mortem, start anew.
             for suffix in ("", "-wal", "-shm"):
                 p = Path(str(self.path) + suffix)
@@ -102,9 +120,9 @@ class SqliteStore:
                 os.chmod(str(self.path) + suffix, 0o600)
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0)
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         try:
-            db.execute("PRAGMA busy_timeout = 10000")
+            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")  # with WAL: consistent after any crash
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -113,8 +131,9 @@ class SqliteStore:
             if version != SCHEMA_VERSION:
                 db.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 db.execute("VACUUM")  # auto_vacuum takes effect on an empty database only after this
-            db.executescript(_SCHEMA)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.executescript(_SCHEMA)  # (writes nothing where the tables are there)
+            if version != SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("PRAGMA quick_check").fetchone()
         except BaseException:
             db.close()

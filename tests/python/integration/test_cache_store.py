@@ -149,6 +149,19 @@ def test_a_file_that_is_not_a_database_is_replaced(tmp_path: Path) -> None:
     assert (tmp_path / (DB_NAME + ".broken")).read_bytes().startswith(b"this is not sqlite")
 
 
+def test_another_programs_database_is_replaced(tmp_path: Path) -> None:
+    """A SQLite database that is not ours (tables of the same names, other columns): set aside, a new one started."""
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("CREATE TABLE entries (name TEXT, value TEXT)")
+        db.execute("INSERT INTO entries VALUES ('theirs', 'kept')")
+    s = SqliteStore(tmp_path, 10**6)
+    s.put("p", "GET", "http://o/a", "", HEAD, b"ok")
+    assert s.stats().entries == 1
+    s.close()
+    with sqlite3.connect(tmp_path / (DB_NAME + ".broken")) as db:
+        assert db.execute("SELECT value FROM entries").fetchall() == [("kept",)]
+
+
 # A writer that stores complete entries, then starts a large one and is killed inside that transaction:
 # SQLite's progress handler runs between VM instructions; once the uncommitted body has spilled into
 # the WAL (the statements after the INSERT, before COMMIT) it tells the parent, which SIGKILLs it there.
@@ -453,3 +466,63 @@ def test_the_cache_and_its_page_records_are_readable_by_the_user_only(tmp_path: 
         s.close()
     finally:
         os.umask(old)
+
+
+# Another process (the other browser's helper, the CLI) inside a write transaction, as long as the test wants: it
+# says "holding" once it has the write lock, and ends it (committing one entry) when told on stdin.
+HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("holding", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+"""
+
+
+def _hold_write_lock(path: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"holding\n"
+    return proc
+
+
+def _release(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(10)
+
+
+def test_a_store_opened_while_another_process_writes_shares_its_database(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper starting while another process holds the write lock (a long write, a CLI stopped with ^Z) opens the
+    same database, never writing at open when the schema is current; where it must write (a database yet to be set
+    up) and the lock outlasts the busy timeout, it fails with "database is locked" (the cache steps aside, logged),
+    never taking a busy database for a broken one and moving it aside: the two processes would go on with two
+    files, the other's entries lost to this one, and a clear in one leaving the other's behind."""
+    from lanefetch.cache import sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.2, raising=False)
+    s = SqliteStore(tmp_path, 10**6)
+    s.put("p", "GET", "http://o/a", "", HEAD, b"kept")
+    s.close()
+    holder = _hold_write_lock(tmp_path / DB_NAME)
+    try:
+        ours = SqliteStore(tmp_path, 10**6)
+        (e,) = ours.lookup("p", "GET", "http://o/a")
+        assert ours.body(e.id) == b"kept"
+        ours.close()
+    finally:
+        _release(holder)
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".broken")] == []
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    sqlite3.connect(fresh / DB_NAME).close()  # made by a process still setting it up: user_version 0
+    holder = _hold_write_lock(fresh / DB_NAME)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            SqliteStore(fresh, 10**6)
+    finally:
+        _release(holder)
+    assert [p.name for p in fresh.iterdir() if p.name.endswith(".broken")] == []
