@@ -4,10 +4,11 @@ Crash safety: an entry's head and body go into one row in one transaction, writt
 body is complete, so a crash (or kill) mid-write leaves the previous state: the entry is absent,
 never partial. Each row also carries a SHA-256 over head and body, checked on every read; a row that
 fails it (disk corruption, a tampered file) is deleted and counts as a miss. A file that is not a
-database at all is moved aside and a new one started: it is a cache. Only such a file: a database
-another process holds locked (busy) is the live one, and an open that cannot wait for it fails (the
-cache steps aside) rather than start a second file beside it. Opening a database whose schema is
-current writes nothing, so it never waits for another process's write.
+database at all, or a damaged one (its quick_check at open), is moved aside and a new one started: it
+is a cache. Only such a file: a database another process holds locked (busy) is the live one, and an
+open that cannot wait for it fails (the cache steps aside) rather than start a second file beside it.
+Opening a database whose schema is current writes nothing, so it never waits for another process's
+write.
 
 Size: the sum of heads and bodies is kept at or below max_bytes by deleting the least recently used
 entries (reads count as use) in the same transaction that stores a new one (or refreshes one with a larger
@@ -134,7 +135,11 @@ class SqliteStore:
             db.executescript(_SCHEMA)  # (writes nothing where the tables are there)
             if version != SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("PRAGMA quick_check").fetchone()
+            # Damage SQLite can open past (an index's page garbled) is reported as rows, not raised: left in use,
+            # every write through it would fail "malformed", at every start.
+            found = db.execute("PRAGMA quick_check").fetchone()
+            if found is None or found[0] != "ok":
+                raise sqlite3.DatabaseError(f"damaged: {found[0] if found else 'no answer'}")
         except BaseException:
             db.close()
             raise

@@ -526,3 +526,25 @@ def test_a_store_opened_while_another_process_writes_shares_its_database(
     finally:
         _release(holder)
     assert [p.name for p in fresh.iterdir() if p.name.endswith(".broken")] == []
+
+
+def test_a_damaged_database_is_moved_aside_and_started_afresh(tmp_path: Path) -> None:
+    """A database whose structure is damaged (a disk error in an index: SQLite opens it, reads may work, every
+    write that touches the index fails "malformed") is set aside when opened and a new one started, as a file that
+    is not a database is: kept, the cache failed at every helper start's first write, for good."""
+    s = SqliteStore(tmp_path, 10**7)
+    for i in range(300):
+        s.put("p", "GET", f"http://o/{i}", "", HEAD, b"b" * 200)
+    s._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (root,) = s._db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'entries_lru'").fetchone()
+    page = s._db.execute("PRAGMA page_size").fetchone()[0]
+    s.close()
+    with open(tmp_path / DB_NAME, "r+b") as f:  # the index's root page: its header kept, its cells garbage
+        f.seek((root - 1) * page + 8)
+        f.write(b"\xa5" * (page - 8))
+    s = SqliteStore(tmp_path, 10**7)
+    s.put("p", "GET", "http://o/new", "", HEAD, b"new")
+    (e,) = s.lookup("p", "GET", "http://o/new")
+    assert s.body(e.id) == b"new"
+    assert (tmp_path / (DB_NAME + ".broken")).exists()
+    s.close()
