@@ -12,7 +12,8 @@ write.
 
 Size: the sum of heads and bodies is kept at or below max_bytes by deleting the least recently used
 entries (reads count as use) in the same transaction that stores a new one (or refreshes one with a larger
-head); the file is shrunk with incremental vacuum. Several helper processes (one per browser, the CLI) may
+head); the file is shrunk with incremental vacuum (wholly after a clear; the pages an eviction frees
+are mostly reused by the entries stored next). Several helper processes (one per browser, the CLI) may
 share the file: SQLite serialises their writes."""
 
 from __future__ import annotations
@@ -295,7 +296,10 @@ class SqliteStore:
             db.execute("DELETE FROM entries")
             db.execute("DELETE FROM origins")
             db.execute("DELETE FROM pages")
-        self._db.execute("PRAGMA incremental_vacuum")
+        # Each step of the statement gives back one page, and execute() takes one step only (its steps have no
+        # columns: Python takes the first for the end): executescript steps to the end, the file shrinking to what
+        # is left instead of keeping the cleared bodies' pages.
+        self._db.executescript("PRAGMA incremental_vacuum;")
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return n
 

@@ -548,3 +548,19 @@ def test_a_damaged_database_is_moved_aside_and_started_afresh(tmp_path: Path) ->
     assert s.body(e.id) == b"new"
     assert (tmp_path / (DB_NAME + ".broken")).exists()
     s.close()
+
+
+def test_a_clear_gives_the_disk_space_back(tmp_path: Path) -> None:
+    """After a clear the database file is small again: every page the cleared entries used is given back (an
+    incremental vacuum runs one page per step, each step to be asked for), not one page of them, the file left at
+    its full size (up to the cache's 512 MiB) with the cleared bodies' pages in it."""
+    s = SqliteStore(tmp_path, 10**8)
+    for i in range(40):
+        s.put("p", "GET", f"http://o/{i}", "", HEAD, bytes([i]) * 100_000)
+    s.keep_pages("site", {f"u:http://o/{i}": "r" * 5000 for i in range(40)}, 1.0)
+    s._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert (tmp_path / DB_NAME).stat().st_size > 4_000_000
+    s.clear()
+    assert s._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert (tmp_path / DB_NAME).stat().st_size < 100_000
+    s.close()
