@@ -86,10 +86,13 @@ class MemoryStore:
         return {o: self._origins[(partition, o)] for o in origins if (partition, o) in self._origins}
 
     def site_learned(self, partition: str, limit: int) -> dict[str, str]:
-        return dict([(o, r) for (p, o), r in self._origins.items() if p == partition][:limit])
+        # The latest learned first, as SqliteStore: learn moves a record to the end.
+        return dict([(o, r) for (p, o), r in reversed(self._origins.items()) if p == partition][:limit])
 
     def learn(self, partition: str, records: dict[str, str]) -> None:
-        self._origins.update({(partition, o): r for o, r in records.items()})
+        for o, r in records.items():
+            self._origins.pop((partition, o), None)
+            self._origins[(partition, o)] = r
 
     def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         return {k: self._pages[(partition, k)] for k in keys if (partition, k) in self._pages}

@@ -264,7 +264,9 @@ class SqliteStore:
         return out
 
     def site_learned(self, partition: str, limit: int) -> dict[str, str]:
-        rows = self._db.execute("SELECT origin, record FROM origins WHERE partition = ? LIMIT ?",
+        # The latest learned first (a replaced record gets a new rowid): by the key's order, the first `limit` were
+        # the origins named early in the alphabet, however long expired, and the site's own could be left out.
+        rows = self._db.execute("SELECT origin, record FROM origins WHERE partition = ? ORDER BY rowid DESC LIMIT ?",
                                 (partition, limit)).fetchall()
         return {str(o): str(r) for o, r in rows}
 

@@ -44,7 +44,8 @@ class EntryStore(Protocol):
         ...
 
     def site_learned(self, partition: str, limit: int) -> dict[str, str]:
-        """Every origin record kept under this partition (at most `limit` of them): a site's known origins."""
+        """Every origin record kept under this partition (at most `limit` of them, the latest learned first): a site's
+        known origins."""
         ...
 
     def learn(self, partition: str, records: dict[str, str]) -> None:

@@ -564,3 +564,18 @@ def test_a_clear_gives_the_disk_space_back(tmp_path: Path) -> None:
     assert s._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     assert (tmp_path / DB_NAME).stat().st_size < 100_000
     s.close()
+
+
+def test_a_sites_origin_records_past_the_limit_give_the_latest_learned(store: EntryStore) -> None:
+    """site_learned (what a navigation preconnects to: service.preconnect_site) returns the records learned last when
+    a site has more than `limit`: records are never dropped, so a site met over months gathers hundreds (ad and
+    tracker origins, expired ones among them), and the first `limit` by name (the table's key order) were those of
+    origins named early in the alphabet, long expired, the site's own origin not among them: nothing preconnected."""
+    store.learn("s", {f"https://a{i:03}.test": f"old{i}" for i in range(300)})
+    store.learn("s", {"https://www.site.test": "fresh"})
+    store.learn("s", {"https://a005.test": "again"})  # relearned: as recent as any
+    got = store.site_learned("s", 256)
+    assert len(got) == 256
+    assert got["https://www.site.test"] == "fresh"
+    assert got["https://a005.test"] == "again"
+    assert "https://a000.test" not in got  # the oldest learned go first
