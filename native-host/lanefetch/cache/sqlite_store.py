@@ -129,7 +129,10 @@ class SqliteStore:
             db.execute("PRAGMA synchronous = NORMAL")  # with WAL: consistent after any crash
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, SCHEMA_VERSION):
-                db.execute("DROP TABLE IF EXISTS entries")
+                # Another version's (a newer one's, after a downgrade): every table of ours may be laid out otherwise
+                # (a column this version does not fill), and all are a cache: started afresh.
+                for table in ("entries", "origins", "pages"):
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
             if version != SCHEMA_VERSION:
                 db.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 db.execute("VACUUM")  # auto_vacuum takes effect on an empty database only after this

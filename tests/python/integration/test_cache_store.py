@@ -149,6 +149,25 @@ def test_a_file_that_is_not_a_database_is_replaced(tmp_path: Path) -> None:
     assert (tmp_path / (DB_NAME + ".broken")).read_bytes().startswith(b"this is not sqlite")
 
 
+def test_a_database_a_newer_version_made_is_started_afresh(tmp_path: Path) -> None:
+    """A database a newer helper made (its user_version higher; the user went back to an older release, or runs an
+    older CLI beside a newer helper) may hold tables of the same names laid out otherwise: this version's tables
+    start afresh, every one of them, so its writes of learned records do not fail at every start."""
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("CREATE TABLE pages (partition TEXT NOT NULL, page TEXT NOT NULL, record TEXT NOT NULL,"
+                   " updated REAL NOT NULL, hits INTEGER NOT NULL, PRIMARY KEY (partition, page))")
+        db.execute("CREATE TABLE origins (partition TEXT NOT NULL, origin TEXT NOT NULL, record TEXT NOT NULL,"
+                   " site TEXT NOT NULL, PRIMARY KEY (partition, origin))")
+        db.execute("INSERT INTO pages VALUES ('s', 'k', 'newer', 1.0, 3)")
+        db.execute("PRAGMA user_version = 2")
+    s = SqliteStore(tmp_path, 10**6)
+    s.keep_pages("s", {"k": "ours"}, 2.0)
+    s.learn("s", {"https://o.test": "ours"})
+    s.put("p", "GET", "http://o/a", "", HEAD, b"ok")
+    assert (s.pages("s", ["k"]), s.learned("s", ["https://o.test"])) == ({"k": "ours"}, {"https://o.test": "ours"})
+    s.close()
+
+
 def test_another_programs_database_is_replaced(tmp_path: Path) -> None:
     """A SQLite database that is not ours (tables of the same names, other columns): set aside, a new one started."""
     with sqlite3.connect(tmp_path / DB_NAME) as db:
