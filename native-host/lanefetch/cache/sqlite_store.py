@@ -155,7 +155,10 @@ class SqliteStore:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # A disk that failed (full, an I/O error) may have had SQLite roll the transaction back already: a
+            # ROLLBACK then raised "no transaction is active" in place of the error that says what happened.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 

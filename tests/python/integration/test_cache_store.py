@@ -598,3 +598,42 @@ def test_a_sites_origin_records_past_the_limit_give_the_latest_learned(store: En
     assert got["https://www.site.test"] == "fresh"
     assert got["https://a005.test"] == "again"
     assert "https://a000.test" not in got  # the oldest learned go first
+
+
+# A store whose disk fills up mid-write (a file size limit stands for the full disk: the write of a large entry's
+# pages fails) says why its write failed, then stores again once there is room.
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from lanefetch.cache.entry import StoredHead
+from lanefetch.cache.sqlite_store import SqliteStore
+head = StoredHead(200, "OK", "1.1", [], 1.0, 2.0, {}, True)
+s = SqliteStore(Path(sys.argv[1]), 1 << 30)
+s.put("p", "GET", "http://o/small", "", head, b"x")
+s._db.execute("PRAGMA cache_size = 5")  # the large body's pages go to the WAL as the INSERT runs
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
+try:
+    s.put("p", "GET", "http://o/large", "", head, b"y" * 2_000_000)
+except Exception as e:
+    print("failed:", e)
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+s.put("p", "GET", "http://o/after", "", head, b"z")
+print("entries:", s.stats().entries)
+"""
+
+
+def test_a_write_the_full_disk_failed_says_so(tmp_path: Path) -> None:
+    """SQLite rolls a transaction back itself when the disk fails under it: the store's own ROLLBACK then raised
+    "cannot rollback - no transaction is active", which replaced the disk's error in the log and in the options
+    page's "could not be cleared" (nothing said the disk was full)."""
+    proc = subprocess.Popen([sys.executable, "-c", FULL_DISK, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO / "native-host")
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["failed: disk I/O error", "entries: 2"]
