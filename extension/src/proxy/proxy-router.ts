@@ -148,7 +148,8 @@ export class ProxyRouter {
     const port = ctx.port !== null ? Promise.resolve(ctx.port) : (ctx.opening ??= this.openContext(ctx));
     const key = this.key(ctx.tabId, page);
     return Promise.all([port, probing]).then(([p]) => {
-      if (p === null || this.contexts.get(key) !== ctx) return [DIRECT];
+      // The site may have been turned off (or a browser proxy made lanefetch inactive) while this request waited.
+      if (p === null || this.contexts.get(key) !== ctx || !this.siteActive(pageUrl)) return [DIRECT];
       const fastNow = probing === null ? null : this.fastOrigin(details.url);
       if (fastNow !== null) return [this.stepAside(details, pageUrl, page, fastNow)];
       return this.toHelper(ctx, details, page, (split && ctx.splitPort) || p);
