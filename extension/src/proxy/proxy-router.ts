@@ -1,6 +1,7 @@
 // Proxy mode (Firefox): which requests go to the helper's proxy. http:// requests of tabs whose top-level page is an
 // enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
-// private browsing), with direct as the fail-over; everything else goes direct, and so do requests to origins known
+// private browsing, and for a cross-site frame's requests that frame's site: embeddedSite), with direct as the
+// fail-over; everything else goes direct, and so do requests to origins known
 // to be so close that pipelining cannot win (host-speed.ts). The helper's port is never used
 // while the native port is down: losing it drops every context at once. With "split large downloads" on, requests
 // split-rule.ts marks go to the context's split port instead (a proxied request cannot carry the flag).
@@ -57,6 +58,21 @@ export function topLevelUrl(details: ProxyRequestDetails): string {
   const top = ancestors[ancestors.length - 1];
   if (top) return top.url;
   return details.documentUrl ?? "";
+}
+
+/** The site a request is embedded under, as Chromium keys it (embedded-frames.ts): where the request's document, or
+ * a frame it sits inside, is cross-site to the top-level page, the site of the innermost such frame (a frame's
+ * document request is that frame's own); undefined for the page's own requests and its same-site frames'. A document
+ * without a site of its own (about:blank, about:srcdoc) is its parent's. */
+export function embeddedSite(details: ProxyRequestDetails, topSite: string): string | undefined {
+  if (details.type === "main_frame") return undefined;
+  const ancestors = (details.frameAncestors ?? []).slice(0, -1).map((a) => a.url);
+  const own = details.type === "sub_frame" ? details.url : details.documentUrl;
+  for (const url of own === undefined ? ancestors : [own, ...ancestors]) {
+    const site = schemefulSite(url);
+    if (site !== null && site !== topSite) return site;
+  }
+  return undefined;
 }
 
 export function pageOf(url: string, incognito: boolean): Page | null {
@@ -141,6 +157,10 @@ export class ProxyRouter {
     // proxy.onRequest asks per request: once the document's connection showed the origin fast, the rest go direct.
     const fast = this.fastOrigin(details.url);
     if (fast !== null) return this.stepAside(details, pageUrl, page, fast);
+    // A cross-site frame's requests are the embedded site's: a context of their own, whose page names that site, so
+    // the helper keeps them apart from the page's (connections, records) and never learns or flies them as its load.
+    const frameSite = page.top_site === undefined ? undefined : embeddedSite(details, page.top_site);
+    if (frameSite !== undefined) page.frame_site = frameSite;
     const ctx = this.contextFor(details.tabId, pageUrl, page);
     const probing = details.type === "main_frame" ? this.probeRtt(details.url, page) : null;
     const split = this.splitLarge && likelyLarge(details.url, webRequestResourceType(details.type));
@@ -216,7 +236,7 @@ export class ProxyRouter {
   }
 
   private key(tabId: number, page: Page): string {
-    return `${tabId}|${page.top_site ?? ""}|${page.address_space}|${page.private_browsing ? 1 : 0}`;
+    return `${tabId}|${page.top_site ?? ""}|${page.address_space}|${page.private_browsing ? 1 : 0}|${page.frame_site ?? ""}`;
   }
 
   private contextFor(tabId: number, pageUrl: string, page: Page): PageContext {
