@@ -215,7 +215,8 @@ class FetchService:
         if cache is None or page.private_browsing or not page.top_site:
             return []
         records: dict[str, Record] = {}
-        for name, raw in (await cache.site_learned(page.top_site)).items():
+        # (the page's partition: a container's pages connect to what that container's loads used, never another's)
+        for name, raw in (await cache.site_learned(page.partition)).items():
             try:
                 record = json.loads(raw)
             except (ValueError, RecursionError):  # as _recall

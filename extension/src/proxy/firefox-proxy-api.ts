@@ -8,6 +8,8 @@ export interface ProxyRequestDetails {
   type: string;
   tabId: number;
   incognito?: boolean;
+  /** "firefox-default", "firefox-private", or a container's ("firefox-container-2"). */
+  cookieStoreId?: string;
   documentUrl?: string;
   frameAncestors?: { url: string; frameId: number }[];
 }

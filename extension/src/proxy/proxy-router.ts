@@ -1,7 +1,7 @@
 // Proxy mode (Firefox): which requests go to the helper's proxy. http:// requests of tabs whose top-level page is an
 // enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
-// private browsing, and for a cross-site frame's requests that frame's site: embeddedSite), with direct as the
-// fail-over; everything else goes direct, and so do requests to origins known
+// private browsing, a container's cookie store, and for a cross-site frame's requests that frame's site:
+// embeddedSite), with direct as the fail-over; everything else goes direct, and so do requests to origins known
 // to be so close that pipelining cannot win (host-speed.ts). The helper's port is never used
 // while the native port is down: losing it drops every context at once. With "split large downloads" on, requests
 // split-rule.ts marks go to the context's split port instead (a proxied request cannot carry the flag).
@@ -154,6 +154,10 @@ export class ProxyRouter {
     const page = pageOf(pageUrl, details.incognito ?? false);
     const target = addressSpaceOfUrl(details.url);
     if (page === null || target === null || !mayReach(page.address_space, target)) return DIRECT;
+    // A container's tabs: Firefox keeps their cookies and connections apart from every other container's, and so
+    // must the helper (its page's partition), or one connection would carry two identities' requests.
+    const store = details.cookieStoreId;
+    if (store !== undefined && store !== "firefox-default" && store !== "firefox-private") page.cookie_store = store;
     // proxy.onRequest asks per request: once the document's connection showed the origin fast, the rest go direct.
     const fast = this.fastOrigin(details.url);
     if (fast !== null) return this.stepAside(details, pageUrl, page, fast);
@@ -236,7 +240,7 @@ export class ProxyRouter {
   }
 
   private key(tabId: number, page: Page): string {
-    return `${tabId}|${page.top_site ?? ""}|${page.address_space}|${page.private_browsing ? 1 : 0}|${page.frame_site ?? ""}`;
+    return `${tabId}|${page.top_site ?? ""}|${page.address_space}|${page.private_browsing ? 1 : 0}|${page.frame_site ?? ""}|${page.cookie_store ?? ""}`;
   }
 
   private contextFor(tabId: number, pageUrl: string, page: Page): PageContext {

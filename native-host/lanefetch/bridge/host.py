@@ -146,7 +146,7 @@ def _to_page(raw: dict[str, Any]) -> Page:
     return Page(
         address_space=raw["address_space"], top_site=raw.get("top_site", ""),
         url=raw.get("url"), private_browsing=bool(raw.get("private_browsing", False)),
-        frame_site=raw.get("frame_site", ""),
+        frame_site=raw.get("frame_site", ""), cookie_store=raw.get("cookie_store", ""),
     )
 
 

@@ -29,12 +29,18 @@ class Page:
     # frame's site. Chromium keys its HTTP cache by the top-level site and the frame's site, so an embedded site
     # cannot tell from the cache what the page loaded, nor the page what the embedded site did
     frame_site: str = ""
+    # Firefox: the tab's container (its cookie store), set for a container's pages only. Firefox keeps a container's
+    # cookies and connections apart from every other's; one connection carrying two containers' requests would
+    # show a server that the identities the user keeps apart are one.
+    cookie_store: str = ""
 
     @property
     def partition(self) -> str:
         """Where state kept for this page's requests lives (cache entries, origin records): the top-level site, and
-        apart from it a cross-site frame's under both sites (never equal to a top-level site's own partition)."""
-        return f"{self.top_site} ^{self.frame_site}" if self.frame_site else self.top_site
+        apart from it a cross-site frame's under both sites (never equal to a top-level site's own partition), and
+        a Firefox container's pages under their cookie store too."""
+        site = f"{self.top_site} ^{self.frame_site}" if self.frame_site else self.top_site
+        return f"{site} @{self.cookie_store}" if self.cookie_store else site
 
 
 @dataclass

@@ -91,8 +91,10 @@ def observe(url: str, destination: str, mode: str, wave: int, request_headers: H
 
 def may_learn(page: Page) -> bool:
     """Never for private browsing, never without a top-level site to partition by, never a cross-site frame's
-    requests (they are the embedded site's, not the page's: no flight fetches them, none answers them)."""
-    return not page.private_browsing and bool(page.top_site) and not page.frame_site
+    requests (they are the embedded site's, not the page's: no flight fetches them, none answers them), never a
+    Firefox container's pages (learned pages are kept by top-level site: one container's would be flown in
+    another's)."""
+    return not page.private_browsing and bool(page.top_site) and not page.frame_site and not page.cookie_store
 
 
 @dataclass(frozen=True)

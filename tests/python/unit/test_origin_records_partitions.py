@@ -112,3 +112,22 @@ async def test_a_private_windows_learning_is_neither_used_nor_kept_by_a_normal_w
     finally:
         await service.aclose()
         await cache.aclose()
+
+
+async def test_a_firefox_containers_page_connects_to_what_its_own_loads_used_not_the_default_stores() -> None:
+    """A container's pages are a partition of their own (Page.cookie_store): a page of the site in a container
+    connects ahead to the origins that container's loads used, never to those the site's loads elsewhere did."""
+    cache = HttpCache(lambda: MemoryStore(1 << 20), max_entry_bytes=1 << 16)
+    service = FetchService(records=lambda page: cache)
+    container = Page(top_site=SITE_A.top_site, cookie_store="firefox-container-2")
+    try:
+        origin = parse_target(URL).origin
+        green = record_of(OriginPolicy(16, PipelineState.GREEN, 16), time.time() - 60)
+        assert green is not None
+        cache.learn(SITE_A.partition, {str(origin): json.dumps(green)})
+        assert await service.preconnect_site(container, "tcp") == [], "the default store's origins connected"
+        cache.learn(container.partition, {str(origin): json.dumps(green)})
+        assert await service.preconnect_site(container, "tcp") == [str(origin)]
+    finally:
+        await service.aclose()
+        await cache.aclose()
