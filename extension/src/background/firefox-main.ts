@@ -22,7 +22,7 @@ import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { showBadge } from "./badge.js";
-import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
+import { FIREFOX_PROXY_RECHECK_MS, PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
 import { answerTimingRequest, isPopupRequest, type StatusReply } from "./popup-api.js";
 
 export const HTTPS_NOTICE = "HTTPS pages of this site are not accelerated unless you turn on \"Accelerate HTTPS on this site\".";
@@ -142,7 +142,7 @@ const ready = watchProxy((blocked) => {
   if (blocked === proxyBlocked) return;
   proxyBlocked = blocked;
   void refreshRules();
-})
+}, FIREFOX_PROXY_RECHECK_MS)
   .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
   .then(() => refreshRules())
   .then(() => startUp());
