@@ -198,12 +198,18 @@ async def open_transport(
     session: Callable[[bool], ssl.SSLSession | None] | None = None,
     small_records: Callable[[], bool] | None = None,
 ) -> Transport:
-    """Connect to the first address that answers. `server_hostname` is the SNI/verification name. `tcp_up` is
-    awaited once TCP is connected, before TLS: it reports the round trip, and may hold the TLS handshake until
-    the connection is needed (or raise to give it up; the socket is then closed). As the TLS handshake starts (a
-    SessionOfferingContext's connections only), `small_records` says whether to ask for TLS records of at most
-    4 KiB (tls_records.py) and `session`, told that answer, which session to offer (session_tickets.py)."""
+    """Connect to the first address that answers. `server_hostname` is the SNI/verification name (its final dot
+    dropped). `tcp_up` is awaited once TCP is connected, before TLS: it reports the round trip, and may hold the
+    TLS handshake until the connection is needed (or raise to give it up; the socket is then closed). As the TLS
+    handshake starts (a SessionOfferingContext's connections only), `small_records` says whether to ask for TLS
+    records of at most 4 KiB (tls_records.py) and `session`, told that answer, which session to offer
+    (session_tickets.py)."""
     loop = asyncio.get_running_loop()
+    if server_hostname is not None:
+        # A fully qualified name's final dot ("example.com.") is no part of the name a certificate holds, nor of the
+        # name SNI sends (RFC 6066 §3): browsers drop it for both. Left on, OpenSSL matched it literally and
+        # refused every certificate of such a host.
+        server_hostname = server_hostname.removesuffix(".")
     last: Exception | None = None
     for family, sockaddr in addresses:
         sock = FinishedWithRequestSocket(family, socket.SOCK_STREAM) if tls is not None else socket.socket(

@@ -7,6 +7,7 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -106,6 +107,26 @@ async def test_wrong_name_is_refused(https_origin: tuple[int, list[str]], pki: P
     # the certificate names only localhost: the same server reached by its address must be refused
     sink = await fetch([f"https://127.0.0.1:{port}/a"], pki / "ca.pem")
     assert sink.errors["0"].code == "tls_failed" and "0" not in sink.bodies
+
+
+async def test_a_fully_qualified_host_is_named_and_verified_without_its_final_dot(
+        https_origin: tuple[int, list[str]], pki: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """https://localhost.:port/ is the host localhost, written fully qualified: its certificate (for localhost) is
+    valid for it, as browsers hold, and SNI names it without the dot (RFC 6066 §3). Before, the helper asked
+    OpenSSL to match "localhost." literally and refused the certificate. (The resolver is told the name here: this
+    machine's resolves no fully qualified localhost.)"""
+    port, sni = https_origin
+    loop = asyncio.get_running_loop()
+    resolve = loop.getaddrinfo
+
+    async def resolve_fully_qualified(host: str, *args: Any, **kwargs: Any) -> Any:
+        return await resolve("localhost" if host == "localhost." else host, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "getaddrinfo", resolve_fully_qualified)
+    sink = await fetch([f"https://localhost.:{port}/a"], pki / "ca.pem", http2=False)
+    assert sink.errors == {}
+    assert sink.bodies == {"0": b"secure /a"}
+    assert sni == ["localhost"]
 
 
 @pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
