@@ -245,8 +245,12 @@ async def open_transport(
             if tls is not None:
                 small = small_records is not None and offers_sessions(tls) and small_records()
                 asked = _Handshake(session(small) if session is not None and offers_sessions(tls) else None, small)
+                # The handshake's bound is wait_for's: its TimeoutError says the server stayed silent. asyncio's own
+                # (ssl_handshake_timeout, beyond it: a backstop) ends the handshake with a ConnectionAbortedError,
+                # which reads as the server's close and is probed for an old TLS version (tls_diagnosis.py): a
+                # silent server was named as one that "may not speak TLS", after waiting as long again.
                 reader, writer = await asyncio.wait_for(
-                    _streams(sock, tls, server_hostname, connect_timeout, asked), connect_timeout * 1.5
+                    _streams(sock, tls, server_hostname, connect_timeout * 1.5, asked), connect_timeout
                 )
                 timing.small_records = asked.small_records  # what it really asked: its sessions are kept by it
                 timing.tls_end = now()

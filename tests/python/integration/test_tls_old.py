@@ -5,6 +5,7 @@ answers with the protocol-version alert and one that resets the connection; then
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import threading
@@ -122,3 +123,37 @@ def test_only_a_wordless_close_is_probed() -> None:
     assert closed_without_a_word(ConnectionResetError()) and closed_without_a_word(ssl.SSLEOFError())
     assert not closed_without_a_word(TimeoutError())  # a silent server would keep the probe waiting as long
     assert not closed_without_a_word(_ssl_error("TLSV1_ALERT_PROTOCOL_VERSION"))  # the alert says it already
+
+
+async def test_a_silent_origin_times_out_and_is_not_probed(pki: Path) -> None:  # noqa: F811
+    """A server that takes the connection and never answers the ClientHello: the error says the handshake timed
+    out, and no probe for an old TLS version follows (it would only wait as long again). asyncio ends a handshake
+    past its ssl_handshake_timeout with a ConnectionAbortedError, which read as a close: "closed the connection
+    during the TLS handshake; it may not speak TLS", after a second connection and a second timeout."""
+    from lanefetch.engine import FetchError, transport
+    from lanefetch.engine.timing import ConnectTiming
+
+    accepted: list[asyncio.Task[object]] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(asyncio.current_task())  # type: ignore[arg-type]
+        with contextlib.suppress(ConnectionError):
+            await reader.read()  # until the client gives up
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(FetchError) as failed:
+            await transport.open_transport(
+                [(socket.AF_INET, ("127.0.0.1", port))], server_hostname="localhost",
+                tls=transport.make_tls_context(str(pki / "ca.pem")), timing=ConnectTiming(), connect_timeout=0.3)
+        assert failed.value.code == "tls_failed"
+        assert failed.value.message == "TLS handshake with localhost timed out"
+        assert len(accepted) == 1, "no probe connection"
+    finally:
+        server.close()
+        await server.wait_closed()
+        if accepted:
+            await asyncio.wait(accepted, timeout=5)  # each ends once its client closed
+        assert all(t.done() for t in accepted)
