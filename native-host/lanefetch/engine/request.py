@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+from ada_url import idna as ada_idna
+
 from .errors import FetchError
 from .fields import Headers
 from .pool_plan import link_size
@@ -128,9 +130,9 @@ def parse_target(url: str) -> Target:
 
 def wire_host(host: str) -> str:
     """The host (lower case, IPv6 without brackets) as it goes to the resolver and into Host:; ValueError saying
-    what is wrong with it otherwise. A name becomes ASCII (IDNA A-labels); each label must be 1–63 characters and
-    the name at most 253 (DNS's limits): the resolver's own IDNA step raises UnicodeError beyond them, which is
-    not an OSError and used to escape the connect task."""
+    what is wrong with it otherwise. A name becomes ASCII (A-labels, as the browser makes them); each label must be
+    1–63 characters and the name at most 253 (DNS's limits): the resolver's own IDNA step raises UnicodeError beyond
+    them, which is not an OSError and used to escape the connect task."""
     if ":" in host:
         try:
             ipaddress.IPv6Address(host)
@@ -138,11 +140,18 @@ def wire_host(host: str) -> str:
             raise ValueError("is not an IPv6 address") from None
         return host
     if not host.isascii():
+        # The A-label the browser's URL parser makes (WHATWG's domain to ASCII: UTS #46, non-transitional), not
+        # Python's "idna" codec (IDNA 2003, which maps ß to ss: faß.de went to fass.de, another registrant's host).
+        # ada reads a C string: a NUL would end the name there, so the forbidden code points are refused first.
+        if _FORBIDDEN_HOST.search(host):
+            raise ValueError("holds characters a host name cannot hold")
         try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError as e:
-            raise ValueError(f"is not a valid international domain name ({e})") from None
-    if _FORBIDDEN_HOST.search(host):
+            host = ada_idna.encode(host).decode("ascii")
+        except UnicodeError:  # a lone surrogate, not UTF-8
+            host = ""
+        if not host:
+            raise ValueError("is not a valid international domain name")
+    if _FORBIDDEN_HOST.search(host):  # (UTS #46 maps some non-ASCII to them: a fullwidth solidus to /)
         raise ValueError("holds characters a host name cannot hold")
     name = host.removesuffix(".")  # a fully qualified name's final dot
     if len(name) > 253 or not all(1 <= len(label) <= 63 for label in name.split(".")):
