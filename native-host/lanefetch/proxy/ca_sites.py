@@ -11,7 +11,8 @@ own) is refused, and a CA installed for one earlier is removed: its name constra
 it, and so would its key. Either scope: an X.509 dNSName constraint always covers the subdomains too.
 
 State per profile (a directory named by a hash of the profile's path): `state.json` and, per CA, `<serial>.pem`
-and `<serial>.key` (mode 0600). Nothing here ever leaves the machine."""
+and `<serial>.key` (mode 0600), in folders of mode 0700 (each one the helper makes). Nothing here ever leaves
+the machine."""
 
 from __future__ import annotations
 
@@ -115,7 +116,13 @@ def public_suffix_problem(site: Site) -> str | None:
 
 
 def _private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """`path` made mode 0700, and every folder made on the way to it too: mkdir(parents=True) makes those by the
+    umask alone (world-writable under a umask of 0, where another user could swap the profile's folder for one
+    of theirs and have their certificate imported as the site's CA)."""
+    for folder in reversed([path, *path.parents]):
+        if not folder.exists():
+            with contextlib.suppress(FileExistsError):  # made meanwhile by another helper: its mode is its own
+                folder.mkdir(mode=0o700)
     path.chmod(0o700)
     return path
 

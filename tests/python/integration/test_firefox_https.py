@@ -153,6 +153,25 @@ def test_opt_in_installs_a_private_ca_trusted_after_a_restart_and_opt_out_remove
     assert restarted.authority_for("127.0.0.1") is None
 
 
+def test_the_folders_made_for_ca_keys_are_the_users_alone_whatever_the_umask(tmp_path: Path, profile: Path) -> None:
+    """Every folder the helper makes on the way to a CA's key and certificate is mode 0700, not only the last: under
+    a umask of 0 the ones above it were world-writable, where another user could move the profile's folder aside
+    and put one of theirs in its place, and have their own certificate imported into Firefox as the site's CA."""
+    data = tmp_path / "data"
+    root = data / "firefox-https"
+    old = os.umask(0)
+    try:
+        running = HttpsSites(root, ca_firefox.RunningFirefox(profile, started=time.time() - 60), home=tmp_path)
+        assert [s.state for s in running.sync([Site("domain", "127.0.0.1")]).sites] == ["restart_needed"]
+    finally:
+        os.umask(old)
+    key = next(root.rglob("*.key"))
+    made = [d for d in key.parents if d == data or data in d.parents]
+    assert made and {str(d): stat.S_IMODE(d.stat().st_mode) for d in made} == {str(d): 0o700 for d in made}
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in key.parent.iterdir()} == {
+        f.name: 0o600 for f in key.parent.iterdir()}
+
+
 def test_remove_all_undoes_everything(tmp_path: Path, profile: Path) -> None:
     root = tmp_path / "data" / "firefox-https"
     HttpsSites(root, ca_firefox.RunningFirefox(profile, time.time()), home=tmp_path).sync(
