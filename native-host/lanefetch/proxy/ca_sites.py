@@ -307,9 +307,14 @@ class HttpsSites:
                          "Firefox trusts a new certificate authority after it restarts")
 
     def authority_for(self, host: str) -> Authority | None:
-        """The loaded CA whose site covers host (an exact-host site wins over its domain)."""
+        """The loaded CA whose site covers host (an exact-host site wins over its domain), while it is valid: Firefox
+        may run past its expiry (a successor waits for a restart), and a leaf of it would then fail in Firefox
+        where the site loads without lanefetch (minting one even raised)."""
         best: Authority | None = None
+        now = self.clock()
         for site, auth in self._loaded.items():
+            if auth.not_after.timestamp() <= now:
+                continue
             if site.covers(host) and (best is None or site.scope == "host"):
                 best = auth
         return best

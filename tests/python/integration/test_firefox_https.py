@@ -24,6 +24,7 @@ from cryptography import x509
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 from lanefetch import doctor
 from lanefetch.engine import Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.engine.request import Origin
 from lanefetch.proxy import ca_firefox
 from lanefetch.proxy.ca_certs import CA_VALIDITY, Authority, Site, make_authority, make_leaf
 from lanefetch.proxy.ca_sites import HttpsSites, remove_all, status
@@ -170,6 +171,23 @@ def test_the_folders_made_for_ca_keys_are_the_users_alone_whatever_the_umask(tmp
     assert made and {str(d): stat.S_IMODE(d.stat().st_mode) for d in made} == {str(d): 0o700 for d in made}
     assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in key.parent.iterdir()} == {
         f.name: 0o600 for f in key.parent.iterdir()}
+
+
+def test_a_ca_that_expired_while_firefox_ran_ends_no_connect(tmp_path: Path, profile: Path) -> None:
+    """Firefox can run longer than a site's CA lives (30 days; its successor is trusted only after a restart). Once
+    the CA it loaded has expired, no CONNECT of the site is ended with a leaf of it (Firefox would show a certificate
+    error where it alone loads the site, or minting failed on a leaf that ends before it starts): they are
+    tunnelled, as for a site not opted in."""
+    clock = [time.time() - CA_VALIDITY.total_seconds() - 3600]  # the sync that made the CA: 30 days and 1 h ago
+    sites = HttpsSites(root := tmp_path / "data" / "firefox-https",
+                       ca_firefox.RunningFirefox(profile, started=clock[0] + 1), home=tmp_path, clock=lambda: clock[0])
+    assert [s.state for s in sites.sync([Site("domain", "127.0.0.1")]).sites] == ["active"]
+    assert sites.authority_for("127.0.0.1") is not None and list(root.rglob("*.key"))
+    clock[0] = time.time()  # no sync since: the CA Firefox loaded is still the one
+    assert sites.authority_for("127.0.0.1") is None
+    terminator = TlsTerminator(sites)
+    assert terminator.context_for("127.0.0.1") is None
+    assert not terminator.covers(Origin("https", "127.0.0.1", 443))
 
 
 def test_remove_all_undoes_everything(tmp_path: Path, profile: Path) -> None:
