@@ -77,7 +77,9 @@ def _add(root: Path, args: argparse.Namespace) -> int:
     from .ca_certs import Site
     from .ca_sites import HttpsSites
 
-    name = args.site.lower()
+    # A final dot names the same site, and the extension names sites without it: a CA kept for "example.com."
+    # covered no host (they are compared without theirs) and was replaced by the extension's example.com.
+    name = args.site.lower().removesuffix(".")
     if (problem := site_name_problem(name)) is not None:
         print(f"lanefetch: {args.site!r} is not a host name: {problem}")
         return 2

@@ -229,6 +229,22 @@ def test_the_cli_adds_a_site_ca_to_a_profile_before_firefox_starts_and_the_helpe
     assert add("--profile", str(profile), "a b").returncode == 2
 
 
+def test_a_site_added_on_the_cli_with_a_final_dot_is_the_site_without_it(tmp_path: Path, profile: Path) -> None:
+    """`firefox-https add example.com.` names the site example.com, as the extension names a page's site (it drops
+    the dot). Kept with the dot, its CA covered no host (hosts are compared without theirs) while the CLI said it was
+    installed, and the extension's example.com replaced it by a new CA that needed another restart."""
+    data = tmp_path / "data"
+    done = subprocess.run([str(LANEFETCH), "firefox-https", "add", "--profile", str(profile), "example.com.",
+                           "--data-dir", str(data)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done
+    started = HttpsSites(data / "firefox-https", ca_firefox.RunningFirefox(profile, time.time() + 1), home=tmp_path)
+    installed = started.state.load()
+    assert [s.state for s in started.sync([Site("domain", "example.com")]).sites] == ["active"]
+    assert started.state.load() == installed, "the Firefox started after the add uses the CA it added"
+    assert started.authority_for("www.example.com.") is not None
+    assert listed(profile).count("lanefetch") == 1
+
+
 def test_without_the_running_firefox_every_profile_of_the_user_is_used(tmp_path: Path) -> None:
     base = tmp_path / ".mozilla" / "firefox"
     for name in ("a.default", "b.work"):
