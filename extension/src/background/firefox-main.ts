@@ -60,7 +60,7 @@ const httpsSites = new HttpsSites(connection);
 router.setHttpsCovered((url) => httpsSites.covers(url));
 router.setStepAside((url) => speed.stepAsideDetail(url), (details, pageUrl, detail) => {
   // The document itself may go direct (its origin known fast): the page load begins all the same.
-  if (details.type === "main_frame") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true);
+  if (details.type === "main_frame") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true, details.requestId);
   records.passed(details.tabId, pageUrl, details, "low_latency", detail);
 });
 const probe = new SpeedProbe<Page>(speed, (url, page) => client.preconnect(url, page), PROBE_WAIT_MS.firefox);
@@ -111,7 +111,8 @@ browser.proxy.onRequest.addListener((details) => {
     // routed to the helper here, or sent direct by step-aside (its callback). The route may wait for the RTT probe.
     if (details.type === "main_frame" && route !== DIRECT) {
       void Promise.resolve(route).then((r) => {
-        if ((Array.isArray(r) ? r[0] : r)?.type === "http") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true);
+        // A redirect of the document (its requestId again) is the same page load, now of the URL it ends at.
+        if ((Array.isArray(r) ? r[0] : r)?.type === "http") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true, details.requestId);
       });
     }
     return route;

@@ -133,11 +133,20 @@ export class TimingStore {
   constructor(private readonly limits: StoreLimits = DEFAULT_STORE_LIMITS) {}
 
   /** A new top-level page started loading in the tab (`privateBrowsing`: the tab is a private window's). */
-  newPage(tabId: number, url: string, at: number = Date.now(), privateBrowsing = false): PageLoad {
+  /** A page load of the tab begins, its document's request named by `documentRequest` where the caller knows it
+   * (Firefox's requestId): that request heard again at another URL is its redirect, the same load (of the page it
+   * ends at), not a new one. */
+  newPage(tabId: number, url: string, at: number = Date.now(), privateBrowsing = false, documentRequest: string | null = null): PageLoad {
+    const current = this.currentBucket(tabId)?.load;
+    if (documentRequest !== null && current?.documentRequest === documentRequest) {
+      current.url = url;
+      current.version += 1;
+      return current;
+    }
     if (privateBrowsing) this.privateTabs.add(tabId);
     this.loadCounter += 1;
     const load: PageLoad = {
-      id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, documentRequest: null, contentLoadedAt: null, loadedAt: null,
+      id: `p${this.loadCounter}`, tabId, url, title: "", startedAt: at, documentRequest, contentLoadedAt: null, loadedAt: null,
       requests: 0, flight: null, version: 0,
     };
     this.loads.set(load.id, { load, records: new Map() });

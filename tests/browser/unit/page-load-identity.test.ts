@@ -125,3 +125,19 @@ test("a private window's tab: its page loads are forgotten when it closes; anoth
   assert.equal(store.add(record("late", { tabId: 9, url: "http://shop.example/late.js", networkId: "N9" })).browser, null,
     "nor what the browser reported of its requests");
 });
+
+test("Firefox: the document's redirect (its request id again at another URL) is the same load, of the URL it ends at", () => {
+  const store = new TimingStore();
+  const first = store.newPage(7, PAGE, T0, false, "ff-12");
+  const hop = store.newPage(7, `${PAGE}home#top`, T0 + 400, false, "ff-12");
+  assert.equal(hop.id, first.id, "a redirect hop began a load of its own (the first left empty, never loaded)");
+  assert.equal(store.pageLoads(7).length, 1);
+  assert.equal(hop.url, `${PAGE}home#top`);
+  assert.equal(hop.startedAt, T0, "the load began with the first request");
+  store.pageEvent(7, `${PAGE}home#top`, "loaded", T0 + 900);
+  assert.equal(store.pageLoads(7)[0]?.loadedAt, T0 + 900);
+  // Another request id (a reload of it, a link) is another load.
+  const next = store.newPage(7, `${PAGE}home`, T0 + 5000, false, "ff-13");
+  assert.notEqual(next.id, first.id);
+  assert.equal(store.pageLoads(7).length, 2);
+});
