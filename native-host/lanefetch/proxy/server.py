@@ -23,6 +23,7 @@ import functools
 import hmac
 import itertools
 import logging
+import secrets
 import socket
 import ssl
 import time
@@ -62,6 +63,15 @@ HEAD_TIMEOUT_S = 10.0
 TUNNEL_LINGER_S = 10.0
 READ_SIZE = 64 * 1024
 _ids = itertools.count(1)
+# The extension keeps its records of proxied requests by id across helper processes (a helper that crashed and was
+# started again counts from 1 anew): each process's ids carry a token of their own, so a new process's p1 never
+# overwrites, or is taken for, the record of an earlier one's.
+_RUN = secrets.token_hex(3)
+
+
+def request_id() -> str:
+    """A proxied request's id, unique to this process's run."""
+    return f"p{_RUN}.{next(_ids)}"
 
 
 class ProxyObserver(Protocol):
@@ -392,7 +402,7 @@ class ProxyListener:
         if url in self._failed:
             return None  # failed a moment ago: let the browser fail over to direct at once
         request = FetchRequest(
-            id=f"p{next(_ids)}", method=head.method.upper(), url=url,
+            id=request_id(), method=head.method.upper(), url=url,
             headers=[(k, v) for k, v in head.headers if k.lower() not in ("proxy-authorization", "proxy-connection")],
             body=req.body if req.body is not None and head.method.upper() not in ("GET", "HEAD") else None,
             resource_type=resource_type(head), priority=priority(head), decode=False, split=split,
