@@ -275,6 +275,9 @@ class FetchService:
             else:
                 size = cfg.cache_max_bytes
                 cache = HttpCache(lambda: SqliteStore(where, size), max_entry_bytes=min(size // 8, 64 << 20))
+                # Cleared by another process sharing the database (the other browser's helper, the CLI): what this
+                # session learned before it is never written back (http_cache.py)
+                cache.on_cleared(self.forget_learned)
             self._caches[page.private_browsing] = cache
         return cache
 

@@ -166,6 +166,18 @@ class Host:
         # where fidelity allows, the rest through the service (prefetch/page_loads.py).
         self.loads = PageLoads(fetcher, fetcher.cache_for, self._page_ended, link_room=fetcher.link_room,
                                documents_whole=True)
+        cache = fetcher.cache_for(Page(private_browsing=False))
+        if cache is not None:
+            cache.on_cleared(self._cleared_elsewhere)
+
+    def _cleared_elsewhere(self) -> None:
+        """Another process cleared the cache database (the other browser's helper, `lanefetch cache clear`): what
+        the loads learned before it is forgotten, as at a clear of the host's own (_cache_command). (The service
+        heard it too: FetchService._cache.)"""
+        self.loads.forget()
+        if self.proxy is not None:
+            self.proxy.loads.forget()
+            self.proxy.fetcher.forget_learned()
 
     async def handle(self, item: dict[str, Any] | BadFrame) -> None:
         """One message from the browser. Whatever goes wrong with it is answered and ends nothing else: a bug

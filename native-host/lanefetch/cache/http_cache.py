@@ -3,7 +3,18 @@ off the event loop) and runs the taps' writes on the same thread, in order; `acl
 What is done with the answers (hits served, conditional requests, taps on the rest) is
 caching_fetcher.py's.
 
-A store that cannot be opened or fails (a read or a write) makes the cache step aside (logged), never the fetch."""
+A store that cannot be opened or fails (a read or a write) makes the cache step aside (logged), never the fetch.
+
+Clears by another process (the other browser's helper, `lanefetch cache clear`; the database is shared): what
+this process learned in memory before such a clear (its origin policies, its page loads under way, the browser's
+field profile) must never be written back after it. The cache counts *epochs* on the event loop: one begins at a
+clear of its own (`clear`: its callers forget first, as host.py does) and when a clear elsewhere is found. Each
+write of learned records (`submit_learned`) carries the epoch it was asked in, and is made only while the store's
+clear generation (sqlite_store.py) is still the one that epoch began at. One that is not made found a clear
+elsewhere: the next epoch begins (on the loop, before anything asked later is queued) and `on_cleared`'s callbacks
+forget what was learned so far, as at a clear of the process's own; the writes still queued from the epoch before
+are refused in turn. What was learned after the clear but before it was found is forgotten too: never kept is the
+safe side."""
 
 from __future__ import annotations
 
@@ -71,12 +82,18 @@ class HttpCache:
         self._store: EntryStore | None = None
         self._failed = False
         self._pending: set[asyncio.Future[object]] = set()
+        self._epoch = 0  # on the loop: moved on at each clear, here or found elsewhere (the module's docstring)
+        # The store's clear generation each epoch's learning belongs to: the first's read when the store opens, the
+        # next one's with a clear (both on the worker thread), or set on the loop when a clear elsewhere is found.
+        self._generations: dict[int, int] = {}
+        self._on_cleared: list[Callable[[], None]] = []
 
     # -- the worker thread ---------------------------------------------------------------------------------
 
     def _with_store(self, fn: Callable[[EntryStore], T]) -> T:
         if self._store is None:
             self._store = self._open_store()
+            self._generations.setdefault(0, self._store.generation())
         return fn(self._store)
 
     async def run(self, fn: Callable[[EntryStore], T]) -> T:
@@ -107,6 +124,38 @@ class HttpCache:
             return
         self._pending.add(fut)
         fut.add_done_callback(self._write_done)
+
+    def submit_learned(self, write: Callable[[EntryStore, int], bool]) -> None:
+        """Queue a write of learned records that `write(store, generation)` makes only while the store's clear
+        generation is `generation` (EntryStore.learn, keep_pages), saying whether it did. Made with what was learned
+        in this epoch: where it is not, another process cleared the store (the module's docstring)."""
+        epoch = self._epoch
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop, no helper running: nothing to write from
+            return
+
+        def learned(store: EntryStore) -> None:
+            generation = self._generations.get(epoch)  # (none: this epoch's clear failed; refused, as for a change)
+            if generation is not None and write(store, generation):
+                return
+            loop.call_soon_threadsafe(self._cleared_elsewhere, epoch, store.generation())
+
+        self.submit(learned)
+
+    def on_cleared(self, forget: Callable[[], None]) -> None:
+        """forget() is called (on the loop) when another process is found to have cleared the store: what was learned
+        so far must never be written (a clear of this process's own: its caller forgets)."""
+        self._on_cleared.append(forget)
+
+    def _cleared_elsewhere(self, epoch: int, generation: int) -> None:
+        if epoch != self._epoch:
+            return  # the epoch moved on meanwhile: a clear here, or this clear found already
+        log.info("the cache was cleared by another process: what this one learned before is forgotten")
+        self._epoch += 1
+        self._generations[self._epoch] = generation
+        for forget in self._on_cleared:
+            forget()
 
     def _write_done(self, fut: asyncio.Future[object]) -> None:
         self._pending.discard(fut)
@@ -149,7 +198,7 @@ class HttpCache:
 
     def learn(self, partition: str, records: dict[str, str]) -> None:
         if records:
-            self.submit(lambda s: s.learn(partition, records))
+            self.submit_learned(lambda s, generation: s.learn(partition, records, generation))
 
     async def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         """Learned page records kept under this partition (prefetch/learned.py); {} when the store is unusable."""
@@ -159,7 +208,7 @@ class HttpCache:
 
     def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
         if records:
-            self.submit(lambda s: s.keep_pages(partition, records, now))
+            self.submit_learned(lambda s, generation: s.keep_pages(partition, records, now, generation))
 
     def writes(self, partition: str) -> Writes:
         return _Writes(self, partition)
@@ -168,7 +217,19 @@ class HttpCache:
         return await self.run(lambda s: s.stats())
 
     async def clear(self) -> int:
-        return await self.run(lambda s: s.clear())
+        """Empty the store. Its callers forget what was learned first: what is learned from now on is kept."""
+        self._epoch += 1
+        epoch = self._epoch
+
+        def clear(store: EntryStore) -> int:
+            # The generation the clear moved the store to. Another process's clear meanwhile (before this one, or
+            # after it) leaves the store at another, and this epoch's writes are refused: never a wrong write.
+            before = store.generation()
+            n = store.clear()
+            self._generations[epoch] = before + 1
+            return n
+
+        return await self.run(clear)
 
     async def aclose(self) -> None:
         await asyncio.gather(*self._pending, return_exceptions=True)

@@ -32,6 +32,7 @@ class MemoryStore:
         self._total = 0
         self._origins: dict[tuple[str, str], str] = {}
         self._pages: dict[tuple[str, str], str] = {}
+        self._generation = 0  # clears (the store's own only: nothing else shares it)
 
     def lookup(self, partition: str, method: str, url: str) -> list[StoredEntry]:
         return [StoredEntry(i, r.head) for i, r in self._rows.items() if r.key[:3] == (partition, method, url)]
@@ -89,18 +90,28 @@ class MemoryStore:
         # The latest learned first, as SqliteStore: learn moves a record to the end.
         return dict([(o, r) for (p, o), r in reversed(self._origins.items()) if p == partition][:limit])
 
-    def learn(self, partition: str, records: dict[str, str]) -> None:
+    def learn(self, partition: str, records: dict[str, str], generation: int | None = None) -> bool:
+        if generation is not None and generation != self._generation:
+            return False
         for o, r in records.items():
             self._origins.pop((partition, o), None)
             self._origins[(partition, o)] = r
+        return True
 
     def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         return {k: self._pages[(partition, k)] for k in keys if (partition, k) in self._pages}
 
-    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
+    def keep_pages(self, partition: str, records: dict[str, str], now: float, generation: int | None = None) -> bool:
+        if generation is not None and generation != self._generation:
+            return False
         self._pages.update({(partition, k): r for k, r in records.items()})
+        return True
+
+    def generation(self) -> int:
+        return self._generation
 
     def clear(self) -> int:
+        self._generation += 1
         n = len(self._rows)
         self._rows.clear()
         self._by_key.clear()

@@ -8,9 +8,10 @@ server's keep-alive request limit, the protocol its TLS handshakes chose and the
 (the best delivery rate seen × the round trip: pool_plan.balances), with when it was learned. It is kept
 like the HTTP cache: partitioned by top-level site (a site cannot learn what another site's pages taught the
 helper), never for private browsing, and cleared with the cache (what the session learned before a clear is then
-never written back: service.forget_learned). The session keeps what it learns apart the same way (engine.policy_key:
-one policy per origin, partition and window kind), so what a record holds was learned under its own site in a
-normal window, never copied from another site's session or a private window's. Records expire: a
+never written back: service.forget_learned; after a clear by another process too, http_cache.py). The session
+keeps what it learns apart the same way (engine.policy_key: one policy per origin, partition and window kind), so
+what a record holds was learned under its own site in a normal window, never copied from another site's session or
+a private window's. Records expire: a
 good verdict after RECORD_TTL (servers change), a bad one sooner (BAD_TTL: a fixed server deserves another chance),
 and a record from the future is ignored. Their age is their verdict's: a session that only carried a verdict on
 (a demoted origin is never pipelined to, so never judged again; a proven one asked only one request at a time)

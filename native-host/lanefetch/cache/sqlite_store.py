@@ -14,7 +14,13 @@ Size: the sum of heads and bodies is kept at or below max_bytes by deleting the 
 entries (reads count as use) in the same transaction that stores a new one (or refreshes one with a larger
 head); the file is shrunk with incremental vacuum (wholly after a clear; the pages an eviction frees
 are mostly reused by the entries stored next). Several helper processes (one per browser, the CLI) may
-share the file: SQLite serialises their writes."""
+share the file: SQLite serialises their writes.
+
+Clears: the `meta` table counts them (`clears`: the generation). A helper keeps in memory what it learned this
+session (origin policies, the page loads under way) and writes it later, so a clear by another process must not
+be undone by what a running helper learned before it: a write of learned records (learn, keep_pages) names the
+generation its learning belongs to and is made only while the database is still at it, checked in the write's own
+transaction (http_cache.HttpCache.submit_learned says what the helper does when it is not)."""
 
 from __future__ import annotations
 
@@ -63,6 +69,10 @@ CREATE TABLE IF NOT EXISTS pages (
     PRIMARY KEY (partition, page)
 );
 CREATE INDEX IF NOT EXISTS pages_age ON pages (updated);
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
 """
 # Learned page records (prefetch/learned.py) kept at most (count and bytes, outside the cache's max_bytes):
 # the least recently updated go first.
@@ -131,7 +141,7 @@ class SqliteStore:
             if version not in (0, SCHEMA_VERSION):
                 # Another version's (a newer one's, after a downgrade): every table of ours may be laid out otherwise
                 # (a column this version does not fill), and all are a cache: started afresh.
-                for table in ("entries", "origins", "pages"):
+                for table in ("entries", "origins", "pages", "meta"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
             if version != SCHEMA_VERSION:
                 db.execute("PRAGMA auto_vacuum = INCREMENTAL")
@@ -276,10 +286,22 @@ class SqliteStore:
                                 (partition, limit)).fetchall()
         return {str(o): str(r) for o, r in rows}
 
-    def learn(self, partition: str, records: dict[str, str]) -> None:
+    def generation(self) -> int:
+        return self._generation(self._db)
+
+    @staticmethod
+    def _generation(db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM meta WHERE name = 'clears'").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def learn(self, partition: str, records: dict[str, str], generation: int | None = None) -> bool:
         with self._write() as db:
+            # Read in the write's own transaction: no clear can come between it and the write.
+            if generation is not None and self._generation(db) != generation:
+                return False
             db.executemany("INSERT OR REPLACE INTO origins (partition, origin, record) VALUES (?, ?, ?)",
                            [(partition, o, r) for o, r in records.items()])
+        return True
 
     def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -290,13 +312,16 @@ class SqliteStore:
                 out[key] = str(row[0])
         return out
 
-    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
+    def keep_pages(self, partition: str, records: dict[str, str], now: float, generation: int | None = None) -> bool:
         with self._write() as db:
+            if generation is not None and self._generation(db) != generation:  # (as learn)
+                return False
             db.executemany("INSERT OR REPLACE INTO pages (partition, page, record, updated) VALUES (?, ?, ?, ?)",
                            [(partition, k, r, now) for k, r in records.items()])
             db.execute("DELETE FROM pages WHERE rowid IN (SELECT rowid FROM (SELECT rowid, ROW_NUMBER() OVER w AS n,"
                        " SUM(length(record)) OVER w AS running FROM pages WINDOW w AS (ORDER BY updated DESC,"
                        " rowid DESC)) WHERE n > ? OR running > ?)", (self.max_pages, self.max_page_bytes))
+        return True
 
     def clear(self) -> int:
         with self._write() as db:
@@ -304,6 +329,8 @@ class SqliteStore:
             db.execute("DELETE FROM entries")
             db.execute("DELETE FROM origins")
             db.execute("DELETE FROM pages")
+            db.execute("INSERT INTO meta (name, value) VALUES ('clears', 1)"
+                       " ON CONFLICT (name) DO UPDATE SET value = value + 1")
         # Each step of the statement gives back one page, and execute() takes one step only (its steps have no
         # columns: Python takes the first for the end): executescript steps to the end, the file shrinking to what
         # is left instead of keeping the cleared bodies' pages.

@@ -48,20 +48,27 @@ class EntryStore(Protocol):
         known origins."""
         ...
 
-    def learn(self, partition: str, records: dict[str, str]) -> None:
-        """Keep these origins' records (JSON), replacing what was there."""
+    def learn(self, partition: str, records: dict[str, str], generation: int | None = None) -> bool:
+        """Keep these origins' records (JSON), replacing what was there; only while the clear generation is still
+        `generation` (None: whatever it is). Returns whether they were kept."""
         ...
 
     def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         """Learned page records (prefetch/learned.py, as JSON) kept under these keys in this partition."""
         ...
 
-    def keep_pages(self, partition: str, records: dict[str, str], now: float) -> None:
-        """Keep these page records, replacing what was there; the oldest beyond a bound are dropped."""
+    def keep_pages(self, partition: str, records: dict[str, str], now: float, generation: int | None = None) -> bool:
+        """Keep these page records, replacing what was there, the oldest beyond a bound dropped; only while the clear
+        generation is still `generation` (None: whatever it is). Returns whether they were kept."""
+        ...
+
+    def generation(self) -> int:
+        """How many clears the store has seen, by whichever process (several share one database): what a process
+        learned while it read one generation is never kept under another (http_cache.HttpCache.submit_learned)."""
         ...
 
     def clear(self) -> int:
-        """Remove every entry, every learned origin record and every learned page; returns how many entries
-        there were."""
+        """Remove every entry, every learned origin record and every learned page, and move the generation on by
+        one; returns how many entries there were."""
         ...
     def close(self) -> None: ...

@@ -61,7 +61,9 @@ and the engine, so a prefetched response answers before any of them is asked):
   way), or when the helper stops (`aclose`). Ending:
   the flight is closed (what runs is cancelled, the unclaimed is waste), the load's requests are recorded into
   the page's memory (the cache's worker thread), and `on_end` gets the page's report.
-- Clearing the cache (`forget`) also forgets the loads under way: they record nothing when they end.
+- Clearing the cache (`forget`) also forgets the loads under way: they record nothing when they end. A clear by
+  another process sharing the database calls `forget` too, once a write of learned records finds it (the host
+  wires it: cache/http_cache.py); what was queued before is refused by the store.
 - At most MAX_LOADS loads are kept; beyond that the oldest ends (its flight's memory is bounded by its budget).
 
 Recording and recalling are the page memory's (never for private browsing; partitioned by top-level site;

@@ -66,13 +66,13 @@ class PageMemory:
         wanted = self._keys(keys.exact, keys.template, keys.shape)
         partition, now, exact = page.top_site, self._clock(), keys.exact
 
-        def update(store: EntryStore) -> None:
+        def update(store: EntryStore, generation: int) -> bool:
             kept = store.pages(partition, wanted)
-            store.keep_pages(partition, {
+            return store.keep_pages(partition, {
                 k: encode(remember(decode(kept[k], now) if k in kept else None, load, now, exact))
-                for k in wanted}, now)
+                for k in wanted}, now, generation)
 
-        cache.submit(update)
+        cache.submit_learned(update)  # never after a clear (by any process) the load's learning came before
 
     def _keys(self, *keys: str | None) -> list[str]:
         return [self._namespace + k for k in keys if k]
