@@ -20,7 +20,11 @@ Clears: the `meta` table counts them (`clears`: the generation). A helper keeps 
 session (origin policies, the page loads under way) and writes it later, so a clear by another process must not
 be undone by what a running helper learned before it: a write of learned records (learn, keep_pages) names the
 generation its learning belongs to and is made only while the database is still at it, checked in the write's own
-transaction (http_cache.HttpCache.submit_learned says what the helper does when it is not)."""
+transaction (http_cache.HttpCache.submit_learned says what the helper does when it is not).
+
+Origin records (origin_memory.py) are kept until they expire: a learn drops the expired ones (at the store's first
+learn, then at most every PRUNE_ORIGINS_EVERY_S), so a database used for months does not keep every origin its pages
+ever met. Learned pages are bounded by count and bytes instead (keep_pages)."""
 
 from __future__ import annotations
 
@@ -32,7 +36,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..engine.origin_policy import PipelineState
 from .entry import StoredEntry, StoredHead
+from .origin_memory import BAD_TTL, RECORD_TTL
 from .store import StoreStats
 from .validation import same_version
 
@@ -78,6 +84,8 @@ CREATE TABLE IF NOT EXISTS meta (
 # the least recently updated go first.
 MAX_PAGES = 5000
 MAX_PAGE_BYTES = 32 * 1024 * 1024
+# Expired origin records are dropped at a store's first learn, then at most this often (each drop reads them all).
+PRUNE_ORIGINS_EVERY_S = 3600.0
 
 
 # What an open may meet that says nothing of the file: another process's lock, no permission, the disk.
@@ -106,6 +114,7 @@ class SqliteStore:
         self.max_bytes = max_bytes
         self.max_pages = MAX_PAGES
         self.max_page_bytes = MAX_PAGE_BYTES
+        self._origins_pruned: float | None = None  # (time.monotonic) when expired origin records were last dropped
         # The pages visited and their bodies: the user's alone (a directory made here is 0700, the database 0600;
         # SQLite gives its -wal and -shm files the database's mode).
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -301,7 +310,21 @@ class SqliteStore:
                 return False
             db.executemany("INSERT OR REPLACE INTO origins (partition, origin, record) VALUES (?, ?, ?)",
                            [(partition, o, r) for o, r in records.items()])
+            at = time.monotonic()
+            if self._origins_pruned is None or at - self._origins_pruned >= PRUNE_ORIGINS_EVERY_S:
+                self._origins_pruned = at
+                self._prune_origins(db, time.time())
         return True
+
+    @staticmethod
+    def _prune_origins(db: sqlite3.Connection, now: float) -> None:
+        """Drop the origin records origin_memory.policy_from ignores for their age (a demotion after BAD_TTL, any other
+        verdict after RECORD_TTL): else kept for ever, every origin a page ever met. A record that is not JSON, or
+        names no time, is left (policy_from ignores it; a CASE, as SQLite does not promise to stop at a false AND)."""
+        db.execute("DELETE FROM origins WHERE CASE WHEN NOT json_valid(record) THEN 0"
+                   " WHEN json_extract(record, '$.state') = ? THEN json_extract(record, '$.learned_at') < ?"
+                   " ELSE json_extract(record, '$.learned_at') < ? END",
+                   (PipelineState.RED.value, now - BAD_TTL, now - RECORD_TTL))
 
     def pages(self, partition: str, keys: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}

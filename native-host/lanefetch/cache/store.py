@@ -50,7 +50,8 @@ class EntryStore(Protocol):
 
     def learn(self, partition: str, records: dict[str, str], generation: int | None = None) -> bool:
         """Keep these origins' records (JSON), replacing what was there; only while the clear generation is still
-        `generation` (None: whatever it is). Returns whether they were kept."""
+        `generation` (None: whatever it is). Returns whether they were kept. The persistent store drops expired
+        records meanwhile (sqlite_store.py)."""
         ...
 
     def pages(self, partition: str, keys: list[str]) -> dict[str, str]:

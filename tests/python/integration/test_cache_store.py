@@ -5,20 +5,25 @@ platform."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 from lanefetch.cache.entry import StoredHead
 from lanefetch.cache.location import default_cache_dir
 from lanefetch.cache.memory_store import MemoryStore
+from lanefetch.cache.origin_memory import BAD_TTL, RECORD_TTL, record_of
 from lanefetch.cache.sqlite_store import DB_NAME, SqliteStore
 from lanefetch.cache.store import EntryStore
+from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 
 REPO = Path(__file__).resolve().parents[3]
 HEAD = StoredHead(200, "OK", "1.1", [("ETag", '"e"')], 1.0, 2.0, {"accept": "x"}, True)
@@ -598,6 +603,34 @@ def test_a_sites_origin_records_past_the_limit_give_the_latest_learned(store: En
     assert got["https://www.site.test"] == "fresh"
     assert got["https://a005.test"] == "again"
     assert "https://a000.test" not in got  # the oldest learned go first
+
+
+def test_expired_origin_records_are_dropped_not_kept_forever(tmp_path: Path) -> None:
+    """Origin records a helper will never use again (origin_memory.policy_from: a verdict older than RECORD_TTL, a
+    demotion older than BAD_TTL) were kept for ever: every origin a page ever met, months of them, in the database
+    and in what a site's navigation reads (site_learned). A helper's store drops them as it learns."""
+    now = time.time()
+
+    def record(state: str, age: float) -> str:
+        policy = OriginPolicy(16, PipelineState(state), 4)
+        kept = record_of(policy, now - age)
+        assert kept is not None
+        return json.dumps(kept)
+
+    day = 24 * 3600.0
+    SqliteStore(tmp_path, 10**6).close()
+    with contextlib.closing(sqlite3.connect(tmp_path / DB_NAME)) as db, db:  # earlier sessions' (expired since)
+        db.executemany("INSERT INTO origins (partition, origin, record) VALUES ('s', ?, ?)", [
+            ("https://old.test", record("green", RECORD_TTL + day)),
+            ("https://old-red.test", record("red", BAD_TTL + 3600)),
+            ("https://week.test", record("green", RECORD_TTL - day)),
+            ("https://red.test", record("red", BAD_TTL - 3600)),
+            ("https://not-ours.test", "not json")])
+    s = SqliteStore(tmp_path, 10**6)
+    s.learn("s", {"https://new.test": record("green", 0)})
+    assert set(s.site_learned("s", 100)) == {"https://new.test", "https://week.test", "https://red.test",
+                                             "https://not-ours.test"}
+    s.close()
 
 
 # A store whose disk fills up mid-write (a file size limit stands for the full disk: the write of a large entry's
