@@ -11,18 +11,23 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from lanefetch.bridge.host import Host
 from lanefetch.cache.sqlite_store import DB_NAME
-from lanefetch.engine import Page
+from lanefetch.engine import EngineConfig, Page
 from lanefetch.engine.engine import policy_key
 from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 from lanefetch.engine.request import parse_target
+from lanefetch.proxy.service import ProxyService
 from lanefetch.service import FetchService, ServiceConfig
 from test_bridge import running_host
 from test_prefetch_host import ASSETS, HELLO, load, page
 from test_prefetch_host import _answer as host_answer
 from test_prefetch_pages import counting_server, settle
+from test_proxy_pages import Reports, origin, page_load  # noqa: F401 (origin: the fixture)
 
 REPO = Path(__file__).resolve().parents[3]
 SITE = Page(top_site="https://site.test")
@@ -45,9 +50,9 @@ def table(directory: Path, name: str, column: str) -> set[str]:
 
 def learned(service: FetchService, url: str) -> str:
     """The session learns something of url's origin under SITE (a pipelining verdict), as a batch would teach it."""
-    origin = parse_target(url).origin
-    service.policies[policy_key(origin, SITE)] = OriginPolicy(16, PipelineState.GREEN, 16)
-    return str(origin)
+    target = parse_target(url).origin
+    service.policies[policy_key(target, SITE)] = OriginPolicy(16, PipelineState.GREEN, 16)
+    return str(target)
 
 
 async def test_origin_policies_learned_before_a_clear_elsewhere_are_never_written_back(tmp_path: Path) -> None:
@@ -115,3 +120,37 @@ async def test_a_load_under_way_when_another_process_clears_records_nothing(tmp_
         assert await asyncio.to_thread(table, where, "pages", "page") == set(), "learned pages written back"
         assert await asyncio.to_thread(table, where, "origins", "origin") == set(), "origin records written back"
     assert all(server.seen.count(path) == 3 for path in ASSETS), server.seen
+
+
+async def test_firefox_s_loads_and_origins_are_forgotten_too(tmp_path: Path,
+                                                             origin: tuple[str, Counter[str]]) -> None:  # noqa: F811
+    """The host's proxy side (Firefox) keeps its learned pages and origin records in the host's database: a clear by
+    another process reaches its loads under way and its session's origin policies as well."""
+    base, seen = origin
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    fetcher = FetchService(ServiceConfig(cache_dir=tmp_path))
+    host = Host(fetcher, send)
+    reports = Reports()
+    host.proxy = ProxyService(EngineConfig(), reports, https_data=tmp_path / "data", records=fetcher.cache_for,
+                              page_ended=reports.page_ended)
+    svc = host.proxy
+    try:
+        listener = await svc.open("c1", Page(address_space="loopback", top_site="http://t"))
+        for _ in range(2):  # load 1, recorded at the second navigation; load 2 under way
+            await page_load(svc, listener.port, base)
+        await settle(fetcher)
+        assert await asyncio.to_thread(table, tmp_path, "pages", "page") != set()
+        assert await asyncio.to_thread(table, tmp_path, "origins", "origin") != set()
+        await clear_elsewhere(tmp_path)
+        await page_load(svc, listener.port, base)  # its navigation ends load 2
+        assert seen == Counter({"/page": 3, "/s.css": 3, "/i.png": 3}), "load 2 was recorded after the clear: flown"
+        await svc.loads.end_all()
+        await settle(fetcher)
+        assert await asyncio.to_thread(table, tmp_path, "pages", "page") == set(), "learned pages written back"
+        assert await asyncio.to_thread(table, tmp_path, "origins", "origin") == set(), "origin records written back"
+    finally:
+        await host.close()
