@@ -18,6 +18,8 @@ from . import __version__, protocol
 from .bridge import browsers as catalogue
 from .bridge.install import Target
 from .bridge.registry import Registry
+from .bridge.system_proxy import detect as detect_system_proxy
+from .bridge.system_proxy import os_settings, run_bounded
 from .lanes.interfaces import Interface, PolicyStore, discover
 
 Status = Literal["ok", "warn", "fail", "info"]
@@ -194,6 +196,19 @@ def check_firefox_https(data_dir: Path | None = None) -> Finding:
                                           "only for that site's names (lanefetch firefox-https status)")
 
 
+def check_system_proxy(found: str | None) -> Finding:
+    """A system proxy (bridge/system_proxy.py): a browser left at its default proxy setting follows it, and the
+    extension keeps lanefetch off there. Read in doctor's own environment, which may not be the browser's."""
+    if found is None:
+        return Finding("ok", "System proxy", "none set: a browser that uses the system's proxy settings (the "
+                                             "default) connects directly, as the helper does")
+    return Finding("warn", "System proxy",
+                   f"set: {found}. A browser that uses the system's proxy settings (the default) goes through it, so "
+                   "lanefetch stays off there: its helper connects directly and would fetch around the proxy",
+                   "nothing to do where this proxy is required. To use lanefetch, the browser must connect without a "
+                   "proxy: remove the system proxy, or set the browser to use no proxy, where your network allows it")
+
+
 def render(findings: list[Finding]) -> str:
     label = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"}
     lines = []
@@ -247,6 +262,7 @@ def run(choice: str, home: Path, chromium_user_data_dir: Path | None, *, platfor
     for t in ts:
         findings.extend(check_target(t, registry, timeout))
     findings.extend(check_sandboxed(found))
+    findings.append(check_system_proxy(detect_system_proxy(env, platform, os_settings, run_bounded)))
     findings.append(check_interfaces())
     findings.append(check_firefox_https())
     return findings

@@ -125,7 +125,7 @@ def check(message: Any, definition: str) -> str | None:
     return f"{where}: {best.message[:300]}"
 
 
-def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
+def hello(extension_protocol: int, proxy_secret: str | None = None, system_proxy: str | None = None) -> Message:
     compatible = extension_protocol == PROTOCOL_VERSION
     msg: Message = {
         "type": "hello",
@@ -137,6 +137,8 @@ def hello(extension_protocol: int, proxy_secret: str | None = None) -> Message:
     if compatible and proxy_secret is not None:
         msg["capabilities"] = [*CAPABILITIES, "proxy", "https_sites", "proxy_pages"]
         msg["proxy_secret"] = proxy_secret
+    if compatible and system_proxy:
+        msg["system_proxy"] = system_proxy
     if not compatible:
         said = (f"This extension speaks protocol {extension_protocol}; the installed helper (lanefetch {__version__}) "
                 f"speaks protocol {PROTOCOL_VERSION}.")

@@ -409,6 +409,11 @@ export class Accelerator {
         for (const d of deliveries) d.pass("low_latency", fast);
         return;
       }
+      // Its hello may have said that lanefetch must stay off (a system proxy the browser follows: proxy-policy.ts).
+      if (this.blockedBy) {
+        for (const d of deliveries) d.pass(this.blockedBy, "lanefetch is off");
+        return;
+      }
     }
     const sent = await this.client.send(batch, sinks, () => {
       const timings = this.store.forBatch(batchId).flatMap((r) => (r.timing ? [r.timing] : []));

@@ -32,7 +32,7 @@ import { SPLIT_LARGE_KEY } from "../lanes/split-rule.js";
 import { Accelerator, type HeldRequest, type PageInfo } from "./accelerator.js";
 import { BrowserTabRecords } from "./browser-tab-records.js";
 import { showBadge } from "./badge.js";
-import { PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
+import { ProxyPolicy, watchProxy } from "./proxy-policy.js";
 import { CANCELLED_BAR, problemAfterCommit, problemShown } from "./tab-problem.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
 import { setNewest } from "../bounded-map.js";
@@ -74,14 +74,16 @@ const gate = new NavigationGate();
 const tabs = new Map<number, TabInfo>();
 let activeRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
-let proxyBlocked = false;
 /** Enabled (and not session-off) rules, whether or not a proxy keeps them inactive. */
 let enabledRules: SiteRule[] = [];
-const ready = watchProxy((blocked) => {
-  if (blocked === proxyBlocked) return;
-  proxyBlocked = blocked;
+const proxy = new ProxyPolicy((blocked) => {
+  // At once (a helper's hello can turn it on while requests wait for that hello): nothing more goes to the helper.
+  accelerator.blockedBy = blocked ? "proxy_configured" : null;
+  if (blocked) activeRules = [];
   void refreshRules().then(() => updateBadges());
-})
+});
+proxy.follow(connection);
+const ready = watchProxy((mode) => proxy.browserMode(mode))
   .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
   .then(() => refreshRules())
   .then(() => startUp());
@@ -453,7 +455,7 @@ async function refreshRules(): Promise<void> {
   speed.setThreshold(thresholdFromSettings(settings));
   accelerator.splitLarge = settings[SPLIT_LARGE_KEY] === true;
   // With a proxy in force no site is active: no gate, no debugger, nothing taken.
-  activeRules = proxyBlocked ? [] : active;
+  activeRules = proxy.blocked ? [] : active;
   sessionOffRules = off;
   enabledRules = active;
   await dispatch({ type: "rules", active: activeRules, enabled, now: Date.now() });
@@ -628,7 +630,7 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
         rule,
         sessionOff,
         intercepting: sessions.isAttached(message.tabId),
-        problem: proxyBlocked ? PROXY_NOTICE : problemShown(info.problem, { sessionOff }),
+        problem: proxy.notice ?? problemShown(info.problem, { sessionOff }),
       },
       counts: counters.get(message.tabId),
       timeSavedModel: TIME_SAVED_MODEL,

@@ -22,7 +22,7 @@ import { TabCounters } from "../timings/tab-counters.js";
 import { TIME_SAVED_MODEL } from "../timings/time-saved-model.js";
 import { TimingStore } from "../timings/timing-store.js";
 import { showBadge } from "./badge.js";
-import { FIREFOX_PROXY_RECHECK_MS, PROXY_NOTICE, watchProxy } from "./proxy-policy.js";
+import { FIREFOX_PROXY_RECHECK_MS, ProxyPolicy, watchProxy } from "./proxy-policy.js";
 import { answerTimingRequest, isPopupRequest, type StatusReply } from "./popup-api.js";
 
 export const HTTPS_NOTICE = "HTTPS pages of this site are not accelerated unless you turn on \"Accelerate HTTPS on this site\".";
@@ -44,7 +44,6 @@ let activeRules: SiteRule[] = [];
 let enabledRules: SiteRule[] = [];
 let sessionOffRules: SiteRule[] = [];
 let httpsOptedIn: SiteRule[] = [];
-let proxyBlocked = false;
 /** Each host's speed from the helper's new upstream connections (origin_rtt), and the step-aside threshold. */
 const speed = new HostSpeed();
 const client = new HelperClient(connection);
@@ -139,11 +138,14 @@ chrome.runtime.onInstalled.addListener((details) => {
   if (details.reason === "install") void chrome.runtime.openOptionsPage();
 });
 
-const ready = watchProxy((blocked) => {
-  if (blocked === proxyBlocked) return;
-  proxyBlocked = blocked;
+const proxy = new ProxyPolicy((blocked) => {
+  // At once (a helper's hello can turn it on while requests wait for that hello): the router checks the site again
+  // when a request's wait ends, and sends nothing more to the helper.
+  if (blocked) activeRules = [];
   void refreshRules();
-}, FIREFOX_PROXY_RECHECK_MS)
+});
+proxy.follow(connection);
+const ready = watchProxy((mode) => proxy.browserMode(mode), FIREFOX_PROXY_RECHECK_MS)
   .catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e))
   .then(() => refreshRules())
   .then(() => startUp());
@@ -158,7 +160,7 @@ async function refreshRules(): Promise<void> {
   ]);
   speed.setThreshold(thresholdFromSettings(settings));
   router.splitLarge = settings[SPLIT_LARGE_KEY] === true;
-  activeRules = proxyBlocked ? [] : active;
+  activeRules = proxy.blocked ? [] : active;
   enabledRules = active;
   sessionOffRules = off;
   httpsOptedIn = https;
@@ -174,7 +176,8 @@ async function refreshRules(): Promise<void> {
  * to the site's name, so the first page's document is routed at once (its host's speed known) instead of waiting
  * about a round trip for the speed probe (sites/just-enabled.ts). Private tabs are left out. */
 async function probeAhead(sites: readonly EnabledSite[]): Promise<void> {
-  if (!(await connection.ready())) return;
+  // Its hello may have said that lanefetch must stay off (a system proxy the browser follows): nothing connected.
+  if (!(await connection.ready()) || proxy.blocked) return;
   const tabs = await chrome.tabs.query({}).catch(() => []);
   for (const site of sites) {
     const shown = tabs.filter((t) => !t.incognito && t.url !== undefined && matchingRule([site], t.url) !== null)
@@ -248,7 +251,8 @@ chrome.storage.onChanged.addListener((changes) => {
 });
 
 function problemFor(url: string, rule: SiteRule | null): string | null {
-  if (proxyBlocked) return PROXY_NOTICE;
+  const notice = proxy.notice;
+  if (notice !== null) return notice;
   if (rule === null || !url.startsWith("https://") || httpsSites.covers(url)) return null;
   return httpsSites.statusFor(rule, httpsOptedIn).state === "restart_needed" ? HTTPS_RESTART_NOTICE : HTTPS_NOTICE;
 }

@@ -1,16 +1,33 @@
 // Never around the user's network policy: when the browser is set to use a proxy (fixed servers or a PAC script),
-// the helper would fetch around it, so lanefetch stays off and the popup says why. ("system" and "direct" leave the
-// choice to the environment the helper shares with the browser.)
+// the helper would fetch around it, so lanefetch stays off and the popup says why. The browsers' default setting,
+// "system", follows the system's proxy settings: the helper, which connects directly and honours no proxy, says in
+// its hello whether one is set where it runs (the environment it shares with the browser that started it, GNOME's
+// settings, macOS's or Windows'; native-host/lanefetch/bridge/system_proxy.py), and "system" with one set keeps
+// lanefetch off just the same. Any system proxy counts, whatever hosts it excludes. "direct" and auto-detection
+// (WPAD, which the helper never looks up) leave lanefetch on.
+//
+// Until a helper has said (none has answered hello yet), nothing is known of the system's proxy and nothing is
+// blocked: nothing can reach a helper before its hello either. What the latest hello said stays known while the
+// helper is away: its environment is the browser's, and the next hello says it again.
+
+import type { HelperState } from "../bridge/helper-state.js";
 
 export const PROXY_NOTICE =
   "The browser is set to use a proxy: lanefetch stays off, because its helper would fetch around the proxy.";
+
+/** The popup's words when the browser follows the system's proxy settings and the helper found a proxy there. */
+export function systemProxyNotice(systemProxy: string): string {
+  return `This system is set to use a proxy (${systemProxy}), which the browser follows: lanefetch stays off, because its helper would fetch around the proxy.`;
+}
 
 /** Firefox fires proxy.settings.onChange only for extensions' changes, not for a proxy the user sets in its settings
  * (a preference, as in about:config): the setting is read again this often. */
 export const FIREFOX_PROXY_RECHECK_MS = 3000;
 
-export function proxyBlocks(mode: string | undefined): boolean {
-  // Chromium's `mode`, Firefox's `proxyType`.
+/** Whether the browser's own proxy setting (Chromium's `mode`, Firefox's `proxyType`) sends its requests through
+ * a proxy the helper would fetch around; with `systemProxy` (the helper's hello), "system" does too. */
+export function proxyBlocks(mode: string | undefined, systemProxy?: string): boolean {
+  if (mode === "system" && systemProxy !== undefined) return true;
   return mode === "fixed_servers" || mode === "pac_script" || mode === "manual" || mode === "autoConfig";
 }
 
@@ -19,15 +36,58 @@ function modeOf(value: unknown): string | undefined {
   return v?.mode ?? v?.proxyType;
 }
 
-/** Watches chrome.proxy settings; calls `changed` with whether they block lanefetch, now and on every change (and,
- * with `recheckMs`, on every read of them that often: changes the browser does not announce). */
-export function watchProxy(changed: (blocked: boolean) => void, recheckMs?: number): Promise<void> {
+/** The browser's proxy setting and the system's proxy the helper reported: whether lanefetch must stay off, and the
+ * popup's words for why. `changed` is called (synchronously) each time `blocked` flips. */
+export class ProxyPolicy {
+  private mode: string | undefined = undefined;
+  private system: string | undefined = undefined;
+
+  constructor(private readonly changed: (blocked: boolean) => void) {}
+
+  get blocked(): boolean {
+    return proxyBlocks(this.mode, this.system);
+  }
+
+  /** Null when nothing blocks lanefetch. */
+  get notice(): string | null {
+    if (!this.blocked) return null;
+    return this.mode === "system" && this.system !== undefined ? systemProxyNotice(this.system) : PROXY_NOTICE;
+  }
+
+  /** Follows what each helper says in its hello. The state listener runs as the hello is taken, before anything
+   * waiting for the helper goes on (HelperConnection resolves ready() after it): `changed` can stop it in time. */
+  follow(connection: { onStateChange(listener: (state: HelperState) => void): void }): void {
+    connection.onStateChange((state) => {
+      if (state.status === "connected") this.helperSaid(state.systemProxy);
+    });
+  }
+
+  /** The browser's setting, as read or announced. */
+  browserMode(mode: string | undefined): void {
+    this.set(() => (this.mode = mode));
+  }
+
+  /** What a helper's hello said of the system's proxy (undefined: none set). */
+  helperSaid(systemProxy: string | undefined): void {
+    this.set(() => (this.system = systemProxy));
+  }
+
+  private set(change: () => void): void {
+    const was = this.blocked;
+    change();
+    if (this.blocked !== was) this.changed(this.blocked);
+  }
+}
+
+/** Watches chrome.proxy settings; calls `changed` with the browser's proxy mode, now and on every change (and, with
+ * `recheckMs`, on every read of them that often: changes the browser does not announce). */
+export function watchProxy(changed: (mode: string | undefined) => void, recheckMs?: number): Promise<void> {
   const read = async (): Promise<void> => {
     const setting = await chrome.proxy.settings.get({ incognito: false });
-    changed(proxyBlocks(modeOf(setting.value)));
+    changed(modeOf(setting.value));
   };
   chrome.proxy.settings.onChange.addListener((details) => {
-    changed(proxyBlocks(modeOf(details.value)));
+    changed(modeOf(details.value));
   });
   if (recheckMs !== undefined) {
     setInterval(() => void read().catch((e: unknown) => console.warn("lanefetch: cannot read the proxy settings", e)), recheckMs);

@@ -158,7 +158,10 @@ export class HelperConnection {
             return;
           }
           this.secret = message.proxy_secret ?? null;
-          this.setState({ status: "connected", version: message.helper_version, capabilities: [...message.capabilities] });
+          this.setState({
+            status: "connected", version: message.helper_version, capabilities: [...message.capabilities],
+            ...(message.system_proxy !== undefined ? { systemProxy: message.system_proxy } : {}),
+          });
           settle(true);
           return;
         }

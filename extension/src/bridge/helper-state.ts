@@ -2,7 +2,8 @@
 export type HelperState =
   | { status: "idle" }
   | { status: "connecting" }
-  | { status: "connected"; version: string; capabilities: string[] }
+  /** systemProxy: where the helper found a system proxy set (its hello's system_proxy; proxy-policy.ts). */
+  | { status: "connected"; version: string; capabilities: string[]; systemProxy?: string }
   | { status: "not_installed"; message: string }
   | { status: "incompatible"; message: string }
   | { status: "disconnected"; message: string };

@@ -18,7 +18,7 @@ export type PassReason =
   | "helper_unavailable" // the helper is not reachable (starting, crashed)
   | "helper_error" // the helper could not fetch it
   | "timeout" // the helper was too slow (no head, or the body stalled)
-  | "proxy_configured" // the browser uses a proxy: the helper would bypass it
+  | "proxy_configured" // the browser uses a proxy (its own, or the system's it follows): the helper would bypass it
   | "low_latency" // a fast link to this origin: pipelining cannot win
   | "browser_multiplexed" // the browser's own HTTP/2 (or HTTP/3) connection to this origin is warm: a fresh one cannot win
   | "browser_warm_connection"; // the browser's own HTTP/1.1 connection just carried a large response and is idle: warmer than the helper's

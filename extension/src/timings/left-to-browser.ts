@@ -24,7 +24,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
   helper_unavailable: "the helper was not running",
   helper_error: "the helper could not load it",
   timeout: "the helper took too long",
-  proxy_configured: "the browser is set to use a proxy",
+  proxy_configured: "the browser uses a proxy (its own setting, or the system's it follows)",
   low_latency: "the connection to this site is already fast",
   browser_multiplexed: "the browser already has a fast (HTTP/2) connection to this site",
   browser_warm_connection: "the browser's own connection to this site was already up to speed and free",

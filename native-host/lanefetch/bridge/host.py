@@ -29,6 +29,7 @@ from ..prefetch.page_loads import LoadEnded, PageLoads
 from ..service import FetchService, ServiceConfig
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 from .stdio import FrameWriter, open_stdio
+from .system_proxy import detect_here as detect_system_proxy
 
 if TYPE_CHECKING:
     # Proxy mode (Firefox) pulls in `cryptography` (~0.2 s of start-up): imported when a Firefox says hello.
@@ -151,9 +152,11 @@ def _to_page(raw: dict[str, Any]) -> Page:
 
 
 class Host:
-    def __init__(self, fetcher: FetchService, send: Send) -> None:
+    def __init__(self, fetcher: FetchService, send: Send,
+                 system_proxy: Callable[[], str | None] = detect_system_proxy) -> None:
         self.fetcher = fetcher
         self._send = send
+        self.system_proxy = system_proxy  # where a system proxy is set (told in hello), read in a thread
         self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
@@ -240,7 +243,10 @@ class Host:
                         await loads.warmed()
                 except Exception as e:  # never in the hello's way: a first page then starts what failed here
                     log.warning("start-up work before the hello failed or took too long: %r", e)
-            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None))
+            # Read at each hello (bounded: gsettings is given 2 s): the extension keeps lanefetch off while the
+            # browser follows a system proxy this helper would fetch around.
+            system_proxy = await asyncio.to_thread(self.system_proxy)
+            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None, system_proxy))
         elif kind == "proxy_open":
             if self.proxy is None:
                 reason = "proxy_open needs a Firefox hello first"

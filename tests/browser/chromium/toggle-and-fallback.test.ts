@@ -181,6 +181,31 @@ test("a proxy set in the browser keeps lanefetch off, and the popup says why", a
   }
 });
 
+test("a system proxy (in the environment Chromium and its helper share), which the browser follows by default, keeps lanefetch off; the popup names it", async () => {
+  // No desktop settings here: with its default proxy setting ("system") Chromium reads these, as the helper does.
+  const browser = await launch(freshProfile(true), { env: { http_proxy: "http://127.0.0.1:9", https_proxy: "http://127.0.0.1:9" } });
+  try {
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }], { gate: false });
+    await waitForHelper(browser.context); // its hello said where the proxy is set
+    await waitForGate(browser.worker, 0);
+    sites.clearLog();
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await openPage(page, url); // loopback: Chromium never sends it to a proxy, so it loads (directly)
+    assert.deepEqual(await imageFetchedBy(), ["browser"], await tabReport(browser, url));
+    const tabId = await tabIdOf(browser.worker, url);
+    const s = await tabStatus(browser.context, tabId);
+    assert.equal(s.tab.intercepting, false);
+    const said = /^This system is set to use a proxy \(127\.0\.0\.1:9 \(https_proxy in the environment\)\), which the browser follows: lanefetch stays off/;
+    assert.match(s.tab.problem ?? "", said);
+    const popup = await browser.context.newPage();
+    await openPopup(popup, tabId);
+    assert.match((await popup.textContent("#notice")) ?? "", said);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("the options page lists enabled sites and removes them", async () => {
   const browser = await launch(freshProfile(true)); // the gate (waited for below) blocks only with a helper to take the pages
   try {

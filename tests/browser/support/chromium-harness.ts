@@ -34,7 +34,8 @@ export function freshProfile(withHelper: boolean): string {
 /** headless: false opens a window (the `npm start` demo on a display). ignoreHttpsErrors: the browser takes the
  * tests' own https origins (their CA is not the system's; the helper trusts it through LANEFETCH_TEST_UPSTREAM_CA_FILE). */
 export async function launch(userDataDir: string,
-  { headless = true, ignoreHttpsErrors = false, args = [] }: { headless?: boolean; ignoreHttpsErrors?: boolean; args?: string[] } = {}): Promise<Browser> {
+  { headless = true, ignoreHttpsErrors = false, args = [], env = {} }:
+    { headless?: boolean; ignoreHttpsErrors?: boolean; args?: string[]; /** More for Chromium and the helper it starts. */ env?: Record<string, string> } = {}): Promise<Browser> {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumExecutable,
     headless,
@@ -44,7 +45,7 @@ export async function launch(userDataDir: string,
     // LANEFETCH_BENCH_HELPER_CACHE: one the benchmark keeps across fresh profiles (learned pages, bench/page_load.py).
     env: {
       ...process.env, XDG_CACHE_HOME: process.env.LANEFETCH_BENCH_HELPER_CACHE ?? join(userDataDir, "helper-cache"),
-      XDG_CONFIG_HOME: join(userDataDir, "helper-config"),
+      XDG_CONFIG_HOME: join(userDataDir, "helper-config"), ...env,
     },
     args: [
       "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",

@@ -1,6 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FIREFOX_PROXY_RECHECK_MS, proxyBlocks, watchProxy } from "../../../extension/src/background/proxy-policy.js";
+import type { HelperState } from "../../../extension/src/bridge/helper-state.js";
+import {
+  FIREFOX_PROXY_RECHECK_MS, PROXY_NOTICE, ProxyPolicy, proxyBlocks, watchProxy,
+} from "../../../extension/src/background/proxy-policy.js";
 
 test("fixed proxies and PAC scripts keep lanefetch off; direct and system settings do not", () => {
   assert.equal(proxyBlocks("fixed_servers"), true);
@@ -14,6 +17,45 @@ test("fixed proxies and PAC scripts keep lanefetch off; direct and system settin
   assert.equal(proxyBlocks(undefined), false);
 });
 
+test("the system's proxy settings with a system proxy set keep lanefetch off, as a proxy set in the browser does", () => {
+  const proxy = "proxy.corp.example:3128 (https_proxy in the environment)";
+  assert.equal(proxyBlocks("system", proxy), true, "Chromium's and Firefox's default setting");
+  for (const mode of ["direct", "none", "auto_detect", "autoDetect", undefined]) {
+    assert.equal(proxyBlocks(mode, proxy), false, `${String(mode)}: the browser goes around the system proxy itself`);
+  }
+  assert.equal(proxyBlocks("fixed_servers", proxy), true);
+});
+
+test("ProxyPolicy: the helper's hello and the browser's setting together; the popup names the system proxy", () => {
+  const heard: boolean[] = [];
+  const policy = new ProxyPolicy((blocked) => heard.push(blocked));
+  const listeners: ((state: HelperState) => void)[] = [];
+  policy.follow({ onStateChange: (l) => listeners.push(l) });
+  const helper = (state: HelperState): void => listeners.forEach((l) => l(state));
+  const notice = (): string => policy.notice ?? "";
+
+  policy.browserMode("system");
+  assert.equal(policy.blocked, false, "no helper has said anything yet");
+  assert.equal(policy.notice, null);
+  helper({ status: "connected", version: "0.1.0", capabilities: [], systemProxy: "proxy.corp.example:3128 (https_proxy in the environment)" });
+  assert.deepEqual(heard, [true], "told at once, as the hello is taken");
+  assert.match(notice(), /^This system is set to use a proxy \(proxy\.corp\.example:3128 \(https_proxy in the environment\)\), which the browser follows: lanefetch stays off/);
+  assert.doesNotMatch(notice(), /The browser is set to use a proxy/);
+
+  helper({ status: "disconnected", message: "the helper exited" });
+  assert.equal(policy.blocked, true, "what the last hello said stays known while the helper is away");
+  policy.browserMode("direct");
+  assert.deepEqual(heard, [true, false], "the browser set to connect directly: lanefetch back on");
+  policy.browserMode("fixed_servers");
+  assert.equal(policy.notice, PROXY_NOTICE, "a proxy set in the browser is named as the browser's");
+  policy.browserMode("system");
+  assert.deepEqual(heard, [true, false, true]);
+  assert.equal(policy.blocked, true);
+  helper({ status: "connected", version: "0.1.0", capabilities: [] });
+  assert.deepEqual(heard, [true, false, true, false], "a helper that finds no system proxy (it was removed): on again");
+  assert.equal(policy.notice, null);
+});
+
 test("Firefox: a proxy set in its own settings (no onChange: only extensions' changes fire it) is found by the recheck", async (t) => {
   t.mock.timers.enable({ apis: ["setInterval"] });
   const g = globalThis as { chrome?: unknown };
@@ -22,12 +64,13 @@ test("Firefox: a proxy set in its own settings (no onChange: only extensions' ch
   g.chrome = { proxy: { settings: { get: () => Promise.resolve(setting), onChange: { addListener: () => undefined } } } };
   try {
     const heard: boolean[] = [];
-    await watchProxy((blocked) => heard.push(blocked), FIREFOX_PROXY_RECHECK_MS);
-    assert.deepEqual(heard, [false]);
+    const policy = new ProxyPolicy((blocked) => heard.push(blocked));
+    await watchProxy((mode) => policy.browserMode(mode), FIREFOX_PROXY_RECHECK_MS);
+    assert.equal(policy.blocked, false);
     setting.value = { proxyType: "manual" }; // the user chose a manual proxy in Firefox's settings
     t.mock.timers.tick(FIREFOX_PROXY_RECHECK_MS);
     await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(heard, [false, true], "lanefetch turned off within the recheck interval");
+    assert.deepEqual(heard, [true], "lanefetch turned off within the recheck interval");
   } finally {
     g.chrome = before;
   }

@@ -255,6 +255,18 @@ async def test_hello_is_answered_where_the_discovery_process_cannot_start(tmp_pa
         assert reply["type"] == "hello" and reply["compatible"], reply
 
 
+async def test_hello_says_where_the_system_proxy_the_browser_shares_with_the_helper_is_set(tmp_path: Path) -> None:
+    # Started by a browser whose environment sets a proxy (the browser's default setting follows it): the helper,
+    # which would fetch around it, says so; the extension then keeps lanefetch off (proxy-policy.ts).
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "https_proxy": "http://alice:s3cret@proxy.corp.example:3128"}
+    async with running_host(env) as h:
+        await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+        reply = await h.recv()
+        assert reply["compatible"] and protocol.check(reply, "ToExtension") is None, reply
+        assert reply["system_proxy"] == "proxy.corp.example:3128 (https_proxy in the environment)"
+
+
 async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
     await host.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
     hello = await host.recv()

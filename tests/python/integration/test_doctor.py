@@ -129,10 +129,21 @@ def test_run_reports_every_part(tmp_path: Path) -> None:
     findings = doctor.run("all", tmp_path, None, platform="linux", env={"PATH": str(tmp_path)})
     topics = [f.topic for f in findings]
     # Firefox is checked because it has a manifest, though no Firefox was found on this PATH
-    assert topics == ["lanefetch", "Python", "Firefox", "Interfaces", "Firefox HTTPS"]
+    assert topics == ["lanefetch", "Python", "Firefox", "System proxy", "Interfaces", "Firefox HTTPS"]
     assert findings[2].status == "ok"
     none = doctor.run("all", tmp_path / "empty", None, platform="linux", env={"PATH": str(tmp_path)})
     assert [f.topic for f in none if f.status == "fail"] == ["Browsers"]
+
+
+def test_a_system_proxy_is_a_warning_that_says_what_to_do(tmp_path: Path) -> None:
+    proxied = doctor.run("all", tmp_path, None, platform="linux",
+                         env={"PATH": str(tmp_path), "https_proxy": "http://bob:pw@proxy.corp.example:8080"})
+    found = only([f for f in proxied if f.topic == "System proxy"])
+    assert found.status == "warn" and "proxy.corp.example:8080 (https_proxy in the environment)" in found.detail
+    assert "lanefetch stays off" in found.detail and "pw" not in found.detail and "no proxy" in found.fix
+    text = doctor.render([found])
+    assert text.startswith("WARN  System proxy: set: proxy.corp.example:8080") and "\n      fix: " in text
+    assert doctor.check_system_proxy(None).status == "ok"
 
 
 def test_interfaces_for_lanes(tmp_path: Path) -> None:

@@ -26,8 +26,9 @@ DOCS = [README, *sorted((REPO / "docs").glob("*.md")), REPO / "extension" / "PER
 
 # README quotes that are not the extension's words: its own section titles, a name the docs use, the browsers'
 # own texts (Chromium's debugging bar, Firefox's proxy settings).
-NOT_EXTENSION_TEXT = {"Troubleshooting", "Snap and Flatpak browsers", "Left to the browser", "lanefetch",
-                      "… started debugging this browser", "manual", "automatic proxy configuration URL", "No proxy"}
+NOT_EXTENSION_TEXT = {"Troubleshooting", "Snap and Flatpak browsers", "A proxy is in use", "Left to the browser",
+                      "lanefetch", "… started debugging this browser", "manual", "automatic proxy configuration URL",
+                      "No proxy"}
 
 
 def _options(parser: argparse.ArgumentParser) -> set[str]:
@@ -158,12 +159,14 @@ def test_the_doctor_messages_readme_quotes_are_doctors(tmp_path: Path) -> None:
         doctor.check_python((3, 10, 0)),
         doctor.check_interfaces([], PolicyStore(path=tmp_path / "interfaces.json")),
         doctor.check_interfaces([one], PolicyStore(path=tmp_path / "interfaces.json")),
+        doctor.check_system_proxy("proxy.example:3128 (https_proxy in the environment)"),
     ])
     quoted = _troubleshooting_messages()
     assert len(quoted) > 10
-    produced = [q for q in quoted if q.startswith(("FAIL  Python", "WARN  Interfaces", "info  Interfaces"))
+    produced = [q for q in quoted
+                if q.startswith(("FAIL  Python", "WARN  Interfaces", "info  Interfaces", "WARN  System proxy"))
                 or "not registered" in q or "does not exist" in q or q in ("no registry key …", "… is not executable")]
-    assert len(produced) >= 6
+    assert len(produced) >= 7
     for q in produced:
         pattern = ".*".join(re.escape(part) for part in q.split("…")).replace(re.escape("<browser>"), r"\S+")
         assert re.search(pattern, rendered), f"README quotes {q!r}; doctor says:\n{rendered}"

@@ -1,0 +1,104 @@
+"""The system proxy the helper reports in hello (bridge/system_proxy.py): found in the environment, GNOME's
+settings (a fake gsettings) and macOS's / Windows' settings (injected), named without credentials, and a
+gsettings that is missing, fails or hangs is no proxy found, within its time limit."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+
+import pytest
+from lanefetch import protocol
+from lanefetch.bridge import system_proxy
+from lanefetch.bridge.system_proxy import detect
+
+DESKTOP = {"XDG_CURRENT_DESKTOP": "GNOME"}
+
+
+def no_settings() -> Mapping[str, str]:
+    return {}
+
+
+def gsettings(mode: str | None) -> system_proxy.Runner:
+    asked: list[Sequence[str]] = []
+
+    def run(argv: Sequence[str]) -> str | None:
+        asked.append(argv)
+        assert list(argv) == ["gsettings", "get", "org.gnome.system.proxy", "mode"]
+        return None if mode is None else f"'{mode}'\n"
+    return run
+
+
+def never_run(argv: Sequence[str]) -> str | None:
+    raise AssertionError(f"ran {argv}")
+
+
+@pytest.mark.parametrize("name", ["http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"])
+def test_a_proxy_in_the_environment_is_found_and_named_without_credentials(name: str) -> None:
+    found = detect({name: "http://alice:s3cret@proxy.corp.example:3128/"}, "linux", no_settings, gsettings("none"))
+    assert found == f"proxy.corp.example:3128 ({name} in the environment)"
+    assert "s3cret" not in found and "alice" not in found
+
+
+def test_other_environment_proxies() -> None:
+    assert detect({"all_proxy": "socks5://[2001:db8::1]:1080"}, "linux", no_settings, never_run) == \
+        "[2001:db8::1]:1080 (all_proxy in the environment)"
+    assert detect({"http_proxy": "proxy.lan:8080"}, "linux", no_settings, never_run) == \
+        "proxy.lan:8080 (http_proxy in the environment)"
+    # Chromium's PAC URL from the environment: a proxy set, though which one only the script says
+    assert detect({"auto_proxy": "http://wpad.lan/proxy.pac"}, "linux", no_settings, never_run) == \
+        "auto_proxy in the environment"
+    assert detect({"SOCKS_SERVER": "socks.lan:1080"}, "linux", no_settings, never_run) == \
+        "socks.lan:1080 (SOCKS_SERVER in the environment)"
+    # A value that does not parse is still a proxy set
+    assert detect({"https_proxy": "http://proxy:99999999"}, "linux", no_settings, never_run) == \
+        "https_proxy in the environment"
+
+
+def test_no_proxy_set_or_only_exclusions_or_other_schemes() -> None:
+    env = {"no_proxy": "localhost,.corp", "ftp_proxy": "http://ftp-proxy:21", "http_proxy": "  ", "PATH": "/bin"}
+    assert detect({**env, **DESKTOP}, "linux", no_settings, gsettings("none")) is None
+    assert detect(DESKTOP, "linux", no_settings, gsettings(None)) is None, "no gsettings (or it failed): none found"
+
+
+@pytest.mark.parametrize(("mode", "said"), [("manual", "GNOME's proxy settings (manual)"),
+                                            ("auto", "GNOME's proxy settings (automatic)"), ("none", None)])
+def test_gnome_settings(mode: str, said: str | None) -> None:
+    for session in ("XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS"):
+        assert detect({session: "x"}, "linux", no_settings, gsettings(mode)) == said
+
+
+def test_no_desktop_session_no_gsettings() -> None:
+    # Nothing to read there, and dconf would write its files under the helper's cache directory
+    assert detect({"PATH": "/usr/bin"}, "linux", no_settings, never_run) is None
+
+
+def test_macos_and_windows_settings_not_gsettings() -> None:
+    def corp() -> Mapping[str, str]:
+        return {"http": "http://bob:pw@proxy.corp:8080", "ftp": "ftp://x"}
+
+    for platform in ("darwin", "win32"):
+        assert detect({}, platform, corp, never_run) == "proxy.corp:8080 (the system's proxy settings)"
+        assert detect({}, platform, lambda: {"ftp": "ftp://x"}, never_run) is None
+        assert detect({"https_proxy": "p:1"}, platform, corp, never_run) == "p:1 (https_proxy in the environment)"
+
+    def unreadable() -> Mapping[str, str]:
+        raise OSError("registry")
+    assert detect({}, "win32", unreadable, never_run) is None
+
+
+def test_what_is_said_fits_the_hello() -> None:
+    found = detect({"https_proxy": "http://" + "a" * 600 + ".example:1"}, "linux", no_settings, never_run)
+    assert found is not None and len(found) <= system_proxy.MAX_NAMED
+    hello = protocol.hello(protocol.PROTOCOL_VERSION, system_proxy=found)
+    assert hello["system_proxy"] == found and protocol.check(hello, "ToExtension") is None
+    assert "system_proxy" not in protocol.hello(protocol.PROTOCOL_VERSION)
+    assert "system_proxy" not in protocol.hello(protocol.PROTOCOL_VERSION + 1, system_proxy=found)
+
+
+def test_run_bounded_missing_failing_and_hanging_commands() -> None:
+    assert system_proxy.run_bounded(["/nonexistent/gsettings"]) is None
+    assert system_proxy.run_bounded([sys.executable, "-c", "print('manual')"]) == "manual\n"
+    assert system_proxy.run_bounded([sys.executable, "-c", "import sys; sys.exit(1)"]) is None
+    # A hang ends at the limit (no clock asserted: the command would sleep far longer than the test's timeout)
+    assert system_proxy.run_bounded([sys.executable, "-c", "import time; time.sleep(600)"], timeout=0.5) is None
