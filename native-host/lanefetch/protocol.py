@@ -150,6 +150,13 @@ def hello(extension_protocol: int, proxy_secret: str | None = None, system_proxy
     return msg
 
 
+def system_proxy(where: str | None) -> Message:
+    msg: Message = {"type": "system_proxy"}
+    if where:
+        msg["system_proxy"] = where
+    return msg
+
+
 def head(rid: str, h: DeliveredHead) -> Message:
     return {
         "type": "head", "id": rid, "status": h.status, "reason": h.reason, "http_version": h.http_version,

@@ -7,10 +7,12 @@
 // (WPAD, which the helper never looks up) leave lanefetch on.
 //
 // Until a helper has said (none has answered hello yet), nothing is known of the system's proxy and nothing is
-// blocked: nothing can reach a helper before its hello either. What the latest hello said stays known while the
-// helper is away: its environment is the browser's, and the next hello says it again.
+// blocked: nothing can reach a helper before its hello either. What the helper said last stays known while it is
+// away: its environment is the browser's, and the next hello says it again. The helper reads the system's settings
+// again every 10 s (GNOME's, macOS's, Windows' change under a running browser) and says when they changed.
 
 import type { HelperState } from "../bridge/helper-state.js";
+import type { ToExtension } from "../generated/protocol.js";
 
 export const PROXY_NOTICE =
   "The browser is set to use a proxy: lanefetch stays off, because its helper would fetch around the proxy.";
@@ -54,11 +56,18 @@ export class ProxyPolicy {
     return this.mode === "system" && this.system !== undefined ? systemProxyNotice(this.system) : PROXY_NOTICE;
   }
 
-  /** Follows what each helper says in its hello. The state listener runs as the hello is taken, before anything
-   * waiting for the helper goes on (HelperConnection resolves ready() after it): `changed` can stop it in time. */
-  follow(connection: { onStateChange(listener: (state: HelperState) => void): void }): void {
+  /** Follows what each helper says: in its hello, and (system_proxy) when the system's settings change while it
+   * runs. The state listener runs as the hello is taken, before anything waiting for the helper goes on
+   * (HelperConnection resolves ready() after it): `changed` can stop it in time. */
+  follow(connection: {
+    onStateChange(listener: (state: HelperState) => void): void;
+    onMessage(listener: (message: ToExtension) => void): void;
+  }): void {
     connection.onStateChange((state) => {
       if (state.status === "connected") this.helperSaid(state.systemProxy);
+    });
+    connection.onMessage((message) => {
+      if (message.type === "system_proxy") this.helperSaid(message.system_proxy);
     });
   }
 

@@ -47,6 +47,10 @@ RTT_MEMORY = 512  # origins whose newest connect time is remembered
 WORKING_INTERVAL_S = 5.0
 WARM_UP_S = 5.0  # the longest hello waits for the start-up work (a loaded machine); then it answers anyway
 TEST_WORKING_INTERVAL_ENV = "LANEFETCH_TEST_WORKING_INTERVAL"  # tests: a shorter interval
+# The system's proxy settings are read again this often after hello (bridge/system_proxy.py): a running browser
+# follows a change of them at once.
+SYSTEM_PROXY_RECHECK_S = 10.0
+TEST_SYSTEM_PROXY_RECHECK_ENV = "LANEFETCH_TEST_SYSTEM_PROXY_RECHECK"  # tests: a shorter interval
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -157,6 +161,9 @@ class Host:
         self.fetcher = fetcher
         self._send = send
         self.system_proxy = system_proxy  # where a system proxy is set (told in hello), read in a thread
+        self.system_proxy_recheck = float(os.environ.get(TEST_SYSTEM_PROXY_RECHECK_ENV) or SYSTEM_PROXY_RECHECK_S)
+        self._system_proxy_said: str | None = None
+        self._system_proxy_watch: asyncio.Task[None] | None = None
         self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
@@ -246,7 +253,10 @@ class Host:
             # Read at each hello (bounded: gsettings is given 2 s): the extension keeps lanefetch off while the
             # browser follows a system proxy this helper would fetch around.
             system_proxy = await asyncio.to_thread(self.system_proxy)
+            self._system_proxy_said = system_proxy
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None, system_proxy))
+            if item["protocol"] == protocol.PROTOCOL_VERSION and self._system_proxy_watch is None:
+                self._system_proxy_watch = asyncio.create_task(self._watch_system_proxy())
         elif kind == "proxy_open":
             if self.proxy is None:
                 reason = "proxy_open needs a Firefox hello first"
@@ -562,7 +572,29 @@ class Host:
             await asyncio.sleep(self.working_interval)
             await self._send(protocol.working(batch_id))
 
+    async def _watch_system_proxy(self) -> None:
+        """A system proxy set or removed while the helper runs (the environment cannot change, GNOME's, macOS's and
+        Windows' settings can): told to the extension when what it was last told no longer holds."""
+        while True:
+            await asyncio.sleep(self.system_proxy_recheck)
+            try:
+                now = await asyncio.to_thread(self.system_proxy)
+            except Exception:  # read again next time; the extension keeps what it was told
+                log.exception("reading the system's proxy settings failed")
+                continue
+            if now == self._system_proxy_said:
+                continue
+            self._system_proxy_said = now
+            try:
+                await self._send(protocol.system_proxy(now))
+            except Exception as e:  # the browser is gone: nobody to tell
+                log.debug("system proxy change not told: %r", e)
+                return
+
     async def close(self) -> None:
+        if self._system_proxy_watch is not None:
+            self._system_proxy_watch.cancel()
+            await asyncio.gather(self._system_proxy_watch, return_exceptions=True)
         for task in list(self._batches.values()):
             task.cancel()
         await asyncio.gather(*self._batches.values(), return_exceptions=True)

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { HelperState } from "../../../extension/src/bridge/helper-state.js";
+import type { ToExtension } from "../../../extension/src/generated/protocol.js";
 import {
   FIREFOX_PROXY_RECHECK_MS, PROXY_NOTICE, ProxyPolicy, proxyBlocks, watchProxy,
 } from "../../../extension/src/background/proxy-policy.js";
@@ -30,7 +31,7 @@ test("ProxyPolicy: the helper's hello and the browser's setting together; the po
   const heard: boolean[] = [];
   const policy = new ProxyPolicy((blocked) => heard.push(blocked));
   const listeners: ((state: HelperState) => void)[] = [];
-  policy.follow({ onStateChange: (l) => listeners.push(l) });
+  policy.follow({ onStateChange: (l) => listeners.push(l), onMessage: () => undefined });
   const helper = (state: HelperState): void => listeners.forEach((l) => l(state));
   const notice = (): string => policy.notice ?? "";
 
@@ -74,4 +75,22 @@ test("Firefox: a proxy set in its own settings (no onChange: only extensions' ch
   } finally {
     g.chrome = before;
   }
+});
+
+test("ProxyPolicy: a system proxy set or removed while the helper runs (its system_proxy message) turns lanefetch off and on", () => {
+  const heard: boolean[] = [];
+  const policy = new ProxyPolicy((blocked) => heard.push(blocked));
+  const states: ((state: HelperState) => void)[] = [];
+  const messages: ((message: ToExtension) => void)[] = [];
+  policy.follow({ onStateChange: (l) => states.push(l), onMessage: (l) => messages.push(l) });
+  policy.browserMode("system");
+  states.forEach((l) => l({ status: "connected", version: "0.1.0", capabilities: [] }));
+  assert.equal(policy.blocked, false);
+  messages.forEach((l) => l({ type: "system_proxy", system_proxy: "GNOME's proxy settings (manual)" }));
+  assert.deepEqual(heard, [true]);
+  assert.match(policy.notice ?? "", /^This system is set to use a proxy \(GNOME's proxy settings \(manual\)\)/);
+  messages.forEach((l) => l({ type: "pong", nonce: "n" }));
+  assert.deepEqual(heard, [true], "other messages say nothing of it");
+  messages.forEach((l) => l({ type: "system_proxy" }));
+  assert.deepEqual(heard, [true, false]);
 });

@@ -29,11 +29,12 @@ from lanefetch.bridge.framing import (
     MessageTooLarge,
     encode,
 )
-from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV, TEST_WORKING_INTERVAL_ENV, serve
+from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV, TEST_WORKING_INTERVAL_ENV, Host, serve
 from lanefetch.bridge.stdio import open_stdio
 from lanefetch.engine.config import EngineConfig
-from lanefetch.service import ServiceConfig
+from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
+from waits import until
 
 REPO = Path(__file__).resolve().parents[3]
 HOST = Path(sys.executable).parent / "lanefetch-host"
@@ -265,6 +266,42 @@ async def test_hello_says_where_the_system_proxy_the_browser_shares_with_the_hel
         reply = await h.recv()
         assert reply["compatible"] and protocol.check(reply, "ToExtension") is None, reply
         assert reply["system_proxy"] == "proxy.corp.example:3128 (https_proxy in the environment)"
+
+
+async def test_a_system_proxy_set_or_removed_while_the_helper_runs_is_told_once_each_time() -> None:
+    # GNOME's (macOS's, Windows') settings change under a running browser, which follows them at once.
+    sent: list[dict[str, Any]] = []
+    reads = 0
+    setting: list[str | None] = [None]
+
+    async def send(message: dict[str, Any]) -> None:
+        assert protocol.check(message, "ToExtension") is None, message
+        sent.append(message)
+
+    def detect() -> str | None:
+        nonlocal reads
+        reads += 1
+        return setting[0]
+
+    host = Host(FetchService(), send, system_proxy=detect)
+    host.system_proxy_recheck = 0.01
+    try:
+        await host.handle({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+        assert sent[0]["type"] == "hello" and "system_proxy" not in sent[0]
+        await until(lambda: reads >= 3, "the settings read again")
+        assert len(sent) == 1, "nothing changed: nothing told"
+        setting[0] = "GNOME's proxy settings (manual)"
+        await until(lambda: len(sent) >= 2, "the new proxy told", seen=lambda: sent)
+        assert sent[1] == {"type": "system_proxy", "system_proxy": "GNOME's proxy settings (manual)"}
+        seen = reads
+        await until(lambda: reads >= seen + 3, "the settings read again")
+        assert len(sent) == 2, "told once"
+        setting[0] = None
+        await until(lambda: len(sent) >= 3, "the proxy's removal told", seen=lambda: sent)
+        assert sent[2] == {"type": "system_proxy"}
+    finally:
+        await host.close()
+    assert host._system_proxy_watch is not None and host._system_proxy_watch.done()
 
 
 async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
