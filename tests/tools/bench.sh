@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -x .venv/bin/python ] || bash tests/tools/setup.sh
+source tests/tools/no-proxy.sh
 cd tests
 exec ../.venv/bin/python -m bench "$@"

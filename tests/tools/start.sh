@@ -9,5 +9,6 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 bash tests/tools/setup.sh
+source tests/tools/no-proxy.sh
 cd tests
 exec ../.venv/bin/python -m demo "$@"

@@ -3,10 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
-# The tests talk only to loopback and namespaces they make. A proxy in this shell's environment (setup above may have
-# needed it) would be the system proxy of every browser and helper they start, and lanefetch stays off under one;
-# the tests that check that set their own.
-unset http_proxy https_proxy all_proxy ftp_proxy no_proxy auto_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY FTP_PROXY NO_PROXY SOCKS_SERVER
+source tests/tools/no-proxy.sh
 
 echo "== ruff"; ruff check --config native-host/pyproject.toml native-host tests
 echo "== mypy"; mypy --config-file native-host/pyproject.toml native-host/lanefetch
