@@ -152,11 +152,17 @@ class OriginPool:
         # which carries a page's document and first wave; cleared when the pool has no connection left.
         self._small_records_asked = False
         self._closing = False  # aclose: connections that end now are not replaced
+        # A connect failed while other connections were up (connection_failed): the bulk rule opens no other for
+        # the waiting work until something changes (work comes, a connection opens or closes). It asks at every
+        # piece of a bulk body, and a server refusing new connections got a connect per piece, for work that
+        # waits for the bulk connection anyway.
+        self._connect_failed_beside = False
 
     # -- work in ------------------------------------------------------------------------------------------
 
     def submit(self, ex: Exchange) -> None:
         heapq.heappush(self._queue, (ex.sort_key(), ex))
+        self._connect_failed_beside = False
         self._needed.set()
         self._plan()
         if ex.request.resource_type != "document":
@@ -268,7 +274,8 @@ class OriginPool:
     def _take_h1(self, conn: Connection) -> Exchange | None:
         """take() for an HTTP/1.1 connection, by the queue's head (the pool's rules: module docstrings)."""
         if self.carries_bulk(conn):
-            self._open_for_work()  # bulk never blocks small: the request waits for (or gets) another connection
+            if not self._connect_failed_beside:
+                self._open_for_work()  # bulk never blocks small: the request waits for (or gets) another connection
             return None
         ex = self._queue[0][1]
         if self.policy.request_limit is not None:
@@ -779,6 +786,7 @@ class OriginPool:
             return allowed
 
     def connection_opened(self, conn: Carrier) -> None:
+        self._connect_failed_beside = False
         self.engine.connection_opened(conn)  # (its round trip was observed at TCP connect: _tcp_up)
 
     async def connection_failed(self, conn: Carrier, error: FetchError) -> None:
@@ -787,6 +795,7 @@ class OriginPool:
             self._small_records_asked = False
         self._release_reserved(conn)
         if any(c.open or c.transport is None for c in self.connections):
+            self._connect_failed_beside = True
             return  # others are up or still connecting: they serve the queue
         if conn.connect_timing.held and self._queue:
             # Its TCP connection sat idle until work came, and a server may close one that sends nothing: a fresh
@@ -837,6 +846,7 @@ class OriginPool:
         self._plan()
 
     async def connection_closed(self, conn: Carrier) -> None:
+        self._connect_failed_beside = False
         self._keep_session(conn)
         self.connections.discard(conn)
         if not self.connections:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest, Page
-from lanefetch.engine.engine import policy_key
+from lanefetch.engine.engine import Engine, policy_key
 from lanefetch.engine.host_link import HostLink
 from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
@@ -1817,3 +1817,32 @@ async def test_a_consumer_failing_on_one_request_ends_it_and_the_batch_still_end
                 assert rec.error is None and rec.body == expected(r), (r.id, rec.events, rec.error)
         victim = sink.records[reqs[2].id]
         assert victim.error is not None or at == "end", victim.events
+
+
+async def test_a_refused_connection_beside_a_bulk_one_is_not_tried_again_for_every_piece_of_its_body() -> None:
+    """A small request comes while a large body arrives on the origin's only connection, and the server takes no
+    new connection (its listener closed, as a server at its connection limit refuses): the pool tries one, it
+    fails, and the request waits for the bulk connection (the pool's rule after a failed connect while another
+    connection is up). Each piece of the bulk body woke that connection's sender, which asked the pool for work,
+    which opened a connection for the waiting request again: one refused connect per piece (a hundred here,
+    thousands for a large download)."""
+    big = "/r/big/1600000"
+    attempts: list[int] = []
+    cfg = config(socket_setup=lambda _sock: attempts.append(1))
+    engine = Engine(cfg)
+    try:
+        async with ScriptedServer(paced_big(big)) as srv:
+            reqs = gets(srv, [big], prefix="b")
+            sink = RecordingSink()
+            task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+            await until(lambda: len(sink.records.get("b0", _NoRec).body) > 100_000, "the big body under way")
+            assert srv._server is not None
+            srv._server.close()  # no new connection is taken from now on: a connect is refused
+            before = len(attempts)
+            small = gets(srv, ["/r/small/2000"], prefix="s")
+            await asyncio.wait_for(engine.fetch(small, sink, LOOPBACK), 20)
+            await asyncio.wait_for(task, 20)
+            sink.check_exact([*reqs, *small], expected)
+            assert len(attempts) - before <= 2, f"{len(attempts) - before} connects while the bulk body arrived"
+    finally:
+        await engine.aclose()
