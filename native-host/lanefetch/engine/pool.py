@@ -795,8 +795,12 @@ class OriginPool:
             self._small_records_asked = False
         self._release_reserved(conn)
         if any(c.open or c.transport is None for c in self.connections):
+            # Others are up or still connecting: they serve the queue, woken to look at it again (one may have
+            # left a flight's work to this connection while it connected: pool_plan.balanced_taker counts it).
             self._connect_failed_beside = True
-            return  # others are up or still connecting: they serve the queue
+            for c in self.connections:
+                c.wakeup.set()
+            return
         if conn.connect_timing.held and self._queue:
             # Its TCP connection sat idle until work came, and a server may close one that sends nothing: a fresh
             # connection (never held: the work is here) gets the queue; only its own failure fails the requests.

@@ -20,10 +20,13 @@ import pytest
 from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest, Page
 from lanefetch.engine.engine import Engine, policy_key
+from lanefetch.engine.errors import FetchError
 from lanefetch.engine.host_link import HostLink
 from lanefetch.engine.origin_policy import START_DEPTH, OriginPolicy, PipelineState
 from lanefetch.engine.pipeline import Misbehaviour
 from lanefetch.engine.request import Origin
+from lanefetch.engine.timing import ConnectTiming
+from lanefetch.engine.transport import Transport
 from lanefetch.service import FetchService, ServiceConfig
 from misbehaving_servers import (
     CACHEABLE,
@@ -1846,3 +1849,41 @@ async def test_a_refused_connection_beside_a_bulk_one_is_not_tried_again_for_eve
             assert len(attempts) - before <= 2, f"{len(attempts) - before} connects while the bulk body arrived"
     finally:
         await engine.aclose()
+
+
+async def test_a_flights_images_left_for_a_connection_still_connecting_are_taken_when_its_connect_fails() -> None:
+    """Two connections open for a flight's images on a roomy link; the first (lowest id) is still connecting when
+    the second is up, so the second leaves the images to it (pool_plan.balanced_taker: both empty, ties to the
+    lowest id) and waits to be woken. That connect then fails: the second connection, up and idle, takes the
+    images. It was never woken (a failed connect with another connection up re-planned nothing) and the flight
+    waited for the idle connection's idle timeout (10 s here, 30 s by default) to close it."""
+    async with ScriptedServer(well_behaved(settle=0)) as srv:
+        engine = Engine(config(connections_per_origin=2))
+        try:
+            origin = Origin("http", "127.0.0.1", srv.port)
+            engine.policies[policy_key(origin, LOOPBACK)] = OriginPolicy(16, PipelineState.GREEN, 16,
+                                                                         link_bdp=300_000)
+            pool = engine._pool_for(origin, LOOPBACK)
+            connect = pool.open_transport
+            first_fails = asyncio.Event()
+
+            async def open_transport(timing: ConnectTiming) -> Transport:
+                conn = next(c for c in pool.connections if c.connect_timing is timing)
+                if conn.id == min(c.id for c in pool.connections) and not first_fails.is_set():
+                    await first_fails.wait()  # (its TCP handshake retried, as after a lost SYN)
+                    raise FetchError("connect_failed", "cannot connect: the first connection's SYN was lost")
+                return await connect(timing)
+
+            pool.open_transport = open_transport  # type: ignore[method-assign]
+            reqs = [FetchRequest(f"i{n}", "GET", srv.url(f"/r/i{n}/{n}"), resource_type="image", expected_size=n)
+                    for n in (20_000, 10_000)]
+            sink = RecordingSink()
+            task = asyncio.create_task(engine.fetch(reqs, sink, LOOPBACK))
+            await until(lambda: bool(pool._deferred), "the second connection up, leaving the images to the first")
+            assert not srv.requests and pool.queued() == 2
+            first_fails.set()
+            await asyncio.wait_for(task, 5)
+            sink.check_exact(reqs, expected)
+            assert len(srv.connections) == 1
+        finally:
+            await engine.aclose()
