@@ -172,7 +172,14 @@ class OriginPool:
         h2_connections = min(self.config.h2_connections, self.config.connections_per_origin)
         if h2_render_reserve(self.policy.protocol if self._may_speak_h2() else None, h2_connections,
                              self.budget.min_rtt, have_one):
-            self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
+            serving = [c for c in self.connections if not _draining(c)]
+            if len(serving) < self._limit():
+                self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
+            elif free := [c.id for c in serving if not c.unanswered()]:
+                # The origin has its connections already (a page's preconnect opened them all): the newest that
+                # carries nothing yet is the reserve, as h2_reserve_from_opening adopts one. Opened beside them, the
+                # reserve took the origin over its limit (Firefox preconnects a page's origin in full).
+                self._render_reserve = max(free)
         elif h2_reserve_from_opening(self._may_speak_h2(), self.policy.protocol, h2_connections,
                                      self.budget.min_rtt, have_one, len(self.connections)):
             # The last opened: the first's handshake says the protocol and takes the document (a reserve that turns

@@ -728,7 +728,9 @@ def h2_render_reserve(protocol: str | None, h2_connections: int, min_rtt: float 
     server behind the images' bytes in its socket: over `sat` django-tutorial07's three `@import`s were answered
     0.6 s after they came (the browser's own, asked before its images, at once), and the page's last chain link
     with them. Opened with the document, the reserve is up when they come; it carries no later work, so the flight
-    keeps the document's warm connection's receive cap whole (the reserve holds no share of it)."""
+    keeps the document's warm connection's receive cap whole (the reserve holds no share of it). Where the origin
+    has its connections already (a page's preconnect opened them all), the pool adopts the newest of them that
+    carries nothing yet instead of opening one over its limit (OriginPool.submit)."""
     return protocol == "h2" and not have_one and h2_connection_count(h2_connections, min_rtt) > 1
 
 

@@ -35,3 +35,25 @@ async def test_a_documents_render_reserve_stays_within_one_connection_per_origin
         await pool.aclose()
     finally:
         await engine.aclose()
+
+
+async def test_a_documents_render_reserve_after_a_preconnect_opens_no_connection_over_the_limit() -> None:
+    # Firefox preconnects a page's origin in full as its navigation starts: a remembered h2 origin whose round trip
+    # is not known gets its two connections (pool_plan.connections_ahead). The document that follows opened a third
+    # for its render reserve; it adopts one of the two, which carry nothing yet (as h2_reserve_from_opening does
+    # where the protocol is not known).
+    config = EngineConfig()
+    engine = Engine(config)
+    try:
+        pool = OriginPool(engine, Origin("https", "127.0.0.1", 9), "loopback", OriginPolicy(16, protocol="h2"),
+                          ssl.create_default_context())
+        limit = connection_limit(config.connections_per_origin, "h2", True, config.h2_connections)
+        assert limit == 2
+        assert pool.preconnect("full") and len(pool.connections) == limit
+        request = FetchRequest("doc", "GET", "https://127.0.0.1:9/", resource_type="document")
+        pool.submit(Exchange(request, None, _NoSink(), 0, config.max_retries))  # type: ignore[arg-type]
+        assert len(pool.connections) <= limit, f"{len(pool.connections)} connections opened, the limit is {limit}"
+        assert pool._render_reserve == max(c.id for c in pool.connections), "the newest one is the reserve"
+        await pool.aclose()
+    finally:
+        await engine.aclose()
