@@ -218,6 +218,13 @@ class OriginPool:
 
     def take(self, conn: Carrier) -> Exchange | None:
         if isinstance(conn, Connection) and conn.id in self._reserved:
+            if self.carries_bulk(conn):
+                # Its answer turned out bulk (larger than the page's earlier loads said): bulk never blocks small,
+                # what waited for it goes back to the queue for the others (it waited for the whole body there).
+                self._release_reserved(conn)
+                for c in self.connections:
+                    c.wakeup.set()
+                return self._take_h1(conn)  # (takes nothing: opens a connection for the work, if it may)
             mine = self._take_reserved(conn)
             if mine is not None:
                 return mine

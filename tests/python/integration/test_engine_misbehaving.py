@@ -1887,3 +1887,32 @@ async def test_a_flights_images_left_for_a_connection_still_connecting_are_taken
             assert len(srv.connections) == 1
         finally:
             await engine.aclose()
+
+
+async def test_a_flights_image_reserved_for_a_connection_that_turns_bulk_goes_to_another() -> None:
+    """A flight's small image is reserved for the connection carrying the page's stylesheet (it comes with that
+    answer in a round trip: pool_plan.bin_for), but the stylesheet is not the 2 kB learned: a large body arrives
+    (half of 1 MB, the rest held). Bulk never blocks small: the image goes back to the queue and another connection
+    takes it. It stayed in that connection's reserve until the whole body was in (here: never, the test's release
+    comes last), while the pool opened a connection for it that could not see it."""
+    # (the held body is neither a stall nor a body stall here: its connection, ended by either, released the image)
+    async with setup(held(settle=0), config(connections_per_origin=2, stall_timeout=30, body_stall_cut=False)
+                     ) as (srv, engine):
+        proven(engine, srv)
+        on_a_long_fat_link(engine, srv)
+        css = FetchRequest("css", "GET", srv.url("/half/css/1000000"), resource_type="stylesheet", expected_size=2000)
+        big = FetchRequest("big", "GET", srv.url("/hold/big/60000"), resource_type="image", expected_size=60_000)
+        small = FetchRequest("small", "GET", srv.url("/r/small/10000"), resource_type="image", expected_size=10_000)
+        sink = RecordingSink()
+        task = asyncio.create_task(engine.fetch([css, big, small], sink, LOOPBACK))
+        try:
+            await until(lambda: "small" in sink.records and sink.records["small"].report is not None,
+                        "the small image answered while the stylesheet's large body is held", seconds=5,
+                        seen=lambda: [(r.path, c.index) for c in srv.connections for r in c.received])
+            sink.check_exact([small], expected)
+        finally:
+            release = srv.state.get("release")
+            if isinstance(release, asyncio.Event):
+                release.set()
+            await asyncio.wait_for(task, 20)
+        sink.check_exact([css, big, small], expected)
