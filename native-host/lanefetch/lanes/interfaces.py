@@ -164,7 +164,7 @@ class PolicyStore:
                 store.policies[name] = policy
             store.usage_day = str(raw.get("usage_day", ""))
             store.usage = {k: int(v) for k, v in raw.get("usage", {}).items()}
-        except (AttributeError, TypeError, ValueError) as e:
+        except (AttributeError, TypeError, ValueError, OverflowError) as e:  # Overflow: int() of JSON 1e999 (inf)
             raise ValueError(f"cannot read the interface policy {store.path}: {e}") from None
         return store
 
