@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import ipaddress
 import json
 import math
 import os
@@ -230,7 +231,7 @@ class PolicyStore:
             return "loopback"
         if not iface.up:
             return "down"
-        if not iface.addresses:
+        if not any(_reaches_beyond_the_link(a) for a in iface.addresses):
             return "no address"
         if not p.enabled:
             return "disabled"
@@ -239,6 +240,15 @@ class PolicyStore:
         if p.daily_cap_bytes is not None and self.used_today(iface.name) >= p.daily_cap_bytes:
             return f"daily cap of {p.daily_cap_bytes} bytes reached"
         return None
+
+
+def _reaches_beyond_the_link(address: str) -> bool:
+    """Not link-local: 169.254/16 (what an interface whose DHCP failed gives itself) and fe80::/10 (every IPv6
+    interface has one) reach no server beyond the link, so an interface with only those carries no lane."""
+    try:
+        return not ipaddress.ip_address(address).is_link_local
+    except ValueError:
+        return False
 
 
 def _today() -> str:
@@ -258,7 +268,7 @@ class Binding:
     def source_for(self, family: int) -> str | None:
         want6 = family == socket.AF_INET6
         for a in self.interface.addresses:
-            if (":" in a) == want6 and not a.startswith("fe80"):
+            if (":" in a) == want6 and _reaches_beyond_the_link(a):
                 return a
         return None
 

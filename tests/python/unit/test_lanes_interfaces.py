@@ -3,10 +3,11 @@ go over the default route alone (targets on this machine)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
-from lanefetch.lanes.interfaces import PolicyStore, parse_interface_arg
+from lanefetch.lanes.interfaces import Binding, Interface, PolicyStore, choose, parse_interface_arg
 from lanefetch.lanes.splitting_fetcher import _on_this_machine
 
 
@@ -48,3 +49,25 @@ def test_a_policy_file_with_an_infinite_count_is_a_clear_error(tmp_path: Path, t
     path.write_text(text)
     with pytest.raises(ValueError, match="cannot read the interface policy"):
         PolicyStore.load(path)
+
+
+@pytest.mark.parametrize("addresses", [("fe80::1c2:3ff:fe04:506",), ("169.254.17.3",), ("169.254.17.3", "fe80::1")])
+def test_an_interface_with_only_link_local_addresses_has_no_lane(tmp_path: Path, addresses: tuple[str, ...]) -> None:
+    """An interface whose DHCP failed (169.254.x.x) or that only has its IPv6 link-local address reaches no server
+    on the Internet, yet it counted as having an address: it was chosen as a lane (listed 'yes'), and bound by
+    source address a 169.254 source went out of the default route, where no answer comes back."""
+    store = PolicyStore(tmp_path / "interfaces.json")
+    iface = Interface("wlan0", 3, True, False, addresses)
+    assert store.why_not(iface, allow_metered=False) == "no address"
+    assert choose([], store, allow_metered=False, found=[iface]) == []
+    binding = Binding(iface, "source address")
+    assert binding.source_for(socket.AF_INET) is None
+    assert binding.source_for(socket.AF_INET6) is None
+
+
+def test_an_interface_with_a_routable_address_beside_link_local_ones_carries_a_lane(tmp_path: Path) -> None:
+    iface = Interface("eth1", 2, True, False, ("169.254.1.1", "192.168.1.20", "fe80::1", "2001:db8::20"))
+    assert PolicyStore(tmp_path / "interfaces.json").why_not(iface, allow_metered=False) is None
+    binding = Binding(iface, "source address")
+    assert binding.source_for(socket.AF_INET) == "192.168.1.20"
+    assert binding.source_for(socket.AF_INET6) == "2001:db8::20"
