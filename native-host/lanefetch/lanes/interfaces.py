@@ -189,7 +189,7 @@ class PolicyStore:
             except ValueError as e:
                 raise OSError(f"{e} (not overwritten: fix or delete it)") from None
             disk.policies.update(changes.policies)
-            today = _today()
+            today = _counting_day(disk.usage_day)
             if disk.usage_day != today:
                 disk.usage_day, disk.usage = today, {}
             if changes.usage_day == today:
@@ -213,10 +213,10 @@ class PolicyStore:
         return InterfacePolicy() if p is None else dataclasses.replace(p)
 
     def used_today(self, name: str) -> int:
-        return self.usage.get(name, 0) if self.usage_day == _today() else 0
+        return self.usage.get(name, 0) if self.usage_day == _counting_day(self.usage_day) else 0
 
     def count(self, name: str, nbytes: int) -> None:
-        today = _today()
+        today = _counting_day(self.usage_day)
         if self.usage_day != today:
             self.usage_day, self.usage = today, {}
         if self._pending_day != today:
@@ -253,6 +253,19 @@ def _reaches_beyond_the_link(address: str) -> bool:
 
 def _today() -> str:
     return dt.date.today().isoformat()
+
+
+def _counting_day(recorded: str) -> str:
+    """The day bytes are counted on now: today, or the recorded day when that is one or two days after today. Local
+    dates go back across midnight when the time zone moves west (up to two days: UTC+14 to UTC-12) or the clock is
+    set back; starting that day's counts afresh would let a metered interface at its cap carry another day's worth,
+    so the later day goes on counting until today passes it. A day further ahead was a wrong clock: afresh."""
+    today = _today()
+    try:
+        ahead = (dt.date.fromisoformat(recorded) - dt.date.fromisoformat(today)).days
+    except ValueError:  # nothing recorded yet, or not a date
+        return today
+    return recorded if 0 < ahead <= 2 else today
 
 
 # ----------------------------------------------------------------------------------------------- binding

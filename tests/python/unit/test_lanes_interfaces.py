@@ -7,7 +7,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from lanefetch.lanes.interfaces import Binding, Interface, PolicyStore, choose, parse_interface_arg
+from lanefetch.lanes import interfaces
+from lanefetch.lanes.interfaces import Binding, Interface, InterfacePolicy, PolicyStore, choose, parse_interface_arg
 from lanefetch.lanes.splitting_fetcher import _on_this_machine
 
 
@@ -71,3 +72,47 @@ def test_an_interface_with_a_routable_address_beside_link_local_ones_carries_a_l
     binding = Binding(iface, "source address")
     assert binding.source_for(socket.AF_INET) == "192.168.1.20"
     assert binding.source_for(socket.AF_INET6) == "2001:db8::20"
+
+
+def _capped_store(path: Path, today: list[str], monkeypatch: pytest.MonkeyPatch) -> PolicyStore:
+    monkeypatch.setattr(interfaces, "_today", lambda: today[0])
+    store = PolicyStore(path)
+    store.set_policy("wwan0", InterfacePolicy(daily_cap_bytes=1000))
+    store.count("wwan0", 1000)
+    store.save()
+    return store
+
+
+def test_the_daily_count_survives_the_date_going_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Just after midnight the time zone moved west (travel) or the clock was set back: the date went back a day, and
+    every write and count started that 'new' day's counts at 0, so a metered interface at its cap carried another
+    day's worth. The counts on file for the day just after today go on counting."""
+    today = ["2026-03-02"]
+    path = tmp_path / "interfaces.json"
+    wwan = Interface("wwan0", 4, True, False, ("10.64.1.2",))
+    store = _capped_store(path, today, monkeypatch)
+    today[0] = "2026-03-01"
+    assert store.used_today("wwan0") == 1000
+    assert store.why_not(wwan, allow_metered=True) == "daily cap of 1000 bytes reached"
+    other = PolicyStore.load(path)
+    assert other.why_not(wwan, allow_metered=True) == "daily cap of 1000 bytes reached"
+    other.count("wwan0", 10)
+    other.save()
+    store.count("wwan0", 5)
+    store.write(store.snapshot())
+    assert PolicyStore.load(path).used_today("wwan0") == 1015
+    today[0] = "2026-03-03"  # the next day after that: afresh
+    assert PolicyStore.load(path).used_today("wwan0") == 0
+
+
+def test_a_count_from_a_clock_far_ahead_starts_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock set a year ahead and then corrected must not keep an interface at its cap for a year."""
+    today = ["2027-03-02"]
+    path = tmp_path / "interfaces.json"
+    _capped_store(path, today, monkeypatch)
+    today[0] = "2026-03-02"
+    store = PolicyStore.load(path)
+    assert store.used_today("wwan0") == 0
+    store.count("wwan0", 7)
+    store.save()
+    assert PolicyStore.load(path).usage == {"wwan0": 7}
