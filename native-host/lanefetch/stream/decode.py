@@ -131,15 +131,21 @@ class _Zstd:
         got: list[bytes] = []
         held = 0
         for i in range(0, len(data), _ZSTD_FEED):
-            if self._d.eof:  # what follows the frame is ignored, as when it came in one call
-                break
-            out = self._d.decompress(data[i : i + _ZSTD_FEED])
-            if out:
-                got.append(out)
-                held += len(out)
-                if held >= size:
-                    yield b"".join(got)
-                    got, held = [], 0
+            feed = data[i : i + _ZSTD_FEED]
+            while feed:
+                if self._d.eof:
+                    # A body is one or more frames (RFC 8878 §3.1), decoded one after another as the browsers do
+                    # (and as `prefix` reads them); a decompressobj ends with its frame, so the next gets one of
+                    # its own. Whatever follows that is not a frame fails as a corrupt body.
+                    self._d = zstandard.ZstdDecompressor().decompressobj()
+                out = self._d.decompress(feed)
+                feed = self._d.unused_data if self._d.eof else b""
+                if out:
+                    got.append(out)
+                    held += len(out)
+                    if held >= size:
+                        yield b"".join(got)
+                        got, held = [], 0
         if got:
             yield b"".join(got)
 

@@ -83,3 +83,47 @@ async def test_a_piece_that_expands_enormously_reaches_the_consumer_in_bounded_p
     await sink.end(request, len(coded), [])
     assert sum(out.pieces) == size
     assert max(out.pieces) <= 4 * 1024 * 1024, max(out.pieces)
+
+
+class Errors(Collect):
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[FetchError] = []
+        self.ended = False
+
+    async def end(self, request: FetchRequest, body_bytes: int, trailers: list[tuple[str, str]]) -> None:
+        self.ended = True
+
+    async def error(self, request: FetchRequest, error: FetchError) -> None:
+        self.errors.append(error)
+
+
+@pytest.mark.parametrize("split", [None, 1, 7, 33, 1000])
+async def test_a_zstd_body_of_several_frames_is_decoded_whole(split: int | None) -> None:
+    """A zstd body is one or more frames (RFC 8878 §3.1), decoded one after another, as the browsers decode it
+    (and as decoded_prefix reads it): only the first frame was delivered, the rest dropped, and the response ended
+    as complete, a script or style sheet cut short without an error."""
+    parts = [b"first frame " * 50, b"second frame " * 70, b"third " * 30]
+    coded = b"".join(zstandard.ZstdCompressor().compress(p) for p in parts)
+    out = Errors()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/a.js", [], decode=True)
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", [("Content-Encoding", "zstd")], False))
+    step = split or len(coded)
+    for i in range(0, len(coded), step):
+        await sink.body(request, coded[i : i + step])
+    await sink.end(request, len(coded), [])
+    assert not out.errors
+    assert out.ended and out.data == b"".join(parts)
+
+
+async def test_a_zstd_body_cut_inside_a_later_frame_fails() -> None:
+    compressor = zstandard.ZstdCompressor()
+    coded = compressor.compress(b"whole " * 40) + compressor.compress(b"cut " * 400)[:-5]
+    out = Errors()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/a.js", [], decode=True)
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", [("Content-Encoding", "zstd")], False))
+    await sink.body(request, coded)
+    await sink.end(request, len(coded), [])
+    assert [e.code for e in out.errors] == ["decode_failed"] and not out.ended
