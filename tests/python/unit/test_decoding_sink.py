@@ -127,3 +127,25 @@ async def test_a_zstd_body_cut_inside_a_later_frame_fails() -> None:
     await sink.body(request, coded)
     await sink.end(request, len(coded), [])
     assert [e.code for e in out.errors] == ["decode_failed"] and not out.ended
+
+
+@pytest.mark.parametrize("lines", [["gzip", "br"], ["identity", "gzip"], ["gzip", ""]])
+async def test_content_encoding_on_several_field_lines_is_one_list(lines: list[str]) -> None:
+    """Field lines of one name are one comma-separated list (RFC 9110 §5.3), as Chromium reads Content-Encoding:
+    only the first line was read, so a body coded twice failed, and `identity` then `gzip` reached the page still
+    gzip-coded under a head that says so, which a fulfilled debugger-mode body is not decoded from."""
+    text = b"console.log('decoded');\n" * 100
+    coded = text
+    for coding in lines:
+        coded = gzip.compress(coded) if coding == "gzip" else brotli.compress(coded) if coding == "br" else coded
+    out = Errors()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/a.js", [], decode=True)
+    headers = [("Content-Type", "text/javascript")] + [("Content-Encoding", c) for c in lines]
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", headers, False))
+    await sink.body(request, coded)
+    await sink.end(request, len(coded), [])
+    assert not out.errors
+    (head,) = out.heads
+    assert head.decoded and head.headers == [("Content-Type", "text/javascript")]
+    assert out.data == text
