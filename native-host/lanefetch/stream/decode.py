@@ -94,11 +94,13 @@ class _Zlib:
 class _Brotli:
     def __init__(self) -> None:
         self._d = brotli.Decompressor()
+        self._any = False  # an empty body under the label (an empty redirect) is empty, as with the other codings
 
     def decode(self, data: bytes) -> bytes:
         return b"".join(self.pieces(data))
 
     def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
+        self._any = self._any or bool(data)
         out = bytes(self._d.process(data, output_buffer_limit=size))
         while True:
             if out:
@@ -110,7 +112,7 @@ class _Brotli:
             out = bytes(self._d.process(b"", output_buffer_limit=size))
 
     def finish(self) -> bytes:
-        if not self._d.is_finished():
+        if self._any and not self._d.is_finished():
             raise FetchError("decode_failed", "brotli body ends early")
         return b""
 

@@ -149,3 +149,20 @@ async def test_content_encoding_on_several_field_lines_is_one_list(lines: list[s
     (head,) = out.heads
     assert head.decoded and head.headers == [("Content-Type", "text/javascript")]
     assert out.data == text
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd"])
+@pytest.mark.parametrize("status", [200, 302])
+async def test_an_empty_body_under_a_content_encoding_is_an_empty_body(coding: str, status: int) -> None:
+    """Servers that compress every answer label empty ones too (a redirect, an empty 200 with Content-Length: 0):
+    nothing arrived, so nothing is cut. gzip, deflate and zstd took it so; br failed it as `decode_failed` (the
+    redirect lost)."""
+    out = Errors()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/go", [], decode=True)
+    headers = [("Location", "/there"), ("Content-Encoding", coding), ("Content-Length", "0")]
+    await sink.head(request, DeliveredHead(status, "", "1.1", headers, False))
+    await sink.end(request, 0, [])
+    assert not out.errors
+    assert out.ended and out.data == b""
+    assert out.heads[0].headers == [("Location", "/there")]
