@@ -330,3 +330,20 @@ async def test_a_document_the_browser_loads_itself_is_read_as_it_streams(host: H
     caches, _ = await answers(host, "b2")
     assert caches == {"img": "prefetch"}
     assert server.seen.count("/bg/note.png") == 1
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM") or os.name != "posix", reason="POSIX signals")
+async def test_a_helper_the_browser_terminates_records_its_page_loads_first(tmp_path: Path, server: Server) -> None:
+    """Firefox ends a helper that is still running when its port closes with SIGTERM (then SIGKILL), as does a
+    logout: the helper stops as at its stdin's end, so the load under way is recorded and the next session flies."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    async with running_host(env) as first:
+        await first.send(HELLO)
+        assert (await first.recv())["type"] == "hello"
+        await load(first, server, 1)
+        first.proc.terminate()
+        assert await asyncio.wait_for(first.proc.wait(), 20) == 128 + signal.SIGTERM  # stopped, not killed
+    async with running_host(env) as second:
+        await second.send(HELLO)
+        assert (await second.recv())["type"] == "hello"
+        assert await flight_plan(second, page(server)) is True, "the terminated helper's load was not recorded"
