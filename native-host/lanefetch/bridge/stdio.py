@@ -2,7 +2,8 @@
 
 On POSIX the event loop watches the pipes itself. On Windows browsers hand the host anonymous pipes, which
 the Proactor loop can neither read nor write asynchronously, so there a thread reads stdin into the
-StreamReader and writes go to stdout through a worker thread (`threaded=True`, also usable on POSIX)."""
+StreamReader and writes go to stdout through a worker thread (`threaded=True`, also usable on POSIX). The
+reading thread is paused by the reader as a pipe transport would be, so input is bounded the same way on both."""
 
 from __future__ import annotations
 
@@ -61,12 +62,48 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _pump(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
-    """Thread body: stdin → reader until EOF or a read error (both end the port)."""
+class _PumpControl(asyncio.ReadTransport):
+    """What the reader pauses and resumes in place of a pipe transport: the stdin thread's room to read. The reader
+    pauses it beyond twice its limit and resumes it once read below the limit, so while the host does not read
+    (its read loop waits for the port to take an answer) what the browser sends stays in the pipe, and then in the
+    browser, as with the event loop's pipes; without it the thread read on and the helper's memory grew with
+    whatever the browser sent meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.room = threading.Event()
+        self.room.set()
+
+    def pause_reading(self) -> None:
+        self.room.clear()
+
+    def resume_reading(self) -> None:
+        self.room.set()
+
+    def is_reading(self) -> bool:
+        return self.room.is_set()
+
+
+def _feed(reader: asyncio.StreamReader, data: bytes, fed: threading.Event) -> None:
     try:
-        while data := os.read(fd, READ_SIZE):
-            loop.call_soon_threadsafe(reader.feed_data, data)
-    except OSError:
+        reader.feed_data(data)
+    finally:
+        fed.set()
+
+
+def _pump(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop, control: _PumpControl) -> None:
+    """Thread body: stdin → reader until EOF or a read error (both end the port). Each piece is fed before the next
+    read, which waits for room (_PumpControl): the reader holds at most twice its limit and one piece."""
+    try:
+        while True:
+            control.room.wait()
+            data = os.read(fd, READ_SIZE)
+            if not data:
+                break
+            fed = threading.Event()
+            loop.call_soon_threadsafe(_feed, reader, data, fed)
+            fed.wait()
+    except (OSError, RuntimeError):  # a read error, or the loop is closed: nobody is reading any more
         pass
     finally:
         with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody is reading any more
@@ -80,7 +117,9 @@ async def open_stdio(
     reader = asyncio.StreamReader(limit=limit)
     if threaded:
         # A daemon thread: a blocked os.read on stdin must not keep the process alive after the port closed.
-        threading.Thread(target=_pump, args=(read_fd, reader, loop), name="stdin", daemon=True).start()
+        control = _PumpControl()
+        reader.set_transport(control)
+        threading.Thread(target=_pump, args=(read_fd, reader, loop, control), name="stdin", daemon=True).start()
         return reader, ThreadedWriter(write_fd)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0))
     transport, proto = await loop.connect_write_pipe(

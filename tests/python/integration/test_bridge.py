@@ -439,6 +439,41 @@ async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:
         os.close(fd)
 
 
+async def test_threaded_stdin_stops_reading_while_the_host_does_not() -> None:
+    """The Windows path's stdin thread feeds the host's reader only as fast as the host reads it: while the host
+    does not (its read loop waits for the port to take its answers), what the browser sends stays in the pipe and
+    then in the browser, as with the event-loop pipes, instead of piling up in the helper's memory."""
+    to_host_r, to_host_w = os.pipe()
+    from_host_r, from_host_w = os.pipe()
+    limit = 256 * 1024
+    reader, _ = await open_stdio(to_host_r, from_host_w, threaded=True, limit=limit)
+    os.set_blocking(to_host_w, False)
+    written, refused, chunk = 0, 0, b"x" * 65536
+    try:
+        # Until the pipe stays full for 50 tries the loop had time to run between (at most 64 MiB written).
+        while refused < 50 and written < 64 * 1024 * 1024:
+            try:
+                written += os.write(to_host_w, chunk)
+                refused = 0
+            except BlockingIOError:
+                refused += 1
+                await asyncio.sleep(0.01)
+        # The reader holds at most twice its limit (then the thread stops) and one read of the thread's
+        assert written <= 2 * limit + 2 * 256 * 1024 + 1024 * 1024, f"{written} bytes taken while nobody read them"
+        got = 0  # reading again resumes the thread: everything written arrives, then the end
+        os.set_blocking(to_host_w, True)
+        os.close(to_host_w)
+        to_host_w = -1
+        while data := await asyncio.wait_for(reader.read(1024 * 1024), 20):
+            got += len(data)
+        assert got == written
+    finally:
+        for fd in (to_host_w, to_host_r, from_host_r, from_host_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
 @pytest.fixture
 async def held_origin() -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
     """An origin whose /hold answers only once the test releases it (and says when the request arrived)."""
