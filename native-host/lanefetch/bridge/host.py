@@ -57,6 +57,11 @@ TEST_SYSTEM_PROXY_RECHECK_ENV = "LANEFETCH_TEST_SYSTEM_PROXY_RECHECK"  # tests: 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+class PortClosed(ConnectionError):
+    """The browser closed its end of the port (it quit, or the extension disconnected): nothing the host says is
+    read any more. Serving ends as at stdin's end, not as a message that failed."""
+
+
 class _BatchSink:
     """Turns engine callbacks for one batch into protocol messages; remembers which requests were answered (end or
     error), so a batch that fails anyway answers exactly the others."""
@@ -196,6 +201,8 @@ class Host:
         in handling one message is logged and reported as `internal`, and the host reads the next."""
         try:
             await self._handle(item)
+        except PortClosed:
+            raise  # no one to answer: serve() ends
         except Exception as e:
             kind = item.get("type") if isinstance(item, dict) else None
             log.exception("handling a %.40r message failed", kind)
@@ -427,6 +434,8 @@ class Host:
         async def run() -> None:
             try:
                 await work
+            except PortClosed:  # the browser quit: nobody to tell
+                pass
             except Exception:  # nothing waits for it: a failure is logged, never the host's end
                 log.exception("%s failed", what)
 
@@ -549,6 +558,12 @@ class Host:
         self._batches[batch_id] = task
 
     async def _run_batch(self, batch_id: str, requests: list[FetchRequest], page: Page) -> None:
+        try:
+            await self._fetch_batch(batch_id, requests, page)
+        except PortClosed:  # the browser quit while the batch ran: nobody to answer, no failure to log
+            log.debug("batch %.128r ended with the port", batch_id)
+
+    async def _fetch_batch(self, batch_id: str, requests: list[FetchRequest], page: Page) -> None:
         sink = _BatchSink(self._send)
         connections = max_concurrent = 0
         working = asyncio.create_task(self._say_working(batch_id), name=f"working-{batch_id}")
@@ -572,7 +587,10 @@ class Host:
         the Rust book on `wcdma` fetched 543 kB twice)."""
         while True:
             await asyncio.sleep(self.working_interval)
-            await self._send(protocol.working(batch_id))
+            try:
+                await self._send(protocol.working(batch_id))
+            except PortClosed:  # nobody to tell
+                return
 
     async def _watch_system_proxy(self) -> None:
         """A system proxy set or removed while the helper runs (the environment cannot change, GNOME's, macOS's and
@@ -614,8 +632,11 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Servi
         except MessageTooLarge as e:  # never reached by body chunks; guards any other oversized message
             frame = encode(protocol.error("too_large", str(e), message.get("id")))
         async with lock:
-            writer.write(frame)
-            await writer.drain()
+            try:
+                writer.write(frame)
+                await writer.drain()
+            except ConnectionError as e:  # the reading end is closed (BrokenPipeError, "Connection lost")
+                raise PortClosed(str(e)) from e
 
     host = Host(FetchService(config), send)
     decoder = FrameDecoder()
@@ -626,6 +647,8 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Servi
                 break  # the browser closed the port
             for item in decoder.feed(data):
                 await host.handle(item)
+    except PortClosed as e:  # closed before an answer went out: its stdin's end is not read first
+        log.debug("the browser closed the port: %s", e)
     finally:
         await host.close()
 

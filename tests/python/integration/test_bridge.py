@@ -7,6 +7,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import resource
 import struct
@@ -437,6 +438,26 @@ async def test_threaded_stdio_serves_the_host(tmp_path: Path) -> None:
     await asyncio.wait_for(served, 20)
     for fd in (to_host_r, from_host_r, from_host_w):
         os.close(fd)
+
+
+async def test_a_port_closed_before_its_answer_ends_the_host_quietly(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The browser quits with a message still to answer: the host stops as at its stdin's end (no traceback, no
+    "failed to handle" error, exit status 0), instead of failing the message and ending on the answer's error."""
+
+    class Gone:
+        def write(self, data: bytes) -> None:
+            pass
+
+        async def drain(self) -> None:
+            raise ConnectionResetError("Connection lost")
+
+    reader = asyncio.StreamReader()
+    reader.feed_data(frame({"type": "ping", "nonce": "n"}) + frame({"type": "ping", "nonce": "m"}))
+    reader.feed_eof()
+    with caplog.at_level(logging.DEBUG, logger="lanefetch"):
+        await asyncio.wait_for(serve(reader, Gone(), ServiceConfig(cache_dir=tmp_path / "cache")), 20)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 async def test_threaded_stdin_stops_reading_while_the_host_does_not() -> None:
