@@ -22,7 +22,7 @@ from typing import Protocol
 
 from .body_stall import BodyProgress
 from .errors import FetchError
-from .fields import Headers
+from .fields import FieldLookup, Headers
 from .pool_plan import queue_order
 from .request import FetchRequest, Target, priority_key
 from .response_parser import Framing, ResponseHead
@@ -54,7 +54,7 @@ class _Held:
 
 
 @dataclass(frozen=True)
-class DeliveredHead:
+class DeliveredHead(FieldLookup):
     status: int
     reason: str
     http_version: str

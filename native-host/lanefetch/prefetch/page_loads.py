@@ -142,7 +142,7 @@ def _carries_policy(headers: Headers) -> bool:
 
 
 def _coding(head: DeliveredHead) -> str:
-    return "" if head.decoded else next((v for k, v in head.headers if k.lower() == "content-encoding"), "").strip()
+    return "" if head.decoded else (head.get("content-encoding") or "").strip()  # every line of it: one list
 
 
 def _readable(head: DeliveredHead) -> bool:

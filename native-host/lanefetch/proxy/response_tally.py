@@ -36,7 +36,7 @@ class ResponseTally:
 
     def head(self, head: DeliveredHead) -> None:
         self._head = head
-        coding = next((v for k, v in head.headers if k.lower() == "content-encoding"), None)
+        coding = head.get("content-encoding")  # every line of it: one list (RFC 9110 §5.3)
         try:
             self._decoder = decoder_for(coding)
         except FetchError:

@@ -30,8 +30,7 @@ class DecodingSink:
         if request.decode and request.method != "HEAD" and head.status not in _NO_BODY:
             try:
                 # every line of the field: one list (RFC 9110 §5.3), as Chromium reads it
-                codings = ", ".join(v for k, v in head.headers if k.lower() == "content-encoding")
-                decoder = decoder_for(codings or None)
+                decoder = decoder_for(head.get("content-encoding") or None)
             except FetchError as e:
                 await self._fail(request, e)
                 return

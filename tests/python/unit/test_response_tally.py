@@ -36,6 +36,14 @@ def test_coded_bodies_report_sent_and_decoded_sizes_across_chunks() -> None:
         assert got is not None and (got.body_bytes, got.decoded_body_bytes) == (len(coded), len(TEXT)), coding
 
 
+def test_content_encoding_on_several_field_lines_is_one_list() -> None:
+    """Codings named on two field lines are one list (RFC 9110 §5.3), as the decoding sink and Chromium read them: the
+    decoded size of gzip-then-br is counted, not left unknown for a br body taken as gzip alone."""
+    coded = brotli.compress(gzip.compress(TEXT))
+    got = tally([("Content-Encoding", "gzip"), ("Content-Encoding", "br")], [coded[:5], coded[5:]])
+    assert got is not None and (got.body_bytes, got.decoded_body_bytes) == (len(coded), len(TEXT))
+
+
 def test_unknown_sizes_stay_unknown_never_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
     r = tally([("Content-Encoding", "gzip")], [b"not gzip at all"])
     assert r is not None and r.decoded_body_bytes is None
