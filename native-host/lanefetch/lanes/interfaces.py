@@ -197,8 +197,15 @@ class PolicyStore:
                     disk.usage[name] = disk.usage.get(name, 0) + nbytes
             data = {"interfaces": {k: asdict(v) for k, v in disk.policies.items()},
                     "usage_day": disk.usage_day, "usage": disk.usage}
+            # Replaced whole (a reader never sees half a file), with the old file's mode (a file the user made 0600
+            # stays so) and synced first (else a power loss may leave an empty file where the policy was).
             tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data, indent=2))
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(json.dumps(data, indent=2))
+                f.flush()
+                with contextlib.suppress(OSError):
+                    os.chmod(tmp, os.stat(self.path).st_mode & 0o777)
+                os.fsync(f.fileno())
             tmp.replace(self.path)
         return disk
 

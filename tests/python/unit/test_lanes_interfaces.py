@@ -3,7 +3,9 @@ go over the default route alone (targets on this machine)."""
 
 from __future__ import annotations
 
+import os
 import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,22 @@ def test_a_count_from_a_clock_far_ahead_starts_afresh(tmp_path: Path, monkeypatc
     store.count("wwan0", 7)
     store.save()
     assert PolicyStore.load(path).usage == {"wwan0": 7}
+
+
+def test_a_write_keeps_the_files_mode_and_reaches_the_disk_before_it_replaces_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each write replaces the policy file with a new one: made under the umask, a file the user restricted (0600)
+    became readable again; and not synced first, a power loss could leave an empty file in its place."""
+    path = tmp_path / "interfaces.json"
+    store = PolicyStore(path)
+    store.set_policy("wwan0", InterfacePolicy(daily_cap_bytes=1000))
+    store.save()
+    path.chmod(0o600)
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    store.count("wwan0", 10)
+    store.save()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert synced, "the new file was not synced before it replaced the old one"
+    assert PolicyStore.load(path).used_today("wwan0") == 10
