@@ -8,16 +8,15 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
-from . import __version__, log_setup
+from . import __version__, log_setup, stop_signals
 from .bridge.browsers import BROWSERS
 from .cache.location import default_cache_dir
 from .engine import DeliveredHead, EngineConfig, FetchError, FetchRequest, Page, TimingReport
@@ -262,25 +261,6 @@ def _check_split(args: argparse.Namespace, service: FetchService) -> None:
         warn(f"--split has one interface to use ({name}), so each body comes over it alone. Name two or more "
               "with --interface NAME --interface NAME2, or allow more with `lanefetch interfaces set NAME "
               "--enable` (see `lanefetch interfaces`)")
-
-
-async def _stoppable(work: Awaitable[int], stopped_by: list[int]) -> int:
-    """`kill` (SIGTERM) or the terminal closing (SIGHUP) ends the work as Ctrl-C does: its task is cancelled, so its
-    clean-up runs (no `.NAME.lanefetch-part` left behind). Python's default for these signals ends the process where
-    it stands. Noted in stopped_by, for the exit status."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-
-    def stop(signum: int) -> None:
-        stopped_by.append(signum)
-        if task is not None:
-            task.cancel()
-
-    for name in ("SIGTERM", "SIGHUP"):  # Windows has no SIGHUP, and its loop no add_signal_handler
-        if hasattr(signal, name):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(getattr(signal, name), stop, getattr(signal, name))
-    return await work
 
 
 async def _fetch(args: argparse.Namespace) -> int:
@@ -626,15 +606,7 @@ def _main(argv: list[str] | None) -> int:
         refusal = _where_bodies_go(args)
         if refusal is not None:
             args.command_parser.error(refusal)
-        stopped_by: list[int] = []
-        try:
-            return asyncio.run(_stoppable(_fetch(args), stopped_by))
-        except KeyboardInterrupt:
-            return 130
-        except asyncio.CancelledError:
-            if not stopped_by:
-                raise
-            return 128 + stopped_by[0]  # what a shell reports for a command a signal ended
+        return stop_signals.run(_fetch(args))
     if args.command == "cache":
         return _cache_command(args)
     if args.command == "interfaces":

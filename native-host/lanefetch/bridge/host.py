@@ -9,17 +9,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import log_setup, protocol
+from .. import log_setup, protocol, stop_signals
 from ..cache.http_cache import cache_url
 from ..cache.location import default_cache_dir
 from ..cache.store import StoreStats
@@ -653,23 +651,10 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Servi
         await host.close()
 
 
-async def _stdio_main(config: ServiceConfig, read_fd: int, write_fd: int, stopped_by: list[int]) -> None:
-    """SIGTERM (Firefox ends a helper still running after its port closed that way before SIGKILL; so does a logout)
-    and SIGHUP stop the host as its stdin's end does: serving is cancelled and its clean-up runs (the loads under
-    way recorded, proxy listeners and the discovery worker closed). Python's default ends the process where it
-    stands, and what the page loads taught was lost. Noted in stopped_by, for the exit status."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-
-    def stop(signum: int) -> None:
-        if not stopped_by and task is not None:  # once: a second signal must not cut the clean-up short
-            task.cancel()
-        stopped_by.append(signum)
-
-    for name in ("SIGTERM", "SIGHUP"):  # Windows has no SIGHUP, and its loop no add_signal_handler
-        if hasattr(signal, name):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(getattr(signal, name), stop, getattr(signal, name))
+async def _stdio_main(config: ServiceConfig, read_fd: int, write_fd: int) -> None:
+    """Serves the port on stdio. Run under stop_signals: SIGTERM (Firefox ends a helper still running after its port
+    closed that way before SIGKILL; so does a logout) and SIGHUP stop the host as its stdin's end does, serving
+    cancelled and its clean-up run, so what the page loads under way taught is recorded."""
     reader, writer = await open_stdio(read_fd, write_fd, limit=FrameDecoder().max_size)
     await serve(reader, writer, config)
 
@@ -702,17 +687,9 @@ def main(argv: list[str] | None = None) -> int:
     test_ca = os.environ.get(TEST_UPSTREAM_CA_ENV) or None
     if test_ca:
         log.warning("%s is set: origins are verified against %s only (a test setting)", TEST_UPSTREAM_CA_ENV, test_ca)
-    stopped_by: list[int] = []
-    try:
-        read_fd, write_fd = _private_port_fds()
-        asyncio.run(_stdio_main(ServiceConfig(EngineConfig(ca_file=test_ca), cache_dir=default_cache_dir()),
-                                read_fd, write_fd, stopped_by))
-    except KeyboardInterrupt:
-        return 130
-    except asyncio.CancelledError:
-        if not stopped_by:
-            raise
-    return 128 + stopped_by[0] if stopped_by else 0  # what a shell reports for a process a signal ended
+    read_fd, write_fd = _private_port_fds()
+    return stop_signals.run(_stdio_main(ServiceConfig(EngineConfig(ca_file=test_ca), cache_dir=default_cache_dir()),
+                                        read_fd, write_fd))
 
 
 if __name__ == "__main__":
