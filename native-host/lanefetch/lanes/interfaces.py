@@ -19,6 +19,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -102,14 +103,25 @@ def config_dir() -> Path:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """One writer at a time: the CLI and every running helper share the policy file."""
+    """One writer at a time: the CLI and every running helper share the policy file (else one writer's counts,
+    merged from the file as it was before another's write, would replace them)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory lock; each write still replaces the file whole
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        try:
+            import fcntl
+        except ImportError:  # Windows: a byte-range lock on the lock file's first byte
+            import msvcrt
+
+            # LK_LOCK retries for about ten seconds before it raises OSError: a writer stuck that long is a
+            # clear error, not a reason to write unlocked.
+            lock.seek(0)
+            msvcrt.locking(lock.fileno(), msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined,unused-ignore]
+            try:
+                yield
+            finally:
+                lock.seek(0)
+                msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined,unused-ignore]
+            return
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -199,14 +211,22 @@ class PolicyStore:
                     "usage_day": disk.usage_day, "usage": disk.usage}
             # Replaced whole (a reader never sees half a file), with the old file's mode (a file the user made 0600
             # stays so) and synced first (else a power loss may leave an empty file where the policy was).
-            tmp = self.path.with_suffix(".tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(json.dumps(data, indent=2))
-                f.flush()
+            # A name of its own (not one shared ".tmp"): a writer that does not hold the lock (a file system
+            # without locks) must not write into, or rename away, another writer's half-written file.
+            fd, tmp_name = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+            tmp = Path(tmp_name)
+            try:
+                with open(fd, "w", encoding="utf-8") as f:
+                    f.write(json.dumps(data, indent=2))
+                    f.flush()
+                    with contextlib.suppress(OSError):
+                        os.chmod(tmp, os.stat(self.path).st_mode & 0o777)
+                    os.fsync(f.fileno())
+                tmp.replace(self.path)
+            except BaseException:
                 with contextlib.suppress(OSError):
-                    os.chmod(tmp, os.stat(self.path).st_mode & 0o777)
-                os.fsync(f.fileno())
-            tmp.replace(self.path)
+                    tmp.unlink()  # a full disk leaves no half-written file behind
+                raise
         return disk
 
     def set_policy(self, name: str, policy: InterfacePolicy) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,61 @@ def test_a_write_keeps_the_files_mode_and_reaches_the_disk_before_it_replaces_it
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert synced, "the new file was not synced before it replaced the old one"
     assert PolicyStore.load(path).used_today("wwan0") == 10
+
+
+def test_writers_without_a_lock_never_share_a_half_written_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows (no fcntl) with the lock unavailable: a second writer running while the first is between writing
+    its new file and putting it in place neither truncates that file nor renames it away (the first writer's
+    write used to fail, its counts lost)."""
+    path = tmp_path / "interfaces.json"
+    PolicyStore(path).save()
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # import fails, as on Windows
+
+    class NoLock:
+        LK_LOCK, LK_UNLCK = 1, 0
+
+        @staticmethod
+        def locking(fd: int, mode: int, n: int) -> None:
+            """A file system where locks do nothing."""
+
+    monkeypatch.setitem(sys.modules, "msvcrt", NoLock)
+    second = PolicyStore(path)
+    second.count("wlan0", 5)
+    real_fsync = os.fsync
+    entered: list[int] = []
+
+    def fsync(fd: int) -> None:
+        if not entered:
+            entered.append(fd)
+            second.save()  # the other writer, between this writer's write and its replace
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    first = PolicyStore(path)
+    first.set_policy("wwan0", InterfacePolicy(daily_cap_bytes=1000))
+    first.save()
+    assert PolicyStore.load(path).policy("wwan0").daily_cap_bytes == 1000
+    assert not list(tmp_path.glob("*.tmp*")), "a writer's file was left behind"
+
+
+def test_on_windows_a_write_holds_the_lock_file_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without fcntl the write still holds a lock (msvcrt's), so a helper's counts and the CLI's policy change
+    never replace each other."""
+    path = tmp_path / "interfaces.json"
+    monkeypatch.setitem(sys.modules, "fcntl", None)
+    calls: list[int] = []
+
+    class Msvcrt:
+        LK_LOCK, LK_UNLCK = 1, 0
+
+        @staticmethod
+        def locking(fd: int, mode: int, n: int) -> None:
+            calls.append(mode)
+
+    monkeypatch.setitem(sys.modules, "msvcrt", Msvcrt)
+    store = PolicyStore(path)
+    store.count("wlan0", 5)
+    store.save()
+    assert calls == [Msvcrt.LK_LOCK, Msvcrt.LK_UNLCK]
+    assert PolicyStore.load(path).used_today("wlan0") == 5
