@@ -621,6 +621,21 @@ class Host:
         await self.loads.aclose()  # every load recorded (and reported) before the service and its cache close
 
 
+def _too_large(message: dict[str, Any], e: MessageTooLarge) -> dict[str, Any]:
+    """What goes out instead of a message the port cannot carry. An answer a page waits for by its nonce (the
+    options page's interfaces list: 256 interfaces with 64 addresses each pass 1 MiB) is that answer's error with
+    that nonce, as a failed command's is: a bare error names no nonce, and the page waited for its timeout, then
+    took the helper for unavailable. Anything else is an error naming its request id, if it has one."""
+    said = f"the helper's answer is too large for the browser's port ({e})"
+    nonce = message.get("nonce")
+    if isinstance(nonce, str) and len(nonce) <= 128:
+        if message.get("type") == "interfaces_state":
+            return protocol.interfaces_state(nonce, PolicyAnswer(None, "", said))
+        if message.get("type") == "cache_stats":
+            return protocol.cache_error(nonce, said)
+    return protocol.error("too_large", str(e), message.get("id"))
+
+
 async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: ServiceConfig) -> None:
     lock = asyncio.Lock()
 
@@ -628,7 +643,7 @@ async def serve(reader: asyncio.StreamReader, writer: FrameWriter, config: Servi
         try:
             frame = encode(message)
         except MessageTooLarge as e:  # never reached by body chunks; guards any other oversized message
-            frame = encode(protocol.error("too_large", str(e), message.get("id")))
+            frame = encode(_too_large(message, e))
         async with lock:
             try:
                 writer.write(frame)

@@ -9,6 +9,7 @@ import type { Batch, ToExtension } from "../../../extension/src/generated/protoc
 import { RequestDelivery, type DeliveryResult } from "../../../extension/src/deliver/request-delivery.js";
 import type { FetchResponder } from "../../../extension/src/deliver/fetch-responder.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
+import { answerInterfacesRequest, type InterfacesReply } from "../../../extension/src/lanes/interfaces-api.js";
 
 const OPTIONS = { extensionVersion: "0.0.0", browser: "chromium" as const, helloTimeoutMs: 1000, retryMissingMs: 5000, retryCrashMs: 0 };
 
@@ -135,4 +136,22 @@ test("a malformed head from the helper never leaves the browser's request unansw
       assert.equal(results[0]?.outcome, "passed");
     });
   }
+});
+
+test("an interfaces list too large for the port reaches the options page as the error of its own question", async () => {
+  // The helper's form of it (bridge/host.py, _too_large): the answer's error with the question's nonce, so the page
+  // says why at once instead of waiting for its timeout and taking the helper for unavailable.
+  const { connection, client, sent, say } = scripted();
+  assert.equal(await connection.ready(), true);
+  const replies: InterfacesReply[] = [];
+  assert.equal(answerInterfacesRequest({ type: "lanefetch/interfaces" }, client, () => connection.state, (r) => replies.push(r)), true);
+  await new Promise((r) => setImmediate(r));
+  const asked = sent.find((m) => (m as { type?: string }).type === "interfaces") as { nonce: string } | undefined;
+  assert.ok(asked);
+  say({ type: "error", code: "too_large", message: "another answer's, naming no question" });
+  say({ type: "interfaces_state", nonce: asked.nonce, error: "the helper's answer is too large for the browser's port (message of 1204815 bytes)" });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(replies.length, 1);
+  assert.match(replies[0]?.state?.error ?? "", /too large/);
+  assert.equal(replies[0]?.state?.interfaces, undefined);
 });

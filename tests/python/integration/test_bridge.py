@@ -460,6 +460,51 @@ async def test_a_port_closed_before_its_answer_ends_the_host_quietly(tmp_path: P
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
+class _Captured:
+    """A port's browser end that keeps every frame the host writes."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    async def drain(self) -> None:
+        pass
+
+    def messages(self) -> list[dict[str, Any]]:
+        out, data = [], self.data
+        while data:
+            (size,) = struct.unpack("=I", data[:4])
+            out.append(json.loads(data[4 : 4 + size]))
+            data = data[4 + size :]
+        return out
+
+
+async def test_an_answer_too_large_for_the_port_is_the_asked_answers_error_with_its_nonce(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The options page waits for the answer of its nonce: an interfaces list over the port's 1 MiB (256
+    interfaces with 64 long addresses each) is not dropped for a bare error that names no request (the page waited
+    its 10 s, then said the helper was unavailable and asked again, forever); it is an interfaces_state with that
+    nonce and the error, which the page shows."""
+    from lanefetch.bridge import host as host_module
+    from lanefetch.lanes.interface_report import InterfaceRow, PolicyAnswer
+    from lanefetch.lanes.interfaces import InterfacePolicy
+
+    row = InterfaceRow("x" * 250, True, True, tuple(f"fe80::{i:02x}:{'a' * 50}%veth" for i in range(64)),
+                       InterfacePolicy(), 0, None, "device")
+    monkeypatch.setattr(host_module, "list_or_change", lambda name, change: PolicyAnswer([row] * 256, "/p.json"))
+    reader = asyncio.StreamReader()
+    reader.feed_data(frame({"type": "interfaces", "action": "list", "nonce": "q7"}))
+    reader.feed_eof()
+    port = _Captured()
+    await asyncio.wait_for(serve(reader, port, ServiceConfig(cache_dir=tmp_path / "cache")), 20)
+    [answer] = port.messages()
+    assert answer["type"] == "interfaces_state" and answer["nonce"] == "q7" and "interfaces" not in answer, answer
+    assert "too large" in answer["error"]
+    assert protocol.check(answer, "ToExtension") is None
+
+
 async def test_threaded_stdin_stops_reading_while_the_host_does_not() -> None:
     """The Windows path's stdin thread feeds the host's reader only as fast as the host reads it: while the host
     does not (its read loop waits for the port to take its answers), what the browser sends stays in the pipe and
