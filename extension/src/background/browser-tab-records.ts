@@ -37,18 +37,23 @@ export class BrowserTabRecords {
     }
   }
 
-  /** A request the browser finished that no record joined (it was never paused): listed if the tab is a browser tab. */
+  /** A request the browser finished that no record joined (it was never paused): listed if the tab is a browser tab,
+   * under the load whose document made it. A request of a load the tab has left (it finished after a reload or a
+   * navigation to the same URL began) is that load's, not counted in the current page's counters; one whose
+   * loader is no kept load's document (a frame's, or the new load's document not recorded yet) is the current load's. */
   unpausedFinished(networkId: string, url: string, timing: BrowserTiming, request: SeenRequest): void {
     const tabId = request.tabId;
     if (!this.ctx.attachedButLeft(tabId)) return;
     this.unpaused += 1;
+    const own = request.loaderId === null ? undefined : this.ctx.timings.loadWithDocument(tabId, request.loaderId);
+    const earlier = own !== undefined && own.id !== this.ctx.timings.currentLoadId(tabId) ? own : undefined;
     this.ctx.timings.add({
-      id: `nb${this.unpaused}`, tabId, pageUrl: this.ctx.pageUrl(tabId), url, method: request.method, resourceType: request.type,
-      priority: request.priority, networkId, requestHeaders: request.headers, batchId: null, pausedAt: timing.start,
-      answeredAt: timing.start, outcome: "passed", reason: "low_latency", detail: this.detail(tabId), status: timing.status,
-      bodyBytes: 0, timing: null,
-    });
-    this.ctx.counters.passed(tabId, "low_latency");
+      id: `nb${this.unpaused}`, tabId, pageUrl: earlier?.url ?? this.ctx.pageUrl(tabId), url, method: request.method,
+      resourceType: request.type, priority: request.priority, networkId, requestHeaders: request.headers, batchId: null,
+      pausedAt: timing.start, answeredAt: timing.start, outcome: "passed", reason: "low_latency", detail: this.detail(tabId),
+      status: timing.status, bodyBytes: 0, timing: null,
+    }, earlier?.id);
+    if (earlier === undefined) this.ctx.counters.passed(tabId, "low_latency");
   }
 
   private detail(tabId: number, fromPage = false): string {

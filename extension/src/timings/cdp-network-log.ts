@@ -15,6 +15,9 @@ export interface SeenRequest {
   type: string;
   priority: string;
   headers: [string, string][];
+  /** The document whose load made the request (CDP loaderId; a top-level document's own request id is its
+   * loader's), to file it under that page load however late it finishes; null where CDP left it out. */
+  loaderId: string | null;
 }
 export type FinishedTiming = (networkId: string, url: string, timing: BrowserTiming, request: SeenRequest) => void;
 /** What the browser's timing of a request tells of its host's round trip: a TCP connect (one round trip) or the
@@ -120,6 +123,7 @@ export class CdpNetworkLog {
     const r: Partial<Protocol.Network.Request> = e.request;
     const request: SeenRequest = {
       tabId, method: r.method ?? "GET", type: e.type ?? "Other", priority: r.initialPriority ?? "Medium", headers: headerPairs(r.headers ?? {}),
+      loaderId: (e as Partial<Protocol.Network.RequestWillBeSentEvent>).loaderId ?? null,
     };
     setNewest(this.pending, e.requestId, { url: e.request.url, request, offsetMs, startedAt: start, timing: blank(start) }, MAX_PENDING);
   }

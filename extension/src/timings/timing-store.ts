@@ -244,6 +244,18 @@ export class TimingStore {
     return true;
   }
 
+  /** The tab's load whose top-level document is the browser's request `documentRequest` (in Chromium also the
+   * loaderId of that document's requests), if one is kept. */
+  loadWithDocument(tabId: number, documentRequest: string): PageLoad | undefined {
+    for (const { load } of this.loads.values()) if (load.tabId === tabId && load.documentRequest === documentRequest) return { ...load };
+    return undefined;
+  }
+
+  /** The id of the tab's current (newest) page load. */
+  currentLoadId(tabId: number): string | undefined {
+    return this.current.get(tabId);
+  }
+
   get(id: string): RequestRecord | undefined {
     return this.bucketOf(id)?.records.get(id);
   }

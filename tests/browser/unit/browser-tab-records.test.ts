@@ -3,6 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BrowserTabRecords, type BrowserTabContext } from "../../../extension/src/background/browser-tab-records.js";
+import type { BrowserTiming } from "../../../extension/src/timings/browser-timing.js";
+import type { SeenRequest } from "../../../extension/src/timings/cdp-network-log.js";
 import type { ResourceEntry } from "../../../extension/src/timings/resource-timing.js";
 import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
@@ -61,5 +63,36 @@ test("a loaded page's entries become its load's records, with the browser's timi
   await withScripting([{ frameId: 0, result: [entry(`${PAGE}b.png`)] }], () => undefined, () => records.list(5));
   const [r] = timings.pageLoad(load.id)?.records ?? [];
   assert.deepEqual([r?.url, r?.outcome, r?.reason, r?.status, r?.browser?.headersEnd], [`${PAGE}b.png`, "passed", "low_latency", 200, T0 + 25]);
+  assert.deepEqual(counters.get(5).passed, { low_latency: 1 });
+});
+
+function finishedTiming(start: number): BrowserTiming {
+  return {
+    start, dnsStart: null, dnsEnd: null, connectStart: null, connectEnd: null, sslStart: null, sslEnd: null, sendStart: null,
+    sendEnd: null, headersEnd: start + 5, end: start + 10, status: 200, statusText: "OK", protocol: "http/1.1", mimeType: null,
+    responseHeaders: [], remoteAddress: null, connectionId: null, encodedBytes: 100, bodyBytes: 100, fromCache: null, error: null,
+  };
+}
+
+function seen(type: string, loaderId: string | null): SeenRequest {
+  return { tabId: 5, method: "GET", type, priority: "Low", headers: [], loaderId };
+}
+
+test("a request of a load finishing after the tab reloaded the same URL stays with its own load, uncounted", () => {
+  const timings = new TimingStore();
+  const first = timings.newPage(5, PAGE, T0);
+  const counters = new TabCounters();
+  const records = new BrowserTabRecords(context(timings, counters));
+  // CDP Network: the document's requestId is the loaderId of its own requests.
+  records.unpausedFinished("D1", PAGE, finishedTiming(T0), seen("Document", "D1"));
+  const reload = timings.newPage(5, PAGE, T0 + 400);
+  counters.newPage(5, PAGE);
+  records.unpausedFinished("S1", `${PAGE}slow.png`, finishedTiming(T0 + 50), seen("Image", "D1"));
+  assert.deepEqual(timings.pageLoad(first.id)?.records.map((r) => r.url), [PAGE, `${PAGE}slow.png`], "the first load keeps it");
+  assert.deepEqual(timings.pageLoad(reload.id)?.records.map((r) => r.url), [], "nothing of the first load in the reload");
+  assert.deepEqual(counters.get(5).passed, {}, "nor in the reloaded page's counters");
+  // The reload's own requests (its document not recorded yet: its loader is no load's) are the reload's.
+  records.unpausedFinished("S2", `${PAGE}a.png`, finishedTiming(T0 + 450), seen("Image", "D2"));
+  assert.deepEqual(timings.pageLoad(reload.id)?.records.map((r) => r.url), [`${PAGE}a.png`]);
   assert.deepEqual(counters.get(5).passed, { low_latency: 1 });
 });
