@@ -52,6 +52,8 @@ interface Item {
   /** Its origin is the browser's over a warm h2/h3 connection (why, BrowserMultiplexed.detail): the helper answers
    * it only from what it holds (its page's prefetch flight, its cache) and declines the rest to the browser. */
   multiplexed?: string;
+  /** The tab's page when it was asked for (TabCounters.page): counted for that page only. */
+  counted: number;
 }
 
 function unavailableReason(state: HelperState): PassReason {
@@ -191,16 +193,19 @@ export class Accelerator {
       priority: paused.priority, networkId: paused.networkId ?? null, requestHeaders: paused.headers, batchId: null,
       pausedAt: Date.now(), answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
     });
+    // Counted for the page that asked for it, not for the one the tab shows when its answer comes (a reload of the
+    // same URL meanwhile started the counts afresh).
+    const counted = this.counters.page(tabId);
     const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
     if (!decision.take) {
       if (decision.reason === "local_document") this.documentToBrowser(id, held);
       if (decision.reason === "method") this.unsafeToBrowser(held);
-      this.passNow(id, held, decision.reason, "");
+      this.passNow(id, held, decision.reason, "", counted);
       return;
     }
     const fast = this.speed.stepAsideDetail(paused.url);
     if (fast !== null) {
-      this.passNow(id, held, "low_latency", fast);
+      this.passNow(id, held, "low_latency", fast, counted);
       return;
     }
     const multiplexed = this.multiplexed?.detail(paused.url) ?? null;
@@ -210,7 +215,7 @@ export class Accelerator {
       // never claimed (its bytes wasted) and the page's requests never learned. Without the helper up nothing is
       // held, and a flight never holds a document (its detour would delay the whole page for nothing).
       if (!this.helperHolds() || paused.cdpResourceType === "Document") {
-        this.passNow(id, held, "browser_multiplexed", multiplexed);
+        this.passNow(id, held, "browser_multiplexed", multiplexed, counted);
         return;
       }
       // The page has no flight: the helper holds nothing of it (but what its cache kept, which the browser's own cache
@@ -218,15 +223,15 @@ export class Accelerator {
       // it began writing an image it would otherwise have sent after the stylesheet (flask-tutorial's first load over
       // `sat`, 5 of 5 loads one round trip slower with the detour). Passed at once, told to the helper, which learns it.
       if (this.flights.get(withoutFragment(held.page.url)) === false && this.helperTakes("browser_fetched")) {
-        this.passNow(id, held, "browser_multiplexed", multiplexed);
+        this.passNow(id, held, "browser_multiplexed", multiplexed, counted);
         this.client.browserFetched(pageField(held.page), [toHelperRequest(id, paused)]);
         return;
       }
-      this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|held`, { id, held, multiplexed });
+      this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|held`, { id, held, multiplexed, counted });
       return;
     }
     // One batch names one page: an embedded frame's requests (frameSite) go apart from the page's own
-    this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}`, { id, held });
+    this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}`, { id, held, counted });
   }
 
   /** A request of `tabId` handled once `ready` gives it (Chromium: its page, or where its origin's requests go, is
@@ -294,19 +299,19 @@ export class Accelerator {
     return state.status === "connected" && state.capabilities.includes(capability);
   }
 
-  private passNow(id: string, held: HeldRequest, reason: PassReason, detail: string): void {
+  private passNow(id: string, held: HeldRequest, reason: PassReason, detail: string, counted: number): void {
     void held.responder.pass(held.paused.interceptionId).then(() =>
-      this.finished(id, held.tabId, { outcome: "passed", reason, detail }),
+      this.finished(id, held.tabId, { outcome: "passed", reason, detail }, counted),
     );
   }
 
-  private finished(id: string, tabId: number, result: DeliveryResult): void {
+  private finished(id: string, tabId: number, result: DeliveryResult, counted: number): void {
     const wasDelivering = this.deliveries.delete(id);
     if (result.outcome === "fulfilled") {
-      this.counters.accelerated(tabId, result.bodyBytes);
+      this.counters.accelerated(tabId, result.bodyBytes, counted);
       this.store.update(id, { outcome: "fulfilled", status: result.status, bodyBytes: result.bodyBytes, answeredAt: Date.now() });
     } else {
-      this.counters.passed(tabId, result.reason);
+      this.counters.passed(tabId, result.reason, counted);
       this.store.update(id, { outcome: "passed", reason: result.reason, detail: result.detail, answeredAt: Date.now() });
     }
     if (wasDelivering && !this.busyFor(tabId)) for (const listener of this.idleListeners) listener(tabId);
@@ -368,7 +373,8 @@ export class Accelerator {
           if (warmClaimed.has(i) && result.outcome === "fulfilled") this.warmConnection?.release(item.held.paused.url);
           // Declined: it goes to the browser's multiplexed connection, as it would have without asking.
           const declined = item.multiplexed !== undefined && result.outcome === "passed" && result.reason === "browser_warm_connection";
-          this.finished(item.id, item.held.tabId, declined ? { outcome: "passed", reason: "browser_multiplexed", detail: item.multiplexed ?? "" } : result);
+          this.finished(item.id, item.held.tabId, declined ? { outcome: "passed", reason: "browser_multiplexed", detail: item.multiplexed ?? "" } : result,
+            item.counted);
         },
         timing: (message) => this.store.update(item.id, { timing: message }),
         cancel: (id) => this.client.cancel([id]),
@@ -417,7 +423,7 @@ export class Accelerator {
     }
     const sent = await this.client.send(batch, sinks, () => {
       const timings = this.store.forBatch(batchId).flatMap((r) => (r.timing ? [r.timing] : []));
-      this.counters.saved(tabId, estimateSavedMs(timings));
+      this.counters.saved(tabId, estimateSavedMs(timings), first.counted);
     });
     if (!sent) {
       const reason = unavailableReason(this.helperState());

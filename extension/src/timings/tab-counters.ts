@@ -1,4 +1,7 @@
-// Per-tab counters of the current page: accelerated, passed through (by reason), bytes, estimated time saved.
+// Per-tab counters of the current page: accelerated, passed through (by reason), bytes, estimated time saved. Each
+// page the tab shows is numbered (page()): a request's counts given with the number of the page that asked for it are
+// dropped once the tab went on to another page, so an answer that comes after a reload of the same URL is not counted
+// for the reloaded page.
 import type { PassReason } from "../intercept/pass-reason.js";
 
 export interface TabCounts {
@@ -15,10 +18,25 @@ export function emptyCounts(pageUrl: string): TabCounts {
 
 export class TabCounters {
   private readonly tabs = new Map<number, TabCounts>();
+  /** Each tab's current page, numbered (0: none begun). */
+  private readonly pages = new Map<number, number>();
+  private pageCounter = 0;
 
   /** A new top-level page committed in the tab: start counting afresh. */
   newPage(tabId: number, pageUrl: string): void {
     this.tabs.set(tabId, emptyCounts(pageUrl));
+    this.pageCounter += 1;
+    this.pages.set(tabId, this.pageCounter);
+  }
+
+  /** The number of the tab's current page, to give with the counts of a request answered later. */
+  page(tabId: number): number {
+    return this.pages.get(tabId) ?? 0;
+  }
+
+  /** Whether counts given for `page` (none given: the current page) are the current page's. */
+  private current(tabId: number, page: number | undefined): boolean {
+    return page === undefined || page === this.page(tabId);
   }
 
   private of(tabId: number): TabCounts {
@@ -30,18 +48,21 @@ export class TabCounters {
     return counts;
   }
 
-  accelerated(tabId: number, bytes: number): void {
+  accelerated(tabId: number, bytes: number, page?: number): void {
+    if (!this.current(tabId, page)) return;
     const c = this.of(tabId);
     c.accelerated += 1;
     c.bytes += bytes;
   }
 
-  passed(tabId: number, reason: PassReason): void {
+  passed(tabId: number, reason: PassReason, page?: number): void {
+    if (!this.current(tabId, page)) return;
     const c = this.of(tabId);
     c.passed[reason] = (c.passed[reason] ?? 0) + 1;
   }
 
-  saved(tabId: number, ms: number): void {
+  saved(tabId: number, ms: number, page?: number): void {
+    if (!this.current(tabId, page)) return;
     this.of(tabId).savedMs += ms;
   }
 
@@ -52,5 +73,6 @@ export class TabCounters {
 
   forget(tabId: number): void {
     this.tabs.delete(tabId);
+    this.pages.delete(tabId);
   }
 }
