@@ -192,6 +192,7 @@ export class Accelerator {
       id, tabId, pageUrl: held.page.url, url: paused.url, method: paused.method, resourceType: paused.cdpResourceType,
       priority: paused.priority, networkId: paused.networkId ?? null, requestHeaders: paused.headers, batchId: null,
       pausedAt: Date.now(), answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+      privateBrowsing: held.page.privateBrowsing,
     });
     // Counted for the page that asked for it, not for the one the tab shows when its answer comes (a reload of the
     // same URL meanwhile started the counts afresh).

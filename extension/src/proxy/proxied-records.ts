@@ -43,6 +43,7 @@ export class ProxiedRecords {
         id: m.id, tabId: ctx.tabId, pageUrl: ctx.pageUrl, url: m.url, method: m.method, resourceType,
         priority: m.priority ?? "Medium", requestHeaders: (m.request_headers ?? []).map(([k, v]) => [k, v]), batchId: null,
         pausedAt: this.now(), answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
+        privateBrowsing: ctx.page.private_browsing === true,
       });
       const early = this.takeEarly(ctx.tabId, m.url);
       if (early) this.timings.update(m.id, { status: early.status, answeredAt: early.at });

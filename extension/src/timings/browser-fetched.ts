@@ -41,6 +41,8 @@ export interface BrowserRequest {
   url: string;
   method: string;
   type: string;
+  /** A private window's request (webRequest's and proxy.onRequest's details say so). */
+  incognito?: boolean;
 }
 
 interface Followed {
@@ -74,7 +76,7 @@ export class BrowserFetchedRecords {
     this.timings.add({
       id, tabId, pageUrl, url: request.url, method: request.method, resourceType: webRequestResourceType(request.type),
       priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",
-      reason, detail, status: null, bodyBytes: 0, timing: null,
+      reason, detail, status: null, bodyBytes: 0, timing: null, privateBrowsing: request.incognito === true,
     });
     this.counters.passed(tabId, reason);
     setNewest(this.followed, request.requestId, { recordId: id, start: at, headersAt: null }, LIMIT);

@@ -38,7 +38,12 @@ export interface RequestRecord {
 }
 
 export type NewRecord = Omit<RequestRecord, "pageLoadId" | "browser" | "networkId" | "requestHeaders"> &
-  Partial<Pick<RequestRecord, "networkId" | "requestHeaders">>;
+  Partial<Pick<RequestRecord, "networkId" | "requestHeaders">> & {
+    /** The request is a private window's: its tab's loads are forgotten when it closes, also where this request
+     * begins the tab's first load (no navigation was seen: the site turned on after the page loaded, the
+     * background started again). */
+    privateBrowsing?: boolean;
+  };
 
 /**
  * One page load of a tab: what the timing pages list as one entry. Its identity is explicit: the top-level document
@@ -176,7 +181,9 @@ export class TimingStore {
 
   /** A request of the tab's current page load; `into`: of that load instead (one the tab may have left since: a
    * listing read while the page went on), kept only while that load is. */
-  add(fresh: NewRecord, into?: string): RequestRecord {
+  add(added: NewRecord, into?: string): RequestRecord {
+    const { privateBrowsing = false, ...fresh } = added;
+    if (privateBrowsing) this.privateTabs.add(fresh.tabId);
     let bucket = into === undefined ? this.currentBucket(fresh.tabId) : this.loads.get(into);
     if (into === undefined && (!bucket || beginsAnotherLoad(bucket.load, fresh))) {
       bucket = this.loads.get(this.newPage(fresh.tabId, fresh.pageUrl, fresh.pausedAt).id);

@@ -141,3 +141,14 @@ test("Firefox: the document's redirect (its request id again at another URL) is 
   assert.notEqual(next.id, first.id);
   assert.equal(store.pageLoads(7).length, 2);
 });
+
+test("a private window's request that begins its tab's first load (none was begun) still has the tab forgotten at its close", () => {
+  // No navigation was seen (the site was turned on after the page loaded, or the background started again): the
+  // page's next request begins the load. It said it is a private window's; the load it begins is kept as such.
+  const store = new TimingStore();
+  store.add(record("xhr", { resourceType: "fetch", requestHeaders: [["Cookie", "session=private"]], privateBrowsing: true }));
+  assert.equal(store.pageLoads(7).length, 1);
+  store.tabClosed(7);
+  assert.deepEqual(store.pageLoads(7), [], "nothing of the private tab is kept");
+  assert.equal(store.get("xhr"), undefined);
+});

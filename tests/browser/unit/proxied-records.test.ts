@@ -190,3 +190,21 @@ test("Firefox's status of a reloaded page's request is that request's, not the o
   assert.deepEqual([timings.get("u2")?.status, timings.get("u2")?.answeredAt], [200, 2100]);
   assert.deepEqual([timings.get("u1")?.status, timings.get("u1")?.answeredAt], [null, null], "the first load's stays unanswered");
 });
+
+test("a private window's proxied request with no page load begun: its records go when its tab closes", () => {
+  // The document went direct (the site was turned on after it loaded): the page's next request begins the load.
+  const counters = new TabCounters();
+  const timings = new TimingStore();
+  const secret: PageContext = { ...CONTEXT, page: { ...CONTEXT.page, private_browsing: true } };
+  const records = new ProxiedRecords((id) => (id === secret.contextId ? secret : undefined), counters, timings, () => 1000);
+  records.handle({ ...proxied("r1", `${PAGE}api`), request_headers: [["Cookie", "session=private"]] } as ToExtension);
+  assert.equal(timings.pageLoads(7).length, 1);
+  timings.tabClosed(7);
+  assert.deepEqual(timings.pageLoads(7), [], "nothing of the private tab is kept");
+  assert.equal(timings.get("r1"), undefined);
+  // Nor one Firefox fetched itself (stepped aside), begun the same way.
+  records.passed(9, PAGE, { requestId: "f1", url: `${PAGE}b.png`, method: "GET", type: "image", incognito: true }, "low_latency", "fast");
+  assert.equal(timings.pageLoads(9).length, 1);
+  timings.tabClosed(9);
+  assert.deepEqual(timings.pageLoads(9), []);
+});
