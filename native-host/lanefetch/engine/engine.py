@@ -13,6 +13,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import system_trust
 from .address_policy import AddressSpace
 from .config import EngineConfig
 from .connection import Carrier
@@ -25,8 +26,8 @@ from .pool import OriginPool
 from .pool_plan import Handshake
 from .request import FetchRequest, Origin, parse_target, validate
 from .rtt_sample import handshake_round_trip
-from .timing import ConnectTiming
-from .transport import make_tls_context
+from .timing import ConnectTiming, now
+from .transport import make_tls_context, trust_paths
 
 log = logging.getLogger("lanefetch.engine")
 
@@ -64,6 +65,7 @@ class Engine:
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
+        self._trust_watch = system_trust.StoreWatch()  # when the trust store's files changed: _tls made again
         self.last_arrival = 0.0  # when response bytes last arrived on any connection (pool.delivered; body_stall.py)
         self.host_link = HostLink()  # whether the host's interfaces have been quiet too (body_stall.py)
         #: Told each new connection's origin and TCP connect time in seconds (one round trip).
@@ -170,6 +172,16 @@ class Engine:
             for key in [k for k, p in self.policies.items() if p is policy]:
                 self.on_policy_changed(key)
 
+    def tls_context(self) -> ssl.SSLContext:
+        """The context a new TLS connection is made with: made again when the files of the trust store it read
+        changed (system_trust.py), so a CA removed from the store is no longer trusted, and one added is."""
+        t = now()
+        if self._tls is None or self._trust_watch.due(t):
+            seen = system_trust.stamp(trust_paths(self.config.ca_file))  # before reading: a change meanwhile is seen
+            if self._trust_watch.changed(seen, t) or self._tls is None:
+                self._tls = make_tls_context(self.config.ca_file, http2=self.config.http2)
+        return self._tls
+
     def connection_opened(self, conn: Carrier) -> None:
         self._open_connections += 1
         for b in self._batches:
@@ -186,11 +198,7 @@ class Engine:
         pool = self._pools.get(key)
         if pool is None:
             policy = self.policies.setdefault(policy_key(origin, page), OriginPolicy(self.config.effective_depth))
-            tls = None
-            if origin.scheme == "https":
-                if self._tls is None:
-                    self._tls = make_tls_context(self.config.ca_file, http2=self.config.http2)
-                tls = self._tls
+            tls = self.tls_context() if origin.scheme == "https" else None
             pool = OriginPool(self, origin, page.address_space, policy, tls)
             self._pools[key] = pool
         return pool

@@ -99,6 +99,7 @@ class PoolOwner(Protocol):
     host_link: HostLink  # the host's interfaces: has the link been quiet, not only the engine's connections?
 
     def next_connection_id(self) -> int: ...
+    def tls_context(self) -> ssl.SSLContext: ...
     def tcp_connected(self, origin: Origin, timing: ConnectTiming, policy: OriginPolicy) -> None: ...
     def policy_changed(self, policy: OriginPolicy) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
@@ -718,7 +719,7 @@ class OriginPool:
             transport = await open_transport(
                 addresses,
                 server_hostname=self.origin.host if self.tls is not None else None,
-                tls=self.tls,
+                tls=self._current_tls(),
                 timing=timing,
                 connect_timeout=self.config.connect_timeout,
                 interface=self.config.interface,
@@ -741,6 +742,15 @@ class OriginPool:
                     self._open_ahead()  # and those a page's preconnect asked for
         return transport
 
+    def _current_tls(self) -> ssl.SSLContext | None:
+        """The context a connection about to be made uses: the engine's now, made again when the trust store
+        changed (system_trust.py). The sessions received under an earlier one are dropped: a resumed handshake
+        verifies no certificate chain, so one would carry an origin's old verdict past the change."""
+        if self.tls is not None and (tls := self.engine.tls_context()) is not self.tls:
+            self.tls = tls
+            self._tickets = {False: SessionTickets(), True: SessionTickets()}
+        return self.tls
+
     def _session_to_offer(self, small_records: bool) -> ssl.SSLSession | None:
         """The session a connection about to handshake offers: the newest its siblings (open or closed) that asked
         for small records as it does received."""
@@ -755,8 +765,8 @@ class OriginPool:
 
     def _keep_session(self, conn: Carrier) -> None:
         """Keep the TLS session conn holds now (its latest ticket), for the pool's next connections."""
-        if conn.transport is None or not offers_sessions(self.tls):
-            return
+        if conn.transport is None or conn.transport.tls is not self.tls or not offers_sessions(self.tls):
+            return  # (a connection made before the trust store changed: its session is not resumed)
         tls = conn.transport.writer.get_extra_info("ssl_object")
         if isinstance(tls, ssl.SSLObject) and (session := tls.session) is not None:
             self._tickets[conn.connect_timing.small_records].keep(session, time.time(),

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from . import tls_diagnosis, tls_records
+from . import system_trust, tls_diagnosis, tls_records
 from .errors import FetchError
 from .timing import ConnectTiming, now
 
@@ -148,6 +148,7 @@ class Transport:
     remote_address: str | None
     interface: str | None
     alpn: str | None = None  # the protocol the server chose in the TLS handshake ("h2", "http/1.1"), None if none
+    tls: ssl.SSLContext | None = None  # the context it was made with (its sessions are resumed under that one only)
 
     def close(self) -> None:
         if not self.writer.is_closing():
@@ -183,6 +184,15 @@ def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLC
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return ctx
+
+
+def trust_paths(ca_file: str | None) -> list[str]:
+    """The files a context of make_tls_context(ca_file) reads its trust from, watched for changes
+    (system_trust.py): ca_file, or the system's store where OpenSSL verifies (Linux); none elsewhere (the platform's
+    verifier, asked at each handshake, follows its store itself)."""
+    if ca_file is not None:
+        return [ca_file]
+    return system_trust.system_store_paths() if sys.platform.startswith("linux") else []
 
 
 async def open_transport(
@@ -273,7 +283,7 @@ async def open_transport(
                    if tls is not None and not timing.held and tls_diagnosis.closed_without_a_word(e) else None)
             detail = tls_diagnosis.handshake_failure(e, server_hostname or remote, old)
             raise FetchError("tls_failed", detail) from None
-        return Transport(reader, writer, local, remote, interface, alpn)
+        return Transport(reader, writer, local, remote, interface, alpn, tls)
     if isinstance(last, TimeoutError):
         raise FetchError("timeout", f"connecting timed out after {connect_timeout:g} s")
     raise FetchError("connect_failed", f"cannot connect: {last}")

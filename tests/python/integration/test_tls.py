@@ -290,3 +290,58 @@ async def test_the_server_is_asked_for_records_of_at_most_4_kib(pki: Path, versi
         for s in (relay_server, tls_server):
             s.close()
             await s.wait_closed()
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
+async def test_a_ca_removed_from_the_system_store_is_distrusted_without_a_restart(
+        pki: Path, tmp_path: Path, version: ssl.TLSVersion, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system store (SSL_CERT_FILE and SSL_CERT_DIR here, as update-ca-certificates writes them) holds the
+    test CA, then loses it (an administrator distrusting it), then gets it back. The same engine follows: the
+    connection after the removal is refused, though the server would resume the session an earlier connection
+    of the same partition received (a resumed handshake verifies no chain), and the one after the CA came back is
+    trusted. Before, the store was the one read when the helper's first TLS connection was made, until restart."""
+    from lanefetch.engine import system_trust
+
+    monkeypatch.setattr(system_trust, "CHECK_EVERY", 0.0)  # every new connection looks (the rule: test_system_trust)
+    (tmp_path / "other").mkdir()
+    other = make_test_pki(tmp_path / "other", "another CA")
+    bundle, directory = tmp_path / "ca-certificates.crt", tmp_path / "certs"
+    directory.mkdir()
+    bundle.write_bytes((pki / "ca.pem").read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.setenv("SSL_CERT_DIR", str(directory))
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    ctx.maximum_version = version
+    resumed: list[bool] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        tls = request.transport.get_extra_info("ssl_object") if request.transport else None
+        assert isinstance(tls, ssl.SSLObject)
+        resumed.append(tls.session_reused)
+        response = web.Response(text="x")
+        response.force_close()  # each request on a new connection
+        return response
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app, ssl_context=ctx) as port:
+        sink = Collect()
+        engine = Engine(EngineConfig(connect_timeout=5))  # no ca_file: the system store
+        try:
+            async def get(name: str) -> None:
+                await asyncio.wait_for(engine.fetch(
+                    [FetchRequest(name, "GET", f"https://localhost:{port}/{name}")], sink, Page("loopback", "a.test")),
+                    30)
+
+            await get("trusted")
+            await get("resumed")
+            bundle.write_bytes((other / "ca.pem").read_bytes())  # the test CA distrusted
+            await get("removed")
+            bundle.write_bytes((other / "ca.pem").read_bytes() + (pki / "ca.pem").read_bytes())  # and back
+            await get("added")
+        finally:
+            await engine.aclose()
+    assert resumed[:2] == [False, True], "the second connection resumed the first's session"
+    assert set(sink.errors) == {"removed"} and sink.errors["removed"].code == "tls_failed"
+    assert "removed" not in sink.bodies and sink.bodies["added"] == b"x"
