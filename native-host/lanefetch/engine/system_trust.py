@@ -12,7 +12,9 @@ Theory of operation
   When a new connection is about to be made, at most every CHECK_EVERY seconds (`StoreWatch.due`), the shell
   (engine.py) takes a new stamp; a stamp that differs from the last one (`StoreWatch.changed`) makes it build a
   new SSLContext, which reads the store again. A few stat() calls per CHECK_EVERY, never a read of the bundle per
-  connection; the bundle is read again only when it changed (a 200 kB bundle takes tens of milliseconds).
+  connection; the bundle is read again only when it changed. (Reading it holds the event loop: 25 ms for Debian's
+  144 CAs. truststore's Linux context read it again as every connection's handshake began, and never forgot a CA
+  removed; on Linux the helper's context reads it itself, once: `load_system_store`, the same locations.)
 - A TLS session received under the old store is never resumed under the new one: a resumed handshake carries no
   certificate chain, so nothing would be verified against the new store (pool.py drops its sessions when its
   context changes; the browser flushes its session cache when its trust changes, too).
@@ -23,6 +25,7 @@ Theory of operation
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from collections.abc import Iterable
 
@@ -43,14 +46,39 @@ CA_FILE_CANDIDATES = (
 Stamp = tuple[tuple[str, tuple[int, int, int, int] | None], ...]
 
 
-def system_store_paths() -> list[str]:
-    """The files and directory the system's trust store is read from here (OpenSSL's default locations, which
-    SSL_CERT_FILE and SSL_CERT_DIR override, or else the first bundle of CA_FILE_CANDIDATES that exists)."""
+_HASHED_NAME = re.compile(r"[0-9a-fA-F]{8}\.[0-9]")  # c_rehash's names in a CA directory
+
+
+def _openssl_defaults_hold_certificates() -> bool:
+    """Do OpenSSL's default locations (SSL_CERT_FILE and SSL_CERT_DIR override them) hold a store: their bundle
+    exists, or their directory has hashed certificate names? (truststore's test, so the same store is read.)"""
     defaults = ssl.get_default_verify_paths()
-    paths = [p for p in (defaults.cafile, defaults.capath) if p]
-    if paths:
-        return paths
-    return [next((f for f in CA_FILE_CANDIDATES if os.path.isfile(f)), CA_FILE_CANDIDATES[0])]
+    if defaults.cafile:
+        return True
+    try:
+        return bool(defaults.capath) and any(_HASHED_NAME.fullmatch(n) for n in os.listdir(defaults.capath or "."))
+    except OSError:
+        return False
+
+
+def system_store_paths() -> list[str]:
+    """The files and directory the system's trust store is read from here (load_system_store): OpenSSL's default
+    locations, or else the bundles of CA_FILE_CANDIDATES (any of them appearing is a change)."""
+    if _openssl_defaults_hold_certificates():
+        defaults = ssl.get_default_verify_paths()
+        return [p for p in (defaults.cafile, defaults.capath) if p]
+    return list(CA_FILE_CANDIDATES)
+
+
+def load_system_store(ctx: ssl.SSLContext) -> None:
+    """Have ctx trust the system's store, read now: OpenSSL's default locations, or else the first bundle of
+    CA_FILE_CANDIDATES that exists (as truststore reads it on Linux, where it reads it again at every handshake)."""
+    if _openssl_defaults_hold_certificates():
+        ctx.set_default_verify_paths()
+        return
+    bundle = next((f for f in CA_FILE_CANDIDATES if os.path.isfile(f)), None)
+    if bundle is not None:
+        ctx.load_verify_locations(cafile=bundle)
 
 
 def stamp(paths: Iterable[str]) -> Stamp:

@@ -161,26 +161,25 @@ def _fmt(addr: tuple[object, ...]) -> str:
 
 
 def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLContext:
-    """Strict verification against the system trust store (truststore), or only ca_file when given
-    (tests with their own CA: never both, so a test CA is never trusted in normal use). ALPN offers h2 first
-    when http2 (the server picks; the pool runs whichever it chose). Its connections resume TLS sessions
-    (SessionOfferingContext) where OpenSSL verifies the chain itself: with ca_file, and truststore on Linux. On
-    macOS and Windows truststore verifies the chain after the handshake with the platform's verifier, and a resumed
-    handshake carries no chain to verify, so there every handshake is a full one."""
+    """Strict verification against the system trust store, or only ca_file when given (tests with their own CA:
+    never both, so a test CA is never trusted in normal use). ALPN offers h2 first when http2 (the server picks; the
+    pool runs whichever it chose). On Linux OpenSSL verifies against the store as read now (the locations
+    truststore reads; system_trust.py reads them again when they change), and its connections resume TLS sessions
+    (SessionOfferingContext), as with ca_file. On macOS and Windows truststore verifies the chain after the
+    handshake with the platform's verifier, and a resumed handshake carries no chain to verify, so there every
+    handshake is a full one."""
     if ca_file is not None:
         ctx: ssl.SSLContext = SessionOfferingContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.load_verify_locations(cafile=ca_file)
+    elif sys.platform.startswith("linux"):
+        # Not truststore's context: it reads the bundle again as each connection's handshake begins (25 ms of the
+        # event loop for Debian's), and still trusts a CA removed from it since.
+        ctx = SessionOfferingContext(ssl.PROTOCOL_TLS_CLIENT)
+        system_trust.load_system_store(ctx)
     else:
         import truststore
 
-        if sys.platform.startswith("linux"):
-
-            class Context(SessionOfferingContext, truststore.SSLContext):  # type: ignore[misc]  # (typeshed twins)
-                """truststore's context (the system's trust store; OpenSSL verifies), offering sessions."""
-
-            ctx = Context(ssl.PROTOCOL_TLS_CLIENT)
-        else:
-            ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return ctx

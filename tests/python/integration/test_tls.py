@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -345,3 +346,53 @@ async def test_a_ca_removed_from_the_system_store_is_distrusted_without_a_restar
     assert resumed[:2] == [False, True], "the second connection resumed the first's session"
     assert set(sink.errors) == {"removed"} and sink.errors["removed"].code == "tls_failed"
     assert "removed" not in sink.bodies and sink.bodies["added"] == b"x"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="where OpenSSL verifies against the system's files")
+async def test_the_system_store_is_read_once_not_at_every_connection(
+        pki: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the system's bundle holds the event loop (25 ms for Debian's 144 CAs, on this machine): it is read
+    when the context is made, and then only when it changed (system_trust.py). Before, truststore's Linux context
+    read it again as each connection's handshake began: three connections, three more reads."""
+    bundle, directory = tmp_path / "ca-certificates.crt", tmp_path / "certs"
+    directory.mkdir()
+    bundle.write_bytes((pki / "ca.pem").read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.setenv("SSL_CERT_DIR", str(directory))
+    reads: list[str] = []
+    default_paths, locations = ssl.SSLContext.set_default_verify_paths, ssl.SSLContext.load_verify_locations
+
+    def read_default_paths(self: ssl.SSLContext) -> None:
+        reads.append("default paths")
+        default_paths(self)
+
+    def read_locations(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        reads.append("locations")
+        locations(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "set_default_verify_paths", read_default_paths)
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", read_locations)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    connections: list[int] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        connections.append(1)
+        response = web.Response(text="x")
+        response.force_close()  # each request on a new connection
+        return response
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app, ssl_context=ctx) as port:
+        reads.clear()  # (the server's own context)
+        sink = Collect()
+        engine = Engine(EngineConfig(connect_timeout=5))  # no ca_file: the system store
+        try:
+            for name in ("a", "b", "c"):
+                await asyncio.wait_for(engine.fetch(
+                    [FetchRequest(name, "GET", f"https://localhost:{port}/{name}")], sink, Page("loopback")), 30)
+        finally:
+            await engine.aclose()
+    assert sink.errors == {} and len(connections) == 3
+    assert reads == ["default paths"]
