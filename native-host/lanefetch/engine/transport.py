@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _ssl
 import asyncio
 import contextlib
 import contextvars
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from . import system_trust, tls_diagnosis, tls_records
+from . import chromium_distrust, system_trust, tls_diagnosis, tls_records
 from .errors import FetchError
 from .timing import ConnectTiming, now
 
@@ -185,6 +186,15 @@ def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLC
     return ctx
 
 
+def verified_chain(tls: ssl.SSLObject) -> list[bytes]:
+    """The chain OpenSSL verified on this connection (DER, leaf first, trust anchor last); [] where it verified
+    none (a resumed handshake) or does not say (Python before 3.13 has it on the _ssl object only)."""
+    public = getattr(tls, "get_verified_chain", None)  # Python 3.13: DER bytes
+    native = getattr(getattr(tls, "_sslobj", None), "get_verified_chain", None)  # 3.10 to 3.12: _ssl.Certificate
+    chain = public() if public is not None else native() if native is not None else None
+    return [c if isinstance(c, bytes) else c.public_bytes(_ssl.ENCODING_DER) for c in chain or ()]
+
+
 def trust_paths(ca_file: str | None) -> list[str]:
     """The files a context of make_tls_context(ca_file) reads its trust from, watched for changes
     (system_trust.py): ca_file, or the system's store where OpenSSL verifies (Linux); none elsewhere (the platform's
@@ -265,6 +275,9 @@ async def open_transport(
                 timing.tls_end = now()
                 tls_object = writer.get_extra_info("ssl_object")
                 timing.tls_resumed = bool(tls_object.session_reused)
+                if not timing.tls_resumed and (why := chromium_distrust.refusal(verified_chain(tls_object))):
+                    writer.close()  # a chain the browser refuses (its root store is not the system's)
+                    raise FetchError("tls_failed", f"certificate of {server_hostname} refused: {why}")
                 alpn = tls_object.selected_alpn_protocol()
                 if alpn not in (None, "http/1.1", "h2"):
                     writer.close()

@@ -396,3 +396,50 @@ async def test_the_system_store_is_read_once_not_at_every_connection(
             await engine.aclose()
     assert sink.errors == {} and len(connections) == 3
     assert reads == ["default paths"]
+
+
+async def test_a_chain_to_a_root_the_browser_distrusts_is_refused(
+        pki: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system's store trusts the test CA (ca_file here); Chromium's root store is told not to, then to trust it
+    only for certificates issued before a date (chromium_distrust.py). The helper refuses the connection where the
+    browser would (the request then goes to the browser), and takes a leaf issued before the date."""
+    import datetime
+    import socket
+
+    from cryptography import x509
+    from lanefetch.engine import chromium_distrust, transport
+    from lanefetch.engine.timing import ConnectTiming
+
+    ca = x509.load_pem_x509_certificate((pki / "ca.pem").read_bytes())
+    issued = x509.load_pem_x509_certificate((pki / "srv.pem").read_bytes()).not_valid_before_utc
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+    port = server.sockets[0].getsockname()[1]
+
+    async def connect(distrusted: dict[str, datetime.datetime | None]) -> FetchError | None:
+        monkeypatch.setattr(chromium_distrust, "DISTRUSTED", distrusted)
+        try:
+            t = await transport.open_transport(
+                [(socket.AF_INET, ("127.0.0.1", port))], server_hostname="localhost",
+                tls=transport.make_tls_context(str(pki / "ca.pem")), timing=ConnectTiming(), connect_timeout=5)
+        except FetchError as e:
+            return e
+        t.close()
+        return None
+
+    try:
+        spki = chromium_distrust.spki_sha256(ca)
+        never = await connect({spki: None})
+        assert never is not None and never.code == "tls_failed" and "lanefetch test CA" in str(never)
+        too_late = await connect({spki: issued - datetime.timedelta(days=1)})
+        assert too_late is not None and too_late.code == "tls_failed"
+        assert await connect({spki: issued + datetime.timedelta(days=1)}) is None, "issued before the cut-off"
+        assert await connect({}) is None
+    finally:
+        server.close()
+        await server.wait_closed()
