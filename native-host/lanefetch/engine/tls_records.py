@@ -83,6 +83,20 @@ def _libssl() -> ctypes.CDLL | None:
         return None
 
 
+def context_pointer(ctx: ssl.SSLContext) -> tuple[ctypes.CDLL, int] | None:
+    """The libssl the ssl module uses and ctx's SSL_CTX in it, where both are known for sure (the checks of the
+    module's theory: that libssl reads back ctx's own options and verify mode from the pointer); else None."""
+    lib = _libssl()
+    inner = getattr(ctx, "_ctx", ctx)  # truststore's context wraps the ssl.SSLContext that makes the connections
+    if lib is None or not isinstance(inner, ssl.SSLContext):
+        return None
+    pointer = _pointer_after_head(inner)  # PySSLContext: SSL_CTX *ctx first
+    if pointer is None or lib.SSL_CTX_get_options(pointer) != int(inner.options) or (
+            lib.SSL_CTX_get_verify_mode(pointer) != _OPENSSL_VERIFY_MODE[inner.verify_mode]):
+        return None
+    return lib, pointer
+
+
 def ask_small_records(tls: ssl.SSLObject, ctx: ssl.SSLContext) -> bool:
     """Have this connection, made by ctx and not yet handshaken, ask the server for records of at most
     RECORD_BYTES. False (nothing changed) where that cannot be done soundly here; see the module's theory."""

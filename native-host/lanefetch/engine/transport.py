@@ -12,7 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from . import chromium_distrust, system_trust, tls_diagnosis, tls_records
+from . import chromium_distrust, client_certificates, system_trust, tls_diagnosis, tls_records
 from .errors import FetchError
 from .timing import ConnectTiming, now
 
@@ -183,6 +183,7 @@ def make_tls_context(ca_file: str | None = None, http2: bool = True) -> ssl.SSLC
         ctx = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
+    client_certificates.stop_when_asked(ctx)  # the browser answers a request for a client certificate, never us
     return ctx
 
 
@@ -289,6 +290,9 @@ async def open_transport(
             raise FetchError("tls_failed", f"certificate of {server_hostname} rejected: {e.verify_message}") from None
         except (ssl.SSLError, OSError, TimeoutError) as e:
             sock.close()
+            if client_certificates.asked(e):
+                raise FetchError("tls_failed", f"{server_hostname} asks for a client certificate: the browser "
+                                 "chooses one") from None
             # An unexplained close may be a server of TLS 1.1 or older: one more handshake asks (tls_diagnosis.py).
             # (Not after a held handshake: a server closes a connection that said nothing for a while.)
             old = (await tls_diagnosis.probe_old_tls(family, sockaddr, server_hostname, connect_timeout, setup)

@@ -443,3 +443,27 @@ async def test_a_chain_to_a_root_the_browser_distrusts_is_refused(
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["tls1.3", "tls1.2"])
+async def test_a_server_asking_for_a_client_certificate_is_left_to_the_browser(
+        pki: Path, version: ssl.TLSVersion) -> None:
+    """A server that asks for a client certificate and takes a connection without one (nginx's ssl_verify_client
+    optional) answers by who the client is. The browser would choose a certificate (asking the user, or by policy)
+    and be answered as that user; the helper has none, and was answered anonymously, an answer delivered for a
+    request it does not answer. Now the handshake stops when asked and the request goes to the browser."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    ctx.load_verify_locations(pki / "ca.pem")
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.maximum_version = version
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text="anonymous")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    async with serve_app(app, ssl_context=ctx) as port:
+        sink = await fetch([f"https://localhost:{port}/account"], pki / "ca.pem")
+    assert "0" not in sink.bodies
+    assert sink.errors["0"].code == "tls_failed" and "client certificate" in str(sink.errors["0"])
