@@ -16,28 +16,26 @@ const DROPPED = new Set([
   "upgrade",
 ]);
 
-/** Standard phrases (RFC 9110 and the IANA registry) for a status line without one (every HTTP/2 answer). */
-const PHRASES: Readonly<Record<number, string>> = {
-  200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information", 204: "No Content",
-  205: "Reset Content", 206: "Partial Content", 207: "Multi-Status", 208: "Already Reported", 226: "IM Used",
-  300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
-  305: "Use Proxy", 307: "Temporary Redirect", 308: "Permanent Redirect",
-  400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
-  405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout",
-  409: "Conflict", 410: "Gone", 411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
-  414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
-  421: "Misdirected Request", 422: "Unprocessable Content", 423: "Locked", 424: "Failed Dependency",
-  425: "Too Early", 426: "Upgrade Required", 428: "Precondition Required", 429: "Too Many Requests",
-  431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
-  500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
-  504: "Gateway Timeout", 505: "HTTP Version Not Supported", 506: "Variant Also Negotiates",
-  507: "Insufficient Storage", 508: "Loop Detected", 510: "Not Extended", 511: "Network Authentication Required",
-};
+/** The page's statusText is the status line's phrase as Chromium reads it: its bytes one character each (latin-1),
+ * spaces trimmed; the browser's own fetch of an answer without a phrase (every HTTP/2 answer, an HTTP/1.1 line that
+ * ends after its code) reads "". Chromium refuses a fulfil whose phrase is empty, or absent for a code it has no
+ * phrase of its own for (419, 520, …): such an answer is given " ", which the status line's parser trims to that "".
+ * The phrase is protocol text, which Chromium writes as UTF-8, and the helper reads a phrase's bytes as latin-1: bytes
+ * that are UTF-8 go as the text they spell, so the line carries the server's own bytes (given as they were read, each
+ * byte above 0x7f became two); other bytes cannot be given as they came and go as read. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-/** Chromium refuses a fulfil whose phrase is empty, or absent for a code it has no phrase of its own for (419,
- * 520, …): an answer without one (HTTP/2 has none) is given a standard phrase, or a neutral one. */
 function phraseOf(head: Head): string {
-  return head.reason.trim() !== "" ? head.reason : PHRASES[head.status] ?? "Unknown Status";
+  const reason = head.reason;
+  if (reason === "") return " ";
+  if (!/[\u0080-\u00ff]/.test(reason) || /[\u0100-\uffff]/.test(reason)) return reason;
+  const bytes = new Uint8Array(reason.length);
+  for (let i = 0; i < reason.length; i++) bytes[i] = reason.charCodeAt(i);
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return reason;
+  }
 }
 
 /** The helper reads field bytes as latin-1 (one char a byte); responseHeaders are text Chromium takes as UTF-8, so
