@@ -1,5 +1,8 @@
 // Fetch.fulfillRequest parameters from the helper's response: the origin server's real status and header fields,
-// minus what no longer describes the (decoded, complete) body. Never adds CORS or cookie fields.
+// minus what no longer describes the (decoded, complete) body. Never adds CORS or cookie fields. Chromium frames a
+// fulfilled body by the bytes given, never by a field: Content-Length stays with a body delivered as the server coded
+// it (the page reads it, as from the browser's own fetch; the assembler fulfils only such a body that is exactly that
+// long), and goes with a decoded one (the helper drops it then: the coded length is not the body's).
 import type { Protocol } from "devtools-protocol";
 import type { Head } from "../generated/protocol.js";
 import { encode } from "./base64-concat.js";
@@ -7,7 +10,6 @@ import { encode } from "./base64-concat.js";
 /** Fields that describe the transfer, not the response: the body handed to the browser is identity and whole. */
 const DROPPED = new Set([
   "content-encoding",
-  "content-length",
   "transfer-encoding",
   "connection",
   "keep-alive",
@@ -60,7 +62,7 @@ export function fulfillParams(
   const responseHeaders: Protocol.Fetch.HeaderEntry[] = [];
   for (const [name, value] of head.headers) {
     const lower = name.toLowerCase();
-    if (DROPPED.has(lower)) continue;
+    if (DROPPED.has(lower) || (lower === "content-length" && head.decoded)) continue;
     responseHeaders.push({ name, value });
   }
   const binary = binaryHeaders(responseHeaders);
