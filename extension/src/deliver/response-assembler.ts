@@ -1,7 +1,7 @@
 // Collects one response from the helper (head, body pieces, end) and decides whether it can be fulfilled:
 // identity body, within the size limit, and whole: a body that ended shorter than its Content-Length is refused
 // (fulfilled, Chromium would take the truncated resource as complete), unless the response has no body whatever
-// the field says (the answer to HEAD, a 204, a 304).
+// the field says (the answer to HEAD, a 204, a 304; nor is a 204's or 304's field held to the size limit).
 import type { Head } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { headerValue } from "../intercept/paused-request.js";
@@ -47,7 +47,8 @@ export class ResponseAssembler {
       return this.refuse("helper_error", `body still ${encoding}-encoded (the browser would not decode a fulfilled body)`);
     }
     const length = Number(headerValue(head.headers, "content-length") ?? NaN);
-    if (Number.isFinite(length) && length > this.maxBodyBytes) {
+    // A 304's field may give the size of the representation it validates (RFC 9110 §8.6): no body comes to hold.
+    if (!bodiless && Number.isFinite(length) && length > this.maxBodyBytes) {
       return this.refuse("too_large", `Content-Length ${length} above ${this.maxBodyBytes}`);
     }
     // A decoded body's length is not the field's (the helper then removes it).
