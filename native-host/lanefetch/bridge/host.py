@@ -454,10 +454,11 @@ class Host:
             # The options page waits for its answer: give it the reason (nothing was changed).
             await self._send(protocol.interfaces_state(nonce, PolicyAnswer(None, "", f"not changed: {reason}")))
         if kind == "batch" and isinstance(item.get("requests"), list):
-            # Name every request we can, so the extension lets the browser fetch them at once.
+            # Name every request we can, so the extension lets the browser fetch them at once; not one another batch
+            # is fetching (answers go by id: the error would answer that request).
             for raw in item["requests"]:
                 rid = raw.get("id") if isinstance(raw, dict) else None
-                if isinstance(rid, str) and 0 < len(rid) <= 128:
+                if isinstance(rid, str) and 0 < len(rid) <= 128 and rid not in self._live_ids:
                     await self._send(protocol.error("bad_message", f"not fetched: {reason}", rid))
 
     async def _start_valid_part(self, item: dict[str, Any]) -> bool:

@@ -418,6 +418,42 @@ async def test_a_request_id_repeated_in_a_batch_is_answered_once(monkeypatch: py
         await host.close()
 
 
+async def test_a_batch_refused_whole_never_answers_a_running_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers are routed by request id: an error naming the id of a request another batch is fetching would answer
+    that request (the extension lets the browser fetch it, and drops the helper's own answer when it comes). A batch
+    refused whole answers only the ids that are not in use, as a batch refused for its id or a frame refused unread
+    do; the running request is answered by its own batch, once."""
+    sent = _Sent()
+    host = Host(FetchService(), sent)
+    release = asyncio.Event()
+
+    async def held(requests: list[FetchRequest], sink: Any, page: Page) -> Any:
+        await asyncio.wait_for(release.wait(), WAIT)
+        for r in requests:
+            await sink.end(r, 0, [])
+        return BatchResult(0, 0)
+
+    monkeypatch.setattr(host.loads, "fetch", held)
+    try:
+        await host.handle(a_batch("b1", [request("r1", "http://127.0.0.1/a")]))
+        # The batch itself is at fault (its page names no address space): refused whole, every request named.
+        refused = {**a_batch("b2", [request("r1", "http://127.0.0.1/b"), request("r2", "http://127.0.0.1/c")]),
+                   "page": {"top_site": "127.0.0.1"}}
+        await host.handle(refused)
+        answered = [(m["id"], m["type"]) for m in sent.messages if "id" in m]
+        assert answered == [("r2", "error")], sent.messages
+        release.set()
+        for _ in range(200):
+            if any(m["type"] == "batch_done" for m in sent.messages):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError(f"no batch_done: {sent.messages}")
+        assert [(m["id"], m["type"]) for m in sent.messages if m.get("id") == "r1"] == [("r1", "end")]
+    finally:
+        await host.close()
+
+
 async def test_a_batch_with_some_invalid_requests_fetches_the_others(origin: str) -> None:
     sent = _Sent()
     host = Host(FetchService(), sent)
