@@ -1,9 +1,9 @@
 // Never around the user's network policy: when the browser is set to use a proxy (fixed servers or a PAC script),
 // the helper would fetch around it, so lanefetch stays off and the popup says why. The browsers' default setting,
 // "system", follows the system's proxy settings: the helper, which connects directly and honours no proxy, says in
-// its hello whether one is set where it runs (the environment it shares with the browser that started it, GNOME's
-// settings, macOS's or Windows'; native-host/lanefetch/bridge/system_proxy.py), and "system" with one set keeps
-// lanefetch off just the same. Any system proxy counts, whatever hosts it excludes. "direct" and auto-detection
+// its hello whether one is set where it runs (the environment it shares with the browser that started it, GNOME's or
+// KDE's settings, macOS's or Windows'; native-host/lanefetch/bridge/system_proxy.py), and "system" with one set
+// keeps lanefetch off just the same. Any system proxy counts, whatever hosts it excludes. "direct" and auto-detection
 // (WPAD, which the helper never looks up) leave lanefetch on.
 //
 // Until a helper has said (none has answered hello yet), nothing is known of the system's proxy and nothing is

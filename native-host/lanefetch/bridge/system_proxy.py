@@ -3,7 +3,9 @@ settings": Chromium's `system`, Firefox's `system`) follows. The helper connects
 so the extension keeps lanefetch off while the browser says "system" and the helper says one is set here (in its
 hello: `system_proxy`); `lanefetch doctor` reports it too.
 
-Where a proxy is found, each read without touching the network (never WPAD or a PAC script):
+Where a proxy is found, each read without touching the network (never WPAD or a PAC script). An automatic
+configuration (a PAC script, WPAD) counts as a proxy set: which proxy it picks, if any, only the script says, and the
+helper would have to fetch it to know.
 - the environment the helper shares with the browser that started it: http_proxy, https_proxy, all_proxy,
   auto_proxy (a PAC URL, Chromium) and SOCKS_SERVER, in either case, as Chromium and Firefox read them on Linux;
 - GNOME's settings (org.gnome.system.proxy mode `manual` or `auto`), through `gsettings`, on Linux where it is
@@ -11,12 +13,16 @@ Where a proxy is found, each read without touching the network (never WPAD or a 
   in the environment: without one, gsettings has no user's settings to read, and dconf would create its files
   under the cache directory of a helper that may serve only private browsing), with a time limit: an answer that
   does not come is taken as none (logged);
+- KDE's settings (kioslaverc's [Proxy Settings] ProxyType: 1 manual, 2 a PAC script, 3 WPAD, 4 the environment
+  variables it names), in a KDE session, from the files Chromium reads there ($KDEHOME/share/config; else
+  ~/.config and $XDG_CONFIG_DIRS, the user's file last, for KDE 5 and 6, ~/.kde and ~/.kde4's share/config before):
+  Chromium on KDE reads these, not GNOME's (a file that cannot be read is none there, logged);
 - macOS's and Windows' system settings, as `urllib.request.getproxies()` reads them.
 
 Kept simple, on the safe side: any proxy found counts, whatever hosts it excludes (no_proxy, ignore-hosts), and
 whichever of these sources the browser reads on this desktop (Chromium on GNOME reads gsettings, not the
-environment). Pure core (`detect`), given the environment, the OS settings and a gsettings runner; `detect_here`
-is the shell."""
+environment). Pure core (`detect`), given the environment, the OS settings, a gsettings runner and a file reader;
+`detect_here` is the shell."""
 
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,13 @@ GSETTINGS_TIMEOUT_S = 2.0
 # The description travels in hello (schema: maxLength 512) and is shown in the popup.
 MAX_NAMED = 200
 
+# kioslaverc's ProxyType: 0 none, 1 manual, 4 the environment variables named there; and automatic ones, which the
+# helper cannot follow (it would have to fetch the script, or look WPAD up), so they count as a proxy set.
+KDE_AUTOMATIC = {"2": "a proxy auto-configuration script", "3": "proxy auto-detection, WPAD"}
+KDE_PROXY_KEYS = ("httpsProxy", "httpProxy", "socksProxy")
+
 Runner = Callable[[Sequence[str]], str | None]
+Reader = Callable[[Path], str | None]
 
 
 def _named(value: str) -> str:
@@ -54,6 +67,18 @@ def _named(value: str) -> str:
         return ""
     named = f"[{host}]" if ":" in host else host
     return f"{named}:{port}" if port is not None else named
+
+
+def _named_script(value: str) -> str:
+    """A PAC script's address for the user: scheme, host[:port] and path, without credentials or query."""
+    text = value.strip()
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return ""
+    where = _named(text) if parts.scheme in ("http", "https") else ""
+    path = parts.path if all(c.isprintable() and not c.isspace() for c in parts.path) else ""
+    return f"{parts.scheme}://{where}{path}" if where else ""
 
 
 def from_environment(env: Mapping[str, str]) -> str | None:
@@ -85,7 +110,87 @@ def from_gnome(run: Runner) -> str | None:
     return None
 
 
-def detect(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[str, str]], run: Runner) -> str | None:
+def kde_session(env: Mapping[str, str]) -> bool:
+    """Whether Chromium takes this desktop for KDE (and reads kioslaverc): as base/nix/xdg_util.cc decides."""
+    if "KDE" in env.get("XDG_CURRENT_DESKTOP", "").split(":"):
+        return True
+    return env.get("DESKTOP_SESSION", "") in ("kde", "kde4", "kde-plasma") or "KDE_FULL_SESSION" in env
+
+
+def kioslaverc_files(env: Mapping[str, str]) -> list[Path]:
+    """The kioslaverc files Chromium reads in a KDE session, the one that wins last."""
+    if env.get("KDEHOME"):
+        return [Path(env["KDEHOME"], "share", "config", "kioslaverc")]
+    home = env.get("HOME", "")
+    if not home:
+        return []
+    # KDE 3 and 4 (~/.kde, or ~/.kde4 where a distribution put it: Chromium takes the newer one) kept it there;
+    # read too, on the safe side, before KDE 5 and 6's own files.
+    files = [Path(home, d, "share", "config", "kioslaverc") for d in (".kde", ".kde4")]
+    dirs = [d for d in env.get("XDG_CONFIG_DIRS", "").split(":") if d]
+    return files + [Path(d, "kioslaverc") for d in reversed(dirs)] + [Path(home, ".config", "kioslaverc")]
+
+
+def kde_settings(texts: Sequence[str]) -> dict[str, str]:
+    """[Proxy Settings] of kioslaverc files, a later file's keys over an earlier one's (KConfig's cascade)."""
+    settings: dict[str, str] = {}
+    for text in texts:
+        group = ""
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("["):
+                group = line[1:line.find("]")] if "]" in line else ""
+                continue
+            key, eq, value = line.partition("=")
+            if group != "Proxy Settings" or not eq or line.startswith("#"):
+                continue
+            key = key.strip()
+            if key.endswith("]"):  # key[$e] (expanded) or key[$i] (immutable) is the key; key[de] a translation
+                key, _, marker = key[:-1].partition("[")
+                if not marker.startswith("$"):
+                    continue
+            settings[key.strip()] = value.strip()
+    return settings
+
+
+def from_kde(settings: Mapping[str, str], env: Mapping[str, str]) -> str | None:
+    kind = settings.get("ProxyType", "0").strip()
+    if kind == "4":  # the proxies are in the environment variables named here (Chromium reads them from its own)
+        for key in KDE_PROXY_KEYS:
+            for name in settings.get(key, "").split(","):
+                value = env.get(name.strip(), "") if name.strip() else ""
+                if value.strip():
+                    where = _named(value)
+                    return f"{where} (KDE's proxy settings: {name.strip()})" if where else \
+                        f"KDE's proxy settings ({name.strip()} in the environment)"
+        return None
+    if kind == "1":
+        for key in KDE_PROXY_KEYS:
+            # KDE writes "http://proxy 3128" (host, a space, the port); older ones "http://proxy:3128"
+            where = _named(settings.get(key, "").strip().replace(" ", ":", 1))
+            if where:
+                return f"{where} (KDE's proxy settings)"
+        return "KDE's proxy settings (manual)"
+    where = _named_script(settings.get("Proxy Config Script", "")) if kind == "2" else ""
+    automatic = KDE_AUTOMATIC.get(kind)
+    if automatic is None:
+        return None
+    return f"{automatic}, {where} (KDE's proxy settings)" if where else f"{automatic} (KDE's proxy settings)"
+
+
+def read_text(path: Path) -> str | None:
+    """A settings file's text; None if there is none or it cannot be read (logged: no proxy found there)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        log.warning("cannot read %s: %r; taken as no system proxy there", path, e)
+        return None
+
+
+def detect(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[str, str]], run: Runner,
+           read: Reader = read_text) -> str | None:
     """Where a system proxy is set, in a few words for the user (no credentials), or None if none is."""
     found = from_environment(env)
     if found is None and platform in ("darwin", "win32"):
@@ -95,6 +200,9 @@ def detect(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[s
             log.warning("cannot read the system's proxy settings: %r", e)
     if found is None and platform not in ("darwin", "win32") and any(env.get(k) for k in DESKTOP_SESSION_NAMES):
         found = from_gnome(run)
+    if found is None and platform not in ("darwin", "win32") and kde_session(env):
+        texts = [read(path) for path in kioslaverc_files(env)]
+        found = from_kde(kde_settings([t for t in texts if t is not None]), env)
     return found[:MAX_NAMED] if found is not None else None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 from lanefetch import protocol
@@ -102,3 +103,49 @@ def test_run_bounded_missing_failing_and_hanging_commands() -> None:
     assert system_proxy.run_bounded([sys.executable, "-c", "import sys; sys.exit(1)"]) is None
     # A hang ends at the limit (no clock asserted: the command would sleep far longer than the test's timeout)
     assert system_proxy.run_bounded([sys.executable, "-c", "import time; time.sleep(600)"], timeout=0.5) is None
+
+
+KIOSLAVERC = "[Proxy Settings]\nProxyType={kind}\nhttpProxy={http}\nProxy Config Script={pac}\nNoProxyFor=localhost\n"
+
+
+def kde_home(tmp_path: Path, text: str, where: str = ".config") -> dict[str, str]:
+    (tmp_path / where).mkdir(parents=True, exist_ok=True)
+    (tmp_path / where / "kioslaverc").write_text(text)
+    return {"HOME": str(tmp_path), "XDG_CURRENT_DESKTOP": "KDE", "KDE_SESSION_VERSION": "6"}
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("1", "proxy.corp.example:3128 (KDE's proxy settings)"),
+    ("2", "a proxy auto-configuration script, http://wpad.corp.example/proxy.pac (KDE's proxy settings)"),
+    ("3", "proxy auto-detection, WPAD (KDE's proxy settings)"),
+    ("0", None)])
+def test_kde_settings(tmp_path: Path, kind: str, said: str | None) -> None:
+    # Chromium on KDE reads kioslaverc, not GNOME's settings (which say none here)
+    env = kde_home(tmp_path, KIOSLAVERC.format(kind=kind, http="http://alice:pw@proxy.corp.example 3128",
+                                               pac="http://bob:pw@wpad.corp.example/proxy.pac?t=secret"))
+    assert detect(env, "linux", no_settings, gsettings("none")) == said
+
+
+def test_kde_settings_in_the_environment_and_the_files_chromium_reads(tmp_path: Path) -> None:
+    # ProxyType 4: the proxy is in the environment variable named there, whatever its name
+    env = kde_home(tmp_path, KIOSLAVERC.format(kind="4", http="CORP_PROXY", pac=""))
+    assert detect(env, "linux", no_settings, gsettings("none")) is None
+    assert detect({**env, "CORP_PROXY": "http://proxy.corp:8080"}, "linux", no_settings, gsettings("none")) == \
+        "proxy.corp:8080 (KDE's proxy settings: CORP_PROXY)"
+    # Set system-wide (XDG_CONFIG_DIRS), the user's own file over it; KDEHOME instead of both
+    system = tmp_path / "xdg"
+    system.mkdir()
+    (system / "kioslaverc").write_text("[Proxy Settings]\nProxyType[$i]=3\n")
+    env = {"HOME": str(tmp_path / "nobody"), "DESKTOP_SESSION": "kde-plasma",
+           "XDG_CONFIG_DIRS": f"/nonexistent:{system}"}
+    assert detect(env, "linux", no_settings, gsettings("none")) == "proxy auto-detection, WPAD (KDE's proxy settings)"
+    user = kde_home(tmp_path, "[General]\nProxyType=1\n[Proxy Settings]\nProxyType=0\n")
+    assert detect({**env, **user}, "linux", no_settings, gsettings("none")) is None
+    kde4 = kde_home(tmp_path / "k", "[Proxy Settings]\nProxyType=1\n", "share/config")
+    assert detect({**env, **user, "KDEHOME": kde4["HOME"]}, "linux", no_settings, gsettings("none")) == \
+        "KDE's proxy settings (manual)"
+    # Not read outside a KDE session (nor on GNOME, where Chromium reads gsettings)
+    user = kde_home(tmp_path, "[Proxy Settings]\nProxyType=1\n")
+    assert detect({**user, "KDE_FULL_SESSION": "true"}, "linux", no_settings, gsettings("none")) == \
+        "KDE's proxy settings (manual)"
+    assert detect({**user, "XDG_CURRENT_DESKTOP": "GNOME"}, "linux", no_settings, gsettings("none")) is None
