@@ -17,7 +17,9 @@ helper would have to fetch it to know.
   variables it names), in a KDE session, from the files Chromium reads there ($KDEHOME/share/config; else
   ~/.config and $XDG_CONFIG_DIRS, the user's file last, for KDE 5 and 6, ~/.kde and ~/.kde4's share/config before):
   Chromium on KDE reads these, not GNOME's (a file that cannot be read is none there, logged);
-- macOS's and Windows' system settings, as `urllib.request.getproxies()` reads them.
+- macOS's and Windows' system settings, as `urllib.request.getproxies()` reads them; on macOS also `scutil --proxy`
+  (time-limited as gsettings), the dictionary Chromium reads (SCDynamicStoreCopyProxies), for what urllib does not
+  read there: a PAC script, WPAD and a SOCKS proxy.
 
 Kept simple, on the safe side: any proxy found counts, whatever hosts it excludes (no_proxy, ignore-hosts), and
 whichever of these sources the browser reads on this desktop (Chromium on GNOME reads gsettings, not the
@@ -110,6 +112,29 @@ def from_gnome(run: Runner) -> str | None:
     return None
 
 
+def from_macos(said: str | None) -> str | None:
+    """`scutil --proxy`'s global dictionary (its top-level "Key : value" lines; the per-interface ones under
+    __SCOPED__ are indented further)."""
+    keys: dict[str, str] = {}
+    for line in (said or "").splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            key, sep, value = line.strip().partition(" : ")
+            if sep:
+                keys[key] = value.strip()
+    for scheme in ("HTTPS", "HTTP", "SOCKS"):
+        if keys.get(f"{scheme}Enable") == "1" and keys.get(f"{scheme}Proxy"):
+            port = keys.get(f"{scheme}Port", "")
+            where = _named(f"{keys[f'{scheme}Proxy']}:{port}" if port else keys[f"{scheme}Proxy"])
+            return f"{where} (macOS's proxy settings)" if where else "macOS's proxy settings"
+    if keys.get("ProxyAutoConfigEnable") == "1":
+        where = _named_script(keys.get("ProxyAutoConfigURLString", ""))
+        return f"a proxy auto-configuration script, {where} (macOS's proxy settings)" if where else \
+            "a proxy auto-configuration script (macOS's proxy settings)"
+    if keys.get("ProxyAutoDiscoveryEnable") == "1":
+        return "proxy auto-detection, WPAD (macOS's proxy settings)"
+    return None
+
+
 def kde_session(env: Mapping[str, str]) -> bool:
     """Whether Chromium takes this desktop for KDE (and reads kioslaverc): as base/nix/xdg_util.cc decides."""
     if "KDE" in env.get("XDG_CURRENT_DESKTOP", "").split(":"):
@@ -198,6 +223,8 @@ def detect(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[s
             found = from_system_settings(system())
         except Exception as e:  # a settings store that cannot be read is no proxy found, and said in the log
             log.warning("cannot read the system's proxy settings: %r", e)
+    if found is None and platform == "darwin":
+        found = from_macos(run(["scutil", "--proxy"]))
     if found is None and platform not in ("darwin", "win32") and any(env.get(k) for k in DESKTOP_SESSION_NAMES):
         found = from_gnome(run)
     if found is None and platform not in ("darwin", "win32") and kde_session(env):

@@ -80,12 +80,47 @@ def test_macos_and_windows_settings_not_gsettings() -> None:
 
     for platform in ("darwin", "win32"):
         assert detect({}, platform, corp, never_run) == "proxy.corp:8080 (the system's proxy settings)"
-        assert detect({}, platform, lambda: {"ftp": "ftp://x"}, never_run) is None
+        assert detect({}, platform, lambda: {"ftp": "ftp://x"}, scutil(SCUTIL_NONE)) is None
         assert detect({"https_proxy": "p:1"}, platform, corp, never_run) == "p:1 (https_proxy in the environment)"
 
     def unreadable() -> Mapping[str, str]:
         raise OSError("registry")
     assert detect({}, "win32", unreadable, never_run) is None
+
+
+SCUTIL_NONE = """<dictionary> {
+  ExceptionsList : <array> {
+    0 : *.local
+    1 : 169.254/16
+  }
+  FTPPassive : 1
+  HTTPEnable : 0
+}
+"""
+
+
+def scutil(output: str | None) -> system_proxy.Runner:
+    def run(argv: Sequence[str]) -> str | None:
+        assert list(argv) == ["scutil", "--proxy"]
+        return output
+    return run
+
+
+@pytest.mark.parametrize(("settings", "said"), [
+    ("ProxyAutoConfigEnable : 1\n  ProxyAutoConfigURLString : http://u:pw@wpad.corp/proxy.pac?key=secret\n",
+     "a proxy auto-configuration script, http://wpad.corp/proxy.pac (macOS's proxy settings)"),
+    ("ProxyAutoDiscoveryEnable : 1\n", "proxy auto-detection, WPAD (macOS's proxy settings)"),
+    ("SOCKSEnable : 1\n  SOCKSPort : 1080\n  SOCKSProxy : socks.corp\n", "socks.corp:1080 (macOS's proxy settings)"),
+    ("ProxyAutoConfigEnable : 0\n  ProxyAutoDiscoveryEnable : 0\n  SOCKSEnable : 0\n  SOCKSProxy : socks.corp\n",
+     None),
+    ("__SCOPED__ : <dictionary> {\n    en0 : <dictionary> {\n      ProxyAutoDiscoveryEnable : 1\n    }\n  }\n",
+     None)])
+def test_macos_automatic_configuration_and_socks(settings: str, said: str | None) -> None:
+    # What urllib does not read of macOS's settings (its _scproxy reads HTTP, HTTPS and FTP only): `scutil --proxy`
+    # says the same dictionary Chromium reads (SCDynamicStoreCopyProxies), the global one, not the scoped ones.
+    output = SCUTIL_NONE.replace("  FTPPassive : 1\n", "  " + settings)
+    assert detect({}, "darwin", no_settings, scutil(output)) == said
+    assert detect({}, "darwin", no_settings, scutil(None)) is None, "no scutil, or it failed: none found"
 
 
 def test_what_is_said_fits_the_hello() -> None:
