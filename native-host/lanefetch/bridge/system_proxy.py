@@ -19,7 +19,9 @@ helper would have to fetch it to know.
   Chromium on KDE reads these, not GNOME's (a file that cannot be read is none there, logged);
 - macOS's and Windows' system settings, as `urllib.request.getproxies()` reads them; on macOS also `scutil --proxy`
   (time-limited as gsettings), the dictionary Chromium reads (SCDynamicStoreCopyProxies), for what urllib does not
-  read there: a PAC script, WPAD and a SOCKS proxy.
+  read there: a PAC script, WPAD and a SOCKS proxy; on Windows also what Chromium reads of Internet Settings beside
+  them (WinHttpGetIEProxyConfigForCurrentUser): AutoConfigURL, and "Automatically detect settings" (WPAD; on by
+  default in Windows, so lanefetch stays off there until it is turned off, where the network has no WPAD).
 
 Kept simple, on the safe side: any proxy found counts, whatever hosts it excludes (no_proxy, ignore-hosts), and
 whichever of these sources the browser reads on this desktop (Chromium on GNOME reads gsettings, not the
@@ -52,6 +54,11 @@ MAX_NAMED = 200
 # helper cannot follow (it would have to fetch the script, or look WPAD up), so they count as a proxy set.
 KDE_AUTOMATIC = {"2": "a proxy auto-configuration script", "3": "proxy auto-detection, WPAD"}
 KDE_PROXY_KEYS = ("httpsProxy", "httpProxy", "socksProxy")
+
+INTERNET_SETTINGS = r"Software\Microsoft\Windows\CurrentVersion\Internet Settings"
+# DefaultConnectionSettings (under Internet Settings\Connections), the settings Windows' dialog writes: a version,
+# a counter, then these flags (a DWORD, little-endian; WinInet's PROXY_TYPE_*).
+WINDOWS_AUTO_PROXY_URL, WINDOWS_AUTO_DETECT = 0x04, 0x08
 
 Runner = Callable[[Sequence[str]], str | None]
 Reader = Callable[[Path], str | None]
@@ -99,7 +106,61 @@ def from_system_settings(proxies: Mapping[str, str]) -> str | None:
         if value.strip():
             where = _named(value)
             return f"{where} (the system's proxy settings)" if where else "the system's proxy settings"
+    # Windows' automatic configuration (windows_automatic)
+    if proxies.get("autoconfig", "").strip():
+        where = _named_script(proxies["autoconfig"])
+        return f"a proxy auto-configuration script, {where} (Windows' proxy settings)" if where else \
+            "a proxy auto-configuration script (Windows' proxy settings)"
+    if proxies.get("autodetect"):
+        return "proxy auto-detection, WPAD (Windows' proxy settings)"
     return None
+
+
+def windows_automatic(value: Callable[[str], object]) -> dict[str, str]:
+    """Windows' automatic configuration, from Internet Settings' values (`value(name)`, None where there is none):
+    `autoconfig`, the PAC script's address, and `autodetect` where "Automatically detect settings" is on. Read from
+    DefaultConnectionSettings' flags, as WinINet and WinHTTP do (where that is missing, from the AutoDetect value a
+    policy may set); AutoConfigURL counts on its own too (a policy may set only that, and WinINet follows it)."""
+    found: dict[str, str] = {}
+    url = value("AutoConfigURL")
+    if isinstance(url, str) and url.strip():
+        found["autoconfig"] = url.strip()
+    blob = value("DefaultConnectionSettings")
+    if isinstance(blob, bytes):
+        flags = int.from_bytes(blob[8:12], "little") if len(blob) >= 12 else 0
+        detects = bool(flags & WINDOWS_AUTO_DETECT)
+        if flags & WINDOWS_AUTO_PROXY_URL and "autoconfig" not in found:
+            found["autoconfig"] = _connection_script(blob) or "(unnamed)"  # counts, named or not
+    else:
+        detects = value("AutoDetect") == 1
+    if detects:
+        found["autodetect"] = "on"
+    return found
+
+
+def _connection_script(blob: bytes) -> str:
+    """The PAC script's address in DefaultConnectionSettings: after the flags, three length-prefixed strings (the
+    proxy server, the bypass list, the script's address); "" where the blob ends early."""
+    at = 12
+    for _ in range(2):
+        at += 4 + int.from_bytes(blob[at:at + 4], "little")
+    size = int.from_bytes(blob[at:at + 4], "little")
+    text = blob[at + 4:at + 4 + size]
+    return text.decode("latin-1") if len(text) == size and len(blob) >= at + 4 else ""
+
+
+if sys.platform == "win32":
+    import winreg
+
+    def _internet_settings(name: str) -> object:
+        """One value of the user's Internet Settings (DefaultConnectionSettings: of its Connections subkey); None if
+        there is none."""
+        key = INTERNET_SETTINGS + ("\\Connections" if name == "DefaultConnectionSettings" else "")
+        try:
+            with winreg.OpenKey(winreg.HKEY_CURRENT_USER, key) as k:
+                return winreg.QueryValueEx(k, name)[0]
+        except OSError:
+            return None
 
 
 def from_gnome(run: Runner) -> str | None:
@@ -250,7 +311,7 @@ def os_settings() -> Mapping[str, str]:
     if sys.platform == "darwin":
         return urllib.request.getproxies_macosx_sysconf()
     if sys.platform == "win32":
-        return urllib.request.getproxies_registry()
+        return {**urllib.request.getproxies_registry(), **windows_automatic(_internet_settings)}
     return {}
 
 

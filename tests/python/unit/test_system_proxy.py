@@ -184,3 +184,30 @@ def test_kde_settings_in_the_environment_and_the_files_chromium_reads(tmp_path: 
     assert detect({**user, "KDE_FULL_SESSION": "true"}, "linux", no_settings, gsettings("none")) == \
         "KDE's proxy settings (manual)"
     assert detect({**user, "XDG_CURRENT_DESKTOP": "GNOME"}, "linux", no_settings, gsettings("none")) is None
+
+
+def connection(flags: int) -> bytes:
+    """Internet Settings\\Connections' DefaultConnectionSettings: a version, a counter, then the flags."""
+    return bytes([0x46, 0, 0, 0, 7, 0, 0, 0, flags, 0, 0, 0]) + bytes(20)
+
+
+@pytest.mark.parametrize(("values", "said"), [
+    ({"AutoConfigURL": "http://u:pw@wpad.corp/proxy.pac", "DefaultConnectionSettings": connection(0x05)},
+     "a proxy auto-configuration script, http://wpad.corp/proxy.pac (Windows' proxy settings)"),
+    # "Automatically detect settings" (Chromium then looks WPAD up)
+    ({"DefaultConnectionSettings": connection(0x09)}, "proxy auto-detection, WPAD (Windows' proxy settings)"),
+    ({"AutoDetect": 1}, "proxy auto-detection, WPAD (Windows' proxy settings)"),
+    ({"DefaultConnectionSettings": connection(0x01), "AutoDetect": 1, "AutoConfigURL": ""}, None),
+    ({"DefaultConnectionSettings": b"\x46", "AutoDetect": "1"}, None),
+    # The script named in the connection's settings only (flag 0x04), or not even there
+    ({"DefaultConnectionSettings": connection(0x05)[:12] + bytes(4) + (5).to_bytes(4, "little") + b"<loc>"
+      + (20).to_bytes(4, "little") + b"http://pac.corp/x.js" + bytes(8)},
+     "a proxy auto-configuration script, http://pac.corp/x.js (Windows' proxy settings)"),
+    ({"DefaultConnectionSettings": connection(0x05)[:14]},
+     "a proxy auto-configuration script (Windows' proxy settings)"),
+    ({}, None)])
+def test_windows_automatic_configuration(values: dict[str, object], said: str | None) -> None:
+    # What urllib does not read of Windows' Internet Settings (it reads ProxyEnable and ProxyServer): what Chromium
+    # reads too (WinHttpGetIEProxyConfigForCurrentUser)
+    settings = system_proxy.windows_automatic(values.get)
+    assert detect({}, "win32", lambda: settings, never_run) == said
