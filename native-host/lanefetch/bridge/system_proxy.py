@@ -3,16 +3,16 @@ settings": Chromium's `system`, Firefox's `system`) follows. The helper connects
 so the extension keeps lanefetch off while the browser says "system" and the helper says one is set here (in its
 hello: `system_proxy`); `lanefetch doctor` reports it too.
 
-Where a proxy is found, each read without touching the network (never WPAD or a PAC script). An automatic
-configuration (a PAC script, WPAD) counts as a proxy set: which proxy it picks, if any, only the script says, and the
-helper would have to fetch it to know.
+An automatic configuration (a PAC script, WPAD) counts as a proxy set: which proxy it picks, if any, only the
+script says, and the helper would have to fetch it to know. Where a proxy is found, each read without touching the
+network (never WPAD or a PAC script):
 - the environment the helper shares with the browser that started it: http_proxy, https_proxy, all_proxy,
   auto_proxy (a PAC URL, Chromium) and SOCKS_SERVER, in either case, as Chromium and Firefox read them on Linux;
-- GNOME's settings (org.gnome.system.proxy mode `manual` or `auto`), through `gsettings`, on Linux where it is
-  installed and a desktop session is there to hold them (XDG_CURRENT_DESKTOP, DESKTOP_SESSION or a session bus named
-  in the environment: without one, gsettings has no user's settings to read, and dconf would create its files
-  under the cache directory of a helper that may serve only private browsing), with a time limit: an answer that
-  does not come is taken as none (logged);
+- GNOME's settings (org.gnome.system.proxy mode `manual`, or `auto`: a PAC script at its autoconfig-url, or WPAD
+  where that is empty), through `gsettings`, on Linux where it is installed and a desktop session is there to hold
+  them (XDG_CURRENT_DESKTOP, DESKTOP_SESSION or a session bus named in the environment: without one, gsettings has
+  no user's settings to read, and dconf would create its files under the cache directory of a helper that may serve
+  only private browsing), with a time limit: an answer that does not come is taken as none (logged);
 - KDE's settings (kioslaverc's [Proxy Settings] ProxyType: 1 manual, 2 a PAC script, 3 WPAD, 4 the environment
   variables it names), in a KDE session, from the files Chromium reads there ($KDEHOME/share/config; else
   ~/.config and $XDG_CONFIG_DIRS, the user's file last, for KDE 5 and 6, ~/.kde and ~/.kde4's share/config before):
@@ -168,9 +168,18 @@ def from_gnome(run: Runner) -> str | None:
     mode = said.strip().strip("'\"") if said is not None else ""
     if mode == "manual":
         return "GNOME's proxy settings (manual)"
-    if mode == "auto":
-        return "GNOME's proxy settings (automatic)"
-    return None
+    if mode != "auto":
+        return None
+    # Named for the user: a script's address (read only here, one more bounded call), or none, for WPAD
+    said = run(["gsettings", "get", "org.gnome.system.proxy", "autoconfig-url"])
+    if said is None:
+        return "automatic proxy configuration (GNOME's proxy settings)"
+    url = said.strip().strip("'\"")
+    if not url:
+        return "proxy auto-detection, WPAD (GNOME's proxy settings)"
+    where = _named_script(url)
+    return f"a proxy auto-configuration script, {where} (GNOME's proxy settings)" if where else \
+        "a proxy auto-configuration script (GNOME's proxy settings)"
 
 
 def from_macos(said: str | None) -> str | None:

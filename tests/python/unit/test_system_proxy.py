@@ -20,13 +20,11 @@ def no_settings() -> Mapping[str, str]:
     return {}
 
 
-def gsettings(mode: str | None) -> system_proxy.Runner:
-    asked: list[Sequence[str]] = []
-
+def gsettings(mode: str | None, autoconfig_url: str | None = "") -> system_proxy.Runner:
     def run(argv: Sequence[str]) -> str | None:
-        asked.append(argv)
-        assert list(argv) == ["gsettings", "get", "org.gnome.system.proxy", "mode"]
-        return None if mode is None else f"'{mode}'\n"
+        assert list(argv[:3]) == ["gsettings", "get", "org.gnome.system.proxy"], argv
+        value = {"mode": mode, "autoconfig-url": autoconfig_url}[argv[3]]
+        return None if value is None else f"'{value}'\n"
     return run
 
 
@@ -62,11 +60,18 @@ def test_no_proxy_set_or_only_exclusions_or_other_schemes() -> None:
     assert detect(DESKTOP, "linux", no_settings, gsettings(None)) is None, "no gsettings (or it failed): none found"
 
 
-@pytest.mark.parametrize(("mode", "said"), [("manual", "GNOME's proxy settings (manual)"),
-                                            ("auto", "GNOME's proxy settings (automatic)"), ("none", None)])
-def test_gnome_settings(mode: str, said: str | None) -> None:
+@pytest.mark.parametrize(("mode", "url", "said"), [
+    ("manual", "", "GNOME's proxy settings (manual)"),
+    ("auto", "http://u:pw@wpad.corp/proxy.pac?t=1",
+     "a proxy auto-configuration script, http://wpad.corp/proxy.pac (GNOME's proxy settings)"),
+    # No script named: Chromium looks WPAD up
+    ("auto", "", "proxy auto-detection, WPAD (GNOME's proxy settings)"),
+    # The address not read (gsettings failed that time): the automatic configuration still counts
+    ("auto", None, "automatic proxy configuration (GNOME's proxy settings)"),
+    ("none", "http://wpad.corp/proxy.pac", None)])
+def test_gnome_settings(mode: str, url: str | None, said: str | None) -> None:
     for session in ("XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS"):
-        assert detect({session: "x"}, "linux", no_settings, gsettings(mode)) == said
+        assert detect({session: "x"}, "linux", no_settings, gsettings(mode, url)) == said
 
 
 def test_no_desktop_session_no_gsettings() -> None:
