@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import dataclasses
 import logging
 import os
 import sys
+import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -50,6 +52,11 @@ TEST_WORKING_INTERVAL_ENV = "LANEFETCH_TEST_WORKING_INTERVAL"  # tests: a shorte
 # The system's proxy settings are read again this often after hello (bridge/system_proxy.py): a running browser
 # follows a change of them at once.
 SYSTEM_PROXY_RECHECK_S = 10.0
+# The longest hello waits for that read after the start-up work (gsettings is given 2 s a call, and at most two calls
+# are made): a store that does not answer (a registry, a home directory that hangs) is taken as no proxy found, as a
+# gsettings that does not answer is, and the watch tells what the read finds when it ends. WARM_UP_S and this stay
+# within the extension's 10 s for a hello.
+SYSTEM_PROXY_READ_S = 4.0
 TEST_SYSTEM_PROXY_RECHECK_ENV = "LANEFETCH_TEST_SYSTEM_PROXY_RECHECK"  # tests: a shorter interval
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -167,8 +174,10 @@ class Host:
         self._send = send
         self.system_proxy = system_proxy  # where a system proxy is set (told in hello), read in a thread
         self.system_proxy_recheck = float(os.environ.get(TEST_SYSTEM_PROXY_RECHECK_ENV) or SYSTEM_PROXY_RECHECK_S)
+        self.system_proxy_limit = SYSTEM_PROXY_READ_S
         self._system_proxy_said: str | None = None
         self._system_proxy_watch: asyncio.Task[None] | None = None
+        self._system_proxy_read: asyncio.Future[str | None] | None = None
         self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
@@ -243,6 +252,7 @@ class Host:
             # page 0.90-0.92x, docs/performance.md). Compile the message validator, open the cache's database
             # (only an existing one: a helper that serves only private browsing creates nothing on disk).
             protocol.warm_up()
+            self._read_system_proxy_start()  # meanwhile, as the start-up work goes on
             where = self.fetcher.config.cache_dir
             cache = self.fetcher.cache_for(Page(private_browsing=False)) if where and where.exists() else None
             if cache is not None:
@@ -257,9 +267,14 @@ class Host:
                         await loads.warmed()
                 except Exception as e:  # never in the hello's way: a first page then starts what failed here
                     log.warning("start-up work before the hello failed or took too long: %r", e)
-            # Read at each hello (bounded: gsettings is given 2 s): the extension keeps lanefetch off while the
-            # browser follows a system proxy this helper would fetch around.
-            system_proxy = await asyncio.to_thread(self.system_proxy)
+            # Read at each hello, bounded (SYSTEM_PROXY_READ_S): the extension keeps lanefetch off while the browser
+            # follows a system proxy this helper would fetch around.
+            try:
+                system_proxy = await self._read_system_proxy()
+            except TimeoutError:
+                log.warning("the system's proxy settings did not answer within %.0f s: taken as none until they do",
+                            self.system_proxy_limit)
+                system_proxy = None
             self._system_proxy_said = system_proxy
             await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None, system_proxy))
             if item["protocol"] == protocol.PROTOCOL_VERSION and self._system_proxy_watch is None:
@@ -597,7 +612,9 @@ class Host:
         while True:
             await asyncio.sleep(self.system_proxy_recheck)
             try:
-                now = await asyncio.to_thread(self.system_proxy)
+                now = await self._read_system_proxy()
+            except TimeoutError:  # still reading: its answer is taken next time, and no other read started meanwhile
+                continue
             except Exception:  # read again next time; the extension keeps what it was told
                 log.exception("reading the system's proxy settings failed")
                 continue
@@ -609,6 +626,47 @@ class Host:
             except Exception as e:  # the browser is gone: nobody to tell
                 log.debug("system proxy change not told: %r", e)
                 return
+
+    def _read_system_proxy_start(self) -> asyncio.Future[str | None]:
+        """The read of the system's proxy settings under way, or a new one. In a daemon thread of its own, not the
+        loop's executor: a read that never ends then holds neither the executor's threads (DNS lookups run there)
+        nor the helper's exit (asyncio.run and the interpreter wait for the executor's threads, never for daemons);
+        and only one runs at a time. A read that ended is kept until a call takes it (a store slower than
+        `system_proxy_limit` each time is still heard); the call after that reads again."""
+        under_way = self._system_proxy_read
+        if under_way is not None:
+            if under_way.done():
+                self._system_proxy_read = None
+            return under_way
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str | None] = loop.create_future()
+        self._system_proxy_read = future
+
+        def settle(result: str | None, error: BaseException | None) -> None:
+            if future.cancelled():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+            future.exception()  # retrieved: a read nobody waits for any more (hello timed out) is not logged
+
+        def read() -> None:
+            try:
+                result, error = self.system_proxy(), None
+            except Exception as e:
+                result, error = None, e
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody to tell
+                loop.call_soon_threadsafe(settle, result, error)
+
+        threading.Thread(target=read, name="lanefetch-system-proxy", daemon=True).start()
+        return future
+
+    async def _read_system_proxy(self) -> str | None:
+        """Where a system proxy is set, from the read under way or a new one; TimeoutError if it did not end within
+        `system_proxy_limit` (it goes on: the next call takes its answer)."""
+        async with asyncio.timeout(self.system_proxy_limit):
+            return await asyncio.shield(self._read_system_proxy_start())
 
     async def close(self) -> None:
         if self._system_proxy_watch is not None:

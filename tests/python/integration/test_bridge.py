@@ -13,6 +13,7 @@ import resource
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -303,6 +304,44 @@ async def test_a_system_proxy_set_or_removed_while_the_helper_runs_is_told_once_
     finally:
         await host.close()
     assert host._system_proxy_watch is not None and host._system_proxy_watch.done()
+
+
+async def test_a_system_proxy_read_that_never_returns_stalls_neither_hello_nor_the_helpers_exit() -> None:
+    # A settings store that does not answer (a gsettings past its own limit, a registry or a home directory that
+    # hangs): hello goes out without it (none found, as for a gsettings that does not answer), the watch waits for
+    # that one read instead of starting more, tells what it finds once it comes, and the thread reading it does not
+    # keep the helper's process alive at exit.
+    sent: list[dict[str, Any]] = []
+    release = threading.Event()
+    readers: list[threading.Thread] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    def detect() -> str | None:
+        readers.append(threading.current_thread())
+        if len(readers) > 1:
+            return None
+        release.wait(30)
+        return "GNOME's proxy settings (manual)"  # said only by the read that hung: its answer is not dropped
+
+    host = Host(FetchService(), send, system_proxy=detect)
+    host.system_proxy_limit = 0.05
+    host.system_proxy_recheck = 0.01
+    try:
+        async with asyncio.timeout(5):  # a fail-safe: the hello is not held for the read
+            await host.handle({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+        assert sent[0]["type"] == "hello" and sent[0]["compatible"] and "system_proxy" not in sent[0], sent
+        assert len(readers) == 1 and readers[0].daemon, "one read, in a thread that does not hold the exit"
+        for _ in range(20):  # the watch's rounds while that read hangs
+            await asyncio.sleep(0.01)
+        assert len(readers) == 1 and len(sent) == 1
+        release.set()
+        await until(lambda: len(sent) >= 2, "the late answer told", seen=lambda: sent)
+        assert sent[1] == {"type": "system_proxy", "system_proxy": "GNOME's proxy settings (manual)"}
+    finally:
+        release.set()
+        await host.close()
 
 
 async def test_host_streams_a_batch(host: HostProcess, origin: str) -> None:
