@@ -18,8 +18,8 @@ from . import __version__, protocol
 from .bridge import browsers as catalogue
 from .bridge.install import Target
 from .bridge.registry import Registry
+from .bridge.system_proxy import automatic, os_settings, run_bounded
 from .bridge.system_proxy import detect as detect_system_proxy
-from .bridge.system_proxy import os_settings, run_bounded
 from .lanes.interfaces import Interface, PolicyStore, discover
 
 Status = Literal["ok", "warn", "fail", "info"]
@@ -202,6 +202,14 @@ def check_system_proxy(found: str | None) -> Finding:
     if found is None:
         return Finding("ok", "System proxy", "none set: a browser that uses the system's proxy settings (the "
                                              "default) connects directly, as the helper does")
+    if automatic(found):  # Windows turns auto-detection on by default: often no proxy is found by it at all
+        return Finding("warn", "System proxy",
+                       f"set: {found}. A browser that uses the system's proxy settings (the default) follows it, and "
+                       "it may pick a proxy, which the helper cannot tell without fetching it, so lanefetch stays off "
+                       "there: its helper connects directly and would fetch around the proxy",
+                       "nothing to do where your network needs it. Where it has no proxy, turn the automatic proxy "
+                       "configuration off (on Windows: Settings, Network & internet, Proxy, Automatically detect "
+                       "settings), or set the browser to use no proxy")
     return Finding("warn", "System proxy",
                    f"set: {found}. A browser that uses the system's proxy settings (the default) goes through it, so "
                    "lanefetch stays off there: its helper connects directly and would fetch around the proxy",

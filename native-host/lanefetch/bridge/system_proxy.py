@@ -60,6 +60,10 @@ INTERNET_SETTINGS = r"Software\Microsoft\Windows\CurrentVersion\Internet Setting
 # a counter, then these flags (a DWORD, little-endian; WinInet's PROXY_TYPE_*).
 WINDOWS_AUTO_PROXY_URL, WINDOWS_AUTO_DETECT = 0x04, 0x08
 
+# How each automatic configuration found is named (and the environment's PAC URL): `automatic` tells them apart.
+AUTOMATIC = ("a proxy auto-configuration script", "proxy auto-detection, WPAD", "automatic proxy configuration",
+             "auto_proxy ", "AUTO_PROXY ")
+
 Runner = Callable[[Sequence[str]], str | None]
 Reader = Callable[[Path], str | None]
 
@@ -282,6 +286,11 @@ def read_text(path: Path) -> str | None:
     except (OSError, ValueError) as e:
         log.warning("cannot read %s: %r; taken as no system proxy there", path, e)
         return None
+
+
+def automatic(found: str) -> bool:
+    """Whether what `detect` found is an automatic configuration (a PAC script, WPAD): a proxy it may pick, or not."""
+    return found.startswith(AUTOMATIC)
 
 
 def detect(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[str, str]], run: Runner,

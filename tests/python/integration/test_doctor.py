@@ -146,6 +146,21 @@ def test_a_system_proxy_is_a_warning_that_says_what_to_do(tmp_path: Path) -> Non
     assert doctor.check_system_proxy(None).status == "ok"
 
 
+@pytest.mark.parametrize("found", [
+    "proxy auto-detection, WPAD (Windows' proxy settings)",
+    "a proxy auto-configuration script, http://wpad.corp/proxy.pac (GNOME's proxy settings)",
+    "automatic proxy configuration (GNOME's proxy settings)", "auto_proxy in the environment"])
+def test_an_automatic_proxy_configuration_is_said_to_be_one(found: str) -> None:
+    # Windows turns auto-detection on by default: the words must not say a proxy is surely used, and must say how
+    # to turn it off where the network has none
+    said = doctor.check_system_proxy(found)
+    assert said.status == "warn" and found in said.detail and "lanefetch stays off" in said.detail
+    assert "may pick a proxy" in said.detail and "goes through it" not in said.detail
+    assert "turn the automatic proxy configuration off" in said.fix and "Automatically detect settings" in said.fix
+    manual = doctor.check_system_proxy("proxy.corp:3128 (KDE's proxy settings)")
+    assert "goes through it" in manual.detail and "automatic" not in manual.fix
+
+
 def test_interfaces_for_lanes(tmp_path: Path) -> None:
     eth = Interface("eth0", 2, True, False, ("192.0.2.2",))
     wlan = Interface("wlan0", 3, True, False, ("198.51.100.7",))
