@@ -3,8 +3,9 @@
 // "system", follows the system's proxy settings: the helper, which connects directly and honours no proxy, says in
 // its hello whether one is set where it runs (the environment it shares with the browser that started it, GNOME's or
 // KDE's settings, macOS's or Windows'; native-host/lanefetch/bridge/system_proxy.py), and "system" with one set
-// keeps lanefetch off just the same. Any system proxy counts, whatever hosts it excludes. "direct" and auto-detection
-// (WPAD, which the helper never looks up) leave lanefetch on.
+// keeps lanefetch off just the same. Any system proxy counts, whatever hosts it excludes, and so does a system's
+// automatic configuration (a PAC script, WPAD: the helper cannot tell what they pick without fetching them).
+// "direct" and the browser's own auto-detection setting (WPAD, which the helper never looks up) leave lanefetch on.
 //
 // Until a helper has said (none has answered hello yet), nothing is known of the system's proxy and nothing is
 // blocked: nothing can reach a helper before its hello either. What the helper said last stays known while it is
