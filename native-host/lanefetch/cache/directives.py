@@ -2,7 +2,13 @@
 
 Directive names are case-insensitive; a directive given twice, or with a value that is not a valid
 delta-seconds where one is required, is treated the way §4.2.1 asks: "invalid" freshness, which
-makes the response stale (max-age becomes 0). Unknown directives are ignored."""
+makes the response stale (max-age becomes 0). Unknown directives are ignored.
+
+A delta-seconds directive whose value is quoted (`max-age="60"`) is not read at all, as if absent: §1.2.2 says a
+sender MUST NOT quote it, and Chromium does not parse it (its GetCacheControlDirective wants 1*DIGIT), so a browser
+gives such a response no max-age; Expires or the heuristic decide, as there. Taking the 60 out of the quotes would
+keep for a minute what the browser revalidates. Not read also means it is no duplicate of an unquoted one beside
+it (`max-age="60", max-age=30` is 30, Chromium's first readable one)."""
 
 from __future__ import annotations
 
@@ -28,9 +34,10 @@ class CacheControl:
     only_if_cached: bool = False
 
 
-def _split(values: Iterable[str]) -> list[tuple[str, str | None]]:
-    """Directives as (lower-case name, value or None), honouring quoted strings with commas."""
-    out: list[tuple[str, str | None]] = []
+def _split(values: Iterable[str]) -> list[tuple[str, str | None, bool]]:
+    """Directives as (lower-case name, value or None, whether the value was quoted), honouring quoted strings with
+    commas."""
+    out: list[tuple[str, str | None, bool]] = []
     for text in values:
         i, n = 0, len(text)
         while i < n:
@@ -42,11 +49,13 @@ def _split(values: Iterable[str]) -> list[tuple[str, str | None]]:
                 i += 1
             name = text[start:i].strip().lower()
             value: str | None = None
+            quoted = False
             if i < n and text[i] == "=":
                 i += 1
                 while i < n and text[i] in " \t":
                     i += 1
                 if i < n and text[i] == '"':
+                    quoted = True
                     i += 1
                     chars: list[str] = []
                     while i < n and text[i] != '"':
@@ -64,7 +73,7 @@ def _split(values: Iterable[str]) -> list[tuple[str, str | None]]:
                         i += 1
                     value = text[start:i].strip()
             if name:
-                out.append((name, value))
+                out.append((name, value, quoted))
     return out
 
 
@@ -82,8 +91,10 @@ def parse_cache_control(values: Iterable[str]) -> CacheControl:
     """All Cache-Control field lines of one message, in order."""
     flags: dict[str, bool] = {}
     deltas: dict[str, int | None] = {}
-    for name, value in _split(values):
+    for name, value, quoted in _split(values):
         if name in ("max-age", "s-maxage", "min-fresh"):
+            if quoted:
+                continue  # not read, as in Chromium (the module's docstring)
             # a duplicate freshness directive is invalid: stale (§4.2.1)
             deltas[name] = 0 if name in deltas else delta_seconds(value)
         else:
@@ -103,4 +114,4 @@ def parse_cache_control(values: Iterable[str]) -> CacheControl:
 
 def pragma_no_cache(values: Iterable[str]) -> bool:
     """`Pragma: no-cache` (§5.4); only meaningful when the request has no Cache-Control."""
-    return any(name == "no-cache" for name, _ in _split(values))
+    return any(name == "no-cache" for name, _, _ in _split(values))

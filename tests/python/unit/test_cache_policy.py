@@ -22,7 +22,7 @@ from lanefetch.cache.policy import (
     invalidates,
     served_headers,
 )
-from lanefetch.cache.storability import may_store, stored_fields
+from lanefetch.cache.storability import has_validator, may_store, stored_fields
 from lanefetch.cache.validation import conditional_headers, updated_head, validates
 from lanefetch.cache.vary import (
     matches,
@@ -54,7 +54,10 @@ def test_cache_control_directives() -> None:
     assert parse_cache_control(['private="a, b", no-store']).no_store  # comma inside a quoted string
     assert parse_cache_control(["max-age=abc"]).max_age == 0  # invalid: stale
     assert parse_cache_control(["max-age=10, max-age=20"]).max_age == 0  # duplicate: invalid
-    assert parse_cache_control(['max-age="30"']).max_age == 30
+    # quoted: not read (RFC 9111 §1.2.2 forbids it; Chromium does not parse it), so no max-age, not 30
+    assert parse_cache_control(['max-age="30"']).max_age is None
+    assert parse_cache_control(['max-age="30", max-age=20']).max_age == 20  # and so no duplicate either
+    assert parse_cache_control(['min-fresh="5", s-maxage="9"']) == parse_cache_control([])
     assert parse_cache_control(["max-age=99999999999999"]).max_age == MAX_DELTA
     assert parse_cache_control([]) == parse_cache_control([""]) == parse_cache_control([" , ,"])
     assert pragma_no_cache(["no-cache"]) and not pragma_no_cache(["x=no-cache"])
@@ -206,6 +209,7 @@ def test_never_stored_fields() -> None:
     assert kept == [("ETag", '"e"')]
 
 
+
 # -- validation -------------------------------------------------------------------------------------------
 
 
@@ -349,3 +353,55 @@ def test_delta_seconds_of_thousands_of_digits_are_two_to_the_31st_not_an_error()
     assert parse_cache_control([f"max-age=000{'0' * 5000}7"]).max_age == 7
     assert current_age(head(("Age", huge)), NOW) == MAX_DELTA
     assert isinstance(decide("GET", [("Cache-Control", f"max-age={huge}")], [], NOW), Miss)
+
+
+# -- invalid and conflicting freshness (RFC 9111 §1.2.2, §4.2.1) --------------------------------------------
+
+
+def test_a_quoted_max_age_is_no_max_age_so_expires_or_the_heuristic_decide() -> None:
+    # Last-Modified 1000 s before Date: 100 s of heuristic freshness, not the 600 quoted
+    quoted = head(("Cache-Control", 'max-age="600"'), ("Date", date(NOW)), ("Last-Modified", date(NOW - 1000)))
+    assert lifetime(quoted) == 100
+    assert isinstance(decide("GET", [], [entry(quoted)], NOW + 99), Hit)
+    assert isinstance(decide("GET", [], [entry(quoted)], NOW + 101), Revalidate)
+    with_expires = head(("Cache-Control", 'max-age="600"'), ("Date", date(NOW)), ("Expires", date(NOW + 5)))
+    assert lifetime(with_expires) == 5
+    assert lifetime(head(("Cache-Control", 'max-age="600"'))) == 0  # nothing else: stale at once
+    # a quoted request max-age is no constraint either (Chromium validates on "max-age=0" alone)
+    assert isinstance(decide("GET", [("Cache-Control", 'max-age="0"')], [entry(head(FRESH))], NOW + 1), Hit)
+
+
+@pytest.mark.parametrize("cache_control", [
+    ["max-age=600, max-age=600"],  # given twice, even alike: invalid, stale (§4.2.1)
+    ["max-age=600", "max-age=300"],  # over two field lines
+    ["max-age=600, no-cache"],  # conflicting: the most restrictive wins
+    ["max-age=abc"], ["max-age=-5"], ["max-age=1.5"], ["max-age="], ["max-age"],  # not a delta-seconds: stale
+    ["max-age=0"], ["max-age=0, must-revalidate"], ["max-age=00"],
+])
+def test_invalid_repeated_or_conflicting_freshness_is_never_a_hit(cache_control: list[str]) -> None:
+    stored = head(*[("Cache-Control", v) for v in cache_control], ("Expires", date(NOW + 3600)),
+                  ("Date", date(NOW)), ("Last-Modified", date(NOW - 10**6)), ETAG)
+    assert isinstance(decide("GET", [], [entry(stored)], NOW), Revalidate)
+    assert isinstance(decide("GET", [], [entry(stored)], NOW + 1), Revalidate)
+
+
+def test_two_expires_are_stale_and_max_age_over_an_invalid_expires_counts() -> None:
+    assert lifetime(head(("Date", date(NOW)), ("Expires", date(NOW + 60)), ("Expires", date(NOW + 60)))) == 0
+    assert lifetime(head(("Cache-Control", "max-age=60"), ("Expires", "0"))) == 60  # max-age wins (§5.3)
+
+
+_OTHER = st.sampled_from([("Expires", date(NOW + 10**6)), ("Last-Modified", date(NOW - 10**8)), ("Date", date(NOW)),
+                          ("Cache-Control", "public"), ("Cache-Control", "immutable"), ("Age", "0"),
+                          ("Cache-Control", 'max-age="9999"'), ("Cache-Control", "stale-while-revalidate=999")])
+
+
+@given(st.lists(_OTHER, max_size=5), st.sampled_from(["max-age=0", "MAX-AGE=0", "max-age=000"]),
+       st.floats(0, 10**6, allow_nan=False), st.floats(0, 10, allow_nan=False), st.booleans())
+def test_a_response_max_age_0_is_never_a_fresh_hit(others: list[tuple[str, str]], max_age: str, later: float,
+                                                   delay: float, validator: bool) -> None:
+    """Whatever else the response says (Expires far ahead, a Last-Modified for years of heuristic freshness), and
+    at any age, 0 included: validated if it can be, fetched if not; never served as is."""
+    stored = head(*others, ("Cache-Control", max_age), *([ETAG] if validator else []),
+                  request_time=NOW - delay, response_time=NOW)
+    decision = decide("GET", [], [entry(stored)], NOW + later)
+    assert isinstance(decision, Revalidate if has_validator(stored) else Miss)
