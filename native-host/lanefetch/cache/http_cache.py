@@ -250,6 +250,8 @@ def _plan(store: EntryStore, partition: str, queries: list[tuple[str, str, Heade
     used: list[int] = []
     for method, url, headers in queries:
         decision = decide(method, headers, store.lookup(partition, "GET", url) if method == "GET" else [], t)
+        if isinstance(decision, Miss) and decision.drop:
+            store.delete_url(partition, url)  # a forced fetch: what was stored never answers again (policy.py)
         body = None
         if isinstance(decision, (Hit, Revalidate)):
             body = store.body(decision.entry.id, as_of=decision.entry.head)

@@ -3,9 +3,18 @@ from the store, revalidate, fetch (and maybe store), or keep the cache out of it
 
 The browser's own request directives are respected the way the browser's cache would:
 - `Cache-Control: no-store` in the request: neither read nor stored.
-- `Cache-Control: no-cache`, or `Pragma: no-cache` without Cache-Control (a hard reload): never a hit;
-  revalidated if the entry has a validator, fetched in full otherwise (and the answer stored).
+- `Cache-Control: no-cache` or `Pragma: no-cache` (a hard reload sends both): fetched in full, with no conditional
+  fields, and the URL's stored entries (every variant) are dropped before it goes, whatever it brings back; the
+  answer is stored as any other. This is Chromium's cache (http_cache_util.cc: either header means
+  LOAD_BYPASS_CACHE, the entry doomed and written anew), and Pragma counts even beside a Cache-Control that does
+  not say no-cache: RFC 9111 §5.4 would ignore it then, but a browser's cache would not answer that request from
+  storage, so neither does this one.
+- `Cache-Control: max-age=0` (a normal reload): never a hit, however young the entry; revalidated if it has a
+  validator (Chromium's LOAD_VALIDATE_CACHE), fetched otherwise. An invalid or repeated request max-age counts as 0
+  (directives.py), a quoted one not at all (as in Chromium, which reads neither).
 - `Cache-Control: max-age=N` / `min-fresh=N`: the entry must be at most N old / fresh N more seconds.
+- A stored response whose lifetime is 0 (`max-age=0`, Expires at or before Date, an invalid freshness) is never a
+  hit, however young: fresh means lifetime > age (§4.2), never ≥.
 - A request with its own conditional fields (If-None-Match, …) or a Range is the page's own
   validation: passed through untouched, neither answered from nor stored in the cache.
 Only GET is answered from the cache; an unsafe method answered with 2xx/3xx invalidates the stored
@@ -41,7 +50,11 @@ class Bypass:
 
 @dataclass(frozen=True)
 class Miss:
-    """Fetch as usual; store the response if it may be stored."""
+    """Fetch as usual; store the response if it may be stored. With `drop`, the URL's stored entries (all its
+    variants) go first: the request forced a fetch (no-cache), and what was stored must not answer anything again,
+    even if this fetch fails or is not stored."""
+
+    drop: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,17 +119,18 @@ def bypass_reason(method: str, headers: Headers) -> str | None:
     return None
 
 
-def forces_revalidation(headers: Headers) -> bool:
-    cc_values = _values(headers, "cache-control")
-    if cc_values:
-        return parse_cache_control(cc_values).no_cache
-    return pragma_no_cache(_values(headers, "pragma"))
+def forces_fetch(headers: Headers) -> bool:
+    """`Cache-Control: no-cache` or `Pragma: no-cache` in the request: fetched in full (the module's docstring)."""
+    request_cc = parse_cache_control(_values(headers, "cache-control"))
+    return request_cc.no_cache or pragma_no_cache(_values(headers, "pragma"))
 
 
 def decide(method: str, headers: Headers, candidates: list[StoredEntry], now: float) -> Decision:
     reason = bypass_reason(method, headers)
     if reason is not None:
         return Bypass(reason)
+    if forces_fetch(headers):
+        return Miss(drop=bool(candidates))
     usable = [c for c in candidates if matches(c.head.vary, headers) and coding_accepted(c.head, headers)]
     if not usable:
         return Miss()
@@ -127,11 +141,11 @@ def decide(method: str, headers: Headers, candidates: list[StoredEntry], now: fl
     age = current_age(head, now)
     life = lifetime(head)
     fresh = life > age
-    if request_cc.max_age is not None and age > request_cc.max_age:
-        fresh = False
+    if request_cc.max_age is not None and (age > request_cc.max_age or request_cc.max_age == 0):
+        fresh = False  # max-age=0 validates even an entry of age 0 (a reload), as Chromium's LOAD_VALIDATE_CACHE
     if request_cc.min_fresh is not None and life - age < request_cc.min_fresh:
         fresh = False
-    if fresh and not response_cc.no_cache and not forces_revalidation(headers):
+    if fresh and not response_cc.no_cache:
         return Hit(entry, age)
     if has_validator(head):
         return Revalidate(entry, conditional_headers(head))

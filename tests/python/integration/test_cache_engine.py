@@ -264,15 +264,47 @@ async def test_last_modified_revalidation(engine: Engine, origin: Origin) -> Non
     assert "If-None-Match" not in origin.hits("/lm")[1].headers
 
 
-async def test_hard_reload_revalidates_a_fresh_entry(engine: Engine, origin: Origin) -> None:
+async def test_hard_reload_fetches_in_full_and_replaces_the_entry(engine: Engine, origin: Origin) -> None:
+    """A hard reload (Cache-Control and Pragma no-cache) of a fresh entry is fetched in full, without the stored
+    validator (Chromium's LOAD_BYPASS_CACHE: a 304 to it would only hand back the copy the user wanted gone), and
+    its answer replaces the entry; Pragma alone does the same; a normal reload (max-age=0) revalidates."""
     await get(engine, f"{origin.url}/fresh", SITE)
     await settle(engine)
     reload = await get(engine, f"{origin.url}/fresh", SITE, [("Cache-Control", "no-cache"), ("Pragma", "no-cache")])
-    assert reload.report is not None and reload.report.cache != "hit"
-    assert origin.hits("/fresh")[1].headers.get("If-None-Match") == '"f"'
+    assert reload.report is not None and reload.report.cache == "none" and reload.body == b"fresh 2"
+    assert "If-None-Match" not in origin.hits("/fresh")[1].headers
+    await settle(engine)
+    after = await get(engine, f"{origin.url}/fresh", SITE)
+    assert after.report is not None and after.report.cache == "hit" and after.body == b"fresh 2"
     pragma_only = await get(engine, f"{origin.url}/fresh", SITE, [("Pragma", "no-cache")])
-    assert pragma_only.report is not None and pragma_only.report.cache != "hit"
-    assert len(origin.hits("/fresh")) == 3
+    assert pragma_only.report is not None and pragma_only.report.cache == "none" and pragma_only.body == b"fresh 3"
+    assert "If-None-Match" not in origin.hits("/fresh")[2].headers
+    await settle(engine)
+    normal_reload = await get(engine, f"{origin.url}/fresh", SITE, [("Cache-Control", "max-age=0")])
+    assert normal_reload.report is not None and normal_reload.report.cache != "hit"
+    assert origin.hits("/fresh")[3].headers.get("If-None-Match") == '"f"'
+    assert len(origin.hits("/fresh")) == 4
+
+
+async def test_a_hard_reload_or_an_unsafe_request_drops_every_variant(engine: Engine, origin: Origin) -> None:
+    """The URL's stored variants (Vary: Accept-Language) go together: a hard reload of one variant, or a POST to the
+    URL, leaves none of the others to answer (a browser's cache, one entry per URL, has none left either)."""
+    for invalidate in ("reload", "post"):
+        for lang in ("en", "de"):
+            await get(engine, f"{origin.url}/vary", SITE, [("Accept-Language", lang)])
+        await settle(engine)
+        de = await get(engine, f"{origin.url}/vary", SITE, [("Accept-Language", "de")])
+        assert de.report is not None and de.report.cache == "hit"
+        if invalidate == "reload":
+            await get(engine, f"{origin.url}/vary", SITE, [("Accept-Language", "en"), ("Cache-Control", "no-cache")])
+        else:
+            await get(engine, f"{origin.url}/vary", SITE, method="POST")
+        await settle(engine)
+        before = len(origin.hits("/vary"))
+        de = await get(engine, f"{origin.url}/vary", SITE, [("Accept-Language", "de")])
+        assert de.report is not None and de.report.cache == "none", invalidate
+        assert len(origin.hits("/vary")) == before + 1
+
 
 
 async def test_no_store_request_bypasses_and_no_store_response_is_not_stored(

@@ -320,6 +320,37 @@ async def test_a_write_queued_before_a_plan_is_seen_by_it(tmp_path: Path) -> Non
         await cache.aclose()
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+async def test_a_no_cache_request_drops_every_variant_before_it_goes(tmp_path: Path, kind: str) -> None:
+    # A hard reload (Cache-Control: no-cache) of a URL stored in two variants (Vary: Accept-Language): the plan
+    # drops both before the request leaves, as Chromium dooms its entry, so neither answers again whatever the
+    # fetch brings (here: nothing stored after it, as when it fails or is too large to keep).
+    import time
+    from email.utils import formatdate
+
+    from lanefetch.cache.http_cache import HttpCache
+    from lanefetch.cache.policy import Hit, Miss
+
+    t = time.time()
+    fields = [("Cache-Control", "max-age=3600"), ("Date", formatdate(t, usegmt=True)), ("Vary", "Accept-Language")]
+    cache = HttpCache(lambda: SqliteStore(tmp_path, 10**6) if kind == "sqlite" else MemoryStore(10**6), 10**6)
+    try:
+        for lang in ("en", "de"):
+            head = StoredHead(200, "OK", "1.1", fields, t, t, {"accept-language": lang}, True)
+            await cache.run(lambda s, h=head, v=lang: s.put("p", "GET", "http://o/a", f"accept-language:={v}", h, b"A"))
+        (plan,) = await cache.plan([("GET", "http://o/a", [("Accept-Language", "de")])], "p") or []
+        assert isinstance(plan[0], Hit)
+        reload = [("Accept-Language", "en"), ("Cache-Control", "no-cache"), ("Pragma", "no-cache")]
+        (plan,) = await cache.plan([("GET", "http://o/a", reload)], "p") or []
+        assert plan == (Miss(drop=True), None)
+        assert await cache.run(lambda s: s.lookup("p", "GET", "http://o/a")) == []
+        for lang in ("en", "de"):
+            (plan,) = await cache.plan([("GET", "http://o/a", [("Accept-Language", lang)])], "p") or []
+            assert plan == (Miss(), None)
+    finally:
+        await cache.aclose()
+
+
 async def test_an_invalidation_the_store_failed_leaves_nothing_served(tmp_path: Path) -> None:
     # The delete after a POST (or after a full answer replaced the entry) fails in the store (the file locked by
     # another helper past the busy timeout, the disk full): the cache steps aside, as for any failing store, rather

@@ -256,11 +256,15 @@ def test_decide() -> None:
     assert decide("GET", [], [], NOW) == Miss()
     r = decide("GET", [], [stale], NOW)
     assert isinstance(r, Revalidate) and r.conditional == [("If-None-Match", '"x"')]
-    assert isinstance(decide("GET", [("Cache-Control", "no-cache")], [fresh], NOW), Revalidate)
-    assert isinstance(decide("GET", [("Pragma", "no-cache")], [fresh], NOW), Revalidate)
-    # Pragma only counts without Cache-Control
-    assert isinstance(decide("GET", [("Pragma", "no-cache"), ("Cache-Control", "max-age=600")], [fresh], NOW), Hit)
+    # a forced fetch (hard reload): in full, no conditional fields, the URL's entries dropped (Chromium's
+    # LOAD_BYPASS_CACHE), even with a validator to revalidate with
+    assert decide("GET", [("Cache-Control", "no-cache")], [fresh], NOW) == Miss(drop=True)
+    assert decide("GET", [("Pragma", "no-cache")], [fresh], NOW) == Miss(drop=True)
+    # Pragma counts beside a Cache-Control too, as in Chromium (RFC 9111 §5.4 would ignore it)
+    assert decide("GET", [("Pragma", "no-cache"), ("Cache-Control", "max-age=600")], [fresh], NOW) == Miss(drop=True)
+    assert decide("GET", [("Cache-Control", "no-cache")], [], NOW) == Miss()  # nothing to drop
     assert isinstance(decide("GET", [("Cache-Control", "max-age=0")], [fresh], NOW + 1), Revalidate)
+    assert isinstance(decide("GET", [("Cache-Control", "max-age=0")], [fresh], NOW), Revalidate)  # even at age 0
     assert isinstance(decide("GET", [("Cache-Control", "min-fresh=120")], [fresh], NOW), Revalidate)
     assert isinstance(decide("GET", [("Cache-Control", "no-store")], [fresh], NOW), Bypass)
     assert isinstance(decide("GET", [("If-None-Match", '"x"')], [fresh], NOW), Bypass)
@@ -405,3 +409,32 @@ def test_a_response_max_age_0_is_never_a_fresh_hit(others: list[tuple[str, str]]
                   request_time=NOW - delay, response_time=NOW)
     decision = decide("GET", [], [entry(stored)], NOW + later)
     assert isinstance(decision, Revalidate if has_validator(stored) else Miss)
+
+
+_REQUEST_FIELD = st.sampled_from([("Accept", "*/*"), ("Cache-Control", "max-age=600"), ("Cache-Control", "min-fresh=1"),
+                                  ("Accept-Language", "en"), ("Cache-Control", "max-stale=99"), ("Pragma", "x")])
+_FORCE = st.sampled_from([("Cache-Control", "no-cache"), ("Cache-Control", "NO-CACHE"), ("Pragma", "no-cache"),
+                          ("Cache-Control", "max-age=600, no-cache"), ("pragma", "No-Cache"),
+                          ("Cache-Control", 'no-cache="x"')])
+
+
+@given(st.lists(_REQUEST_FIELD, max_size=4), _FORCE, st.integers(0, 4), st.floats(0, 10**6, allow_nan=False),
+       st.integers(0, 3))
+def test_a_no_cache_request_is_fetched_in_full_and_drops_what_is_stored(
+        fields: list[tuple[str, str]], force: tuple[str, str], at: int, later: float, n: int) -> None:
+    """Fresh or not, with a validator or not, whatever else the request says: a full fetch (no conditional fields
+    to add: Miss, not Revalidate), and the URL's stored entries dropped whenever there are any."""
+    request = [*fields[:at], force, *fields[at:]]
+    stored = [entry(head(("Cache-Control", "max-age=3600"), ETAG, ("Last-Modified", date(NOW - 10))), i)
+              for i in range(n)]
+    assert decide("GET", request, stored, NOW + later) == Miss(drop=n > 0)
+
+
+@given(st.lists(_REQUEST_FIELD, max_size=4), st.sampled_from(["max-age=0", "Max-Age=0, x", "max-age=abc"]),
+       st.floats(0, 30, allow_nan=False))
+def test_a_request_max_age_0_revalidates_even_a_brand_new_entry(
+        fields: list[tuple[str, str]], directive: str, later: float) -> None:
+    request = [f for f in fields if f[0] != "Cache-Control"] + [("Cache-Control", directive)]
+    stored = entry(head(("Cache-Control", "max-age=3600"), ETAG))
+    assert isinstance(decide("GET", request, [stored], NOW + later), Revalidate)
+    assert decide("GET", request, [entry(head(("Cache-Control", "max-age=3600")))], NOW + later) == Miss()
