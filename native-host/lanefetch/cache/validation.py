@@ -11,9 +11,16 @@
   without one selects nothing; otherwise, if it carries a Last-Modified, the stored one must equal it. A 304
   that names a different representation updates nothing and cannot be answered from the store.
 - The stored head is updated from the 304 (§3.2): every field in the 304 replaces the stored field of
-  that name, except fields never stored, Content-Length, and the fields that describe how the stored
-  body is encoded (Content-Encoding, Content-Range, Transfer-Encoding), which must keep matching the
-  bytes kept. The 304's request and response times become the entry's: freshness starts again."""
+  that name; every stored field the 304 does not carry is kept (a 304 has no body and servers send few
+  fields with it: nginx drops Content-Type and Content-Length, so an update that started from the 304 would
+  serve the stored bytes untyped). Not taken from a 304 (`_KEEP_STORED`): fields never stored, Content-Length
+  (§3.2: it describes the 304, which has no content), the fields that describe the stored bytes and must keep
+  matching them (Content-Encoding, Content-Range, Transfer-Encoding, Content-Type, Content-Location,
+  Content-MD5, and the ETag that names them), and the rest of the list Chromium and Firefox keep from their
+  stored response (Chromium's kNonUpdatedHeaders, after Firefox's nsHttpResponseHead: X-Frame-Options,
+  X-XSS-Protection, X-Content-* and X-WebKit-*): §3.2 lets a user agent's cache omit fields whose update would
+  be inconsistent with what it stored, and a page served through lanefetch must see the head the browser's own
+  cache would give it. The 304's request and response times become the entry's: freshness starts again."""
 
 from __future__ import annotations
 
@@ -24,7 +31,17 @@ from .entry import StoredHead
 from .storability import NEVER_STORED
 
 CONDITIONAL_FIELDS = frozenset({"if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range"})
-_KEEP_STORED = frozenset({"content-length", "content-encoding", "content-range", "transfer-encoding"})
+_KEEP_STORED = frozenset({
+    "content-length", "content-encoding", "content-range", "transfer-encoding", "content-type", "content-location",
+    "content-md5", "etag", "x-frame-options", "x-xss-protection", "www-authenticate", "proxy-authorization",
+})
+_KEEP_STORED_PREFIXES = ("x-content-", "x-webkit-")
+
+
+def _kept(name: str) -> bool:
+    """A field a 304 never updates (the module's docstring)."""
+    name = name.lower()
+    return name in NEVER_STORED or name in _KEEP_STORED or name.startswith(_KEEP_STORED_PREFIXES)
 
 
 def conditional_headers(head: StoredHead) -> Headers:
@@ -80,10 +97,7 @@ def validates(stored: StoredHead, not_modified: Headers) -> bool:
 def updated_head(stored: StoredHead, not_modified: Headers, request_time: float, response_time: float) -> StoredHead:
     """The stored head refreshed by a 304 (call validates() first)."""
     named = {t.strip().lower() for k, v in not_modified if k.lower() == "connection" for t in v.split(",")}
-    incoming = [
-        (k, v) for k, v in not_modified
-        if k.lower() not in NEVER_STORED and k.lower() not in _KEEP_STORED and k.lower() not in named
-    ]
+    incoming = [(k, v) for k, v in not_modified if not _kept(k) and k.lower() not in named]
     # Age too: a 304 without one was answered now by the origin (or a cache that says no age), so the refreshed
     # response is that fresh; the stored Age kept would age it again at once (RFC 9111 §4.2.3 counts age_value
     # from the Age field, and §3.2's "replace what is present" leaves the old one otherwise): an entry stored at

@@ -1,6 +1,7 @@
 """The cache against real nginx in a network namespace: ETag and Last-Modified revalidation answered
-with 304 (seen in nginx's access log) deliver the stored bytes, fresh entries never reach nginx, a hard reload is
-fetched in full, and the revalidations ride pipelined connections like any other request."""
+with 304 (seen in nginx's access log) deliver the stored bytes with the stored content fields, fresh entries
+never reach nginx, a hard reload is fetched in full, and the revalidations ride pipelined connections like any
+other request."""
 
 from __future__ import annotations
 
@@ -102,6 +103,41 @@ async def test_a_compressed_answer_s_weakened_etag_is_revalidated_by_nginx_s_304
             assert g.error is None and g.body == data and g.report is not None and g.report.cache == "revalidated"
         log = nginx.access_log(wait_for=2 * len(FILES))
         assert [r.status for r in log] == [200] * len(FILES) + [304] * len(FILES)
+    finally:
+        await engine.aclose()
+
+
+@pytest.mark.parametrize("prefix", ["etag", "lm", "gzip"])
+async def test_nginx_s_304_keeps_the_stored_content_fields(nginx: ServerHandle, tmp_path: Path, prefix: str) -> None:
+    """nginx's 304 carries no Content-Type, Content-Length or Content-Encoding (and no body): the refreshed response
+    is served, and stored, with the fields the 200 had (RFC 9111 §3.2, §4.3.4), its ETag included (the gzip body's
+    weak one, not the strong tag nginx names in the 304), never with the 304's framing."""
+    engine = FetchService(ServiceConfig(EngineConfig(connections_per_origin=1), cache_dir=tmp_path / "cache"))
+    content = ("Content-Type", "Content-Length", "Content-Encoding", "ETag", "Last-Modified")
+    try:
+        base = nginx.url("").rstrip("/")
+
+        async def fetch() -> Collect:
+            sink = Collect()
+            reqs = [FetchRequest(n, "GET", f"{base}/{prefix}/{n}", [("Accept-Encoding", "gzip")]) for n in FILES]
+            await engine.fetch(reqs, sink, PAGE)
+            for cache in engine._caches.values():
+                await asyncio.gather(*list(cache._pending))
+            return sink
+
+        first = await fetch()
+        for name in FILES:
+            assert first.got[name].header("Content-Type") == "text/css"
+            assert (first.got[name].header("Content-Encoding") == "gzip") == (prefix == "gzip")
+        for _ in range(2):  # the 304's refresh as served, then as stored and refreshed again
+            again = await fetch()
+            for name in FILES:
+                g = again.got[name]
+                assert g.error is None and g.report is not None and g.report.cache == "revalidated"
+                assert g.body == first.got[name].body
+                assert {f: g.header(f) for f in content} == {f: first.got[name].header(f) for f in content}
+        log = nginx.access_log(wait_for=3 * len(FILES))
+        assert [r.status for r in log] == [200] * len(FILES) + [304] * (2 * len(FILES))
     finally:
         await engine.aclose()
 

@@ -438,3 +438,51 @@ def test_a_request_max_age_0_revalidates_even_a_brand_new_entry(
     stored = entry(head(("Cache-Control", "max-age=3600"), ETAG))
     assert isinstance(decide("GET", request, [stored], NOW + later), Revalidate)
     assert decide("GET", request, [entry(head(("Cache-Control", "max-age=3600")))], NOW + later) == Miss()
+
+
+# -- what a 304 updates (RFC 9111 §3.2, §4.3.4) --------------------------------------------------------------
+
+_STORED_304 = [("Content-Type", "text/css"), ("ETag", 'W/"x"'), ("Last-Modified", date(NOW - 500)),
+               ("Content-Encoding", "gzip"), ("Content-Length", "1234"), ("Content-Location", "/a.css"),
+               ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Cache-Control", "max-age=1"),
+               ("X-Old", "1")]
+_NOT_UPDATED = {"content-type", "etag", "content-encoding", "content-length", "content-location",
+                "x-content-type-options", "x-frame-options"}
+_IN_304 = st.sampled_from([("Content-Type", "text/html"), ("ETag", '"x"'), ("Last-Modified", date(NOW - 100)),
+                           ("Content-Encoding", "br"), ("Content-Length", "0"), ("Cache-Control", "max-age=600"),
+                           ("X-Content-Type-Options", "sniff"), ("X-Frame-Options", "ALLOWALL"), ("X-New", "2"),
+                           ("Date", date(NOW)), ("Set-Cookie", "a=b"), ("Content-Location", "/b.css"),
+                           ("Expires", date(NOW + 60)), ("Vary", "Accept")])
+
+
+@given(st.lists(_IN_304, max_size=8, unique_by=lambda f: f[0]))
+def test_a_304_updates_what_it_carries_and_keeps_the_rest(not_modified: list[tuple[str, str]]) -> None:
+    """Every stored field the 304 does not carry is kept; the fields that describe the stored bytes (and the rest
+    of the list a browser's cache keeps: Chromium's kNonUpdatedHeaders) are kept even when it carries them; every
+    other field it carries replaces the stored one; Set-Cookie is never stored."""
+    stored = head(*_STORED_304, request_time=NOW - 100, response_time=NOW - 100)
+    new = updated_head(stored, not_modified, NOW - 1, NOW)
+    got = {k.lower(): v for k, v in new.headers}
+    assert len(got) == len(new.headers)  # one line per field: replaced, not added beside
+    sent = {k.lower(): v for k, v in not_modified}
+    for k, v in _STORED_304:
+        assert got[k.lower()] == (sent[k.lower()] if k.lower() in sent and k.lower() not in _NOT_UPDATED else v)
+    for k, v in sent.items():
+        if k not in _NOT_UPDATED and k != "set-cookie":
+            assert got[k] == v
+    assert "set-cookie" not in got
+
+
+def test_a_304_without_content_fields_serves_the_stored_ones() -> None:
+    """What nginx sends in a 304 (no Content-Type, Content-Length or Content-Encoding) refreshes the entry; the
+    body's fields stay as stored."""
+    stored = head(*_STORED_304, request_time=NOW - 100, response_time=NOW - 100)
+    nginx_304 = [("Server", "nginx"), ("Date", date(NOW)), ("Last-Modified", date(NOW - 500)),
+                 ("Connection", "keep-alive"), ("ETag", '"x"'), ("Cache-Control", "max-age=600")]
+    assert validates(stored, nginx_304)
+    new = updated_head(stored, nginx_304, NOW - 1, NOW)
+    got = dict(new.headers)
+    assert got["Content-Type"] == "text/css" and got["Content-Length"] == "1234"
+    assert got["Content-Encoding"] == "gzip" and got["ETag"] == 'W/"x"'  # the stored body's (weak) tag
+    assert got["Cache-Control"] == "max-age=600" and got["Server"] == "nginx" and "Connection" not in got
+    assert is_fresh(new, NOW + 598)  # 600 s from the 304, less its 1 s round trip
