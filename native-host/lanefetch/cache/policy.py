@@ -34,7 +34,7 @@ from ..engine.fields import Headers
 from .directives import parse_cache_control, pragma_no_cache
 from .entry import StoredEntry, StoredHead
 from .freshness import current_age, lifetime
-from .storability import has_validator
+from .storability import NEVER_STORED, has_validator
 from .validation import CONDITIONAL_FIELDS, conditional_headers
 from .vary import matches
 
@@ -158,5 +158,8 @@ def invalidates(method: str, status: int) -> bool:
 
 
 def served_headers(head: StoredHead, age: float) -> Headers:
-    """Stored fields as served: with the current Age (§5.1), in whole seconds."""
-    return [(k, v) for k, v in head.headers if k.lower() != "age"] + [("Age", str(int(age)))]
+    """Stored fields as served: with the current Age (§5.1), in whole seconds. Fields never stored are left out here
+    too: an entry written before they were (Clear-Site-Data, Strict-Transport-Security: storability.py) must not
+    replay them."""
+    kept = [(k, v) for k, v in head.headers if k.lower() != "age" and k.lower() not in NEVER_STORED]
+    return [*kept, ("Age", str(int(age)))]

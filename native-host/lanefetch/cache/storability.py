@@ -19,7 +19,13 @@ Requests with credentials:
 
 Fields never stored: hop-by-hop ones, and Set-Cookie/Set-Cookie2 — replaying an old Set-Cookie from
 the cache would put back cookies the server has since changed (the browser's own cache drops them
-too). Fields named by the response's Connection header go with the hop-by-hop ones."""
+too). Fields named by the response's Connection header go with the hop-by-hop ones. Nor the two fields that
+act on the browser's state when a page receives them, which Chromium strips when it writes an entry
+(HttpResponseHeaders' kCookieResponseHeaders and kSecurityStateHeaders; Firefox keeps them but acts on them only
+for answers from the network): Clear-Site-Data (replayed, every hit would wipe the site's cookies and storage
+again, long after the server asked once) and Strict-Transport-Security (valid only as received on a live, error-free
+HTTPS connection, RFC 6797 §8.1; replayed, a policy the site has since shortened or lifted with max-age=0 would
+come back). A live answer still carries them to the page: a 304's are passed on with its cookies (tap.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +38,10 @@ from .vary import vary_fields
 NEVER_STORED = frozenset({
     "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
     "proxy-authenticate", "proxy-authentication-info", "set-cookie", "set-cookie2",
+    "clear-site-data", "strict-transport-security",
 })
+# Never stored, but passed on to the page from a live 304 that refreshed a stored response (tap.py).
+LIVE_ONLY = frozenset({"set-cookie", "set-cookie2", "clear-site-data", "strict-transport-security"})
 
 
 def _has(headers: Headers, name: str) -> bool:

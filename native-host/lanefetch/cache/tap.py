@@ -19,7 +19,7 @@ from .directives import parse_cache_control
 from .entry import StoredEntry, StoredHead
 from .freshness import current_age
 from .policy import invalidates, served_headers
-from .storability import may_store, stored_fields
+from .storability import LIVE_ONLY, may_store, stored_fields
 from .validation import updated_head, validates
 from .vary import request_values, variant_key, vary_fields
 
@@ -80,9 +80,10 @@ class CacheTap:
                 else:
                     self._writes.update_head(entry.id, fresh)
                 age = current_age(fresh, time.time())
-                # Set-Cookie is never stored, but this 304 is live: the browser must see its cookies.
-                cookies = [(k, v) for k, v in head.headers if k.lower() in ("set-cookie", "set-cookie2")]
-                headers = served_headers(fresh, age) + cookies
+                # Set-Cookie, Clear-Site-Data and Strict-Transport-Security are never stored, but this 304 is live:
+                # the browser must see them (Chromium too hands a 304's to the page, merged into the stored head).
+                live = [(k, v) for k, v in head.headers if k.lower() in LIVE_ONLY]
+                headers = served_headers(fresh, age) + live
                 served = ResponseHead(fresh.status, fresh.reason, fresh.http_version, headers)
                 return Substitute(served, body)
             self._writes.delete(entry.id)  # a full answer replaces what was stored

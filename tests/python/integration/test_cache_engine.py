@@ -81,6 +81,12 @@ async def origin() -> AsyncIterator[Origin]:
             lang = request.headers.get("Accept-Language", "none")
             return web.Response(body=f"lang={lang}".encode(), headers={"Cache-Control": "max-age=600",
                                                                       "Vary": "Accept-Language"})
+        if name == "state":  # fields that act on the browser's state: live only, never replayed from the store
+            if request.headers.get("If-None-Match") == '"s"':
+                return web.Response(status=304, headers={"ETag": '"s"', "Clear-Site-Data": '"storage"'})
+            return web.Response(body=b"state", headers={
+                "ETag": '"s"', "Cache-Control": "no-cache", "Content-Type": "text/css",
+                "Strict-Transport-Security": "max-age=600", "Clear-Site-Data": '"cookies"'})
         if name == "nostore":
             return web.Response(body=b"secret", headers={"Cache-Control": "no-store"})
         if name == "cookie":  # a validator but no explicit freshness: stored, but never fresh by heuristic
@@ -305,6 +311,20 @@ async def test_a_hard_reload_or_an_unsafe_request_drops_every_variant(engine: En
         assert de.report is not None and de.report.cache == "none", invalidate
         assert len(origin.hits("/vary")) == before + 1
 
+
+async def test_clear_site_data_and_sts_reach_the_page_live_never_from_the_store(engine: Engine, origin: Origin) -> None:
+    """Clear-Site-Data and Strict-Transport-Security act when the page receives them: a live answer (the 200, the
+    304's own) carries them; the stored head never does (Chromium strips both when it writes an entry), and the
+    stored Content-Type stays when the 304 brings none."""
+    first = await get(engine, f"{origin.url}/state", SITE)
+    assert first.header("Clear-Site-Data") == '"cookies"' and first.header("Strict-Transport-Security") is not None
+    await settle(engine)
+    second = await get(engine, f"{origin.url}/state", SITE)
+    assert second.report is not None and second.report.cache == "revalidated" and second.body == b"state"
+    assert second.header("Clear-Site-Data") == '"storage"'  # the 304's, live; the stored one is gone
+    assert second.header("Strict-Transport-Security") is None
+    assert (second.header("Content-Type") or "").startswith("text/css") and second.header("ETag") == '"s"'
+    assert second.header("Content-Length") == "5"
 
 
 async def test_no_store_request_bypasses_and_no_store_response_is_not_stored(

@@ -205,9 +205,18 @@ def test_may_store(method: str, req: list[tuple[str, str]], resp: list[tuple[str
 
 def test_never_stored_fields() -> None:
     kept = stored_fields([("Set-Cookie", "a=1"), ("Connection", "close, X-Hop"), ("X-Hop", "1"),
-                          ("Transfer-Encoding", "chunked"), ("ETag", '"e"'), ("Keep-Alive", "timeout=5")])
+                          ("Transfer-Encoding", "chunked"), ("ETag", '"e"'), ("Keep-Alive", "timeout=5"),
+                          ("Clear-Site-Data", '"cookies", "storage"'),
+                          ("Strict-Transport-Security", "max-age=31536000")])
     assert kept == [("ETag", '"e"')]
 
+
+def test_an_entry_stored_with_state_changing_fields_never_replays_them() -> None:
+    """An entry written before Clear-Site-Data and Strict-Transport-Security were left out of the store (an older
+    database) is served without them: replayed, each hit would clear the site's data again / renew a policy the
+    site may have lifted."""
+    old = head(FRESH, ("Clear-Site-Data", '"*"'), ("Strict-Transport-Security", "max-age=600"), ("X-A", "1"))
+    assert served_headers(old, 3) == [FRESH, ("X-A", "1"), ("Age", "3")]
 
 
 # -- validation -------------------------------------------------------------------------------------------
