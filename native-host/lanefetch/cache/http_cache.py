@@ -164,13 +164,16 @@ class HttpCache:
 
     # -- what caching_fetcher.py asks ----------------------------------------------------------------------
 
-    async def plan(self, queries: list[tuple[str, str, Headers]], partition: str) -> list[Plan] | None:
+    async def plan(self, queries: list[tuple[str, str, Headers]], partition: str, *,
+                   look_only: bool = False) -> list[Plan] | None:
         """One decision per (method, cache URL, request fields), with the stored body of hits and revalidations;
-        None when the store is unusable (the batch goes to the network untouched)."""
+        None when the store is unusable (the batch goes to the network untouched). The entries of a forced fetch
+        (`Miss(drop=True)`) are dropped here, as the request is about to go, unless `look_only` (a prefetch
+        deciding what to fly: no request of the page goes yet, and learned fields must not empty the store)."""
         if self._failed or not queries:
             return None
         try:
-            return await self.run(lambda s: None if self._failed else _plan(s, partition, queries))
+            return await self.run(lambda s: None if self._failed else _plan(s, partition, queries, look_only))
         except Exception as e:
             self._failed = True
             log.warning("cache unavailable, fetching without it: %r", e)
@@ -243,14 +246,14 @@ class HttpCache:
             self._store = None
 
 
-def _plan(store: EntryStore, partition: str, queries: list[tuple[str, str, Headers]]) -> list[Plan]:
+def _plan(store: EntryStore, partition: str, queries: list[tuple[str, str, Headers]], look_only: bool) -> list[Plan]:
     """On the worker thread: one decision (and, for hits and revalidations, the stored body) per request."""
     t = time.time()
     plans: list[Plan] = []
     used: list[int] = []
     for method, url, headers in queries:
         decision = decide(method, headers, store.lookup(partition, "GET", url) if method == "GET" else [], t)
-        if isinstance(decision, Miss) and decision.drop:
+        if isinstance(decision, Miss) and decision.drop and not look_only:
             store.delete_url(partition, url)  # a forced fetch: what was stored never answers again (policy.py)
         body = None
         if isinstance(decision, (Hit, Revalidate)):

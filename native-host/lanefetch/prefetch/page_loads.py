@@ -767,7 +767,7 @@ class PageLoads:
         for item in items:
             sent = sent_headers(FetchRequest("plan", "GET", item.url, list(item.headers), decode=item.decode))
             queries.append(("GET", cache_url(item.url), sent))
-        decisions = await cache.plan(queries, page.partition)
+        decisions = await cache.plan(queries, page.partition, look_only=True)
         if decisions is None:
             return items
         kept = []

@@ -341,6 +341,10 @@ async def test_a_no_cache_request_drops_every_variant_before_it_goes(tmp_path: P
         (plan,) = await cache.plan([("GET", "http://o/a", [("Accept-Language", "de")])], "p") or []
         assert isinstance(plan[0], Hit)
         reload = [("Accept-Language", "en"), ("Cache-Control", "no-cache"), ("Pragma", "no-cache")]
+        # a prefetch's look at what is stored drops nothing (no request of the page goes yet)
+        (plan,) = await cache.plan([("GET", "http://o/a", reload)], "p", look_only=True) or []
+        assert plan == (Miss(drop=True), None)
+        assert len(await cache.run(lambda s: s.lookup("p", "GET", "http://o/a"))) == 2
         (plan,) = await cache.plan([("GET", "http://o/a", reload)], "p") or []
         assert plan == (Miss(drop=True), None)
         assert await cache.run(lambda s: s.lookup("p", "GET", "http://o/a")) == []
