@@ -17,10 +17,11 @@
   (§3.2: it describes the 304, which has no content), the fields that describe the stored bytes and must keep
   matching them (Content-Encoding, Content-Range, Transfer-Encoding, Content-Type, Content-Location,
   Content-MD5, and the ETag that names them), and the rest of the list Chromium and Firefox keep from their
-  stored response (Chromium's kNonUpdatedHeaders, after Firefox's nsHttpResponseHead: X-Frame-Options,
-  X-XSS-Protection, X-Content-* and X-WebKit-*): §3.2 lets a user agent's cache omit fields whose update would
-  be inconsistent with what it stored, and a page served through lanefetch must see the head the browser's own
-  cache would give it. The 304's request and response times become the entry's: freshness starts again."""
+  stored response (Chromium's kNonUpdatedHeaders, after Firefox's nsHttpResponseHead: WWW-Authenticate,
+  Proxy-Authorization, X-Frame-Options, X-XSS-Protection, X-Content-* and X-WebKit-*): §3.2 lets a user
+  agent's cache omit fields whose update would be inconsistent with what it stored, and a page served through
+  lanefetch must see the head the browser's own cache would give it. The 304's request and response times
+  become the entry's: freshness starts again."""
 
 from __future__ import annotations
 
