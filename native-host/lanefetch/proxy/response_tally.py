@@ -38,7 +38,8 @@ class ResponseTally:
         self._head = head
         coding = head.get("content-encoding")  # every line of it: one list (RFC 9110 §5.3)
         try:
-            self._decoder = decoder_for(coding)
+            # strictly: a body cut short or failing its checksum has no decoded size to show (finish fails)
+            self._decoder = decoder_for(coding, strict=True)
         except FetchError:
             self._decoded = None  # a coding the helper does not know: Firefox may; the size stays unknown
 

@@ -6,7 +6,25 @@ start, bounded however much it expands: decoded_prefix, one call on what arrived
 
 Delivering and counting are bounded too: one piece of a coded body can decode to thousands of times its size (zstd
 turns 8 KiB into 256 MiB, so a 64 KiB read into 2 GiB), so `pieces` yields what a piece decodes to a bounded piece
-at a time (about PIECE bytes) and `decode` is only for what is known to be small."""
+at a time (about PIECE bytes) and `decode` is only for what is known to be small.
+
+Two readings of a coded body. By default, Chromium's (net/filter/*_source_stream.cc), since a body delivered in
+debugger mode must be exactly what the page would have had from the browser's own fetch, no more an error and no
+less one:
+- gzip: the first member only. Its header is read as Chromium reads it (gzip_header.py), its deflate data inflated
+  raw, its trailer (CRC32, ISIZE) never checked, and whatever follows it (more members, garbage) ignored.
+- deflate: zlib-wrapped (its Adler-32 checked by zlib), or, where zlib refuses the start before any output, raw
+  deflate: Chromium then puts a zlib header (78 01) before what it read and inflates it all again
+  (crbug.com/677001), and so does this. Whatever follows the end of the stream is ignored.
+- br: the stream; the decoder is drained of what it holds (the Python binding may return with output inside).
+- zstd: one frame after another; a window above 8 MiB fails (Chromium's windowLogMax 23, RFC 8878 §3.1.1.1.2).
+- A stream cut short (the body ended before the coding did) is no error for any of them: Chromium shows what
+  decoded so far (gzip/deflate stop; br and zstd note it in a histogram only). Corrupt data fails, as there.
+Where this still differs from Chromium (br with bytes after its end) is in docs/architecture.md ("Decoding").
+
+`strict=True` is the stricter reading proxy-mode callers keep (the browser there is Firefox, which decodes itself;
+the helper only counts or reads): every gzip member, zlib's own CRC32/ISIZE and header checks, raw deflate told by
+its first byte, and a stream cut short fails at `finish` (response_tally.py counts its decoded size as unknown)."""
 
 from __future__ import annotations
 
@@ -19,11 +37,16 @@ import brotli
 import zstandard
 
 from ..engine.errors import FetchError
+from .gzip_header import GzipHeader, InvalidHeader
 
 PIECE = 256 * 1024  # decoded bytes `pieces` yields at a time (zstd's may be up to ~1 MiB more: _Zstd)
 # zstd's API has no output limit: its input is fed this many bytes at a time. A block of 128 KiB needs at least 4
 # coded bytes (an RLE block), so one feed decodes to at most ~9 blocks.
 _ZSTD_FEED = 32
+_ZSTD_WINDOW_MAX = 1 << 23  # Chromium's windowLogMax (zstd_source_stream.cc): larger frames fail there
+# Chromium sniffs a deflate body's zlib header until this many bytes went in without output (gzip_source_stream.cc)
+_SNIFF_MAX = 1000
+_ZLIB_HEADER = b"\x78\x01"  # what Chromium puts before raw deflate to inflate it as zlib-wrapped
 
 
 class Decoder(Protocol):
@@ -91,9 +114,81 @@ class _Zlib:
         return out
 
 
+class _ChromiumZlib:
+    """gzip or deflate as Chromium undoes them (gzip_source_stream.cc): see the module's docstring."""
+
+    def __init__(self, *, gzip: bool) -> None:
+        self._header = GzipHeader() if gzip else None
+        # gzip: raw deflate after the header Chromium reads itself; deflate: zlib-wrapped, until sniffed otherwise
+        self._d = zlib.decompressobj(-zlib.MAX_WBITS if gzip else zlib.MAX_WBITS)
+        self._sniffing = not gzip
+        self._replay = b""  # a deflate body's start while sniffing, inflated again if zlib refuses what follows
+        self._done = False  # the (first) stream ended: whatever follows is ignored, as Chromium ignores it
+
+    def decode(self, data: bytes) -> bytes:
+        return b"".join(self.pieces(data))
+
+    def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
+        if self._done or not data:
+            return
+        if self._header is not None and not self._header.done:
+            try:
+                data = data[self._header.feed(data) :]
+            except InvalidHeader as e:
+                raise FetchError("decode_failed", "the body is not gzip") from e
+            if not data:
+                return
+        if self._sniffing:
+            try:
+                out = self._d.decompress(data, size)
+            except zlib.error:
+                # Not zlib-wrapped (no output yet): raw deflate, inflated behind a zlib header from the start
+                self._sniffing = False
+                self._d = zlib.decompressobj(zlib.MAX_WBITS)
+                self._d.decompress(_ZLIB_HEADER)
+                data, self._replay = self._replay + data, b""
+            else:
+                if out or self._d.eof or len(self._replay) + len(data) >= _SNIFF_MAX:
+                    self._sniffing, self._replay = False, b""
+                else:  # no output and all taken: kept to replay
+                    self._replay += data
+                    return
+                if out:
+                    yield out
+                if self._d.eof:
+                    self._done = True
+                    return
+                data = self._d.unconsumed_tail
+                if not data and len(out) < size:
+                    return
+        while True:
+            out = self._d.decompress(data, size)
+            if out:
+                yield out
+            if self._d.eof:
+                self._done = True
+                return
+            data = self._d.unconsumed_tail
+            if not data and len(out) < size:  # (a full piece may leave output inside: asked again with no input)
+                return
+
+    def finish(self) -> bytes:
+        # A stream cut short is no error (Chromium shows what inflated so far); pieces left nothing inside
+        return b"" if self._done else self._d.flush()
+
+    def prefix(self, data: bytes, limit: int) -> bytes:
+        out = b""
+        for piece in self.pieces(data, max(1, min(limit, PIECE))):
+            out += piece
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+
 class _Brotli:
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = False) -> None:
         self._d = brotli.Decompressor()
+        self._strict = strict
         self._any = False  # an empty body under the label (an empty redirect) is empty, as with the other codings
 
     def decode(self, data: bytes) -> bytes:
@@ -101,29 +196,36 @@ class _Brotli:
 
     def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
         self._any = self._any or bool(data)
+        if not data and self._d.is_finished():
+            return
         out = bytes(self._d.process(data, output_buffer_limit=size))
-        while True:
-            if out:
-                yield out
-            # A piece cut at the limit (it may pass it, up to about twice) may leave output inside even once the
-            # input is taken: asked again with no input until a piece comes short and the input is all taken.
-            if not out or (len(out) < size and self._d.can_accept_more_data()):
-                return
+        # The binding may return with output still inside, even short of the limit and with all input taken (a piece
+        # of an uncompressed meta-block): asked again with no input until it gives none, so nothing decoded waits for
+        # the next read, nor is lost at the end of the body.
+        while out:
+            yield out
             out = bytes(self._d.process(b"", output_buffer_limit=size))
 
     def finish(self) -> bytes:
-        if self._any and not self._d.is_finished():
+        out = b"".join(self.pieces(b""))  # drained (pieces drains too: this is what a caller left inside)
+        if self._strict and self._any and not self._d.is_finished():
             raise FetchError("decode_failed", "brotli body ends early")
-        return b""
+        return out
 
     def prefix(self, data: bytes, limit: int) -> bytes:
         return bytes(self._d.process(data, output_buffer_limit=limit))[:limit]
 
 
 class _Zstd:
-    def __init__(self) -> None:
-        self._d = zstandard.ZstdDecompressor().decompressobj()
+    def __init__(self, *, strict: bool = False) -> None:
+        self._strict = strict
+        self._d = self._frame()
         self._any = False
+
+    def _frame(self) -> zstandard.ZstdDecompressionObj:
+        if self._strict:
+            return zstandard.ZstdDecompressor().decompressobj()
+        return zstandard.ZstdDecompressor(max_window_size=_ZSTD_WINDOW_MAX).decompressobj()
 
     def decode(self, data: bytes) -> bytes:
         return b"".join(self.pieces(data))
@@ -139,7 +241,7 @@ class _Zstd:
                     # A body is one or more frames (RFC 8878 §3.1), decoded one after another as the browsers do
                     # (and as `prefix` reads them); a decompressobj ends with its frame, so the next gets one of
                     # its own. Whatever follows that is not a frame fails as a corrupt body.
-                    self._d = zstandard.ZstdDecompressor().decompressobj()
+                    self._d = self._frame()
                 out = self._d.decompress(feed)
                 feed = self._d.unused_data if self._d.eof else b""
                 if out:
@@ -152,7 +254,7 @@ class _Zstd:
             yield b"".join(got)
 
     def finish(self) -> bytes:
-        if self._any and not self._d.eof:
+        if self._strict and self._any and not self._d.eof:
             raise FetchError("decode_failed", "zstd body ends early")
         return b""
 
@@ -200,37 +302,38 @@ class _Chain:
         return data
 
 
-def _one(coding: str) -> Decoder | None:
+def _one(coding: str, strict: bool) -> Decoder | None:
     if coding in ("gzip", "x-gzip"):
-        return _Zlib(16 + zlib.MAX_WBITS)
+        return _Zlib(16 + zlib.MAX_WBITS) if strict else _ChromiumZlib(gzip=True)
     if coding == "deflate":
-        return _Zlib(zlib.MAX_WBITS, deflate=True)
+        return _Zlib(zlib.MAX_WBITS, deflate=True) if strict else _ChromiumZlib(gzip=False)
     if coding == "br":
-        return _Brotli()
+        return _Brotli(strict=strict)
     if coding == "zstd":
-        return _Zstd()
+        return _Zstd(strict=strict)
     if coding == "identity":
         return None
     raise FetchError("decode_failed", f"unsupported Content-Encoding {coding!r}")
 
 
-def decoder_for(content_encoding: str | None) -> Decoder | None:
-    """A decoder for the header value, None for identity; FetchError for a coding we cannot undo."""
+def decoder_for(content_encoding: str | None, *, strict: bool = False) -> Decoder | None:
+    """A decoder for the header value, None for identity; FetchError for a coding we cannot undo. Chromium's reading
+    of the body, or with `strict` the stricter one (the module's docstring)."""
     if not content_encoding:
         return None
     codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
-    decoders = [d for d in (_one(c) for c in reversed(codings)) if d is not None]
+    decoders = [d for d in (_one(c, strict) for c in reversed(codings)) if d is not None]
     if not decoders:
         return None
     return decoders[0] if len(decoders) == 1 else _Chain(decoders)
 
 
-
 def decoded_prefix(content_encoding: str | None, data: bytes, limit: int) -> bytes:
     """What the start of a coded body (`data`: the whole body or what arrived of it) decodes to, at most `limit`
     bytes, however much it would expand: for reading a body, not delivering it (a cut stream yields what it holds
-    so far). FetchError for a coding the helper cannot undo or data that is not of it."""
-    decoder = decoder_for(content_encoding)
+    so far). FetchError for a coding the helper cannot undo or data that is not of it. Read strictly (every gzip
+    member): its reader is proxy mode's discovery, where the browser is Firefox, not Chromium."""
+    decoder = decoder_for(content_encoding, strict=True)
     if decoder is None:
         return data[:limit]
     try:

@@ -117,16 +117,20 @@ async def test_a_zstd_body_of_several_frames_is_decoded_whole(split: int | None)
     assert out.ended and out.data == b"".join(parts)
 
 
-async def test_a_zstd_body_cut_inside_a_later_frame_fails() -> None:
+async def test_a_zstd_body_cut_inside_a_later_frame_is_delivered_as_far_as_it_decodes() -> None:
+    """Chromium (zstd_source_stream.cc) ends a zstd body cut inside a frame without an error, the page getting what
+    decoded (the cut noted in a histogram only): the helper failed it as `decode_failed`, where the browser shows it."""
     compressor = zstandard.ZstdCompressor()
-    coded = compressor.compress(b"whole " * 40) + compressor.compress(b"cut " * 400)[:-5]
+    second = b"cut " * 400
+    coded = compressor.compress(b"whole " * 40) + compressor.compress(second)[:-5]
     out = Errors()
     sink = DecodingSink(out)
     request = FetchRequest("r1", "GET", "http://example.test/a.js", [], decode=True)
     await sink.head(request, DeliveredHead(200, "OK", "1.1", [("Content-Encoding", "zstd")], False))
     await sink.body(request, coded)
     await sink.end(request, len(coded), [])
-    assert [e.code for e in out.errors] == ["decode_failed"] and not out.ended
+    assert not out.errors and out.ended
+    assert out.data.startswith(b"whole " * 40) and (b"whole " * 40 + second).startswith(out.data)
 
 
 @pytest.mark.parametrize("lines", [["gzip", "br"], ["identity", "gzip"], ["gzip", ""]])

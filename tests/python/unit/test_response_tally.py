@@ -110,8 +110,8 @@ def test_counting_stops_where_the_decoded_size_passes_its_limit(monkeypatch: pyt
     produced = 0
 
     class Counting:
-        def __init__(self, coding: str | None) -> None:
-            self.inner = decoder_for(coding)
+        def __init__(self, coding: str | None, *, strict: bool = False) -> None:
+            self.inner = decoder_for(coding, strict=strict)
 
         def pieces(self, data: bytes) -> object:
             nonlocal produced
