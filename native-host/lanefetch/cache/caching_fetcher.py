@@ -8,6 +8,12 @@ The tap sits between the engine and the consumer's sink (`_TapSink`), so it sees
 server coded it, after the engine proved its place on the connection: a pipelined answer reaches the
 sink, and so the cache, only once proven (engine/pipeline.py); one let through unproven says so on its
 head and is never stored. Private browsing gets a cache of its own that never touches the disk.
+
+A stored body the consumer has decoded (`decode`: debugger mode) is checked to decode first, as Chromium would
+decode it (stream/decode.py `decodes`, in a thread): one that does not (stored broken by an earlier version, a
+prefetch that kept it as coded, a disk that changed it) would end its request as `decode_failed` on every hit, and a
+conditional request would only have a 304 revalidate it. Its entry is deleted and the request goes to the network
+as a miss, without conditional fields, its answer stored in its place if it may be.
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest
 from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
-from .http_cache import HttpCache, cache_url
-from .policy import Bypass, Hit, Revalidate, served_headers
-from .tap import CacheTap
+from ..stream.decode import decodes
+from .http_cache import HttpCache, Plan, cache_url
+from .policy import Bypass, Hit, Miss, Revalidate, served_headers
+from .tap import CacheTap, Writes
 
 HIT_CHUNK = 256 * 1024  # a hit's body goes to the sink in pieces this size (decoding stays incremental)
 
@@ -47,6 +54,7 @@ class CachingFetcher:
         network: list[FetchRequest] = []
         hits: list[asyncio.Task[None]] = []
         writes = cache.writes(page.partition)
+        plans = await _without_undecodable(requests, plans, writes)
         sent_at = time.time()
         for req, (method, url, headers), (decision, body) in zip(requests, queries, plans, strict=True):
             if isinstance(decision, Hit) and body is not None:
@@ -152,6 +160,24 @@ class _TapSink:
         self._failed.discard(request.id)
         self._substituted.pop(request.id, None)
         await self._sink.timing(self._originals.pop(request.id, request), report)
+
+
+async def _without_undecodable(requests: list[FetchRequest], plans: list[Plan], writes: Writes) -> list[Plan]:
+    """The plans with every stored body a decoding request would fail on (the module's docstring) made a miss, its
+    entry deleted."""
+    stored = [(i, d.entry, body) for i, (req, (d, body)) in enumerate(zip(requests, plans, strict=True))
+              if req.decode and req.method.upper() == "GET" and body and isinstance(d, (Hit, Revalidate))]
+    if not stored:
+        return plans
+
+    def broken() -> list[tuple[int, int]]:
+        return [(i, entry.id) for i, entry, body in stored if not decodes(entry.head.get("content-encoding"), body)]
+
+    plans = list(plans)
+    for i, entry_id in await asyncio.to_thread(broken):
+        writes.delete(entry_id)
+        plans[i] = (Miss(), None)
+    return plans
 
 
 async def _serve_hit(sink: Sink, request: FetchRequest, hit: Hit, body: bytes) -> None:

@@ -340,3 +340,22 @@ def decoded_prefix(content_encoding: str | None, data: bytes, limit: int) -> byt
         return decoder.prefix(data, limit)[:limit]
     except (zlib.error, brotli.error, zstandard.ZstdError) as e:
         raise FetchError("decode_failed", f"cannot decode the body: {e}") from e
+
+
+def decodes(content_encoding: str | None, body: bytes) -> bool:
+    """Does a whole body (a stored one) decode as the default reading decodes it, as Chromium would, without an
+    error? Its output is counted away a piece at a time, never held. A coding the helper does not undo is not the
+    body's fault (the decoding sink fails it wherever it comes from): True."""
+    try:
+        decoder = decoder_for(content_encoding)
+    except FetchError:
+        return True
+    if decoder is None:
+        return True
+    try:
+        for _ in decoder.pieces(body):
+            pass
+        decoder.finish()
+    except Exception:  # zlib.error, brotli.error, zstd errors, FetchError: all mean a body that does not decode
+        return False
+    return True

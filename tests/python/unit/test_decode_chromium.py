@@ -17,7 +17,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine import FetchError
-from lanefetch.stream.decode import Decoder, decoder_for
+from lanefetch.stream.decode import Decoder, decoder_for, decodes
 
 
 def raw_deflate(data: bytes) -> bytes:
@@ -227,3 +227,17 @@ def test_data_that_is_not_of_its_coding_fails(coding: str, kept: int) -> None:
     coded = CODERS[coding](b"".join(b"%d " % i for i in range(5000)))[:kept] + b"\xff" * 40
     with pytest.raises((FetchError, zlib.error, brotli.error, zstandard.ZstdError)):
         chromium(coding, coded)
+
+
+@pytest.mark.parametrize(("coding", "body", "ok"), [
+    ("gzip", gzip.compress(b"x" * 1000) + b"junk", True),
+    ("gzip", member(b"x" * 1000, crc=0), True),
+    ("gzip", b"\x1f\x8b\x08\0\0\0\0\0\0\xff" + b"\xff" * 20, False),
+    ("br", brotli.compress(b"y" * 1000)[:-2], True),  # cut short: shown as far as it decodes
+    ("zstd", b"\x28\xb5\x2f\xfd" + b"\xff" * 20, False),
+    ("x-unknown", b"anything", True),  # not the body's fault: the decoding sink fails it wherever it comes from
+    (None, b"anything", True),
+])
+def test_decodes_says_whether_a_stored_body_decodes_as_chromium_would(coding: str | None, body: bytes,
+                                                                       ok: bool) -> None:
+    assert decodes(coding, body) is ok
