@@ -10,10 +10,11 @@ sink, and so the cache, only once proven (engine/pipeline.py); one let through u
 head and is never stored. Private browsing gets a cache of its own that never touches the disk.
 
 A stored body the consumer has decoded (`decode`: debugger mode) is checked to decode first, as Chromium would
-decode it (stream/decode.py `decodes`, in a thread): one that does not (stored broken by an earlier version, a
-prefetch that kept it as coded, a disk that changed it) would end its request as `decode_failed` on every hit, and a
-conditional request would only have a 304 revalidate it. Its entry is deleted and the request goes to the network
-as a miss, without conditional fields, its answer stored in its place if it may be.
+decode it (stream/decode.py `decodes`, in a thread, once per entry and helper run: _DecodeChecks): one that does
+not (stored broken by an earlier version, a prefetch that kept it as coded, a disk that changed it) would end its
+request as `decode_failed` on every hit, and a conditional request would only have a 304 revalidate it. Its entry
+is deleted and the request goes to the network as a miss, without conditional fields, its answer stored in its
+place if it may be.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from ..engine.errors import FetchError
@@ -43,6 +45,7 @@ class CachingFetcher:
     def __init__(self, inner: Fetcher, cache_for: Callable[[Page], HttpCache]) -> None:
         self.inner = inner
         self._cache_for = cache_for
+        self._checks = _DecodeChecks()
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         cache = self._cache_for(page)
@@ -54,7 +57,7 @@ class CachingFetcher:
         network: list[FetchRequest] = []
         hits: list[asyncio.Task[None]] = []
         writes = cache.writes(page.partition)
-        plans = await _without_undecodable(requests, plans, writes)
+        plans = await self._checks.without_undecodable(requests, plans, writes)
         sent_at = time.time()
         for req, (method, url, headers), (decision, body) in zip(requests, queries, plans, strict=True):
             if isinstance(decision, Hit) and body is not None:
@@ -162,22 +165,39 @@ class _TapSink:
         await self._sink.timing(self._originals.pop(request.id, request), report)
 
 
-async def _without_undecodable(requests: list[FetchRequest], plans: list[Plan], writes: Writes) -> list[Plan]:
-    """The plans with every stored body a decoding request would fail on (the module's docstring) made a miss, its
-    entry deleted."""
-    stored = [(i, d.entry, body) for i, (req, (d, body)) in enumerate(zip(requests, plans, strict=True))
-              if req.decode and req.method.upper() == "GET" and body and isinstance(d, (Hit, Revalidate))]
-    if not stored:
+class _DecodeChecks:
+    """Which stored bodies a decoding request would fail on (the module's docstring). A body found to decode is
+    remembered (its entry id, its head's response time and its length: a new answer stored, or a 304's refresh,
+    is checked again) for the rest of the helper's run, so a body is decoded twice only at its first hit."""
+
+    MAX = 4096
+
+    def __init__(self) -> None:
+        self._sound: OrderedDict[tuple[int, float, int], None] = OrderedDict()
+
+    async def without_undecodable(self, requests: list[FetchRequest], plans: list[Plan], writes: Writes) -> list[Plan]:
+        """The plans with every stored body that does not decode made a miss, its entry deleted."""
+        stored = [(i, (d.entry.id, d.entry.head.response_time, len(body)), d.entry.head.get("content-encoding"), body)
+                  for i, (req, (d, body)) in enumerate(zip(requests, plans, strict=True))
+                  if req.decode and req.method.upper() == "GET" and body and isinstance(d, (Hit, Revalidate))
+                  and d.entry.head.get("content-encoding")]
+        unchecked = [s for s in stored if s[1] not in self._sound]
+        for _, key, _, _ in stored:
+            if key in self._sound:
+                self._sound.move_to_end(key)
+        if not unchecked:
+            return plans
+        verdicts = await asyncio.to_thread(lambda: [decodes(coding, body) for _, _, coding, body in unchecked])
+        plans = list(plans)
+        for (i, key, _, _), sound in zip(unchecked, verdicts, strict=True):
+            if sound:
+                self._sound[key] = None
+                if len(self._sound) > self.MAX:
+                    self._sound.popitem(last=False)
+            else:
+                writes.delete(key[0])
+                plans[i] = (Miss(), None)
         return plans
-
-    def broken() -> list[tuple[int, int]]:
-        return [(i, entry.id) for i, entry, body in stored if not decodes(entry.head.get("content-encoding"), body)]
-
-    plans = list(plans)
-    for i, entry_id in await asyncio.to_thread(broken):
-        writes.delete(entry_id)
-        plans[i] = (Miss(), None)
-    return plans
 
 
 async def _serve_hit(sink: Sink, request: FetchRequest, hit: Hit, body: bytes) -> None:
