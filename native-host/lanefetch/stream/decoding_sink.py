@@ -2,9 +2,10 @@
 it (`decode`: debugger mode, where Chromium does not decode a fulfilled body itself).
 
 The engine below delivers bodies as the server coded them, so the cache stores and a broken body resumes on
-the coded bytes (a Range counts coded bytes); decoding happens once, here, on the way to the consumer. A body
-that cannot be decoded ends its request with `decode_failed`; the rest of its response is dropped here while
-the engine reads it to the end, so the connection stays in step.
+the coded bytes (a Range counts coded bytes); decoding happens once, here, on the way to the consumer, as
+Chromium would decode the body (decode.py's default reading: the page gets what the browser's own fetch would have
+shown, a body cut short included). A body that cannot be decoded ends its request with `decode_failed`; the rest of
+its response is dropped here while the engine reads it to the end, so the connection stays in step.
 """
 
 from __future__ import annotations
