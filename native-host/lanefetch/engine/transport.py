@@ -6,6 +6,7 @@ import _ssl
 import asyncio
 import contextlib
 import contextvars
+import errno
 import socket
 import ssl
 import sys
@@ -231,24 +232,33 @@ async def open_transport(
         # refused every certificate of such a host.
         server_hostname = server_hostname.removesuffix(".")
     last: Exception | None = None
+    failures: list[str] = []  # each address's failure, for the error if none answers
     for family, sockaddr in addresses:
-        sock = FinishedWithRequestSocket(family, socket.SOCK_STREAM) if tls is not None else socket.socket(
-            family, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if setup is not None:  # a lane: bind to its interface
-            try:
+        # Making the socket may fail for this address alone: no such family here (EAFNOSUPPORT: IPv6 off), or the
+        # helper at its file-descriptor limit (EMFILE, ENFILE). That is this address's connect failure: the next one
+        # is tried, and the error names it if none answers (raised from here, it failed the origin's whole queue as
+        # an internal error, the other addresses never tried).
+        sock: socket.socket | None = None
+        try:
+            sock = FinishedWithRequestSocket(family, socket.SOCK_STREAM) if tls is not None else socket.socket(
+                family, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if setup is not None:  # a lane: bind to its interface
                 setup(sock)
-            except OSError as e:
+        except OSError as e:
+            if sock is not None:
                 sock.close()
-                last = e
-                continue
+            last = e
+            failures.append(f"{_fmt(sockaddr)}: {socket_failure(e)}")
+            continue
         timing.connect_start = now()
         try:
             await asyncio.wait_for(loop.sock_connect(sock, sockaddr), connect_timeout)
         except (OSError, TimeoutError) as e:
             sock.close()
             last = e
+            failures.append(f"{_fmt(sockaddr)}: {socket_failure(e)}")
             continue
         timing.connect_end = now()
         timing.handshake_rtt = kernel_min_rtt(sock)
@@ -300,9 +310,23 @@ async def open_transport(
             detail = tls_diagnosis.handshake_failure(e, server_hostname or remote, old)
             raise FetchError("tls_failed", detail) from None
         return Transport(reader, writer, local, remote, interface, alpn, tls)
-    if isinstance(last, TimeoutError):
+    if isinstance(last, TimeoutError) and len(failures) == 1:
         raise FetchError("timeout", f"connecting timed out after {connect_timeout:g} s")
-    raise FetchError("connect_failed", f"cannot connect: {last}")
+    if not failures:
+        raise FetchError("connect_failed", "cannot connect: no address to connect to")
+    raise FetchError("connect_failed" if not isinstance(last, TimeoutError) else "timeout",
+                     f"cannot connect: {'; '.join(failures)}")
+
+
+def socket_failure(e: BaseException) -> str:
+    """What went wrong making or connecting one socket, in words that say whose matter it is."""
+    if isinstance(e, TimeoutError):
+        return "timed out"
+    if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+        return f"the helper has too many open files ({e.strerror}): close tabs or raise its file limit"
+    if isinstance(e, OSError) and e.errno == errno.EAFNOSUPPORT:
+        return f"this address family is not supported here ({e.strerror}; IPv6 turned off?)"
+    return str(e)
 
 
 _TCPI_MIN_RTT = 148  # offset of tcpi_min_rtt (microseconds, u32) in Linux's struct tcp_info
