@@ -10,6 +10,9 @@ from dataclasses import dataclass
 @dataclass
 class EngineConfig:
     connections_per_origin: int = 6  # as the browsers: what a page waiting on an origin gets from them
+    # Open connections over all origins (pool_plan.room_under_cap): at the cap an idle connection of another origin
+    # is closed for room, else the work waits. Chromium's socket pool allows 256 too; each is a file descriptor.
+    max_connections: int = 256
     pipeline_depth: int = 16  # the most requests in flight on one connection once the origin is proven
     pipelining: bool = True
     # Offer HTTP/2 in TLS (ALPN h2): an origin that takes it gets one multiplexed connection (h2_connection.py);

@@ -54,6 +54,9 @@ class Carrier(Protocol):
     def carries(self, ex: Exchange) -> bool: ...
     def abort(self) -> None: ...
     def abandon(self, ex: Exchange) -> None: ...
+    def evict(self) -> None: ...
+    @property
+    def last_activity(self) -> float: ...
     async def run(self) -> None: ...
 
 
@@ -75,6 +78,7 @@ class ConnectionOwner(Protocol):
     async def open_transport(self, timing: ConnectTiming) -> Transport: ...
     async def serve_h2(self, conn: Connection, transport: Transport) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
+    def connection_idle(self) -> None: ...
     async def connection_failed(self, conn: Carrier, error: FetchError) -> None: ...
     async def connection_ended(self, conn: Carrier, ended: ConnectionEnded[Exchange]) -> None: ...
     async def not_processed(self, conn: Carrier, reason: str, again: list[Exchange], failed: list[Exchange]) -> None:
@@ -128,6 +132,15 @@ class Connection:
         """Nobody wants ex's answer, which must not be read to its end: HTTP/1.1 can only drop the connection
         (what was pipelined behind it is retried elsewhere)."""
         self.abort()
+
+    def evict(self) -> None:
+        """Close it, idle, for room under the cap over all origins (pool_plan.room_under_cap): no request more."""
+        self.state.stop_sending()
+        self.abort()
+
+    @property
+    def last_activity(self) -> float:
+        return self._last_activity
 
     async def run(self) -> None:
         try:
@@ -347,6 +360,8 @@ class Connection:
             for done in ev.responses:
                 await done.token.release()
             self._end_if_used_up()
+            if not self.state.in_flight and not self.state.unverified:
+                self.pool.connection_idle()
         elif isinstance(ev, ConnectionEnded):
             await self.pool.connection_ended(self, ev)
         # a response finished or the connection ended: the sender may have room, the pool may re-plan

@@ -23,7 +23,7 @@ from .fetcher import BatchResult, Page
 from .host_link import HostLink
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
-from .pool_plan import Handshake
+from .pool_plan import Evictable, Handshake, room_under_cap
 from .request import FetchRequest, Origin, parse_target, validate
 from .rtt_sample import handshake_round_trip
 from .timing import ConnectTiming, now
@@ -62,6 +62,10 @@ class Engine:
         self._conn_ids = itertools.count(1)
         self._seq = itertools.count()
         self._open_connections = 0
+        # Connections (by id, connecting ones included) counted against config.max_connections, and the pools whose
+        # work waits for room under it (pool_plan.room_under_cap), told in turn when room may have come.
+        self._counted: set[int] = set()
+        self._waiting: dict[OriginPool, None] = {}
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
@@ -149,6 +153,7 @@ class Engine:
             carrier.abandon(ex)
 
     async def aclose(self) -> None:
+        self._waiting.clear()
         for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
@@ -181,6 +186,52 @@ class Engine:
             if self._trust_watch.changed(seen, t) or self._tls is None:
                 self._tls = make_tls_context(self.config.ca_file, http2=self.config.http2)
         return self._tls
+
+    def admit(self, pool: OriginPool, wanted: int, wait: bool = True, evict: bool = True) -> int:
+        """How many of `wanted` new connections `pool` may open now under config.max_connections
+        (pool_plan.room_under_cap): idle connections of other pools are closed for room where `evict`, and where
+        `wait` a pool left short is told when room may have come (room_freed). Each one opened is counted
+        (connection_counted); under the cap this is one comparison."""
+        cap = self.config.max_connections
+        if len(self._counted) + wanted <= cap:
+            return max(0, wanted)
+        by_id = {c.id: (p, c) for p, c in self._evictable(pool)} if evict else {}
+        room = room_under_cap(len(self._counted), wanted, cap,
+                              (Evictable(cid, p.last_used(c)) for cid, (p, c) in by_id.items()))
+        for cid in room.evict:
+            owner, conn = by_id[cid]
+            self._counted.discard(cid)  # its socket is closed now: the room is the asker's at once
+            owner.evict(conn)
+        if room.open == 0 and wanted and wait:
+            self._waiting[pool] = None
+        return room.open
+
+    def _evictable(self, asker: OriginPool) -> list[tuple[OriginPool, Carrier]]:
+        """Open connections of other pools that carry nothing, of pools with nothing queued (pool_plan.Evictable)."""
+        return [(p, c) for p in self._pools.values() if p is not asker and not p.queued()
+                for c in p.idle_connections() if c.id in self._counted]
+
+    def connection_counted(self, conn_id: int) -> None:
+        self._counted.add(conn_id)
+
+    def connection_released(self, pool: OriginPool, conn_id: int) -> None:
+        """A counted connection of `pool` is gone (failed to connect, or closed): its room goes to the other pools
+        waiting for room. Not to `pool` itself, which decides on its own what its loss calls for: woken here, an
+        origin whose connects fail at once connected again and again at the cap."""
+        if conn_id in self._counted:
+            self._counted.discard(conn_id)
+            self.room_may_have_come(pool)
+
+    def room_may_have_come(self, but: OriginPool | None = None) -> None:
+        """A connection closed or went idle: the pools waiting for room (`but` that one) ask again, and wait again
+        if still short."""
+        if not self._waiting:
+            return
+        waiting = [p for p in self._waiting if p is not but]
+        for pool in waiting:
+            del self._waiting[pool]
+        for pool in waiting:
+            pool.room_freed()
 
     def connection_opened(self, conn: Carrier) -> None:
         self._open_connections += 1

@@ -91,6 +91,18 @@ class H2Connection:
         self.session.cancel(ex)
         self._flush()
 
+    def evict(self) -> None:
+        """Close it, idle, for room under the cap over all origins (pool_plan.room_under_cap): GOAWAY, then the
+        socket (its read loop ends, and the pool hears of it as of any close)."""
+        self.session.close()
+        self._flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    @property
+    def last_activity(self) -> float:
+        return self._last_activity
+
     async def run(self) -> None:
         assert self.transport is not None
         self.pool.connection_opened(self)

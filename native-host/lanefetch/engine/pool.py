@@ -104,6 +104,11 @@ class PoolOwner(Protocol):
     def policy_changed(self, policy: OriginPolicy) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
     def connection_closed(self, conn: Carrier) -> None: ...
+    # The cap over all origins (pool_plan.room_under_cap, engine.py).
+    def admit(self, pool: OriginPool, wanted: int, wait: bool = True, evict: bool = True) -> int: ...
+    def connection_counted(self, conn_id: int) -> None: ...
+    def connection_released(self, pool: OriginPool, conn_id: int) -> None: ...
+    def room_may_have_come(self, but: OriginPool | None = None) -> None: ...
 
 _AddrInfo = tuple[int, int, int, str, tuple[object, ...]]  # one getaddrinfo entry
 
@@ -174,7 +179,7 @@ class OriginPool:
         if h2_render_reserve(self.policy.protocol if self._may_speak_h2() else None, h2_connections,
                              self.budget.min_rtt, have_one):
             serving = [c for c in self.connections if not _draining(c)]
-            if len(serving) < self._limit():
+            if len(serving) < self._limit() and self.engine.admit(self, 1, wait=False):
                 self._render_reserve = self._open().id  # after _plan: the document's own connection is opened first
             elif free := [c.id for c in serving if not c.unanswered()]:
                 # The origin has its connections already (a page's preconnect opened them all): the newest that
@@ -598,7 +603,10 @@ class OriginPool:
         serving = [c for c in self.connections
                    if not self.carries_bulk(c) and not _draining(c)]
         work = queued + sum(c.unanswered() for c in serving)
-        for _ in range(connections_to_open(len(serving), work, self._limit())):
+        wanted = connections_to_open(len(serving), work, self._limit())
+        # Under the cap over all origins (pool_plan.room_under_cap): what cannot open now waits; an origin with no
+        # connection serving is told when room comes (room_freed), one with some serves its queue on them meanwhile.
+        for _ in range(self.engine.admit(self, wanted, wait=not serving) if wanted else 0):
             self._open()
 
     def _may_speak_h2(self) -> bool:
@@ -648,6 +656,8 @@ class OriginPool:
             return self._open_ahead()
         if self.connections:
             return False
+        if not self.engine.admit(self, 1, wait=False, evict=False):
+            return False  # no room under the cap over all origins: the page's work opens one when it comes
         if self._needed.is_set() and not self._queue:
             self._needed = asyncio.Event()  # needed before, and none left since: held again until needed anew
         self._open()
@@ -657,13 +667,17 @@ class OriginPool:
         if self.policy.protocol is not None or not self._may_speak_h2():
             self._ahead = False  # the limit is final: nothing more to open once the handshake answers
         n = connections_ahead(len(self.connections), self._limit())
+        # ahead of a page: only where there is room under the cap, never closing another origin's connection for it
+        n = self.engine.admit(self, n, wait=False, evict=False) if n else 0
         for _ in range(n):
             self._open()
         return n > 0
 
     def _open(self) -> Connection:
+        """A new connection, counted under the cap over all origins (admitted there by the caller: engine.admit)."""
         conn = Connection(self, self.engine.next_connection_id())
         self.connections.add(conn)
+        self.engine.connection_counted(conn.id)
         if self.policy.protocol == "h2" and any(
                 c.connect_timing.tls_end is not None and not _draining(c) for c in self.connections):
             # Late: another connection's handshakes are done and it can take the work now. Connections opened
@@ -815,6 +829,7 @@ class OriginPool:
 
     async def connection_failed(self, conn: Carrier, error: FetchError) -> None:
         self.connections.discard(conn)
+        self.engine.connection_released(self, conn.id)
         if not self.connections:
             self._small_records_asked = False
         self._release_reserved(conn)
@@ -877,6 +892,7 @@ class OriginPool:
         self._connect_failed_beside = False
         self._keep_session(conn)
         self.connections.discard(conn)
+        self.engine.connection_released(self, conn.id)
         if not self.connections:
             self._small_records_asked = False
         self._release_reserved(conn)
@@ -897,6 +913,31 @@ class OriginPool:
     def request_finished(self) -> None:
         for c in self.connections:
             c.wakeup.set()
+        self.engine.room_may_have_come()  # (nothing to do unless a pool waits for room under the cap)
+
+    def connection_idle(self) -> None:
+        """An HTTP/1.1 connection's held answers were proven and it carries nothing now: room for a waiting pool."""
+        self.engine.room_may_have_come()
+
+    def room_freed(self) -> None:
+        """Room may have come under the cap over all origins (engine.admit): ask again for the connections wanted."""
+        if not self._closing:
+            self._open_for_work()
+
+    def idle_connections(self) -> list[Carrier]:
+        """Open connections that carry nothing and may take work (pool_plan.Evictable, with nothing queued here)."""
+        return [c for c in self.connections if c.open and not _draining(c) and not c.unanswered()
+                and (not isinstance(c, Connection) or (not c.state.unverified and not c.state.closing))]
+
+    @staticmethod
+    def last_used(conn: Carrier) -> float:
+        return conn.last_activity
+
+    def evict(self, conn: Carrier) -> None:
+        """Closed for room under the cap over all origins (engine.admit): it carries nothing and nothing is queued."""
+        log.info("connection %d to %s closed for room under the helper's %d connections", conn.id, self.origin,
+                 self.config.max_connections)
+        conn.evict()
 
     async def aclose(self) -> None:
         self._closing = True  # a connection that ends below (its task's cleanup) must not open another

@@ -81,6 +81,16 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
 - **One for HTTP/2.** An origin that speaks h2 gets one connection (its streams multiplex; more would only
   split the congestion window, as browsers also hold). Over TLS with HTTP/2 offered, while the origin's protocol
   is not known yet, one connection too: its handshake says, and an HTTP/1.1 origin then gets the others.
+- **A cap over all origins** (`room_under_cap`). Each origin has its limit, and the helper's open connections
+  have one in all (EngineConfig.max_connections, 256): a page of many origins, or many tabs, otherwise opened
+  connections until the process ran out of file descriptors and every connect failed. Under the cap nothing
+  changes (one comparison of a count). At it, an idle connection of another origin is closed to make room, the
+  least recently used first: it carries nothing and its origin has nothing queued, so closing it loses nothing but a
+  handshake the origin may need again. A connection busy with an answer, still connecting, or whose origin has work
+  queued is never closed for room (the last rule is also what keeps two origins at the cap from closing each other's
+  fresh connections before they take their work: a connect, an eviction, a reconnect, over and over). With none
+  idle the work waits, and never fails for the cap: an origin with no connection at all is told when a connection
+  closes or goes idle anywhere, and asks again; one with connections serves its queue on them meanwhile.
 - **A TCP handshake, TLS when needed** (`preconnect_plan`, the preconnect's `handshake: "tcp"`). Chromium leaves
   the requests of an origin it reaches over HTTP/2 to its own connection (the extension's browser-multiplexed
   rule), so the helper's TLS handshake and h2 preface to such an origin carry nothing: on real pages over h2 they
@@ -794,3 +804,36 @@ def preconnect_plan(handshake: Handshake, tls: bool, protocol: str | None) -> Ah
     if handshake == "full" or not tls or protocol == "http/1.1":
         return Ahead.ALL
     return Ahead.ONE_HELD
+
+
+@dataclass(frozen=True)
+class Evictable:
+    """An open connection of another origin that carries nothing and whose origin has nothing queued: closing it for
+    room loses nothing but its handshake (`room_under_cap`). `last_used`: when it last sent or received (monotonic
+    s), for least recently used first."""
+
+    id: int
+    last_used: float
+
+
+@dataclass(frozen=True)
+class Room:
+    """What `room_under_cap` allows: `open` new connections now, after closing the connections `evict` (ids)."""
+
+    open: int
+    evict: tuple[int, ...] = ()
+
+
+def room_under_cap(counted: int, wanted: int, cap: int, evictable: Iterable[Evictable] = ()) -> Room:
+    """How many of `wanted` new connections an origin may open while `counted` connections (every origin's, those
+    connecting included) are open under the helper's `cap`, and which idle connections of other origins to close
+    first to make room for the rest: the least recently used (ties: the lowest id), only as many as needed. What
+    cannot open now waits (module docstring, "A cap over all origins"). `evictable` is only looked at when the cap
+    is reached."""
+    wanted = max(0, wanted)
+    free = max(0, cap - counted)
+    if wanted <= free:
+        return Room(wanted)
+    short = wanted - free
+    evict = tuple(e.id for e in sorted(evictable, key=lambda e: (e.last_used, e.id))[:short])
+    return Room(free + len(evict), evict)

@@ -1,0 +1,108 @@
+"""The cap over all origins (EngineConfig.max_connections, pool_plan.room_under_cap), in the real engine against
+scripted HTTP/1.1 servers on 127.0.0.1 (one origin per port): never more connections than the cap, an idle
+connection of another origin closed for room (never a busy one), work waiting (never failing) until room comes,
+and no reconnect loop between origins that all have work."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+
+from lanefetch.engine import EngineConfig, FetchRequest
+from lanefetch.engine.engine import Engine
+from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, content, held, well_behaved
+from waits import until
+
+
+def _config(cap: int) -> EngineConfig:
+    return EngineConfig(connections_per_origin=2, max_connections=cap, connect_timeout=3, stall_timeout=5,
+                        idle_timeout=30, total_timeout=30)
+
+
+def _watch_cap(engine: Engine, cap: int) -> list[int]:
+    """Records the count each time a connection is counted, and fails at once if it ever goes over the cap."""
+    seen: list[int] = []
+    counted = engine.connection_counted
+
+    def checked(conn_id: int) -> None:
+        counted(conn_id)
+        seen.append(len(engine._counted))
+        assert seen[-1] <= cap, f"{seen[-1]} connections counted, the cap is {cap}"
+
+    engine.connection_counted = checked  # type: ignore[method-assign]
+    return seen
+
+
+def _path_content(r: FetchRequest) -> bytes:
+    return content("/" + r.url.split("/", 3)[3])
+
+
+def _gets(srv: ScriptedServer, name: str, n: int) -> list[FetchRequest]:
+    return [FetchRequest(f"{name}{i}", "GET", srv.url(f"/{name}/{i}.png"), resource_type="image") for i in range(n)]
+
+
+async def test_an_idle_connection_of_another_origin_is_closed_for_room_and_a_busy_one_never() -> None:
+    async with AsyncExitStack() as stack:
+        busy = await stack.enter_async_context(ScriptedServer(held()))
+        idle = await stack.enter_async_context(ScriptedServer(well_behaved()))
+        third = await stack.enter_async_context(ScriptedServer(well_behaved()))
+        engine = Engine(_config(2))
+        stack.push_async_callback(engine.aclose)
+        seen = _watch_cap(engine, 2)
+        sink = RecordingSink()
+        held_req = FetchRequest("h", "GET", busy.url("/hold/a.png"), resource_type="image")
+        busy_batch = asyncio.create_task(engine.fetch([held_req], sink, LOOPBACK))
+        await until(lambda: busy.state.get("holding") is True, "the busy origin's request at its server")
+        first = _gets(idle, "i", 1)
+        await engine.fetch(first, sink, LOOPBACK)  # its connection stays open, idle
+        assert len(idle.connections) == 1 and not idle.connections[0].ended
+        later = _gets(third, "t", 1)
+        await asyncio.wait_for(engine.fetch(later, sink, LOOPBACK), 10)
+        sink.check_exact(first + later, _path_content)
+        await until(lambda: idle.connections[0].ended, "the idle origin's connection closed for room")
+        assert not busy_batch.done(), "the busy origin's request ended: its connection was closed"
+        busy.state["release"].set()  # type: ignore[attr-defined]
+        await asyncio.wait_for(busy_batch, 10)
+        sink.check_exact([held_req], lambda r: content("/hold/a.png"))
+        assert len(busy.connections) == 1, "the busy origin's request was asked again on another connection"
+        assert max(seen) <= 2
+
+
+async def test_work_waits_for_room_and_is_served_when_a_connection_goes_idle() -> None:
+    async with AsyncExitStack() as stack:
+        busy = await stack.enter_async_context(ScriptedServer(held()))
+        other = await stack.enter_async_context(ScriptedServer(well_behaved()))
+        engine = Engine(_config(1))
+        stack.push_async_callback(engine.aclose)
+        seen = _watch_cap(engine, 1)
+        sink = RecordingSink()
+        held_req = FetchRequest("h", "GET", busy.url("/hold/a.png"), resource_type="image")
+        busy_batch = asyncio.create_task(engine.fetch([held_req], sink, LOOPBACK))
+        await until(lambda: busy.state.get("holding") is True, "the busy origin's request at its server")
+        waiting = _gets(other, "w", 2)
+        waiting_batch = asyncio.create_task(engine.fetch(waiting, sink, LOOPBACK))
+        await asyncio.sleep(0.2)  # (a chance to go wrong: nothing may connect or fail meanwhile)
+        assert not other.connections and not waiting_batch.done(), "work went past the cap, or failed for it"
+        busy.state["release"].set()  # type: ignore[attr-defined]
+        await asyncio.wait_for(asyncio.gather(busy_batch, waiting_batch), 10)
+        sink.check_exact([held_req], lambda r: content("/hold/a.png"))
+        sink.check_exact(waiting, _path_content)
+        assert seen and max(seen) <= 1
+
+
+async def test_origins_with_work_at_the_cap_take_turns_without_a_reconnect_loop() -> None:
+    async with AsyncExitStack() as stack:
+        servers = [await stack.enter_async_context(ScriptedServer(well_behaved())) for _ in range(3)]
+        engine = Engine(_config(1))
+        stack.push_async_callback(engine.aclose)
+        seen = _watch_cap(engine, 1)
+        sink = RecordingSink()
+        for _ in range(3):  # the same origins again: each visit's work opens connections anew, a few at most
+            reqs = [r for i, s in enumerate(servers) for r in _gets(s, f"o{i}-{len(seen)}-", 4)]
+            await asyncio.wait_for(engine.fetch(reqs, sink, LOOPBACK), 15)
+            sink.check_exact(reqs, _path_content)
+        accepted = sum(len(s.connections) for s in servers)
+        # one connection per origin and visit at most (fewer where the last origin's stayed open): a connection
+        # closed for room before it took its work would show up as more, and a loop as many more
+        assert accepted <= 3 * 3, f"{accepted} connections for 9 origin visits"
+        assert max(seen) <= 1
