@@ -163,6 +163,11 @@ class OriginPool:
         # piece of a bulk body, and a server refusing new connections got a connect per piece, for work that
         # waits for the bulk connection anyway.
         self._connect_failed_beside = False
+        # Connections in a row that ended with work queued and no answer completed (reset by any answer): a server
+        # that ends every connection right after its preface (or refuses them with a GOAWAY) otherwise got a new
+        # one for as long as work waited, and work no connection took (a POST waits for an h2 server's SETTINGS)
+        # until its total timeout (connection_closed).
+        self._fruitless = 0
 
     # -- work in ------------------------------------------------------------------------------------------
 
@@ -598,8 +603,8 @@ class OriginPool:
         # none of it), and may be answers nobody wants any more (cancelled pieces a server holds); counted as work
         # when a connection ended, they opened one that took nothing and idled until its timeout.
         queued = self.queued()
-        if not queued or self._closing:
-            return
+        if not queued or self._closing or self._fruitless > self.config.max_retries:
+            return  # (the last: connections kept ending before answering; connection_closed fails the queue)
         serving = [c for c in self.connections
                    if not self.carries_bulk(c) and not _draining(c)]
         work = queued + sum(c.unanswered() for c in serving)
@@ -845,7 +850,9 @@ class OriginPool:
             # connection (never held: the work is here) gets the queue; only its own failure fails the requests.
             self._plan()
             return
-        # Nobody can serve this origin: every queued request fails with the reason.
+        # Nobody can serve this origin: every queued request fails with the reason (and work that comes later tries
+        # connections anew).
+        self._fruitless = 0
         while self._queue:
             _, ex = heapq.heappop(self._queue)
             await ex.fail(error)
@@ -890,6 +897,8 @@ class OriginPool:
 
     async def connection_closed(self, conn: Carrier) -> None:
         self._connect_failed_beside = False
+        if conn.responses_completed == 0 and self.queued() and not self._closing:
+            self._fruitless += 1
         self._keep_session(conn)
         self.connections.discard(conn)
         self.engine.connection_released(self, conn.id)
@@ -902,6 +911,13 @@ class OriginPool:
             # no better, so none is opened for the queue; the others serve it, or it fails with that reason.
             await self.connection_failed(conn, conn.refused)
             return
+        if self._fruitless > self.config.max_retries:
+            # As many connections as a request has tries, each ended before answering anything: one more would
+            # fare no better. Like a failed connect: the others serve the queue, or it fails with this reason.
+            await self.connection_failed(conn, FetchError(
+                "connection_lost", f"the server ended {self._fruitless} connections in a row before answering "
+                                   "anything"))
+            return
         self._plan()
 
     def link_quiet(self, t: float, loopback: bool) -> float:
@@ -911,6 +927,7 @@ class OriginPool:
         return t - self.engine.last_arrival if host is None else min(host, t - self.engine.last_arrival)
 
     def request_finished(self) -> None:
+        self._fruitless = 0
         for c in self.connections:
             c.wakeup.set()
         self.engine.room_may_have_come()  # (nothing to do unless a pool waits for room under the cap)
