@@ -48,6 +48,19 @@ So a response whose body has started and then gone quiet is cut when:
 - it was not cut before. A server that pauses mid-body on purpose is not helped by a second cut, and a request is
   never cut into a loop; after one cut the connection's ordinary stall timeout applies.
 
+An HTTP/2 stream has a stall of its own (`starved_streams`). The connection's stall timeout sees bytes: a server
+that answers our PINGs, or sends other streams' data, keeps the connection alive while one stream gets nothing at
+all, and that request then waited for its total timeout. A stream is starved when nothing of its answer (head or
+data) came for the stall timeout (EngineConfig.stall_timeout), counted from the later of its own last progress and
+the last progress of any stream ahead of it in the priority chain (more urgent, or as urgent and opened before it:
+h2_session's `tree_parent`): a server sends a chain in order, so a stream waiting its turn behind a large answer
+that is still coming is not starved, and on a slow link a page's images may wait many seconds behind its fonts.
+Nor while the server has no connection window left to send in (our sink holds what came: backpressure is ours),
+nor while our request body is still going out (the server's window is its own matter, and the connection's
+stall covers a dead one). A starved stream is reset (RST_STREAM CANCEL), asked again elsewhere (GET/HEAD; a retry
+counted), and the connection takes no new stream (GOAWAY), so the retry goes on a new connection; the others on it
+finish there.
+
 Nothing here blames the server: a body stall is the link's loss, not a pipelining fault, so the origin's pipelining
 verdict stands and the requests pipelined behind the cut response go back to the queue without a retry counted
 against pipelining.
@@ -110,3 +123,28 @@ def _largest(round_trips: list[float | None]) -> float:
 
 def _smallest(round_trips: list[float | None]) -> float:
     return min(_sensible(round_trips), default=0.0)
+
+
+@dataclass(frozen=True)
+class StreamWait:
+    """One open h2 stream as `starved_streams` sees it: `order` is its place in the priority chain (urgency, stream
+    id: lower goes first), `last_progress` when its request went out or any of its answer last came (s)."""
+
+    id: int
+    order: tuple[int, int]
+    last_progress: float
+
+
+def starved_streams(t: float, streams: list[StreamWait], stall_timeout: float, window_open: bool) -> list[int]:
+    """The ids of the streams starved at time t (module docstring): nothing for `stall_timeout`, counted from the
+    later of the stream's own last progress and that of every stream ahead of it; none while the server has no
+    connection window to send in (`window_open` False)."""
+    if not window_open or not streams or t - min(s.last_progress for s in streams) < stall_timeout:
+        return []
+    starved: list[int] = []
+    ahead = float("-inf")
+    for s in sorted(streams, key=lambda s: s.order):
+        if t - max(s.last_progress, ahead) >= stall_timeout:
+            starved.append(s.id)
+        ahead = max(ahead, s.last_progress)
+    return starved

@@ -160,9 +160,9 @@ class H2Connection:
         self._taking = self._taking_bytes = 0
         if not batch:
             return []
-        outcome = self.session.send(batch)
-        sent = outcome.streams
         t = now()
+        outcome = self.session.send(batch, t)
+        sent = outcome.streams
         for req, sid, depth in sent:
             ex = req.token
             ex.connection = ConnectionInfo(
@@ -238,6 +238,11 @@ class H2Connection:
                 self.pool.budget.observe_rtt(self.session.rtt)
             for ev in events:
                 await self._handle(ev)
+            # A stream that got nothing for a stall while the connection lives (PINGs, other streams) is reset and
+            # asked again on a new connection (body_stall.starved_streams).
+            if (starved := self.session.starved(t, cfg.stall_timeout)) is not None:
+                self._flush()
+                await self._handle(starved)
             if self.session.settings_changed != settings_seen:
                 self.wakeup.set()  # the stream limit may have grown (or is known at last): send what waits
             if self._starved(t):

@@ -85,6 +85,7 @@ from h2.settings import SettingCodes
 from h2.stream import H2Stream, StreamClosedBy
 from h2.utilities import is_informational_response
 
+from .body_stall import StreamWait, starved_streams
 from .fields import Headers
 from .pipeline import PIPELINABLE_METHODS, ConnectionEnded, ResponseBody, ResponseComplete, ResponseStarted
 from .receive_window import ReceiveWindow
@@ -169,6 +170,7 @@ class _Stream(Generic[T]):
     data_bytes: int = 0  # DATA payload received so far
     unreturned: int = 0  # stream window taken by DATA the sink consumed, not yet handed back
     urgency: int = 3  # RFC 9218 urgency it was sent with (its place in the priority chain: tree_parent)
+    progress: float = 0.0  # when it was sent or anything of its answer last came (body_stall.starved_streams)
 
 
 class _LenientStream(H2Stream):
@@ -290,7 +292,7 @@ class H2Session(Generic[T]):
     def carries(self, token: T) -> bool:
         return token in self._by_token
 
-    def send(self, requests: list[H2Request[T]]) -> Sent[T]:
+    def send(self, requests: list[H2Request[T]], at: float = 0.0) -> Sent[T]:
         """Open a stream per request, most urgent first, while the peer's limit allows; returns what was sent as
         (request, stream id, streams open then, this one included), and what could not be. Requests beyond the
         limit are not sent (the shell takes only what `can_open` allows, so none should be). A request whose
@@ -304,7 +306,7 @@ class H2Session(Generic[T]):
             if not self.can_open():
                 break
             try:
-                sid = self._open(req)
+                sid = self._open(req, at)
             except Exception as e:  # any: a taken request must be answered, whatever went wrong with it
                 refused.append(req)
                 why = f"the request could not be sent on this HTTP/2 connection ({type(e).__name__}: {e})"
@@ -320,7 +322,7 @@ class H2Session(Generic[T]):
             )
         return Sent(sent, returned)
 
-    def _open(self, req: H2Request[T]) -> int:
+    def _open(self, req: H2Request[T], at: float = 0.0) -> int:
         """Send req's HEADERS on a new stream (its body follows in _send_bodies); returns the stream id."""
         headers = _wire_headers(req)
         sid = self._h2.get_next_available_stream_id()
@@ -333,7 +335,7 @@ class H2Session(Generic[T]):
             self._h2.increment_flow_control_window(self._window - initial, sid)
         self.requests_sent += 1
         self._streams[sid] = _Stream(req.token, req.method, self.requests_sent, req.body or b"",
-                                     uploading=bool(req.body), urgency=req.urgency)
+                                     uploading=bool(req.body), urgency=req.urgency, progress=at)
         self._by_token[req.token] = sid
         return sid
 
@@ -356,6 +358,29 @@ class H2Session(Generic[T]):
         connection's as `cap` allows, the stream's if it is still open)."""
         sid = self._by_token.get(token)
         self._ack(nbytes, sid)
+
+    def starved(self, at: float, stall_timeout: float) -> ConnectionEnded[T] | None:
+        """Streams that got nothing of their answers for a stall while the connection lives (body_stall.
+        starved_streams): each reset (CANCEL) and handed back, GET/HEAD to be asked again (a retry counted: the
+        server may have processed them), others to fail; and the connection takes no new stream (GOAWAY), so the
+        pool asks them on a new one while the other streams finish here. None when no stream is starved."""
+        if self.ended or not self._streams:
+            return None
+        waits = [StreamWait(sid, (s.urgency, sid), s.progress) for sid, s in self._streams.items() if not s.uploading]
+        ids = starved_streams(at, waits, stall_timeout, self._received.granted > 0)
+        if not ids:
+            return None
+        streams = [s for sid in ids if (s := self._forget(sid)) is not None]
+        for sid in ids:
+            with contextlib.suppress(H2Error):  # already closed on the wire: nothing to reset
+                self._h2.reset_stream(sid, ErrorCodes.CANCEL)
+        self.close()
+        return ConnectionEnded(
+            f"no answer on its HTTP/2 stream for {stall_timeout:g} s while the connection lived", None,
+            retry=[s.token for s in streams if s.method in PIPELINABLE_METHODS],
+            failed=[s.token for s in streams if s.method not in PIPELINABLE_METHODS],
+            partial=[s.token for s in streams if s.method in PIPELINABLE_METHODS and s.head is not None],
+        )
 
     def close(self) -> None:
         """Ask the server to end the connection gracefully (GOAWAY, NO_ERROR): no new streams."""
@@ -472,6 +497,7 @@ class H2Session(Generic[T]):
                 if why is not None:
                     out.append(self._malformed_stream(ev.stream_id, why))
                     continue
+                s.progress = at
                 s.head, s.framing = _head(ev.headers or [], s.method)
                 s.expected = 0 if s.framing is Framing.NONE else _content_length(s.head)  # HEAD, 204, 304
                 out.append(ResponseStarted(s.token, s.head, s.framing, _content_length(s.head), held=False))
@@ -479,6 +505,8 @@ class H2Session(Generic[T]):
                 why = _malformed(ev.headers or [], informational=True)
                 if why is not None and ev.stream_id in self._streams:
                     out.append(self._malformed_stream(ev.stream_id, why))
+                elif (s := self._streams.get(ev.stream_id)) is not None:
+                    s.progress = at  # (a 103 Early Hints: the server is at it)
             elif isinstance(ev, RemoteSettingsChanged):
                 self.peer_settings = True
                 self.settings_changed += 1
@@ -492,6 +520,7 @@ class H2Session(Generic[T]):
                     continue
                 s.wire_bytes += flow
                 s.data_bytes += len(data)
+                s.progress = at
                 if flow > len(data):
                     self._ack(flow - len(data), ev.stream_id)  # padding: nothing for the sink to take
                 if data:
@@ -507,6 +536,7 @@ class H2Session(Generic[T]):
                 s = self._forget(ev.stream_id)
                 if s is None:
                     continue
+                self._turn_after(s.urgency, ev.stream_id, at)
                 if s.uploading:
                     self._stop_upload(ev.stream_id)
                 if s.head is None:  # ended without a final response: malformed (RFC 9113 §8.1.1)
@@ -630,6 +660,13 @@ class H2Session(Generic[T]):
         with contextlib.suppress(H2Error):
             self._h2.reset_stream(sid, ErrorCodes.PROTOCOL_ERROR)
         return StreamFailed(s.token, f"malformed response from the server ({why})")
+
+    def _turn_after(self, urgency: int, sid: int, at: float) -> None:
+        """A stream ended at `at`: those behind it in the priority chain get their turn now, and a stall of theirs
+        counts from here (body_stall.starved_streams)."""
+        for other_sid, other in self._streams.items():
+            if (other.urgency, other_sid) > (urgency, sid) and other.progress < at:
+                other.progress = at
 
     def _forget(self, sid: int) -> _Stream[T] | None:
         s = self._streams.pop(sid, None)

@@ -880,6 +880,8 @@ class OriginPool:
                 self._requeue(ex)
             else:
                 await ex.fail(FetchError("connection_lost", f"{ended.reason} (after {ex.retries - 1} retries)"))
+        if isinstance(conn, H2Connection) and conn.open and (ended.retry or ended.suspect):
+            self._plan()  # it lives on, taking no new stream (a starved stream's GOAWAY): a new one takes them
 
     async def not_processed(self, conn: Carrier, reason: str, again: list[Exchange], failed: list[Exchange]) -> None:
         """The server did not process these (HTTP/2: refused, or above a GOAWAY's last stream id) and the

@@ -14,9 +14,11 @@ from lanefetch.engine.body_stall import (
     SENDER_MIN_RTO,
     STALL_ROUND_TRIPS,
     BodyProgress,
+    StreamWait,
     cut_now,
     may_cut,
     quiet_limit,
+    starved_streams,
 )
 from lanefetch.engine.transport import kernel_loaded_rtts, kernel_out_of_order_packets
 
@@ -142,3 +144,27 @@ def test_the_kernel_reports_loaded_round_trips_of_a_live_connection() -> None:
             peer.close()
     assert kernel_loaded_rtts(None) == []
     assert kernel_out_of_order_packets(None) is None
+
+
+waits = st.lists(st.tuples(st.integers(0, 7), st.floats(0, 100)), max_size=8).map(
+    lambda xs: [StreamWait(2 * i + 1, (u, 2 * i + 1), p) for i, (u, p) in enumerate(xs)])
+
+
+@given(waits, st.floats(0, 200), st.floats(0.5, 30), st.booleans())
+def test_a_starved_stream_got_nothing_for_a_stall_and_nothing_ahead_of_it_did(
+        streams: list[StreamWait], t: float, stall: float, window_open: bool) -> None:
+    starved = starved_streams(t, streams, stall, window_open)
+    if not window_open:
+        assert starved == [], "starved while the server had no window to send in"
+    for s in streams:
+        ahead = [a for a in streams if a.order < s.order]
+        quiet = t - max([s.last_progress, *(a.last_progress for a in ahead)])
+        assert (s.id in starved) == (window_open and quiet >= stall), (s, ahead, t)
+    # and it stays starved later, with nothing new
+    assert set(starved) <= set(starved_streams(t + 1, streams, stall, window_open))
+
+
+def test_a_stream_behind_one_still_answered_waits_its_turn() -> None:
+    streams = [StreamWait(1, (1, 1), 20.0), StreamWait(3, (3, 3), 0.0), StreamWait(5, (3, 5), 0.0)]
+    assert starved_streams(30.0, streams, 15.0, True) == []
+    assert starved_streams(35.0, streams, 15.0, True) == [1, 3, 5]

@@ -781,3 +781,74 @@ def test_a_response_head_the_browser_takes_is_taken_and_fails_nothing_else() -> 
     client.feed(server.out())
     assert client.complete == {"r0": 1, "r1": 1, "r2": 1}, (client.failed, client.retry)
     assert not client.ended and not client.failed and not client.retry
+
+
+def _ping(server: Server) -> bytes:
+    server.h2.ping(b"alive!!!")
+    return server.out()
+
+
+def test_a_stream_starved_while_the_connection_lives_is_reset_and_handed_back() -> None:
+    # r0 and r1 go out at t=0 (r1 behind r0 in the priority chain). r0's answer comes slowly, PINGs keep the
+    # connection alive; r1 gets nothing. While r0 progresses r1 waits its turn; a stall after r0's last byte r1 is
+    # starved: reset (CANCEL), handed back to be asked again (a retry), and the connection takes no new stream.
+    client, server = Client(), Server()
+    batch = reqs(2)
+    client.session.start(at=0.0)
+    client.session.send(batch, at=0.0)
+    server.receive(client.session.data_to_send())
+    sid0, sid1 = sorted(server.requests)
+    body = body_for(server.requests[sid0][":path"])
+    server.h2.send_headers(sid0, [(":status", "200"), ("content-length", str(len(body)))])
+    for t, piece, last in ((5.0, body[:10], False), (12.0, body[10:20], False), (19.0, body[20:], True)):
+        server.h2.send_data(sid0, piece, end_stream=last)
+        for ev in client.session.receive(server.out(), at=t):
+            client.on(ev)
+        assert client.session.starved(t, 15.0) is None, f"r1 waited its turn behind r0 at {t}"
+    assert client.complete == {"r0": 1}
+    for t in (25.0, 33.9):  # the connection lives: PINGs answered, nothing for r1
+        client.session.receive(_ping(server), at=t)
+        assert client.session.starved(t, 15.0) is None, f"starved before a stall after r0's last byte ({t})"
+    ended = client.session.starved(34.0, 15.0)
+    assert ended is not None and ended.retry == ["r1"] and not ended.failed and not ended.partial
+    assert "15 s" in ended.reason
+    assert not client.session.can_open() and client.session.open_streams() == 0
+    server.receive(client.session.data_to_send())
+    assert sid1 in server.reset, "the starved stream was not reset"
+    assert server.h2.state_machine.state.name == "CLOSED", "no GOAWAY"
+
+
+def test_a_stream_ahead_starved_while_one_behind_it_is_answered_is_starved() -> None:
+    client, server = Client(), Server()
+    batch = reqs(2)
+    client.session.start(at=0.0)
+    client.session.send(batch, at=0.0)
+    server.receive(client.session.data_to_send())
+    _, sid1 = sorted(server.requests)
+    server.h2.send_headers(sid1, [(":status", "200"), ("content-length", "100")])
+    for t in (4.0, 8.0, 14.0):
+        server.h2.send_data(sid1, b"x" * 10)
+        for ev in client.session.receive(server.out(), at=t):
+            client.on(ev)
+    ended = client.session.starved(15.0, 15.0)
+    assert ended is not None and ended.retry == ["r0"], "the stream the server passed over was not starved"
+    assert client.session.carries("r1")
+
+
+def test_no_stream_is_starved_while_the_server_has_no_window_to_send_in() -> None:
+    # Backpressure is ours: the sink has not taken what came, the connection window is used up.
+    client, server = Client(), Server()
+    client.session.cap = 65_535  # the connection window stays at its initial size
+    batch = reqs(2, ["GET", "POST"])
+    client.session.start(at=0.0)
+    client.session.send(batch[:1], at=0.0)
+    server.receive(client.session.data_to_send())
+    client.session.receive(server.out(), at=0.1)
+    (sid0,) = server.requests
+    server.h2.send_headers(sid0, [(":status", "200"), ("content-length", "200000")])
+    for size in (16_384, 16_384, 16_384, 16_383):  # the whole initial connection window, 65,535
+        server.h2.send_data(sid0, b"y" * size)
+    client.session.receive(server.out(), at=1.0)  # taken by nobody: not consumed
+    assert client.session.starved(100.0, 15.0) is None
+    client.session.consumed("r0", 65_535)  # the sink took it: the window opens, the server could send again
+    assert client.session.starved(100.0, 15.0) is not None
