@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
+from pathlib import Path
 
+from h2_misbehaving_server import H2Server, H2ServerConn
 from lanefetch.engine import EngineConfig, FetchRequest
 from lanefetch.engine.engine import Engine
 from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, content, held, well_behaved
+from tls_pki import make_test_pki
 from waits import until
 
 
@@ -106,3 +109,27 @@ async def test_origins_with_work_at_the_cap_take_turns_without_a_reconnect_loop(
         # closed for room before it took its work would show up as more, and a loop as many more
         assert accepted <= 3 * 3, f"{accepted} connections for 9 origin visits"
         assert max(seen) <= 1
+
+
+async def test_an_idle_h2_connection_is_closed_for_room_too(tmp_path: Path) -> None:
+    pki = make_test_pki(tmp_path, "lanefetch connection cap CA")
+    async with AsyncExitStack() as stack:
+        h2 = await stack.enter_async_context(H2Server(_serve_h2, pki))
+        h1 = await stack.enter_async_context(ScriptedServer(well_behaved()))
+        config = _config(1)
+        config.ca_file = str(pki / "ca.pem")
+        engine = Engine(config)
+        stack.push_async_callback(engine.aclose)
+        seen = _watch_cap(engine, 1)
+        sink = RecordingSink()
+        first = [FetchRequest("h2", "GET", h2.url("/r/a/2000"), resource_type="image")]
+        await asyncio.wait_for(engine.fetch(first, sink, LOOPBACK), 10)
+        later = _gets(h1, "l", 2)
+        await asyncio.wait_for(engine.fetch(later, sink, LOOPBACK), 10)
+        sink.check_exact(first + later, _path_content)
+        await until(lambda: h2.connections[0].closed.is_set(), "the idle h2 connection closed for room")
+        assert len(h2.connections) == 1 and max(seen) <= 1
+
+
+async def _serve_h2(conn: H2ServerConn) -> None:
+    await conn.serve_rest(timeout=20)
