@@ -23,7 +23,7 @@ from .fetcher import BatchResult, Page
 from .host_link import HostLink
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
-from .pool_plan import Evictable, Handshake, room_under_cap
+from .pool_plan import Evictable, Handshake, connection_cap, room_under_cap
 from .request import FetchRequest, Origin, parse_target, validate
 from .rtt_sample import handshake_round_trip
 from .timing import ConnectTiming, now
@@ -48,6 +48,16 @@ def policy_key(origin: Origin, page: Page) -> PolicyKey:
     return (origin, page.partition, page.private_browsing)
 
 
+def _file_limit() -> int | None:
+    """The process's soft limit on open file descriptors (None where not known: Windows, or unlimited)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
     return lambda _done: timer.cancel()
 
@@ -66,6 +76,7 @@ class Engine:
         # work waits for room under it (pool_plan.room_under_cap), told in turn when room may have come.
         self._counted: set[int] = set()
         self._waiting: dict[OriginPool, None] = {}
+        self._cap = connection_cap(self.config.max_connections, _file_limit())
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
@@ -192,7 +203,7 @@ class Engine:
         (pool_plan.room_under_cap): idle connections of other pools are closed for room where `evict`, and where
         `wait` a pool left short is told when room may have come (room_freed). Each one opened is counted
         (connection_counted); under the cap this is one comparison."""
-        cap = self.config.max_connections
+        cap = self._cap
         if len(self._counted) + wanted <= cap:
             return max(0, wanted)
         by_id = {c.id: (p, c) for p, c in self._evictable(pool)} if evict else {}

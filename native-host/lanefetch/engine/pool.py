@@ -954,8 +954,8 @@ class OriginPool:
 
     def evict(self, conn: Carrier) -> None:
         """Closed for room under the cap over all origins (engine.admit): it carries nothing and nothing is queued."""
-        log.info("connection %d to %s closed for room under the helper's %d connections", conn.id, self.origin,
-                 self.config.max_connections)
+        log.info("connection %d to %s closed for room under the cap on the helper's connections", conn.id,
+                 self.origin)
         conn.evict()
 
     async def aclose(self) -> None:

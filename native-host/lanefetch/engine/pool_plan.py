@@ -824,6 +824,14 @@ class Room:
     evict: tuple[int, ...] = ()
 
 
+def connection_cap(configured: int, file_limit: int | None) -> int:
+    """The cap over all origins' connections: the configured one (EngineConfig.max_connections), at most half the
+    process's file-descriptor limit where one is known (`file_limit`, the soft RLIMIT_NOFILE): macOS starts a
+    process with 256, and the helper's pipes, cache database, log and the proxy's tunnels need descriptors too, so a
+    cap of 256 there would still run it out of them."""
+    return configured if file_limit is None or file_limit <= 0 else max(1, min(configured, file_limit // 2))
+
+
 def room_under_cap(counted: int, wanted: int, cap: int, evictable: Iterable[Evictable] = ()) -> Room:
     """How many of `wanted` new connections an origin may open while `counted` connections (every origin's, those
     connecting included) are open under the helper's `cap`, and which idle connections of other origins to close

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import given
 from hypothesis import strategies as st
-from lanefetch.engine.pool_plan import Evictable, Room, room_under_cap
+from lanefetch.engine.pool_plan import Evictable, Room, connection_cap, room_under_cap
 
 evictables = st.lists(st.builds(Evictable, st.integers(0, 50), st.floats(0, 100)), max_size=12,
                       unique_by=lambda e: e.id)
@@ -129,3 +129,10 @@ def test_a_model_engine_never_exceeds_the_cap_nor_closes_busy_work_and_serves_ev
         assert len(m.conns) <= cap and not m.evicted_busy
     assert not any(m.queued.values()), f"work left waiting: {m.queued}, connections {m.conns}"
     assert not m.waiting
+
+
+def test_the_cap_leaves_half_the_file_limit_for_everything_else() -> None:
+    assert connection_cap(256, None) == 256
+    assert connection_cap(256, 1024) == 256
+    assert connection_cap(256, 256) == 128, "macOS's default soft limit"
+    assert connection_cap(256, 1) == 1
