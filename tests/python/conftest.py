@@ -13,6 +13,13 @@ import shutil
 import tempfile
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis' default deadline (200 ms per example) is a wall-clock assertion: on a loaded 2-core CI machine a pure
+# property test failed with DeadlineExceeded although its property held. No test here asserts on time, so no
+# example has a deadline; a property that truly hangs is still stopped by the run's own bounds.
+settings.register_profile("lanefetch", deadline=None)
+settings.load_profile("lanefetch")
 
 _OWN_DIR: str | None = None
 
