@@ -3,7 +3,7 @@ import type { ToExtension } from "../generated/protocol.js";
 
 const TYPES = new Set([
   "hello", "head", "body", "end", "error", "timing", "batch_done", "pong", "cache_stats", "interfaces_state", "proxy_ready", "proxied", "https_state",
-  "origin_rtt", "working", "page_report", "flight_plan",
+  "origin_rtt", "working", "page_report", "flight_plan", "system_proxy",
 ]);
 
 /** Why a head cannot be delivered as it is (what fulfilling it reads), or null. */
@@ -39,5 +39,6 @@ export function asToExtension(message: unknown): ToExtension | null {
   if (m.type === "origin_rtt" && (typeof m.origin !== "string" || typeof m.rtt_ms !== "number")) return null;
   if (m.type === "flight_plan" && (typeof m.url !== "string" || typeof m.flight !== "boolean")) return null;
   if (m.type === "page_report" && (typeof m.page !== "string" || typeof m.flight !== "boolean")) return null;
+  if (m.type === "system_proxy" && [m.system_proxy, m.wpad].some((v) => v !== undefined && typeof v !== "string")) return null;
   return message as ToExtension;
 }

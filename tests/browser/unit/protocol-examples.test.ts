@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { protocolErrors } from "../support/protocol-validator.js";
+import { asToExtension } from "../../../extension/src/bridge/messages.js";
 import { repoRoot } from "../support/paths.js";
 import { toHelperRequest, fromRequestPaused } from "../../../extension/src/intercept/paused-request.js";
 import type { Batch } from "../../../extension/src/generated/protocol.js";
@@ -17,6 +18,12 @@ const examples = JSON.parse(readFileSync(resolve(repoRoot, "shared/protocol.exam
 test("every valid example validates", () => {
   assert.ok(examples.valid.length > 10);
   for (const message of examples.valid) assert.equal(protocolErrors.any(message), null, JSON.stringify(message));
+});
+
+test("every valid message to the extension reaches its dispatch (none dropped by its run-time check)", () => {
+  const toExtension = examples.valid.filter((m) => protocolErrors.toExtension(m) === null);
+  assert.ok(toExtension.length > 10);
+  for (const message of toExtension) assert.notEqual(asToExtension(message), null, JSON.stringify(message));
 });
 
 test("every invalid example is rejected", () => {
