@@ -18,7 +18,7 @@ from . import __version__, protocol
 from .bridge import browsers as catalogue
 from .bridge.install import Target
 from .bridge.registry import Registry
-from .bridge.system_proxy import automatic, os_settings, run_bounded
+from .bridge.system_proxy import Found, WpadLookup, automatic, os_settings, resolve_wpad, run_bounded
 from .bridge.system_proxy import detect as detect_system_proxy
 from .lanes.interfaces import Interface, PolicyStore, discover
 
@@ -196,12 +196,22 @@ def check_firefox_https(data_dir: Path | None = None) -> Finding:
                                           "only for that site's names (lanefetch firefox-https status)")
 
 
-def check_system_proxy(found: str | None) -> Finding:
+def check_system_proxy(system: Found) -> Finding:
     """A system proxy (bridge/system_proxy.py): a browser left at its default proxy setting follows it, and the
     extension keeps lanefetch off there. Read in doctor's own environment, which may not be the browser's."""
+    found = system.where
     if found is None:
         return Finding("ok", "System proxy", "none set: a browser that uses the system's proxy settings (the "
                                              "default) connects directly, as the helper does")
+    if system.wpad is not None:  # the setting alone counts for nothing: the server found makes it one
+        return Finding("warn", "System proxy",
+                       f"automatic proxy detection found a WPAD server at {system.wpad} ({found}). A browser that "
+                       "uses the system's proxy settings (the default) asks it which proxy to use, which the helper "
+                       "cannot tell without fetching its script, so lanefetch stays off there: its helper connects "
+                       "directly and would fetch around the proxy",
+                       "nothing to do where your network needs it. Where it has no proxy, turn automatic proxy "
+                       "detection off (on Windows: Settings, Network & internet, Proxy, Automatically detect "
+                       "settings), or set the browser to use no proxy")
     if automatic(found):  # Windows turns auto-detection on by default: often no proxy is found by it at all
         return Finding("warn", "System proxy",
                        f"set: {found}. A browser that uses the system's proxy settings (the default) follows it, and "
@@ -270,7 +280,8 @@ def run(choice: str, home: Path, chromium_user_data_dir: Path | None, *, platfor
     for t in ts:
         findings.extend(check_target(t, registry, timeout))
     findings.extend(check_sandboxed(found))
-    findings.append(check_system_proxy(detect_system_proxy(env, platform, os_settings, run_bounded)))
+    wpad = WpadLookup(lambda: resolve_wpad(env))  # looked up in doctor's environment, as the rest
+    findings.append(check_system_proxy(detect_system_proxy(env, platform, os_settings, run_bounded, wpad=wpad)))
     findings.append(check_interfaces())
     findings.append(check_firefox_https())
     return findings

@@ -125,7 +125,8 @@ def check(message: Any, definition: str) -> str | None:
     return f"{where}: {best.message[:300]}"
 
 
-def hello(extension_protocol: int, proxy_secret: str | None = None, system_proxy: str | None = None) -> Message:
+def hello(extension_protocol: int, proxy_secret: str | None = None, system_proxy: str | None = None,
+          wpad: str | None = None) -> Message:
     compatible = extension_protocol == PROTOCOL_VERSION
     msg: Message = {
         "type": "hello",
@@ -139,6 +140,8 @@ def hello(extension_protocol: int, proxy_secret: str | None = None, system_proxy
         msg["proxy_secret"] = proxy_secret
     if compatible and system_proxy:
         msg["system_proxy"] = system_proxy
+    if compatible and wpad:
+        msg["wpad"] = wpad
     if not compatible:
         said = (f"This extension speaks protocol {extension_protocol}; the installed helper (lanefetch {__version__}) "
                 f"speaks protocol {PROTOCOL_VERSION}.")
@@ -150,10 +153,12 @@ def hello(extension_protocol: int, proxy_secret: str | None = None, system_proxy
     return msg
 
 
-def system_proxy(where: str | None) -> Message:
+def system_proxy(where: str | None, wpad: str | None = None) -> Message:
     msg: Message = {"type": "system_proxy"}
     if where:
         msg["system_proxy"] = where
+    if wpad:
+        msg["wpad"] = wpad
     return msg
 
 

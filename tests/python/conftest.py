@@ -4,7 +4,11 @@ Many tests start the real host, proxy or CLI as a subprocess, which inherits thi
 of them that does not set its own XDG_CACHE_HOME / XDG_CONFIG_HOME reads and writes the machine user's
 ~/.cache/lanefetch (cache.sqlite3: learned origins and pages) and ~/.config/lanefetch (interfaces.json), which
 both leaks state between runs and touches the developer's own helper. Tests that need their own directories
-still set them (monkeypatch or a subprocess env), which overrides these."""
+still set them (monkeypatch or a subprocess env), which overrides these.
+
+The helper's WPAD lookup (bridge/system_proxy.py: the host `wpad`, where a system proxy setting asks for
+auto-detection) is answered "does not resolve" (LANEFETCH_TEST_WPAD), in this process and the helpers it starts:
+no test depends on this machine's DNS. A test that wants a WPAD server found sets a host there."""
 
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _OWN_DIR = tempfile.mkdtemp(prefix="lf-pytest-home-")
     os.environ["XDG_CACHE_HOME"] = os.path.join(_OWN_DIR, "cache")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(_OWN_DIR, "config")
+    os.environ["LANEFETCH_TEST_WPAD"] = ""
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -161,6 +161,7 @@ export class HelperConnection {
           this.setState({
             status: "connected", version: message.helper_version, capabilities: [...message.capabilities],
             ...(message.system_proxy !== undefined ? { systemProxy: message.system_proxy } : {}),
+            ...(message.wpad !== undefined ? { wpad: message.wpad } : {}),
           });
           settle(true);
           return;

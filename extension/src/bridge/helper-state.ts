@@ -2,8 +2,9 @@
 export type HelperState =
   | { status: "idle" }
   | { status: "connecting" }
-  /** systemProxy: where the helper found a system proxy set (its hello's system_proxy; proxy-policy.ts). */
-  | { status: "connected"; version: string; capabilities: string[]; systemProxy?: string }
+  /** systemProxy: where the helper found a system proxy set (its hello's system_proxy; proxy-policy.ts); wpad: the
+   * WPAD server it found (hello's wpad). */
+  | { status: "connected"; version: string; capabilities: string[]; systemProxy?: string; wpad?: string }
   | { status: "not_installed"; message: string }
   | { status: "incompatible"; message: string }
   | { status: "disconnected"; message: string };

@@ -31,6 +31,8 @@ from ..prefetch.page_loads import LoadEnded, PageLoads
 from ..service import FetchService, ServiceConfig
 from .framing import BadFrame, FrameDecoder, MessageTooLarge, encode
 from .stdio import FrameWriter, open_stdio
+from .system_proxy import NONE as NO_SYSTEM_PROXY
+from .system_proxy import Found as SystemProxyFound
 from .system_proxy import detect_here as detect_system_proxy
 
 if TYPE_CHECKING:
@@ -169,15 +171,20 @@ def _to_page(raw: dict[str, Any]) -> Page:
 
 class Host:
     def __init__(self, fetcher: FetchService, send: Send,
-                 system_proxy: Callable[[], str | None] = detect_system_proxy) -> None:
+                 system_proxy: Callable[[bool], SystemProxyFound] = detect_system_proxy) -> None:
         self.fetcher = fetcher
         self._send = send
-        self.system_proxy = system_proxy  # where a system proxy is set (told in hello), read in a thread
+        # Where a system proxy is set, and the WPAD server (told in hello), read in a thread; given whether the
+        # browser's own setting is auto-detection (the extension's auto_detect: WPAD is then looked up too).
+        self.system_proxy = system_proxy
         self.system_proxy_recheck = float(os.environ.get(TEST_SYSTEM_PROXY_RECHECK_ENV) or SYSTEM_PROXY_RECHECK_S)
         self.system_proxy_limit = SYSTEM_PROXY_READ_S
-        self._system_proxy_said: str | None = None
+        self.browser_auto_detect = False
+        self._system_proxy_said = NO_SYSTEM_PROXY
         self._system_proxy_watch: asyncio.Task[None] | None = None
-        self._system_proxy_read: asyncio.Future[str | None] | None = None
+        self._system_proxy_wake = asyncio.Event()  # auto_detect changed: read again now
+        # The read under way (or ended, not taken yet), and the browser_auto_detect it was started with
+        self._system_proxy_read: tuple[asyncio.Future[SystemProxyFound], bool] | None = None
         self.proxy: ProxyService | None = None  # proxy mode, started by a Firefox hello
         self._batches: dict[str, asyncio.Task[None]] = {}
         self._batch_ids: dict[str, list[str]] = {}
@@ -274,9 +281,10 @@ class Host:
             except TimeoutError:
                 log.warning("the system's proxy settings did not answer within %.0f s: taken as none until they do",
                             self.system_proxy_limit)
-                system_proxy = None
+                system_proxy = NO_SYSTEM_PROXY
             self._system_proxy_said = system_proxy
-            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None, system_proxy))
+            await self._send(protocol.hello(item["protocol"], self.proxy.secret if self.proxy else None,
+                                            system_proxy.where, system_proxy.wpad))
             if item["protocol"] == protocol.PROTOCOL_VERSION and self._system_proxy_watch is None:
                 self._system_proxy_watch = asyncio.create_task(self._watch_system_proxy())
         elif kind == "proxy_open":
@@ -398,6 +406,11 @@ class Host:
                     # The navigation raced the attach: its document is the browser's. Without a learned flight the
                     # extension navigates again, so that the document comes through here and what it names is read.
                     self._in_background(self._tell_flight(item["url"], page), "telling a page's flight plan")
+        elif kind == "auto_detect":
+            # Not read here (a read may take seconds, and messages are handled in turn): the watch reads at once.
+            if item["on"] != self.browser_auto_detect:
+                self.browser_auto_detect = item["on"]
+                self._system_proxy_wake.set()
         elif kind == "ping":
             pong: dict[str, Any] = {"type": "pong"}
             if "nonce" in item:
@@ -610,7 +623,10 @@ class Host:
         """A system proxy set or removed while the helper runs (the environment cannot change, GNOME's, macOS's and
         Windows' settings can): told to the extension when what it was last told no longer holds."""
         while True:
-            await asyncio.sleep(self.system_proxy_recheck)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.system_proxy_recheck):
+                    await self._system_proxy_wake.wait()
+            self._system_proxy_wake.clear()
             try:
                 now = await self._read_system_proxy()
             except TimeoutError:  # still reading: its answer is taken next time, and no other read started meanwhile
@@ -622,47 +638,52 @@ class Host:
                 continue
             self._system_proxy_said = now
             try:
-                await self._send(protocol.system_proxy(now))
+                await self._send(protocol.system_proxy(now.where, now.wpad))
             except Exception as e:  # the browser is gone: nobody to tell
                 log.debug("system proxy change not told: %r", e)
                 return
 
-    def _read_system_proxy_start(self) -> asyncio.Future[str | None]:
+    def _read_system_proxy_start(self) -> asyncio.Future[SystemProxyFound]:
         """The read of the system's proxy settings under way, or a new one. In a daemon thread of its own, not the
         loop's executor: a read that never ends then holds neither the executor's threads (DNS lookups run there)
         nor the helper's exit (asyncio.run and the interpreter wait for the executor's threads, never for daemons);
         and only one runs at a time. A read that ended is kept until a call takes it (a store slower than
-        `system_proxy_limit` each time is still heard); the call after that reads again."""
-        under_way = self._system_proxy_read
-        if under_way is not None:
-            if under_way.done():
-                self._system_proxy_read = None
-            return under_way
+        `system_proxy_limit` each time is still heard); the call after that reads again. A read that ended is
+        dropped, not taken, when browser_auto_detect changed since it started (it may not have looked WPAD up)."""
+        auto_detect = self.browser_auto_detect
+        if self._system_proxy_read is not None:
+            under_way, started_with = self._system_proxy_read
+            if not under_way.done():
+                return under_way
+            self._system_proxy_read = None
+            if started_with == auto_detect:
+                return under_way
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[str | None] = loop.create_future()
-        self._system_proxy_read = future
+        future: asyncio.Future[SystemProxyFound] = loop.create_future()
+        self._system_proxy_read = (future, auto_detect)
 
-        def settle(result: str | None, error: BaseException | None) -> None:
+        def settle(result: SystemProxyFound | BaseException) -> None:
             if future.cancelled():
                 return
-            if error is not None:
-                future.set_exception(error)
+            if isinstance(result, BaseException):
+                future.set_exception(result)
             else:
                 future.set_result(result)
             future.exception()  # retrieved: a read nobody waits for any more (hello timed out) is not logged
 
         def read() -> None:
+            result: SystemProxyFound | BaseException
             try:
-                result, error = self.system_proxy(), None
+                result = self.system_proxy(auto_detect)
             except Exception as e:
-                result, error = None, e
+                result = e
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody to tell
-                loop.call_soon_threadsafe(settle, result, error)
+                loop.call_soon_threadsafe(settle, result)
 
         threading.Thread(target=read, name="lanefetch-system-proxy", daemon=True).start()
         return future
 
-    async def _read_system_proxy(self) -> str | None:
+    async def _read_system_proxy(self) -> SystemProxyFound:
         """Where a system proxy is set, from the read under way or a new one; TimeoutError if it did not end within
         `system_proxy_limit` (it goes on: the next call takes its answer)."""
         async with asyncio.timeout(self.system_proxy_limit):

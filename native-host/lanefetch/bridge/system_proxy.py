@@ -3,9 +3,16 @@ settings": Chromium's `system`, Firefox's `system`) follows. The helper connects
 so the extension keeps lanefetch off while the browser says "system" and the helper says one is set here (in its
 hello: `system_proxy`); `lanefetch doctor` reports it too.
 
-An automatic configuration (a PAC script, WPAD) counts as a proxy set: which proxy it picks, if any, only the
-script says, and the helper would have to fetch it to know. Where a proxy is found, each read without touching the
-network (never WPAD or a PAC script):
+An automatic configuration counts as a proxy set: a PAC script always (which proxy it picks, if any, only the
+script says, and the helper would have to fetch it to know), auto-detection alone (WPAD: no script named, no proxy
+set) only where the host `wpad` resolves, as the browsers find a WPAD server (Chromium and Windows fetch
+http://wpad/wpad.dat, the resolver adding its search domains; "Automatically detect settings" is on by default in
+Windows, and without this lanefetch stayed off for most Windows users where the network has no WPAD at all). That
+lookup is the one network access here (never a PAC script's or WPAD's file): made only where a setting (or the
+browser's own auto-detection setting, which the extension tells) asks for WPAD and nothing else is set, bounded
+(WPAD_LOOKUP_S) and kept a few minutes (WPAD_RECHECK_S); its host travels in hello as `wpad`. A server that DHCP
+alone names (Windows' WinHTTP asks DHCP first) is not seen. Where a proxy is found, each read without touching the
+network:
 - the environment the helper shares with the browser that started it: http_proxy, https_proxy, all_proxy,
   auto_proxy (a PAC URL, Chromium) and SOCKS_SERVER, in either case, as Chromium and Firefox read them on Linux;
 - GNOME's settings (org.gnome.system.proxy mode `manual`, or `auto`: a PAC script at its autoconfig-url, or WPAD
@@ -21,22 +28,26 @@ network (never WPAD or a PAC script):
   (time-limited as gsettings), the dictionary Chromium reads (SCDynamicStoreCopyProxies), for what urllib does not
   read there: a PAC script, WPAD and a SOCKS proxy; on Windows also what Chromium reads of Internet Settings beside
   them (WinHttpGetIEProxyConfigForCurrentUser): AutoConfigURL, and "Automatically detect settings" (WPAD; on by
-  default in Windows, so lanefetch stays off there until it is turned off, where the network has no WPAD).
+  default in Windows: it counts where `wpad` resolves).
 
 Kept simple, on the safe side: any proxy found counts, whatever hosts it excludes (no_proxy, ignore-hosts), and
 whichever of these sources the browser reads on this desktop (Chromium on GNOME reads gsettings, not the
-environment). Pure core (`detect`), given the environment, the OS settings, a gsettings runner and a file reader;
-`detect_here` is the shell."""
+environment). Pure core (`detect`), given the environment, the OS settings, a gsettings runner, a file reader and
+the WPAD lookup; `detect_here` is the shell, `WpadLookup` the lookup's cache and bound."""
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -50,9 +61,21 @@ GSETTINGS_TIMEOUT_S = 2.0
 # The description travels in hello (schema: maxLength 512) and is shown in the popup.
 MAX_NAMED = 200
 
+# What a setting that asks only for proxy auto-detection (WPAD: no script named, no proxy set) is called; it counts
+# only where the host `wpad` resolves (`detect`).
+WPAD_ALONE = "proxy auto-detection, WPAD"
+WPAD_HOST = "wpad"
+# A lookup of `wpad` is kept this long (the settings are read every 10 s: the network is asked at most this often)
+WPAD_RECHECK_S = 300.0
+# and waited for at most this long (a lookup that takes longer goes on: its answer is kept when it comes).
+WPAD_LOOKUP_S = 2.0
+# Tests: the lookup's answer, whatever the machine's DNS says ("" does not resolve, a value resolves, named so).
+TEST_WPAD_ENV = "LANEFETCH_TEST_WPAD"
+MAX_HOST = 253
+
 # kioslaverc's ProxyType: 0 none, 1 manual, 4 the environment variables named there; and automatic ones, which the
 # helper cannot follow (it would have to fetch the script, or look WPAD up), so they count as a proxy set.
-KDE_AUTOMATIC = {"2": "a proxy auto-configuration script", "3": "proxy auto-detection, WPAD"}
+KDE_AUTOMATIC = {"2": "a proxy auto-configuration script", "3": WPAD_ALONE}
 KDE_PROXY_KEYS = ("httpsProxy", "httpProxy", "socksProxy")
 
 INTERNET_SETTINGS = r"Software\Microsoft\Windows\CurrentVersion\Internet Settings"
@@ -61,11 +84,26 @@ INTERNET_SETTINGS = r"Software\Microsoft\Windows\CurrentVersion\Internet Setting
 WINDOWS_AUTO_PROXY_URL, WINDOWS_AUTO_DETECT = 0x04, 0x08
 
 # How each automatic configuration found is named (and the environment's PAC URL): `automatic` tells them apart.
-AUTOMATIC = ("a proxy auto-configuration script", "proxy auto-detection, WPAD", "automatic proxy configuration",
+AUTOMATIC = ("a proxy auto-configuration script", WPAD_ALONE, "automatic proxy configuration",
              "auto_proxy ", "AUTO_PROXY ")
 
 Runner = Callable[[Sequence[str]], str | None]
 Reader = Callable[[Path], str | None]
+# The WPAD server's host where `wpad` resolves, else None (a lookup: see WpadLookup).
+Wpad = Callable[[], str | None]
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the helper says of the system's proxy (hello, system_proxy): `where` one is set (a few words for the
+    user; None: none is), and `wpad`, the WPAD server's host, where it was looked up and resolved (because a setting
+    asks only for auto-detection, then `where` names that setting; or because the browser's own setting does)."""
+
+    where: str | None
+    wpad: str | None = None
+
+
+NONE = Found(None)
 
 
 def _named(value: str) -> str:
@@ -116,7 +154,7 @@ def from_system_settings(proxies: Mapping[str, str]) -> str | None:
         return f"a proxy auto-configuration script, {where} (Windows' proxy settings)" if where else \
             "a proxy auto-configuration script (Windows' proxy settings)"
     if proxies.get("autodetect"):
-        return "proxy auto-detection, WPAD (Windows' proxy settings)"
+        return f"{WPAD_ALONE} (Windows' proxy settings)"
     return None
 
 
@@ -180,7 +218,7 @@ def from_gnome(run: Runner) -> str | None:
         return "automatic proxy configuration (GNOME's proxy settings)"
     url = said.strip().strip("'\"")
     if not url:
-        return "proxy auto-detection, WPAD (GNOME's proxy settings)"
+        return f"{WPAD_ALONE} (GNOME's proxy settings)"
     where = _named_script(url)
     return f"a proxy auto-configuration script, {where} (GNOME's proxy settings)" if where else \
         "a proxy auto-configuration script (GNOME's proxy settings)"
@@ -205,7 +243,7 @@ def from_macos(said: str | None) -> str | None:
         return f"a proxy auto-configuration script, {where} (macOS's proxy settings)" if where else \
             "a proxy auto-configuration script (macOS's proxy settings)"
     if keys.get("ProxyAutoDiscoveryEnable") == "1":
-        return "proxy auto-detection, WPAD (macOS's proxy settings)"
+        return f"{WPAD_ALONE} (macOS's proxy settings)"
     return None
 
 
@@ -294,22 +332,114 @@ def automatic(found: str) -> bool:
 
 
 def detect(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[str, str]], run: Runner,
-           read: Reader = read_text) -> str | None:
-    """Where a system proxy is set, in a few words for the user (no credentials), or None if none is."""
-    found = from_environment(env)
-    if found is None and platform in ("darwin", "win32"):
+           read: Reader = read_text, *, wpad: Wpad, browser_auto_detect: bool = False) -> Found:
+    """Where a system proxy is set, in a few words for the user (no credentials), and the WPAD server, where one
+    was looked up (`wpad`, called at most once): only where a setting asks for auto-detection alone and nothing
+    else is set (Chromium and Windows use WPAD only where `wpad` resolves or DHCP names a server: a setting that
+    is on by default in Windows would otherwise keep lanefetch off where the network has no WPAD at all), or where
+    the browser's own setting is auto-detection (`browser_auto_detect`). Never looked up otherwise."""
+    wpad_alone: str | None = None
+    found: str | None = None
+    for source in _sources(env, platform, system, run, read):
+        said = source()
+        if said is not None and said.startswith(WPAD_ALONE):
+            wpad_alone = wpad_alone or said  # counts only if nothing else does and the server is there
+        elif said is not None:
+            found = said
+            break
+    server = wpad() if browser_auto_detect or (found is None and wpad_alone is not None) else None
+    if found is None and server is not None:
+        found = wpad_alone
+    return Found(found[:MAX_NAMED] if found is not None else None, server)
+
+
+def _sources(env: Mapping[str, str], platform: str, system: Callable[[], Mapping[str, str]], run: Runner,
+             read: Reader) -> list[Callable[[], str | None]]:
+    """Each place a proxy may be set here, in the order read (each read only if none before found a proxy)."""
+    def settings() -> str | None:
         try:
-            found = from_system_settings(system())
+            return from_system_settings(system())
         except Exception as e:  # a settings store that cannot be read is no proxy found, and said in the log
             log.warning("cannot read the system's proxy settings: %r", e)
-    if found is None and platform == "darwin":
-        found = from_macos(run(["scutil", "--proxy"]))
-    if found is None and platform not in ("darwin", "win32") and any(env.get(k) for k in DESKTOP_SESSION_NAMES):
-        found = from_gnome(run)
-    if found is None and platform not in ("darwin", "win32") and kde_session(env):
+            return None
+
+    def kde() -> str | None:
         texts = [read(path) for path in kioslaverc_files(env)]
-        found = from_kde(kde_settings([t for t in texts if t is not None]), env)
-    return found[:MAX_NAMED] if found is not None else None
+        return from_kde(kde_settings([t for t in texts if t is not None]), env)
+
+    sources: list[Callable[[], str | None]] = [lambda: from_environment(env)]
+    if platform in ("darwin", "win32"):
+        sources.append(settings)
+    if platform == "darwin":
+        sources.append(lambda: from_macos(run(["scutil", "--proxy"])))
+    if platform not in ("darwin", "win32") and any(env.get(k) for k in DESKTOP_SESSION_NAMES):
+        sources.append(lambda: from_gnome(run))
+    if platform not in ("darwin", "win32") and kde_session(env):
+        sources.append(kde)
+    return sources
+
+
+def resolve_wpad(env: Mapping[str, str]) -> str | None:
+    """The host `wpad`, looked up as the browsers do (an unqualified name: the system's resolver adds its search
+    domains): its canonical name (or `wpad`) if it resolves, else None. TEST_WPAD_ENV, where set, answers instead."""
+    if TEST_WPAD_ENV in env:
+        return _printable_host(env[TEST_WPAD_ENV]) or None
+    try:
+        infos = socket.getaddrinfo(WPAD_HOST, 80, type=socket.SOCK_STREAM, flags=socket.AI_CANONNAME)
+    except (OSError, UnicodeError):  # gaierror: it does not resolve
+        return None
+    if not infos:
+        return None
+    return _printable_host(infos[0][3]) or WPAD_HOST
+
+
+def _printable_host(name: str) -> str:
+    name = name.strip().rstrip(".")
+    ok = 0 < len(name) <= MAX_HOST and all(c.isalnum() or c in "-._:" for c in name) and name.isascii()
+    return name if ok else ""
+
+
+class WpadLookup:
+    """The WPAD server, looked up at most once every `recheck` seconds (`clock`), the answer kept in between; a
+    lookup is waited for at most `limit` seconds, in a daemon thread of its own (a resolver that never answers holds
+    neither the system proxy read nor the helper's exit): one that takes longer is taken as none found this time,
+    goes on, and its answer is kept when it comes. One lookup at a time."""
+
+    def __init__(self, resolve: Wpad, clock: Callable[[], float] = time.monotonic, recheck: float = WPAD_RECHECK_S,
+                 limit: float = WPAD_LOOKUP_S) -> None:
+        self._resolve = resolve
+        self._clock = clock
+        self.recheck = recheck
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._answer: tuple[float, str | None] | None = None  # (when it came, the host)
+        self._under_way: threading.Event | None = None
+
+    def __call__(self) -> str | None:
+        with self._lock:
+            if self._answer is not None and self._clock() - self._answer[0] < self.recheck:
+                return self._answer[1]
+            done = self._under_way
+            if done is None:
+                done = self._under_way = threading.Event()
+                threading.Thread(target=self._look_up, args=(done,), name="lanefetch-wpad", daemon=True).start()
+        if not done.wait(self.limit):
+            log.warning("looking up %r took longer than %.0f s: taken as no WPAD server until it answers",
+                        WPAD_HOST, self.limit)
+            return None
+        with self._lock:
+            return self._answer[1] if self._answer is not None else None
+
+    def _look_up(self, done: threading.Event) -> None:
+        try:
+            host = self._resolve()
+        except Exception as e:  # taken as no answer: none found (kept as any answer is)
+            log.warning("looking up %r failed: %r", WPAD_HOST, e)
+            host = None
+        with self._lock:
+            self._answer = (self._clock(), host)
+            self._under_way = None
+        done.set()
 
 
 def run_bounded(argv: Sequence[str], timeout: float = GSETTINGS_TIMEOUT_S) -> str | None:
@@ -333,5 +463,9 @@ def os_settings() -> Mapping[str, str]:
     return {}
 
 
-def detect_here() -> str | None:
-    return detect(os.environ, sys.platform, os_settings, run_bounded)
+WPAD = WpadLookup(lambda: resolve_wpad(os.environ))
+
+
+def detect_here(browser_auto_detect: bool = False) -> Found:
+    return detect(os.environ, sys.platform, os_settings, run_bounded, wpad=WPAD,
+                  browser_auto_detect=browser_auto_detect)

@@ -181,6 +181,34 @@ test("a proxy set in the browser keeps lanefetch off, and the popup says why", a
   }
 });
 
+test("the browser's own proxy auto-detection keeps lanefetch off where the helper finds a WPAD server; the popup names it", async () => {
+  // The helper's WPAD lookup answers through LANEFETCH_TEST_WPAD (the harness says none elsewhere); the extension
+  // tells the helper the browser auto-detects (auto_detect), and the helper looks `wpad` up and says it found one.
+  const browser = await launch(freshProfile(true), { env: { LANEFETCH_TEST_WPAD: "wpad.test.example" } });
+  try {
+    await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
+    await waitForHelper(browser.context);
+    // Loopback is never sent to a proxy by Chromium, so the page still loads (directly) with this setting.
+    await browser.worker.evaluate(() => chrome.proxy.settings.set({ value: { mode: "auto_detect" }, scope: "regular" }));
+    await waitForGate(browser.worker, 0);
+    sites.clearLog();
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    await openPage(page, url);
+    assert.deepEqual(await imageFetchedBy(), ["browser"], await tabReport(browser, url));
+    const tabId = await tabIdOf(browser.worker, url);
+    const s = await tabStatus(browser.context, tabId);
+    assert.equal(s.tab.intercepting, false);
+    const said = /^The browser is set to detect a proxy automatically, and automatic proxy detection found a WPAD server at wpad\.test\.example: lanefetch stays off/;
+    assert.match(s.tab.problem ?? "", said);
+    const popup = await browser.context.newPage();
+    await openPopup(popup, tabId);
+    assert.match((await popup.textContent("#notice")) ?? "", said);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("a system proxy (in the environment Chromium and its helper share), which the browser follows by default, keeps lanefetch off; the popup names it", async () => {
   // No desktop settings here: with its default proxy setting ("system") Chromium reads these, as the helper does.
   const browser = await launch(freshProfile(true), { env: { http_proxy: "http://127.0.0.1:9", https_proxy: "http://127.0.0.1:9" } });

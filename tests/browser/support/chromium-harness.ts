@@ -45,7 +45,9 @@ export async function launch(userDataDir: string,
     // LANEFETCH_BENCH_HELPER_CACHE: one the benchmark keeps across fresh profiles (learned pages, bench/page_load.py).
     env: {
       ...process.env, XDG_CACHE_HOME: process.env.LANEFETCH_BENCH_HELPER_CACHE ?? join(userDataDir, "helper-cache"),
-      XDG_CONFIG_HOME: join(userDataDir, "helper-config"), ...env,
+      XDG_CONFIG_HOME: join(userDataDir, "helper-config"),
+      LANEFETCH_TEST_WPAD: "", // the helper's WPAD lookup: none found, whatever this machine's DNS says
+      ...env,
     },
     args: [
       "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",

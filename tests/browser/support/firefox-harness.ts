@@ -95,7 +95,8 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
     defaultViewport: headless ? undefined : null, // a window: pages take the window's size
     extraPrefsFirefox: PREFS,
     ...(options.profile ? { userDataDir: options.profile } : {}),
-    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache"), ...options.env },
+    // LANEFETCH_TEST_WPAD: the helper's WPAD lookup finds none, whatever this machine's DNS says
+    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache"), LANEFETCH_TEST_WPAD: "", ...options.env },
   });
   const close = async (): Promise<void> => {
     try {

@@ -24,7 +24,8 @@ export function testHelperEnv(): NodeJS.ProcessEnv {
     process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
     ownDirs = dir;
   }
-  return { ...process.env, XDG_CACHE_HOME: join(ownDirs, "cache"), XDG_CONFIG_HOME: join(ownDirs, "config") };
+  // LANEFETCH_TEST_WPAD: the helper's WPAD lookup answers "none" (bridge/system_proxy.py), never this machine's DNS
+  return { ...process.env, XDG_CACHE_HOME: join(ownDirs, "cache"), XDG_CONFIG_HOME: join(ownDirs, "config"), LANEFETCH_TEST_WPAD: "" };
 }
 
 export class ProcessNativePort implements NativePort {

@@ -4,7 +4,9 @@
 // The REAL helper process and a real origin server; ProxyPolicy wired to the accelerator as chromium-main.ts does.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Protocol } from "devtools-protocol";
 import { Accelerator, type PageInfo } from "../../../extension/src/background/accelerator.js";
 import { ProxyPolicy } from "../../../extension/src/background/proxy-policy.js";
@@ -76,6 +78,44 @@ test("requests waiting for a helper that reports a system proxy go to the browse
     assert.equal(s.answers[3], "pass i4");
     assert.deepEqual(s.counters.get(1).passed, { proxy_configured: 4 });
     assert.deepEqual(server.log.filter((r) => r.owner.kind === "helper"), []);
+  } finally {
+    s.connection.close();
+  }
+});
+
+/** A KDE session set to detect a proxy automatically (WPAD alone: Windows' default, elsewhere), read by the helper
+ * from its HOME, no other desktop's settings in the way; LANEFETCH_TEST_WPAD is the helper's WPAD lookup. */
+function autoDetectingDesktop(wpad: string, kde = true): NodeJS.ProcessEnv {
+  const home = mkdtempSync(join(tmpdir(), "lf-wpad-home-"));
+  after(() => rmSync(home, { recursive: true, force: true }));
+  mkdirSync(join(home, ".config"));
+  writeFileSync(join(home, ".config", "kioslaverc"), "[Proxy Settings]\nProxyType=3\n");
+  return {
+    ...testHelperEnv(), HOME: home, XDG_CURRENT_DESKTOP: "", DESKTOP_SESSION: "", DBUS_SESSION_BUS_ADDRESS: "",
+    http_proxy: "", https_proxy: "", all_proxy: "", LANEFETCH_TEST_WPAD: wpad, ...(kde ? { KDE_FULL_SESSION: "true" } : {}),
+  };
+}
+
+test("the system's auto-detection keeps lanefetch off only where the helper finds a WPAD server, named in the popup", async () => {
+  for (const wpad of ["", "wpad.test.example"]) {
+    const s = setUp(autoDetectingDesktop(wpad));
+    try {
+      assert.equal(await s.connection.ready(), true);
+      assert.equal(s.policy.blocked, wpad !== "", `WPAD server ${JSON.stringify(wpad)}`);
+      if (wpad) assert.match(s.policy.notice ?? "", /automatic proxy detection found a WPAD server at wpad\.test\.example/);
+    } finally {
+      s.connection.close();
+    }
+  }
+});
+
+test("the browser's own auto-detection: told to the helper, which looks for a WPAD server and says it found one", async () => {
+  const s = setUp(autoDetectingDesktop("wpad.test.example", false)); // no system setting asks for WPAD: the browser's does
+  try {
+    s.policy.browserMode("autoDetect");
+    assert.equal(await s.connection.ready(), true);
+    await eventually("the WPAD server told", () => s.policy.blocked, { timeoutMs: 10_000, everyMs: 10 }, () => s.policy.notice);
+    assert.match(s.policy.notice ?? "", /^The browser is set to detect a proxy automatically, and automatic proxy detection found a WPAD server at wpad\.test\.example/);
   } finally {
     s.connection.close();
   }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { HelperState } from "../../../extension/src/bridge/helper-state.js";
-import type { ToExtension } from "../../../extension/src/generated/protocol.js";
+import type { ToExtension, ToHost } from "../../../extension/src/generated/protocol.js";
 import {
   FIREFOX_PROXY_RECHECK_MS, PROXY_NOTICE, ProxyPolicy, proxyBlocks, watchProxy,
 } from "../../../extension/src/background/proxy-policy.js";
@@ -31,7 +31,7 @@ test("ProxyPolicy: the helper's hello and the browser's setting together; the po
   const heard: boolean[] = [];
   const policy = new ProxyPolicy((blocked) => heard.push(blocked));
   const listeners: ((state: HelperState) => void)[] = [];
-  policy.follow({ onStateChange: (l) => listeners.push(l), onMessage: () => undefined });
+  policy.follow({ onStateChange: (l) => listeners.push(l), onMessage: () => undefined, send: () => true });
   const helper = (state: HelperState): void => listeners.forEach((l) => l(state));
   const notice = (): string => policy.notice ?? "";
 
@@ -82,7 +82,7 @@ test("ProxyPolicy: a system proxy set or removed while the helper runs (its syst
   const policy = new ProxyPolicy((blocked) => heard.push(blocked));
   const states: ((state: HelperState) => void)[] = [];
   const messages: ((message: ToExtension) => void)[] = [];
-  policy.follow({ onStateChange: (l) => states.push(l), onMessage: (l) => messages.push(l) });
+  policy.follow({ onStateChange: (l) => states.push(l), onMessage: (l) => messages.push(l), send: () => true });
   policy.browserMode("system");
   states.forEach((l) => l({ status: "connected", version: "0.1.0", capabilities: [] }));
   assert.equal(policy.blocked, false);
@@ -93,4 +93,52 @@ test("ProxyPolicy: a system proxy set or removed while the helper runs (its syst
   assert.deepEqual(heard, [true], "other messages say nothing of it");
   messages.forEach((l) => l({ type: "system_proxy" }));
   assert.deepEqual(heard, [true, false]);
+});
+
+test("automatic proxy detection keeps lanefetch off only where the helper found a WPAD server", () => {
+  const wpad = "wpad.corp.example";
+  for (const mode of ["auto_detect", "autoDetect"]) {
+    assert.equal(proxyBlocks(mode), false, `${mode}: no WPAD server found (most networks have none)`);
+    assert.equal(proxyBlocks(mode, undefined, wpad), true, `${mode}: the browser asks the WPAD server found`);
+  }
+  assert.equal(proxyBlocks("direct", undefined, wpad), false);
+  assert.equal(proxyBlocks("system", undefined, wpad), false, "a server found for the browser's setting, not the system's");
+});
+
+test("ProxyPolicy: the system's auto-detection with a WPAD server found is named as the reason", () => {
+  const heard: boolean[] = [];
+  const policy = new ProxyPolicy((blocked) => heard.push(blocked));
+  const states: ((state: HelperState) => void)[] = [];
+  policy.follow({ onStateChange: (l) => states.push(l), onMessage: () => undefined, send: () => true });
+  policy.browserMode("system");
+  states.forEach((l) => l({
+    status: "connected", version: "0.1.0", capabilities: [],
+    systemProxy: "proxy auto-detection, WPAD (Windows' proxy settings)", wpad: "wpad.corp.example",
+  }));
+  assert.deepEqual(heard, [true]);
+  assert.match(policy.notice ?? "", /^This system is set to detect a proxy automatically, which the browser follows, and automatic proxy detection found a WPAD server at wpad\.corp\.example: lanefetch stays off/);
+});
+
+test("ProxyPolicy: the browser's own auto-detection is told to the helper, and a WPAD server it finds keeps lanefetch off", () => {
+  const heard: boolean[] = [];
+  const policy = new ProxyPolicy((blocked) => heard.push(blocked));
+  const states: ((state: HelperState) => void)[] = [];
+  const messages: ((message: ToExtension) => void)[] = [];
+  const sent: ToHost[] = [];
+  policy.follow({ onStateChange: (l) => states.push(l), onMessage: (l) => messages.push(l), send: (m) => (sent.push(m), true) });
+  policy.browserMode("autoDetect");
+  assert.deepEqual(sent, [{ type: "auto_detect", on: true }], "told at once where a helper is there");
+  states.forEach((l) => l({ status: "connected", version: "0.1.0", capabilities: [] }));
+  assert.deepEqual(sent.slice(1), [{ type: "auto_detect", on: true }], "and to each helper after its hello (it assumes off)");
+  assert.equal(policy.blocked, false, "no WPAD server found (yet)");
+  messages.forEach((l) => l({ type: "system_proxy", wpad: "wpad.lan.example" }));
+  assert.deepEqual(heard, [true]);
+  assert.match(policy.notice ?? "", /^The browser is set to detect a proxy automatically, and automatic proxy detection found a WPAD server at wpad\.lan\.example: lanefetch stays off/);
+  policy.browserMode("autoDetect");
+  assert.equal(sent.length, 2, "no change: nothing told");
+  policy.browserMode("none");
+  assert.deepEqual(sent.slice(2), [{ type: "auto_detect", on: false }]);
+  assert.deepEqual(heard, [true, false], "no proxy: the WPAD server does not matter");
+  states.forEach((l) => l({ status: "connected", version: "0.1.0", capabilities: [] }));
+  assert.equal(sent.length, 3, "a new helper is not told of a setting that is off");
 });

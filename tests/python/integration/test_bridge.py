@@ -33,6 +33,7 @@ from lanefetch.bridge.framing import (
 )
 from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV, TEST_WORKING_INTERVAL_ENV, Host, serve
 from lanefetch.bridge.stdio import open_stdio
+from lanefetch.bridge.system_proxy import TEST_WPAD_ENV, Found
 from lanefetch.engine.config import EngineConfig
 from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
@@ -270,6 +271,26 @@ async def test_hello_says_where_the_system_proxy_the_browser_shares_with_the_hel
         assert reply["system_proxy"] == "proxy.corp.example:3128 (https_proxy in the environment)"
 
 
+@pytest.mark.parametrize("wpad", ["", "wpad.lan.example"])
+async def test_auto_detection_alone_is_a_system_proxy_only_where_a_wpad_server_is_found(tmp_path: Path,
+                                                                                         wpad: str) -> None:
+    # KDE set to auto-detect (Windows' default, elsewhere): the helper says a proxy is set only where `wpad`
+    # resolves (here the test's answer, never this machine's DNS), and names the server found
+    (tmp_path / ".config").mkdir()
+    (tmp_path / ".config" / "kioslaverc").write_text("[Proxy Settings]\nProxyType=3\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path),
+           "KDE_FULL_SESSION": "true", TEST_WPAD_ENV: wpad}
+    async with running_host(env) as h:
+        await h.send({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+        reply = await h.recv()
+        assert reply["compatible"] and protocol.check(reply, "ToExtension") is None, reply
+        if wpad:
+            assert reply["system_proxy"] == "proxy auto-detection, WPAD (KDE's proxy settings)"
+            assert reply["wpad"] == "wpad.lan.example"
+        else:
+            assert "system_proxy" not in reply and "wpad" not in reply, reply
+
+
 async def test_a_system_proxy_set_or_removed_while_the_helper_runs_is_told_once_each_time() -> None:
     # GNOME's (macOS's, Windows') settings change under a running browser, which follows them at once.
     sent: list[dict[str, Any]] = []
@@ -280,10 +301,10 @@ async def test_a_system_proxy_set_or_removed_while_the_helper_runs_is_told_once_
         assert protocol.check(message, "ToExtension") is None, message
         sent.append(message)
 
-    def detect() -> str | None:
+    def detect(browser_auto_detect: bool) -> Found:
         nonlocal reads
         reads += 1
-        return setting[0]
+        return Found(setting[0])
 
     host = Host(FetchService(), send, system_proxy=detect)
     host.system_proxy_recheck = 0.01
@@ -318,12 +339,12 @@ async def test_a_system_proxy_read_that_never_returns_stalls_neither_hello_nor_t
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    def detect() -> str | None:
+    def detect(browser_auto_detect: bool) -> Found:
         readers.append(threading.current_thread())
         if len(readers) > 1:
-            return None
+            return Found(None)
         release.wait(30)
-        return "GNOME's proxy settings (manual)"  # said only by the read that hung: its answer is not dropped
+        return Found("GNOME's proxy settings (manual)")  # said only by the read that hung: its answer is not dropped
 
     host = Host(FetchService(), send, system_proxy=detect)
     host.system_proxy_limit = 0.05
@@ -341,6 +362,38 @@ async def test_a_system_proxy_read_that_never_returns_stalls_neither_hello_nor_t
         assert sent[1] == {"type": "system_proxy", "system_proxy": "GNOME's proxy settings (manual)"}
     finally:
         release.set()
+        await host.close()
+
+
+async def test_a_wpad_server_found_is_told_and_the_browsers_auto_detection_has_it_looked_up_at_once() -> None:
+    # Windows' default (auto-detection alone) counts only with a WPAD server found, which hello names; the
+    # browser's own auto-detection (auto_detect) has the next read made at once, and looked up, not after 10 s.
+    sent: list[dict[str, Any]] = []
+    asked: list[bool] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        assert protocol.check(message, "ToExtension") is None, message
+        sent.append(message)
+
+    def detect(browser_auto_detect: bool) -> Found:
+        asked.append(browser_auto_detect)
+        return Found("proxy auto-detection, WPAD (Windows' proxy settings)", "wpad.corp.example") if len(asked) == 1 \
+            else Found(None, "wpad.corp.example" if browser_auto_detect else None)
+
+    host = Host(FetchService(), send, system_proxy=detect)
+    host.system_proxy_recheck = 3600.0  # only a wake reads again within this test
+    try:
+        await host.handle({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "chromium"})
+        assert sent[0]["system_proxy"] == "proxy auto-detection, WPAD (Windows' proxy settings)"
+        assert sent[0]["wpad"] == "wpad.corp.example" and asked == [False]
+        await host.handle({"type": "auto_detect", "on": True})
+        await until(lambda: len(sent) >= 2, "the read the browser's auto-detection asked for told", seen=lambda: sent)
+        assert sent[1] == {"type": "system_proxy", "wpad": "wpad.corp.example"} and asked[-1] is True
+        await host.handle({"type": "auto_detect", "on": True})  # no change: no read
+        await host.handle({"type": "auto_detect", "on": False})
+        await until(lambda: len(sent) >= 3, "auto-detection off told", seen=lambda: sent)
+        assert sent[2] == {"type": "system_proxy"} and asked[-1] is False
+    finally:
         await host.close()
 
 

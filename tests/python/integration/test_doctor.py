@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from lanefetch import __version__, doctor, protocol
 from lanefetch.bridge import install as installer
+from lanefetch.bridge import system_proxy
+from lanefetch.bridge.system_proxy import Found
 from lanefetch.lanes.interfaces import Interface, InterfacePolicy, PolicyStore
 from test_install import DictRegistry
 
@@ -143,7 +145,7 @@ def test_a_system_proxy_is_a_warning_that_says_what_to_do(tmp_path: Path) -> Non
     assert "lanefetch stays off" in found.detail and "pw" not in found.detail and "no proxy" in found.fix
     text = doctor.render([found])
     assert text.startswith("WARN  System proxy: set: proxy.corp.example:8080") and "\n      fix: " in text
-    assert doctor.check_system_proxy(None).status == "ok"
+    assert doctor.check_system_proxy(Found(None)).status == "ok"
 
 
 @pytest.mark.parametrize("found", [
@@ -153,12 +155,30 @@ def test_a_system_proxy_is_a_warning_that_says_what_to_do(tmp_path: Path) -> Non
 def test_an_automatic_proxy_configuration_is_said_to_be_one(found: str) -> None:
     # Windows turns auto-detection on by default: the words must not say a proxy is surely used, and must say how
     # to turn it off where the network has none
-    said = doctor.check_system_proxy(found)
+    said = doctor.check_system_proxy(Found(found))
     assert said.status == "warn" and found in said.detail and "lanefetch stays off" in said.detail
     assert "may pick a proxy" in said.detail and "goes through it" not in said.detail
     assert "turn the automatic proxy configuration off" in said.fix and "Automatically detect settings" in said.fix
-    manual = doctor.check_system_proxy("proxy.corp:3128 (KDE's proxy settings)")
+    manual = doctor.check_system_proxy(Found("proxy.corp:3128 (KDE's proxy settings)"))
     assert "goes through it" in manual.detail and "automatic" not in manual.fix
+
+
+def test_a_wpad_server_found_is_named_as_the_reason(tmp_path: Path) -> None:
+    said = doctor.check_system_proxy(Found("proxy auto-detection, WPAD (GNOME's proxy settings)", "wpad.corp.example"))
+    assert said.status == "warn" and "lanefetch stays off" in said.detail
+    assert said.detail.startswith("automatic proxy detection found a WPAD server at wpad.corp.example")
+    assert "Automatically detect settings" in said.fix
+    # The whole check, on a KDE desktop set to auto-detect: the WPAD server the test lookup says is there
+    # (LANEFETCH_TEST_WPAD in doctor's environment; never this machine's DNS) makes it a proxy, and none does not
+    (tmp_path / ".config").mkdir()
+    (tmp_path / ".config" / "kioslaverc").write_text("[Proxy Settings]\nProxyType=3\n")
+    for wpad, status in [("", "ok"), ("wpad.lan.example", "warn")]:
+        env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "KDE_FULL_SESSION": "true",
+               system_proxy.TEST_WPAD_ENV: wpad}
+        found = only([f for f in doctor.run("all", tmp_path, None, platform="linux", env=env)
+                      if f.topic == "System proxy"])
+        assert found.status == status, found
+    assert "found a WPAD server at wpad.lan.example" in found.detail
 
 
 def test_interfaces_for_lanes(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from lanefetch import doctor, protocol
 from lanefetch.bridge.install import Target
+from lanefetch.bridge.system_proxy import Found
 from lanefetch.cache import origin_memory
 from lanefetch.cli import build_parser
 from lanefetch.lanes.interfaces import Interface, PolicyStore
@@ -159,7 +160,8 @@ def test_the_doctor_messages_readme_quotes_are_doctors(tmp_path: Path) -> None:
         doctor.check_python((3, 10, 0)),
         doctor.check_interfaces([], PolicyStore(path=tmp_path / "interfaces.json")),
         doctor.check_interfaces([one], PolicyStore(path=tmp_path / "interfaces.json")),
-        doctor.check_system_proxy("proxy.example:3128 (https_proxy in the environment)"),
+        doctor.check_system_proxy(Found("proxy.example:3128 (https_proxy in the environment)")),
+        doctor.check_system_proxy(Found("proxy auto-detection, WPAD (Windows' proxy settings)", "wpad.corp.example")),
     ])
     quoted = _troubleshooting_messages()
     assert len(quoted) > 10

@@ -1,17 +1,20 @@
 """The system proxy the helper reports in hello (bridge/system_proxy.py): found in the environment, GNOME's
 settings (a fake gsettings) and macOS's / Windows' settings (injected), named without credentials, and a
-gsettings that is missing, fails or hangs is no proxy found, within its time limit."""
+gsettings that is missing, fails or hangs is no proxy found, within its time limit. A setting that asks only for
+WPAD counts where the WPAD server is found (an injected lookup: never this machine's DNS), which is looked up only
+then, kept a few minutes (an injected clock) and waited for a bounded time."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 from lanefetch import protocol
 from lanefetch.bridge import system_proxy
-from lanefetch.bridge.system_proxy import detect
+from lanefetch.bridge.system_proxy import Found, WpadLookup
 
 DESKTOP = {"XDG_CURRENT_DESKTOP": "GNOME"}
 
@@ -30,6 +33,17 @@ def gsettings(mode: str | None, autoconfig_url: str | None = "") -> system_proxy
 
 def never_run(argv: Sequence[str]) -> str | None:
     raise AssertionError(f"ran {argv}")
+
+
+def found_at(host: str | None) -> system_proxy.Wpad:
+    return lambda: host
+
+
+def detect(env: Mapping[str, str], platform: str, system: system_proxy.Callable[[], Mapping[str, str]],
+           run: system_proxy.Runner) -> str | None:
+    """Where detect says a proxy is set (a WPAD server answering where one is looked up: the tests of the
+    settings; tests of WPAD's own below)."""
+    return system_proxy.detect(env, platform, system, run, wpad=found_at("wpad.corp.example")).where
 
 
 @pytest.mark.parametrize("name", ["http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"])
@@ -216,3 +230,117 @@ def test_windows_automatic_configuration(values: dict[str, object], said: str | 
     # reads too (WinHttpGetIEProxyConfigForCurrentUser)
     settings = system_proxy.windows_automatic(values.get)
     assert detect({}, "win32", lambda: settings, never_run) == said
+
+
+def looked_up(host: str | None) -> tuple[system_proxy.Wpad, list[None]]:
+    calls: list[None] = []
+
+    def wpad() -> str | None:
+        calls.append(None)
+        return host
+    return wpad, calls
+
+
+WINDOWS_WPAD = {"DefaultConnectionSettings": connection(0x09)}  # Windows' default: "Automatically detect settings"
+
+
+@pytest.mark.parametrize("host", [None, "wpad.corp.example"])
+def test_wpad_alone_counts_only_where_the_wpad_server_is_found(tmp_path: Path, host: str | None) -> None:
+    # Windows' default, GNOME's and KDE's auto-detection, macOS's Auto Proxy Discovery: each a proxy only where
+    # `wpad` resolves (the browser then fetches its script), named with the server found
+    kde = kde_home(tmp_path, KIOSLAVERC.format(kind="3", http="", pac=""))
+    macos = SCUTIL_NONE.replace("  FTPPassive : 1\n", "  ProxyAutoDiscoveryEnable : 1\n")
+    for env, platform, system, run, where in [
+            ({}, "win32", lambda: system_proxy.windows_automatic(WINDOWS_WPAD.get), never_run, "Windows'"),
+            (DESKTOP, "linux", no_settings, gsettings("auto", ""), "GNOME's"),
+            (kde, "linux", no_settings, gsettings("none"), "KDE's"),
+            ({}, "darwin", no_settings, scutil(macos), "macOS's")]:
+        wpad, calls = looked_up(host)
+        found = system_proxy.detect(env, platform, system, run, wpad=wpad)
+        assert len(calls) == 1
+        assert found == (Found(f"proxy auto-detection, WPAD ({where} proxy settings)", host) if host else Found(None))
+
+
+def test_wpad_is_not_looked_up_where_no_setting_asks_for_it_or_another_proxy_counts(tmp_path: Path) -> None:
+    def never_looked_up() -> str | None:
+        raise AssertionError("looked wpad up")
+    pac = {"AutoConfigURL": "http://pac.corp/x.pac", **WINDOWS_WPAD}  # a script named: it counts, WPAD or not
+    assert system_proxy.detect({}, "win32", lambda: system_proxy.windows_automatic(pac.get), never_run,
+                               wpad=never_looked_up) == \
+        Found("a proxy auto-configuration script, http://pac.corp/x.pac (Windows' proxy settings)")
+    assert system_proxy.detect({"https_proxy": "p:1"}, "win32", lambda: {"autodetect": "on"}, never_run,
+                               wpad=never_looked_up) == Found("p:1 (https_proxy in the environment)")
+    assert system_proxy.detect({}, "win32", no_settings, never_run, wpad=never_looked_up) == Found(None)
+    assert system_proxy.detect(DESKTOP, "linux", no_settings, gsettings("none"), wpad=never_looked_up) == Found(None)
+    # GNOME asks for WPAD, KDE's settings (read too, on the safe side) set a proxy: that one counts, no lookup
+    kde = kde_home(tmp_path, "[Proxy Settings]\nProxyType=1\n")
+    session = {**kde, "DBUS_SESSION_BUS_ADDRESS": "unix:x"}
+    assert system_proxy.detect(session, "linux", no_settings, gsettings("auto", ""), wpad=never_looked_up) == \
+        Found("KDE's proxy settings (manual)")
+
+
+def test_the_browsers_own_auto_detection_has_wpad_looked_up_whatever_the_system_says() -> None:
+    wpad, calls = looked_up("wpad.corp.example")
+    assert system_proxy.detect({}, "linux", no_settings, never_run, wpad=wpad, browser_auto_detect=True) == \
+        Found(None, "wpad.corp.example")
+    assert system_proxy.detect({"https_proxy": "p:1"}, "linux", no_settings, never_run, wpad=wpad,
+                               browser_auto_detect=True) == Found("p:1 (https_proxy in the environment)",
+                                                                  "wpad.corp.example")
+    assert len(calls) == 2
+    assert system_proxy.detect({}, "linux", no_settings, never_run, wpad=found_at(None), browser_auto_detect=True) \
+        == Found(None)
+
+
+def test_the_wpad_server_fits_the_hello_and_the_system_proxy_message() -> None:
+    hello = protocol.hello(protocol.PROTOCOL_VERSION, system_proxy="proxy auto-detection, WPAD (x)",
+                           wpad="wpad.corp.example")
+    assert hello["wpad"] == "wpad.corp.example" and protocol.check(hello, "ToExtension") is None
+    told = protocol.system_proxy(None, "w" * 253)
+    assert told == {"type": "system_proxy", "wpad": "w" * 253} and protocol.check(told, "ToExtension") is None
+    assert protocol.system_proxy(None, None) == {"type": "system_proxy"}
+    assert protocol.check({"type": "auto_detect", "on": True}, "ToHost") is None
+
+
+def test_the_lookup_is_overridden_for_tests_and_named_printably() -> None:
+    assert system_proxy.resolve_wpad({system_proxy.TEST_WPAD_ENV: ""}) is None
+    assert system_proxy.resolve_wpad({system_proxy.TEST_WPAD_ENV: "wpad.test.example."}) == "wpad.test.example"
+    assert system_proxy.resolve_wpad({system_proxy.TEST_WPAD_ENV: "wpad\x1b[31m.evil"}) is None
+
+
+def test_the_lookup_is_kept_a_few_minutes_and_made_again_after() -> None:
+    now = [1000.0]
+    answers = ["wpad.a.example", None]
+    calls: list[None] = []
+
+    def resolve() -> str | None:
+        calls.append(None)
+        return answers[len(calls) - 1]
+    lookup = WpadLookup(resolve, clock=lambda: now[0], recheck=300.0, limit=30.0)
+    assert lookup() == "wpad.a.example"
+    now[0] += 299.0
+    assert lookup() == "wpad.a.example" and len(calls) == 1, "kept: the network is not asked every 10 s"
+    now[0] += 1.0
+    assert lookup() is None and len(calls) == 2, "asked again after recheck: the server went away"
+
+
+def test_a_lookup_that_does_not_answer_in_time_is_none_found_and_its_late_answer_is_kept() -> None:
+    release = threading.Event()
+    calls: list[None] = []
+
+    def resolve() -> str | None:
+        calls.append(None)
+        assert release.wait(30), "never released"
+        return "wpad.slow.example"
+    lookup = WpadLookup(resolve, clock=lambda: 0.0, limit=0.01)
+    assert lookup() is None, "not waited for past the limit"
+    assert lookup() is None and len(calls) == 1, "one lookup at a time"
+    release.set()
+    lookup.limit = 30.0  # the lookup under way is waited for (bounded), not made again
+    assert lookup() == "wpad.slow.example" and len(calls) == 1
+    assert lookup() == "wpad.slow.example" and len(calls) == 1
+
+
+def test_a_lookup_that_fails_is_none_found() -> None:
+    def resolve() -> str | None:
+        raise RuntimeError("resolver broke")
+    assert WpadLookup(resolve, limit=30.0)() is None
