@@ -55,9 +55,10 @@ TEST_WORKING_INTERVAL_ENV = "LANEFETCH_TEST_WORKING_INTERVAL"  # tests: a shorte
 # follows a change of them at once.
 SYSTEM_PROXY_RECHECK_S = 10.0
 # The longest hello waits for that read after the start-up work (gsettings is given 2 s a call, and at most two calls
-# are made): a store that does not answer (a registry, a home directory that hangs) is taken as no proxy found, as a
-# gsettings that does not answer is, and the watch tells what the read finds when it ends. WARM_UP_S and this stay
-# within the extension's 10 s for a hello.
+# are made; the WPAD lookup, made only where a setting asks for WPAD alone, 2 s more): a store that does not answer
+# (a registry, a home directory that hangs) is taken as no proxy found, as a gsettings that does not answer is, and
+# the watch tells what the read finds when it ends (so too a WPAD server found after calls that took their whole
+# time). WARM_UP_S and this stay within the extension's 10 s for a hello.
 SYSTEM_PROXY_READ_S = 4.0
 TEST_SYSTEM_PROXY_RECHECK_ENV = "LANEFETCH_TEST_SYSTEM_PROXY_RECHECK"  # tests: a shorter interval
 
@@ -621,7 +622,8 @@ class Host:
 
     async def _watch_system_proxy(self) -> None:
         """A system proxy set or removed while the helper runs (the environment cannot change, GNOME's, macOS's and
-        Windows' settings can): told to the extension when what it was last told no longer holds."""
+        Windows' settings can), or a WPAD server found or gone: told to the extension when what it was last told no
+        longer holds. Read every `system_proxy_recheck` seconds, and at once when auto_detect changed."""
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.system_proxy_recheck):

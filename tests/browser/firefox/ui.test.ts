@@ -7,7 +7,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { enabledFirefox, freshHome, launchFirefox, setSites, tabIdOf, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
+import { enabledFirefox, freshHome, launchFirefox, setSites, tabIdOf, tabStatus, waitForHelper, waitForResult, type Firefox } from "../support/firefox-harness.js";
 import { OriginServer } from "../support/origin-server.js";
 import { startSites, testSite, type Sites } from "../support/test-site.js";
 import { artifactsDir, AXE_LOAD_EXPRESSION, AXE_SERIOUS_EXPRESSION, pollUntil, type AxeViolation } from "../support/ui-checks.js";
@@ -100,6 +100,33 @@ test("popup, fast connection: the page is left to the browser and the popup says
   } finally {
     await setSites(ff, [{ scope: "domain", name: "127.0.0.1" }]);
     await fresh.close();
+  }
+});
+
+test("popup, Firefox set to auto-detect proxy settings where the helper finds a WPAD server: lanefetch stays off and says why", async () => {
+  // network.proxy.type 4: "Auto-detect proxy settings for this network" (proxyType "autoDetect", read every 3 s);
+  // the helper's WPAD lookup answers through LANEFETCH_TEST_WPAD (the harness says none elsewhere)
+  const wpad = await launchFirefox(freshHome(true), { prefs: { "network.proxy.type": 4 }, env: { LANEFETCH_TEST_WPAD: "wpad.test.example" } });
+  try {
+    await setSites(wpad, [{ scope: "domain", name: "127.0.0.1" }]);
+    await waitForHelper(wpad);
+    const page = await wpad.browser.newPage();
+    const url = `${sites.a.origin}/plain.html`;
+    const said = /^The browser is set to detect a proxy automatically, and automatic proxy detection found a WPAD server at wpad\.test\.example: lanefetch stays off/;
+    await page.goto(url);
+    const tabId = await tabIdOf(wpad, url);
+    // The helper is told of the setting as it is read, and answers after its lookup
+    await pollUntil("the popup's reason", async () => {
+      const problem = (await tabStatus(wpad, tabId)).tab.problem ?? "";
+      return said.test(problem) ? problem : undefined;
+    });
+    sites.clearLog();
+    await page.reload();
+    await page.waitForFunction("document.images[0] && document.images[0].naturalWidth === 9", { timeout: 20000 });
+    assert.ok(sites.log.length > 0, "the page loaded again");
+    assert.deepEqual(sites.log.filter((r) => r.owner.kind === "helper"), [], "nothing fetched by the helper");
+  } finally {
+    await wpad.close();
   }
 });
 

@@ -80,6 +80,8 @@ export interface LaunchOptions {
   profile?: string;
   /** More environment for Firefox and so for the helper it starts. */
   env?: Record<string, string>;
+  /** More preferences (over the harness's own). */
+  prefs?: Record<string, unknown>;
   /** Leave HOME in place on close (the test launches again with it). */
   keepHome?: boolean;
   /** false opens a window (the `npm start -- --browser firefox` demo on a display). */
@@ -93,7 +95,7 @@ export async function launchFirefox(home: string, options: LaunchOptions = {}): 
     executablePath: firefoxExecutable,
     headless,
     defaultViewport: headless ? undefined : null, // a window: pages take the window's size
-    extraPrefsFirefox: PREFS,
+    extraPrefsFirefox: { ...PREFS, ...options.prefs },
     ...(options.profile ? { userDataDir: options.profile } : {}),
     // LANEFETCH_TEST_WPAD: the helper's WPAD lookup finds none, whatever this machine's DNS says
     env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, ".cache"), LANEFETCH_TEST_WPAD: "", ...options.env },
