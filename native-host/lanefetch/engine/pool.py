@@ -19,9 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import heapq
-import ipaddress
 import logging
-import socket
 import ssl
 import time
 import weakref
@@ -35,6 +33,7 @@ from .errors import FetchError
 from .exchange import Exchange
 from .h2_connection import H2Connection
 from .host_link import HostLink
+from .host_names import AddrInfo, resolve
 from .inflight_budget import LINK_WINDOW_RTTS, InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
@@ -110,7 +109,6 @@ class PoolOwner(Protocol):
     def connection_released(self, pool: OriginPool, conn_id: int) -> None: ...
     def room_may_have_come(self, but: OriginPool | None = None) -> None: ...
 
-_AddrInfo = tuple[int, int, int, str, tuple[object, ...]]  # one getaddrinfo entry
 
 
 class OriginPool:
@@ -805,12 +803,9 @@ class OriginPool:
             timing.dns_start = now()
             loop = asyncio.get_running_loop()
             try:
-                infos: Sequence[_AddrInfo] = _address_literal(self.origin.host, self.origin.port)
-                if not infos:
-                    infos = await asyncio.wait_for(
-                        loop.getaddrinfo(self.origin.host, self.origin.port, type=socket.SOCK_STREAM),
-                        self.config.connect_timeout,
-                    )
+                # IP literals and localhost names are answered without the resolver (host_names.py)
+                infos: Sequence[AddrInfo] = await asyncio.wait_for(
+                    resolve(self.origin.host, self.origin.port, loop.getaddrinfo), self.config.connect_timeout)
             except (OSError, TimeoutError, ValueError) as e:  # ValueError: UnicodeError of the resolver's IDNA step
                 raise FetchError("dns_failed", f"cannot resolve {self.origin.host}: {e}") from None
             finally:
@@ -973,14 +968,3 @@ def _draining(conn: Carrier) -> bool:
     """An h2 connection that got a GOAWAY (or ended): it takes no new streams, so it serves no queued work."""
     return isinstance(conn, H2Connection) and conn.draining
 
-
-def _address_literal(host: str, port: int) -> list[_AddrInfo]:
-    """getaddrinfo's answer for a host that is an IP address, without its thread hop (milliseconds on a
-    busy machine, in front of every connection); [] for a name."""
-    try:
-        ip = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return []
-    if ip.version == 6:
-        return [(socket.AF_INET6, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (str(ip), port, 0, 0))]
-    return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (str(ip), port))]

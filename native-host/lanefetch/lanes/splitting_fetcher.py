@@ -17,14 +17,14 @@ from ..engine.config import EngineConfig
 from ..engine.errors import FetchError
 from ..engine.exchange import Sink
 from ..engine.fetcher import BatchResult, Fetcher, Page
+from ..engine.host_names import is_localhost_name
 from ..engine.pool_plan import Handshake
 from ..engine.request import FetchRequest, parse_target
 from .split_fetch import LaneObserver, SplitFetcher, make_fetcher
 
 
 def _on_this_machine(host: str) -> bool:
-    host = host.removesuffix(".")  # a fully qualified name's final dot: the same host
-    if host == "localhost" or host.endswith(".localhost"):
+    if is_localhost_name(host):  # never asked of the resolver: 127.0.0.1 and ::1
         return True
     try:
         return address_space_of(host) == "loopback"

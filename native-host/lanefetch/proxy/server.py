@@ -24,7 +24,6 @@ import hmac
 import itertools
 import logging
 import secrets
-import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from ..engine import DeliveredHead, FetchError, FetchRequest, Page, TimingReport
 from ..engine.address_policy import may_connect
 from ..engine.fetcher import ClosingFetcher
 from ..engine.fields import Headers
+from ..engine.host_names import SockAddr, resolve
 from ..engine.request import Origin, parse_target
 from ..engine.timing import RequestTiming, now
 from .admission import Admission
@@ -494,14 +494,16 @@ class ProxyListener:
         try:
             target = parse_target(f"https://{req.head.target}/")
             loop = asyncio.get_running_loop()
+            # localhost names are this machine, whatever the resolver says (host_names.py)
             infos = await asyncio.wait_for(
-                loop.getaddrinfo(target.origin.host, target.origin.port, type=socket.SOCK_STREAM),
-                self.connect_timeout)
+                resolve(target.origin.host, target.origin.port, loop.getaddrinfo), self.connect_timeout)
             allowed = [i[4] for i in infos if may_connect(self.page.address_space, str(i[4][0]))]
             if not allowed:
                 return  # closed without an answer: the browser fails over to direct
-            up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(str(allowed[0][0]), int(allowed[0][1])), self.connect_timeout)
+            upstream = await _connect_first(allowed, self.connect_timeout)
+            if upstream is None:
+                return
+            up_reader, up_writer = upstream
         except (OSError, TimeoutError, FetchError):
             return
         writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
@@ -517,6 +519,21 @@ class ProxyListener:
                 pump.cancel()
             await asyncio.gather(*pumps, return_exceptions=True)
             up_writer.close()
+
+
+async def _connect_first(addresses: list[SockAddr], each_within: float,
+                         ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """A connection to the first of `addresses` that answers within `each_within` seconds (localhost is 127.0.0.1,
+    then ::1), or None."""
+    for address in addresses:
+        host, port = address[0], address[1]
+        if not isinstance(host, str) or not isinstance(port, int):
+            continue
+        try:
+            return await asyncio.wait_for(asyncio.open_connection(host, port), each_within)
+        except (OSError, TimeoutError):
+            continue
+    return None
 
 
 async def _read_request(rr: RequestReader, reader: asyncio.StreamReader) -> Request | None:
