@@ -228,11 +228,13 @@ export class Accelerator {
         this.client.browserFetched(pageField(held.page), [toHelperRequest(id, paused)]);
         return;
       }
-      this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|held`, { id, held, multiplexed, counted });
+      this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}|held`,
+        { id, held, multiplexed, counted });
       return;
     }
-    // One batch names one page: an embedded frame's requests (frameSite) go apart from the page's own
-    this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}`, { id, held, counted });
+    // One batch names one page: an embedded frame's requests (frameSite, and the address space a frame's own document
+    // may give them: embedded-frames.ts) go apart from the page's own
+    this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}`, { id, held, counted });
   }
 
   /** A request of `tabId` handled once `ready` gives it (Chromium: its page, or where its origin's requests go, is

@@ -431,6 +431,8 @@ function handlePaused(tabId: number, responder: FetchResponder, paused: PausedRe
   const page = pageInfo(pageUrl, info.incognito);
   const frameSite = sessions.frames.frameSite(frameSource, sessions.mainFrameId(tabId), page.topSite);
   if (frameSite !== null) page.frameSite = frameSite;
+  // A frame is judged by its own document's space where that is more public (a public frame in a loopback page).
+  page.addressSpace = sessions.frames.addressSpace(frameSource, sessions.mainFrameId(tabId), page.addressSpace);
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
     protocols.forget(tabId);

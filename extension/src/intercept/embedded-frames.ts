@@ -14,6 +14,16 @@
 //
 // Where the frame's site was not seen (its document request was not paused for us), its requests get a partition of
 // their own session ("opaque:" + session id): never the page's, never another embedded frame's.
+//
+// The same records say which address space a request is judged by (address-space.ts; the helper's own check is on
+// the resolved addresses, address_policy.py). Chromium's Private Network Access judges a request by the address space
+// of the document that makes it, so a public frame inside a loopback page may not reach this machine, where the
+// top-level page's space alone would let the helper do it for the frame. A request's space is the more public of the
+// page's and its frame's own document's: the frame's is the space of the documents paused for its frame id (the most
+// public of them while the frame lives: a frame navigating away runs its old document until the new one commits,
+// and no commit is heard per frame), else its embedded session's (its own document's when the child was attached;
+// public for a cross-site frame whose document was not seen; a worker's, its parent session's), else the page's.
+import { addressSpaceOfUrl, morePublic, type AddressSpace } from "../sites/address-space.js";
 import { schemefulSite } from "../sites/site-rule.js";
 import { setNewest } from "../bounded-map.js";
 
@@ -23,6 +33,8 @@ const DOCUMENTS_KEPT = 500;
 interface Embedded {
   tabId: number;
   site: string;
+  /** The address space its requests are judged by where their own frame's document was not seen. */
+  space: AddressSpace;
 }
 
 export interface PausedSource {
@@ -36,6 +48,8 @@ export interface PausedSource {
 export class EmbeddedFrames {
   /** frameId → site of its newest document request. */
   private readonly documents = new Map<string, string>();
+  /** frameId → the most public address space of its documents (paused for it while it lives). */
+  private readonly spaces = new Map<string, AddressSpace>();
   /** child sessionId → embedded frame (only embedded sessions are kept). */
   private readonly sessions = new Map<string, Embedded>();
 
@@ -46,7 +60,9 @@ export class EmbeddedFrames {
     // embedded where its parent is.
     if (type !== "iframe" && parent === undefined) return;
     const site = this.documents.get(targetId) ?? schemefulSite(url) ?? (type === "iframe" ? undefined : parent?.site);
-    this.sessions.set(sessionId, { tabId, site: site ?? `opaque:${sessionId}` });
+    // A frame whose document was not seen is judged public: nothing says it may reach more.
+    const space = this.spaces.get(targetId) ?? addressSpaceOfUrl(url) ?? (type === "iframe" ? undefined : parent?.space);
+    this.sessions.set(sessionId, { tabId, site: site ?? `opaque:${sessionId}`, space: space ?? "public" });
   }
 
   detached(sessionId: string): void {
@@ -60,8 +76,23 @@ export class EmbeddedFrames {
   /** Every paused request, as it is heard (before the child target its frame may become is attached): a frame's
    * document names the frame's site. */
   paused(source: PausedSource, mainFrameId: string | undefined): void {
-    const own = source.resourceType === "Document" ? schemefulSite(source.url) : null;
-    if (own !== null && source.frameId !== mainFrameId) this.remember(source.frameId, own);
+    if (source.resourceType !== "Document" || source.frameId === mainFrameId) return;
+    const own = schemefulSite(source.url);
+    if (own !== null) this.remember(source.frameId, own);
+    const space = addressSpaceOfUrl(source.url);
+    if (space !== null) {
+      const before = this.spaces.get(source.frameId);
+      setNewest(this.spaces, source.frameId, before === undefined ? space : morePublic(before, space), DOCUMENTS_KEPT);
+    }
+  }
+
+  /** The address space a paused request is judged by: the more public of the page's (`pageSpace`, the space of the
+   * page it is attributed to) and its frame's own document's. The main frame's requests are the page's. */
+  addressSpace(source: PausedSource, mainFrameId: string | undefined, pageSpace: AddressSpace): AddressSpace {
+    const own = source.frameId === mainFrameId ? undefined : this.spaces.get(source.frameId);
+    const embedded = source.sessionId === undefined ? undefined : this.sessions.get(source.sessionId);
+    const frame = own ?? embedded?.space;
+    return frame === undefined ? pageSpace : morePublic(pageSpace, frame);
   }
 
   /** The frame site a paused request carries to the helper, or null for the top-level page's own requests.

@@ -1,14 +1,15 @@
 // Proxy mode (Firefox): which requests go to the helper's proxy. http:// requests of tabs whose top-level page is an
 // enabled site go to the listener the helper opened for that page context (tab, top-level site, address space,
 // private browsing, a container's cookie store, and for a cross-site frame's requests that frame's site:
-// embeddedSite), with direct as the fail-over; everything else goes direct, and so do requests to origins known
+// embeddedSite; a frame's requests are judged by its own document's address space where that is more public than the
+// page's: requestSpace), with direct as the fail-over; everything else goes direct, and so do requests to origins known
 // to be so close that pipelining cannot win (host-speed.ts). The helper's port is never used
 // while the native port is down: losing it drops every context at once. With "split large downloads" on, requests
 // split-rule.ts marks go to the context's split port instead (a proxied request cannot carry the flag).
 import type { Page } from "../generated/protocol.js";
 import { likelyLarge } from "../lanes/split-rule.js";
 import { webRequestResourceType } from "../timings/browser-fetched.js";
-import { addressSpaceOfUrl, mayReach } from "../sites/address-space.js";
+import { addressSpaceOfUrl, mayReach, morePublic, type AddressSpace } from "../sites/address-space.js";
 import { schemefulSite } from "../sites/site-rule.js";
 import type { ProxyInfo, ProxyRequestDetails } from "./firefox-proxy-api.js";
 import { setNewest } from "../bounded-map.js";
@@ -73,6 +74,33 @@ export function embeddedSite(details: ProxyRequestDetails, topSite: string): str
     if (site !== null && site !== topSite) return site;
   }
   return undefined;
+}
+
+/** The address space of a document URL: an http(s) URL's host's, a blob: URL's origin's; null for a document that
+ * has none of its own (about:blank, about:srcdoc, data:), which its parent made. */
+function documentSpace(url: string): AddressSpace | null {
+  if (url.startsWith("blob:")) {
+    try {
+      return addressSpaceOfUrl(new URL(url).origin);
+    } catch {
+      return null;
+    }
+  }
+  return addressSpaceOfUrl(url);
+}
+
+/** The address space a request is judged by, as Chromium judges it (embedded-frames.ts): the more public of the
+ * top-level page's (`pageSpace`) and the space of the document that makes it (a frame's document request is made
+ * by its parent). A document without a space of its own takes the nearest frame around it that has one. So a public
+ * frame inside a loopback page reaches no more through the helper than it may itself. */
+export function requestSpace(details: ProxyRequestDetails, pageSpace: AddressSpace): AddressSpace {
+  if (details.type === "main_frame") return pageSpace;
+  const around = (details.frameAncestors ?? []).map((a) => a.url);
+  for (const url of details.documentUrl === undefined ? around : [details.documentUrl, ...around]) {
+    const space = documentSpace(url);
+    if (space !== null) return morePublic(pageSpace, space);
+  }
+  return pageSpace;
 }
 
 export function pageOf(url: string, incognito: boolean): Page | null {
@@ -153,6 +181,9 @@ export class ProxyRouter {
     if (!this.siteActive(pageUrl)) return DIRECT;
     const page = pageOf(pageUrl, details.incognito ?? false);
     const target = addressSpaceOfUrl(details.url);
+    // A frame's requests are judged by its own document's space where that is more public than the page's: its
+    // context's listener is opened with it (the helper checks the resolved addresses against it too).
+    if (page !== null) page.address_space = requestSpace(details, page.address_space);
     if (page === null || target === null || !mayReach(page.address_space, target)) return DIRECT;
     // A container's tabs: Firefox keeps their cookies and connections apart from every other container's, and so
     // must the helper (its page's partition), or one connection would carry two identities' requests.
@@ -212,7 +243,8 @@ export class ProxyRouter {
     for (const ctx of [...this.contexts.values()]) {
       if (ctx.tabId !== tabId) continue;
       const page = pageUrl === null ? null : pageOf(pageUrl, ctx.page.private_browsing ?? false);
-      if (page && page.top_site === ctx.page.top_site && page.address_space === ctx.page.address_space) continue;
+      // (a frame's context may be judged more public than its page: requestSpace)
+      if (page && page.top_site === ctx.page.top_site && mayReach(page.address_space, ctx.page.address_space)) continue;
       this.contexts.delete(this.key(ctx.tabId, ctx.page));
       // Every context was asked for a listener: one still opening (or whose open timed out) is closed too, after
       // the helper opens it (it handles messages in order), or it would stay open until the helper evicts it.

@@ -69,6 +69,12 @@ export function addressSpaceOfUrl(url: string): AddressSpace | null {
 
 const RANK: Record<AddressSpace, number> = { public: 0, private: 1, loopback: 2 };
 
+/** The more public of two spaces: where a request sits in documents of several spaces (a public frame inside a
+ * loopback page), the helper may reach for it only what the most public of them may. */
+export function morePublic(a: AddressSpace, b: AddressSpace): AddressSpace {
+  return RANK[a] <= RANK[b] ? a : b;
+}
+
 /** A page may make the helper reach targets in its own address space or a more public one. */
 export function mayReach(page: AddressSpace, target: AddressSpace): boolean {
   return RANK[target] <= RANK[page];

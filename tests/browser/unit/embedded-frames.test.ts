@@ -49,3 +49,71 @@ test("a cross-site frame whose document was not heard gets a partition of its ow
   frames.detached("S-X");
   assert.equal(heard(frames, { sessionId: "S-X", frameId: "F9", resourceType: "Image", url: "https://shop.example/x.png" }), null);
 });
+
+// Address spaces: a request is judged by the more public of its page's space and its frame's own document's (as
+// Chromium's Private Network Access judges the document that makes it), so a public frame in a loopback page cannot
+// make the helper reach this machine for it.
+const LOCAL_MAIN = "LOCALMAIN";
+
+function spaceOf(frames: EmbeddedFrames, source: PausedSource, page: "public" | "private" | "loopback"): string {
+  frames.paused(source, LOCAL_MAIN);
+  return frames.addressSpace(source, LOCAL_MAIN, page);
+}
+
+test("a public frame inside a loopback page is judged public; the page's own requests and local frames stay loopback", () => {
+  const frames = new EmbeddedFrames();
+  // the page's own requests (main frame) and a same-site frame of the page
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: LOCAL_MAIN, resourceType: "Document", url: "http://localhost:8080/" }, "loopback"),
+    "loopback");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: LOCAL_MAIN, resourceType: "Image", url: "http://127.0.0.1:9000/a.png" }, "loopback"),
+    "loopback");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F1", resourceType: "Document", url: "http://localhost:8080/f.html" }, "loopback"),
+    "loopback");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F1", resourceType: "Script", url: "http://127.0.0.1:9000/f.js" }, "loopback"),
+    "loopback");
+
+  // a public frame: its document paused in the page's session, then its out-of-process child attached
+  spaceOf(frames, { sessionId: undefined, frameId: "F2", resourceType: "Document", url: "https://ads.example/embed" }, "loopback");
+  frames.attached(1, "S-B", "iframe", "F2", "", undefined);
+  assert.equal(spaceOf(frames, { sessionId: "S-B", frameId: "F2", resourceType: "Image", url: "http://127.0.0.1:9000/secret" }, "loopback"),
+    "public");
+  assert.equal(spaceOf(frames, { sessionId: "S-B", frameId: "F2", resourceType: "Fetch", url: "http://192.168.1.1/admin" }, "loopback"),
+    "public");
+  // its worker, and a frame inside it whose document was not seen (about:blank), are the public frame's
+  frames.attached(1, "S-W", "worker", "T-W", "", "S-B");
+  assert.equal(spaceOf(frames, { sessionId: "S-W", frameId: "", resourceType: "Fetch", url: "http://127.0.0.1:9000/api" }, "loopback"), "public");
+  assert.equal(spaceOf(frames, { sessionId: "S-B", frameId: "F-BLANK", resourceType: "Image", url: "http://127.0.0.1:9000/x.png" }, "loopback"),
+    "public");
+  // a loopback document inside the public frame is the loopback server's own: judged by its own space
+  assert.equal(spaceOf(frames, { sessionId: "S-B", frameId: "F3", resourceType: "Document", url: "http://localhost:8080/inner" }, "loopback"),
+    "loopback");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F3", resourceType: "Image", url: "http://localhost:8080/i.png" }, "loopback"),
+    "loopback");
+});
+
+test("a frame never makes a request more private than its page, and one seen public stays public while it lives", () => {
+  const frames = new EmbeddedFrames();
+  // a loopback frame inside a public page: the page's
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F4", resourceType: "Document", url: "http://localhost:8080/w" }, "public"), "public");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F4", resourceType: "Image", url: "http://localhost:8080/w.png" }, "public"),
+    "public");
+  // a private-network frame inside a loopback page: private
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F5", resourceType: "Document", url: "http://router.lan/" }, "loopback"), "private");
+  // a public frame navigating itself to a loopback URL: its public document runs until the new one commits
+  spaceOf(frames, { sessionId: undefined, frameId: "F6", resourceType: "Document", url: "https://ads.example/a" }, "loopback");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F6", resourceType: "Document", url: "http://localhost:8080/b" }, "loopback"),
+    "public");
+  assert.equal(spaceOf(frames, { sessionId: undefined, frameId: "F6", resourceType: "Image", url: "http://localhost:8080/b.png" }, "loopback"),
+    "public");
+});
+
+test("a cross-site frame whose document was not seen is judged public", () => {
+  const frames = new EmbeddedFrames();
+  frames.attached(3, "S-Y", "iframe", "F7", "", undefined);
+  assert.equal(spaceOf(frames, { sessionId: "S-Y", frameId: "F7", resourceType: "Image", url: "http://127.0.0.1:9000/x.png" }, "loopback"),
+    "public");
+  // one attached with its URL is judged by it
+  frames.attached(3, "S-Z", "iframe", "F8", "http://localhost:8080/z", undefined);
+  assert.equal(spaceOf(frames, { sessionId: "S-Z", frameId: "F8", resourceType: "Image", url: "http://127.0.0.1:9000/z.png" }, "loopback"),
+    "loopback");
+});
