@@ -1,5 +1,7 @@
 // One request the helper took: collects its response and answers the browser exactly once — fulfilled when the
 // response is complete and acceptable, otherwise continued (the browser fetches it), so nothing is lost or stuck.
+// Once the request is answered, whichever way, nothing of its body is held here any more (the assembler lets it go):
+// the helper client keeps an answered request's sink until its timing comes, and the batch's closures keep it too.
 import type { Error as HelperError, Head, Timing } from "../generated/protocol.js";
 import type { RequestSink } from "../bridge/helper-client.js";
 import type { PassReason } from "../intercept/pass-reason.js";
@@ -111,16 +113,26 @@ export class RequestDelivery implements RequestSink {
   /** Answer with continueRequest now (helper unavailable, timeout, refusal). Idempotent. */
   pass(reason: PassReason, detail: string): void {
     if (this.answered) return;
-    this.answered = true;
-    this.disarm();
+    this.settle();
     void this.responder.pass(this.paused.interceptionId).then(() => this.hooks.done({ outcome: "passed", reason, detail }));
   }
 
   /** The browser no longer holds the request (its tab or debugger session went): answer nothing, and let no timer
    * answer it later. */
   drop(): void {
+    this.settle();
+  }
+
+  /** Body bytes held for this request (0 once it was answered, whichever way). */
+  get heldBytes(): number {
+    return this.assembler.heldBytes;
+  }
+
+  /** Answered without a fulfil: nothing of the body is kept. */
+  private settle(): void {
     this.answered = true;
     this.disarm();
+    this.assembler.release();
   }
 
   private giveUp(refused: Assembled, cancelAtHelper = true): void {
