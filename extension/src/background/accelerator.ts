@@ -4,6 +4,7 @@ import { Batcher, DEFAULT_BATCHING, type BatcherOptions } from "../batch/batcher
 import type { HelperClient, RequestSink } from "../bridge/helper-client.js";
 import type { HelperState } from "../bridge/helper-state.js";
 import type { Batch, Page } from "../generated/protocol.js";
+import { BodyBudget } from "../deliver/body-budget.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { DEFAULT_LIMITS, RequestDelivery, type DeliveryLimits, type DeliveryResult } from "../deliver/request-delivery.js";
 import type { BrowserMultiplexed } from "../intercept/browser-multiplexed.js";
@@ -44,6 +45,8 @@ export interface HeldRequest {
 export interface AcceleratorOptions {
   batching: BatcherOptions;
   limits: DeliveryLimits;
+  /** What all the bodies the helper is answering may hold at once (deliver/body-budget.ts); 64 MiB by default. */
+  bodyBudget?: BodyBudget;
 }
 
 interface Item {
@@ -83,6 +86,8 @@ export class Accelerator {
   private counter = 0;
   private readonly batcher: Batcher<Item>;
   private readonly deliveries = new Map<string, { tabId: number; delivery: RequestDelivery }>();
+  /** One for every delivery: the bodies held across all tabs. */
+  readonly bodyBudget: BodyBudget;
   /** When set (e.g. the browser uses a proxy the helper cannot honour), every request is passed with this reason. */
   blockedBy: PassReason | null = null;
   /** The user's "split large downloads": likely large requests go to the helper with split (lanes/split-rule.ts). */
@@ -118,6 +123,7 @@ export class Accelerator {
     private readonly store: TimingStore,
     private readonly options: AcceleratorOptions = { batching: DEFAULT_BATCHING, limits: DEFAULT_LIMITS },
   ) {
+    this.bodyBudget = options.bodyBudget ?? new BodyBudget();
     this.batcher = new Batcher<Item>((key, items) => void this.sendBatch(items), options.batching);
     client.onOriginRtt((origin, rttMs, remembered) => void speed.observe(helperSample(origin, rttMs, remembered)));
     client.onFlightPlan((url, flight) => {
@@ -210,6 +216,14 @@ export class Accelerator {
       return;
     }
     const multiplexed = this.multiplexed?.detail(paused.url) ?? null;
+    // Its size is unknown until the helper's head: not sent at all while the bodies held leave (nearly) no room, as
+    // its answer could only be thrown away; a body that does not fit once its size is known goes then (RequestDelivery).
+    const budgetFull = (): boolean => {
+      if (this.bodyBudget.roomForNew()) return false;
+      const { usedBytes, limitBytes } = this.bodyBudget;
+      this.passNow(id, held, "memory_budget", `${usedBytes} of ${limitBytes} body bytes held`, counted);
+      return true;
+    };
     if (multiplexed !== null) {
       // The browser's own connection carries what the helper does not hold. What it holds (a learned page's flight,
       // which fetched these before the browser asked) answers from here: passed at once, the flight's answers were
@@ -228,10 +242,12 @@ export class Accelerator {
         this.client.browserFetched(pageField(held.page), [toHelperRequest(id, paused)]);
         return;
       }
+      if (budgetFull()) return;
       this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}|held`,
         { id, held, multiplexed, counted });
       return;
     }
+    if (budgetFull()) return;
     // One batch names one page: an embedded frame's requests (frameSite, and the address space a frame's own document
     // may give them: embedded-frames.ts) go apart from the page's own
     this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}`, { id, held, counted });
@@ -381,7 +397,7 @@ export class Accelerator {
         },
         timing: (message) => this.store.update(item.id, { timing: message }),
         cancel: (id) => this.client.cancel([id]),
-      }, limits);
+      }, limits, this.bodyBudget);
       this.deliveries.set(item.id, { tabId: item.held.tabId, delivery });
       this.store.update(item.id, { batchId });
       sinks.set(item.id, delivery);

@@ -1,11 +1,15 @@
 // One request the helper took: collects its response and answers the browser exactly once — fulfilled when the
 // response is complete and acceptable, otherwise continued (the browser fetches it), so nothing is lost or stuck.
-// Once the request is answered, whichever way, nothing of its body is held here any more (the assembler lets it go):
-// the helper client keeps an answered request's sink until its timing comes, and the batch's closures keep it too.
+// Its body counts against the extension's body budget (body-budget.ts) while it is held: a response that would take
+// the budget above its limit is continued (`memory_budget`). Once the request is answered, whichever way, nothing of
+// its body is held here any more (the assembler lets it go: the helper client keeps an answered request's sink until
+// its timing comes, and the batch's closures keep it too) and its share of the budget is free again (a fulfilled
+// body's once the browser took the fulfil).
 import type { Error as HelperError, Head, Timing } from "../generated/protocol.js";
 import type { RequestSink } from "../bridge/helper-client.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import type { PausedRequest } from "../intercept/paused-request.js";
+import { BodyBudget } from "./body-budget.js";
 import { fulfillParams } from "./fulfill-params.js";
 import type { FetchResponder } from "./fetch-responder.js";
 import { DEFAULT_MAX_BODY_BYTES, ResponseAssembler, type Assembled } from "./response-assembler.js";
@@ -53,6 +57,8 @@ export class RequestDelivery implements RequestSink {
     private readonly responder: FetchResponder,
     private readonly hooks: DeliveryHooks,
     private readonly limits: DeliveryLimits = DEFAULT_LIMITS,
+    /** Shared by every delivery of the extension (Accelerator); one of its own by default. */
+    private readonly budget: BodyBudget = new BodyBudget(),
   ) {
     this.assembler = new ResponseAssembler(limits.maxBodyBytes, paused.method);
   }
@@ -68,6 +74,9 @@ export class RequestDelivery implements RequestSink {
     if (this.answered) return;
     const refused = this.assembler.addHead(message);
     if (refused) return this.giveUp(refused);
+    // An announced body takes its whole share now: later requests see the room gone before its bytes come.
+    const announced = this.assembler.announcedBytes ?? 0;
+    if (!this.budget.need(this.id, announced)) return this.overBudget(`its Content-Length ${announced}`);
     this.arm(this.limits.stallTimeoutMs, "body stalled");
   }
 
@@ -75,6 +84,7 @@ export class RequestDelivery implements RequestSink {
     if (this.answered) return;
     const refused = this.assembler.addBody(message.data);
     if (refused) return this.giveUp(refused);
+    if (!this.budget.need(this.id, this.assembler.bodyBytes)) return this.overBudget(`${this.assembler.bodyBytes} body bytes`);
     this.arm(this.limits.stallTimeoutMs, "body stalled");
   }
 
@@ -85,6 +95,7 @@ export class RequestDelivery implements RequestSink {
     this.answered = true;
     this.disarm();
     void this.responder.fulfill(fulfillParams(this.paused.interceptionId, result.head, result.bodyBase64)).then((ok) => {
+      this.budget.release(this.id);
       this.hooks.done(
         ok
           ? { outcome: "fulfilled", status: result.head.status, bodyBytes: result.bodyBytes }
@@ -128,11 +139,18 @@ export class RequestDelivery implements RequestSink {
     return this.assembler.heldBytes;
   }
 
-  /** Answered without a fulfil: nothing of the body is kept. */
+  /** Answered without a fulfil: nothing of the body is kept, its share of the budget is free. */
   private settle(): void {
     this.answered = true;
     this.disarm();
     this.assembler.release();
+    this.budget.release(this.id);
+  }
+
+  private overBudget(what: string): void {
+    const { usedBytes, limitBytes } = this.budget;
+    this.hooks.cancel(this.id);
+    this.pass("memory_budget", `${what} would take the bodies held above ${limitBytes} bytes (${usedBytes} held)`);
   }
 
   private giveUp(refused: Assembled, cancelAtHelper = true): void {

@@ -13,6 +13,7 @@ export type PassReason =
   | "private_target" // a private or loopback address asked for by a more public page
   | "blocked_address" // the helper refused a private address (address policy)
   | "too_large" // the response is above the size a fulfil can carry
+  | "memory_budget" // the bodies the extension already holds leave no room for this one (deliver/body-budget.ts)
   | "helper_missing" // the helper is not installed
   | "helper_incompatible" // the helper speaks another protocol version
   | "helper_unavailable" // the helper is not reachable (starting, crashed)
