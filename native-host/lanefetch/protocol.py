@@ -316,4 +316,13 @@ def https_state(nonce: str | None, result: SyncResult) -> Message:
     return msg
 
 
+def https_state_error(nonce: str | None, reason: str) -> Message:
+    """An https_state that cannot tell the sites' state (its answer did not fit the browser's port): empty, with why.
+    The extension then counts no site active (their https requests go direct) rather than keep an older state."""
+    msg: Message = {"type": "https_state", "profiles": [], "which": "", "sites": [], "error": reason[:4000]}
+    if nonce is not None:
+        msg["nonce"] = nonce
+    return msg
+
+
 __all__ = ["CAPABILITIES", "PROTOCOL_VERSION", "check", "epoch_ms", "identity", "schema"]

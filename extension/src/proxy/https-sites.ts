@@ -1,7 +1,9 @@
 // Firefox HTTPS acceleration (opt-in per site): the sites the user opted in (storage.local "httpsSites"), made true
 // in the helper with `https_sites` (a local CA per site, name-constrained to it, in this Firefox profile), and the
 // helper's answer: which sites this Firefox already trusts ("active": their https:// requests may go to the helper)
-// and which wait for a restart. Only sites that are also enabled count: turning a site off removes its trust.
+// and which wait for a restart. Only sites that are also enabled count: turning a site off removes its trust. An
+// answer the helper could not send (too large for the native port: its `error`) names no site: none is active then
+// (their https:// requests go direct, as before the opt-in), and each opted-in site shows that error.
 import type { HelperConnection } from "../bridge/helper-connection.js";
 import type { HttpsState, ToExtension } from "../generated/protocol.js";
 import { httpHost, isSiteRule, matchingRule, ruleKey, sameRule, type SiteRule } from "../sites/site-rule.js";
@@ -74,10 +76,11 @@ export class HttpsSites {
   statusFor(rule: SiteRule | null, optedIn: readonly SiteRule[]): HttpsTabStatus {
     const opted = rule !== null && optedIn.some((s) => sameRule(s, rule));
     const reported = rule === null ? undefined : this.state?.sites.find((s) => ruleKey(s) === ruleKey(rule));
+    const error = this.state?.error;
     return {
       optedIn: opted,
-      state: !opted ? null : reported ? reported.state : "pending",
-      detail: reported?.detail ?? null,
+      state: !opted ? null : reported ? reported.state : error !== undefined ? "failed" : "pending",
+      detail: reported?.detail ?? error ?? null,
       which: this.state?.which ?? null,
     };
   }

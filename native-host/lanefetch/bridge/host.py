@@ -705,9 +705,10 @@ class Host:
 
 def _too_large(message: dict[str, Any], e: MessageTooLarge) -> dict[str, Any]:
     """What goes out instead of a message the port cannot carry. An answer a page waits for by its nonce (the
-    options page's interfaces list: 256 interfaces with 64 addresses each pass 1 MiB) is that answer's error with
-    that nonce, as a failed command's is: a bare error names no nonce, and the page waited for its timeout, then
-    took the helper for unavailable. Anything else is an error naming its request id, if it has one."""
+    options page's interfaces list: 256 interfaces with 64 addresses each pass 1 MiB; the HTTPS sites' state, 256
+    sites with long details) is that answer's error with that nonce, as a failed command's is: a bare error names no
+    nonce, and the page waited for its timeout, then took the helper for unavailable (the HTTPS sites stayed
+    "pending" with no word of why). Anything else is an error naming its request id, if it has one."""
     said = f"the helper's answer is too large for the browser's port ({e})"
     nonce = message.get("nonce")
     if isinstance(nonce, str) and len(nonce) <= 128:
@@ -715,6 +716,8 @@ def _too_large(message: dict[str, Any], e: MessageTooLarge) -> dict[str, Any]:
             return protocol.interfaces_state(nonce, PolicyAnswer(None, "", said))
         if message.get("type") == "cache_stats":
             return protocol.cache_error(nonce, said)
+        if message.get("type") == "https_state":
+            return protocol.https_state_error(nonce, said)
     return protocol.error("too_large", str(e), message.get("id"))
 
 

@@ -9,6 +9,7 @@ import type { Batch, ToExtension } from "../../../extension/src/generated/protoc
 import { RequestDelivery, type DeliveryResult } from "../../../extension/src/deliver/request-delivery.js";
 import type { FetchResponder } from "../../../extension/src/deliver/fetch-responder.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
+import { HttpsSites } from "../../../extension/src/proxy/https-sites.js";
 import { answerInterfacesRequest, type InterfacesReply } from "../../../extension/src/lanes/interfaces-api.js";
 
 const OPTIONS = { extensionVersion: "0.0.0", browser: "chromium" as const, helloTimeoutMs: 1000, retryMissingMs: 5000, retryCrashMs: 0 };
@@ -154,4 +155,24 @@ test("an interfaces list too large for the port reaches the options page as the 
   assert.equal(replies.length, 1);
   assert.match(replies[0]?.state?.error ?? "", /too large/);
   assert.equal(replies[0]?.state?.interfaces, undefined);
+});
+
+test("an HTTPS sites' state too large for the port leaves no site active and shows its error on each opted-in site", async () => {
+  // The helper's form of it (bridge/host.py, _too_large): an https_state with the question's nonce, no site and the
+  // error. An older state must not stand for it (the newer set may have removed a site's CA).
+  const { connection, sent, say } = scripted();
+  assert.equal(await connection.ready(), true);
+  const https = new HttpsSites(connection);
+  const rule = { scope: "domain" as const, name: "example.com" };
+  https.setWanted([rule], [rule]);
+  const nonceOf = (n: number): string => (sent.filter((m) => (m as { type?: string }).type === "https_sites")[n] as { nonce: string }).nonce;
+  say({ type: "https_state", nonce: nonceOf(0), profiles: ["/p"], which: "the profile", sites: [{ ...rule, state: "active" }] });
+  assert.equal(https.covers("https://www.example.com/a.js"), true);
+  https.setWanted([rule], [rule]);
+  say({ type: "https_state", nonce: nonceOf(1), profiles: [], which: "", sites: [], error: "the helper's answer is too large for the browser's port" });
+  assert.equal(https.covers("https://www.example.com/a.js"), false);
+  const status = https.statusFor(rule, [rule]);
+  assert.equal(status.state, "failed");
+  assert.match(status.detail ?? "", /too large/);
+  assert.equal(https.statusFor(null, [rule]).state, null);
 });

@@ -597,6 +597,36 @@ async def test_an_answer_too_large_for_the_port_is_the_asked_answers_error_with_
     assert protocol.check(answer, "ToExtension") is None
 
 
+async def test_an_https_state_too_large_for_the_port_keeps_its_nonce_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTPS sites' state of 256 sites, each with a long detail, in 64 profiles with long paths, passes the
+    port's 1 MiB: it is not a bare error naming no question (the popup kept every opted-in site "pending", never
+    saying why), but an https_state with the nonce of its https_sites, no site in it (none counts as active) and the
+    error."""
+    from lanefetch.proxy.ca_certs import Site
+    from lanefetch.proxy.ca_sites import SiteState, SyncResult
+    from lanefetch.proxy.service import ProxyService
+
+    async def sync_https(self: ProxyService, sites: list[Site]) -> SyncResult:
+        profiles = [tmp_path / f"profile{i}-{'p' * 3000}" for i in range(64)]
+        return SyncResult(profiles, "every profile",
+                          [SiteState(site, "failed", detail="certutil said: " + "x" * 4000) for site in sites])
+
+    monkeypatch.setattr(ProxyService, "sync_https", sync_https)
+    reader = asyncio.StreamReader()
+    reader.feed_data(frame({"type": "hello", "protocol": 1, "extension_version": "0.1.0", "browser": "firefox"}))
+    sites = [{"scope": "domain", "name": f"site{i}.example"} for i in range(256)]
+    reader.feed_data(frame({"type": "https_sites", "sites": sites, "nonce": "h9"}))
+    reader.feed_eof()
+    port = _Captured()
+    await asyncio.wait_for(serve(reader, port, ServiceConfig(cache_dir=tmp_path / "cache")), 20)
+    [answer] = [m for m in port.messages() if m["type"] not in ("hello", "system_proxy")]
+    assert answer["type"] == "https_state" and answer["nonce"] == "h9", answer
+    assert answer["sites"] == [] and answer["profiles"] == [], answer
+    assert "too large" in answer["error"]
+    assert protocol.check(answer, "ToExtension") is None
+
+
 async def test_threaded_stdin_stops_reading_while_the_host_does_not() -> None:
     """The Windows path's stdin thread feeds the host's reader only as fast as the host reads it: while the host
     does not (its read loop waits for the port to take its answers), what the browser sends stays in the pipe and
