@@ -113,6 +113,12 @@ browser.proxy.onRequest.addListener((details) => {
         // A redirect of the document (its requestId again) is the same page load, now of the URL it ends at.
         if ((Array.isArray(r) ? r[0] : r)?.type === "http") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true, details.requestId);
       });
+    } else if (route !== DIRECT) {
+      // Its report is filed under the load current now, not the one current when the report comes (proxied-records.ts).
+      const pinned = records.pin(details.tabId, details.url, details.requestId);
+      void Promise.resolve(route).then((r) => {
+        if ((Array.isArray(r) ? r[0] : r)?.type === "http") pinned();
+      });
     }
     return route;
   } catch (e) {
@@ -121,7 +127,7 @@ browser.proxy.onRequest.addListener((details) => {
   }
 }, { urls: ["<all_urls>"] });
 chrome.webRequest.onCompleted.addListener((d) => {
-  if (d.tabId >= 0 && !records.firefoxEvent("completed", d)) records.completed(d.tabId, d.url, d.statusCode, d.timeStamp);
+  if (d.tabId >= 0 && !records.firefoxEvent("completed", d)) records.completed(d.tabId, d.url, d.statusCode, d.timeStamp, d.requestId);
 }, { urls: ["http://*/*", "https://*/*"] });
 // What Firefox shows of the requests it fetched itself (stepped aside): first byte and failures.
 chrome.webRequest.onResponseStarted.addListener((d) => void records.firefoxEvent("started", d), { urls: ["http://*/*", "https://*/*"] });

@@ -208,3 +208,55 @@ test("a private window's proxied request with no page load begun: its records go
   timings.tabClosed(9);
   assert.deepEqual(timings.pageLoads(9), []);
 });
+
+test("a request routed before a navigation is filed under the load it was routed in, even when its report comes after", () => {
+  const { counters, timings, records } = setup();
+  const first = timings.currentLoadId(7);
+  // Routed while the first page loads; its report waits in Firefox's queue for the proxy and the native port.
+  records.pin(7, `${PAGE}old.png`, "ff-1")();
+  // The user follows a link: a new load of the tab (and new counters) begins before the report arrives.
+  const next = timings.newPage(7, `${PAGE}next`, 2000);
+  counters.newPage(7, `${PAGE}next`);
+  records.pin(7, `${PAGE}new.png`, "ff-2")();
+  records.handle(proxied("o1", `${PAGE}old.png`));
+  records.handle(proxied("n1", `${PAGE}new.png`));
+  assert.equal(timings.get("o1")?.pageLoadId, first, "the old page's request stays in the old load");
+  assert.equal(timings.get("o1")?.pageUrl, PAGE);
+  assert.equal(timings.get("n1")?.pageLoadId, next.id);
+  assert.deepEqual(timings.pageLoad(next.id)?.records.map((r) => r.id), ["n1"]);
+  records.handle(timing("o1"));
+  records.handle(timing("n1"));
+  assert.equal(timings.get("o1")?.outcome, "fulfilled");
+  assert.equal(counters.get(7).accelerated, 1, "only the new page's request counts in the new page's counters");
+  // Firefox completes the old page's request (named by its own id): the status is that record's.
+  records.completed(7, `${PAGE}old.png`, 203, 2050, "ff-1");
+  assert.deepEqual([timings.get("o1")?.status, timings.get("o1")?.answeredAt], [203, 2050]);
+});
+
+test("a routed request Firefox dropped before the helper read it leaves its URL's next report to the load it was routed in", () => {
+  const { timings, records } = setup();
+  const url = `${PAGE}hero.jpg`;
+  records.pin(7, url, "ff-1")();
+  const next = timings.newPage(7, PAGE, 2000); // a reload: the first load's request is cancelled unsent
+  records.pin(7, url, "ff-2")();
+  void records.firefoxEvent("failed", { requestId: "ff-1", url, timeStamp: 2001, error: "NS_BINDING_ABORTED" });
+  records.handle(proxied("h2", url));
+  assert.equal(timings.get("h2")?.pageLoadId, next.id);
+});
+
+test("a report whose routed load is no longer kept is dropped, not filed under the current load", () => {
+  const counters = new TabCounters();
+  const timings = new TimingStore({ pageLoads: 2, recordsPerLoad: 100 });
+  timings.newPage(7, PAGE, 1000);
+  const records = new ProxiedRecords((id) => (id === CONTEXT.contextId ? CONTEXT : undefined), counters, timings, () => 1000);
+  records.pin(7, `${PAGE}a.png`, "ff-1")();
+  timings.newPage(7, `${PAGE}b`, 2000);
+  const last = timings.newPage(7, `${PAGE}c`, 3000); // the first load is dropped as the oldest
+  records.handle(proxied("a1", `${PAGE}a.png`));
+  assert.equal(timings.get("a1"), undefined);
+  assert.equal(timings.pageLoad(last.id)?.records.length, 0);
+  // A request routed before any load began (nothing to pin to) is the current load's, as before.
+  records.pin(8, `${PAGE}x.png`, "ff-3")();
+  records.handle(proxied("x1", `${PAGE}a.png`));
+  assert.equal(timings.get("x1")?.pageLoadId, last.id);
+});
