@@ -34,8 +34,8 @@ async function withScripting<T>(frames: { frameId: number; result: ResourceEntry
 
 function context(timings: TimingStore, counters = new TabCounters()): BrowserTabContext {
   return {
-    sessions: {} as unknown as BrowserTabContext["sessions"], speed: { verdict: () => ({ rttMs: 0.4 }) } as unknown as BrowserTabContext["speed"],
-    counters, timings, pageUrl: () => PAGE, startPage: () => undefined, attachedButLeft: () => true,
+    sessions: { mainFrameId: () => "MAIN" } as unknown as BrowserTabContext["sessions"], speed: { verdict: () => ({ rttMs: 0.4 }) } as unknown as BrowserTabContext["speed"],
+    counters, timings, pageUrl: () => PAGE, startPage: (tabId, url, key) => void timings.newPage(tabId, url, T0, false, key), attachedButLeft: () => true,
   };
 }
 
@@ -95,4 +95,52 @@ test("a request of a load finishing after the tab reloaded the same URL stays wi
   records.unpausedFinished("S2", `${PAGE}a.png`, finishedTiming(T0 + 450), seen("Image", "D2"));
   assert.deepEqual(timings.pageLoad(reload.id)?.records.map((r) => r.url), [`${PAGE}a.png`]);
   assert.deepEqual(counters.get(5).passed, { low_latency: 1 });
+});
+
+/** CDP Network.requestWillBeSent of a document: the top one (frame "MAIN") or a frame's; `sessionId`: a child
+ * session's (an out-of-process frame). */
+function documentAsked(records: BrowserTabRecords, requestId: string, url: string, frameId: string, sessionId?: string): void {
+  records.networkEvent(5, sessionId, "Network.requestWillBeSent", { requestId, loaderId: requestId, frameId, type: "Document", request: { url } });
+}
+
+test("a frame's requests finishing after the tab navigated are filed under the load the frame was part of", () => {
+  const timings = new TimingStore();
+  const counters = new TabCounters();
+  const records = new BrowserTabRecords(context(timings, counters));
+  documentAsked(records, "D1", PAGE, "MAIN");
+  const first = timings.currentLoadId(5);
+  // Two frames of the first page: one in the page's process, one out of process (its child session).
+  documentAsked(records, "F1", "http://lan.test/frame.html", "FRAME-1");
+  documentAsked(records, "F2", "http://ads.test/frame.html", "FRAME-2", "child-session");
+  // The user follows a link: the next page's load begins before the first page's frames are done.
+  documentAsked(records, "D2", `${PAGE}next`, "MAIN");
+  const next = timings.currentLoadId(5);
+  assert.notEqual(next, first);
+  counters.newPage(5, `${PAGE}next`);
+  // The first frame's document heard again (a redirect, its request id again): still the first load's.
+  documentAsked(records, "F1", "http://lan.test/frame2.html", "FRAME-1");
+  records.unpausedFinished("F1", "http://lan.test/frame2.html", finishedTiming(T0 + 30), seen("Document", "F1"));
+  records.unpausedFinished("S1", "http://lan.test/frame.js", finishedTiming(T0 + 40), seen("Script", "F1"));
+  records.unpausedFinished("S2", "http://ads.test/ad.png", finishedTiming(T0 + 50), seen("Image", "F2"));
+  assert.deepEqual(timings.pageLoad(first ?? "")?.records.map((r) => r.url),
+    ["http://lan.test/frame2.html", "http://lan.test/frame.js", "http://ads.test/ad.png"], "the first load keeps its frames' requests");
+  assert.deepEqual(timings.pageLoad(next ?? "")?.records.map((r) => r.url), [], "nothing of the first page's frames in the next");
+  assert.deepEqual(counters.get(5).passed, {}, "nor in the next page's counters");
+  // A frame of the new page: its requests are the new load's, counted.
+  documentAsked(records, "F3", "http://lan.test/frame3.html", "FRAME-3");
+  records.unpausedFinished("S3", "http://lan.test/f3.css", finishedTiming(T0 + 60), seen("Stylesheet", "F3"));
+  assert.deepEqual(timings.pageLoad(next ?? "")?.records.map((r) => r.url), ["http://lan.test/f3.css"]);
+  assert.deepEqual(counters.get(5).passed, { low_latency: 1 });
+});
+
+test("a frame's request whose load is no longer kept is dropped, not filed under the current load", () => {
+  const timings = new TimingStore({ pageLoads: 1, recordsPerLoad: 100 });
+  const counters = new TabCounters();
+  const records = new BrowserTabRecords(context(timings, counters));
+  documentAsked(records, "D1", PAGE, "MAIN");
+  documentAsked(records, "F1", "http://lan.test/frame.html", "FRAME-1");
+  documentAsked(records, "D2", `${PAGE}next`, "MAIN"); // the first load is dropped (one kept)
+  records.unpausedFinished("S1", "http://lan.test/frame.js", finishedTiming(T0 + 40), seen("Script", "F1"));
+  assert.deepEqual(timings.pageLoad(timings.currentLoadId(5) ?? "")?.records, []);
+  assert.deepEqual(counters.get(5).passed, {});
 });
