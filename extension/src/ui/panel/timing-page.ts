@@ -1,7 +1,8 @@
 // The timing view: the standalone extension page (recent page loads of enabled sites, one selected) and, opened
 // inside DevTools, the "lanefetch" panel for the inspected tab. Reads the background's records by message, polls
 // once a second while shown and re-renders only when the selected load changed.
-// `timing.html?tab=N` preselects tab N's newest load, `?load=ID` a given load.
+// `timing.html?tab=N` preselects tab N's newest load, `?load=ID` a given load. Which load is shown at each poll, and
+// when the view empties because it is gone: load-choice.ts.
 import type { PageLoadReply, PageLoadsReply, TimingRequest } from "../../background/popup-api.js";
 import { buildHar } from "../../timings/har.js";
 import { LEFT_TO_BROWSER, reasonInPlainWords } from "../../timings/left-to-browser.js";
@@ -9,6 +10,7 @@ import { flightWords, NO_PIPELINING_MODEL, summarize, summaryText, type PageSumm
 import type { PageLoad, PageLoadData } from "../../timings/timing-store.js";
 import { byId, formatBytes, formatMs } from "../format.js";
 import { renderDetails } from "./details-view.js";
+import { chooseLoad, emptyText } from "./load-choice.js";
 import { buildWaterfall, type GroupBy, type Waterfall } from "./waterfall-model.js";
 import { legend, renderWaterfall } from "./waterfall-view.js";
 
@@ -33,6 +35,8 @@ let loads: PageLoad[] = [];
 let chosen: string | null = params.get("load");
 let shown: { data: PageLoadData; waterfall: Waterfall; rows: HTMLElement[]; summary: PageSummary } | null = null;
 let selected: string | null = null;
+/** Counts refreshes: one that an overlapping later one overtook (a click during a poll) renders nothing. */
+let generation = 0;
 
 function ask<T>(message: TimingRequest): Promise<T> {
   return chrome.runtime.sendMessage<TimingRequest, T>(message);
@@ -150,18 +154,41 @@ function render(data: PageLoadData): void {
   document.body.dataset.version = String(data.load.version);
 }
 
+/** The view shows no load: the load it showed is gone (`gone`), or there never was one. */
+function clear(gone: boolean): void {
+  shown = null;
+  selected = null;
+  summaryHost.replaceChildren();
+  waterfallHost.replaceChildren();
+  waterfallHost.removeAttribute("aria-activedescendant");
+  for (const host of [summaryHost, legendHost, waterfallHost]) host.hidden = true;
+  const empty = byId("empty", HTMLParagraphElement);
+  empty.textContent = emptyText(gone, devtoolsTab !== undefined);
+  empty.hidden = false;
+  exportButton.disabled = true;
+  copyButton.disabled = true;
+  renderDetails(details, null, 0);
+  delete document.body.dataset.loadId;
+  delete document.body.dataset.version;
+}
+
 async function refresh(): Promise<void> {
-  loads = (await ask<PageLoadsReply>(tabFilter === undefined ? { type: "lanefetch/page-loads" } : { type: "lanefetch/page-loads", tabId: tabFilter })).loads;
-  const wanted = chosen !== null && loads.some((l) => l.id === chosen) ? chosen : (loads[0]?.id ?? null);
-  renderLoadList(wanted);
-  const meta = loads.find((l) => l.id === wanted);
-  if (!meta) {
-    document.body.dataset.ready = "true";
-    return;
+  const mine = ++generation;
+  const listed = (await ask<PageLoadsReply>(tabFilter === undefined ? { type: "lanefetch/page-loads" } : { type: "lanefetch/page-loads", tabId: tabFilter })).loads;
+  if (mine !== generation) return;
+  loads = listed;
+  const choice = chooseLoad(loads, chosen, shown?.data.load ?? null);
+  chosen = choice.chosen;
+  renderLoadList(choice.kind === "empty" ? null : choice.id);
+  if (choice.kind === "empty") {
+    if (shown !== null) clear(true);
+  } else if (choice.kind === "load") {
+    const { data } = await ask<PageLoadReply>({ type: "lanefetch/page-load", id: choice.id });
+    if (mine !== generation) return;
+    // Dropped between the two questions: empty now; the next poll shows what is kept then.
+    if (data) render(data);
+    else clear(true);
   }
-  if (shown && shown.data.load.id === meta.id && shown.data.load.version === meta.version) return;
-  const { data } = await ask<PageLoadReply>({ type: "lanefetch/page-load", id: meta.id });
-  if (data) render(data);
   document.body.dataset.ready = "true";
 }
 
