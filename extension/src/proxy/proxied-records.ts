@@ -7,7 +7,8 @@
 // the old page's requests are the old load's (counted in no page's counters but their own load's, when current).
 // A report is matched to its routing by tab and URL, in routing order (Firefox sends a URL's requests on in that
 // order); a routed request Firefox dropped before the helper read it (webRequest.onErrorOccurred) unpins its entry,
-// so the next report of that URL does not take it. A report without a pin (the page's own document, whose routing
+// so the next report of that URL does not take it; one Firefox completed without the helper (its proxy failed over
+// to a direct connection) is dropped once its report is EARLY_MS late. A report without a pin (the page's own document, whose routing
 // begins its load) is the current load's.
 import type { ToExtension } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
@@ -36,6 +37,8 @@ export type FirefoxResponse = WebRequestEvent;
 interface Pin {
   requestId: string;
   loadId: string;
+  /** When Firefox completed it, while its report had not come (ms, this.now()). */
+  completedAt?: number;
 }
 
 export class ProxiedRecords {
@@ -144,6 +147,8 @@ export class ProxiedRecords {
    * way), and for one the helper answered, when Firefox had all of it. Only the tab's current page load's: a request
    * an earlier load left unanswered (the page reloaded while loading) is not the one that completed. */
   completed(tabId: number, url: string, status: number, at: number | null = null, requestId?: string): void {
+    const pin = requestId === undefined ? undefined : this.pins.get(`${tabId} ${url}`)?.find((p) => p.requestId === requestId);
+    if (pin !== undefined) pin.completedAt = this.now();
     // A request whose report named Firefox's id of it: its own record, whichever load it is filed under.
     const own = requestId === undefined ? undefined : this.recordOfRequest.get(requestId);
     const record = own === undefined ? undefined : this.timings.get(own);
@@ -175,6 +180,8 @@ export class ProxiedRecords {
   private unpin(tabId: number, url: string): Pin | undefined {
     const key = `${tabId} ${url}`;
     const pins = this.pins.get(key);
+    // Completed long ago with no report: Firefox fetched it directly (failover), its pin is no later report's.
+    while (pins?.[0]?.completedAt !== undefined && this.now() - pins[0].completedAt > EARLY_MS) pins.shift();
     const pin = pins?.shift();
     if (pins?.length === 0) this.pins.delete(key);
     return pin;

@@ -260,3 +260,25 @@ test("a report whose routed load is no longer kept is dropped, not filed under t
   records.handle(proxied("x1", `${PAGE}a.png`));
   assert.equal(timings.get("x1")?.pageLoadId, last.id);
 });
+
+test("a routed request Firefox completed without the helper (failed over direct) leaves the URL's later report to the current load", () => {
+  const counters = new TabCounters();
+  const timings = new TimingStore();
+  timings.newPage(7, PAGE, 1000);
+  let now = 1000;
+  const records = new ProxiedRecords((id) => (id === CONTEXT.contextId ? CONTEXT : undefined), counters, timings, () => now);
+  const url = `${PAGE}logo.png`;
+  records.pin(7, url, "ff-1")();
+  records.completed(7, url, 200, 1010, "ff-1"); // no report follows: the proxy failed over to a direct connection
+  const next = timings.newPage(7, `${PAGE}next`, 9000);
+  now = 9000;
+  records.handle(proxied("l2", url)); // the next page's request of that URL, not routed here (say, before a restart)
+  assert.equal(timings.get("l2")?.pageLoadId, next.id);
+  // Within the bound the report may still be on its way, racing Firefox's completion: it takes its pin.
+  records.pin(7, url, "ff-2")();
+  timings.newPage(7, `${PAGE}third`, 9100);
+  records.completed(7, url, 200, 9050, "ff-2");
+  now = 9200;
+  records.handle(proxied("l3", url));
+  assert.equal(timings.get("l3")?.pageLoadId, next.id);
+});
