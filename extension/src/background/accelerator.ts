@@ -29,6 +29,8 @@ export interface PageInfo {
   topSite: string;
   siteActive: boolean;
   addressSpace: AddressSpace;
+  /** Hosts the browser reached over plain http for this page and frame (intercept/plain-http.ts). */
+  plainHttpHosts: readonly string[];
   privateBrowsing: boolean;
   /** Set for a request of a frame cross-site to the top-level page, or inside one: that frame's site (the helper
    * keeps its state apart, as the browser keys its cache: intercept/embedded-frames.ts). */
@@ -205,7 +207,10 @@ export class Accelerator {
     const counted = this.counters.page(tabId);
     const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
     if (!decision.take) {
-      if (decision.reason === "local_document") this.documentToBrowser(id, held);
+      // A document the browser loads itself (a local page; a plain-http one, which HSTS may upgrade) is streamed.
+      if (decision.reason === "local_document" || (decision.reason === "plain_http" && paused.cdpResourceType === "Document")) {
+        this.documentToBrowser(id, held);
+      }
       if (decision.reason === "method") this.unsafeToBrowser(held);
       this.passNow(id, held, decision.reason, "", counted);
       return;

@@ -8,6 +8,7 @@ import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../intercept/attach-race.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
 import type { PausedSource } from "../intercept/embedded-frames.js";
+import { FrameDocuments, plainHttpHosts } from "../intercept/plain-http.js";
 import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
 import { BLOCKED_BY_GATE, NavigationGate } from "../intercept/navigation-gate.js";
 import { PROBE_WAIT_MS, SpeedProbe } from "../intercept/speed-probe.js";
@@ -147,6 +148,8 @@ accelerator.streamDocument = (id, held, page, tell) =>
   // The tab's own session's document, whose Network events come (not a tab whose attach raced its navigation)
   held.paused.networkId !== undefined && held.paused.frameId === sessions.mainFrameId(held.tabId) &&
   !sessions.networkDeferred(held.tabId) && documentStreams.start(held.tabId, held.paused.networkId, id, held.paused.url, page, tell);
+/** Each frame's newest paused document, whose plain-http host the frame's requests may use (plain-http.ts). */
+const frameDocuments = new FrameDocuments();
 /** Which document made each request of a tab's own session (Network.requestWillBeSent's loaderId): request-page.ts. */
 const loaders = new RequestLoaders();
 const sessions = new DebuggerSessions({
@@ -377,6 +380,7 @@ function pageInfo(url: string, incognito: boolean): PageInfo {
     topSite: schemefulSite(url) ?? "",
     siteActive: matchingRule(activeRules, url) !== null,
     addressSpace: addressSpaceOfUrl(url) ?? "public",
+    plainHttpHosts: [],
     privateBrowsing: incognito,
   };
 }
@@ -403,6 +407,7 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const responder = sessions.responderFor(source);
   const frameSource: PausedSource = { sessionId: source.sessionId, frameId: event.frameId, resourceType: event.resourceType, url: paused.url };
   sessions.frames.paused(frameSource, sessions.mainFrameId(tabId));
+  frameDocuments.paused(event.frameId, event.resourceType, paused.url, sessions.mainFrameId(tabId));
   const mainFrame = source.sessionId === undefined && event.frameId === sessions.mainFrameId(tabId);
   const isTopDocument = mainFrame && event.resourceType === "Document";
   // Not the tab's URL alone: commits are not ordered against the network's events (request-page.ts).
@@ -433,6 +438,10 @@ function handlePaused(tabId: number, responder: FetchResponder, paused: PausedRe
   if (frameSite !== null) page.frameSite = frameSite;
   // A frame is judged by its own document's space where that is more public (a public frame in a loopback page).
   page.addressSpace = sessions.frames.addressSpace(frameSource, sessions.mainFrameId(tabId), page.addressSpace);
+  // The documents the browser loaded for this request (HSTS evidence: plain-http.ts). Not the request itself: a
+  // document (or a request judged by its own URL, in a tab not seen yet) is no evidence for its own host.
+  const documents = paused.cdpResourceType === "Document" ? [pageUrl] : [pageUrl, frameDocuments.documentOf(paused.frameId)];
+  page.plainHttpHosts = plainHttpHosts(documents.filter((url) => url !== undefined && !samePage(url, paused.url)));
   if (isTopDocument) {
     counters.newPage(tabId, paused.url);
     protocols.forget(tabId);

@@ -10,6 +10,7 @@ export type PassReason =
   | "streaming" // an event stream
   | "range" // a range / media request (the browser's own partial fetches)
   | "local_document" // the page is on a private or loopback address: the browser loads it, to know its address space
+  | "plain_http" // an http:// request to a host the browser was not seen reaching over http: its HTTPS upgrade (HSTS) applies
   | "private_target" // a private or loopback address asked for by a more public page
   | "blocked_address" // the helper refused a private address (address policy)
   | "too_large" // the response is above the size a fulfil can carry

@@ -2,11 +2,16 @@
 import { addressSpaceOfUrl, mayReach, type AddressSpace } from "../sites/address-space.js";
 import { headerValue, type PausedRequest } from "./paused-request.js";
 import type { PassReason } from "./pass-reason.js";
+import { plainHttpAllowed } from "./plain-http.js";
 
 export interface PageContext {
   /** Whether the top-level page's site is enabled (and not switched off for the session). */
   siteActive: boolean;
   addressSpace: AddressSpace;
+  /** Hosts whose plain-http requests are the browser's own kind here: those of the requesting page's and frame's
+   * documents the browser loaded over http (plain-http.ts: plainHttpHosts). Any other http:// request could be one
+   * the browser upgrades to https (HSTS) after the pause. */
+  plainHttpHosts: readonly string[];
 }
 
 export type Decision = { take: true } | { take: false; reason: PassReason };
@@ -27,5 +32,7 @@ export function decide(request: PausedRequest, page: PageContext): Decision {
   if (type === "document" && target !== "public") return { take: false, reason: "local_document" };
   if (type === "media" || headerValue(request.headers, "range") !== undefined) return { take: false, reason: "range" };
   if (!mayReach(page.addressSpace, target)) return { take: false, reason: "private_target" };
+  // Paused before Chromium applies HSTS: only hosts the browser itself reached over http here (plain-http.ts).
+  if (!plainHttpAllowed(request.url, page.plainHttpHosts)) return { take: false, reason: "plain_http" };
   return { take: true };
 }

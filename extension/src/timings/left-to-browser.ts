@@ -16,6 +16,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
   streaming: "it is a live stream of updates",
   range: "it is audio, video or part of a file",
   local_document: "the page is on this computer or the local network",
+  plain_http: "it was sent over plain http, so that the browser's own HTTPS upgrade (HSTS) applies",
   private_target: "a public page asked for something on the local network",
   blocked_address: "it goes to a local address the helper does not reach for web pages",
   too_large: "the file is too large to hand over from the helper",
@@ -34,7 +35,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
 /** A few words for a narrow column (the timing page's badge); the full reason is in the row's details. */
 export const REASON_SHORT: Record<PassReason, string> = {
   site_off: "site off", not_http: "not http", method: "sends data", preflight: "permission check", websocket: "live connection",
-  streaming: "live stream", range: "media / part", local_document: "local page", private_target: "local address",
+  streaming: "live stream", range: "media / part", local_document: "local page", plain_http: "plain http", private_target: "local address",
   blocked_address: "local address", too_large: "too large", memory_budget: "memory limit",
   helper_missing: "no helper", helper_incompatible: "old helper",
   helper_unavailable: "helper down", helper_error: "helper failed", timeout: "helper slow", proxy_configured: "proxy set",

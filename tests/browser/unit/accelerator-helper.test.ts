@@ -69,7 +69,7 @@ function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.Proces
   return { log, ports, connection, client, counters, store, accelerator, recorder };
 }
 
-const page = (): PageInfo => ({ url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", privateBrowsing: false });
+const page = (): PageInfo => ({ url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", plainHttpHosts: [], privateBrowsing: false });
 
 function paused(n: number, path: string, change: Partial<PausedRequest> = {}): PausedRequest {
   return {
@@ -359,9 +359,12 @@ test("while the helper starts, a batch whose host is learned fast goes to the br
     assert.deepEqual(s.counters.get(6).passed, { low_latency: 2 });
     assert.equal(s.store.forTab(6).find((r) => r.id === "r1")?.detail, "round trip to 127.0.0.1 ~0.4 ms");
     assert.ok(!s.accelerator.busyFor(6));
-    // Another host (unknown RTT) still waits for the helper and is fetched by it.
+    // Another host (unknown RTT) still waits for the helper and is fetched by it: a page of that host, which the
+    // browser loaded over plain http (an http request to a name the browser was not seen reaching over http may be
+    // one its HSTS upgrades: plain-http.ts).
     const other = `http://localhost:${port}`;
-    s.accelerator.handle({ tabId: 6, paused: paused(3, "/data/30.txt", { url: `${other}/data/30.txt` }), responder: s.recorder, page: page() });
+    const otherPage: PageInfo = { ...page(), url: `${other}/`, topSite: "http://localhost", plainHttpHosts: ["localhost"] };
+    s.accelerator.handle({ tabId: 6, paused: paused(3, "/data/30.txt", { url: `${other}/data/30.txt` }), responder: s.recorder, page: otherPage });
     writeFileSync(go, ""); // the helper may come up now
     await settle(s.recorder, 3, 60_000);
     assert.equal(s.recorder.answers.get("i3")?.kind, "fulfill");

@@ -29,7 +29,7 @@ test("a request passed after its tab reloaded the same URL is not counted in the
     pass: () => new Promise<void>((resolve) => passes.push(resolve)),
   };
   // The site is off: each request is passed to the browser at once, its pass answered when the test says.
-  const page: PageInfo = { url: PAGE, topSite: "http://example.org", siteActive: false, addressSpace: "public", privateBrowsing: false };
+  const page: PageInfo = { url: PAGE, topSite: "http://example.org", siteActive: false, addressSpace: "public", plainHttpHosts: ["example.org"], privateBrowsing: false };
   const paused = (id: string): PausedRequest => ({
     interceptionId: id, url: `${PAGE}${id}.png`, method: "GET", headers: [], cdpResourceType: "Image", priority: "Low", frameId: "F", hasBody: false,
   });

@@ -49,7 +49,7 @@ async function setUp(behindWarm: boolean) {
     fulfill: (params: Protocol.Fetch.FulfillRequestRequest) => (answered.push(`fulfill ${params.requestId}`), Promise.resolve(true)),
     pass: (id: string) => (answered.push(`pass ${id}`), Promise.resolve()),
   };
-  const page: PageInfo = { url: "http://example.org/", topSite: "http://example.org", siteActive: true, addressSpace: "public", privateBrowsing: false };
+  const page: PageInfo = { url: "http://example.org/", topSite: "http://example.org", siteActive: true, addressSpace: "public", plainHttpHosts: ["example.org"], privateBrowsing: false };
   const paused: PausedRequest = behindWarm
     ? { interceptionId: "i1", url: "http://example.org/style.css", method: "GET", headers: [], cdpResourceType: "Stylesheet", priority: "VeryHigh", frameId: "F", hasBody: false }
     : { interceptionId: "i1", url: "http://example.org/x.png", method: "GET", headers: [], cdpResourceType: "Image", priority: "Low", frameId: "F", hasBody: false };

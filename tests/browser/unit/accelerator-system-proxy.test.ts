@@ -49,7 +49,7 @@ function setUp(env: NodeJS.ProcessEnv) {
     fulfill: (params: Protocol.Fetch.FulfillRequestRequest) => (answers.push(`fulfill ${params.requestId}`), Promise.resolve(true)),
     pass: (id: string) => (answers.push(`pass ${id}`), Promise.resolve()),
   };
-  const page: PageInfo = { url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", privateBrowsing: false };
+  const page: PageInfo = { url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", plainHttpHosts: [], privateBrowsing: false };
   const handle = (n: number): void => {
     const paused: PausedRequest = {
       interceptionId: `i${n}`, url: `http://127.0.0.1:${port}/img/${n}.png`, method: "GET", headers: [["Accept", "*/*"]],

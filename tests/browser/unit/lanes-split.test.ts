@@ -96,7 +96,7 @@ async function run(splitLarge: boolean): Promise<{ recorder: Recorder; batch: Ba
   accelerator.splitLarge = splitLarge;
   assert.ok(await connection.ready());
   const recorder = new Recorder();
-  const page: PageInfo = { url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", privateBrowsing: false };
+  const page: PageInfo = { url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", plainHttpHosts: [], privateBrowsing: false };
   const paused = (n: number, path: string, cdpResourceType: string): PausedRequest => ({
     interceptionId: `i${n}`, url: `http://127.0.0.1:${port}${path}`, method: "GET", headers: [["Accept", "*/*"]],
     cdpResourceType, priority: "High", frameId: "F", hasBody: false,

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { decide, type PageContext } from "../../../extension/src/intercept/pass-through-policy.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
 
-const page: PageContext = { siteActive: true, addressSpace: "public" };
+const page: PageContext = { siteActive: true, addressSpace: "public", plainHttpHosts: [] };
 
 function request(change: Partial<PausedRequest> = {}): PausedRequest {
   return {
@@ -39,6 +39,6 @@ test("what goes to the browser, and why", () => {
 });
 
 test("a loopback page may have the helper reach loopback and private targets", () => {
-  assert.deepEqual(decide(request({ url: "http://127.0.0.1:8080/x" }), { siteActive: true, addressSpace: "loopback" }), { take: true });
-  assert.deepEqual(decide(request({ url: "http://10.0.0.2/x" }), { siteActive: true, addressSpace: "private" }), { take: true });
+  assert.deepEqual(decide(request({ url: "http://127.0.0.1:8080/x" }), { siteActive: true, addressSpace: "loopback", plainHttpHosts: [] }), { take: true });
+  assert.deepEqual(decide(request({ url: "http://10.0.0.2/x" }), { siteActive: true, addressSpace: "private", plainHttpHosts: [] }), { take: true });
 });

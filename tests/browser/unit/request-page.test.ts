@@ -4,6 +4,7 @@ import { NO_PAGE, RequestLoaders, requestPage, type LoaderSignal, type PageLoad,
 import { decide } from "../../../extension/src/intercept/pass-through-policy.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
 import { addressSpaceOfUrl } from "../../../extension/src/sites/address-space.js";
+import { plainHttpHosts } from "../../../extension/src/intercept/plain-http.js";
 import { matchingRule, type SiteRule } from "../../../extension/src/sites/site-rule.js";
 
 // Enabled: 127.0.0.1 (loopback) and on.example; not enabled: off.example.
@@ -39,7 +40,8 @@ function decision(t: TabPages, loader: LoaderSignal = NONE, mainFrame = true): R
   const attributed = requestPage({ url: request.url, topDocument: false, mainFrame, loader }, t, siteOn);
   assert.ok("page" in attributed, "a page, not a wait");
   const pageUrl = attributed.page;
-  return decide(request, { siteActive: siteOn(pageUrl), addressSpace: addressSpaceOfUrl(pageUrl) ?? "public" });
+  return decide(request, { siteActive: siteOn(pageUrl), addressSpace: addressSpaceOfUrl(pageUrl) ?? "public",
+    plainHttpHosts: plainHttpHosts([pageUrl]) });
 }
 
 const TAKEN = { take: true };
