@@ -7,9 +7,12 @@ export interface FetchResponder {
   pass(interceptionId: string): Promise<void>;
 }
 
-/** After navigation or cancellation the held request is gone: answering it fails with this, which is normal. */
+/** After navigation or cancellation the held request is gone: answering it fails with this, which is normal. So is
+ * the end of its session or of its interception: a child session (an iframe, a worker) that went away answers
+ * "Session with given id not found.", and one whose Fetch domain was disabled meanwhile (Fetch.disable hands what it
+ * held to the browser) "Fetch domain is not enabled". None of these is to be retried: nothing is left to answer. */
 export function isGoneError(error: unknown): boolean {
-  return /Invalid InterceptionId|No tab with given id|Debugger is not attached|Detached while handling/i.test(
+  return /Invalid InterceptionId|No tab with given id|Debugger is not attached|Detached while handling|Session with given id not found|Fetch domain is not enabled/i.test(
     String(error instanceof Error ? error.message : error),
   );
 }
