@@ -84,6 +84,15 @@ function originOf(url: string): string {
   }
 }
 
+/** The batch a request joins: one batch names one page (protocol Batch.page, which the helper fetches, keys and
+ * learns it under), so requests of two pages never share one, even in one tab and origin (a page being left and the
+ * next, both asking at once); an embedded frame's requests (frameSite, and the address space a frame's own document
+ * may give them: embedded-frames.ts) go apart from the page's own. Starts with the
+ * tab ("tabId|": tabGone and busyFor find a tab's batches by it). */
+export function batchKey(held: HeldRequest): string {
+  return `${held.tabId}|${originOf(held.paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}|${withoutFragment(held.page.url)}`;
+}
+
 export class Accelerator {
   private counter = 0;
   private readonly batcher: Batcher<Item>;
@@ -248,14 +257,11 @@ export class Accelerator {
         return;
       }
       if (budgetFull()) return;
-      this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}|held`,
-        { id, held, multiplexed, counted });
+      this.batcher.add(`${batchKey(held)}|held`, { id, held, multiplexed, counted });
       return;
     }
     if (budgetFull()) return;
-    // One batch names one page: an embedded frame's requests (frameSite, and the address space a frame's own document
-    // may give them: embedded-frames.ts) go apart from the page's own
-    this.batcher.add(`${tabId}|${originOf(paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}`, { id, held, counted });
+    this.batcher.add(batchKey(held), { id, held, counted });
   }
 
   /** A request of `tabId` handled once `ready` gives it (Chromium: its page, or where its origin's requests go, is
