@@ -8,7 +8,7 @@
 import type { Error as HelperError, Head, Timing } from "../generated/protocol.js";
 import type { RequestSink } from "../bridge/helper-client.js";
 import type { PassReason } from "../intercept/pass-reason.js";
-import type { PausedRequest } from "../intercept/paused-request.js";
+import { headerValue, type PausedRequest } from "../intercept/paused-request.js";
 import { BodyBudget } from "./body-budget.js";
 import { fulfillParams } from "./fulfill-params.js";
 import type { FetchResponder } from "./fetch-responder.js";
@@ -72,6 +72,13 @@ export class RequestDelivery implements RequestSink {
 
   head(message: Head): void {
     if (this.answered) return;
+    // A login asked of a request that carried none: the browser would ask the user, or send the credentials it keeps
+    // for the site (which the helper never has), and go on with the answer; lanefetch must not show the 401 instead.
+    if (message.status === 401 && headerValue(message.headers, "www-authenticate") !== undefined &&
+      headerValue(this.paused.headers, "authorization") === undefined) {
+      this.hooks.cancel(this.id);
+      return this.pass("login", "401 asking for a login (WWW-Authenticate) to a request without Authorization");
+    }
     const refused = this.assembler.addHead(message);
     if (refused) return this.giveUp(refused);
     // An announced body takes its whole share now: later requests see the room gone before its bytes come.

@@ -13,6 +13,7 @@ export type PassReason =
   | "plain_http" // an http:// request to a host the browser was not seen reaching over http: its HTTPS upgrade (HSTS) applies
   | "private_target" // a private or loopback address asked for by a more public page
   | "blocked_address" // the helper refused a private address (address policy)
+  | "login" // the site asked for a login (401, WWW-Authenticate) the request did not carry: the browser's prompt or stored credentials
   | "too_large" // the response is above the size a fulfil can carry
   | "memory_budget" // the bodies the extension already holds leave no room for this one (deliver/body-budget.ts)
   | "helper_missing" // the helper is not installed

@@ -19,6 +19,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
   plain_http: "it was sent over plain http, so that the browser's own HTTPS upgrade (HSTS) applies",
   private_target: "a public page asked for something on the local network",
   blocked_address: "it goes to a local address the helper does not reach for web pages",
+  login: "the site asked for a login, which the browser asks you for (or sends the one it keeps)",
   too_large: "the file is too large to hand over from the helper",
   memory_budget: "lanefetch was already holding its limit of downloaded data (64 MiB) for other requests",
   helper_missing: "the helper is not installed",
@@ -36,7 +37,7 @@ export const REASON_IN_PLAIN_WORDS: Record<PassReason, string> = {
 export const REASON_SHORT: Record<PassReason, string> = {
   site_off: "site off", not_http: "not http", method: "sends data", preflight: "permission check", websocket: "live connection",
   streaming: "live stream", range: "media / part", local_document: "local page", plain_http: "plain http", private_target: "local address",
-  blocked_address: "local address", too_large: "too large", memory_budget: "memory limit",
+  blocked_address: "local address", login: "login", too_large: "too large", memory_budget: "memory limit",
   helper_missing: "no helper", helper_incompatible: "old helper",
   helper_unavailable: "helper down", helper_error: "helper failed", timeout: "helper slow", proxy_configured: "proxy set",
   low_latency: "already fast", browser_multiplexed: "browser's h2",
