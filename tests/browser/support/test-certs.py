@@ -3,6 +3,8 @@
 `test-certs.py origins DIR`: an unconstrained test CA (the origins' own, trusted by the test Firefox profile like a
 public CA and by the helper only through LANEFETCH_TEST_UPSTREAM_CA_FILE), a server certificate for 127.0.0.1 and
 127.0.0.2 signed by it, and one for 127.0.0.1 signed by a CA nobody trusts (a bad upstream certificate).
+`test-certs.py names DIR NAME...`: a test CA and a server certificate for these DNS names (HSTS is never noted for an
+IP address, so an HSTS test needs a name: the browser maps it to loopback with --host-resolver-rules).
 `test-certs.py outside DATA_DIR HOST DIR`: a certificate for HOST minted with the lanefetch CA found under the
 helper's DATA_DIR although HOST is outside its name constraints (what a thief of the key could make)."""
 
@@ -39,12 +41,14 @@ def _ca(name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     return cert, key
 
 
-def _leaf(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, ips: list[str], out: Path, name: str) -> None:
+def _leaf(ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, ips: list[str], out: Path, name: str,
+          dns: list[str] | None = None) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(ca.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(NOW - datetime.timedelta(hours=1)).not_valid_after(NOW + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(i)) for i in ips]),
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+                                                       + [x509.DNSName(d) for d in dns or []]),
                            critical=True)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
@@ -62,6 +66,11 @@ def main(argv: list[str]) -> None:
         _leaf(ca, key, ["127.0.0.1", "127.0.0.2"], out, "origin")
         rogue, rogue_key = _ca("lanefetch tests: a CA nobody trusts")
         _leaf(rogue, rogue_key, ["127.0.0.1"], out, "rogue")
+    elif argv[0] == "names":
+        out = Path(argv[1])
+        ca, key = _ca("lanefetch tests: origins' CA")
+        (out / "upstream-ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+        _leaf(ca, key, [], out, "origin", argv[2:])
     elif argv[0] == "outside":
         data, host, out = Path(argv[1]), argv[2], Path(argv[3])
         key_file = next((data / "lanefetch" / "firefox-https").rglob("*.key"))
