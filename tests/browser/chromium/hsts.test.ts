@@ -39,7 +39,11 @@ const port = (s: NetServer | HttpServer): number => (s.address() as AddressInfo)
 function serveTls(req: IncomingMessage, res: ServerResponse): void {
   tlsRequests.push(req.url ?? "");
   const hsts = { "strict-transport-security": "max-age=3600" };
-  if (req.url === "/pixel.png") res.writeHead(200, { ...hsts, "content-type": "image/png", "cache-control": "no-store" }).end(PNG);
+  if (req.url?.startsWith("/pixel.png")) res.writeHead(200, { ...hsts, "content-type": "image/png", "cache-control": "no-store" }).end(PNG);
+  else if (req.url === "/frame.html") {
+    res.writeHead(200, { ...hsts, "content-type": "text/html", "cache-control": "no-store" })
+      .end(`<!doctype html><body><img id="pixel" src="http://${HOST}:${port(mux)}/pixel.png?frame"></body>`);
+  }
   else res.writeHead(200, { ...hsts, "content-type": "text/html" }).end("<!doctype html><title>hsts</title>");
 }
 
@@ -82,9 +86,11 @@ before(async () => {
     });
   });
   await new Promise<void>((ok) => mux.listen(0, "127.0.0.1", ok));
-  pageServer = createHttpServer((_req, res) => {
-    res.writeHead(200, { "content-type": "text/html", "cache-control": "no-store" })
-      .end(`<!doctype html><body><img id="pixel" src="http://${HOST}:${port(mux)}/pixel.png"></body>`);
+  pageServer = createHttpServer((req, res) => {
+    const body = req.url === "/framed.html"
+      ? `<!doctype html><body><iframe id="frame" src="http://${HOST}:${port(mux)}/frame.html"></iframe></body>`
+      : `<!doctype html><body><img id="pixel" src="http://${HOST}:${port(mux)}/pixel.png"></body>`;
+    res.writeHead(200, { "content-type": "text/html", "cache-control": "no-store" }).end(body);
   });
   await new Promise<void>((ok) => pageServer.listen(0, "127.0.0.1", ok));
   process.env.LANEFETCH_TEST_UPSTREAM_CA_FILE = join(certs, "upstream-ca.pem");
@@ -132,5 +138,39 @@ test("an http page's http:// image on a host the browser learned HSTS for goes t
     assert.equal(r.reason, "plain_http", "left to the browser for its HSTS, not sent to the helper");
     assert.equal(r.batchId, null, "never in a batch to the helper");
   }
+  await tab.close();
+});
+
+test("a frame's http:// document on the HSTS host is left to the browser, which upgrades it: nothing goes over plain http", async () => {
+  // Runs after the first test: the browser knows HSTS for the host.
+  const tab = await browser.context.newPage();
+  const pageUrl = `http://127.0.0.1:${port(pageServer)}/framed.html`;
+  plainRequests.length = 0;
+  tlsRequests.length = 0;
+  await openPage(tab, pageUrl);
+  let frameImage = false;
+  await eventually("the frame's image is shown", async () => {
+    const frame = tab.frames().find((f) => f.url().includes("/frame.html"));
+    frameImage = frame !== undefined && await frame.evaluate(() => {
+      const img = document.getElementById("pixel") as HTMLImageElement | null;
+      return img?.complete === true && img.naturalWidth === 1;
+    }).catch(() => false);
+    return frameImage;
+  }, { timeoutMs: 20000 }, () => frameImage);
+  assert.equal(tab.frames().find((f) => f.url().includes("/frame.html"))?.url(), `https://${HOST}:${port(mux)}/frame.html`, "the frame was upgraded");
+  assert.deepEqual(plainRequests, [], "no plain-http request reached the HSTS host");
+  assert.ok(tlsRequests.includes("/pixel.png?frame"), "the browser fetched the frame's image over https");
+  // The frame's http document was paused, left to the browser, which redirected it by HSTS (an internal redirect,
+  // paused again as https): the frame's own document is https, so its http:// requests have no host to go over
+  // plain http (and Blink upgrades a passive mixed-content image itself).
+  const tabId = await tabIdOf(browser.worker, pageUrl);
+  let records: { url: string; outcome: string; batchId: string | null }[] = [];
+  await eventually("the frame's document records are answered", async () => {
+    records = (await tabTimings(browser.context, tabId)).records.filter((r) => r.url.includes(HOST));
+    return records.some((r) => r.url.startsWith("https:")) && records.every((r) => r.outcome !== "pending");
+  }, { timeoutMs: 10000 }, () => records);
+  const plainOnes = records.filter((r) => r.url.startsWith("http:"));
+  assert.deepEqual(plainOnes.map((r) => [r.url, r.outcome, r.batchId]), [[`http://${HOST}:${port(mux)}/frame.html`, "passed", null]],
+    "only the frame's document was paused over http, and left to the browser");
   await tab.close();
 });
