@@ -27,7 +27,7 @@ test("one page's requests are batched per tab, origin and embedded frame", () =>
   assert.notEqual(a, batchKey(held("https://shop.example/a.html", "https://shop.example/1.png", 2)));
   assert.notEqual(a, batchKey(held("https://shop.example/a.html", "https://shop.example/1.png", 1, "https://video.example")));
   const local = held("https://shop.example/a.html", "https://shop.example/1.png");
-  local.page.addressSpace = "local";
+  local.page.addressSpace = "loopback";
   assert.notEqual(a, batchKey(local), "a frame's own document may judge its requests more public (embedded-frames.ts)");
   assert.ok(a.startsWith("1|"), "a tab's batches are found by its id");
 });

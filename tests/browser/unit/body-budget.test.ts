@@ -227,7 +227,7 @@ test("accelerator: a request is not sent to the helper while the bodies held lea
     fulfill: (params) => (answered.push(`fulfill ${params.requestId}`), Promise.resolve(true)),
     pass: (id) => (answered.push(`pass ${id}`), Promise.resolve()),
   };
-  const page: PageInfo = { url: "http://example.org/", topSite: "http://example.org", siteActive: true, addressSpace: "public", privateBrowsing: false };
+  const page: PageInfo = { url: "http://example.org/", topSite: "http://example.org", siteActive: true, addressSpace: "public", plainHttpHosts: ["example.org"], privateBrowsing: false };
   const held = (n: number): HeldRequest => ({
     tabId: 7, responder, page,
     paused: { interceptionId: `i${n}`, url: `http://example.org/${n}.png`, method: "GET", headers: [], cdpResourceType: "Image", priority: "Low", frameId: "F", hasBody: false },
