@@ -7,6 +7,7 @@ import { connectChromeNative } from "../bridge/chrome-native-port.js";
 import type { FetchResponder } from "../deliver/fetch-responder.js";
 import { ATTACH_DURATIONS_KEY, attachEstimate, racesAttach, storedAttaches, tooLateToRenavigate, withAttach } from "../intercept/attach-race.js";
 import { DebuggerSessions } from "../intercept/debugger-sessions.js";
+import { CacheBypassLoads, withBypassFields } from "../intercept/cache-bypass.js";
 import type { PausedSource } from "../intercept/embedded-frames.js";
 import { FrameDocuments, plainHttpHosts } from "../intercept/plain-http.js";
 import { ACCELERATE_FAST_LINKS_KEY, HostSpeed, thresholdFromSettings } from "../intercept/host-speed.js";
@@ -152,8 +153,11 @@ accelerator.streamDocument = (id, held, page, tell) =>
 const frameDocuments = new FrameDocuments();
 /** Which document made each request of a tab's own session (Network.requestWillBeSent's loaderId): request-page.ts. */
 const loaders = new RequestLoaders();
+/** Which loads bypass the cache (a hard reload), from the tab's Page events: intercept/cache-bypass.ts. */
+const bypassLoads = new CacheBypassLoads();
 const sessions = new DebuggerSessions({
   paused: (tabId, source, event) => onPaused(tabId, source, event),
+  navigating: (tabId, event) => bypassLoads.navigationStarted(tabId, event.loaderId, event.navigationType),
   network: (tabId, method, params, sessionId) => {
     if (sessionId === undefined && method === "Network.requestWillBeSent") {
       const e = params as { requestId: string; loaderId?: string };
@@ -401,6 +405,12 @@ function loaderSignal(tabId: number, source: chrome.debugger.DebuggerSession, ne
   return loaderId === undefined ? { kind: "pending" } : { kind: "heard", loaderId };
 }
 
+/** `paused` as it goes to the helper: a hard reload's with the fields Chromium sends it with (cache-bypass.ts). */
+function asSent(tabId: number, paused: PausedRequest, from: PausedFrom, tab: TabPages): PausedRequest {
+  const query = { topDocument: from.topDocument, networkId: paused.networkId, mainFrame: from.mainFrame, loader: from.loader };
+  return bypassLoads.requestBypasses(tabId, query, tab.newest?.loader) ? { ...paused, headers: withBypassFields(paused.headers) } : paused;
+}
+
 function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void {
   const paused = fromRequestPaused(event);
   // Taken now, while its session is attached: one asked for after a wait could outlive its session's end.
@@ -416,16 +426,17 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const siteOn = (url: string): boolean => matchingRule(activeRules, url) !== null;
   const attributed = requestPage(from, tab, siteOn);
   if ("page" in attributed) {
-    const held = handlePaused(tabId, responder, paused, isTopDocument, attributed.page, frameSource);
+    const held = handlePaused(tabId, responder, asSent(tabId, paused, from, tab), isTopDocument, attributed.page, frameSource);
     if (held instanceof Promise) accelerator.handleWhen(tabId, held);
     else accelerator.handle(held);
     return;
   }
   // Handed over now, handled once its page is known: a tab released meanwhile drops it (the browser no longer holds it)
   accelerator.handleWhen(tabId, loaders.when(tabId, paused.networkId ?? "", LOADER_WAIT_MS).then((loaderId) => {
-    const again = requestPage({ ...from, loader: loaderId === undefined ? { kind: "unheard" } : { kind: "heard", loaderId } }, tab, siteOn);
+    const heard: PausedFrom = { ...from, loader: loaderId === undefined ? { kind: "unheard" } : { kind: "heard", loaderId } };
+    const again = requestPage(heard, tab, siteOn);
     traced(`loader ${loaderId === undefined ? "not heard" : "heard"} after the pause`);
-    return handlePaused(tabId, responder, paused, isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
+    return handlePaused(tabId, responder, asSent(tabId, paused, heard, tab), isTopDocument, "page" in again ? again.page : NO_PAGE, frameSource);
   }));
 }
 
@@ -579,6 +590,7 @@ chrome.tabs.onRemoved.addListener((tabId) => {
   timings.tabClosed(tabId);
   pageKeys.delete(tabId);
   loaders.forgetTab(tabId);
+  bypassLoads.forgetTab(tabId);
   accelerator.tabGone(tabId);
   protocols.forget(tabId);
   counters.forget(tabId);

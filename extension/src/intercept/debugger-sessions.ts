@@ -18,6 +18,9 @@ export interface SessionEvents {
   paused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void;
   /** CDP Network events of the tab and its child sessions (the browser's own timing, for the timing panel). */
   network?(tabId: number, method: string, params: unknown, sessionId: string | undefined): void;
+  /** Page.frameStartedNavigating of the tab's own session (Page is enabled with its Network domain): which loads
+   * bypass the cache (intercept/cache-bypass.ts). */
+  navigating?(tabId: number, event: Protocol.Page.FrameStartedNavigatingEvent): void;
   detached(tabId: number, reason: string): void;
 }
 
@@ -48,6 +51,8 @@ export class DebuggerSessions {
       if (source.tabId === undefined || !this.attached.has(source.tabId)) return;
       if (method === "Fetch.requestPaused") {
         this.events.paused(source.tabId, source, params as unknown as Protocol.Fetch.RequestPausedEvent);
+      } else if (method === "Page.frameStartedNavigating") {
+        if (source.sessionId === undefined) this.events.navigating?.(source.tabId, params as unknown as Protocol.Page.FrameStartedNavigatingEvent);
       } else if (method.startsWith("Network.")) {
         this.events.network?.(source.tabId, method, params, source.sessionId);
       } else if (method === "Target.attachedToTarget") {
@@ -183,6 +188,7 @@ export class DebuggerSessions {
     if (!this.attached.has(tabId)) return;
     this.networkLater.delete(tabId);
     if (on) await this.enableNetwork({ tabId });
+    // Page stays on (a few events per navigation): the navigation that turns interception on again must find it
     else await chrome.debugger.sendCommand({ tabId }, "Network.disable").catch((e: unknown) => console.warn("lanefetch: Network.disable failed", e));
   }
 
@@ -203,12 +209,18 @@ export class DebuggerSessions {
     }
   }
 
-  /** The browser's own request timing for the panel; optional: interception works without it. */
+  /** The browser's own request timing for the panel; optional: interception works without it. In the tab's own
+   * session the Page domain too, for its navigations' type (a hard reload: cache-bypass.ts), at the same moments
+   * (not while a navigation races the attach: enabled once the page loaded, as Network). */
   private async enableNetwork(target: chrome.debugger.DebuggerSession): Promise<void> {
-    if (!this.events.network) return;
-    await chrome.debugger.sendCommand(target, "Network.enable", NETWORK_ENABLE).catch((e: unknown) => {
-      console.warn("lanefetch: Network.enable failed (no browser timing for the panel)", e);
-    });
+    await Promise.all([
+      this.events.network ? chrome.debugger.sendCommand(target, "Network.enable", NETWORK_ENABLE).catch((e: unknown) => {
+        console.warn("lanefetch: Network.enable failed (no browser timing for the panel)", e);
+      }) : Promise.resolve(),
+      this.events.navigating && target.sessionId === undefined ? chrome.debugger.sendCommand(target, "Page.enable").catch((e: unknown) => {
+        console.warn("lanefetch: Page.enable failed (a hard reload's requests are not told apart)", e);
+      }) : Promise.resolve(),
+    ]);
   }
 
   private async setUpChild(tabId: number, event: Protocol.Target.AttachedToTargetEvent): Promise<void> {

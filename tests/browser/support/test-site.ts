@@ -35,6 +35,8 @@ export const siteOptions = {
   sameSite: "http://127.0.0.1:1",
   /** Delay in ms applied to every response (makes pipelining observable). */
   delayMs: 0,
+  /** The width (and height) of /versioned.png, a cacheable image whose bytes a test changes between loads. */
+  versionedSize: 8,
 };
 
 function originOf(req: IncomingMessage): { self: string; other: string; sameSite: string } {
@@ -287,6 +289,10 @@ export const testSite: Handler = async (req, res, url) => {
   // Cacheable images for the helper's cache: fresh for an hour, or always revalidated (ETag, 304 when it matches).
   const cached = /^\/cached\/(\d+)\.png$/.exec(path);
   if (cached) return send(res, 200, "image/png", iconPng(Number(cached[1])), { "Cache-Control": "max-age=3600" });
+  if (path === "/versioned.png") {
+    const size = siteOptions.versionedSize;
+    return send(res, 200, "image/png", iconPng(size), { "Cache-Control": "max-age=3600", ETag: `"s${size}"` });
+  }
   const revalidated = /^\/revalidated\/(\d+)\.png$/.exec(path);
   if (revalidated) {
     const validator = { "Cache-Control": "no-cache", ETag: `"v${revalidated[1]}"` };
@@ -309,6 +315,8 @@ export const testSite: Handler = async (req, res, url) => {
     case "/cached.html":
       return send(res, 200, "text/html; charset=utf-8",
         `<!doctype html>${NOICON}<title>cached</title><img src="/cached/3.png"><img src="/cached/4.png"><img src="/revalidated/5.png"><img src="/revalidated/6.png">`);
+    case "/versioned.html":
+      return send(res, 200, "text/html; charset=utf-8", `<!doctype html>${NOICON}<title>versioned</title><img id="v" src="/versioned.png">`);
     case "/held.html":
       // Two render-blocking stylesheets: one names a background image of an element on the page, the other takes
       // long. Firefox asks for the image only once it can lay the page out, after both; the helper can guess it
