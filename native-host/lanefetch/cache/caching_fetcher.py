@@ -35,7 +35,7 @@ from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
 from ..stream.decode import decodes
 from .http_cache import HttpCache, Plan, cache_url
-from .policy import Bypass, Hit, Miss, Revalidate, served_headers
+from .policy import Bypass, Hit, Miss, Revalidate, lookup_fields, served_headers
 from .tap import CacheTap, Writes
 
 HIT_CHUNK = 256 * 1024  # a hit's body goes to the sink in pieces this size (decoding stays incremental)
@@ -49,7 +49,7 @@ class CachingFetcher:
 
     async def fetch(self, requests: list[FetchRequest], sink: Sink, page: Page) -> BatchResult:
         cache = self._cache_for(page)
-        queries = [(r.method.upper(), cache_url(r.url), list(r.headers)) for r in requests]
+        queries = [(r.method.upper(), cache_url(r.url), lookup_fields(r.headers, r.resource_type)) for r in requests]
         plans = await cache.plan(queries, page.partition)
         if plans is None:
             return await self.inner.fetch(requests, sink, page)
@@ -59,7 +59,8 @@ class CachingFetcher:
         writes = cache.writes(page.partition)
         plans = await self._checks.without_undecodable(requests, plans, writes)
         sent_at = time.time()
-        for req, (method, url, headers), (decision, body) in zip(requests, queries, plans, strict=True):
+        for req, (method, url, _), (decision, body) in zip(requests, queries, plans, strict=True):
+            headers = list(req.headers)  # stored with the request as sent (the lookup's own field is not)
             if isinstance(decision, Hit) and body is not None:
                 hits.append(asyncio.create_task(_serve_hit(sink, req, decision, body),
                                                 name=f"lanefetch-hit-{req.id}"))

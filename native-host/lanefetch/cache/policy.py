@@ -15,6 +15,14 @@ The browser's own request directives are respected the way the browser's cache w
 - `Cache-Control: max-age=N` / `min-fresh=N`: the entry must be at most N old / fresh N more seconds.
 - A stored response whose lifetime is 0 (`max-age=0`, Expires at or before Date, an invalid freshness) is never a
   hit, however young: fresh means lifetime > age (§4.2), never ≥.
+- A page's fetch() or XMLHttpRequest (resource type `fetch` / `xhr`) is looked up as if it said `max-age=0`
+  (`lookup_fields`; the field is never sent): never a hit, revalidated or fetched. fetch()'s cache modes
+  "no-store", "reload" and "no-cache" reach Chromium's cache as load flags (and the wire as `Cache-Control` /
+  `Pragma`) only after the DevTools Fetch domain paused the request, which says nothing of the mode (measured,
+  Chromium 156: no field, no Network event field either), so a second `fetch(url, {cache: "no-store"})` was
+  answered from this cache where Chromium's own would have gone to the server. Validated, such a request gets the
+  server's current answer (a 304 vouches for the stored body): data-correct for every mode, at the cost of a
+  round trip where a page's plain fetch() of a fresh response would have been a hit.
 - A request with its own conditional fields (If-None-Match, …) or a Range is the page's own
   validation: passed through untouched, neither answered from nor stored in the cache.
 Only GET is answered from the cache; an unsafe method answered with 2xx/3xx invalidates the stored
@@ -123,6 +131,17 @@ def forces_fetch(headers: Headers) -> bool:
     """`Cache-Control: no-cache` or `Pragma: no-cache` in the request: fetched in full (the module's docstring)."""
     request_cc = parse_cache_control(_values(headers, "cache-control"))
     return request_cc.no_cache or pragma_no_cache(_values(headers, "pragma"))
+
+
+VALIDATED_TYPES = frozenset({"fetch", "xhr"})
+"""Resource types whose request may carry a cache mode the paused request does not show (the module's docstring)."""
+
+
+def lookup_fields(headers: Headers, resource_type: str) -> Headers:
+    """The fields a request is looked up with: its own, and `Cache-Control: max-age=0` for a fetch() or XHR."""
+    if resource_type in VALIDATED_TYPES:
+        return [*headers, ("cache-control", "max-age=0")]
+    return list(headers)
 
 
 def decide(method: str, headers: Headers, candidates: list[StoredEntry], now: float) -> Decision:

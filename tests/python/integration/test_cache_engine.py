@@ -147,10 +147,11 @@ class Collect:
 
 
 async def get(engine: Engine, url: str, page: Page | None = None, headers: list[tuple[str, str]] | None = None,
-              decode: bool = False, method: str = "GET") -> Got:
+              decode: bool = False, method: str = "GET", resource_type: str = "other") -> Got:
     sink = Collect()
     body = b"x" if method == "POST" else None
-    await engine.fetch([FetchRequest("r", method, url, headers or [], body=body, decode=decode)], sink, page)
+    request = FetchRequest("r", method, url, headers or [], body=body, decode=decode, resource_type=resource_type)
+    await engine.fetch([request], sink, page)
     g = sink.got["r"]
     assert g.error is None, g.error
     assert g.ended == 1 and g.report is not None
@@ -290,6 +291,24 @@ async def test_hard_reload_fetches_in_full_and_replaces_the_entry(engine: Engine
     assert normal_reload.report is not None and normal_reload.report.cache != "hit"
     assert origin.hits("/fresh")[3].headers.get("If-None-Match") == '"f"'
     assert len(origin.hits("/fresh")) == 4
+
+
+async def test_a_fetch_or_xhr_is_never_answered_from_the_cache_alone(engine: Engine, origin: Origin) -> None:
+    """A page's fetch() may say cache "no-store", "reload" or "no-cache", which the paused request never shows: a
+    fetch()/XHR of a fresh entry is revalidated (the server's 304 vouches for the stored body), never a hit, and
+    the lookup's own max-age=0 never reaches the wire; an image of the same URL is still a hit."""
+    await get(engine, f"{origin.url}/fresh", SITE, resource_type="fetch")
+    await settle(engine)
+    for n, resource_type in enumerate(("fetch", "xhr"), start=2):
+        again = await get(engine, f"{origin.url}/fresh", SITE, resource_type=resource_type)
+        assert again.report is not None and again.report.cache != "hit", resource_type
+        sent = origin.hits("/fresh")[n - 1].headers
+        assert sent.get("If-None-Match") == '"f"' and "Cache-Control" not in sent
+        assert again.body == f"fresh {n}".encode()  # this server answers 200 each time: its answer is delivered
+        await settle(engine)
+    image = await get(engine, f"{origin.url}/fresh", SITE, resource_type="image")
+    assert image.report is not None and image.report.cache == "hit" and image.body == b"fresh 3"
+    assert len(origin.hits("/fresh")) == 3
 
 
 async def test_a_hard_reload_or_an_unsafe_request_drops_every_variant(engine: Engine, origin: Origin) -> None:

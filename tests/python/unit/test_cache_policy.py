@@ -20,6 +20,7 @@ from lanefetch.cache.policy import (
     coding_accepted,
     decide,
     invalidates,
+    lookup_fields,
     served_headers,
 )
 from lanefetch.cache.storability import has_validator, may_store, stored_fields
@@ -283,6 +284,36 @@ def test_decide() -> None:
     assert decide("GET", [], [no_validator], NOW) == Miss()
     always = entry(head(("Cache-Control", "no-cache, max-age=600"), ETAG))
     assert isinstance(decide("GET", [], [always], NOW), Revalidate)
+
+
+RESOURCE_TYPES = ["document", "stylesheet", "script", "font", "image", "media", "xhr", "fetch", "manifest", "ping",
+                  "other", "prefetch"]
+REQUEST_FIELDS = st.lists(st.sampled_from([
+    ("Accept", "*/*"), ("Cache-Control", "max-age=600"), ("Cache-Control", "no-cache"), ("Pragma", "no-cache"),
+    ("Cache-Control", "min-fresh=1"), ("Cache-Control", "max-stale=60"), ("Accept-Language", "en")]), max_size=4)
+
+
+@given(REQUEST_FIELDS, st.sampled_from(RESOURCE_TYPES), st.floats(min_value=0, max_value=10_000))
+def test_a_fetch_or_xhr_is_never_a_hit_whatever_it_says_and_other_types_decide_as_before(
+        fields: list[tuple[str, str]], resource_type: str, age: float) -> None:
+    """fetch() cache modes never reach a paused request, so a fetch()/XHR is looked up as if it said max-age=0:
+    never a hit (revalidated, or fetched), whatever fields it carries; other types are looked up by their own."""
+    fresh = entry(head(FRESH, ETAG))
+    looked = lookup_fields(fields, resource_type)
+    decision = decide("GET", looked, [fresh], NOW + age)
+    if resource_type in ("fetch", "xhr"):
+        assert looked[:-1] == fields and looked[-1] == ("cache-control", "max-age=0")
+        assert not isinstance(decision, Hit)
+    else:
+        assert looked == fields and decision == decide("GET", fields, [fresh], NOW + age)
+
+
+def test_a_fetch_of_a_fresh_entry_is_revalidated_and_a_forced_one_still_fetched_in_full() -> None:
+    fresh = entry(head(FRESH, ETAG))
+    r = decide("GET", lookup_fields([], "fetch"), [fresh], NOW)
+    assert isinstance(r, Revalidate) and r.conditional == [("If-None-Match", '"x"')]
+    assert decide("GET", lookup_fields([("Pragma", "no-cache")], "xhr"), [fresh], NOW) == Miss(drop=True)
+    assert isinstance(decide("GET", lookup_fields([], "image"), [fresh], NOW), Hit)
 
 
 def test_decide_picks_the_matching_variant_and_the_newest() -> None:

@@ -1,6 +1,8 @@
-// A hard reload in real Chromium goes past the helper's cache as it goes past the browser's: Chromium adds its
-// no-cache fields after the Fetch domain paused the request, so the extension adds them (cache-bypass.ts), and the
-// helper fetches the image in full, replacing its stored copy. A plain reload still uses the cache.
+// The browser's cache modes in real Chromium, which its paused requests do not show: a hard reload goes past the
+// helper's cache as it goes past the browser's (Chromium adds its no-cache fields after the Fetch domain paused the
+// request, so the extension adds them: cache-bypass.ts; the helper fetches the image in full, replacing its stored
+// copy), a plain reload still uses the cache, and a page's fetch() is never answered by the helper's cache alone
+// (its cache mode is not shown at all: cache/policy.py, lookup_fields).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -23,8 +25,8 @@ async function shownWidth(page: Page): Promise<number> {
 }
 
 /** The requests for the image the server saw: who sent them, and their cache fields. */
-function imageRequests(): string[] {
-  return sites.log.filter((r) => r.path === "/versioned.png").map((r) =>
+function imageRequests(path = "/versioned.png"): string[] {
+  return sites.log.filter((r) => r.path === path).map((r) =>
     `${r.owner.kind} cc=${r.headers["cache-control"] ?? "-"} pragma=${r.headers.pragma ?? "-"} inm=${r.headers["if-none-match"] ?? "-"}`);
 }
 
@@ -71,6 +73,36 @@ test("a hard reload fetches a fresh cached image in full and shows its new bytes
     await openPage(page, url);
     assert.equal(await shownWidth(page), 9, "the copy the hard reload stored");
     assert.deepEqual(imageRequests(), []);
+  } finally {
+    siteOptions.versionedSize = saved;
+    await browser.close();
+  }
+});
+
+test("a page's fetch() with cache \"no-store\" is asked of the server each time, never answered from the helper's cache alone", async () => {
+  const saved = siteOptions.versionedSize;
+  const browser = await launch(freshProfile(true));
+  const url = `${sites.a.origin}/versioned.html`;
+  try {
+    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
+    const page = await browser.context.newPage();
+    siteOptions.versionedSize = 8;
+    await openPage(page, url);
+    assert.equal(await shownWidth(page), 8);
+    /** The width the PNG a fetch() got says it has (IHDR). */
+    const fetchedWidth = (): Promise<number> => page.evaluate(async () => {
+      const bytes = new DataView(await (await fetch("/versioned.png?f", { cache: "no-store" })).arrayBuffer());
+      return bytes.getUint32(16);
+    });
+    sites.clearLog();
+    assert.equal(await fetchedWidth(), 8);
+    siteOptions.versionedSize = 9;
+    assert.equal(await fetchedWidth(), 9, "the server's new bytes, as Chromium's own cache would give");
+    const requests = imageRequests("/versioned.png?f");
+    assert.equal(requests.length, 2, JSON.stringify(requests));
+    assert.ok(requests.every((r) => r.startsWith("helper ")), JSON.stringify(requests));
+    // The second the helper's validation of what it stored of the first (never a hit); the server answered it in full.
+    assert.match(requests[1] ?? "", /inm="s8"$/);
   } finally {
     siteOptions.versionedSize = saved;
     await browser.close();
