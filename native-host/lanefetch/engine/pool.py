@@ -33,7 +33,7 @@ from .errors import FetchError
 from .exchange import Exchange
 from .h2_connection import H2Connection
 from .host_link import HostLink
-from .host_names import AddrInfo, resolve
+from .host_names import AddrInfo, answered_here, resolve
 from .inflight_budget import LINK_WINDOW_RTTS, InflightBudget
 from .origin_policy import OriginPolicy
 from .pipeline import ConnectionEnded
@@ -803,8 +803,11 @@ class OriginPool:
             timing.dns_start = now()
             loop = asyncio.get_running_loop()
             try:
-                # IP literals and localhost names are answered without the resolver (host_names.py)
-                infos: Sequence[AddrInfo] = await asyncio.wait_for(
+                # IP literals and localhost names are answered without the resolver (host_names.py), and without a
+                # turn of the loop: wait_for's task would let other work run between a connection's decision and
+                # its connect (pieces planned for a connection found it not yet opening)
+                here = answered_here(self.origin.host, self.origin.port)
+                infos: Sequence[AddrInfo] = here if here is not None else await asyncio.wait_for(
                     resolve(self.origin.host, self.origin.port, loop.getaddrinfo), self.config.connect_timeout)
             except (OSError, TimeoutError, ValueError) as e:  # ValueError: UnicodeError of the resolver's IDNA step
                 raise FetchError("dns_failed", f"cannot resolve {self.origin.host}: {e}") from None
