@@ -71,6 +71,10 @@ function setUp(command = helperHost, limits = DEFAULT_LIMITS, env: NodeJS.Proces
 
 const page = (): PageInfo => ({ url: `http://127.0.0.1:${port}/`, topSite: "http://127.0.0.1", siteActive: true, addressSpace: "loopback", plainHttpHosts: [], privateBrowsing: false });
 
+/** What a cache test's image request is: a page's fetch() (the default here) is revalidated whatever is stored,
+ * its cache mode being invisible to the Fetch domain (cache/policy.py lookup_fields). */
+const IMAGE: Partial<PausedRequest> = { cdpResourceType: "Image" };
+
 function paused(n: number, path: string, change: Partial<PausedRequest> = {}): PausedRequest {
   return {
     interceptionId: `i${n}`, url: `http://127.0.0.1:${port}${path}`, method: "GET",
@@ -405,9 +409,9 @@ test("an incognito page's batch says private: the helper caches it in memory onl
   try {
     const incognito: PageInfo = { ...page(), privateBrowsing: true };
     server.clearLog();
-    s.accelerator.handle({ tabId: 7, paused: paused(1, "/cached/3.png"), responder: s.recorder, page: incognito });
+    s.accelerator.handle({ tabId: 7, paused: paused(1, "/cached/3.png", IMAGE), responder: s.recorder, page: incognito });
     await settle(s.recorder, 1);
-    s.accelerator.handle({ tabId: 7, paused: paused(2, "/cached/3.png"), responder: s.recorder, page: incognito });
+    s.accelerator.handle({ tabId: 7, paused: paused(2, "/cached/3.png", IMAGE), responder: s.recorder, page: incognito });
     await settle(s.recorder, 2);
     assert.ok([...s.recorder.answers.values()].every((a) => a.kind === "fulfill"));
     const batches = s.log.sent.filter((m): m is { type: "batch"; page: { private_browsing?: boolean } } =>
@@ -432,7 +436,7 @@ test("a cross-site frame's requests are cached apart from the page's, as the bro
     assert.ok(await s.connection.ready());
     const embedded: PageInfo = { ...page(), frameSite: "http://video.example" };
     const other: PageInfo = { ...page(), frameSite: "http://ads.example" };
-    const get = (n: number, at: PageInfo) => s.accelerator.handle({ tabId: 9, paused: paused(n, "/cached/8.png"), responder: s.recorder, page: at });
+    const get = (n: number, at: PageInfo) => s.accelerator.handle({ tabId: 9, paused: paused(n, "/cached/8.png", IMAGE), responder: s.recorder, page: at });
     get(1, page());
     await settle(s.recorder, 1);
     get(2, embedded); // the page's copy is not the frame's
@@ -463,7 +467,7 @@ test("a POST the browser sends itself makes the helper forget its copy of that U
   try {
     server.clearLog();
     assert.ok(await s.connection.ready());
-    const get = (n: number, path: string) => s.accelerator.handle({ tabId: 8, paused: paused(n, path), responder: s.recorder, page: page() });
+    const get = (n: number, path: string) => s.accelerator.handle({ tabId: 8, paused: paused(n, path, IMAGE), responder: s.recorder, page: page() });
     get(1, "/cached/4.png");
     get(2, "/cached/6.png");
     await settle(s.recorder, 2);
