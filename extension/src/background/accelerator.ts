@@ -18,7 +18,7 @@ import { toHelperRequest, type PausedRequest } from "../intercept/paused-request
 import { invalidatedUrls, isUnsafe, UnsafeRequests } from "../intercept/unsafe-request.js";
 import { likelyLarge, SPLIT_MAX_BODY_BYTES } from "../lanes/split-rule.js";
 import type { AddressSpace } from "../sites/address-space.js";
-import type { TabCounters } from "../timings/tab-counters.js";
+import { NOT_COUNTED, type TabCounters } from "../timings/tab-counters.js";
 import { estimateSavedMs } from "../timings/time-saved-model.js";
 import type { TimingStore } from "../timings/timing-store.js";
 import { setNewest } from "../bounded-map.js";
@@ -35,6 +35,10 @@ export interface PageInfo {
   /** Set for a request of a frame cross-site to the top-level page, or inside one: that frame's site (the helper
    * keeps its state apart, as the browser keys its cache: intercept/embedded-frames.ts). */
   frameSite?: string;
+  /** Set for a request of a service worker or shared worker (its script URL): no tab's page's, whichever tab's
+   * session paused it (debugger-sessions.ts). It names no page URL to the helper (which learns no page from it), is
+   * batched apart from the tab's page, and is counted and listed in no tab's page (the worker serves them all). */
+  worker?: string;
 }
 
 export interface HeldRequest {
@@ -70,6 +74,7 @@ function unavailableReason(state: HelperState): PassReason {
 function pageField(page: PageInfo): Page {
   const field: Page = { url: page.url, top_site: page.topSite, address_space: page.addressSpace, private_browsing: page.privateBrowsing };
   if (page.frameSite !== undefined) field.frame_site = page.frameSite;
+  if (page.worker !== undefined) delete field.url;
   return field;
 }
 
@@ -205,7 +210,8 @@ export class Accelerator {
     this.counter += 1;
     const id = `r${this.counter}`;
     const { paused, tabId } = held;
-    this.store.add({
+    const worker = held.page.worker !== undefined;
+    if (!worker) this.store.add({
       id, tabId, pageUrl: held.page.url, url: paused.url, method: paused.method, resourceType: paused.cdpResourceType,
       priority: paused.priority, networkId: paused.networkId ?? null, requestHeaders: paused.headers, batchId: null,
       pausedAt: Date.now(), answeredAt: null, outcome: "pending", reason: null, detail: null, status: null, bodyBytes: 0, timing: null,
@@ -213,7 +219,7 @@ export class Accelerator {
     });
     // Counted for the page that asked for it, not for the one the tab shows when its answer comes (a reload of the
     // same URL meanwhile started the counts afresh).
-    const counted = this.counters.page(tabId);
+    const counted = worker ? NOT_COUNTED : this.counters.page(tabId);
     const decision = this.blockedBy ? { take: false as const, reason: this.blockedBy } : decide(paused, held.page);
     if (!decision.take) {
       // A document the browser loads itself (a local page; a plain-http one, which HSTS may upgrade) is streamed.
@@ -257,11 +263,12 @@ export class Accelerator {
         return;
       }
       if (budgetFull()) return;
-      this.batcher.add(`${batchKey(held)}|held`, { id, held, multiplexed, counted });
+      this.batcher.add(`${batchKey(held)}|held${worker ? "|worker" : ""}`, { id, held, multiplexed, counted });
       return;
     }
     if (budgetFull()) return;
-    this.batcher.add(batchKey(held), { id, held, counted });
+    // A shared worker's requests go apart from its tab's page (batchKey: one batch names one page)
+    this.batcher.add(`${batchKey(held)}${worker ? "|worker" : ""}`, { id, held, counted });
   }
 
   /** A request of `tabId` handled once `ready` gives it (Chromium: its page, or where its origin's requests go, is

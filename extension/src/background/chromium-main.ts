@@ -38,10 +38,12 @@ import { ProxyPolicy, watchProxy } from "./proxy-policy.js";
 import { CANCELLED_BAR, problemAfterCommit, problemShown } from "./tab-problem.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
 import { setNewest } from "../bounded-map.js";
+import { learned, treatedPrivate, type Incognito } from "./tab-privacy.js";
 
 interface TabInfo {
   url: string;
-  incognito: boolean;
+  /** Whether the tab is a private window's; null until the browser told (tab-privacy.ts: unknown counts as private). */
+  incognito: Incognito;
   problem: string | null;
   /** Commits heard (webNavigation.onCommitted, or the URL found at start-up). */
   commits: number;
@@ -181,7 +183,8 @@ function startPage(tabId: number, url: string, key: string, loader: string | nul
     return;
   }
   pageKeys.set(tabId, { key, url, loader, commitsBefore: tabInfo(tabId).commits });
-  timings.newPage(tabId, url, Date.now(), tabInfo(tabId).incognito);
+  if (tabInfo(tabId).incognito === null) askPrivacy(tabId);
+  timings.newPage(tabId, url, Date.now(), treatedPrivate(tabInfo(tabId).incognito));
 }
 const browserTabs = new BrowserTabRecords({
   sessions, speed, counters, timings, pageUrl: (tabId) => tabInfo(tabId).url, startPage,
@@ -325,7 +328,7 @@ async function execute(command: TabCommand): Promise<void> {
       const { tabId, url } = command;
       // Whether the tab is private (which connections the helper may share), as seen since the worker started; a tab
       // not seen counts as private (asking the browser here takes 10–25 ms).
-      const waiting = probe.probe(url, pageInfo(url, tabs.get(tabId)?.incognito ?? true));
+      const waiting = probe.probe(url, pageInfo(url, tabs.get(tabId)?.incognito ?? null));
       void (waiting ?? Promise.resolve()).then(() => dispatch({ type: "probe_ended", tabId, url, speed: speedOf(url) }));
       return;
     }
@@ -372,21 +375,36 @@ accelerator.onIdle((tabId) => {
 function tabInfo(tabId: number): TabInfo {
   let info = tabs.get(tabId);
   if (!info) {
-    info = { url: "", incognito: false, problem: null, commits: 0, committedLoader: null };
+    info = { url: "", incognito: null, problem: null, commits: 0, committedLoader: null };
     tabs.set(tabId, info);
   }
   return info;
 }
 
-function pageInfo(url: string, incognito: boolean): PageInfo {
+/** `incognito` null (not known yet): the page is a private window's (tab-privacy.ts). */
+function pageInfo(url: string, incognito: Incognito): PageInfo {
   return {
     url,
     topSite: schemefulSite(url) ?? "",
     siteActive: matchingRule(activeRules, url) !== null,
     addressSpace: addressSpaceOfUrl(url) ?? "public",
     plainHttpHosts: [],
-    privateBrowsing: incognito,
+    privateBrowsing: treatedPrivate(incognito),
   };
+}
+
+/** Tabs whose private flag is being asked of the browser. */
+const askingPrivacy = new Set<number>();
+/** A tab's flag found unknown where a request needed it: asked once (that request goes on as private, unslowed). */
+function askPrivacy(tabId: number): void {
+  if (askingPrivacy.has(tabId)) return;
+  askingPrivacy.add(tabId);
+  traced("privacy: not known at a pause, asked");
+  void chrome.tabs.get(tabId).then((tab) => tab.incognito, () => undefined).then((answer) => {
+    askingPrivacy.delete(tabId);
+    const info = tabs.get(tabId);
+    if (info) info.incognito = learned(info.incognito, answer);
+  });
 }
 
 /** How long a request of a tab that shows no web page yet waits for its document's loaderId (request-page.ts):
@@ -418,6 +436,13 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   const frameSource: PausedSource = { sessionId: source.sessionId, frameId: event.frameId, resourceType: event.resourceType, url: paused.url };
   sessions.frames.paused(frameSource, sessions.mainFrameId(tabId));
   frameDocuments.paused(event.frameId, event.resourceType, paused.url, sessions.mainFrameId(tabId));
+  const worker = sessions.workerOf(source.sessionId);
+  if (worker !== null) {
+    // A service worker's (or shared worker's) request: no tab's page's, whichever tab's session paused it
+    // (debugger-sessions.ts). Its page is the worker's own; answered in the session that paused it, as any request.
+    accelerator.handle(workerRequest(tabId, responder, paused, frameSource, worker));
+    return;
+  }
   const mainFrame = source.sessionId === undefined && event.frameId === sessions.mainFrameId(tabId);
   const isTopDocument = mainFrame && event.resourceType === "Document";
   // Not the tab's URL alone: commits are not ordered against the network's events (request-page.ts).
@@ -440,10 +465,26 @@ function onPaused(tabId: number, source: chrome.debugger.DebuggerSession, event:
   }));
 }
 
+/** A shared worker's request (`worker`: its script URL): the page it carries is the worker's. Its site on or off, and
+ * the address space its requests may reach, are its own origin's; its top-level site (which partitions the helper's
+ * state, as the browser partitions the worker's) and privacy are its tab's: every tab of a worker shows that site
+ * (an embedded worker's frame site is kept too) in the same profile. */
+function workerRequest(tabId: number, responder: FetchResponder, paused: PausedRequest, frameSource: PausedSource, worker: string): HeldRequest {
+  const info = tabInfo(tabId);
+  if (info.incognito === null) askPrivacy(tabId);
+  const own = pageInfo(worker, info.incognito);
+  const topSite = schemefulSite(info.url) ?? own.topSite;
+  const page: PageInfo = { ...own, url: "", topSite, worker };
+  const frameSite = sessions.frames.frameSite(frameSource, sessions.mainFrameId(tabId), topSite);
+  if (frameSite !== null) page.frameSite = frameSite;
+  return { tabId, paused, responder, page };
+}
+
 /** The request as the accelerator takes it, or a promise of it where it waits first. */
 function handlePaused(tabId: number, responder: FetchResponder, paused: PausedRequest, isTopDocument: boolean, pageUrl: string,
   frameSource: PausedSource): HeldRequest | Promise<HeldRequest> {
   const info = tabInfo(tabId);
+  if (info.incognito === null) askPrivacy(tabId);
   const page = pageInfo(pageUrl, info.incognito);
   const frameSite = sessions.frames.frameSite(frameSource, sessions.mainFrameId(tabId), page.topSite);
   if (frameSite !== null) page.frameSite = frameSite;
@@ -500,10 +541,10 @@ async function updateBadge(tabId: number): Promise<void> {
 async function attachTab(tabId: number, loading: boolean): Promise<void> {
   // Whether the tab is incognito decides which helper cache its pages use (memory only): ask the browser rather
   // than trust what was seen of the tab before (the worker may have started after the tab was created);
-  // unknown counts as private.
+  // unknown counts as private (tab-privacy.ts).
   // (Asked while the debugger attaches: the gated navigation waits for both.)
-  const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => true), sessions.attach(tabId, { loading })]);
-  tabInfo(tabId).incognito = incognito;
+  const [incognito, result] = await Promise.all([chrome.tabs.get(tabId).then((tab) => tab.incognito, () => undefined), sessions.attach(tabId, { loading })]);
+  tabInfo(tabId).incognito = learned(tabInfo(tabId).incognito, incognito);
   traced("attach: session ready");
   if (result.fetchOnMs !== undefined) attachTook(result.fetchOnMs);
   tabInfo(tabId).problem = result.ok ? null : `could not intercept this tab: ${result.error ?? "unknown error"}`;
@@ -642,7 +683,8 @@ chrome.runtime.onMessage.addListener((message: unknown, _sender, sendResponse) =
     // Not only a helper never asked for: one missing or stopped is asked again too (ready() waits between tries), so
     // a helper installed or back while the popup is open shows there without a page load to start it.
     if (connection.state.status !== "connected") await Promise.race([connection.ready(), new Promise((r) => setTimeout(r, 1500))]);
-    const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", incognito: false, problem: null };
+    // (Read for its URL and problem only: nothing here writes or learns.)
+    const info = tabs.get(message.tabId) ?? { url: (await chrome.tabs.get(message.tabId)).url ?? "", problem: null };
     const rule = matchingRule(enabledRules, info.url) ?? matchingRule(sessionOffRules, info.url);
     const sessionOff = rule !== null && sessionOffRules.some((r) => ruleKey(r) === ruleKey(rule));
     const reply: StatusReply = {

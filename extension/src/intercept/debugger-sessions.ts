@@ -2,6 +2,12 @@
 // sessions (out-of-process iframes, the site's service worker) that get Fetch.enable too. The tab's interception
 // switched off (setFetch: the helper went, its host is fast) is off in its child sessions as well, and a child
 // attached meanwhile gets no Fetch: their requests are not paused for a helper that cannot take them.
+//
+// A service worker (or shared worker) is no tab's: every tab of its scope auto-attaches it, each in a child session
+// of its own, and Chromium pauses each of its requests in one of them only, the newest tab's (measured: a fetch the
+// worker made for the first tab was paused in the second tab's session). CDP does not say which client a worker's
+// request serves, so the sessions of such workers (and anything they attach) are known here (workerOf), and their
+// requests are filed as the worker's own, never as the page of the tab whose session paused them.
 import type { Protocol } from "devtools-protocol";
 import { NETWORK_ENABLE } from "../timings/cdp-network-log.js";
 import { debuggerResponder } from "../deliver/debugger-responder.js";
@@ -13,6 +19,8 @@ const FETCH_ENABLE: Protocol.Fetch.EnableRequest = { patterns: [{ urlPattern: "*
 const AUTO_ATTACH: Protocol.Target.SetAutoAttachRequest = { autoAttach: true, waitForDebuggerOnStart: true, flatten: true };
 /** Child targets whose network requests the tab's own session does not see. */
 const FETCH_CHILD_TYPES = new Set(["iframe", "service_worker", "shared_worker"]);
+/** Child targets shared by every tab of their scope: no tab's. */
+const SHARED_WORKER_TYPES = new Set(["service_worker", "shared_worker"]);
 
 export interface SessionEvents {
   paused(tabId: number, source: chrome.debugger.DebuggerSession, event: Protocol.Fetch.RequestPausedEvent): void;
@@ -45,6 +53,8 @@ export class DebuggerSessions {
   private readonly fetchOff = new Set<number>();
   /** How each session's held requests are answered: "tabId/sessionId" ("tabId/" for the tab's own session). */
   private readonly responders = new Map<string, FetchResponder>();
+  /** Child sessions of shared workers (and the targets they attach): sessionId → the worker's tab session and URL. */
+  private readonly workers = new Map<string, { tabId: number; url: string }>();
 
   constructor(private readonly events: SessionEvents) {
     chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -60,10 +70,14 @@ export class DebuggerSessions {
         // Known before the child runs (it waits for the debugger): its first request finds it
         const { type, targetId, url } = event.targetInfo;
         this.frames.attached(source.tabId, event.sessionId, type, targetId, url, source.sessionId);
+        const parentWorker = source.sessionId === undefined ? undefined : this.workers.get(source.sessionId);
+        if (parentWorker !== undefined) this.workers.set(event.sessionId, parentWorker);
+        else if (SHARED_WORKER_TYPES.has(type)) this.workers.set(event.sessionId, { tabId: source.tabId, url });
         void this.setUpChild(source.tabId, event);
       } else if (method === "Target.detachedFromTarget") {
         const { sessionId } = params as unknown as Protocol.Target.DetachedFromTargetEvent;
         this.frames.detached(sessionId);
+        this.workers.delete(sessionId);
         this.fetchChildren.delete(sessionId);
         this.responders.delete(`${source.tabId}/${sessionId}`);
       }
@@ -93,6 +107,12 @@ export class DebuggerSessions {
   /** Responders kept (one per live session). */
   get respondersKept(): number {
     return this.responders.size;
+  }
+
+  /** The script URL of the shared worker (service worker, shared worker) whose session `sessionId` is, or which
+   * attached it; null for the tab's own session and its frames' and dedicated workers' sessions (the tab's). */
+  workerOf(sessionId: string | undefined): string | null {
+    return sessionId === undefined ? null : this.workers.get(sessionId)?.url ?? null;
   }
 
   isAttached(tabId: number): boolean {
@@ -196,6 +216,7 @@ export class DebuggerSessions {
   private forgetSessions(tabId: number): void {
     this.fetchOff.delete(tabId);
     for (const [sessionId, t] of this.fetchChildren) if (t === tabId) this.fetchChildren.delete(sessionId);
+    for (const [sessionId, w] of this.workers) if (w.tabId === tabId) this.workers.delete(sessionId);
     for (const key of [...this.responders.keys()]) if (key.startsWith(`${tabId}/`)) this.responders.delete(key);
   }
 

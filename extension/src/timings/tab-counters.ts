@@ -12,6 +12,9 @@ export interface TabCounts {
   savedMs: number;
 }
 
+/** The page number given with the counts of a request no tab's page made (a shared worker's): never counted. */
+export const NOT_COUNTED = -1;
+
 export function emptyCounts(pageUrl: string): TabCounts {
   return { pageUrl, accelerated: 0, passed: {}, bytes: 0, savedMs: 0 };
 }

@@ -428,6 +428,30 @@ test("an incognito page's batch says private: the helper caches it in memory onl
   }
 });
 
+test("a shared worker's request is the worker's own: batched apart, naming no page to the helper, in no tab's counts or records", async () => {
+  const s = setUp();
+  try {
+    server.clearLog();
+    const worker: PageInfo = { ...page(), url: "", worker: `http://127.0.0.1:${port}/sw.js` };
+    s.accelerator.handle({ tabId: 9, paused: paused(1, "/data/300.txt?page"), responder: s.recorder, page: page() });
+    s.accelerator.handle({ tabId: 9, paused: paused(2, "/data/400.txt?worker"), responder: s.recorder, page: worker });
+    await settle(s.recorder, 2);
+    assert.ok([...s.recorder.answers.values()].every((a) => a.kind === "fulfill"), "both taken by the helper");
+    const batches = s.log.sent.filter((m): m is { type: "batch"; page: { url?: string }; requests: { url: string }[] } =>
+      (m as { type?: string }).type === "batch");
+    const pageOf = (path: string): { url?: string } | undefined => batches.find((b) => b.requests.some((r) => r.url.endsWith(path)))?.page;
+    assert.equal(batches.length, 2, "one batch per page: the worker's apart from the tab's page's");
+    assert.equal(pageOf("?page")?.url, page().url);
+    assert.equal(pageOf("?worker")?.url, undefined, "no page URL: the helper learns no page from it");
+    assert.deepEqual(s.log.schemaViolations, []);
+    assert.deepEqual(s.store.forTab(9).map((r) => r.url), [`http://127.0.0.1:${port}/data/300.txt?page`]);
+    await eventually("the page's request counted", () => s.counters.get(9).accelerated === 1, { everyMs: 10 });
+    assert.equal(s.counters.get(9).bytes, 300, "the worker's bytes are in no tab's counts");
+  } finally {
+    s.connection.close();
+  }
+});
+
 test("a cross-site frame's requests are cached apart from the page's, as the browser keys its cache by the frame's site too", async () => {
   const xdg = mkdtempSync(join(tmpdir(), "lf-frame-cache-"));
   const s = setUp(helperHost, DEFAULT_LIMITS, { ...process.env, XDG_CACHE_HOME: xdg });

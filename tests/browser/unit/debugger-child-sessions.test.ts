@@ -134,3 +134,27 @@ test("a session's responder is forgotten when the child session ends, the browse
   s.responderFor({ tabId: 1 });  // a request heard as the tab went: answered, never kept
   assert.equal(s.respondersKept, 0);
 });
+
+// A service worker (or shared worker) serves every tab of its scope, whichever tab's session pauses its requests:
+// its sessions, and what it attaches, are known as the worker's; a tab's frames and dedicated workers are the tab's.
+test("a shared worker's session and its children are the worker's; frames, dedicated workers and the tab's own are not", async (t) => {
+  const { child, emit, detaches } = fakeChrome(t);
+  const s = sessions();
+  await s.attach(1);
+  const attached = (sessionId: string, type: string, url: string, parent?: string): void =>
+    emit({ tabId: 1, sessionId: parent }, "Target.attachedToTarget", { sessionId, targetInfo: { type, targetId: `T-${sessionId}`, url }, waitingForDebugger: true });
+  attached("SW", "service_worker", "https://shop.example/sw.js");
+  attached("SW-CHILD", "worker", "https://shop.example/inner.js", "SW");
+  attached("SHARED", "shared_worker", "https://shop.example/shared.js", "FRAME");
+  child("FRAME", "iframe");
+  child("DEDICATED", "worker");
+  await settle();
+  assert.equal(s.workerOf("SW"), "https://shop.example/sw.js");
+  assert.equal(s.workerOf("SW-CHILD"), "https://shop.example/sw.js", "what the worker attached is the worker's");
+  assert.equal(s.workerOf("SHARED"), "https://shop.example/shared.js");
+  for (const own of [undefined, "FRAME", "DEDICATED"]) assert.equal(s.workerOf(own), null, String(own));
+  emit({ tabId: 1 }, "Target.detachedFromTarget", { sessionId: "SW" });
+  assert.equal(s.workerOf("SW"), null, "forgotten when its session ends");
+  for (const l of detaches) l({ tabId: 1 }, "target_closed");
+  assert.equal(s.workerOf("SHARED"), null, "and with its tab's session");
+});
