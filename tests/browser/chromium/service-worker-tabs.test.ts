@@ -18,11 +18,11 @@ before(async () => ({ sites, browser } = await startSiteOn()));
 after(() => stopSiteOn({ sites, browser }));
 
 /** A fetch the page's service worker answers (it fetches the same URL itself): the body and the worker's mark. */
-async function viaWorker(page: Page, query: string): Promise<{ text: string; viaSw: string | null }> {
-  return page.evaluate(async (q) => {
-    const r = await fetch(`/data/400.txt?via=sw&${q}`);
+async function viaWorker(page: Page, size: number): Promise<{ text: string; viaSw: string | null }> {
+  return page.evaluate(async (n) => {
+    const r = await fetch(`/data/${n}.txt?via=sw`);
     return { text: await r.text(), viaSw: r.headers.get("X-Via-Sw") };
-  }, query);
+  }, size);
 }
 
 test("a service worker shared by two tabs: its requests are the worker's own, in neither tab's counts or records", async () => {
@@ -37,13 +37,13 @@ test("a service worker shared by two tabs: its requests are the worker's own, in
   for (const page of [first, second]) assert.deepEqual(await page.evaluate("window.__sw"), { text: true, viaSw: "yes" });
 
   sites.clearLog();
-  // Each page gets the answer to its own request, though both are paused in the second tab's session.
-  const expected = { text: textOf("data", 400), viaSw: "yes" };
-  assert.deepEqual(await viaWorker(second, "from=second"), expected);
-  assert.deepEqual(await viaWorker(first, "from=first"), expected);
+  // Each page gets the answer to its own request (bodies of their own sizes), though both are paused in the second
+  // tab's session, asked at once.
+  const [forSecond, forFirst] = await Promise.all([viaWorker(second, 500), viaWorker(first, 300)]);
+  assert.deepEqual(forSecond, { text: textOf("data", 500), viaSw: "yes" });
+  assert.deepEqual(forFirst, { text: textOf("data", 300), viaSw: "yes" });
   const owners = sites.log.filter((r) => r.path.includes("via=sw")).map((r) => `${r.path} ${r.owner.kind}`).sort();
-  assert.deepEqual(owners, ["/data/400.txt?via=sw&from=first helper", "/data/400.txt?via=sw&from=second helper"],
-    "the worker's fetches are still the helper's");
+  assert.deepEqual(owners, ["/data/300.txt?via=sw helper", "/data/500.txt?via=sw helper"], "the worker's fetches are still the helper's");
 
   for (const url of [firstUrl, secondUrl]) {
     const tabId = await tabIdOf(browser.worker, url);
