@@ -395,11 +395,11 @@ function pageInfo(url: string, incognito: Incognito): PageInfo {
 
 /** Tabs whose private flag is being asked of the browser. */
 const askingPrivacy = new Set<number>();
-/** A tab's flag found unknown where a request needed it: asked once (that request goes on as private, unslowed). */
+/** A tab's flag found unknown where a page load or a request needed it: asked once (they go on as private, unslowed). */
 function askPrivacy(tabId: number): void {
   if (askingPrivacy.has(tabId)) return;
   askingPrivacy.add(tabId);
-  traced("privacy: not known at a pause, asked");
+  traced("privacy: not known where a page or request needed it, asked");
   void chrome.tabs.get(tabId).then((tab) => tab.incognito, () => undefined).then((answer) => {
     askingPrivacy.delete(tabId);
     const info = tabs.get(tabId);
