@@ -166,7 +166,9 @@ const sessions = new DebuggerSessions({
       loaders.heard(tabId, e.requestId, e.loaderId ?? "");
     }
     browserTabs.networkEvent(tabId, sessionId, method, params);
-    networkLog.handle(method, params, tabId);
+    // A shared worker's requests are no tab's (debugger-sessions.ts): what the browser fetched for one teaches the
+    // host's speed and connections as any, but is listed and counted under no tab left to the browser.
+    networkLog.handle(method, params, sessions.workerOf(sessionId) === null ? tabId : chrome.tabs.TAB_ID_NONE);
     if (sessionId === undefined) documentStreams.handle(tabId, method, params);
   },
   detached: (tabId, reason) => void onDetached(tabId, reason),
