@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from lanefetch.engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
+from lanefetch.engine import Engine, EngineConfig, FetchError, FetchRequest, Page, TimingReport
 from lanefetch.engine.address_policy import AddressSpace
 from lanefetch.proxy.server import ProxyListener, basic_credentials
 from local_app import serve_app
+from misbehaving_servers import RecordingSink
 
 WAIT_S = 10.0  # generous bound for what takes milliseconds; reaching it fails the test
 PUBLIC = "93.184.216.34"
@@ -49,29 +50,8 @@ async def loopback_origin() -> AsyncIterator[tuple[int, list[str]]]:
         yield port, hosts
 
 
-class Collect:
-    def __init__(self) -> None:
-        self.bodies: dict[str, bytes] = {}
-        self.errors: dict[str, FetchError] = {}
-
-    async def head(self, r: FetchRequest, h: DeliveredHead) -> None:
-        self.bodies[r.id] = b""
-
-    async def body(self, r: FetchRequest, d: bytes) -> None:
-        self.bodies[r.id] += d
-
-    async def end(self, r: FetchRequest, n: int, t: list[tuple[str, str]]) -> None:
-        pass
-
-    async def error(self, r: FetchRequest, e: FetchError) -> None:
-        self.errors[r.id] = e
-
-    async def timing(self, r: FetchRequest, t: TimingReport) -> None:
-        pass
-
-
-async def fetch(url: str, space: AddressSpace) -> Collect:
-    sink = Collect()
+async def fetch(url: str, space: AddressSpace) -> RecordingSink:
+    sink = RecordingSink()
     engine = Engine(EngineConfig(connect_timeout=5))
     try:
         await asyncio.wait_for(engine.fetch([FetchRequest("0", "GET", url)], sink, Page(address_space=space)), WAIT_S)
@@ -85,8 +65,7 @@ async def test_a_localhost_url_reaches_the_loopback_server_whatever_the_resolver
         loopback_origin: tuple[int, list[str]], hostile_resolver: list[str], name: str) -> None:
     port, hosts = loopback_origin
     sink = await fetch(f"http://{name}:{port}/x", "loopback")
-    assert sink.errors == {}
-    assert sink.bodies == {"0": b"local /x"}
+    assert sink.records["0"].error is None and sink.records["0"].body == b"local /x"
     assert hosts == [f"{name.lower()}:{port}"]
     assert hostile_resolver == []
 
@@ -95,7 +74,7 @@ async def test_a_localhost_url_reaches_the_loopback_server_with_this_machines_re
         loopback_origin: tuple[int, list[str]]) -> None:
     port, hosts = loopback_origin
     sink = await fetch(f"http://foo.localhost:{port}/y", "loopback")
-    assert sink.errors == {} and sink.bodies == {"0": b"local /y"}
+    assert sink.records["0"].error is None and sink.records["0"].body == b"local /y"
     assert hosts == [f"foo.localhost:{port}"]
 
 
@@ -104,7 +83,8 @@ async def test_a_more_public_page_may_not_reach_a_localhost_name(
         loopback_origin: tuple[int, list[str]], hostile_resolver: list[str], space: AddressSpace) -> None:
     port, hosts = loopback_origin
     sink = await fetch(f"http://foo.localhost:{port}/secret", space)
-    assert sink.errors["0"].code == "blocked_address" and "0" not in sink.bodies
+    r = sink.records["0"]
+    assert r.error is not None and r.error.code == "blocked_address" and r.head is None and not r.body
     assert hosts == [] and hostile_resolver == []
 
 
