@@ -5,18 +5,8 @@
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { Base64Joiner, concatBase64 } from "../../../extension/src/deliver/base64-concat.js";
+import { seededRandom } from "../support/seeded-random.js";
 
-/** mulberry32: a small seeded generator, so that every run tries the same splits. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function cutsOf(rand: () => number, length: number, aligned: boolean): number[] {
   const cuts: number[] = [];
@@ -57,7 +47,7 @@ function counting<T>(t: TestContext, run: () => T): { result: T; decodedChars: n
 
 test("random splits join into Buffer's base64 of the whole body; the end encodes at most its last 2 bytes", (t) => {
   for (let seed = 1; seed <= 300; seed++) {
-    const rand = random(seed);
+    const rand = seededRandom(seed);
     const body = Buffer.from(Array.from({ length: Math.floor(rand() * 4000) }, () => Math.floor(rand() * 256)));
     const cuts = cutsOf(rand, body.length, false);
     const pieces = piecesOf(body, cuts);
@@ -78,7 +68,7 @@ test("random splits join into Buffer's base64 of the whole body; the end encodes
 
 test("pieces of whole 3-byte groups are appended as they came: nothing decoded or encoded", (t) => {
   for (let seed = 1; seed <= 100; seed++) {
-    const rand = random(seed);
+    const rand = seededRandom(seed);
     const body = Buffer.from(Array.from({ length: Math.floor(rand() * 4000) }, () => Math.floor(rand() * 256)));
     const cuts = cutsOf(rand, body.length, true);
     const pieces = piecesOf(body, cuts);

@@ -18,6 +18,7 @@ import { HostSpeed } from "../../../extension/src/intercept/host-speed.js";
 import type { PausedRequest } from "../../../extension/src/intercept/paused-request.js";
 import { TabCounters } from "../../../extension/src/timings/tab-counters.js";
 import { TimingStore } from "../../../extension/src/timings/timing-store.js";
+import { seededRandom } from "../support/seeded-random.js";
 
 const b64 = (bytes: number): string => Buffer.alloc(bytes, 0x61).toString("base64");
 
@@ -45,21 +46,10 @@ test("shares: taken whole or not at all, only growing, released once; the total 
   assert.equal(budget.holders, 0);
 });
 
-/** mulberry32, seeded: every run tries the same sequences. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test("random sequences: used is the sum of the granted shares, never above the limit; no grant is taken back", () => {
   for (let seed = 1; seed <= 200; seed++) {
-    const rand = random(seed);
+    const rand = seededRandom(seed);
     const limit = 1 + Math.floor(rand() * 1000);
     const budget = new BodyBudget(limit);
     const model = new Map<string, number>();
