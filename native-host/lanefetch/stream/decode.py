@@ -138,6 +138,7 @@ class _ChromiumZlib:
                 raise FetchError("decode_failed", "the body is not gzip") from e
             if not data:
                 return
+        out: bytes | None = None  # a piece the sniff already inflated: the loop's first
         if self._sniffing:
             try:
                 out = self._d.decompress(data, size)
@@ -153,16 +154,9 @@ class _ChromiumZlib:
                 else:  # no output and all taken: kept to replay
                     self._replay += data
                     return
-                if out:
-                    yield out
-                if self._d.eof:
-                    self._done = True
-                    return
-                data = self._d.unconsumed_tail
-                if not data and len(out) < size:
-                    return
         while True:
-            out = self._d.decompress(data, size)
+            if out is None:
+                out = self._d.decompress(data, size)
             if out:
                 yield out
             if self._d.eof:
@@ -171,6 +165,7 @@ class _ChromiumZlib:
             data = self._d.unconsumed_tail
             if not data and len(out) < size:  # (a full piece may leave output inside: asked again with no input)
                 return
+            out = None
 
     def finish(self) -> bytes:
         # A stream cut short is no error (Chromium shows what inflated so far); pieces left nothing inside
