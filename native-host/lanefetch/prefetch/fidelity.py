@@ -25,6 +25,17 @@ for it is the request the prefetch was sent as:
   response answers a validation as a 304 would (the browser stores it in place of its copy; the page sees the same
   response either way). Refused, the browser's revalidations of a page it showed in the same tab went to the server
   a second time after the flight had revalidated them all, and the first refusal ended the flight;
+- the browser's request is not one a page's script made (resource type `fetch` or `xhr`, SCRIPT_REQUESTS: the
+  types cache/policy.py validates for the same reason). Its cache mode ("no-store", "reload", "no-cache": the page
+  wants the server's answer at the time it asks) is invisible to the helper in Chromium's debugger mode (the Fetch
+  domain pauses the request before the mode becomes fields or load flags; measured in session 48, Chromium 156),
+  so a copy fetched before the page asked could answer a request that must go to the server. Chromium itself never
+  answers such a request with a copy it fetched unasked: Blink reuses a preload for a fetch()/XHR only where the
+  page declared it (`<link rel=preload as=fetch>`, ResourceFetcher::MatchPreload: its preload scanner reads markup
+  and never finds a script's requests), and then Resource::CanReuse compares method, mode, credentials mode,
+  requestor origin, sync and keepalive, but not the cache mode. A flight's copy of a learned fetch()/XHR is exactly
+  the preload Chromium never makes, so none is delivered for one, with any cache mode (the default mode's request
+  could take it, but it cannot be told apart), and plan.py plans none: its bytes would be pure waste;
 - the browser's request carries no field the prefetch was sent without, but those that cannot change the answer
   or are weighed above (ANSWERABLE: Referer, the validations, Priority, connection fields, the low-entropy
   client hints Sec-CH-UA, -Mobile, -Platform, which restate the User-Agent compared above, and Firefox's
@@ -50,6 +61,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cache.policy import VALIDATED_TYPES
 from ..cache.vary import normalised_value, vary_fields
 from ..engine.fields import Headers
 
@@ -70,6 +82,10 @@ ANSWERABLE = frozenset({
 TRANSIENT = frozenset({408, 429})
 _NOT_PLAIN = ("if-match", "if-unmodified-since", "if-range", "range")  # If-None-Match, If-Modified-Since: a validation
 MAX_AGE = 30.0
+#: Resource types of a page's script's requests (fetch(), XMLHttpRequest), never answered from a prefetch (see above)
+SCRIPT_REQUESTS = VALIDATED_TYPES
+#: The Sec-Fetch-Dest of a fetch()/XHR (and of `<link rel=preload as=fetch>`): never planned (plan.py)
+SCRIPT_DESTINATION = "empty"
 
 
 @dataclass(frozen=True)
@@ -104,16 +120,24 @@ def _no_cache(headers: Headers) -> bool:
     return False
 
 
-def request_refusal(sent: Headers, method: str, url: str, prefetched_url: str, headers: Headers) -> Verdict | None:
-    """What refuses the browser's request (method, url, headers as the helper would send them) whatever the
-    prefetch's answer turns out to be: its method, URL, a range, precondition or reload, a compared field, or a
-    field the prefetch was sent (`sent`) without; None if nothing of the request refuses it. Known before the
-    prefetch's head came: a request it can never answer neither lifts the budget off it nor waits for its body
-    (flight.py)."""
+def script_request(resource_type: str) -> bool:
+    """Whether a browser request of this resource type is a page's fetch() or XHR, which no prefetch answers."""
+    return resource_type in SCRIPT_REQUESTS
+
+
+def request_refusal(sent: Headers, method: str, url: str, prefetched_url: str, headers: Headers,
+                    resource_type: str = "other") -> Verdict | None:
+    """What refuses the browser's request (method, url, headers as the helper would send them, its resource type)
+    whatever the prefetch's answer turns out to be: its method, URL, a script's request, a range, precondition or
+    reload, a compared field, or a field the prefetch was sent (`sent`) without; None if nothing of the request
+    refuses it. Known before the prefetch's head came: a request it can never answer neither lifts the budget off it
+    nor waits for its body (flight.py)."""
     if method != "GET":
         return Verdict(False, "method")
     if url != prefetched_url:
         return Verdict(False, "url")
+    if script_request(resource_type):
+        return Verdict(False, "script-request")
     for name in _NOT_PLAIN:
         if normalised_value(headers, name) is not None:
             return Verdict(False, f"conditional:{name}")
@@ -131,12 +155,12 @@ def request_refusal(sent: Headers, method: str, url: str, prefetched_url: str, h
 
 
 def may_answer(prefetched: Prefetched, method: str, url: str, headers: Headers, *, now: float,
-               max_age: float = MAX_AGE) -> Verdict:
+               max_age: float = MAX_AGE, resource_type: str = "other") -> Verdict:
     """Whether `prefetched` may be delivered as the answer to the browser's request (method, url, headers as the
-    helper would send them, made at `now`); see the module's docstring."""
+    helper would send them, its resource type, made at `now`); see the module's docstring."""
     if prefetched.method != "GET":
         return Verdict(False, "method")
-    refused = request_refusal(prefetched.request_headers, method, url, prefetched.url, headers)
+    refused = request_refusal(prefetched.request_headers, method, url, prefetched.url, headers, resource_type)
     if refused is not None:
         return refused
     if prefetched.status < 200 or prefetched.status == 206:

@@ -16,14 +16,15 @@ Used by page_loads.py (the host's wiring, Chromium debugger mode; docs/prefetch.
   over its limit the fetch is cancelled and the item discarded. Never sent: anything but GET, and any request
   with Cookie or Authorization (the helper holds no credentials of the user's; a prefetch must not carry any
   the browser would not send, and one without them would never match a credentialed request anyway).
-- `FlightAnswers`: a Fetcher around another (the service). For each request of a batch: if the page's flight
-  holds prefetches for that URL, it waits for them to finish (their bytes are already on their way: waiting is
-  never slower than asking again) and asks fidelity.may_answer about each, comparing the request's fields as
-  the helper would send them (engine/request.py `sent_headers`, as the service would); the first match is claimed
-  and served whole (head, body, end, timing with cache "prefetch", "hit" where the helper's HTTP cache had
-  answered the prefetch fresh: the flight saved nothing there, or "revalidated" where a 304 refreshed the stored
-  response it answers with). Everything else, and every request of a
-  page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request only.
+- `FlightAnswers`: a Fetcher around another (the service). For each request of a batch but a page's fetch()/XHR (never
+  answered from a prefetch: fidelity.py): if the page's flight holds prefetches for that URL, it waits for them to
+  finish (their bytes are already on their way: waiting is never slower than asking again) and asks
+  fidelity.may_answer about each, comparing the request's fields as the helper would send them (engine/request.py
+  `sent_headers`, as the service would); the first match is claimed and served whole (head, body, end, timing with
+  cache "prefetch", "hit" where the helper's HTTP cache had answered the prefetch fresh: the flight saved nothing
+  there, or "revalidated" where a 304 refreshed the stored response it answers with). Everything else, and every
+  request of a page without a flight, goes to the inner fetcher untouched. A claimed prefetch answers one request
+  only.
   Claimed, it is the answer to that request, and is stored in the helper's HTTP cache as the service would have
   stored it (`_keep`): a fulfilled answer never enters the browser's own cache, so the page's next request for the
   URL (Chromium asks for the favicon after the load, often an image the page already showed) would otherwise
@@ -67,7 +68,7 @@ from ..engine.request import FetchRequest, sent_headers
 from ..engine.response_parser import ResponseHead
 from ..engine.timing import RequestTiming, now
 from .budget import Ledger
-from .fidelity import MAX_AGE, Prefetched, Verdict, may_answer, request_refusal
+from .fidelity import MAX_AGE, Prefetched, Verdict, may_answer, request_refusal, script_request
 from .flight_pieces import LinkRoom, PieceFetcher
 from .plan import Planned
 
@@ -236,7 +237,7 @@ class Flight:
             # What refuses this request whatever the prefetch's answer is known now: such a request neither lifts
             # the budget off the prefetch (an unusable guess growing unbounded) nor waits for its whole body.
             early = request_refusal(sent_headers(held.request), request.method.upper(), request.url,
-                                    held.request.url, headers)
+                                    held.request.url, headers, request.resource_type)
             if early is None and held.request.decode != request.decode:
                 early = Verdict(False, "decode")
             if early is not None:
@@ -256,7 +257,8 @@ class Flight:
             if held.claimed or prefetched is None or self.closed:
                 continue
             verdict = may_answer(prefetched, request.method.upper(), request.url, headers,
-                                 now=max(asked_at, prefetched.fetched_at), max_age=self._max_age)
+                                 now=max(asked_at, prefetched.fetched_at), max_age=self._max_age,
+                                 resource_type=request.resource_type)
             if verdict.ok:
                 held.claimed = True
                 self.ledger.claim(held.request.id)
@@ -375,7 +377,11 @@ class FlightAnswers:
                 # A request of an unsafe method that comes this way (Firefox's proxy sends every method): its URL's
                 # copy answers nothing later, as Chromium's `invalidate` message does for one it sends itself.
                 flight.invalidate(r.url)
-        maybe = [r for r in requests if r.method.upper() == "GET" and flight.holds(r.url)]
+        # A page's fetch()/XHR goes its way untouched (fidelity.py: its cache mode is not seen here, and Chromium
+        # never answers one with a copy it fetched unasked): not a refusal, so it neither waits nor distrusts the
+        # flight, whose copy of the URL (an image of the same URL, say) still answers the request it was made for.
+        maybe = [r for r in requests
+                 if r.method.upper() == "GET" and not script_request(r.resource_type) and flight.holds(r.url)]
         direct = [r for r in requests if r not in maybe]
         tasks = [asyncio.create_task(self._from_flight(flight, r, sink, page), name=f"lanefetch-flight-{r.id}")
                  for r in maybe]

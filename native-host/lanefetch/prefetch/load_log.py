@@ -9,11 +9,12 @@ wave, and when the load is over. Pure: requests and times go in, `Observed` reco
   (the extension says `preconnect` twice for one navigation when its speed probe asked first); once requests
   came, the next navigation of the page ends this load and begins another.
 - What is observed (observe_request): GET requests of the resource types a flight can reproduce (stylesheets,
-  scripts, fonts, images, text tracks, fetch/XHR) — never documents or frames (the navigation itself), never a
-  request the browser makes for other reasons (pings, manifests, preflights). Destination: the request's
-  Sec-Fetch-Dest when the browser gave it, else the one its resource type implies; mode: Sec-Fetch-Mode when
-  given, else cors for fonts and fetch/XHR or a request with an Origin field, no-cors otherwise. These only key
-  the record; fidelity.py compares the real fields at answer time.
+  scripts, fonts, images, text tracks) and fetch/XHR, which no flight fetches (plan.py, fidelity.py: their cache
+  mode is not seen) but which are part of the page's bytes, its budget's measure — never documents or frames (the
+  navigation itself), never a request the browser makes for other reasons (pings, manifests, preflights).
+  Destination: the request's Sec-Fetch-Dest when the browser gave it, else the one its resource type implies; mode:
+  Sec-Fetch-Mode when given, else cors for fonts and fetch/XHR or a request with an Origin field, no-cors otherwise.
+  These only key the record; fidelity.py compares the real fields at answer time.
 - Wave: the browser finds a request of wave k+1 only by reading a response of wave k (document → stylesheet →
   font). So a request's wave is 1 + the highest wave among the load's responses delivered before its batch came
   (the document's is wave 0). Requests of one batch share a wave. A request a timer makes late counts as a later

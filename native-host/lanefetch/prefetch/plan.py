@@ -21,6 +21,10 @@ load's document and stylesheets (discover_html.py, discover_css.py), and the lin
   the page's origin) to an origin whose learned requests carried Cookie or Authorization, or to the page's own
   site when the load showed the browser holds cookies there (`cookies_on_site`: the document's request carried
   some or its response set some). The helper holds no cookies: such a prefetch would only be refused.
+- Never planned: a request of destination `empty` (a page's fetch() or XHR, learned, or a discovered
+  `<link rel=preload as=fetch>`): fidelity.py never lets a prefetch answer a script's request, whose cache mode the
+  helper cannot see (the browser's request for such a preload comes as `fetch` in Firefox's proxy mode, and may in
+  Chromium's), so its bytes would cross the link for nobody.
 - Never planned: a discovered plain http:// request of an https page (mixed content: the browser blocks it or
   asks the https URL instead, so the prefetch would cross the link in plaintext and never be asked for).
 - Order: by wave as learned (discovered items: 1 for the document's, 2 for a stylesheet's), within a wave
@@ -40,12 +44,12 @@ import ada_url
 
 from ..engine.fields import Headers
 from .budget import Limits, limits_for
+from .fidelity import SCRIPT_DESTINATION
 from .field_profile import FieldProfile, fields_for, mixed_content, relation, sends_cookies, site_for
 from .learned import History, Observed, page_bytes, shared, stable
 from .resource import Subresource
 
-RESOURCE_TYPE = {"style": "stylesheet", "script": "script", "font": "font", "image": "image", "empty": "fetch",
-                 "track": "texttrack"}
+RESOURCE_TYPE = {"style": "stylesheet", "script": "script", "font": "font", "image": "image", "track": "texttrack"}
 _RANK = {"style": 0, "script": 1, "font": 2}
 
 
@@ -98,7 +102,7 @@ def plan(exact: History | None, template: History | None, discovered: list[tuple
     candidates: list[tuple[int, int, Planned, tuple[str, str, str]]] = []  # (wave, rank, item, key)
 
     def add(item: Observed, wave: int, confident: bool) -> None:
-        if item.key in credentialed:
+        if item.key in credentialed or item.destination == SCRIPT_DESTINATION:
             return
         candidates.append((wave, _RANK.get(item.destination, 3), Planned(
             item.url, list(item.headers), RESOURCE_TYPE.get(item.destination, "other"), confident, item.size,

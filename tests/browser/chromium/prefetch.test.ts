@@ -10,7 +10,7 @@ import type { PageLoadsReply } from "../../../extension/src/background/popup-api
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
 import { EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
-import { startSites, type Sites } from "../support/test-site.js";
+import { siteOptions, startSites, type Sites } from "../support/test-site.js";
 
 let sites: Sites;
 before(async () => {
@@ -82,6 +82,40 @@ test("a learned page's third visit is answered from its flight, and the page beh
       return ofIndex[1]?.flight ?? false;
     }, { everyMs: 100 }, () => listed);
     assert.ok(report.sent >= fromFlight.length, JSON.stringify(report));
+  } finally {
+    await browser.close();
+  }
+});
+
+test("a page's fetch(url, {cache: \"no-store\"}) after its learned loads gets the server's current answer, not a flight's copy", async () => {
+  // The helper cannot see a fetch()'s cache mode (the Fetch domain pauses the request before it becomes fields), and
+  // Chromium never answers a script's request with a copy it fetched unasked: a flight neither flies a learned
+  // fetch() nor answers one (prefetch/fidelity.py). The page's image, learned alike, still flies.
+  const browser = await launch(freshProfile(true));
+  try {
+    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
+    const extension = await browser.context.newPage();
+    await extension.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    const page = await browser.context.newPage();
+    const url = `${sites.a.origin}/counter.html`;
+    const host = new URL(sites.a.origin).host;
+    const got: string[] = [];
+    const atServer: number[] = [];
+    let caches: Record<string, string> = {};
+    for (let visit = 1; visit <= 3; visit += 1) {
+      sites.clearLog();
+      siteOptions.counter = visit * 10;
+      await openPage(page, url);
+      await page.waitForFunction(() => [...document.images].every((i) => i.complete && i.naturalWidth > 0));
+      siteOptions.counter += 1; // the server's answer changed after the navigation (and any flight it began)
+      got.push(await page.evaluate(() => (window as unknown as { readCounter(): Promise<string> }).readCounter()));
+      caches = cacheByPath(await settledPageLoad(extension, await tabIdOf(browser.worker, url)));
+      atServer.push(sites.log.filter((r) => r.path === "/counter").length);
+    }
+    assert.deepEqual(got, ["11", "21", "31"], "every visit's fetch() got the server's answer at the time it asked");
+    assert.notEqual(caches[`${host} /counter`], "prefetch");
+    assert.deepEqual(atServer, [1, 1, 1], "the learned fetch() was not flown: no bytes for nobody");
+    assert.equal(caches[`${host} /img/9.png`], "prefetch", "the third visit had a flight: its image came from it");
   } finally {
     await browser.close();
   }

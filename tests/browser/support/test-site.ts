@@ -37,6 +37,8 @@ export const siteOptions = {
   delayMs: 0,
   /** The width (and height) of /versioned.png, a cacheable image whose bytes a test changes between loads. */
   versionedSize: 8,
+  /** The body of /counter (never stored): a test changes it to see whether a page got the server's current answer. */
+  counter: 0,
 };
 
 function originOf(req: IncomingMessage): { self: string; other: string; sameSite: string } {
@@ -328,6 +330,14 @@ export const testSite: Handler = async (req, res, url) => {
     case "/css/held.css":
       await untilPath(`${req.headers.host ?? ""} /img/22.png`, HELD_MAX_MS);
       return send(res, 200, "text/css", "div { color: green; }\n");
+    case "/counter.html":
+      // A page whose script asks the server for /counter with fetch()'s cache mode "no-store": it wants the answer
+      // the server gives when it asks (readCounter is called by the test, after the load).
+      return send(res, 200, "text/html; charset=utf-8", `<!doctype html>${NOICON}<title>counter</title><img src="/img/9.png"><script>
+window.readCounter = async () => (await fetch("/counter", { cache: "no-store" })).text();
+</script>`);
+    case "/counter":
+      return send(res, 200, "text/plain", String(siteOptions.counter));
     case "/plain.html":
       return send(res, 200, "text/html; charset=utf-8", `<!doctype html>${NOICON}<title>plain</title><img src="/img/9.png"><p>plain</p>`);
     case "/frames.html":

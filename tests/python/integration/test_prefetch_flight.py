@@ -92,6 +92,8 @@ async def server() -> AsyncIterator[Server]:
         if name == "a.css":
             return web.Response(body=gzip.compress(CSS), headers={"Content-Encoding": "gzip",
                                                                   "Content-Type": "text/css"})
+        if name == "count.json":  # the server's state: how many times it was asked
+            return web.Response(text=str(state.count("/count.json")), content_type="application/json")
         if name == "b.js":
             return web.Response(body=JS, headers={"Content-Type": "text/javascript"})
         if name == "c.png":
@@ -267,6 +269,31 @@ async def test_answers_from_the_flight_and_refetches_what_does_not_match(server:
     assert report.refused_by_fidelity == {"header:cookie": 1, "header:x-variant": 1, "age": 1}
     assert report.claimed_bytes == len(CSS) + len(PNG)
     assert report.wasted_bytes == len(JS)
+
+
+FETCH = [(k, {"Accept": "*/*", "Sec-Fetch-Dest": "empty", "Sec-Fetch-Mode": "cors"}.get(k, v)) for k, v in STYLE]
+
+
+async def test_a_pages_fetch_or_xhr_is_never_answered_from_the_flight(server: Server, service: FetchService) -> None:
+    """A fetch() or XHR may carry a cache mode ("no-store", "reload") the helper cannot see: it goes to the server
+    and gets its answer at the time it asked, even where the flight holds a copy its fields match (a flight planned
+    before plan.py stopped planning them, or the same URL asked in another way). That is no refusal: the copy still
+    answers the request it could (here one of resource type `other`), and the flight is not distrusted."""
+    flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=4 * 1024 * 1024)), clock=Clock())
+    flight.start([Planned(f"{server.url}/count.json", FETCH, "fetch")])
+    await flight.wait()
+    assert server.count("/count.json") == 1
+    answers = FlightAnswers(service, lambda page: flight)
+    sink = Collect()
+    for kind in ("fetch", "xhr"):
+        await answers.fetch([FetchRequest(kind, "GET", f"{server.url}/count.json", list(FETCH), resource_type=kind,
+                                          decode=True)], sink, PAGE)
+    await answers.fetch([_browser("other", f"{server.url}/count.json", FETCH)], sink, PAGE)
+    got = {k: (g.body, g.report.cache if g.report else None) for k, g in sink.got.items()}
+    assert got == {"fetch": (b"2", "none"), "xhr": (b"3", "none"), "other": (b"1", "prefetch")}
+    assert server.count("/count.json") == 3
+    report = await flight.close()
+    assert report.answered == 1 and report.refused_by_fidelity == {} and not flight.distrusted
 
 
 async def test_the_budget_keeps_unaffordable_guesses_unsent_and_cancels_one_that_outgrows_it(

@@ -1,6 +1,8 @@
 """A page's request of an unsafe method (the browser sends it itself; the extension tells the helper, `invalidate`)
 makes what the page's flight fetched for that URL answer nothing more: the page's next GET of it goes to the server
-(RFC 9111 §4.4, as the browser's own cache forgets its copy), and the flight's other answers still serve."""
+(RFC 9111 §4.4, as the browser's own cache forgets its copy), and the flight's other answers still serve. The URLs
+are images the page changes with a POST (an avatar): a page's fetch() or XHR is never answered from a flight at all
+(prefetch/fidelity.py), with or without an unsafe request before it."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from lanefetch.service import FetchService, ServiceConfig
 from local_app import serve_app
 
 PAGE = Page(address_space="loopback", top_site="http://127.0.0.1")
-FIELDS = [("Accept", "*/*"), ("Sec-Fetch-Dest", "empty"), ("Sec-Fetch-Mode", "cors"), ("User-Agent", "UA/1")]
+FIELDS = [("Accept", "image/*"), ("Sec-Fetch-Dest", "image"), ("Sec-Fetch-Mode", "no-cors"), ("User-Agent", "UA/1")]
 
 
 class Caches:
@@ -45,7 +47,7 @@ async def origin() -> AsyncIterator[tuple[str, list[str]]]:
 
     async def handler(request: web.Request) -> web.Response:
         seen.append(request.path)
-        return web.Response(text=f"{request.path} #{len(seen)}", content_type="application/json")
+        return web.Response(text=f"{request.path} #{len(seen)}", content_type="image/svg+xml")
 
     app = web.Application()
     app.router.add_get("/{name}", handler)
@@ -59,19 +61,19 @@ async def test_an_unsafe_request_of_the_page_makes_the_flights_copy_of_its_url_a
     service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2)))
     try:
         flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
-        flight.start([Planned(f"{url}/cart", FIELDS, "fetch"), Planned(f"{url}/items", FIELDS, "fetch")])
+        flight.start([Planned(f"{url}/avatar", FIELDS, "image"), Planned(f"{url}/banner", FIELDS, "image")])
         await flight.wait()
-        assert sorted(seen) == ["/cart", "/items"]
-        flight.invalidate(f"{url}/cart")  # the page posted to /cart
-        assert not flight.holds(f"{url}/cart") and flight.holds(f"{url}/items")
+        assert sorted(seen) == ["/avatar", "/banner"]
+        flight.invalidate(f"{url}/avatar")  # the page posted a new avatar
+        assert not flight.holds(f"{url}/avatar") and flight.holds(f"{url}/banner")
 
         answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
         sink = Caches()
-        asked = [FetchRequest(name, "GET", f"{url}/{name}", list(FIELDS), resource_type="fetch", decode=True)
-                 for name in ("cart", "items")]
+        asked = [FetchRequest(name, "GET", f"{url}/{name}", list(FIELDS), resource_type="image", decode=True)
+                 for name in ("avatar", "banner")]
         await answers.fetch(asked, sink, PAGE)
-        assert sink.got == {"cart": "none", "items": "prefetch"}
-        assert sorted(seen) == ["/cart", "/cart", "/items"]
+        assert sink.got == {"avatar": "none", "banner": "prefetch"}
+        assert sorted(seen) == ["/avatar", "/avatar", "/banner"]
         report = await flight.close()
         assert report.answered == 1 and report.wasted_bytes > 0  # the forgotten copy crossed the link for nothing
     finally:
@@ -79,34 +81,34 @@ async def test_an_unsafe_request_of_the_page_makes_the_flights_copy_of_its_url_a
 
 
 async def test_an_unsafe_request_that_comes_through_the_helper_invalidates_the_flights_copy_too() -> None:
-    # Firefox's proxy sends every method through the helper (no `invalidate` message): a POST to /cart that comes
-    # this way makes the flight's copy of /cart answer nothing, so the page's next GET sees the cart it changed.
-    cart = {"state": "empty"}
+    # Firefox's proxy sends every method through the helper (no `invalidate` message): a POST to /avatar that comes
+    # this way makes the flight's copy of /avatar answer nothing, so the page's next GET sees the avatar it changed.
+    avatar = {"state": "old"}
 
     async def get(request: web.Request) -> web.Response:
-        return web.Response(text=cart["state"], content_type="application/json")
+        return web.Response(text=avatar["state"], content_type="image/svg+xml")
 
     async def post(request: web.Request) -> web.Response:
-        cart["state"] = "one item"
+        avatar["state"] = "new"
         return web.Response(status=204)
 
     app = web.Application()
-    app.router.add_get("/cart", get)
-    app.router.add_post("/cart", post)
+    app.router.add_get("/avatar", get)
+    app.router.add_post("/avatar", post)
     service = FetchService(ServiceConfig(EngineConfig(connections_per_origin=2)))
     try:
         async with serve_app(app) as port:
-            url = f"http://127.0.0.1:{port}/cart"
+            url = f"http://127.0.0.1:{port}/avatar"
             flight = Flight(service, PAGE, Ledger(Limits(speculative=64 * 1024, total=1024 * 1024)))
-            flight.start([Planned(url, FIELDS, "fetch")])
+            flight.start([Planned(url, FIELDS, "image")])
             await flight.wait()
             answers = FlightAnswers(service, lambda page: flight if page is PAGE else None)
             bodies = Bodies()
-            await answers.fetch([FetchRequest("post", "POST", url, list(FIELDS), body=b"add=1", resource_type="fetch",
+            await answers.fetch([FetchRequest("post", "POST", url, list(FIELDS), body=b"<svg/>", resource_type="other",
                                               decode=True)], bodies, PAGE)
-            await answers.fetch([FetchRequest("get", "GET", url, list(FIELDS), resource_type="fetch", decode=True)],
+            await answers.fetch([FetchRequest("get", "GET", url, list(FIELDS), resource_type="image", decode=True)],
                                 bodies, PAGE)
-            assert bodies.got["get"] == "none" and bodies.bodies["get"] == b"one item"
+            assert bodies.got["get"] == "none" and bodies.bodies["get"] == b"new"
             await flight.close()
     finally:
         await service.aclose()

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from lanefetch.cache.policy import VALIDATED_TYPES
 from lanefetch.cache.vary import normalised_value
 from lanefetch.prefetch.budget import HOLD_CEILING, Ledger, Limits, limits_for
-from lanefetch.prefetch.fidelity import ANSWERABLE, CREDENTIAL_FIELDS, Prefetched, may_answer
+from lanefetch.prefetch.fidelity import ANSWERABLE, CREDENTIAL_FIELDS, SCRIPT_REQUESTS, Prefetched, may_answer
 
 URL = "https://static.example.org/app.js"
 SENT = [
@@ -124,6 +125,33 @@ def test_any_change_to_a_compared_field_refuses(name: str, value: str, add: bool
     assert verdict.ok == same
     if not same:
         assert verdict.reason == f"header:{name}"
+
+
+RESOURCE_TYPES = ("document", "stylesheet", "script", "font", "image", "media", "texttrack", "fetch", "xhr",
+                  "other", "manifest", "ping")
+
+
+@given(st.sampled_from(RESOURCE_TYPES), st.sampled_from([200, 304, 404, 503]),
+       st.floats(min_value=99.0, max_value=140.0),
+       st.sampled_from([[], [("Cache-Control", "no-cache")], [("If-None-Match", '"a"')], [("Range", "bytes=0-")]]))
+@example("fetch", 200, 101.0, [])
+@example("xhr", 200, 101.0, [("If-None-Match", '"a"')])
+def test_a_script_request_is_never_answered_and_nothing_else_changes(
+        resource_type: str, status: int, now: float, extra: list[tuple[str, str]]) -> None:
+    """A page's fetch() or XHR (its cache mode invisible to the helper in Chromium) is never answered by a prefetch,
+    whatever else holds; any other resource type gets the verdict it got before the rule (that of "other")."""
+    held = _held(status=status)
+    verdict = may_answer(held, "GET", URL, [*SENT, *extra], now=now, resource_type=resource_type)
+    plain = may_answer(held, "GET", URL, [*SENT, *extra], now=now)
+    if resource_type in SCRIPT_REQUESTS:
+        assert not verdict.ok and verdict.reason == "script-request"
+    else:
+        assert verdict == plain
+
+
+def test_the_script_requests_are_the_types_whose_cache_mode_the_helper_cannot_see() -> None:
+    # one definition for the cache's lookup (policy.lookup_fields) and the flight's answers
+    assert SCRIPT_REQUESTS == VALIDATED_TYPES == {"fetch", "xhr"}
 
 
 # Budget -------------------------------------------------------------------------------------------------------

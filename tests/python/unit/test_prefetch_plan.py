@@ -1,11 +1,16 @@
 """The flight's plan (prefetch/plan.py): stable learned requests confident, the newest load's others as
 guesses, discovered ones only with fields a learned load of the same origin, destination and mode showed,
-conditional fonts only when learned, nothing credentialed, ordered by wave then render-blocking first."""
+conditional fonts only when learned, nothing credentialed, no fetch()/XHR, ordered by wave then render-blocking
+first."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
 from lanefetch.prefetch.budget import FIRST_VISIT_TOTAL, Limits, limits_for
+from lanefetch.prefetch.fidelity import SCRIPT_DESTINATION
 from lanefetch.prefetch.learned import History, Observed, observe, remember
+from lanefetch.prefetch.load_log import observe_request
 from lanefetch.prefetch.plan import plan
 from lanefetch.prefetch.resource import Subresource
 
@@ -139,3 +144,48 @@ def test_a_discovered_guess_is_planned_as_a_guess_without_having_been_learned() 
     found = [(Subresource(f"{ORG}/note.png", "image", "no-cors", "include", f"{ORG}/a.css", guess=True), 2)]
     p = plan(h, None, found)
     assert (f"{ORG}/note.png", False) in [(i.url, i.confident) for i in p.items]
+
+
+FETCH = [("Accept", "*/*"), ("Sec-Fetch-Dest", "empty"), ("Sec-Fetch-Mode", "cors"), ("Sec-Fetch-Site", "same-origin")]
+
+
+def test_a_learned_fetch_or_xhr_is_never_planned() -> None:
+    # A page's script asked for /api/news in every load (Chromium's paused requests carry no Sec-Fetch-Dest: its
+    # resource type says fetch or xhr): stable, but no prefetch may answer it (fidelity.py: its cache mode is not
+    # seen), so flying it would only waste its bytes. The page's image, learned alike, is planned.
+    chromium = [observe_request("GET", f"{ORG}/api/news", [("Accept", "*/*")], kind, 2, 800)
+                for kind in ("fetch", "xhr")]
+    assert all(o is not None and o.destination == SCRIPT_DESTINATION for o in chromium)
+    loads = [img("logo.png"), *(o for o in chromium if o is not None),
+             observe(f"{CDN}/feed.json", "empty", "cors", 2, FETCH, 300)]
+    h = _history(loads, loads)
+    assert [i.url for i in plan(h, None, []).items] == [f"{ORG}/logo.png"]
+    assert [i.url for i in plan(None, _history(loads, loads, pages=["u:a", "u:b"]), []).items] == [f"{ORG}/logo.png"]
+    assert [i.url for i in plan(None, None, [], shape=_history(loads, loads, pages=["u:a", "u:b"])).items] == [
+        f"{ORG}/logo.png"]
+    # the newest load's others are guesses: a fetch there is none either
+    assert [i.url for i in plan(_history(loads), None, []).items] == [f"{ORG}/logo.png"]
+
+
+def test_a_discovered_preload_as_fetch_is_never_planned() -> None:
+    # `<link rel=preload as=fetch>`: the browser's request for it is a script's kind in Firefox (Sec-Fetch-Dest
+    # empty) and may be in Chromium; a prefetch never answers those. Its fields are learned (api/a): still not.
+    learned = _history([img("logo.png"), observe(f"{ORG}/api/a", "empty", "cors", 2, FETCH, 300)])
+    found = [(Subresource(f"{ORG}/api/b", "empty", "cors", "same-origin", f"{ORG}/"), 1),
+             (Subresource(f"{ORG}/hero.png", "image", "no-cors", "include", f"{ORG}/"), 1)]
+    p = plan(learned, None, found, page_url=f"{ORG}/")
+    assert [i.url for i in p.items] == [f"{ORG}/hero.png", f"{ORG}/logo.png"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["style", "image", "empty", "script"]),
+                          st.integers(min_value=1, max_value=3)), max_size=8),
+       st.integers(min_value=1, max_value=3))
+def test_no_plan_holds_a_script_request(items: list[tuple[str, str, int]], loads: int) -> None:
+    """Whatever a page's loads asked for, its plan holds nothing of destination `empty` (fetch()/XHR), and everything
+    else of the newest load is planned."""
+    kinds = {"style": STYLE, "image": IMAGE, "empty": FETCH, "script": STYLE}
+    load = [observe(f"{ORG}/{name}.{dest}", dest, "cors" if dest == "empty" else "no-cors", wave, kinds[dest], 100)
+            for name, dest, wave in items]
+    p = plan(_history(*[load] * loads), None, [])
+    assert {i.url for i in p.items} == {o.url for o in load if o.destination != SCRIPT_DESTINATION}
+    assert all(i.resource_type not in ("fetch", "xhr") for i in p.items)
