@@ -13,6 +13,7 @@ access log tells which connection served each image and whether it came pipeline
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -29,8 +30,10 @@ from lanefetch.bridge.host import TEST_UPSTREAM_CA_ENV
 from lanefetch.cache.sqlite_store import DB_NAME
 
 from bench import helper_log, png, report
+from bench.cpu_sampler import CpuSampler
 from bench.netlab import Host, Lab, LinkProfile
 from bench.servers import ServerHandle, start_apache, start_nginx, tls_conf
+from bench.tree_cpu import BROWSER, HELPER
 
 REPO = Path(__file__).resolve().parents[2]
 #: The driver per browser (same arguments and output, bench/page_measure.ts).
@@ -209,6 +212,23 @@ def _open_by_any_process(path: Path) -> bool:
     return False
 
 
+def _result_line(proc: Any, cpu: CpuSampler) -> tuple[str, bool]:
+    """The driver's next line that is not a CPU mark, and whether the load was marked. Each mark (page_measure.ts
+    cpuMark: the navigation call, the load event) is a sample of its process tree, then the line the driver waits
+    for."""
+    marks = []
+    while (line := proc.stdout.readline()).startswith('{"cpu":'):
+        mark = json.loads(line)["cpu"]
+        if mark == "navigating":
+            cpu.begin()
+        else:
+            cpu.end()
+        marks.append(mark)
+        proc.stdin.write("cpu\n")
+        proc.stdin.flush()
+    return line, marks == ["navigating", "loaded"]
+
+
 def helper_line(d: Run) -> str:
     """What the helper's own log said of a load (PageLab._check_helper; Firefox over HTTPS), for its log line."""
     h = d.get("helper")
@@ -327,8 +347,8 @@ class PageLab:
         argv += [self.url(shape, warm=True)] if warm else ["--repeat"] if repeat else ["--again"] if again else []
         runs: list[Run] = []
         with tempfile.TemporaryDirectory(prefix="lf-bench-cache-") as cache, \
-                tempfile.TemporaryFile("w+") as err:
-            env = {**os.environ, "XDG_CACHE_HOME": cache}
+                tempfile.TemporaryFile("w+") as err, contextlib.ExitStack() as stack:
+            env = {**os.environ, "XDG_CACHE_HOME": cache, "LANEFETCH_BENCH_CPU_MARKS": "1"}
             if helper_home is not None:  # the harness puts the helper's state with each fresh profile otherwise
                 env["LANEFETCH_BENCH_HELPER_CACHE"] = helper_home
             if self._trust is not None:  # the browser's NSS store and the helper trust the lab's CA
@@ -344,8 +364,11 @@ class PageLab:
             s0 = self._counters()
             proc = self.client.popen(argv, cwd=str(REPO), env=env, stdin=-1, stdout=-1, stderr=err, text=True)
             assert proc.stdin is not None and proc.stdout is not None
+            cpu = stack.enter_context(CpuSampler(proc.pid))
             for k in range(2 if twice else 1):
-                line = proc.stdout.readline()  # bounded: the driver's own timeouts end it
+                spent = cpu.seconds()
+                line, marked = _result_line(proc, cpu)  # bounded: the driver's own timeouts end it
+                cpu.begin()  # the quiet wait (below): the load's too
                 if not line.startswith("{"):
                     proc.wait(timeout=60)
                     err.seek(0)
@@ -374,6 +397,11 @@ class PageLab:
                 # machine make it): the link was slower than its profile, which T_min and "best possible" assume.
                 data["late"] = sum(s1.get(d, {}).get("late_packets", 0) - s0.get(d, {}).get("late_packets", 0)
                                    for d in ("up", "down"))
+                cpu.end()
+                if marked:  # a driver that marked its navigation call and load event (page_measure.ts cpuMark)
+                    now = cpu.seconds()
+                    data["cpu_browser_s"] = now[BROWSER] - spent[BROWSER]
+                    data["cpu_helper_s"] = now[HELPER] - spent[HELPER]
                 runs.append(data)
                 if k == 0 and twice:
                     before, s0 = len(self.srv.access_log()), s1

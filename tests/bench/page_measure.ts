@@ -1,7 +1,8 @@
 // What the page benchmarks' drivers (Chromium over Playwright, Firefox over WebDriver BiDi) measure of one page
 // load, and the stdout/stdin protocol bench/page_load.py speaks with them:
 //   DRIVER URL on|off IMAGES [WARM_URL]
-// One JSON line per load; with WARM_URL the driver then reads one line from stdin (the caller has taken its
+// One JSON line per load (with LANEFETCH_BENCH_CPU_MARKS, a `{"cpu":...}` line before and after its navigation, each
+// answered by a caller's line: cpuMark); with WARM_URL the driver then reads one line from stdin (the caller has taken its
 // counters) and loads WARM_URL in the same tab. After its last load the driver keeps the page open until the caller
 // closes stdin (it has read the link's settled counters), so what the page still fetches after its load event is
 // part of the load's bytes in both variants: closing the browser at once cut OFF's late responses short (Firefox
@@ -88,13 +89,25 @@ export const readLoad = async (): Promise<LoadResult> => {
   };
 };
 
+/** With LANEFETCH_BENCH_CPU_MARKS (bench/page_load.py sets it): prints `{"cpu":NAME}` and waits for the caller's
+ * line, the caller having sampled the CPU times of the driver's process tree (bench/cpu_sampler.py): the browser's
+ * and the helper's CPU of a load is counted from the navigation call to the load event, not while the driver reads
+ * the page and takes its screenshot. */
+async function cpuMark(name: "navigating" | "loaded"): Promise<void> {
+  if (!process.env.LANEFETCH_BENCH_CPU_MARKS) return;
+  console.log(JSON.stringify({ cpu: name }));
+  await nextCallerLine();
+}
+
 /** One load: `load` navigates; the wall clock runs from its start to the load event. */
 export async function measure(probe: PageProbe, images: number, load: () => Promise<unknown>): Promise<Record<string, unknown>> {
   probe.console?.(); // what earlier loads logged is theirs
+  await cpuMark("navigating");
   const t0 = Date.now();
   await load();
   await probe.untilLoaded();
   const noticed = Date.now();
+  await cpuMark("loaded");
   const wall = (noticed - t0) / 1000;
   const r = await probe.read();
   const messages = probe.console?.();

@@ -8,7 +8,10 @@ by the static reading of the document and its stylesheets (`page_deps`). One cel
 OFF ÷ ON by wall clock (navigation call → load event, Chromium's gate included) and by navigation timing, each with
 its 90 % bootstrap interval (`report.ratio_interval`), the ON/OFF downlink bytes ratio (medians; the worst ON load
 against OFF's median too), connections, the waves each load spent on its critical path (`page_deps.critical_waves`,
-medians), T_min (`page_limit.t_min`) and ON ÷ T_min. The verdicts are issue 17's
+medians), T_min (`page_limit.t_min`), ON ÷ T_min and the best possible speed-up OFF ÷ T_min (what a client at the
+page's physical limit would have: where a goal is beyond any client), and the CPU seconds the browser (OFF, ON) and
+the helper (ON) spent per load (medians; `tree_cpu`: on a machine of two cores the helper competes with the page's
+parsing and layout). The verdicts are issue 17's
 "Done when", one per criterion, each "met", "not met" or "n/a" (does not apply to that cell):
 
 - never slower: the wall-clock speed-up's 90 % interval reaches 0.97 (its upper end ≥ 0.97);
@@ -89,6 +92,10 @@ class Load:
     connections: int  # distinct client connections in the server's access log
     requests: int
     waves: int = 0  # waves on its critical path as the server saw them (page_deps.critical_waves)
+    #: CPU seconds (user + system) the browser's processes and the helper's (tree_cpu) spent during the load: the
+    #: navigation call → load event, then the bench's quiet wait. None: not measured (an older driver).
+    cpu_browser_s: float | None = None
+    cpu_helper_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,10 @@ class Cell:
     on_waves: float
     t_min: float | None
     on_over_t_min: float | None
+    best_speedup: float | None = None  # OFF median wall / T_min: the speed-up of a client at the physical limit
+    off_cpu_browser: float | None = None  # medians of the loads' CPU seconds (None: a load has none)
+    on_cpu_browser: float | None = None
+    on_cpu_helper: float | None = None
 
 
 def cell(off: Sequence[Load], on: Sequence[Load], facts: PageFacts, rtt_ms: float,
@@ -138,7 +149,16 @@ def cell(off: Sequence[Load], on: Sequence[Load], facts: PageFacts, rtt_ms: floa
         off_requests=med([d.requests for d in off]), on_requests=med([d.requests for d in on]),
         off_waves=med([d.waves for d in off]), on_waves=med([d.waves for d in on]),
         t_min=tmin, on_over_t_min=None if tmin is None else on_wall / tmin,
+        best_speedup=None if tmin is None else off_wall / tmin,
+        off_cpu_browser=_median_or_none([d.cpu_browser_s for d in off]),
+        on_cpu_browser=_median_or_none([d.cpu_browser_s for d in on]),
+        on_cpu_helper=_median_or_none([d.cpu_helper_s for d in on]),
     )
+
+
+def _median_or_none(xs: Sequence[float | None]) -> float | None:
+    known = [x for x in xs if x is not None]
+    return report.median(known) if known and len(known) == len(xs) else None
 
 
 @dataclass(frozen=True)
@@ -169,7 +189,8 @@ def verdicts(c: Cell, link: str, facts: PageFacts) -> Verdicts:
 
 HEADER = ["page", "link", "browser", "server", "OFF wall s", "ON wall s", "speed-up wall (90 %)", "OFF nav s",
           "ON nav s", "speed-up nav (90 %)", "bytes ON/OFF: down (worst), up", "conns OFF / ON", "waves OFF / ON",
-          "T_min s", "ON ÷ T_min", "never slower", "≥ 1.5×", "≤ 1.3 T_min", "bytes ≤ 1.02"]
+          "T_min s", "ON ÷ T_min", "best possible (OFF ÷ T_min)", "CPU s OFF browser / ON browser / ON helper",
+          "never slower", "≥ 1.5×", "≤ 1.3 T_min", "bytes ≤ 1.02"]
 
 
 def row(page: str, link: str, browser: str, server: str, c: Cell, v: Verdicts) -> list[str]:
@@ -182,8 +203,14 @@ def row(page: str, link: str, browser: str, server: str, c: Cell, v: Verdicts) -
         f"{c.bytes_ratio:.3f} ({c.worst_bytes_ratio:.3f}), {c.up_ratio:.2f}", f"{c.off_conns:g} / {c.on_conns:g}",
         f"{c.off_waves:g} / {c.on_waves:g}",
         "–" if c.t_min is None else f"{c.t_min:.2f}", "–" if c.on_over_t_min is None else f"{c.on_over_t_min:.2f}",
+        "–" if c.best_speedup is None else f"{c.best_speedup:.2f}×", cpu_column(c),
         v.never_slower, v.gain, v.near_limit, v.bytes,
     ]
+
+
+def cpu_column(c: Cell) -> str:
+    """"OFF browser / ON browser / ON helper", CPU seconds (medians), "–" for what was not measured."""
+    return " / ".join("–" if x is None else f"{x:.2f}" for x in (c.off_cpu_browser, c.on_cpu_browser, c.on_cpu_helper))
 
 
 FACTS_HEADER = ["page", "package", "URL path", "subresources", "kB served (gzip where text)", "depth (waves)",

@@ -211,7 +211,8 @@ def _drop_strays(d: Run, page: RealPage) -> None:
 
 def _load(d: Run, rtt_s: float) -> rr.Load:
     return rr.Load(wall_s=d["wall_s"], nav_s=d["load_s"], down_bytes=d["down_bytes"], up_bytes=d["up_bytes"],
-                   connections=d["conns"], requests=d["all_requests"], waves=load_waves(d, rtt_s))
+                   connections=d["conns"], requests=d["all_requests"], waves=load_waves(d, rtt_s),
+                   cpu_browser_s=d.get("cpu_browser_s"), cpu_helper_s=d.get("cpu_helper_s"))
 
 
 def load_waves(d: Run, rtt_s: float) -> int:
@@ -254,6 +255,8 @@ def _describe(d: Run, rtt_s: float) -> str:
             f"{d['decoded']}/{d['images']} decoded, waves {load_waves(d, rtt_s)}, link up {d['up_bytes']} B down "
             f"{d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops, {d.get('late', 0)} late)"
+            + (f", CPU browser {d['cpu_browser_s']:.2f} s helper {d['cpu_helper_s']:.2f} s"
+               if "cpu_browser_s" in d else "")
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
             + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1)
             + (f"; layout {d['layout']}, screen {d.get('screen', '-')}, {len(d.get('fonts', []))} font faces, "
@@ -551,7 +554,16 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "that body); a prefetched or preloaded path costs its chain no wave. "
         "T_min = (1 + depth) × RTT + bytes served × 8 / downlink rate (`page_limit.py`: one TCP handshake — for "
         "`nginx-h2` two, TCP + TLS 1.3 — one round trip per wave, bodies only, no headers or slow start, not "
-        "overlapped); ON ÷ T_min uses ON's median wall clock.",
+        "overlapped); ON ÷ T_min uses ON's median wall clock. Best possible = OFF's median wall clock ÷ T_min: the "
+        "speed-up a client at the page's physical limit would have; a goal above it is beyond any client (where "
+        "bytes ÷ rate dominate T_min, as on `wcdma`, no client reaches 1.5×). "
+        "CPU s = CPU seconds (user + system, medians) spent during a load, from its navigation call to its load "
+        "event and then during the quiet wait above (not while the driver reads the page and takes its "
+        "screenshot), by the browser's processes (OFF, then ON) and by lanefetch's helper (ON: the native host, "
+        "which in Firefox is the proxy, with its discovery worker and forkserver; `tree_cpu.py`), read from "
+        "`/proc/<pid>/stat` of the driver's process tree every 0.1 s and at both ends (a process that ended keeps "
+        "what it had at its last sample, plus what its parent's cutime gained beyond that). On a machine of two "
+        "cores the helper's CPU competes with the page's parsing and layout.",
         "",
         "Verdicts (issue 17, Done when): never slower = the wall-clock interval reaches 0.97 (upper end ≥ 0.97); "
         "≥ 1.5× = median wall-clock speed-up, on `sat` and `wcdma` for pages of ≥ 20 subresources; ≤ 1.3 T_min = "

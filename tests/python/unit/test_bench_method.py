@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from bench import __main__ as bench_main
 from bench import page_load, report, scenario_delay, scenario_engine, scenario_grid, scenario_hol, scenario_real_pages
 from bench.cli_fetch import BASELINE, IP_OVERHEAD, PIPELINED
 from bench.servers import AccessRecord
+from bench.tree_cpu import ProcStat, parse_stat
 
 
 class _Host:
@@ -134,6 +140,7 @@ class _Driver:
         self.started: list[str] = []  # the paths of the load under way already asked for
         self.stdin = self
         self.stdout = self
+        self.pid = -1  # no process: the CPU sampler finds no tree under it
 
     def _ask(self, path: str) -> None:
         self.server.records.append(AccessRecord(str(self.loads), 1, False, "10.231.1.1", 40000, 200, 1000,
@@ -269,3 +276,86 @@ def test_a_page_load_says_how_many_packets_the_emulator_delivered_late(monkeypat
     assert "2 late" in page_load._describe_images(d)
     assert page_load.variant_row("OFF", [d, d])[-1] == "0 / 4"
     assert "2 late" in scenario_real_pages._describe({**d, "records": [], "waves": 0, "decoded": 0, "images": 0}, 0.6)
+
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> ProcStat:
+    with open(f"/proc/{pid}/stat") as f:
+        return parse_stat(f.read())
+
+
+def _ticks(pid: int) -> int:
+    return _stat(pid).own_ticks
+
+
+def test_a_marked_load_counts_the_cpu_its_browser_and_helper_spent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A driver that marks its navigation call and its load event (page_measure.ts cpuMark) is answered after each
+    mark, and the load says how much CPU its process tree spent: here a real process whose two children burn CPU,
+    one a browser's, one started as the helper's host (`lanefetch-host`, its comm). What they burned between the
+    marks is counted, never more than they burned in all; a driver that does not mark gets no CPU fields."""
+    monkeypatch.delenv("LANEFETCH_BENCH_PCAP", raising=False)
+    monkeypatch.setattr(page_load.PageLab, "_settled_counters", page_load.PageLab._counters)
+    host = tmp_path / "lanefetch-host"
+    host.symlink_to(sys.executable)
+    spin = '-c "while True: pass"'
+    tree = subprocess.Popen(["sh", "-c", f'"{sys.executable}" {spin} & "{host}" {spin} & wait'],
+                            start_new_session=True)
+    try:
+        def children() -> list[int]:
+            for _ in range(100):
+                with open(f"/proc/{tree.pid}/task/{tree.pid}/children") as f:
+                    pids = [int(p) for p in f.read().split()]
+                if len(pids) == 2 and all(_stat(p).comm != "sh" for p in pids):
+                    return pids
+                time.sleep(0.05)
+            raise AssertionError("the spinning children did not start in 5 s")
+
+        server, wire = _Server(), _Wire()
+        page = ["/p2x1000/index.html", "/p2x1000/i000.png", "/p2x1000/i001.png"]
+        acks: list[str] = []
+        burnt_from: dict[int, int] = {}
+
+        class Marking(_Driver):
+            lines: ClassVar[list[str]] = ['{"cpu":"navigating"}\n', '{"cpu":"loaded"}\n']
+
+            def readline(self) -> str:
+                if not self.lines:
+                    return super().readline()
+                line = self.lines.pop(0)
+                if "loaded" in line:  # the load burns at least 0.1 s of CPU in each child (bounded: 20 s)
+                    for _ in range(400):
+                        if all(_ticks(p) - t >= TICKS_PER_S // 10 for p, t in burnt_from.items()):
+                            break
+                        time.sleep(0.05)
+                    else:
+                        raise AssertionError("the children did not burn 0.1 s of CPU in 20 s")
+                return line
+
+            def write(self, line: str) -> None:
+                acks.append(line)
+                if len(acks) == 1:  # the navigation call's sample is taken
+                    burnt_from.update({p: _ticks(p) for p in children()})
+
+        pl = page_load.PageLab.__new__(page_load.PageLab)
+        pl.browser, pl.https, pl._trust, pl.ip = "chromium", False, None, "10.231.1.2"
+        pl.srv, pl.link = server, wire  # type: ignore[assignment]
+        driver = Marking(server, wire, [page])
+        driver.pid = tree.pid
+        pl.client = _Client(driver)  # type: ignore[assignment]
+        (d,) = pl.load(page_load.PageShape(2, 1000), "on")
+        total = {_stat(p).comm: _ticks(p) / TICKS_PER_S for p in burnt_from}
+    finally:
+        os.killpg(tree.pid, signal.SIGKILL)
+        tree.wait(10)
+    assert acks == ["cpu\n", "cpu\n"]
+    assert 0.1 <= d["cpu_browser_s"] <= total[Path(sys.executable).name[:15]]
+    assert 0.1 <= d["cpu_helper_s"] <= total["lanefetch-host"]
+    assert "CPU browser" in scenario_real_pages._describe({**d, "records": [], "waves": 0, "decoded": 0, "images": 0},
+                                                          0.6)
+
+    pl.client = _Client(_Driver(server, wire, [page]))  # type: ignore[assignment]
+    (unmarked,) = pl.load(page_load.PageShape(2, 1000), "on")
+    assert "cpu_browser_s" not in unmarked and "cpu_helper_s" not in unmarked

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -243,6 +244,31 @@ def test_row_has_one_cell_per_header_column() -> None:
     r = rr.row("p", "wcdma", "Chromium", "apache", c, rr.verdicts(c, "wcdma", FACTS_BIG))
     assert len(r) == len(rr.HEADER) and r[6].startswith("**2.00×**")
     assert len(rr.facts_row("p", "pkg", "/p/x.html", FACTS_BIG)) == len(rr.FACTS_HEADER)
+
+
+def test_best_possible_is_off_over_t_min_and_cpu_is_each_parts_median() -> None:
+    """OFF ÷ T_min: the speed-up a client at the page's physical limit would have (on wcdma the bytes dominate it,
+    so it says where 1.5× is beyond any client); the CPU column: OFF's browser, ON's browser, ON's helper."""
+    def with_cpu(loads: list[rr.Load], browser: list[float], helper: list[float]) -> list[rr.Load]:
+        return [dataclasses.replace(d, cpu_browser_s=b, cpu_helper_s=h) for d, b, h in zip(loads, browser, helper,
+                                                                                               strict=True)]
+
+    off = with_cpu(_loads([6.0, 6.2, 5.8], 300_000), [1.0, 1.4, 1.2], [0.0, 0.0, 0.0])
+    on = with_cpu(_loads([5.0, 5.1, 4.9], 300_000), [0.9, 0.7, 0.8], [0.3, 0.5, 0.1])
+    facts = rr.PageFacts(subresources=24, body_bytes=240_000, depth=3, not_found=0)
+    c = rr.cell(off, on, facts, rtt_ms=400, down_kbit=384)
+    assert c.t_min == pytest.approx(4 * 0.4 + 5.0) and c.best_speedup == pytest.approx(6.0 / 6.6)
+    assert (c.off_cpu_browser, c.on_cpu_browser, c.on_cpu_helper) == (1.2, 0.8, 0.3)
+    r = dict(zip(rr.HEADER, rr.row("p", "wcdma", "Chromium", "apache", c, rr.verdicts(c, "wcdma", facts)),
+                 strict=True))
+    assert r["best possible (OFF ÷ T_min)"] == "0.91×" and rr.verdicts(c, "wcdma", facts).gain == "not met"
+    assert r["CPU s OFF browser / ON browser / ON helper"] == "1.20 / 0.80 / 0.30"
+    # Loads of an older driver (no CPU) and a link with no rate (no T_min) say so.
+    lan = rr.cell(_loads([1.0, 1.0], 1000), [*_loads([0.8], 1000), *on[:1]], facts, rtt_ms=0, down_kbit=None)
+    r = dict(zip(rr.HEADER, rr.row("p", "lan", "Chromium", "apache", lan, rr.verdicts(lan, "lan", facts)),
+                 strict=True))
+    assert lan.best_speedup is None and r["best possible (OFF ÷ T_min)"] == "–"
+    assert r["CPU s OFF browser / ON browser / ON helper"] == "– / – / –"
 
 
 def test_a_subset_names_its_report_after_what_it_selected_in_any_order() -> None:
