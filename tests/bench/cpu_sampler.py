@@ -76,7 +76,9 @@ class CpuSampler:
 
     @property
     def ended(self) -> int:
-        return self._tree.ended
+        """Processes of the tree that ended (or left it) while counting, so far."""
+        with self._lock:
+            return self._tree.ended
 
     def __enter__(self) -> Self:
         self._thread.start()

@@ -366,7 +366,7 @@ class PageLab:
             assert proc.stdin is not None and proc.stdout is not None
             cpu = stack.enter_context(CpuSampler(proc.pid))
             for k in range(2 if twice else 1):
-                spent = cpu.seconds()
+                spent, ended = cpu.seconds(), cpu.ended
                 line, marked = _result_line(proc, cpu)  # bounded: the driver's own timeouts end it
                 cpu.begin()  # the quiet wait (below): the load's too
                 if not line.startswith("{"):
@@ -402,6 +402,7 @@ class PageLab:
                     now = cpu.seconds()
                     data["cpu_browser_s"] = now[BROWSER] - spent[BROWSER]
                     data["cpu_helper_s"] = now[HELPER] - spent[HELPER]
+                    data["cpu_ended"] = cpu.ended - ended  # processes of the tree that ended during the load
                 runs.append(data)
                 if k == 0 and twice:
                     before, s0 = len(self.srv.access_log()), s1

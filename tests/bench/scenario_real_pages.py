@@ -255,8 +255,8 @@ def _describe(d: Run, rtt_s: float) -> str:
             f"{d['decoded']}/{d['images']} decoded, waves {load_waves(d, rtt_s)}, link up {d['up_bytes']} B down "
             f"{d['down_bytes']} B "
             f"({d.get('up_drops', 0) + d.get('down_drops', 0)} drops, {d.get('late', 0)} late)"
-            + (f", CPU browser {d['cpu_browser_s']:.2f} s helper {d['cpu_helper_s']:.2f} s"
-               if "cpu_browser_s" in d else "")
+            + (f", CPU browser {d['cpu_browser_s']:.2f} s helper {d['cpu_helper_s']:.2f} s "
+               f"({d.get('cpu_ended', 0)} processes ended)" if "cpu_browser_s" in d else "")
             + (f", {pieces} of them pieces (206)" if (pieces := sum(r.status == 206 for r in d["records"])) else "")
             + "".join(f"; {path} asked {n}×" for path, n in Counter(r.path for r in answers(d)).items() if n > 1)
             + (f"; layout {d['layout']}, screen {d.get('screen', '-')}, {len(d.get('fonts', []))} font faces, "

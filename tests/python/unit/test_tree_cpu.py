@@ -174,8 +174,8 @@ def test_a_process_the_tree_left_keeps_what_was_counted() -> None:
 
 
 def test_a_child_and_its_parent_that_both_ended_are_the_grandparents_to_count_once() -> None:
-    got = _seconds([([_p(100, 1), _p(101, 100), _p(102, 101, own=10, start=5), _p(103, 102, own=20, start=6)],
-                     1.0, False),
-                    # 103 ended at 25 (102 reaped it: 102's cutime 25), then 102 at 12 (101 reaped 12 + 25).
-                    ([_p(100, 1), _p(101, 100, reaped=12 + 25)], 1.1, True)])
-    assert got[BROWSER] == pytest.approx((2 + 5) / 100)
+    t = TreeCpu(100, ticks_per_s=100)
+    t.sample([_p(100, 1), _p(101, 100), _p(102, 101, own=10, start=5), _p(103, 102, own=20, start=6)], 1.0, False)
+    # 103 ended at 25 (102 reaped it: 102's cutime 25), then 102 at 12 (101 reaped 12 + 25).
+    t.sample([_p(100, 1), _p(101, 100, reaped=12 + 25)], 1.1, True)
+    assert t.seconds()[BROWSER] == pytest.approx((2 + 5) / 100) and t.ended == 2
