@@ -158,7 +158,7 @@ def cell(off: Sequence[Load], on: Sequence[Load], facts: PageFacts, rtt_ms: floa
 
 def _median_or_none(xs: Sequence[float | None]) -> float | None:
     known = [x for x in xs if x is not None]
-    return report.median(known) if known and len(known) == len(xs) else None
+    return report.median(known) if xs and len(known) == len(xs) else None
 
 
 @dataclass(frozen=True)

@@ -559,8 +559,9 @@ def _write(name: str, chosen: dict[str, list[str]], pages: Sequence[RealPage], m
         "`wcdma` bytes ÷ rate make most of T_min and OFF is already near it). "
         "CPU s = CPU seconds (user + system, medians) spent during a load, from its navigation call to its load "
         "event and then during the quiet wait above (not while the driver reads the page and takes its "
-        "screenshot), by the browser's processes (OFF, then ON) and by lanefetch's helper (ON: the native host, "
-        "which in Firefox is the proxy, with its discovery worker and forkserver; `tree_cpu.py`), read from "
+        "screenshot), by the browser's processes (OFF, then ON: lanefetch's extension runs in them) and by "
+        "lanefetch's helper (ON: the native host, which in Firefox is the proxy, with its discovery worker and "
+        "forkserver; `tree_cpu.py`), read from "
         "`/proc/<pid>/stat` of the driver's process tree every 0.1 s and at both ends (a process that ended keeps "
         "what it had at its last sample, plus what its parent's cutime gained beyond that). On a machine of two "
         "cores the helper's CPU competes with the page's parsing and layout.",

@@ -4,7 +4,8 @@ lines of /proc/<pid>/stat and the sample times in, seconds per part out; `cpu_sa
 Theory of operation. On a machine of two cores the helper's CPU competes with the page's parsing and layout, so the
 real-pages bench records, per load, the CPU (user + system) both spent while the load ran. Everything runs under the
 page driver (node): the browser it launched, and under the browser the helper the browser started (the native host,
-`lanefetch-host`; in Firefox it is the proxy too) with its discovery worker and that worker's forkserver.
+`lanefetch-host`; in Firefox it is the proxy too) with its discovery worker and the forkserver that started it.
+The extension runs in the browser's processes: ON, the browser's part holds lanefetch's extension too.
 
 - A sample is every process's stat line. The tree is the driver's descendants (the driver itself, node running
   Playwright or puppeteer, is neither part); a process is the helper's when it or an ancestor is `lanefetch-host`
@@ -12,9 +13,10 @@ page driver (node): the browser it launched, and under the browser the helper th
 - A process is keyed by pid and start time (a pid used again is another process). Its own time (utime + stime: all
   its threads, the ended ones too) counts by how much it grew since the last sample that saw it; a process born
   since the last sample counts whole. One seen before but not now ended: what it had at its last sample stays
-  counted (its last moments after that sample are not). Its parent, once it reaped it, holds its final times in
-  cutime + cstime (with those of any child too short-lived to be sampled): a parent's growth there beyond what its
-  vanished children last had is counted for the parent's part, the rest (already counted) is not counted twice.
+  counted; its last moments after that sample only its parent knows. The parent, once it reaped it, holds its final
+  times in cutime + cstime (with those of any child too short-lived to be sampled): a parent's growth there beyond
+  what its vanished children last had is counted for the parent's part, the rest (already counted) is not counted
+  twice.
   A child whose parent never waits for it (reaped automatically, or orphaned to init) loses only its tail.
 - Each sample says whether the time since the previous one counts (the load: navigation call → load event, then the
   bench's quiet wait) or not (between them: the driver reading the page, taking its screenshot).
