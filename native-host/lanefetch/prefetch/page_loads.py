@@ -104,7 +104,7 @@ from .field_profile import (
 from .field_profile import decode as decode_profile
 from .field_profile import encode as encode_profile
 from .flight import Flight, FlightAnswers, FlightReport
-from .flight_pieces import LinkRoom
+from .flight_pieces import LinkRoom, probed
 from .learned import History, Observed, replayed
 from .load_log import IDLE_S, LoadKey, LoadLog, load_key, observe_request
 from .page_memory import PageMemory
@@ -208,6 +208,7 @@ class _Load:
     taps: dict[str, _Tap] = field(default_factory=dict)  # by request id
     read: set[str] = field(default_factory=set)  # stylesheet URLs read already
     planned: set[str] = field(default_factory=set)  # URLs the flight was given
+    adopted: set[str] = field(default_factory=set)  # the browser's own requests asked through the flight (_adopt)
     cookies_on_site: bool = False  # the browser sends or was sent cookies for the page's site
     user_agent: str | None = None
     # The Accept-Encoding the browser's requests of the load carried, by URL scheme (proxy mode: a discovered
@@ -495,13 +496,52 @@ class PageLoads:
         if not items or load.ended:
             return
         load.planned.update(i.url for i in items)
+        self._flight_of(load).start(items)
+
+    def _flight_of(self, load: _Load) -> Flight:
+        """The load's flight, begun now if it has none yet."""
         if load.flight is None:
             load.flight = Flight(self.inner, load.page, Ledger(load.limits or limits_for(None, first_visit=True)),
                                  clock=self._clock, split_where=self._link_room)
             flight = load.flight
             flight.on_arrived = lambda request, head, body: self._arrived(load, flight, request, head, body)
             flight.still_wanted = lambda url: not load.log.requested(url)
-        load.flight.start(items)
+        return load.flight
+
+    async def _adopt(self, load: _Load, requests: list[FetchRequest]) -> None:
+        """The browser's own requests for images and web fonts of unknown size, where their origin's link has room
+        for pieces, are asked through the load's flight, exactly as the browser sent them: so they come as the
+        flight's do, a first piece telling the size and the rest in pieces over the warm connections
+        (flight_pieces.py), not whole on whichever connection is free. Why: a large document is read whole (for what
+        it names) only once it ended, and in Chromium the browser parses it from that moment too; the two race.
+        rust-book-print's four large PNGs (82-241 kB) are named from 0.98 MB on in its 1.6 MB document: where the
+        browser asked for them first (the whole read took 0.17-0.95 s at the document's end on a busy 2-core machine,
+        the browser's batch came 0.25 s after it), they went whole to cold connections and the page took 8-11.6 s
+        instead of 6.8 s (session 49). The fidelity rule answers each with its own prefetch (the same fields), and a
+        claimed prefetch is stored in the helper's cache as the browser's answer would be (FlightAnswers._keep).
+        Only where the browser gets its answers whole anyway (`documents_whole`, Chromium's debugger mode): a
+        flight's answer reaches the page once whole, where Firefox's proxy would otherwise stream it as it comes."""
+        if not self._documents_whole or self._link_room is None or load.ended or load.forgotten:
+            return
+        flight = load.flight
+        items: list[Planned] = []
+        for r in requests:
+            if r.method.upper() != "GET" or r.expected_size is not None or r.url in load.adopted:
+                continue
+            if flight is not None and (flight.holds(r.url) or flight.distrusted):
+                continue
+            if not probed(FetchRequest(r.id, "GET", r.url, list(r.headers), resource_type=r.resource_type)):
+                continue  # not an image or web font, or asked with fields a range would change (a validation)
+            if not await self._link_room(r.url, load.page):
+                continue
+            items.append(Planned(r.url, list(r.headers), r.resource_type, confident=True, decode=r.decode))
+        if not items or load.ended:
+            return
+        load.adopted.update(i.url for i in items)
+        load.planned.update(i.url for i in items)
+        log.debug("the browser's own %s asked through the flight of %s", ", ".join(i.url for i in items),
+                  load.key.page)
+        self._flight_of(load).start(items)
 
     async def _signals_now(self, page: Page, planned: list[Planned]) -> list[Planned]:
         """The items with the privacy signals (DNT, Sec-GPC) their browser sends now, as its field profile last
@@ -808,9 +848,9 @@ class PageLoads:
                 await load.starting  # a flight being set up is closed like one under way
             report = await load.flight.close() if load.flight is not None else None
             if report is not None:
-                log.debug("the load of %s ended: its flight sent %d, answered %d, cut by the budget %d, refused %s",
-                          load.key.page, report.sent, report.answered, report.cancelled_by_budget,
-                          report.refused_by_fidelity or "none")
+                log.debug("the load of %s ended: its flight sent %d (%d of them the browser's own, _adopt), answered %d, "
+                          "cut by the budget %d, refused %s", load.key.page, report.sent, len(load.adopted),
+                          report.answered, report.cancelled_by_budget, report.refused_by_fidelity or "none")
             load.forgotten = load.forgotten or generation != self._generation
             observed = [] if load.forgotten else load.log.observed()
             if not load.forgotten:
@@ -845,6 +885,10 @@ class PageLoads:
             load.batch_seen = True
             if load.after_first_batch:  # planned after this batch's requests were queued (the plan awaits)
                 load.spawn(self._fly_pending(load, load.user_agent), "lanefetch-after-first-batch")
+        try:
+            await self._adopt(load, requests)
+        except Exception:  # an optimisation: the requests go their usual way
+            log.exception("asking the browser's requests through the flight failed")
         return await self._answers.fetch(requests, _LoggingSink(sink, load, self._clock, self), page)
 
     async def _fly_pending(self, load: _Load, user_agent: str | None) -> list[str]:

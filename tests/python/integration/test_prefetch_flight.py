@@ -989,3 +989,50 @@ async def test_a_request_answered_by_one_of_two_prefetches_of_its_url_is_no_refu
     assert server.count("/b.js") == 2  # the two prefetches, nothing more
     report = await flight.close()
     assert report.answered == 2 and not report.refused_by_fidelity
+
+
+@pytest.mark.parametrize("case", ["chromium", "firefox", "no_room", "validation"])
+async def test_the_browsers_own_image_of_unknown_size_is_asked_in_pieces_through_the_flight(
+        server: Server, service: FetchService, case: str) -> None:
+    """A large document is read whole only at its end, when Chromium gets it too and its parser races the read for
+    what it names (page_loads._adopt): an image of unknown size the browser asked for first is asked through the
+    load's flight, a first piece and the rest in pieces, as the flight's own are, and answered whole, from that
+    flight, to the browser's request alone. Not in Firefox (its proxy streams answers as they come), not where the
+    link's room is unknown, and not for a validation (a range of it would mean something else): asked whole there."""
+    from lanefetch.prefetch.discover_worker import Discoverer
+    from lanefetch.prefetch.load_log import load_key
+    from lanefetch.prefetch.page_loads import LoadEnded, PageLoads
+
+    async def ended(_: LoadEnded) -> None:
+        pass
+
+    async def nowhere(url: str, page: Page) -> bool:
+        return False
+
+    loads = PageLoads(service, service.cache_for, ended, discoverer=Discoverer(use_process=False),
+                      link_room=nowhere if case == "no_room" else _anywhere, documents_whole=case != "firefox")
+    page = Page(address_space="loopback", top_site=server.url, url=f"{server.url}/book/print.html")
+    assert loads.navigation(page)
+    fields = IMAGE + ([("If-None-Match", '"photo-0"')] if case == "validation" else [])
+    sink = Collect()
+    try:
+        request = FetchRequest("photo", "GET", f"{server.url}/photo.png", list(fields), resource_type="image")
+        await loads.fetch([request], sink, page)
+        got = sink.got["photo"]
+        assert got.error is None and got.head is not None
+        asked = [h.get("Range", "") for p, h in server.seen if p == "/photo.png"]
+        if case == "chromium":
+            assert got.head.status == 200 and got.body == PHOTO
+            assert asked[0] == f"bytes=0-{PIECE_BYTES - 1}" and len(asked) == 3, asked
+            assert got.report is not None and got.report.cache == "prefetch"
+            load = loads._loads[load_key(page)]  # type: ignore[index]
+            assert load.flight is not None
+            report = await load.flight.close()
+            assert report.answered == 1 and report.wasted_bytes == 0
+        else:
+            assert asked == [""], "asked whole, as the browser sent it"
+            assert got.report is not None and got.report.cache != "prefetch"
+            if case != "validation":
+                assert got.head.status == 200 and got.body == PHOTO
+    finally:
+        await loads.end_all()
