@@ -848,7 +848,7 @@ class PageLoads:
                 await load.starting  # a flight being set up is closed like one under way
             report = await load.flight.close() if load.flight is not None else None
             if report is not None:
-                log.debug("the load of %s ended: its flight sent %d (%d of them the browser's own, _adopt), answered %d, "
+                log.debug("the load of %s ended: its flight sent %d (%d the browser's own, _adopt), answered %d, "
                           "cut by the budget %d, refused %s", load.key.page, report.sent, len(load.adopted),
                           report.answered, report.cancelled_by_budget, report.refused_by_fidelity or "none")
             load.forgotten = load.forgotten or generation != self._generation
