@@ -17,13 +17,14 @@ from . import system_trust
 from .address_policy import AddressSpace
 from .config import EngineConfig
 from .connection import Carrier
+from .connection_cap import ConnectionCap
 from .errors import FetchError
 from .exchange import Exchange, Sink
 from .fetcher import BatchResult, Page
 from .host_link import HostLink
 from .origin_policy import OriginPolicy
 from .pool import OriginPool
-from .pool_plan import Evictable, Handshake, connection_cap, room_under_cap
+from .pool_plan import Handshake, connection_cap
 from .request import FetchRequest, Origin, parse_target, validate
 from .rtt_sample import handshake_round_trip
 from .timing import ConnectTiming, now
@@ -58,25 +59,28 @@ def _file_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+def new_cap(config: EngineConfig) -> ConnectionCap:
+    """A cap on connections for one helper process: config.max_connections, at most half the process's file limit
+    (pool_plan.connection_cap). Made once (service.py) and given to every engine of the process."""
+    return ConnectionCap(connection_cap(config.max_connections, _file_limit()))
+
+
 def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
     return lambda _done: timer.cancel()
 
 
 class Engine:
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None, cap: ConnectionCap | None = None) -> None:
+        """`cap`: the helper's one cap on connections (connection_cap.py), shared with every other engine it runs;
+        without one, the engine has a cap of its own (config.max_connections, at most half the file limit)."""
         self.config = config or EngineConfig()
         self.policies: dict[PolicyKey, OriginPolicy] = {}  # learned this session (policy_key)
         # One pool per origin, address space, top-level site and window kind: a private window's connections (and
         # the TLS sessions they resume) are never a normal window's, as in the browser's own network stack.
         self._pools: dict[tuple[Origin, AddressSpace, str, bool], OriginPool] = {}
-        self._conn_ids = itertools.count(1)
         self._seq = itertools.count()
         self._open_connections = 0
-        # Connections (by id, connecting ones included) counted against config.max_connections, and the pools whose
-        # work waits for room under it (pool_plan.room_under_cap), told in turn when room may have come.
-        self._counted: set[int] = set()
-        self._waiting: dict[OriginPool, None] = {}
-        self._cap = connection_cap(self.config.max_connections, _file_limit())
+        self.cap = cap if cap is not None else new_cap(self.config)
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None
@@ -164,7 +168,6 @@ class Engine:
             carrier.abandon(ex)
 
     async def aclose(self) -> None:
-        self._waiting.clear()
         for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
@@ -172,7 +175,7 @@ class Engine:
     # -- used by pools and connections -----------------------------------------------------------------------
 
     def next_connection_id(self) -> int:
-        return next(self._conn_ids)
+        return self.cap.next_id()  # unique over the engines sharing the cap: it counts connections by id
 
     def tcp_connected(self, origin: Origin, timing: ConnectTiming, policy: OriginPolicy) -> None:
         if timing.connect_start is None or timing.connect_end is None:
@@ -198,51 +201,21 @@ class Engine:
                 self._tls = make_tls_context(self.config.ca_file, http2=self.config.http2)
         return self._tls
 
+    # The cap over all origins and engines (connection_cap.py): the pools' calls, passed on.
     def admit(self, pool: OriginPool, wanted: int, wait: bool = True, evict: bool = True) -> int:
-        """How many of `wanted` new connections `pool` may open now under config.max_connections
-        (pool_plan.room_under_cap): idle connections of other pools are closed for room where `evict`, and where
-        `wait` a pool left short is told when room may have come (room_freed). Each one opened is counted
-        (connection_counted); under the cap this is one comparison."""
-        cap = self._cap
-        if len(self._counted) + wanted <= cap:
-            return max(0, wanted)
-        by_id = {c.id: (p, c) for p, c in self._evictable(pool)} if evict else {}
-        room = room_under_cap(len(self._counted), wanted, cap,
-                              (Evictable(cid, p.last_used(c)) for cid, (p, c) in by_id.items()))
-        for cid in room.evict:
-            owner, conn = by_id[cid]
-            self._counted.discard(cid)  # its socket is closed now: the room is the asker's at once
-            owner.evict(conn)
-        if room.open == 0 and wanted and wait:
-            self._waiting[pool] = None
-        return room.open
+        return self.cap.admit(pool, wanted, wait, evict)
 
-    def _evictable(self, asker: OriginPool) -> list[tuple[OriginPool, Carrier]]:
-        """Open connections of other pools that carry nothing, of pools with nothing queued (pool_plan.Evictable)."""
-        return [(p, c) for p in self._pools.values() if p is not asker and not p.queued()
-                for c in p.idle_connections() if c.id in self._counted]
-
-    def connection_counted(self, conn_id: int) -> None:
-        self._counted.add(conn_id)
+    def connection_counted(self, pool: OriginPool, conn_id: int) -> None:
+        self.cap.counted(pool, conn_id)
 
     def connection_released(self, pool: OriginPool, conn_id: int) -> None:
-        """A counted connection of `pool` is gone (failed to connect, or closed): its room goes to the other pools
-        waiting for room. Not to `pool` itself, which decides on its own what its loss calls for: woken here, an
-        origin whose connects fail at once connected again and again at the cap."""
-        if conn_id in self._counted:
-            self._counted.discard(conn_id)
-            self.room_may_have_come(pool)
+        self.cap.released(pool, conn_id)
 
-    def room_may_have_come(self, but: OriginPool | None = None) -> None:
-        """A connection closed or went idle: the pools waiting for room (`but` that one) ask again, and wait again
-        if still short."""
-        if not self._waiting:
-            return
-        waiting = [p for p in self._waiting if p is not but]
-        for pool in waiting:
-            del self._waiting[pool]
-        for pool in waiting:
-            pool.room_freed()
+    def room_may_have_come(self) -> None:
+        self.cap.serve()
+
+    def pool_closed(self, pool: OriginPool) -> None:
+        self.cap.forget(pool)
 
     def connection_opened(self, conn: Carrier) -> None:
         self._open_connections += 1

@@ -44,6 +44,7 @@ from .pool_plan import (
     Ahead,
     Bin,
     Candidate,
+    Evictable,
     Handshake,
     Packing,
     allowed_depth,
@@ -103,11 +104,12 @@ class PoolOwner(Protocol):
     def policy_changed(self, policy: OriginPolicy) -> None: ...
     def connection_opened(self, conn: Carrier) -> None: ...
     def connection_closed(self, conn: Carrier) -> None: ...
-    # The cap over all origins (pool_plan.room_under_cap, engine.py).
+    # The cap over all origins and engines (connection_cap.py, shared by every engine of the helper).
     def admit(self, pool: OriginPool, wanted: int, wait: bool = True, evict: bool = True) -> int: ...
-    def connection_counted(self, conn_id: int) -> None: ...
+    def connection_counted(self, pool: OriginPool, conn_id: int) -> None: ...
     def connection_released(self, pool: OriginPool, conn_id: int) -> None: ...
-    def room_may_have_come(self, but: OriginPool | None = None) -> None: ...
+    def room_may_have_come(self) -> None: ...
+    def pool_closed(self, pool: OriginPool) -> None: ...
 
 
 
@@ -594,6 +596,15 @@ class OriginPool:
         self._open_for_work()
 
     def _open_for_work(self) -> None:
+        # Under the cap over all origins (connection_cap.py): what cannot open now waits its turn in the cap's line,
+        # which opens a connection at a time for it as room comes (take_turn); its open connections, if any, serve
+        # its queue meanwhile.
+        wanted = self.wanted()
+        for _ in range(self.engine.admit(self, wanted) if wanted else 0):
+            self._open()
+
+    def wanted(self) -> int:
+        """How many more connections the queued work calls for now (connection_cap.CapMember)."""
         # A connection busy with a bulk response neither takes work nor counts against the limit: at most
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
         # An h2 connection that got a GOAWAY takes no new streams: it does not serve the queue either.
@@ -602,15 +613,11 @@ class OriginPool:
         # when a connection ended, they opened one that took nothing and idled until its timeout.
         queued = self.queued()
         if not queued or self._closing or self._fruitless > self.config.max_retries:
-            return  # (the last: connections kept ending before answering; connection_closed fails the queue)
+            return 0  # (the last: connections kept ending before answering; connection_closed fails the queue)
         serving = [c for c in self.connections
                    if not self.carries_bulk(c) and not _draining(c)]
         work = queued + sum(c.unanswered() for c in serving)
-        wanted = connections_to_open(len(serving), work, self._limit())
-        # Under the cap over all origins (pool_plan.room_under_cap): what cannot open now waits; an origin with no
-        # connection serving is told when room comes (room_freed), one with some serves its queue on them meanwhile.
-        for _ in range(self.engine.admit(self, wanted, wait=not serving) if wanted else 0):
-            self._open()
+        return connections_to_open(len(serving), work, self._limit())
 
     def _may_speak_h2(self) -> bool:
         return self.tls is not None and self.config.http2
@@ -680,7 +687,7 @@ class OriginPool:
         """A new connection, counted under the cap over all origins (admitted there by the caller: engine.admit)."""
         conn = Connection(self, self.engine.next_connection_id())
         self.connections.add(conn)
-        self.engine.connection_counted(conn.id)
+        self.engine.connection_counted(self, conn.id)
         if self.policy.protocol == "h2" and any(
                 c.connect_timing.tls_end is not None and not _draining(c) for c in self.connections):
             # Late: another connection's handshakes are done and it can take the work now. Connections opened
@@ -936,22 +943,28 @@ class OriginPool:
         """An HTTP/1.1 connection's held answers were proven and it carries nothing now: room for a waiting pool."""
         self.engine.room_may_have_come()
 
-    def room_freed(self) -> None:
-        """Room may have come under the cap over all origins (engine.admit): ask again for the connections wanted."""
-        if not self._closing:
-            self._open_for_work()
+    def take_turn(self) -> bool:
+        """Its turn in the cap's line (connection_cap.py): one connection for the work that waits for room."""
+        if self.wanted() <= 0:
+            return False
+        self._open()
+        return True
 
-    def idle_connections(self) -> list[Carrier]:
-        """Open connections that carry nothing and may take work (pool_plan.Evictable, with nothing queued here)."""
-        return [c for c in self.connections if c.open and not _draining(c) and not c.unanswered()
+    def evictable(self) -> list[Evictable]:
+        """Open connections that carry nothing and may take work, while nothing is queued here (pool_plan.Evictable):
+        closing one for room under the cap loses nothing but its handshake."""
+        if self.queued():
+            return []
+        return [Evictable(c.id, c.last_activity) for c in self.connections
+                if c.open and not _draining(c) and not c.unanswered()
                 and (not isinstance(c, Connection) or (not c.state.unverified and not c.state.closing))]
 
-    @staticmethod
-    def last_used(conn: Carrier) -> float:
-        return conn.last_activity
-
-    def evict(self, conn: Carrier) -> None:
-        """Closed for room under the cap over all origins (engine.admit): it carries nothing and nothing is queued."""
+    def evict(self, conn_id: int) -> None:
+        """Closed for room under the cap over all origins (connection_cap.py): it carries nothing and nothing is
+        queued."""
+        conn = next((c for c in self.connections if c.id == conn_id), None)
+        if conn is None:
+            return
         log.info("connection %d to %s closed for room under the cap on the helper's connections", conn.id,
                  self.origin)
         conn.evict()
@@ -965,6 +978,7 @@ class OriginPool:
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.engine.pool_closed(self)  # its room under the cap is the other pools' (a cancelled connect reports none)
 
 
 def _draining(conn: Carrier) -> bool:

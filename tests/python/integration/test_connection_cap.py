@@ -15,6 +15,7 @@ from lanefetch.engine.engine import Engine
 from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, content, held, well_behaved
 from tls_pki import make_test_pki
 from waits import until
+from watch_cap import watch_cap
 
 
 def _config(cap: int) -> EngineConfig:
@@ -24,16 +25,7 @@ def _config(cap: int) -> EngineConfig:
 
 def _watch_cap(engine: Engine, cap: int) -> list[int]:
     """Records the count each time a connection is counted, and fails at once if it ever goes over the cap."""
-    seen: list[int] = []
-    counted = engine.connection_counted
-
-    def checked(conn_id: int) -> None:
-        counted(conn_id)
-        seen.append(len(engine._counted))
-        assert seen[-1] <= cap, f"{seen[-1]} connections counted, the cap is {cap}"
-
-    engine.connection_counted = checked  # type: ignore[method-assign]
-    return seen
+    return watch_cap(engine.cap, cap)
 
 
 def _path_content(r: FetchRequest) -> bytes:
