@@ -30,7 +30,8 @@ from .cache.memory_store import MemoryStore
 from .cache.origin_memory import Record, heed, policy_from, preconnect_origins, record_of
 from .cache.sqlite_store import SqliteStore
 from .engine.config import EngineConfig
-from .engine.engine import Engine, PolicyKey, policy_key
+from .engine.connection_cap import ConnectionCap
+from .engine.engine import Engine, PolicyKey, new_cap, policy_key
 from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
@@ -53,13 +54,17 @@ class ServiceConfig:
 
 class FetchService:
     def __init__(self, config: ServiceConfig | None = None, warn: Callable[[str], None] | None = None, *,
-                 records: Callable[[Page], HttpCache | None] | None = None) -> None:
+                 records: Callable[[Page], HttpCache | None] | None = None, cap: ConnectionCap | None = None) -> None:
         """`records`: where what is learned of origins is kept (origin_memory.py), when not in this service's own
         cache: the Firefox proxy's service stores no responses, and keeps its records in the host's cache database
-        (one database, one writer; cleared with it)."""
+        (one database, one writer; cleared with it). `cap`: the helper's cap on connections (engine/connection_cap.py)
+        where another service of the process made it (the proxy's shares the host's): every engine of this service
+        (the main one, the split fetches' lanes) counts under it; without one, this service makes the process's
+        (`self.cap`)."""
         self.config = config or ServiceConfig()
         self._records = records
-        self.engine = Engine(self.config.engine)
+        self.cap = cap if cap is not None else new_cap(self.config.engine)
+        self.engine = Engine(self.config.engine, self.cap)
         self.engine.on_policy_changed = self._policy_changed
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing
         # The (partition, origin) pairs whose records this session has read: an origin met under one site is read
@@ -70,7 +75,7 @@ class FetchService:
         inner: Fetcher = self.engine
         if self.config.cache_dir is not None:
             inner = CachingFetcher(inner, self._cache)
-        self._splitting = SplittingFetcher(inner, self.config.engine, self.config.lanes, warn)
+        self._splitting = SplittingFetcher(inner, self.config.engine, self.config.lanes, warn, self.cap)
 
     @property
     def policies(self) -> dict[PolicyKey, OriginPolicy]:

@@ -251,7 +251,7 @@ class Host:
 
                 self.proxy = ProxyService(self.fetcher.config.engine, _ProxyReports(self._send),
                                           records=self.fetcher.cache_for, page_ended=self._page_ended,
-                                          evicted=self._listener_evicted)
+                                          evicted=self._listener_evicted, cap=self.fetcher.cap)
                 # Its upstream connections show each origin's round trip too: the extension sends fast ones direct.
                 self.proxy.fetcher.engine.on_connected = self._connected
             # The start-up work a first page would otherwise share the machine with, done before the answer: until

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
-from ..engine.engine import policy_key
+from ..engine.connection_cap import ConnectionCap
+from ..engine.engine import new_cap, policy_key
 from ..engine.fields import Headers
 from ..engine.partial_content import as_whole, content_range, piece_validator
 from ..engine.request import parse_target
@@ -63,7 +64,9 @@ class LaneSpec:
 
 
 class Lane:
-    def __init__(self, lane_id: int, spec: LaneSpec, config: EngineConfig) -> None:
+    def __init__(self, lane_id: int, spec: LaneSpec, config: EngineConfig, cap: ConnectionCap | None = None) -> None:
+        """`cap`: the helper's cap on connections (connection_cap.py), shared with its other engines; None: the
+        lane's engines share one of their own."""
         self.id = lane_id
         self.spec = spec
         self._config = dataclasses.replace(
@@ -75,7 +78,8 @@ class Lane:
             inflight_budget=False,
             separate_bulk=False,  # the lane's next range is meant to be pipelined behind the current one
         )
-        self.engine = Engine(self._config)
+        self.cap = cap if cap is not None else new_cap(self._config)
+        self.engine = Engine(self._config, self.cap)
         self.estimate = LaneEstimate()  # kept across fetches: the next split starts from what was learned
 
     def reset(self) -> Coroutine[Any, Any, None]:
@@ -83,7 +87,7 @@ class Lane:
         use connects afresh at once; the old engine closes in the coroutine returned (run it as a task of
         its own: this may be called from inside that engine's connection)."""
         old = self.engine
-        self.engine = Engine(self._config)
+        self.engine = Engine(self._config, self.cap)
         self.engine.policies = old.policies
         return old.aclose()
 
@@ -96,11 +100,14 @@ def _field(head: DeliveredHead, name: str) -> str | None:
 class SplitFetcher:
     def __init__(
         self, config: EngineConfig, specs: list[LaneSpec], *, schedule: ScheduleConfig | None = None,
-        first_bytes: int = FIRST_BYTES, usage: PolicyStore | None = None,
+        first_bytes: int = FIRST_BYTES, usage: PolicyStore | None = None, cap: ConnectionCap | None = None,
     ) -> None:
+        """`cap`: the helper's cap on connections, shared with its other engines (connection_cap.py); None: the
+        lanes share one of their own."""
         if not specs:
             specs = [LaneSpec(None)]
-        self.lanes = [Lane(i, s, config) for i, s in enumerate(specs)]
+        cap = cap if cap is not None else new_cap(config)
+        self.lanes = [Lane(i, s, config, cap) for i, s in enumerate(specs)]
         shared = self.lanes[0].engine.policies  # pipelining learned once per origin for every lane
         for lane in self.lanes[1:]:
             lane.engine.policies = shared
@@ -671,7 +678,7 @@ class _SplitRun:
 
 
 def make_fetcher(config: EngineConfig, lanes: list[tuple[str, float]] | None,
-                 warn: Callable[[str], None] | None = None) -> SplitFetcher:
+                 warn: Callable[[str], None] | None = None, cap: ConnectionCap | None = None) -> SplitFetcher:
     """Lanes by name ((name, weight) pairs; [] = the default route only), or when None from the
     interfaces the user's policy allows (metered ones excluded); no usable interface: the default route."""
     from .interfaces import PolicyStore, binding_for, choose
@@ -687,4 +694,4 @@ def make_fetcher(config: EngineConfig, lanes: list[tuple[str, float]] | None,
     if lanes == []:
         chosen = []
     specs = [LaneSpec(binding_for(iface), weight) for iface, weight in chosen]
-    return SplitFetcher(config, specs, usage=store)
+    return SplitFetcher(config, specs, usage=store, cap=cap)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ..engine.address_policy import address_space_of
 from ..engine.config import EngineConfig
+from ..engine.connection_cap import ConnectionCap
 from ..engine.errors import FetchError
 from ..engine.exchange import Sink
 from ..engine.fetcher import BatchResult, Fetcher, Page
@@ -39,8 +40,11 @@ def wants_split(request: FetchRequest) -> bool:
 
 class SplittingFetcher:
     def __init__(self, inner: Fetcher, config: EngineConfig, lanes: list[tuple[str, float]] | None,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, cap: ConnectionCap | None = None) -> None:
+        """`cap`: the helper's cap on connections (connection_cap.py), which the lanes' engines share with the
+        inner fetcher's; None: the lanes share one of their own."""
         self.inner = inner
+        self._cap = cap
         self._config = config
         self._lanes = lanes  # by name, or None: the user's interface policy
         self._warn = warn
@@ -91,12 +95,12 @@ class SplittingFetcher:
     def splitter(self) -> SplitFetcher:
         """The lanes for split requests: by name, or the interfaces the user's policy allows."""
         if self._split is None:
-            self._split = make_fetcher(self._config, self._lanes, self._warn)
+            self._split = make_fetcher(self._config, self._lanes, self._warn, self._cap)
         return self._split
 
     def _local_splitter(self) -> SplitFetcher:
         if self._split_local is None:
-            self._split_local = make_fetcher(dataclasses.replace(self._config), [])
+            self._split_local = make_fetcher(dataclasses.replace(self._config), [], cap=self._cap)
         return self._split_local
 
     async def lanes_changed(self) -> None:

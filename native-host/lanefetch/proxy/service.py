@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..cache.http_cache import HttpCache
 from ..engine import EngineConfig, Page
+from ..engine.connection_cap import ConnectionCap
 from ..engine.errors import FetchError
 from ..engine.request import parse_target
 from ..prefetch.page_loads import LoadEnded, PageLoads
@@ -46,10 +47,12 @@ class ProxyService:
     def __init__(self, config: EngineConfig, observer: ProxyObserver, https_data: Path | None = None, *,
                  records: Callable[[Page], HttpCache | None] | None = None,
                  page_ended: Callable[[LoadEnded], Awaitable[None]] | None = None,
-                 evicted: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 evicted: Callable[[str], Awaitable[None]] | None = None, cap: ConnectionCap | None = None) -> None:
+        """`cap`: the helper's cap on connections (engine/connection_cap.py), the host service's: the proxy's
+        upstream connections count under it with the host's own."""
         self.secret = secrets.token_urlsafe(24)
         # No cache of responses (Firefox keeps its own); the origins' records where `records` says
-        self.fetcher = FetchService(ServiceConfig(config), records=records)
+        self.fetcher = FetchService(ServiceConfig(config), records=records, cap=cap)
         # A page context's requests are its page's load (ProxyService.navigation): learned where `records` keeps
         # them, its document and stylesheets read for what they name, and answered from the page's prefetch flight.
         # Bodies go to Firefox as the server coded them, so the flight asks with Firefox's own Accept-Encoding

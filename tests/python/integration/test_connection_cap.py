@@ -8,10 +8,15 @@ from __future__ import annotations
 import asyncio
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from h2_misbehaving_server import H2Server, H2ServerConn
+from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest
+from lanefetch.engine.connection_cap import ConnectionCap
 from lanefetch.engine.engine import Engine
+from lanefetch.protocol import PROTOCOL_VERSION
+from lanefetch.service import FetchService, ServiceConfig
 from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, content, held, well_behaved
 from tls_pki import make_test_pki
 from waits import until
@@ -125,3 +130,76 @@ async def test_an_idle_h2_connection_is_closed_for_room_too(tmp_path: Path) -> N
 
 async def _serve_h2(conn: H2ServerConn) -> None:
     await conn.serve_rest(timeout=20)
+
+
+async def test_two_engines_given_one_cap_never_exceed_it_together() -> None:
+    """One cap per helper (connection_cap.py): an engine's connections leave no room for another's under it, whose
+    work waits (never fails) and is served when the first's free."""
+    async with AsyncExitStack() as stack:
+        busy = await stack.enter_async_context(ScriptedServer(held()))
+        other = await stack.enter_async_context(ScriptedServer(well_behaved()))
+        cap = ConnectionCap(2)
+        seen = watch_cap(cap, 2)
+        first, second = Engine(_config(2), cap), Engine(_config(2), cap)
+        stack.push_async_callback(first.aclose)
+        stack.push_async_callback(second.aclose)
+        sink = RecordingSink()
+        held_reqs = [FetchRequest(f"h{i}", "GET", busy.url(f"/hold/{i}.png"), resource_type="image") for i in range(2)]
+        busy_batch = asyncio.create_task(first.fetch(held_reqs, sink, LOOPBACK))
+        await until(lambda: len(busy.requests) == 2 and len(busy.connections) == 2,
+                    "the first engine's two requests at their server, on two connections")
+        waiting = _gets(other, "w", 2)
+        waiting_batch = asyncio.create_task(second.fetch(waiting, sink, LOOPBACK))
+        await asyncio.sleep(0.2)  # (a chance to go wrong: nothing may connect or fail meanwhile)
+        assert not other.connections and not waiting_batch.done(), "the second engine went past the shared cap"
+        assert cap.count == 2
+        busy.state["release"].set()  # type: ignore[attr-defined]
+        await asyncio.wait_for(asyncio.gather(busy_batch, waiting_batch), 10)
+        sink.check_exact(held_reqs, _path_content)
+        sink.check_exact(waiting, _path_content)
+        assert seen and max(seen) <= 2
+
+
+async def test_a_split_fetchs_lane_counts_under_the_services_cap() -> None:
+    """The service's engine and its split fetches' lane engines share one cap (FetchService.cap): at the cap, a split
+    request's lane waits for the main engine's connection to free rather than opening beside it."""
+    async with AsyncExitStack() as stack:
+        busy = await stack.enter_async_context(ScriptedServer(held()))
+        big = await stack.enter_async_context(ScriptedServer(well_behaved()))  # Range ignored: the 200 as it is
+        service = FetchService(ServiceConfig(_config(1), lanes=[]))
+        stack.push_async_callback(service.aclose)
+        seen = watch_cap(service.cap, 1)
+        sink = RecordingSink()
+        held_req = FetchRequest("h", "GET", busy.url("/hold/a.png"), resource_type="image")
+        busy_batch = asyncio.create_task(service.fetch([held_req], sink, LOOPBACK))
+        await until(lambda: busy.state.get("holding") is True, "the held request at its server")
+        split = FetchRequest("big", "GET", big.url("/r/bulk/300000"), split=True)
+        split_batch = asyncio.create_task(service.fetch([split], sink, LOOPBACK))
+        await asyncio.sleep(0.2)  # (a chance to go wrong: nothing may connect or fail meanwhile)
+        assert not big.connections and not split_batch.done(), "the split fetch's lane went past the service's cap"
+        busy.state["release"].set()  # type: ignore[attr-defined]
+        await asyncio.wait_for(asyncio.gather(busy_batch, split_batch), 30)
+        sink.check_exact([held_req], _path_content)
+        sink.check_exact([split], _path_content)
+        assert seen and max(seen) <= 1
+
+
+async def test_the_firefox_proxy_counts_under_the_host_services_cap(tmp_path: Path) -> None:
+    """Proxy mode runs a service of its own beside the host's (bridge/host.py): one cap for both, so together they
+    hold no more connections than it (the sharing itself: the tests above)."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    fetcher = FetchService(ServiceConfig(_config(3), cache_dir=tmp_path / "cache"))
+    host = Host(fetcher, send)
+    try:
+        await host.handle({"type": "hello", "protocol": PROTOCOL_VERSION, "extension_version": "0.1.0",
+                           "browser": "firefox"})
+        assert sent and sent[-1]["type"] == "hello", sent
+        assert host.proxy is not None
+        assert host.proxy.fetcher.engine.cap is fetcher.cap and fetcher.engine.cap is fetcher.cap
+        assert fetcher.cap.limit == 3
+    finally:
+        await host.close()
