@@ -82,15 +82,17 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   split the congestion window, as browsers also hold). Over TLS with HTTP/2 offered, while the origin's protocol
   is not known yet, one connection too: its handshake says, and an HTTP/1.1 origin then gets the others.
 - **A cap over all origins** (`room_under_cap`). Each origin has its limit, and the helper's open connections
-  have one in all (EngineConfig.max_connections, 256): a page of many origins, or many tabs, otherwise opened
+  have one in all over every engine of the process (EngineConfig.max_connections, 256; one
+  connection_cap.ConnectionCap shared by them): a page of many origins, or many tabs, otherwise opened
   connections until the process ran out of file descriptors and every connect failed. Under the cap nothing
   changes (one comparison of a count). At it, an idle connection of another origin is closed to make room, the
   least recently used first: it carries nothing and its origin has nothing queued, so closing it loses nothing but a
   handshake the origin may need again. A connection busy with an answer, still connecting, or whose origin has work
   queued is never closed for room (the last rule is also what keeps two origins at the cap from closing each other's
   fresh connections before they take their work: a connect, an eviction, a reconnect, over and over). With none
-  idle the work waits, and never fails for the cap: an origin with no connection at all is told when a connection
-  closes or goes idle anywhere, and asks again; one with connections serves its queue on them meanwhile.
+  idle the work waits, and never fails for the cap: the origin joins the cap's line and gets a connection in turn as
+  connections close or go idle anywhere (cap_turns.py: first come first served, one per turn); one with
+  connections serves its queue on them meanwhile.
 - **A TCP handshake, TLS when needed** (`preconnect_plan`, the preconnect's `handshake: "tcp"`). Chromium leaves
   the requests of an origin it reaches over HTTP/2 to its own connection (the extension's browser-multiplexed
   rule), so the helper's TLS handshake and h2 preface to such an origin carry nothing: on real pages over h2 they

@@ -1,7 +1,8 @@
 """The asyncio shell of a split fetch: one large GET fetched as byte ranges over several lanes.
 
 Each lane is an Engine of its own (its own pipelined connection, bound to the lane's interface), so a
-bulk transfer never sits in front of the small requests the main engine pipelines to the same origin.
+bulk transfer never sits in front of the small requests the main engine pipelines to the same origin; its
+connections count under the helper's one cap with every other engine's (engine/connection_cap.py).
 The first request asks for bytes 0..T-1 on the first lane; each other lane, as soon as it is connected, asks
 for the range after it (speculative: the size is not known yet, nor the validator If-Range would need), so
 a body worth splitting finds every lane already receiving. What the first request gets back decides:
