@@ -169,6 +169,8 @@ class Engine:
 
     async def aclose(self) -> None:
         for pool in self._pools.values():
+            pool.stop_opening()  # the room each frees under the cap goes to other engines' pools, not to a sibling's
+        for pool in self._pools.values():
             await pool.aclose()
         self._pools.clear()
 

@@ -599,12 +599,19 @@ class OriginPool:
         # Under the cap over all origins (connection_cap.py): what cannot open now waits its turn in the cap's line,
         # which opens a connection at a time for it as room comes (take_turn); its open connections, if any, serve
         # its queue meanwhile.
-        wanted = self.wanted()
+        wanted = self._work_wants()
         for _ in range(self.engine.admit(self, wanted) if wanted else 0):
             self._open()
 
     def wanted(self) -> int:
-        """How many more connections the queued work calls for now (connection_cap.CapMember)."""
+        """How many more connections the queued work would take a turn in the cap's line for (connection_cap.
+        CapMember): none after a connect failed beside connections that are up (they serve the queue; a turn at each
+        connection freed elsewhere would be a connect each, as the bulk rule's were: connection_failed) until
+        something changes (work comes, a connection opens or closes: the pool plans and asks again)."""
+        return 0 if self._connect_failed_beside else self._work_wants()
+
+    def _work_wants(self) -> int:
+        """How many more connections the queued work calls for now."""
         # A connection busy with a bulk response neither takes work nor counts against the limit: at most
         # connections_per_origin serve the other requests, and bulk downloads get connections of their own.
         # An h2 connection that got a GOAWAY takes no new streams: it does not serve the queue either.
@@ -968,6 +975,11 @@ class OriginPool:
         log.info("connection %d to %s closed for room under the cap on the helper's connections", conn.id,
                  self.origin)
         conn.evict()
+
+    def stop_opening(self) -> None:
+        """Its engine is closing (Engine.aclose): no connection is opened any more, not even a turn under the cap
+        another closing pool's room would give it."""
+        self._closing = True
 
     async def aclose(self) -> None:
         self._closing = True  # a connection that ends below (its task's cleanup) must not open another
