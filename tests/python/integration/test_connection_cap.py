@@ -13,8 +13,9 @@ from typing import Any
 from h2_misbehaving_server import H2Server, H2ServerConn
 from lanefetch.bridge.host import Host
 from lanefetch.engine import EngineConfig, FetchRequest
-from lanefetch.engine.connection_cap import ConnectionCap
+from lanefetch.engine.connection_cap import CapMember, ConnectionCap
 from lanefetch.engine.engine import Engine
+from lanefetch.engine.pool import OriginPool
 from lanefetch.protocol import PROTOCOL_VERSION
 from lanefetch.service import FetchService, ServiceConfig
 from misbehaving_servers import LOOPBACK, RecordingSink, ScriptedServer, content, held, well_behaved
@@ -203,3 +204,54 @@ async def test_the_firefox_proxy_counts_under_the_host_services_cap(tmp_path: Pa
         assert fetcher.cap.limit == 3
     finally:
         await host.close()
+
+
+async def test_origins_waiting_at_the_cap_are_served_in_the_order_they_began_waiting() -> None:
+    """cap_turns.Line in the real engine: three origins come to a full cap one after another; as the connection
+    ahead of them goes idle (closed for room) and each one's answer is in, they get a connection in that order."""
+    async with AsyncExitStack() as stack:
+        busy = await stack.enter_async_context(ScriptedServer(held()))
+        servers = [await stack.enter_async_context(ScriptedServer(well_behaved())) for _ in range(3)]
+        engine = Engine(_config(1))
+        stack.push_async_callback(engine.aclose)
+        counted: list[int] = []  # the port of each connection's origin, as it is counted
+        count = engine.cap.counted
+
+        def record(pool: CapMember, conn_id: int) -> None:
+            assert isinstance(pool, OriginPool)
+            counted.append(pool.origin.port)
+            count(pool, conn_id)
+
+        engine.cap.counted = record  # type: ignore[method-assign]
+        sink = RecordingSink()
+        held_req = FetchRequest("h", "GET", busy.url("/hold/a.png"), resource_type="image")
+        batches = [asyncio.create_task(engine.fetch([held_req], sink, LOOPBACK))]
+        await until(lambda: busy.state.get("holding") is True, "the held request at its server")
+        for i in (2, 0, 1):  # the order they come in: not the order of their ports or servers
+            batches.append(asyncio.create_task(engine.fetch(_gets(servers[i], f"o{i}-", 1), sink, LOOPBACK)))
+            in_line = len(batches) - 1
+            await until(lambda n=in_line: len(engine.cap.waiting()) == n, f"origin {i} in the cap's line")
+        busy.state["release"].set()  # type: ignore[attr-defined]
+        await asyncio.wait_for(asyncio.gather(*batches), 15)
+        assert counted == [busy.port, servers[2].port, servers[0].port, servers[1].port]
+
+
+async def test_a_closing_engine_hands_no_room_to_its_own_pools() -> None:
+    async with AsyncExitStack() as stack:
+        busy = await stack.enter_async_context(ScriptedServer(held()))
+        other = await stack.enter_async_context(ScriptedServer(well_behaved()))
+        engine = Engine(_config(1))
+        seen = watch_cap(engine.cap, 1)
+        sink = RecordingSink()
+        stack.callback(lambda: busy.state["release"].set())  # type: ignore[attr-defined]
+        held_req = FetchRequest("h", "GET", busy.url("/hold/a.png"), resource_type="image")
+        busy_batch = asyncio.create_task(engine.fetch([held_req], sink, LOOPBACK))
+        await until(lambda: busy.state.get("holding") is True, "the held request at its server")
+        waiting_batch = asyncio.create_task(engine.fetch(_gets(other, "w", 1), sink, LOOPBACK))
+        await until(lambda: len(engine.cap.waiting()) == 1, "the other origin in the cap's line")
+        await engine.aclose()
+        assert len(seen) == 1, "closing, the engine opened a connection for its waiting origin"
+        assert engine.cap.count == 0 and not engine.cap.waiting()
+        for batch in (busy_batch, waiting_batch):
+            batch.cancel()
+        await asyncio.gather(busy_batch, waiting_batch, return_exceptions=True)
