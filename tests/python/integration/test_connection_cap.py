@@ -1,7 +1,8 @@
-"""The cap over all origins (EngineConfig.max_connections, pool_plan.room_under_cap), in the real engine against
-scripted HTTP/1.1 servers on 127.0.0.1 (one origin per port): never more connections than the cap, an idle
-connection of another origin closed for room (never a busy one), work waiting (never failing) until room comes,
-and no reconnect loop between origins that all have work."""
+"""The cap over all origins (EngineConfig.max_connections, pool_plan.room_under_cap, connection_cap.py), in the real
+engine against scripted HTTP/1.1 servers on 127.0.0.1 (one origin per port): never more connections than the cap,
+an idle connection of another origin closed for room (never a busy one), work waiting (never failing) until room
+comes, in the order it came (cap_turns.py), no reconnect loop between origins that all have work, and one cap for
+every engine of the helper (two engines, a split fetch's lane, the Firefox proxy's service)."""
 
 from __future__ import annotations
 
