@@ -38,7 +38,7 @@ import { ProxyPolicy, watchProxy } from "./proxy-policy.js";
 import { CANCELLED_BAR, problemAfterCommit, problemShown } from "./tab-problem.js";
 import { answerTimingRequest, isCacheRequest, isPopupRequest, type CacheReply, type StatusReply } from "./popup-api.js";
 import { setNewest } from "../bounded-map.js";
-import { learned, treatedPrivate, type Incognito } from "./tab-privacy.js";
+import { learned, treatedPrivate, type Incognito } from "../tab-privacy.js";
 
 interface TabInfo {
   url: string;

@@ -24,6 +24,7 @@ import { TimingStore } from "../timings/timing-store.js";
 import { showBadge } from "./badge.js";
 import { FIREFOX_PROXY_RECHECK_MS, ProxyPolicy, watchProxy } from "./proxy-policy.js";
 import { answerTimingRequest, isPopupRequest, type StatusReply } from "./popup-api.js";
+import { treatedPrivate } from "../tab-privacy.js";
 
 export const HTTPS_NOTICE = "HTTPS pages of this site are not accelerated unless you turn on \"Accelerate HTTPS on this site\".";
 export const HTTPS_RESTART_NOTICE = "Restart Firefox to start accelerating HTTPS on this site: Firefox reads new certificate authorities when it starts.";
@@ -59,7 +60,7 @@ const httpsSites = new HttpsSites(connection);
 router.setHttpsCovered((url) => httpsSites.covers(url));
 router.setStepAside((url) => speed.stepAsideDetail(url), (details, pageUrl, detail) => {
   // The document itself may go direct (its origin known fast): the page load begins all the same.
-  if (details.type === "main_frame") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true, details.requestId);
+  if (details.type === "main_frame") timings.newPage(details.tabId, details.url, Date.now(), treatedPrivate(details.incognito), details.requestId);
   records.passed(details.tabId, pageUrl, details, "low_latency", detail);
 });
 const probe = new SpeedProbe<Page>(speed, (url, page) => client.preconnect(url, page), PROBE_WAIT_MS.firefox);
@@ -111,7 +112,7 @@ browser.proxy.onRequest.addListener((details) => {
     if (details.type === "main_frame" && route !== DIRECT) {
       void Promise.resolve(route).then((r) => {
         // A redirect of the document (its requestId again) is the same page load, now of the URL it ends at.
-        if ((Array.isArray(r) ? r[0] : r)?.type === "http") timings.newPage(details.tabId, details.url, Date.now(), details.incognito === true, details.requestId);
+        if ((Array.isArray(r) ? r[0] : r)?.type === "http") timings.newPage(details.tabId, details.url, Date.now(), treatedPrivate(details.incognito), details.requestId);
       });
     } else if (route !== DIRECT) {
       // Its report is filed under the load current now, not the one current when the report comes (proxied-records.ts).

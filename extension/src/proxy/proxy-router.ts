@@ -10,6 +10,7 @@ import type { Page } from "../generated/protocol.js";
 import { likelyLarge } from "../lanes/split-rule.js";
 import { webRequestResourceType } from "../timings/browser-fetched.js";
 import { addressSpaceOfUrl, mayReach, morePublic, type AddressSpace } from "../sites/address-space.js";
+import { treatedPrivate } from "../tab-privacy.js";
 import { schemefulSite } from "../sites/site-rule.js";
 import type { ProxyInfo, ProxyRequestDetails } from "./firefox-proxy-api.js";
 import { setNewest } from "../bounded-map.js";
@@ -179,7 +180,8 @@ export class ProxyRouter {
     if (!details.url.startsWith("http://") && !(https && this.httpsCovered(details.url))) return DIRECT;
     const pageUrl = topLevelUrl(details);
     if (!this.siteActive(pageUrl)) return DIRECT;
-    const page = pageOf(pageUrl, details.incognito ?? false);
+    // A request whose details do not say whether its window is private counts as private (tab-privacy.ts).
+    const page = pageOf(pageUrl, treatedPrivate(details.incognito));
     const target = addressSpaceOfUrl(details.url);
     // A frame's requests are judged by its own document's space where that is more public than the page's: its
     // context's listener is opened with it (the helper checks the resolved addresses against it too).

@@ -7,6 +7,7 @@ import type { PassReason } from "../intercept/pass-reason.js";
 import type { TabCounters } from "./tab-counters.js";
 import type { TimingStore } from "./timing-store.js";
 import { setNewest } from "../bounded-map.js";
+import { treatedPrivate } from "../tab-privacy.js";
 
 /** Requests followed until the browser completed them (bounded). */
 const LIMIT = 500;
@@ -41,7 +42,7 @@ export interface BrowserRequest {
   url: string;
   method: string;
   type: string;
-  /** A private window's request (webRequest's and proxy.onRequest's details say so). */
+  /** A private window's request (webRequest's and proxy.onRequest's details say so); absent counts as private. */
   incognito?: boolean;
 }
 
@@ -76,7 +77,7 @@ export class BrowserFetchedRecords {
     this.timings.add({
       id, tabId, pageUrl, url: request.url, method: request.method, resourceType: webRequestResourceType(request.type),
       priority: "Medium", networkId: request.requestId, batchId: null, pausedAt: at, answeredAt: at, outcome: "passed",
-      reason, detail, status: null, bodyBytes: 0, timing: null, privateBrowsing: request.incognito === true,
+      reason, detail, status: null, bodyBytes: 0, timing: null, privateBrowsing: treatedPrivate(request.incognito),
     });
     this.counters.passed(tabId, reason);
     setNewest(this.followed, request.requestId, { recordId: id, start: at, headersAt: null }, LIMIT);

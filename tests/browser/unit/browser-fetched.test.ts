@@ -50,3 +50,16 @@ test("a redirect of a listed request is counted once, also when the store kept n
   records.passed(1, "http://lan.test/", request("2", "http://lan.test/new.png"), "low_latency", "left", 1003);
   assert.equal(counters.get(1).passed.low_latency, 2);
 });
+
+test("a request whose private flag is not given is kept as a private window's: gone when its tab closes", () => {
+  const timings = new TimingStore();
+  const records = new BrowserFetchedRecords(new TabCounters(), timings, "wr", () => 1000);
+  timings.newPage(1, "http://lan.test/", 990);
+  timings.newPage(2, "http://lan.test/", 990);
+  records.passed(1, "http://lan.test/", request("5", "http://lan.test/a.png"), "low_latency", "left", 1001);
+  records.passed(2, "http://lan.test/", { ...request("6", "http://lan.test/a.png"), incognito: false }, "low_latency", "left", 1001);
+  timings.tabClosed(1);
+  timings.tabClosed(2);
+  assert.equal(timings.get("wr5"), undefined, "unknown counts as private: not kept after its tab closed");
+  assert.equal(timings.get("wr6")?.outcome, "passed", "a normal window's record is kept");
+});

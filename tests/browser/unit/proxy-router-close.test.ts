@@ -24,7 +24,7 @@ class HeldPorts implements RouterPorts {
 }
 
 function req(url: string, extra: Partial<ProxyRequestDetails> = {}): ProxyRequestDetails {
-  return { requestId: "1", url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], ...extra };
+  return { requestId: "1", url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], incognito: false, ...extra };
 }
 
 test("a tab closed while its listener was being opened: the listener the helper opens is closed", async () => {

@@ -23,7 +23,7 @@ class CountingPorts implements RouterPorts {
 }
 
 function doc(tabId: number, extra: Partial<ProxyRequestDetails> = {}): ProxyRequestDetails {
-  return { requestId: "1", url: PAGE, method: "GET", type: "main_frame", tabId, frameAncestors: [], ...extra };
+  return { requestId: "1", url: PAGE, method: "GET", type: "main_frame", tabId, frameAncestors: [], incognito: false, ...extra };
 }
 
 test("a container tab's context names its cookie store; the default store's and private browsing's do not", async () => {

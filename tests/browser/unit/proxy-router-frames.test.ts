@@ -31,7 +31,7 @@ class CountingPorts implements RouterPorts {
 }
 
 function req(url: string, extra: Partial<ProxyRequestDetails> = {}): ProxyRequestDetails {
-  return { requestId: "1", url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], ...extra };
+  return { requestId: "1", url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], incognito: false, ...extra };
 }
 
 /** The port a route went to (null: direct); a route still waiting counts as direct (these listeners are known). */

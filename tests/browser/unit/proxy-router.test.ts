@@ -40,7 +40,7 @@ function setup(rules: SiteRule[] = [{ scope: "domain", name: "shop.example" }], 
 let nextId = 0;
 function req(url: string, extra: Partial<ProxyRequestDetails> = {}): ProxyRequestDetails {
   nextId += 1;
-  return { requestId: String(nextId), url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], ...extra };
+  return { requestId: String(nextId), url, method: "GET", type: "image", tabId: 7, documentUrl: PAGE, frameAncestors: [], incognito: false, ...extra };
 }
 
 function viaHelper(port: number): ProxyInfo[] {
@@ -263,4 +263,20 @@ test("a document stepped aside is told as direct to the tab's context, so what s
   assert.deepEqual(told.slice(), [[contextId, PAGE, false], [contextId, fastPage, true]]);
   assert.equal(router.route(req(fastPage, { documentUrl: fastPage })), DIRECT);
   assert.equal(told.length, 2, "a subresource stepped aside is no navigation");
+});
+
+test("a request whose details do not say whether its window is private is routed as a private window's", async () => {
+  // Firefox's details carry `incognito`; a request without it is not known normal, so the helper keeps its context
+  // memory only and learns nothing from it (tab-privacy.ts, as Chromium's background does for a tab not known yet).
+  const { ports, router } = setup(undefined, 41090);
+  const unknown = req(PAGE, { type: "main_frame", tabId: 7 });
+  delete unknown.incognito;
+  await router.route(unknown);
+  await router.route(req(PAGE, { type: "main_frame", tabId: 7, incognito: false }));
+  await router.route(req(PAGE, { type: "main_frame", tabId: 7, incognito: true }));
+  const page = { address_space: "public", top_site: "http://shop.example" };
+  assert.deepEqual(ports.opened.map((o) => o.page), [
+    { ...page, private_browsing: true },
+    { ...page, private_browsing: false },
+  ], "unknown and private share the private context; only a window known normal gets a normal one");
 });
