@@ -89,13 +89,26 @@ function originOf(url: string): string {
   }
 }
 
-/** The batch a request joins: one batch names one page (protocol Batch.page, which the helper fetches, keys and
- * learns it under), so requests of two pages never share one, even in one tab and origin (a page being left and the
- * next, both asking at once); an embedded frame's requests (frameSite, and the address space a frame's own document
- * may give them: embedded-frames.ts) go apart from the page's own. Starts with the
- * tab ("tabId|": tabGone and busyFor find a tab's batches by it). */
-export function batchKey(held: HeldRequest): string {
-  return `${held.tabId}|${originOf(held.paused.url)}|${held.page.frameSite ?? ""}|${held.page.addressSpace}|${withoutFragment(held.page.url)}`;
+/** The batch a request joins, every rule that keeps batches apart decided here (callers add nothing to the key):
+ * - one batch names one page (protocol Batch.page, which the helper fetches, keys and learns it under), so requests
+ *   of two pages never share one, even in one tab and origin (a page being left and the next, both asking at once);
+ *   a fragment does not make another page;
+ * - an embedded frame's requests (frameSite, and the address space a frame's own document may give them:
+ *   embedded-frames.ts) go apart from the page's own;
+ * - a service or shared worker's requests (PageInfo.worker) go apart from its tab's page: their batch names no page;
+ * - a request the helper is to answer only from what it holds (`helperHoldsOnly`: its origin is the browser's over a
+ *   warm h2/h3 connection, it is marked browser_warm and declined to the browser otherwise) goes in a batch of its
+ *   own, never with requests the helper fetches.
+ * The tab comes first ("tabId|": batchOfTab), the page URL last, so a "|" in it cannot read as another field. */
+export function batchKey(held: HeldRequest, helperHoldsOnly: boolean): string {
+  const { page } = held;
+  const kind = `${helperHoldsOnly ? "held" : "fetched"}|${page.worker !== undefined ? "worker" : "page"}`;
+  return `${held.tabId}|${originOf(held.paused.url)}|${page.frameSite ?? ""}|${page.addressSpace}|${kind}|${withoutFragment(page.url)}`;
+}
+
+/** Whether the batch of `key` (batchKey) is one of `tabId`'s: tabGone and busyFor find a tab's batches by it. */
+export function batchOfTab(key: string, tabId: number): boolean {
+  return key.startsWith(`${tabId}|`);
 }
 
 export class Accelerator {
@@ -263,12 +276,11 @@ export class Accelerator {
         return;
       }
       if (budgetFull()) return;
-      this.batcher.add(`${batchKey(held)}|held${worker ? "|worker" : ""}`, { id, held, multiplexed, counted });
+      this.batcher.add(batchKey(held, true), { id, held, multiplexed, counted });
       return;
     }
     if (budgetFull()) return;
-    // A shared worker's requests go apart from its tab's page (batchKey: one batch names one page)
-    this.batcher.add(`${batchKey(held)}${worker ? "|worker" : ""}`, { id, held, counted });
+    this.batcher.add(batchKey(held, false), { id, held, counted });
   }
 
   /** A request of `tabId` handled once `ready` gives it (Chromium: its page, or where its origin's requests go, is
@@ -288,7 +300,7 @@ export class Accelerator {
 
   /** The tab closed or stopped being intercepted: drop what waits and stop what the helper is fetching for it. */
   tabGone(tabId: number): void {
-    this.batcher.dropWhere((key) => key.startsWith(`${tabId}|`));
+    this.batcher.dropWhere((key) => batchOfTab(key, tabId));
     for (const waiting of this.awaitingPage) if (waiting.tabId === tabId) this.awaitingPage.delete(waiting);
     const ids = [...this.deliveries].filter(([, d]) => d.tabId === tabId).map(([id]) => id);
     for (const id of ids) {
@@ -306,7 +318,7 @@ export class Accelerator {
 
   /** Whether requests of this tab wait for their page, in a batch, or are with the helper (not yet answered). */
   busyFor(tabId: number): boolean {
-    return this.batcher.hasWhere((key) => key.startsWith(`${tabId}|`)) || [...this.deliveries.values()].some((d) => d.tabId === tabId) ||
+    return this.batcher.hasWhere((key) => batchOfTab(key, tabId)) || [...this.deliveries.values()].some((d) => d.tabId === tabId) ||
       [...this.awaitingPage].some((w) => w.tabId === tabId);
   }
 
