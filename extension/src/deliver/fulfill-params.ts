@@ -3,6 +3,9 @@
 // fulfilled body by the bytes given, never by a field: Content-Length stays with a body delivered as the server coded
 // it (the page reads it, as from the browser's own fetch; the assembler fulfils only such a body that is exactly that
 // long), and goes with a decoded one (the helper drops it then: the coded length is not the body's).
+// A body the helper passed through (decoded, yet its Content-Encoding left: a coding Chromium does not undo, whose
+// body Chromium shows as it came, stream/decoding_sink.py) keeps that field and its Content-Length, as the page
+// reads them from the browser's own fetch; the browser never decodes a fulfilled body.
 import type { Protocol } from "devtools-protocol";
 import type { Head } from "../generated/protocol.js";
 import { encode } from "./base64-concat.js";
@@ -54,14 +57,25 @@ function binaryHeaders(headers: readonly Protocol.Fetch.HeaderEntry[]): string |
   return encode(bytes);
 }
 
+/** Did the helper deliver the body as it came, Chromium not undoing its coding (decoded, its Content-Encoding
+ * left)? */
+export function passedThrough(head: Head): boolean {
+  return head.decoded && head.headers.some(([name]) => name.toLowerCase() === "content-encoding");
+}
+
 export function fulfillParams(
   interceptionId: string,
   head: Head,
   bodyBase64: string,
 ): Protocol.Fetch.FulfillRequestRequest {
   const responseHeaders: Protocol.Fetch.HeaderEntry[] = [];
+  const passed = passedThrough(head);
   for (const [name, value] of head.headers) {
     const lower = name.toLowerCase();
+    if (passed && (lower === "content-encoding" || lower === "content-length")) {
+      responseHeaders.push({ name, value });
+      continue;
+    }
     if (DROPPED.has(lower) || (lower === "content-length" && head.decoded)) continue;
     responseHeaders.push({ name, value });
   }

@@ -13,6 +13,7 @@ import type { Head } from "../generated/protocol.js";
 import type { PassReason } from "../intercept/pass-reason.js";
 import { headerValue } from "../intercept/paused-request.js";
 import { Base64Joiner, base64ByteLength, isBase64 } from "./base64-concat.js";
+import { passedThrough } from "./fulfill-params.js";
 
 /** One fulfill of 10 MB costs ~0.4 s in Chromium (no streaming fulfill): larger bodies go to the browser. */
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -64,8 +65,11 @@ export class ResponseAssembler {
     this.bodiless = this.method.toUpperCase() === "HEAD" || head.status === 204 || head.status === 304;
     // Without a body the helper decodes nothing and leaves the field (fulfillParams drops it).
     if (this.bodiless) return null;
+    // A Content-Encoding the helper left on a body it calls decoded names a coding Chromium does not undo: the body
+    // is as Chromium shows it (passedThrough), its Content-Length the body's.
     const encoding = headerValue(head.headers, "content-encoding");
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+    const passed = passedThrough(head);
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity" && !passed) {
       return this.refuse("helper_error", `body still ${encoding}-encoded (the browser would not decode a fulfilled body)`);
     }
     const length = Number(headerValue(head.headers, "content-length") ?? NaN);
@@ -73,7 +77,7 @@ export class ResponseAssembler {
       return this.refuse("too_large", `Content-Length ${length} above ${this.maxBodyBytes}`);
     }
     // A decoded body's length is not the field's (the helper then removes it).
-    if (Number.isFinite(length) && length >= 0 && !head.decoded) this.announced = length;
+    if (Number.isFinite(length) && length >= 0 && (!head.decoded || passed)) this.announced = length;
     return null;
   }
 

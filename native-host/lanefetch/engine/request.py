@@ -11,6 +11,7 @@ from ada_url import idna as ada_idna
 
 from .errors import FetchError
 from .fields import Headers
+from .host_names import is_localhost_name
 from .pool_plan import link_size
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -189,8 +190,11 @@ def validate(request: FetchRequest) -> Target:
 
 
 # What Chromium's network stack adds to a request that has no Accept-Encoding of its own: brotli and zstd only
-# over TLS (middleboxes mangle unknown codings in the clear). Every one of them is decoded here (decode.py).
+# over TLS (middleboxes mangle unknown codings in the clear) or to this machine (net::IsLocalhost: Chromium 156 asks
+# http://127.0.0.1/ and http://localhost/ for all four). Every one of them is decoded here (decode.py), and a
+# response in a coding not asked for is failed as Chromium fails it (decode.chromium_refuses).
 _ACCEPT_ENCODING = {"https": "gzip, deflate, br, zstd", "http": "gzip, deflate"}
+_ALL_CODINGS = _ACCEPT_ENCODING["https"]
 
 
 def url_scheme(url: str) -> str:
@@ -205,7 +209,22 @@ def with_accept_encoding(request: FetchRequest, scheme: str) -> None:
     a Range (a byte range of a coded body is no range of the body the page asked for)."""
     names = {k.lower() for k, _ in request.headers}
     if request.decode and request.idempotent and not request.split and not names & {"accept-encoding", "range"}:
-        request.headers = [*request.headers, ("Accept-Encoding", _ACCEPT_ENCODING.get(scheme, "gzip, deflate"))]
+        coding = _ALL_CODINGS if _is_localhost(request.url) else _ACCEPT_ENCODING.get(scheme, "gzip, deflate")
+        request.headers = [*request.headers, ("Accept-Encoding", coding)]
+
+
+def _is_localhost(url: str) -> bool:
+    """This machine, as Chromium's net::IsLocalhost reads a URL's host: a localhost name, or a loopback address."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if is_localhost_name(host):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def sent_headers(request: FetchRequest) -> Headers:

@@ -151,7 +151,7 @@ def _readable(head: DeliveredHead) -> bool:
     if not 200 <= head.status < 300:
         return False
     try:
-        decoder_for(_coding(head))
+        decoder_for(_coding(head), strict=True)  # as decoded_prefix reads it
     except FetchError:
         return False
     return True

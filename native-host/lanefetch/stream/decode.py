@@ -29,6 +29,7 @@ its first byte, and a stream cut short fails at `finish` (response_tally.py coun
 from __future__ import annotations
 
 import io
+import re
 import zlib
 from collections.abc import Iterator
 from typing import Protocol
@@ -47,6 +48,11 @@ _ZSTD_WINDOW_MAX = 1 << 23  # Chromium's windowLogMax (zstd_source_stream.cc): l
 # Chromium sniffs a deflate body's zlib header until this many bytes went in without output (gzip_source_stream.cc)
 _SNIFF_MAX = 1000
 _ZLIB_HEADER = b"\x78\x01"  # what Chromium puts before raw deflate to inflate it as zlib-wrapped
+# A br body's coded bytes are held (to find its end again, _Brotli._replay) up to this many: past it, bytes after
+# the end fail the body. The extension fulfils at most 8 MiB decoded (response-assembler.ts), which brotli never
+# codes into more than this, so only a body the browser gets anyway is past it.
+_HOLD_MAX = 16 * 1024 * 1024
+_REPLAY_STEPS = (4096, 64, 1)  # the replay's steps: a few fresh decoders, each at most `step` calls per piece
 
 
 class Decoder(Protocol):
@@ -185,21 +191,68 @@ class _Brotli:
         self._d = brotli.Decompressor()
         self._strict = strict
         self._any = False  # an empty body under the label (an empty redirect) is empty, as with the other codings
+        # Chromium's reading: the coded bytes fed so far (references, no copies), to find the stream's end again
+        # when a read holds it with bytes after it (_replay); None strictly, and past _HOLD_MAX
+        self._held: list[bytes] | None = None if strict else []
+        self._held_bytes = 0
+        self._out = 0  # decoded bytes yielded so far
 
     def decode(self, data: bytes) -> bytes:
         return b"".join(self.pieces(data))
 
     def pieces(self, data: bytes, size: int = PIECE) -> Iterator[bytes]:
         self._any = self._any or bool(data)
-        if not data and self._d.is_finished():
+        if self._strict:
+            yield from _drained(self._d, data, size)
             return
-        out = bytes(self._d.process(data, output_buffer_limit=size))
-        # The binding may return with output still inside, even short of the limit and with all input taken (a piece
-        # of an uncompressed meta-block): asked again with no input until it gives none, so nothing decoded waits for
-        # the next read, nor is lost at the end of the body.
-        while out:
-            yield out
-            out = bytes(self._d.process(b"", output_buffer_limit=size))
+        if self._d.is_finished():
+            return  # whatever follows the end of the stream is ignored, as Chromium ignores it
+        try:
+            for out in _drained(self._d, data, size):
+                self._out += len(out)
+                yield out
+        except brotli.error:
+            # Corrupt data, or the stream ended inside `data` with bytes after it: the binding fails that too, and
+            # its decoder is gone with the output of its last call. Only a decoder fed again from the start, the
+            # end's read a few bytes at a time, tells which (and gives that output).
+            if self._held is None:
+                raise
+            self._held.append(data)
+            body, self._held = b"".join(self._held), None
+            yield from self._replay(body, len(body) - len(data), size)
+            return
+        if self._held is not None and not self._d.is_finished():
+            self._held.append(data)
+            self._held_bytes += len(data)
+            if self._held_bytes > _HOLD_MAX:
+                self._held = None
+
+    def _replay(self, body: bytes, good: int, size: int) -> Iterator[bytes]:
+        """`body`: every coded byte fed; its first `good` bytes were fed without reaching the end or an error.
+        Fed to fresh decoders in ever smaller steps (the binding fails only a call that reaches the end with input
+        left), until one ends exactly where the stream ends; output already yielded is not yielded again."""
+        for step in _REPLAY_STEPS:
+            d = brotli.Decompressor()
+            produced = 0
+            bounds = [(0, good), *((i, min(i + step, len(body))) for i in range(good, len(body), step))]
+            try:
+                for lo, hi in bounds:
+                    for out in _drained(d, body[lo:hi], size):
+                        produced += len(out)
+                        if produced > self._out:
+                            out = out[len(out) - (produced - self._out) :]
+                            self._out = produced
+                            yield out
+                    if d.is_finished():
+                        self._d = d
+                        return
+                    good = hi
+            except brotli.error:
+                if step == 1:
+                    raise  # corrupt data where the stream should go on, as Chromium fails it
+                continue
+            self._d = d  # (all of it fed without an error nor the end: the stream goes on)
+            return
 
     def finish(self) -> bytes:
         out = b"".join(self.pieces(b""))  # drained (pieces drains too: this is what a caller left inside)
@@ -208,7 +261,26 @@ class _Brotli:
         return out
 
     def prefix(self, data: bytes, limit: int) -> bytes:
-        return bytes(self._d.process(data, output_buffer_limit=limit))[:limit]
+        if self._strict:
+            return bytes(self._d.process(data, output_buffer_limit=limit))[:limit]
+        out = b""
+        for piece in self.pieces(data, max(1, min(limit, PIECE))):
+            out += piece
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+
+def _drained(d: brotli.Decompressor, data: bytes, size: int) -> Iterator[bytes]:
+    """What `data` decodes to, in pieces of about `size`. The binding may return with output still inside, even
+    short of the limit and with all input taken (a piece of an uncompressed meta-block): asked again with no input
+    until it gives none, so nothing decoded waits for the next read, nor is lost at the end of the body."""
+    if not data and d.is_finished():
+        return
+    out = bytes(d.process(data, output_buffer_limit=size))
+    while out:
+        yield out
+        out = bytes(d.process(b"", output_buffer_limit=size))
 
 
 class _Zstd:
@@ -311,12 +383,95 @@ def _one(coding: str, strict: bool) -> Decoder | None:
     raise FetchError("decode_failed", f"unsupported Content-Encoding {coding!r}")
 
 
-def decoder_for(content_encoding: str | None, *, strict: bool = False) -> Decoder | None:
-    """A decoder for the header value, None for identity; FetchError for a coding we cannot undo. Chromium's reading
-    of the body, or with `strict` the stricter one (the module's docstring)."""
-    if not content_encoding:
+# What Chromium undoes (FilterSourceStream::ParseEncodingType): any other name, `identity` and an empty item included,
+# has it pass the whole body through undecoded
+_CHROMIUM_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
+
+
+def chromium_codings(content_encoding: str) -> list[str] | None:
+    """The codings Chromium undoes for this Content-Encoding value (every line of the field, one list), in the order
+    they were applied; None where it passes the whole body through as it came: when any item is one it does not undo
+    (URLRequestHttpJob::SetUpSourceStream stops at the first such and decodes nothing, the codings before it
+    included). Items are split on commas and trimmed of spaces and tabs, compared without case; an empty one (`gzip,`,
+    `,gzip`, `gzip,,br`) is the empty coding, passed through too (Chromium 156 shows `gzip,` over a gzip body as the
+    gzip bytes)."""
+    codings = [c.strip(" \t").lower() for c in content_encoding.strip(" \t").split(",")]
+    if any(c not in _CHROMIUM_CODINGS for c in codings):
         return None
-    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    return codings
+
+
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def chromium_refuses(content_encoding: str | None, accept_encoding: str | None, *, status: int,
+                     location: str | None) -> str | None:
+    """Why Chromium fails this response with ERR_CONTENT_DECODING_FAILED before any of its body
+    (HttpNetworkTransaction::ContentEncodingsValid), None where it does not: a Content-Encoding it cannot parse (a
+    quote, `=`, `;` or `*`, an item with a space inside), or one naming a coding it undoes (or an empty item between
+    commas) that the request's Accept-Encoding did not offer, unless that is absent (everything offered) or the
+    response is a redirect (crbug.com/714514). A coding it does not know is never refused (it passes through)."""
+    if content_encoding is None:
+        return None
+    allowed = _accepted(accept_encoding or "")
+    if allowed is None:
+        return f"an Accept-Encoding Chromium cannot parse: {accept_encoding!r}"
+    if any(ch in content_encoding for ch in '"=;*'):
+        return f"a Content-Encoding Chromium cannot parse: {content_encoding!r}"
+    used = set()
+    for token in (t for t in content_encoding.split(",") if t):  # (base::StringTokenizer skips empty tokens)
+        item = token.strip(" \t")
+        if " " in item or "\t" in item:
+            return f"a Content-Encoding Chromium cannot parse: {content_encoding!r}"
+        used.add(item.lower())
+    if "*" in allowed or (status in _REDIRECTS and location):
+        return None
+    unasked = sorted(c for c in used if (c in _CHROMIUM_CODINGS or not c) and c not in allowed)
+    return f"Content-Encoding {unasked[0]!r} was not offered" if unasked else None
+
+
+def _accepted(accept_encoding: str) -> set[str] | None:
+    """The codings an Accept-Encoding offers as Chromium reads it (HttpUtil::ParseAcceptEncoding): those with a
+    q-value above zero; `*` when it names none; identity always; gzip and x-gzip as one. None where it cannot parse
+    it."""
+    if '"' in accept_encoding:
+        return None
+    allowed: set[str] = set()
+    for token in (t for t in accept_encoding.split(",") if t):
+        entry = token.strip(" \t")
+        name, semicolon, params = entry.partition(";")
+        name = name.strip(" \t")
+        if " " in name or "\t" in name:
+            return None
+        if not semicolon:
+            allowed.add(name.lower())
+            continue
+        key, equals, q = params.strip(" \t").partition("=")
+        q = q.strip(" \t")
+        if not equals or key.strip(" \t").lower() != "q" or not re.fullmatch(r"1(\.0{0,3})?|0(\.\d{1,3})?", q):
+            return None
+        if q.startswith("1") or q.strip("0.") != "":
+            allowed.add(name.lower())
+    if not allowed:
+        return {"*"}
+    allowed.add("identity")
+    if allowed & {"gzip", "x-gzip"}:
+        allowed |= {"gzip", "x-gzip"}
+    return allowed
+
+
+def decoder_for(content_encoding: str | None, *, strict: bool = False) -> Decoder | None:
+    """A decoder for the header value, None where the body is delivered as it came. Chromium's reading of the body
+    (the module's docstring): None also for a value naming anything it does not undo (chromium_codings). With
+    `strict`, the stricter one: `identity` is skipped, and a coding the helper cannot undo is FetchError."""
+    if not content_encoding or not content_encoding.strip():
+        return None
+    if strict:
+        codings: list[str] | None = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    else:
+        codings = chromium_codings(content_encoding)
+    if codings is None:
+        return None
     decoders = [d for d in (_one(c, strict) for c in reversed(codings)) if d is not None]
     if not decoders:
         return None
@@ -339,12 +494,9 @@ def decoded_prefix(content_encoding: str | None, data: bytes, limit: int) -> byt
 
 def decodes(content_encoding: str | None, body: bytes) -> bool:
     """Does a whole body (a stored one) decode as the default reading decodes it, as Chromium would, without an
-    error? Its output is counted away a piece at a time, never held. A coding the helper does not undo is not the
-    body's fault (the decoding sink fails it wherever it comes from): True."""
-    try:
-        decoder = decoder_for(content_encoding)
-    except FetchError:
-        return True
+    error? Its output is counted away a piece at a time, never held. A body Chromium passes through as it came (a
+    coding it does not know) has nothing to fail: True."""
+    decoder = decoder_for(content_encoding)
     if decoder is None:
         return True
     try:

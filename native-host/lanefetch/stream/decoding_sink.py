@@ -5,7 +5,12 @@ The engine below delivers bodies as the server coded them, so the cache stores a
 the coded bytes (a Range counts coded bytes); decoding happens once, here, on the way to the consumer, as
 Chromium would decode the body (decode.py's default reading: the page gets what the browser's own fetch would have
 shown, a body cut short included). A body that cannot be decoded ends its request with `decode_failed`; the rest of
-its response is dropped here while the engine reads it to the end, so the connection stays in step.
+its response is dropped here while the engine reads it to the end, so the connection stays in step; so is one whose
+Content-Encoding Chromium refuses before its body (decode.chromium_refuses: a coding the request did not offer, a
+value it cannot parse), which the browser then fails the same way when it fetches it itself. A body under a
+Content-Encoding that names a coding Chromium does not undo (`identity`, an unknown name, alone or in a list) is
+Chromium's to show as it came: it goes so, its Content-Encoding and Content-Length kept, marked decoded (what the
+consumer delivers as it is).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from ..engine.errors import FetchError
 from ..engine.exchange import DeliveredHead, Sink, TimingReport
 from ..engine.fields import Headers
 from ..engine.request import FetchRequest
-from .decode import Decoder, decoder_for
+from .decode import Decoder, chromium_refuses, decoder_for
 
 _NO_BODY = (204, 304)
 
@@ -27,15 +32,29 @@ class DecodingSink:
         self._failed: set[str] = set()
 
     async def head(self, request: FetchRequest, head: DeliveredHead) -> None:
+        if request.decode:
+            offered = ", ".join(v for k, v in request.headers if k.lower() == "accept-encoding") or None
+            why = chromium_refuses(head.get("content-encoding"), offered, status=head.status,
+                                   location=head.get("location"))
+            if why is not None:
+                await self._fail(request, FetchError("decode_failed", why))
+                return
         decoder = None
+        coding = None
         if request.decode and request.method != "HEAD" and head.status not in _NO_BODY:
+            coding = head.get("content-encoding")  # every line of the field: one list (RFC 9110 §5.3), as Chromium
             try:
-                # every line of the field: one list (RFC 9110 §5.3), as Chromium reads it
-                decoder = decoder_for(head.get("content-encoding") or None)
+                decoder = decoder_for(coding or None)
             except FetchError as e:
                 await self._fail(request, e)
                 return
         if decoder is None:
+            if coding and coding.strip():
+                # A coding Chromium does not undo (decode.chromium_codings): the body goes as it came, with the
+                # fields that say so, as the page has it from the browser's own fetch; decoded, for the consumer
+                # takes it as it is (a fulfilled body is never decoded by the browser)
+                head = DeliveredHead(head.status, head.reason, head.http_version, head.headers, True, head.unproven,
+                                     head.stored)
             await self._sink.head(request, head)
             return
         self._decoders[request.id] = decoder

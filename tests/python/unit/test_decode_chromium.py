@@ -17,7 +17,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lanefetch.engine import FetchError
-from lanefetch.stream.decode import Decoder, decoder_for, decodes
+from lanefetch.stream.decode import Decoder, chromium_refuses, decoder_for, decodes
 
 
 def raw_deflate(data: bytes) -> bytes:
@@ -199,11 +199,60 @@ def test_brotli_pieces_leave_nothing_inside_for_the_next_read() -> None:
     assert got + b"".join(decoder.pieces(coded[60_000:])) + decoder.finish() == body
 
 
-def test_brotli_with_bytes_after_its_end_fails_where_chromium_ignores_them() -> None:
-    """A known difference (docs/architecture.md, "Decoding"): the Python binding fails input past the end of the
-    stream, and says no more where the end was; Chromium ignores what follows."""
+@settings(max_examples=60, deadline=None)
+@given(body=bodies, trailing=st.binary(min_size=1, max_size=3000), step=st.integers(1, 6000))
+def test_brotli_ignores_whatever_follows_the_end_of_its_stream(body: bytes, trailing: bytes, step: int) -> None:
+    """Chromium's BrotliSourceStream takes what follows BROTLI_DECODER_RESULT_SUCCESS and drops it; the Python
+    binding fails a call that reaches the end with input left (its output lost), so the helper failed such a body
+    (`decode_failed`) where Chromium shows it. In any pieces, the bytes after the end in the same read or later."""
+    assert chromium("br", brotli.compress(body) + trailing, step) == body
+
+
+def test_brotli_bytes_after_the_end_of_a_long_body_in_one_read() -> None:
+    """The end found again in a body of many reads, the last holding the end and more, and output the binding
+    gave before it failed is not given twice."""
+    body = b"".join(b"line %d\n" % i for i in range(100_000))
+    coded = brotli.compress(body) + os.urandom(50_000)
+    assert chromium("br", coded, 1 << 16) == body
+    assert chromium("br", coded) == body
+
+
+def test_strict_brotli_still_fails_bytes_after_its_end() -> None:
+    """Proxy mode's reading (response_tally.py counts it for Firefox) is not Chromium's: unchanged."""
     with pytest.raises(brotli.error):
-        chromium("br", brotli.compress(b"x" * 100) + b"more")
+        run(decoder_for("br", strict=True), brotli.compress(b"x" * 100) + b"more", 1 << 20)
+
+
+def test_corrupt_brotli_data_after_a_good_start_still_fails() -> None:
+    body = b"".join(b"%d " % i for i in range(50_000))
+    coded = bytearray(brotli.compress(body))
+    coded[len(coded) // 2 :] = bytes(len(coded) - len(coded) // 2)  # (zeros: a code the decoder refuses, later on)
+    with pytest.raises(brotli.error):
+        chromium("br", bytes(coded), 1000)
+
+
+@pytest.mark.parametrize("value", ["foo", "identity", "gzip, foo", "foo, gzip", "br, identity", "gzip, , br",
+                                   "GZIP, x-custom", "gzip,", ",gzip", "gzip,,br"])
+def test_a_coding_chromium_does_not_undo_passes_the_whole_body_through(value: str) -> None:
+    """URLRequestHttpJob::SetUpSourceStream: an item it does not know (identity and an empty one included) has it
+    return the raw body, the codings named before it included; the helper failed it (`decode_failed`), or skipped
+    `identity` and empty items and decoded the rest. (Chromium 156 shows `gzip,` over a gzip body as its bytes.)"""
+    assert decoder_for(value) is None
+    assert decodes(value, b"anything")
+
+
+@pytest.mark.parametrize(("value", "strict_ok"), [("foo", False), ("identity", True), ("gzip, foo", False)])
+def test_strict_reading_of_unknown_codings_is_unchanged(value: str, strict_ok: bool) -> None:
+    if strict_ok:
+        assert decoder_for(value, strict=True) is None
+    else:
+        with pytest.raises(FetchError):
+            decoder_for(value, strict=True)
+
+
+@pytest.mark.parametrize("value", ["gzip", "x-gzip, br", "GZip ,deflate", " gzip\t", "zstd,br"])
+def test_codings_chromium_knows_are_decoded(value: str) -> None:
+    assert decoder_for(value) is not None
 
 
 def test_a_zstd_frame_whose_window_is_above_8_mib_fails_as_in_chromium() -> None:
@@ -235,9 +284,35 @@ def test_data_that_is_not_of_its_coding_fails(coding: str, kept: int) -> None:
     ("gzip", b"\x1f\x8b\x08\0\0\0\0\0\0\xff" + b"\xff" * 20, False),
     ("br", brotli.compress(b"y" * 1000)[:-2], True),  # cut short: shown as far as it decodes
     ("zstd", b"\x28\xb5\x2f\xfd" + b"\xff" * 20, False),
-    ("x-unknown", b"anything", True),  # not the body's fault: the decoding sink fails it wherever it comes from
+    ("x-unknown", b"anything", True),  # Chromium shows it as it came
     (None, b"anything", True),
 ])
 def test_decodes_says_whether_a_stored_body_decodes_as_chromium_would(coding: str | None, body: bytes,
                                                                        ok: bool) -> None:
     assert decodes(coding, body) is ok
+
+
+A4 = "gzip, deflate, br, zstd"
+
+
+@pytest.mark.parametrize(("coding", "offered", "status", "refused"), [
+    ("gzip", A4, 200, False),
+    ("gzip,", A4, 200, False),  # (passed through: chromium_codings)
+    ("gzip, foo", "gzip", 200, False),  # an unknown coding is never refused
+    ("compress", "gzip", 200, False),
+    ("br", "gzip, deflate", 200, True),  # not offered: br to a host Chromium does not ask it of
+    ("br", "gzip, deflate", 302, False),  # a redirect is let through (crbug.com/714514)
+    ("br", None, 200, False),  # no Accept-Encoding: everything offered
+    ("zstd", "gzip;q=1.0, zstd;q=0", 200, True),
+    ("x-gzip", "gzip", 200, False),
+    ("gzip, , br", A4, 200, True),  # the empty item was not offered
+    ("gzip;q=1", A4, 200, True),  # cannot be parsed, offered or not
+    ("gzip;q=1", None, 200, True),
+    ("gzip foo", A4, 200, True),
+    ('"gzip"', A4, 200, True),
+])
+def test_what_chromium_refuses_before_the_body(coding: str, offered: str | None, status: int, refused: bool) -> None:
+    """HttpNetworkTransaction::ContentEncodingsValid (ERR_CONTENT_DECODING_FAILED), checked against Chromium 156 for
+    `gzip, , br`, `gzip;q=1`, `gzip foo` (failed) and `gzip,` (shown, passed through)."""
+    location = "/elsewhere" if status == 302 else None
+    assert (chromium_refuses(coding, offered, status=status, location=location) is not None) is refused

@@ -133,11 +133,10 @@ async def test_a_zstd_body_cut_inside_a_later_frame_is_delivered_as_far_as_it_de
     assert out.data.startswith(b"whole " * 40) and (b"whole " * 40 + second).startswith(out.data)
 
 
-@pytest.mark.parametrize("lines", [["gzip", "br"], ["identity", "gzip"], ["gzip", ""]])
+@pytest.mark.parametrize("lines", [["gzip", "br"], ["br", "gzip"]])
 async def test_content_encoding_on_several_field_lines_is_one_list(lines: list[str]) -> None:
     """Field lines of one name are one comma-separated list (RFC 9110 §5.3), as Chromium reads Content-Encoding:
-    only the first line was read, so a body coded twice failed, and `identity` then `gzip` reached the page still
-    gzip-coded under a head that says so, which a fulfilled debugger-mode body is not decoded from."""
+    only the first line was read, so a body coded twice failed."""
     text = b"console.log('decoded');\n" * 100
     coded = text
     for coding in lines:
@@ -170,3 +169,57 @@ async def test_an_empty_body_under_a_content_encoding_is_an_empty_body(coding: s
     assert not out.errors
     assert out.ended and out.data == b""
     assert out.heads[0].headers == [("Location", "/there")]
+
+
+@pytest.mark.parametrize("lines", [["foo"], ["identity"], ["gzip", "foo"], ["identity", "gzip"], ["br, x-custom"]])
+async def test_a_coding_chromium_does_not_undo_is_delivered_as_it_came_with_its_fields(lines: list[str]) -> None:
+    """Chromium passes a body whose Content-Encoding names anything it does not undo through undecoded, the codings
+    before it included (URLRequestHttpJob::SetUpSourceStream), and shows the page its fields: the helper failed it
+    (`decode_failed`), or skipped `identity` and decoded the gzip. Now it goes as it came, Content-Encoding and
+    Content-Length kept, marked decoded (the extension fulfils it as it is)."""
+    body = gzip.compress(b"<p>as it came</p>")
+    out = Collect()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "GET", "http://example.test/a.html", [], decode=True)
+    headers = [("Content-Type", "text/html"), *(("Content-Encoding", c) for c in lines),
+               ("Content-Length", str(len(body)))]
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", headers, False))
+    await sink.body(request, body)
+    await sink.end(request, len(body), [])
+    (head,) = out.heads
+    assert head.decoded and head.headers == headers
+    assert out.data == body
+
+
+async def test_a_bodiless_answer_under_an_unknown_coding_is_left_as_it_was() -> None:
+    """HEAD, 204, 304: no body to pass through; the head goes as before (not marked decoded)."""
+    out = Collect()
+    sink = DecodingSink(out)
+    request = FetchRequest("r1", "HEAD", "http://example.test/a.html", [], decode=True)
+    headers = [("Content-Encoding", "foo")]
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", headers, False))
+    assert out.heads == [DeliveredHead(200, "OK", "1.1", headers, False)]
+
+
+@pytest.mark.parametrize(("lines", "offered"), [(["br"], "gzip, deflate"), (["gzip", ""], "gzip, deflate, br, zstd"),
+                                                (["gzip;q=1"], None)])
+async def test_a_content_encoding_chromium_refuses_fails_before_the_body(lines: list[str], offered: str | None) -> None:
+    """A coding the request did not offer, an empty item (a second, empty field line), a value Chromium cannot
+    parse: Chromium fails the response (ERR_CONTENT_DECODING_FAILED, checked against Chromium 156); the helper
+    decoded it, or passed it through. Now `decode_failed`, the browser then fetching it and failing it itself."""
+    failed: list[FetchError] = []
+
+    class Failing(Collect):
+        async def error(self, request: FetchRequest, error: FetchError) -> None:
+            failed.append(error)
+
+    out = Failing()
+    sink = DecodingSink(out)
+    headers = [] if offered is None else [("Accept-Encoding", offered)]
+    request = FetchRequest("r1", "GET", "http://example.test/a.js", headers, decode=True)
+    body = gzip.compress(b"x" * 100)
+    await sink.head(request, DeliveredHead(200, "OK", "1.1", [("Content-Encoding", c) for c in lines], False))
+    await sink.body(request, body)
+    await sink.end(request, len(body), [])
+    assert not out.heads and not out.data
+    assert [e.code for e in failed] == ["decode_failed"]

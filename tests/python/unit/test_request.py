@@ -126,8 +126,11 @@ def test_truncated_gzip_detected_when_strict() -> None:
 
 
 def test_unknown_coding() -> None:
+    """Strictly (proxy mode's reading) a coding the helper cannot undo fails; Chromium's reading passes the body
+    through as it came (test_decode_chromium.py)."""
+    assert decoder_for("compress") is None
     with pytest.raises(FetchError) as e:
-        decoder_for("compress")
+        decoder_for("compress", strict=True)
     assert e.value.code == "decode_failed"
 
 
@@ -142,6 +145,10 @@ def test_accept_encoding_as_the_browser_would_ask() -> None:
 
     assert ae(FetchRequest("1", "GET", "https://a.test/x", decode=True)) == "gzip, deflate, br, zstd"
     assert ae(FetchRequest("1", "GET", "http://a.test/x", decode=True), "http") == "gzip, deflate"
+    # this machine is asked for all four over http too, as Chromium asks it (net::IsLocalhost)
+    for url in ("http://127.0.0.1:8080/x", "http://localhost/x", "http://app.localhost./x", "http://[::1]/x"):
+        assert ae(FetchRequest("1", "GET", url, decode=True), "http") == "gzip, deflate, br, zstd", url
+    assert ae(FetchRequest("1", "GET", "http://127.0.0.1.example/x", decode=True), "http") == "gzip, deflate"
     assert ae(FetchRequest("1", "HEAD", "https://a.test/x", decode=True)) == "gzip, deflate, br, zstd"
     # the consumer takes coded bodies as they are (Firefox's proxy: its own header stands)
     assert ae(FetchRequest("1", "GET", "https://a.test/x")) is None
