@@ -16,15 +16,29 @@ less one:
 - deflate: zlib-wrapped (its Adler-32 checked by zlib), or, where zlib refuses the start before any output, raw
   deflate: Chromium then puts a zlib header (78 01) before what it read and inflates it all again
   (crbug.com/677001), and so does this. Whatever follows the end of the stream is ignored.
-- br: the stream; the decoder is drained of what it holds (the Python binding may return with output inside).
+- br: the stream; the decoder is drained of what it holds (the Python binding may return with output inside), and
+  whatever follows the end of the stream is ignored (brotli_source_stream.cc drops input after
+  BROTLI_DECODER_RESULT_SUCCESS). The binding fails a call that reaches the end with input left, losing that call's
+  output and its decoder, and says no more where the end was: the coded bytes fed so far are held (references, up
+  to _HOLD_MAX), and on such a failure fed again to fresh decoders, the last read in ever smaller steps, until one
+  stops exactly at the end (or fails on data that is corrupt, as Chromium fails it); output already given is not
+  given again. That costs nothing until a body has bytes after its end.
 - zstd: one frame after another; a window above 8 MiB fails (Chromium's windowLogMax 23, RFC 8878 §3.1.1.1.2).
+  Bytes after the last frame are read as the next frame, here as in zstd_source_stream.cc: a skippable frame is
+  skipped, anything else fails.
 - A stream cut short (the body ended before the coding did) is no error for any of them: Chromium shows what
   decoded so far (gzip/deflate stop; br and zstd note it in a histogram only). Corrupt data fails, as there.
-Where this still differs from Chromium (br with bytes after its end) is in docs/architecture.md ("Decoding").
+- The value (chromium_codings): any item Chromium does not undo (`identity`, an empty one as in `gzip,`, a name it
+  does not know) has it pass the whole body through undecoded (URLRequestHttpJob::SetUpSourceStream), the codings
+  named before it included: decoder_for gives None, and the decoding sink delivers the body as it came, with its
+  fields. What Chromium fails before reading the body (HttpNetworkTransaction::ContentEncodingsValid: a coding the
+  request's Accept-Encoding did not offer, a value it cannot parse) is chromium_refuses.
+What still differs from Chromium is in docs/architecture.md ("Decoding").
 
 `strict=True` is the stricter reading proxy-mode callers keep (the browser there is Firefox, which decodes itself;
 the helper only counts or reads): every gzip member, zlib's own CRC32/ISIZE and header checks, raw deflate told by
-its first byte, and a stream cut short fails at `finish` (response_tally.py counts its decoded size as unknown)."""
+its first byte, bytes after a br stream fail, `identity` is skipped and a coding the helper cannot undo is a
+FetchError, and a stream cut short fails at `finish` (response_tally.py counts its decoded size as unknown)."""
 
 from __future__ import annotations
 
