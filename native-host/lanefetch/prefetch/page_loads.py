@@ -24,7 +24,8 @@ and the engine, so a prefetched response answers before any of them is asked):
   browser's field profile, field_profile.py) and joins the page's flight (the same holding area and budget,
   answered by the same fidelity rule). Bodies that are not 2xx are not read; one that arrives content-coded (proxy
   mode delivers bodies as the server coded them) is decoded for reading (stream/decode.py decoded_prefix, bounded),
-  and one in a coding the helper cannot undo is not read.
+  and one in a coding the helper cannot undo is not read (in debugger mode one whose coding Chromium does not undo
+  comes as it came, marked decoded, and is read as the page gets it: stream/decoding_sink.py).
   A document the browser loads itself (Chromium, a page on a private address) is read from the bytes the browser
   streams here (`browser_document`, its request told first with `browser_fetched`); the stylesheets and scripts it
   names are left to the browser (`_Load.browser_named`), its images fly.
