@@ -43,6 +43,7 @@ FetchError, and a stream cut short fails at `finish` (response_tally.py counts i
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import zlib
 from collections.abc import Iterator
@@ -248,7 +249,8 @@ class _Brotli:
         for step in _REPLAY_STEPS:
             d = brotli.Decompressor()
             produced = 0
-            bounds = [(0, good), *((i, min(i + step, len(body))) for i in range(good, len(body), step))]
+            # (lazily: one step a call, never a list as long as the body)
+            bounds = itertools.chain([(0, good)], ((i, min(i + step, len(body))) for i in range(good, len(body), step)))
             try:
                 for lo, hi in bounds:
                     for out in _drained(d, body[lo:hi], size):
