@@ -86,6 +86,16 @@ class Decoder(Protocol):
         ...
 
 
+def _prefix_by_pieces(decoder: Decoder, data: bytes, limit: int) -> bytes:
+    """Decoder.prefix for a decoder whose `pieces` bound each output: its pieces until `limit` bytes came."""
+    out = b""
+    for piece in decoder.pieces(data, max(1, min(limit, PIECE))):
+        out += piece
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
 class _Zlib:
     def __init__(self, wbits: int, *, deflate: bool = False) -> None:
         self._wbits = wbits
@@ -193,12 +203,7 @@ class _ChromiumZlib:
         return b"" if self._done else self._d.flush()
 
     def prefix(self, data: bytes, limit: int) -> bytes:
-        out = b""
-        for piece in self.pieces(data, max(1, min(limit, PIECE))):
-            out += piece
-            if len(out) >= limit:
-                break
-        return out[:limit]
+        return _prefix_by_pieces(self, data, limit)
 
 
 class _Brotli:
@@ -279,12 +284,7 @@ class _Brotli:
     def prefix(self, data: bytes, limit: int) -> bytes:
         if self._strict:
             return bytes(self._d.process(data, output_buffer_limit=limit))[:limit]
-        out = b""
-        for piece in self.pieces(data, max(1, min(limit, PIECE))):
-            out += piece
-            if len(out) >= limit:
-                break
-        return out[:limit]
+        return _prefix_by_pieces(self, data, limit)
 
 
 def _drained(d: brotli.Decompressor, data: bytes, size: int) -> Iterator[bytes]:
