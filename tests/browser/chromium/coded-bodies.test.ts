@@ -6,10 +6,10 @@
 // went to the browser), and a fulfilled body's Content-Encoding was always dropped.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { brotliCompressSync } from "node:zlib";
-import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../support/chromium-harness.js";
+import { openPage, tabIdOf, tabTimings } from "../support/chromium-harness.js";
+import { startLoopbackSite, stopLoopbackSite, type LoopbackSite } from "../support/loopback-site.js";
 import { eventually } from "../support/eventually.js";
 
 const TEXT = "the body as the page reads it\n".repeat(200);
@@ -19,8 +19,7 @@ const BODIES: Record<string, { coding: string; body: Buffer }> = {
   "/identity-gzip.txt": { coding: "identity, gzip", body: Buffer.from(TEXT) },
 };
 
-let browser: Browser;
-let server: Server;
+let site: LoopbackSite;
 
 function serve(req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? "";
@@ -42,23 +41,16 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
 }
 
 before(async () => {
-  server = createServer(serve);
-  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
-  browser = await launch(freshProfile(true));
-  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
-  await waitForHelper(browser.context);
+  site = await startLoopbackSite(serve);
 });
 
-after(async () => {
-  await browser.close();
-  await new Promise<void>((ok) => server.close(() => ok()));
-});
+after(() => stopLoopbackSite(site));
 
 test("coded bodies are fulfilled as Chromium's own fetch shows them", async () => {
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const tab = await browser.context.newPage();
+  const origin = site.origin;
+  const tab = await site.browser.context.newPage();
   await openPage(tab, `${origin}/open.html`); // attached and intercepting from here
-  const tabId = await tabIdOf(browser.worker, `${origin}/open.html`);
+  const tabId = await tabIdOf(site.browser.worker, `${origin}/open.html`);
   await tab.goto(`${origin}/page.html`);
   const got = await tab.evaluate(() => (window as unknown as { got: Promise<[string, string, string | null, string | null][]> }).got);
   const seen = Object.fromEntries(got.map(([u, text, coding, length]) => [u, { text, coding, length }]));
@@ -69,7 +61,7 @@ test("coded bodies are fulfilled as Chromium's own fetch shows them", async () =
   }
   let records: { url: string; outcome: string; reason: string | null }[] = [];
   await eventually("the three are answered by the helper", async () => {
-    records = (await tabTimings(browser.context, tabId)).records.filter((r) => r.url.startsWith(origin) && r.url.endsWith(".txt"));
+    records = (await tabTimings(site.browser.context, tabId)).records.filter((r) => r.url.startsWith(origin) && r.url.endsWith(".txt"));
     return records.length === 3 && records.every((r) => r.outcome !== "pending");
   }, { timeoutMs: 10000 }, () => records);
   assert.deepEqual(records.map((r) => r.outcome), ["fulfilled", "fulfilled", "fulfilled"], JSON.stringify(records));

@@ -5,17 +5,16 @@
 // retry with the realm's credentials gets the image.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { freshProfile, launch, openPage, setSites, tabIdOf, tabTimings, waitForHelper, type Browser } from "../support/chromium-harness.js";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { openPage, tabIdOf, tabTimings } from "../support/chromium-harness.js";
+import { startLoopbackSite, stopLoopbackSite, type LoopbackSite } from "../support/loopback-site.js";
 import { eventually } from "../support/eventually.js";
 
 // A 1×1 PNG.
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64");
 const GOOD = `Basic ${Buffer.from("user:secret").toString("base64")}`;
 
-let browser: Browser;
-let server: Server;
+let site: LoopbackSite;
 const log: { url: string; auth: boolean; status: number }[] = [];
 
 function serve(req: IncomingMessage, res: ServerResponse): void {
@@ -34,24 +33,17 @@ function serve(req: IncomingMessage, res: ServerResponse): void {
 }
 
 before(async () => {
-  server = createServer(serve);
-  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
-  browser = await launch(freshProfile(true));
-  await setSites(browser.worker, [{ scope: "domain", name: "127.0.0.1" }]);
-  await waitForHelper(browser.context);
+  site = await startLoopbackSite(serve);
 });
 
-after(async () => {
-  await browser.close();
-  await new Promise<void>((ok) => server.close(() => ok()));
-});
+after(() => stopLoopbackSite(site));
 
 test("a 401 asking for a login of a request without Authorization goes to the browser, which answers it with the realm's credentials", async () => {
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const tab = await browser.context.newPage();
+  const origin = site.origin;
+  const tab = await site.browser.context.newPage();
   await openPage(tab, `${origin}/open.html`); // attached and intercepting from here
-  const tabId = await tabIdOf(browser.worker, `${origin}/open.html`);
-  await tab.goto(`http://user:secret@127.0.0.1:${(server.address() as AddressInfo).port}/auth/page.html`);
+  const tabId = await tabIdOf(site.browser.worker, `${origin}/open.html`);
+  await tab.goto(`${site.origin.replace("http://", "http://user:secret@")}/auth/page.html`);
   await tab.waitForFunction(() => {
     const img = document.getElementById("pixel") as HTMLImageElement | null;
     return img?.complete === true && img.naturalWidth === 1;
@@ -60,7 +52,7 @@ test("a 401 asking for a login of a request without Authorization goes to the br
   let all: unknown[] = [];
   let records: { url: string; outcome: string; reason: string | null; status: number | null }[] = [];
   await eventually("the image's records are answered", async () => {
-    const got = (await tabTimings(browser.context, tabId)).records;
+    const got = (await tabTimings(site.browser.context, tabId)).records;
     all = got.map((r) => [r.url, r.outcome, r.reason]);
     records = got.filter((r) => r.url === imageUrl);
     return records.length > 0 && records.every((r) => r.outcome !== "pending");

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import type { PageLoadsReply } from "../../../extension/src/background/popup-api.js";
 import type { PageLoadData } from "../../../extension/src/timings/timing-store.js";
-import { EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf } from "../support/chromium-harness.js";
+import { EXTENSION_ID, freshProfile, launch, openPage, setSites, settledPageLoad, tabIdOf, type Browser } from "../support/chromium-harness.js";
 import { eventually } from "../support/eventually.js";
 import { siteOptions, startSites, type Sites } from "../support/test-site.js";
 
@@ -26,6 +26,20 @@ function cacheByPath(data: PageLoadData): Record<string, string> {
   const out: Record<string, string> = {};
   for (const r of data.records) if (r.timing) out[`${new URL(r.url).host} ${new URL(r.url).pathname}`] = r.timing.cache ?? "none";
   return out;
+}
+
+/** A fresh Chromium with 127.0.0.1 turned on, an extension page (whose API reads the timing records) and a tab. */
+async function launchOnLoopback(): Promise<{ browser: Browser; extension: Page; page: Page }> {
+  const browser = await launch(freshProfile(true));
+  try {
+    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
+    const extension = await browser.context.newPage();
+    await extension.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
+    return { browser, extension, page: await browser.context.newPage() };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
 }
 
 test("a learned page's third visit is answered from its flight, and the page behaves the same", async () => {
@@ -91,12 +105,8 @@ test("a page's fetch(url, {cache: \"no-store\"}) after its learned loads gets th
   // The helper cannot see a fetch()'s cache mode (the Fetch domain pauses the request before it becomes fields), and
   // Chromium never answers a script's request with a copy it fetched unasked: a flight neither flies a learned
   // fetch() nor answers one (prefetch/fidelity.py). The page's image, learned alike, still flies.
-  const browser = await launch(freshProfile(true));
+  const { browser, extension, page } = await launchOnLoopback();
   try {
-    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
-    const extension = await browser.context.newPage();
-    await extension.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
-    const page = await browser.context.newPage();
     const url = `${sites.a.origin}/counter.html`;
     const host = new URL(sites.a.origin).host;
     const got: string[] = [];
@@ -126,12 +136,8 @@ test("a loopback page's document, loaded by Chromium itself, is read by the help
   // most), so Chromium itself cannot ask for the image before that; the helper can only guess it from the other
   // stylesheet's rule matched against the document, which it has only from the browser's stream (browser_document:
   // a loopback page's document is never the helper's, local_document).
-  const browser = await launch(freshProfile(true));
+  const { browser, extension, page } = await launchOnLoopback();
   try {
-    await setSites(browser.worker, [{ scope: "host", name: "127.0.0.1" }]);
-    const extension = await browser.context.newPage();
-    await extension.goto(`chrome-extension://${EXTENSION_ID}/options.html`);
-    const page = await browser.context.newPage();
     const url = `${sites.a.origin}/held.html`;
     sites.clearLog();
     await openPage(page, url);
