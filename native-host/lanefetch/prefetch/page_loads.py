@@ -527,12 +527,11 @@ class PageLoads:
         flight = load.flight
         items: list[Planned] = []
         for r in requests:
-            if r.method.upper() != "GET" or r.expected_size is not None or r.url in load.adopted:
+            # probed: a GET of an image or web font of unknown size, without fields a range would change (a validation)
+            if not probed(r) or r.url in load.adopted:
                 continue
             if flight is not None and (flight.holds(r.url) or flight.distrusted):
                 continue
-            if not probed(FetchRequest(r.id, "GET", r.url, list(r.headers), resource_type=r.resource_type)):
-                continue  # not an image or web font, or asked with fields a range would change (a validation)
             if not await self._link_room(r.url, load.page):
                 continue
             items.append(Planned(r.url, list(r.headers), r.resource_type, confident=True, decode=r.decode))
