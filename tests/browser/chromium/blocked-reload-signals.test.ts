@@ -141,7 +141,9 @@ test("a blocked hard reload, a blocked plain reload and a blocked navigation to 
   const hard = await recorded(reload(true));
   const hardSeen = [...seen];
   const typed = await recorded(() => cdp.send("Page.navigate", { url: `${origin}/a.html`, transitionType: "typed" }));
-  assert.deepEqual([plainSeen, hardSeen], [[], []], "the block stopped both before the network");
+  // (The favicon the load before asked for may reach the server late, inside the window: only the page counts.)
+  const pageAsked = (list: string[]): string[] => list.filter((s) => s.startsWith("/a.html"));
+  assert.deepEqual([pageAsked(plainSeen), pageAsked(hardSeen)], [[], []], "the block stopped both before the network");
   const kinds = plain.map((e) => e.kind);
   assert.ok(kinds.includes("webNavigation.onBeforeNavigate") && kinds.includes("webRequest.onBeforeRequest") &&
     kinds.includes("declarativeNetRequest.onRuleMatchedDebug") && kinds.includes("webNavigation.onErrorOccurred"), kinds.join(", "));
