@@ -31,7 +31,7 @@ from .cache.origin_memory import Record, heed, policy_from, preconnect_origins, 
 from .cache.sqlite_store import SqliteStore
 from .engine.config import EngineConfig
 from .engine.connection_cap import ConnectionCap
-from .engine.engine import Engine, PolicyKey, new_cap, policy_key
+from .engine.engine import Engine, PolicyKey, policy_key, shared_cap
 from .engine.errors import FetchError
 from .engine.exchange import Sink
 from .engine.fetcher import BatchResult, Fetcher, Page
@@ -63,7 +63,7 @@ class FetchService:
         (`self.cap`)."""
         self.config = config or ServiceConfig()
         self._records = records
-        self.cap = cap if cap is not None else new_cap(self.config.engine)
+        self.cap = shared_cap(self.config.engine, cap)
         self.engine = Engine(self.config.engine, self.cap)
         self.engine.on_policy_changed = self._policy_changed
         self._caches: dict[bool, HttpCache] = {}  # by private_browsing

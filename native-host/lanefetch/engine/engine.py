@@ -59,10 +59,11 @@ def _file_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def new_cap(config: EngineConfig) -> ConnectionCap:
-    """A cap on connections for one helper process: config.max_connections, at most half the process's file limit
-    (pool_plan.connection_cap). Made once (service.py) and given to every engine of the process."""
-    return ConnectionCap(connection_cap(config.max_connections, _file_limit()))
+def shared_cap(config: EngineConfig, cap: ConnectionCap | None) -> ConnectionCap:
+    """The helper's cap on connections: `cap` where another part of the process made it, else a new one,
+    config.max_connections, at most half the process's file limit (pool_plan.connection_cap). Made once
+    (service.py) and given to every engine of the process."""
+    return cap if cap is not None else ConnectionCap(connection_cap(config.max_connections, _file_limit()))
 
 
 def _cancel_timer(timer: asyncio.TimerHandle) -> Callable[[object], None]:
@@ -80,7 +81,7 @@ class Engine:
         self._pools: dict[tuple[Origin, AddressSpace, str, bool], OriginPool] = {}
         self._seq = itertools.count()
         self._open_connections = 0
-        self.cap = cap if cap is not None else new_cap(self.config)
+        self.cap = shared_cap(self.config, cap)
         self._batches: set[_BatchTracker] = set()
         self._by_id: dict[str, Exchange] = {}
         self._tls: ssl.SSLContext | None = None

@@ -42,6 +42,17 @@ def is_localhost_name(host: str) -> bool:
     return name == "localhost" or name.endswith(".localhost")
 
 
+def is_this_machine(host: str) -> bool:
+    """A URL's host that names this machine, as Chromium's net::IsLocalhost decides it: a localhost name or a
+    loopback address (IPv6 in brackets or not)."""
+    if is_localhost_name(host):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def _entry(address: str, port: int) -> AddrInfo:
     if ":" in address:
         return (socket.AF_INET6, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port, 0, 0))

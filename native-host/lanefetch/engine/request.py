@@ -11,7 +11,7 @@ from ada_url import idna as ada_idna
 
 from .errors import FetchError
 from .fields import Headers
-from .host_names import is_localhost_name
+from .host_names import is_this_machine
 from .pool_plan import link_size
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -216,13 +216,7 @@ def with_accept_encoding(request: FetchRequest, scheme: str) -> None:
 def _is_localhost(url: str) -> bool:
     """This machine, as Chromium's net::IsLocalhost reads a URL's host: a localhost name, or a loopback address."""
     try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if is_localhost_name(host):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
+        return is_this_machine(urlsplit(url).hostname or "")
     except ValueError:
         return False
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..engine import DeliveredHead, Engine, EngineConfig, FetchError, FetchRequest, Page, Sink, TimingReport
 from ..engine.connection_cap import ConnectionCap
-from ..engine.engine import new_cap, policy_key
+from ..engine.engine import policy_key, shared_cap
 from ..engine.fields import Headers
 from ..engine.partial_content import as_whole, content_range, piece_validator
 from ..engine.request import parse_target
@@ -65,9 +65,9 @@ class LaneSpec:
 
 
 class Lane:
-    def __init__(self, lane_id: int, spec: LaneSpec, config: EngineConfig, cap: ConnectionCap | None = None) -> None:
-        """`cap`: the helper's cap on connections (connection_cap.py), shared with its other engines; None: the
-        lane's engines share one of their own."""
+    def __init__(self, lane_id: int, spec: LaneSpec, config: EngineConfig, cap: ConnectionCap) -> None:
+        """`cap`: the cap on connections (connection_cap.py) the split's lanes share (with the helper's other
+        engines where it was given one)."""
         self.id = lane_id
         self.spec = spec
         self._config = dataclasses.replace(
@@ -79,7 +79,7 @@ class Lane:
             inflight_budget=False,
             separate_bulk=False,  # the lane's next range is meant to be pipelined behind the current one
         )
-        self.cap = cap if cap is not None else new_cap(self._config)
+        self.cap = cap
         self.engine = Engine(self._config, self.cap)
         self.estimate = LaneEstimate()  # kept across fetches: the next split starts from what was learned
 
@@ -107,7 +107,7 @@ class SplitFetcher:
         lanes share one of their own."""
         if not specs:
             specs = [LaneSpec(None)]
-        cap = cap if cap is not None else new_cap(config)
+        cap = shared_cap(config, cap)
         self.lanes = [Lane(i, s, config, cap) for i, s in enumerate(specs)]
         shared = self.lanes[0].engine.policies  # pipelining learned once per origin for every lane
         for lane in self.lanes[1:]:

@@ -45,6 +45,7 @@ from typing import Any
 import ada_url
 from publicsuffixlist import PublicSuffixList
 
+from ..engine.host_names import is_this_machine
 from .learned import Observed
 from .resource import Subresource
 
@@ -102,13 +103,7 @@ def trustworthy(url: str) -> bool:
         return False
     if u.protocol == "https:":
         return True
-    host = str(u.hostname).lower().strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_this_machine(str(u.hostname))
 
 
 def mixed_content(url: str, page_url: str) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from lanefetch.engine.address_policy import address_space_of, may_connect
-from lanefetch.engine.host_names import AddrInfo, answered_here, is_localhost_name, resolve
+from lanefetch.engine.host_names import AddrInfo, answered_here, is_localhost_name, is_this_machine, resolve
 
 PUBLIC = "93.184.216.34"
 
@@ -73,3 +73,13 @@ def test_only_names_the_resolver_must_answer_are_left_to_it() -> None:
     assert answered_here("example.com", 443) is None
     assert answered_here("localhost", 443) is not None
     assert answered_here("::1", 443) is not None
+
+
+@pytest.mark.parametrize(("host", "here"), [
+    ("localhost", True), ("LOCALHOST.", True), ("a.b.localhost", True), ("127.0.0.1", True), ("127.8.9.10", True),
+    ("::1", True), ("[::1]", True), ("localhost.example", False), ("10.0.0.1", False),
+    ("[::2]", False), ("", False), ("example.com", False)])
+def test_this_machine_is_a_localhost_name_or_a_loopback_address(host: str, here: bool) -> None:
+    # As Chromium's net::IsLocalhost: what is "this machine" both for the codings offered (request.py) and for a
+    # potentially trustworthy http URL (prefetch/field_profile.py).
+    assert is_this_machine(host) is here
