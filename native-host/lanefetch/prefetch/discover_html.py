@@ -111,19 +111,33 @@ def _essence(mime: str) -> str:
 Attributes = dict[str, str]  # a valueless attribute (`<script nomodule>`) has the value ""
 
 
-def _walk(root: LexborNode) -> Iterator[tuple[str, Attributes, str | None]]:
-    """(tag, attributes, parent's tag) of each element in document order, skipping inert and foreign subtrees;
-    iterative, so a deeply nested document cannot exhaust the recursion limit."""
-    stack: list[tuple[LexborNode, str | None]] = [(root, None)]
-    while stack:
-        node, parent = stack.pop()
-        tag = node.tag or ""
-        if tag.startswith(("-", "_")):
-            continue  # text, comments
-        yield tag, {k: v or "" for k, v in node.attributes.items()}, parent
-        if tag in _SKIP_SUBTREE:
-            continue
-        stack.extend((child, tag) for child in reversed(list(node.iter(include_text=False))))
+# The elements read: lexbor's selector engine finds them in C, in document order, where walking every element of a
+# 1.7 MB page in Python (23 000 elements, each one's attributes copied) took 30 ms of its 65 ms read on an idle core
+_READ = "link, script, img, base, meta"
+
+
+def _elements(root: LexborNode, selector: str) -> Iterator[tuple[str, Attributes, str | None]]:
+    """(tag, attributes, parent's tag) of each element `selector` matches, in document order, but those inside an
+    inert or foreign subtree (_SKIP_SUBTREE: the element itself counts, what it holds does not). Each ancestor's
+    verdict is kept (by node), so a document nested MAX_NESTING deep costs one walk up, not one per element."""
+    held: dict[int, bool] = {}  # node → it is, or is inside, a skipped subtree
+    for node in root.css(selector):
+        parent = node.parent
+        path: list[int] = []
+        ancestor, skipped = parent, False
+        while ancestor is not None:
+            known = held.get(ancestor.mem_id)
+            if known is not None:
+                skipped = known
+                break
+            path.append(ancestor.mem_id)
+            if ancestor.tag in _SKIP_SUBTREE:
+                skipped = True
+                break
+            ancestor = ancestor.parent
+        held.update(dict.fromkeys(path, skipped))
+        if not skipped:
+            yield node.tag or "", {k: v or "" for k, v in node.attributes.items()}, parent.tag if parent else None
 
 
 def _script_kind(element: Attributes) -> str | None:
@@ -233,9 +247,9 @@ def read_document(body: bytes, document_url: str, charset: str | None = None, *,
     root = LexborHTMLParser(nesting_bound(text), scripting=True).root  # as browsers that run scripts parse <noscript>
     if root is None:
         return DocumentRead([], False, False, sheets_encoding)
-    elements = list(_walk(root))
+    elements = list(_elements(root, _READ))
     policy = any(_sets_policy(tag, attrs) for tag, attrs, _ in elements)
-    head_ended = any(parent == "body" for _, _, parent in elements)
+    head_ended = next(_elements(root, "body > *"), None) is not None
     base_href = next((a["href"] for tag, a, _ in elements if tag == "base" and "href" in a), None)
     base = base_url(base_href, document_url, encoding=encoding)
     if base is None:

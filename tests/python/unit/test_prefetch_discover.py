@@ -202,6 +202,18 @@ def test_max_bytes_bounds_the_work() -> None:
     assert [s.url for s in discover_html(html, DOC, max_bytes=20)] == ["https://www.example.org/docs/a.png"]
 
 
+def test_what_foreign_content_holds_is_not_read_but_what_follows_it_is() -> None:
+    """An <svg> or <math> subtree is skipped whole, however deep and whichever element of it a selector would match
+    (a <script> in SVG is SVG's; a <link> in MathML's <mi> is HTML in the tree but under <math>), and the verdict
+    kept for its nodes is not carried to their siblings after it."""
+    html = (b"<div>" * 40 + b'<svg><g><script href="svg.js"></script></g></svg><math><mi><link rel="stylesheet" '
+            b'href="m.css"></mi></math><script src="after.js"></script><picture><img src="p.png"></picture>'
+            b'<svg><desc><p><img src="in.png"></p></desc><g><img src="out.png"></svg><img src="i.png">' + b"</div>" * 40)
+    assert [s.url for s in discover_html(html, DOC, "utf-8")] == [
+        "https://www.example.org/docs/after.js", "https://www.example.org/docs/out.png",
+        "https://www.example.org/docs/i.png"]
+
+
 def test_deep_nesting_does_not_recurse() -> None:
     html = b"<div>" * MAX_NESTING + b'<img src="deep.png">'  # twice the interpreter's recursion limit
     assert [s.url for s in discover_html(html, DOC)] == ["https://www.example.org/docs/deep.png"]
