@@ -208,7 +208,8 @@ def test_what_foreign_content_holds_is_not_read_but_what_follows_it_is() -> None
     kept for its nodes is not carried to their siblings after it."""
     html = (b"<div>" * 40 + b'<svg><g><script href="svg.js"></script></g></svg><math><mi><link rel="stylesheet" '
             b'href="m.css"></mi></math><script src="after.js"></script><picture><img src="p.png"></picture>'
-            b'<svg><desc><p><img src="in.png"></p></desc><g><img src="out.png"></svg><img src="i.png">' + b"</div>" * 40)
+            b'<svg><desc><p><img src="in.png"></p></desc><g><img src="out.png"></svg><img src="i.png">'
+            + b"</div>" * 40)
     assert [s.url for s in discover_html(html, DOC, "utf-8")] == [
         "https://www.example.org/docs/after.js", "https://www.example.org/docs/out.png",
         "https://www.example.org/docs/i.png"]
