@@ -69,6 +69,7 @@ from .pool_plan import (
     long_answer,
     may_join,
     may_wait_for_draining,
+    may_wait_for_settling,
     mixes_fonts,
     over_budget,
     packing_taker,
@@ -550,7 +551,7 @@ class OriginPool:
         conns = {c.id: c for c in self.connections if isinstance(c, Connection) and c.open}
         candidates = [self._candidate(c, t, rtt) for c in conns.values()]
         may_wait = any(c.draining for c in candidates) and may_wait_for_draining(ex.sort_key()[0], self._laying_out())
-        taker = preferred_taker(candidates, may_wait)
+        taker = preferred_taker(candidates, may_wait, may_wait_for_settling(ex.sort_key()[0]))
         return None if taker is None else conns[taker]
 
     def _pipelining_taker(self, ex: Exchange, asker: Connection) -> Connection | None:
@@ -569,6 +570,8 @@ class OriginPool:
         if self._idle(c):
             return Candidate(c.id, True, cooled(c.warmth, t, rtt))
         front = s.in_flight[0] if s.in_flight else None
+        if front is None and s.unverified and self._may_send_more(c):  # its answers in, their check's quiet to come
+            return Candidate(c.id, False, cooled(c.warmth, t, rtt), settling=True)
         remaining = None if front is None or self.carries_bulk(c) else front.parser.body_remaining
         if front is None or remaining is None or front.token.timing.first_byte is None:
             return Candidate(c.id, False, cooled(c.warmth, t, rtt))

@@ -44,9 +44,14 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   the request when it drains, and the idle ones leave it. The wait is up to a round trip to its first byte; a
   request that needs two round trips of slow start on the cold connection needs one on the warm one
   (cmake-interaction on `sat`: with every warm connection busy, a 33 kB image went to a cold one, 1.07 s first ->
-  last byte; on a warm one 0.37-0.48 s). Applied to every request, the rule cost django-tutorial07 0.5 s (ON
-  median 5.13 -> 5.62 s on `sat`): a small stylesheet or script needs one round trip on any connection, and
-  waiting for a warm one only delays it and the page's next wave. With every connection busy, the request is
+  last byte; on a warm one 0.37-0.48 s). A connection whose answers are all in but held for the pipelining check's
+  quiet (pipeline.py: 30 ms) is settling, idle within that quiet: one a quarter warmer than the warmest idle one is
+  waited for by any work that does not block rendering, the page laid out or not (`may_wait_for_settling`):
+  django-tutorial07's 72 kB image took 1.21 s first -> last byte on a connection that had carried 11 kB, while
+  underscore.js's connection (20 kB) settled for 25 ms more; taken by that one, 0.64 s. The draining rule applied
+  to every request cost django-tutorial07 0.5 s (ON median 5.13 -> 5.62 s on `sat`): a small stylesheet or
+  script needs one round trip on any connection, and waiting for a warm one only delays it and the page's next
+  wave. With every connection busy, the request is
   pipelined on the warmest that may take it (`pipelining_taker`), not on whichever asks first: apache-rewrite's
   first visit on `sat` had its seventh image of unknown size (59 kB) pipelined behind a 53 kB one, on the
   connection that had carried a 287 B icon in one load of four (last byte 3.82 s after the document was asked;
@@ -605,6 +610,9 @@ def drains_soon(in_flight: int, held: int, remaining: int | None, window: int) -
 
 # How much warmer than the warmest idle connection a draining one must be to be waited for.
 WARMER = 2
+# ... and a settling one (its answers in, held for the pipelining check's quiet: idle within EngineConfig.sync_quiet,
+# 30 ms, not a round trip): a quarter warmer, as a fraction (SETTLED_WARMER_OVER / SETTLED_WARMER_UNDER).
+SETTLED_WARMER_OVER, SETTLED_WARMER_UNDER = 5, 4
 
 
 @dataclass(frozen=True)
@@ -618,6 +626,9 @@ class Candidate:
     window: int
     draining: bool = False
     may_pipeline: bool = False  # busy, and may take the request into its pipeline now (pipelining_taker)
+    # Busy only with answers that are all in, held until the connection stays quiet (pipeline.py's check that the
+    # server sent nothing more): idle within EngineConfig.sync_quiet unless the server was out of step
+    settling: bool = False
 
 
 def may_wait_for_draining(incoming: int, laying_out: bool) -> bool:
@@ -627,11 +638,20 @@ def may_wait_for_draining(incoming: int, laying_out: bool) -> bool:
     return incoming != RENDER_BLOCKING and not laying_out
 
 
-def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> int | None:
+def may_wait_for_settling(incoming: int) -> bool:
+    """May a request of priority class `incoming` wait for a warm settling connection (Candidate.settling)? Any
+    work that does not block rendering, the page laid out or not: the wait is the check's quiet (30 ms), where a
+    cold connection costs an answer larger than its window a round trip (module docstring, "Warmest first")."""
+    return incoming != RENDER_BLOCKING
+
+
+def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True,
+                    may_wait_settling: bool = False) -> int | None:
     """The id of the connection that should take the queue's next request: the idle one with the largest window
     (ties: the lowest id), unless the request may wait (`may_wait_for_draining`) and a draining connection is
-    WARMER times warmer still (then that one, when it is idle); None when none is idle (the busy ones then
-    pipeline by the other rules)."""
+    WARMER times warmer still, or may wait for a settling one (`may_wait_for_settling`) that is a quarter warmer
+    (SETTLED_WARMER_*; then the warmest such, when it is idle); None when none is idle (the busy ones then pipeline
+    by the other rules)."""
     cs = list(connections)
     idle = [c for c in cs if c.idle]
     if not idle:
@@ -640,6 +660,10 @@ def preferred_taker(connections: Iterable[Candidate], may_wait: bool = True) -> 
     draining = [c for c in cs if may_wait and c.draining and not c.idle and c.window >= WARMER * best.window]
     if draining:
         return max(draining, key=lambda c: (c.window, -c.id)).id
+    settling = [c for c in cs if may_wait_settling and c.settling and not c.idle
+                and c.window * SETTLED_WARMER_UNDER >= best.window * SETTLED_WARMER_OVER]
+    if settling:
+        return max(settling, key=lambda c: (c.window, -c.id)).id
     return best.id
 
 
