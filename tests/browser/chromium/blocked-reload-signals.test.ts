@@ -118,7 +118,18 @@ async function events(): Promise<ProbeEvent[]> {
  * the tab is complete again, after the navigation ended (blocked or loaded). */
 async function recorded(act: () => Promise<unknown>, blocked = true): Promise<ProbeEvent[]> {
   await worker.evaluate(() => (globalThis as unknown as { block: (on: boolean) => Promise<void> }).block(false));
+  await worker.evaluate(() => {
+    (globalThis as unknown as { events: unknown[] }).events.length = 0;
+  });
   await page.goto(`${origin}/a.html`, { waitUntil: "load" });
+  // The page's load event can come before the extension hears of it: its onCompleted and the tab's "complete" may
+  // arrive after the events are cleared below, and would count as the next navigation's (a CI failure).
+  await eventually("the loaded page's onCompleted and the tab's complete, seen by the extension", async () => {
+    const all = await events();
+    return all.some((e) => e.kind === "webNavigation.onCompleted") &&
+      all.some((e) => e.kind === "tabs.onUpdated" && (e.changeInfo as { status?: string }).status === "complete")
+      ? true : null;
+  }, { timeoutMs: 15000 });
   await worker.evaluate((on) => (globalThis as unknown as { block: (on: boolean) => Promise<void> }).block(on), blocked);
   await worker.evaluate(() => {
     (globalThis as unknown as { events: unknown[] }).events.length = 0;
