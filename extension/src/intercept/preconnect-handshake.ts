@@ -11,8 +11,9 @@
 // (its document) says HTTP/1.1, the helper's connections will carry the page: a `full` preconnect then lets the
 // handshake go on and opens the others, a round trip or more before the page's first batch. A connection ahead
 // of any page (a site just turned on, no tab showing it) is `tcp` too: one connection to an https origin, a
-// round-trip probe; a plain-http origin gets every connection either way (its requests all come to the helper, so
-// a learned page's flight, which starts with the navigation, finds them open: pool_plan.preconnect_plan).
+// round-trip probe; a plain-http origin gets every connection for a page or where the site's earlier loads used it
+// (its requests all come to the helper, so a learned page's flight, which starts with the navigation, finds them
+// open), and one connection, the probe, ahead of any page otherwise (pool_plan.preconnect_plan).
 // Firefox fetches every request of an enabled site through the helper: its preconnects stay `full`.
 import type { Preconnect } from "../generated/protocol.js";
 import { originOf } from "./origin-of.js";

@@ -148,7 +148,8 @@ class Engine:
             target = parse_target(url)
         except FetchError:
             return False
-        return self._pool_for(target.origin, page or Page()).preconnect(handshake)
+        page = page or Page()
+        return self._pool_for(target.origin, page).preconnect(handshake, for_page=bool(page.url))
 
     async def cancel(self, request_ids: list[str]) -> None:
         for rid in request_ids:

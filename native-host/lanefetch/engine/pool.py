@@ -35,7 +35,7 @@ from .h2_connection import H2Connection
 from .host_link import HostLink
 from .host_names import AddrInfo, answered_here, resolve
 from .inflight_budget import LINK_WINDOW_RTTS, InflightBudget
-from .origin_policy import OriginPolicy
+from .origin_policy import OriginPolicy, PipelineState
 from .pipeline import ConnectionEnded
 from .pool_plan import (
     BALANCE_BDP,
@@ -63,6 +63,7 @@ from .pool_plan import (
     follows_unknown_font,
     h2_for_reserve,
     h2_may_take,
+    h2_opens_late,
     h2_render_reserve,
     h2_reserve_from_opening,
     left_to_come,
@@ -626,17 +627,25 @@ class OriginPool:
             return 0  # (the last: connections kept ending before answering; connection_closed fails the queue)
         serving = [c for c in self.connections
                    if not self.carries_bulk(c) and not _draining(c)]
+        limit = self._limit()
+        if self.policy.protocol == "h2":
+            up = [c for c in serving if isinstance(c, H2Connection)]
+            room = sum(max(0, c.session.stream_limit() - c.session.open_streams()) for c in up)
+            if not h2_opens_late(len(up), room, queued, self._limit(sized=False), limit):
+                return 0  # the up connections take it now; a new one would be up two round trips later
         work = queued + sum(c.unanswered() for c in serving)
-        return connections_to_open(len(serving), work, self._limit())
+        return connections_to_open(len(serving), work, limit)
 
     def _may_speak_h2(self) -> bool:
         return self.tls is not None and self.config.http2
 
-    def _limit(self) -> int:
-        """Connections the origin may have serving it (pool_plan.connection_limit)."""
-        sized = sum(ex.request.link_bytes or 0 for _, ex in self._queue) if self.policy.protocol == "h2" else 0
+    def _limit(self, sized: bool = True) -> int:
+        """Connections the origin may have serving it (pool_plan.connection_limit); `sized` False: not counting
+        what the queued work's known bytes add (h2_connections_for)."""
+        sized_bytes = sum(ex.request.link_bytes or 0 for _, ex in self._queue) \
+            if sized and self.policy.protocol == "h2" else 0
         return connection_limit(self.config.connections_per_origin, self.policy.protocol, self._may_speak_h2(),
-                                self.config.h2_connections, self.budget.min_rtt, sized, self.policy.link_bdp)
+                                self.config.h2_connections, self.budget.min_rtt, sized_bytes, self.policy.link_bdp)
 
     def h2_receiving(self) -> int:
         """The origin's h2 connections that share its receive cap (h2_connection.py `_cap`): those with streams open
@@ -662,14 +671,19 @@ class OriginPool:
             return False
         return carries_bulk((f.parser.body_remaining for f in conn.state.in_flight), self.config.separate_bulk)
 
-    def preconnect(self, handshake: Handshake = "full") -> bool:
+    def preconnect(self, handshake: Handshake = "full", for_page: bool = True) -> bool:
         """Connect ahead of a page. `full`: as many connections as the origin may have serving it (pool_plan.
         connections_ahead), so the page's first wave finds them open instead of paying a handshake each, as the
         browser's own requests would on its warm document connection; a TLS origin whose protocol is not known yet
         gets one, and its handshake says whether the others follow (h2: none). `tcp`, to a TLS origin not known to
         speak HTTP/1.1 only: one connection whose TLS handshake waits until the origin's connections are needed
-        (pool_plan.preconnect_plan; otherwise as `full`). False when none was started."""
-        plan = preconnect_plan(handshake, self.tls is not None, self.policy.protocol)
+        (pool_plan.preconnect_plan; otherwise as `full`). `for_page` False: ahead of any page, where a plain-http
+        origin no earlier load of the site used gets one connection, a round-trip probe. False when none was
+        started."""
+        # (known: its record was read, or this session judged its pipelining)
+        known = self.policy.learned_at is not None or self.policy.state is not PipelineState.UNKNOWN
+        plan = preconnect_plan(handshake, self.tls is not None, self.policy.protocol, for_page=for_page,
+                               known=known)
         if plan is Ahead.ALL:
             self._needed.set()  # a held handshake goes on
             self._ahead = True

@@ -109,7 +109,9 @@ how many connections the waiting work calls for. pool.py feeds them numbers and 
   browser never reaches it over h2 (cleartext h2 is not spoken by browsers), so all its requests of an enabled site
   come to the helper. Opening one connection there (a round-trip probe ahead of any page) cost the second visit
   of a learned page a round trip: its flight starts with the navigation and waited for the connections it needed
-  (flask-tutorial on `sat`, Apache: 2.6 s -> 3.2 s, bisected to the commit that made it one).
+  (flask-tutorial on `sat`, Apache: 2.6 s -> 3.2 s, bisected to the commit that made it one). So only a probe to
+  a plain-http origin that no earlier load of the site used is one connection: the probe names the site over http,
+  and a site served over https only otherwise got six connections to its port 80 that nothing ever used.
 """
 
 from __future__ import annotations
@@ -729,6 +731,21 @@ def connection_limit(per_origin: int, protocol: str | None, may_speak_h2: bool, 
     return per_origin
 
 
+def h2_opens_late(up: int, stream_room: int, queued: int, base: int, limit: int) -> bool:
+    """May an h2 origin open a further connection for its queued work, `up` of its connections being up (their
+    handshakes done) with `stream_room` streams free among them? Where none is up, yes: those opening together
+    share the work as equals (h2_share). Where one is, a new one's TCP and TLS handshakes take two round trips and
+    it holds no share until it is up (OriginPool._opened_late), so the up ones send what they have room for at once
+    and the new one only carries what comes two round trips later, which the warm connection carries as well: its
+    only sure effect was its TLS handshake on the downlink (a first visit over `sat`, nginx h2: ~3 kB, 2 % of
+    flask-tutorial's page, over issue 17's 1.02 × OFF, with an @import stylesheet or a small script its whole
+    cargo). So only where the queued work does not fit the up connections' free streams, or where work of known
+    bytes calls for more connections than `base` (`limit`: h2_connections_for, a learned page's flight)."""
+    if up == 0:
+        return True
+    return limit > base or queued > stream_room
+
+
 def h2_share(outstanding: int, connections: int) -> int:
     """Streams one of an origin's h2 connections may have open when it has several (`h2_connections`): its
     share of the outstanding work (queued + open streams), rounded up, so each starts its own slow start with a
@@ -820,15 +837,24 @@ class Ahead(Enum):
     """What a preconnect opens (preconnect_plan)."""
 
     ALL = "all"  # every connection the origin may have serving the page (connections_ahead), handshakes and all
-    ONE_HELD = "one_held"  # one connection, if the origin has none, its TLS handshake held until it is needed
+    ONE_HELD = "one_held"  # one connection, if the origin has none, its TLS handshake (if any) held until needed
 
 
-def preconnect_plan(handshake: Handshake, tls: bool, protocol: str | None) -> Ahead:
+def preconnect_plan(handshake: Handshake, tls: bool, protocol: str | None, *, for_page: bool = True,
+                    known: bool = False) -> Ahead:
     """What a preconnect asking for `handshake` opens to an origin (over TLS or not, speaking `protocol` as far as
     is known): `tcp` holds the TLS handshake, except to an origin known to speak HTTP/1.1 only or reached over plain
-    http (the helper will carry its requests, so its connections are worth having open)."""
-    if handshake == "full" or not tls or protocol == "http/1.1":
+    http (the helper will carry its requests, so its connections are worth having open). A `tcp` preconnect ahead
+    of any page (`for_page` False: a site just turned on with no tab showing it, probed over http by its name) to
+    a plain-http origin the site's earlier loads did not teach (`known`) opens one connection, the round-trip
+    probe: a site served over https only had six TCP connections to its port 80 that no request ever used (~1 kB of
+    its first page's downlink, the server's SYN-ACKs and FINs). An origin the site's loads used keeps all of them
+    at once: a learned page's flight starts with the navigation (flask-tutorial's second visit on `sat`: 2.65 s
+    with them, 3.2 s without)."""
+    if handshake == "full" or protocol == "http/1.1":
         return Ahead.ALL
+    if not tls:
+        return Ahead.ALL if for_page or known else Ahead.ONE_HELD
     return Ahead.ONE_HELD
 
 

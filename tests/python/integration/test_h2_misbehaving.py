@@ -517,30 +517,32 @@ async def test_two_connections_one_breaks_mid_batch(misbehave: str, pki: Path) -
         await engine.aclose()
 
 
-async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: Path) -> None:
-    """With the default's two h2 connections, the second one the pool opens after the first's ALPN said h2 has its
-    TCP and TLS handshakes ahead (two round trips over `sat`): the open connection takes the whole batch meanwhile,
-    none of it waits for the other. Here a relay in front of the server holds that second connection until the
-    batch is done; kept for a share, half the batch waited for it and the batch never finished (the wait fails)."""
+async def second_connection_batch(pki: Path, sizes: list[int], stream_limit: int | None
+                                  ) -> tuple[list[int], set[int], int, object]:
+    """One request on the origin's first h2 connection, then a batch of `sizes` over `sat`'s round trip (the default's
+    two h2 connections), a relay in front of the server holding any second connection until the batch is done, the
+    server's answers to the batch held until `stream_limit` (or the whole batch) of it came on the first connection
+    (as answers still under way over a slow link keep a connection's streams open). Returns the connections the
+    relay accepted, the connections that carried the batch, the first one's id and how many came on it together."""
     release = asyncio.Event()
     relayed: list[int] = []
+    together = min(len(sizes), stream_limit or len(sizes))
 
     async def scenario(conn: H2ServerConn) -> None:
         first = await scripted_first(conn)
         if first is None:
             return
         await conn.respond(first)
-        # The batch's answers wait until all of it came on this connection (as answers still under way over a slow
-        # link keep a connection's streams open): a share kept for the held connection never comes.
         batch: list[H2Req] = []
-        while len(batch) < 8 and (r := await conn.next_request(timeout=5.0)) is not None:
+        while len(batch) < together and (r := await conn.next_request(timeout=5.0)) is not None:
             batch.append(r)
         conn.server.state["together"] = len(batch)
         for r in batch:
             await conn.respond(r)
         await conn.serve_rest()
 
-    async with H2Server(scenario, pki) as srv:
+    settings = {} if stream_limit is None else {SettingCodes.MAX_CONCURRENT_STREAMS: stream_limit}
+    async with H2Server(scenario, pki, settings=settings) as srv:
         front, port = await relay_holding_second(srv, release.wait, relayed)
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=EngineConfig().h2_connections))
         try:
@@ -549,19 +551,40 @@ async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: P
             (pool,) = engine._pools.values()
             pool.budget.min_rtt = 0.6  # as over `sat`: loopback's round trip would leave the origin one connection
             reqs = [FetchRequest(f"g{i}", "GET", f"https://localhost:{port}/r/g{i}/{s}", resource_type="script")
-                    for i, s in enumerate([2048, 17, 65536, 1, 9000, 0, 4096, 300])]
+                    for i, s in enumerate(sizes)]
             sink = await run_batch(engine, reqs, timeout=20)
             sink.check_once(reqs)
-            assert len(relayed) == 2, "the pool opened its second connection for the batch"
             conns = {sink.records[r.id].report.connection.id for r in reqs}  # type: ignore[union-attr]
             first_conn = before.records["one"].report.connection.id  # type: ignore[union-attr]
-            assert conns == {first_conn}, "every request on the connection that was up"
-            assert srv.state["together"] == len(reqs), "the whole batch came on it at once"
+            return list(relayed), conns, first_conn, srv.state["together"]
         finally:
             release.set()
             await engine.aclose()
             front.close()
             await front.wait_closed()
+
+
+async def test_a_batch_the_up_h2_connection_has_room_for_opens_no_second_connection(pki: Path) -> None:
+    """Two h2 connections are welcome over a long round trip, but one opened once the first is up has its TCP and
+    TLS handshakes ahead (two round trips over `sat`) and holds no share until then: the up connection sends the
+    whole batch at once, and the second would carry only what came two round trips later (a first visit over `sat`:
+    an @import stylesheet or a small script, and its TLS handshake's ~3 kB on the downlink). Not opened."""
+    relayed, conns, first_conn, together = await second_connection_batch(
+        pki, [2048, 17, 65536, 1, 9000, 0, 4096, 300], stream_limit=None)
+    assert len(relayed) == 1, "no second connection for work the first has streams for"
+    assert conns == {first_conn} and together == 8, "the whole batch on the connection that was up, at once"
+
+
+async def test_a_second_connection_opened_once_h2_is_known_holds_no_share(pki: Path) -> None:
+    """A batch larger than the up connection's free streams (the server allows 8) opens the second connection; it
+    holds no share while its handshakes are ahead: the open connection takes all its streams allow meanwhile, none
+    of it waits for the other (the relay holds the second until the batch is done; kept for a share, part of the
+    batch waited for it, the server never saw its 8 together and the batch never finished)."""
+    relayed, conns, first_conn, together = await second_connection_batch(
+        pki, [2048, 17, 65536, 1, 9000, 0, 4096, 300, 700], stream_limit=8)
+    assert len(relayed) == 2, "the pool opened its second connection for the batch"
+    assert conns == {first_conn}, "every request on the connection that was up"
+    assert together == 8, "as much of the batch as its streams allow came on it at once"
 
 
 async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path) -> None:
@@ -577,7 +600,11 @@ async def test_an_idle_h2_connection_takes_no_share_of_the_receive_cap(pki: Path
         try:
             await run_batch(engine, [FetchRequest("one", "GET", srv.url("/r/one/100"), resource_type="script")])
             (pool,) = engine._pools.values()
-            pool.budget.min_rtt = 0.6  # as over `sat`: the origin gets its second h2 connection
+            pool.budget.min_rtt = 0.6  # as over `sat`: the origin may have a second h2 connection
+            # (a page's preconnect opens it: a batch the first has streams for opens none, h2_opens_late)
+            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2,
+                        "the second h2 connection up", seconds=5)
             warm = [FetchRequest(f"w{i}", "GET", srv.url(f"/r/w{i}/3000"), resource_type="script") for i in range(8)]
             (await run_batch(engine, warm)).check_once(warm)
             conns = [c for c in pool.connections if isinstance(c, H2Connection)]

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ssl
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 from lanefetch.engine import Engine, EngineConfig, FetchRequest, Page
+from lanefetch.engine.engine import policy_key
+from lanefetch.engine.origin_policy import OriginPolicy, PipelineState
 from lanefetch.engine.request import Origin
 from local_app import serve_app
 from test_remembered_protocol import Collect
@@ -149,29 +153,57 @@ async def test_a_full_preconnect_releases_the_held_handshake_and_opens_the_rest(
     assert len(counting.sent) == connections and counting.sent[0] > 0
 
 
+async def count_plain_http_connections(e: Engine, rtts: asyncio.Queue[tuple[Origin, float]], page: Page,
+                                       expected: int, learned: bool = False) -> None:
+    """A `tcp` preconnect for `page` to a plain-http origin (`learned`: one whose record an earlier session left
+    under the site) opens `expected` connections, no more."""
+    accepted: list[asyncio.StreamWriter] = []
+    server = await asyncio.start_server(lambda r, w: accepted.append(w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        if learned:
+            e.policies[policy_key(Origin("http", "127.0.0.1", port), page)] = OriginPolicy(
+                e.config.effective_depth, PipelineState.GREEN, 4, learned_at=time.time())
+        assert e.preconnect(f"http://127.0.0.1:{port}/", page, "tcp")
+        for _ in range(expected):
+            await asyncio.wait_for(rtts.get(), 10)
+        assert not e.preconnect(f"http://127.0.0.1:{port}/", page, "tcp"), "open already: none more"
+        await asyncio.sleep(QUIET_S)
+        assert len(accepted) == expected and rtts.empty(), f"{len(accepted)} connections, {expected} expected"
+    finally:
+        for w in accepted:
+            w.close()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_a_tcp_preconnect_to_a_plain_http_origin_opens_every_connection(
     engine: tuple[Engine, asyncio.Queue[tuple[Origin, float]]]
 ) -> None:
     """No TLS to hold, and every request of the origin comes to the helper: a learned page's flight, which starts
     with the navigation, finds its connections open (pool_plan.preconnect_plan)."""
     e, rtts = engine
-    accepted: list[asyncio.StreamWriter] = []
-    server = await asyncio.start_server(lambda r, w: accepted.append(w), "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        assert e.preconnect(f"http://127.0.0.1:{port}/", PAGE, "tcp")
-        connections = e.config.connections_per_origin
-        assert connections > 1
-        for _ in range(connections):
-            await asyncio.wait_for(rtts.get(), 10)
-        assert not e.preconnect(f"http://127.0.0.1:{port}/", PAGE, "tcp"), "all open already: none more"
-        await asyncio.sleep(QUIET_S)
-        assert len(accepted) == connections and rtts.empty(), "the connections a page's preconnect opens, no more"
-    finally:
-        for w in accepted:
-            w.close()
-        server.close()
-        await server.wait_closed()
+    assert e.config.connections_per_origin > 1
+    page = dataclasses.replace(PAGE, url="http://site.test/page")
+    await count_plain_http_connections(e, rtts, page, e.config.connections_per_origin)
+
+
+async def test_a_probe_ahead_of_any_page_opens_one_connection_to_an_origin_nothing_taught(
+    engine: tuple[Engine, asyncio.Queue[tuple[Origin, float]]]
+) -> None:
+    """A site just turned on with no tab showing it is probed over http by its name (the extension's just-enabled
+    rule): one TCP connection, its round trip reported. A site served over https only had six TCP connections to its
+    port 80 that carried nothing."""
+    e, rtts = engine
+    await count_plain_http_connections(e, rtts, PAGE, 1)
+
+
+async def test_a_probe_ahead_of_any_page_opens_every_connection_to_an_origin_the_site_used(
+    engine: tuple[Engine, asyncio.Queue[tuple[Origin, float]]]
+) -> None:
+    """The site's earlier loads used the origin (its record was read): its learned page's flight will need them."""
+    e, rtts = engine
+    await count_plain_http_connections(e, rtts, PAGE, e.config.connections_per_origin, learned=True)
 
 
 async def test_a_held_connection_the_server_closed_meanwhile_costs_no_request(

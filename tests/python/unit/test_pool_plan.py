@@ -636,17 +636,23 @@ def test_render_blocking_work_never_waits_for_a_draining_connection(cs: list[Can
 @pytest.mark.parametrize("handshake", ["full", "tcp"])
 @pytest.mark.parametrize("tls", [True, False])
 @pytest.mark.parametrize("protocol", [None, "h2", "http/1.1"])
+@pytest.mark.parametrize("for_page", [True, False])
+@pytest.mark.parametrize("known", [True, False])
 def test_a_tcp_preconnect_holds_tls_unless_the_origin_is_known_to_need_the_helpers_connections(
-    handshake: Handshake, tls: bool, protocol: str | None
+    handshake: Handshake, tls: bool, protocol: str | None, for_page: bool, known: bool
 ) -> None:
     from lanefetch.engine.pool_plan import Ahead, preconnect_plan
 
-    plan = preconnect_plan(handshake, tls, protocol)
+    plan = preconnect_plan(handshake, tls, protocol, for_page=for_page, known=known)
     if handshake == "full":
         assert plan is Ahead.ALL  # as before: every connection the origin may have (its limit says how many)
-    elif not tls or protocol == "http/1.1":
-        # An HTTP/1.1-only or plain-http origin's requests come to the helper: worth having open (no TLS to hold)
+    elif protocol == "http/1.1":
+        # An HTTP/1.1-only origin's requests come to the helper: worth having open
         assert plan is Ahead.ALL
+    elif not tls:
+        # A plain-http one's too (no TLS to hold), for a page or where the site's loads used it; a probe ahead of
+        # any page to an origin nothing taught is one connection
+        assert plan is (Ahead.ALL if for_page or known else Ahead.ONE_HELD)
     else:  # not known, or h2 (the browser's own connection carries those): one, and no TLS until needed
         assert plan is Ahead.ONE_HELD
 
@@ -987,3 +993,21 @@ def test_a_document_whose_origin_is_being_preconnected_adopts_one_as_its_reserve
     assert not h2_reserve_from_opening(True, None, 2, 0.6, have_one=False, opening=1)  # nothing beside its own
     assert not h2_reserve_from_opening(True, None, 2, 0.01, have_one=False, opening=2)  # a short round trip
     assert not h2_reserve_from_opening(False, None, 2, 0.6, have_one=False, opening=2)  # plain http://
+
+
+@given(up=st.integers(0, 4), room=st.integers(0, 300), queued=st.integers(1, 300), base=st.integers(1, 6),
+       more=st.integers(0, 4))
+def test_an_h2_origin_opens_a_late_connection_only_for_work_the_up_ones_cannot_take(
+    up: int, room: int, queued: int, base: int, more: int
+) -> None:
+    from lanefetch.engine.pool_plan import h2_opens_late
+
+    opens = h2_opens_late(up, room, queued, base, base + more)
+    if up == 0:
+        assert opens, "none up: those opening together share the work"
+    elif more:
+        assert opens, "work of known bytes calls for more (a learned page's flight)"
+    else:
+        assert opens == (queued > room), "only for what the up connections' free streams cannot take now"
+    # a first visit's wave over `sat`: twelve requests, one connection up with nginx's 128 streams: none opened
+    assert not h2_opens_late(1, 127, 12, 2, 2)
