@@ -65,6 +65,7 @@ from .pool_plan import (
     h2_may_take,
     h2_opens_late,
     h2_render_reserve,
+    h2_reserve_beside,
     h2_reserve_from_opening,
     left_to_come,
     long_answer,
@@ -89,6 +90,11 @@ from .timing import ConnectTiming, now
 from .transport import Transport, offers_sessions, open_transport
 
 log = logging.getLogger("lanefetch.engine")
+
+# How long the reserve beside a document's connection waits for that connection's TLS ticket, in round trips
+# (OriginPool._await_ticket): it comes one round trip after the ALPN the reserve waited for.
+RESUME_WAIT_RTTS = 1.5
+RESUME_WAIT_FLOOR_S = 0.25  # (the reserve is opened only where the round trip is long or not known yet)
 Weighed = tuple[dict[int, Connection], list[Bin]]  # the connections by id, and their bins (OriginPool._weighed)
 
 
@@ -132,6 +138,11 @@ class OriginPool:
         # The id of the h2 connection a page's document opened beside its own for render-blocking work
         # (pool_plan.h2_render_reserve); it keeps its id when its TLS handshake makes it an H2Connection.
         self._render_reserve: int | None = None
+        # The reserve opened beside the document's connection to an origin of unknown protocol (pool_plan.
+        # h2_reserve_beside): it asks for TLS records as the first does and resumes the first's session, so its
+        # handshake waits for the first's ticket (at most RESUME_WAIT_RTTS round trips; _await_ticket).
+        self._resumes_first: int | None = None
+        self._ticket_seen: asyncio.Event | None = None
         self.budget = InflightBudget()
         self._queue: list[tuple[tuple[int, int, int, int], Exchange]] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -198,6 +209,14 @@ class OriginPool:
             # The last opened: the first's handshake says the protocol and takes the document (a reserve that turns
             # out HTTP/1.1 is an ordinary connection: only h2 connections consult it).
             self._render_reserve = max(c.id for c in self.connections)
+        elif (h2_reserve_beside(self._may_speak_h2(), self.policy.protocol, h2_connections, self.budget.min_rtt,
+                                have_one, len(self.connections))
+              and sum(not _draining(c) for c in self.connections) < self._limit()
+              and self.engine.admit(self, 1, wait=False)):
+            # Only the document's connection (Chromium's preconnect opens one): one beside it, its TLS handshake
+            # after the first's ALPN (_await_protocol) and its ticket (_await_ticket), the reserve should the origin
+            # speak h2.
+            self._render_reserve = self._resumes_first = self._open().id
 
     def _requeue(self, ex: Exchange) -> None:
         # A retried request keeps its place: same sort key as when it first came.
@@ -216,6 +235,8 @@ class OriginPool:
         kernel held them beyond a hole until now; loaded_rtt: the receiver's round trip as they came
         (inflight_budget.received)."""
         self.budget.received(t, nbytes, released, loaded_rtt)
+        if self._ticket_seen is not None and not self._ticket_seen.is_set() and self._first_ticket():
+            self._ticket_seen.set()  # (a TLS 1.3 ticket is read with the answer's first bytes)
         self.engine.last_arrival = max(self.engine.last_arrival, t)
         bdp = self.budget.link_bdp()
         if bdp is not None and (self.policy.link_bdp is None or bdp > self.policy.link_bdp):
@@ -742,6 +763,36 @@ class OriginPool:
                 if not needed.is_set():
                     raise FetchError("timeout", "a preconnected connection was not needed; closed unused") from None
         await self._await_protocol(timing)
+        if self._resumes_first is not None and self._resumes_first == self._carrier_id(timing):
+            await self._await_ticket()
+
+    def _carrier_id(self, timing: ConnectTiming) -> int | None:
+        return next((c.id for c in self.connections if c.connect_timing is timing), None)
+
+    def _first_ticket(self) -> bool:
+        """Has a connection that asked for small TLS records (the pool's first) a session with a ticket now?"""
+        for c in self.connections:
+            if c.transport is None or not c.connect_timing.small_records:
+                continue
+            tls = c.transport.writer.get_extra_info("ssl_object")
+            if isinstance(tls, ssl.SSLObject) and (session := tls.session) is not None and session.has_ticket:
+                return True
+        return False
+
+    async def _await_ticket(self) -> None:
+        """The reserve beside the document's connection (pool_plan.h2_reserve_beside) resumes that connection's TLS
+        session: a full handshake put ~2.5 kB more on the downlink (jinja-templates' first visit over `sat`: 1.021
+        × the browser alone's, over issue 17's 1.02). A TLS 1.3 server sends its ticket right after the handshake,
+        so it comes with the document's first bytes, a round trip after the ALPN this connection waited for; at most
+        RESUME_WAIT_RTTS round trips are waited, then it handshakes in full."""
+        if self.policy.protocol != "h2" or self._first_ticket():
+            return
+        if self._ticket_seen is None or self._ticket_seen.is_set():
+            self._ticket_seen = asyncio.Event()
+        seen = self._ticket_seen
+        bound = max(RESUME_WAIT_FLOOR_S, RESUME_WAIT_RTTS * (self.budget.min_rtt or 1.0))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(seen.wait(), bound)
 
     async def _await_protocol(self, timing: ConnectTiming) -> None:
         """The origin's protocol is not known: the first connection to get here handshakes at once, and the others
@@ -774,7 +825,7 @@ class OriginPool:
                 setup=self.config.socket_setup,
                 tcp_up=lambda: self._tcp_up(timing),
                 session=self._session_to_offer,
-                small_records=self._asks_small_records,
+                small_records=lambda: self._asks_small_records(timing),
             )
         finally:
             if self._alpn_first is timing:  # its handshake answered (or failed): the ones waiting for it go on
@@ -806,8 +857,13 @@ class OriginPool:
             self._keep_session(c)
         return self._tickets[small_records].take(time.time())
 
-    def _asks_small_records(self) -> bool:
-        """Does the connection about to handshake ask for small TLS records? The pool's first one only."""
+    def _asks_small_records(self, timing: ConnectTiming) -> bool:
+        """Does the connection about to handshake ask for small TLS records? The pool's first one only, and the
+        reserve that resumes its session (_await_ticket: a session is offered only to a connection asking as its
+        own did)."""
+        if self._resumes_first is not None and self._resumes_first == self._carrier_id(timing):
+            self._small_records_asked = True
+            return True
         first, self._small_records_asked = not self._small_records_asked, True
         return first
 

@@ -804,6 +804,26 @@ def h2_reserve_from_opening(may_speak_h2: bool, protocol: str | None, h2_connect
             and h2_connection_count(h2_connections, min_rtt) > 1)
 
 
+def h2_reserve_beside(may_speak_h2: bool, protocol: str | None, h2_connections: int, min_rtt: float | None,
+                      have_one: bool, opening: int) -> bool:
+    """Does a page's document to an origin whose protocol is not known yet open a render reserve beside its own
+    connection (`opening`: the pool's connections, at most the document's)? Where TLS may offer h2, on a long or
+    unknown round trip, none is the reserve yet. Its TLS handshake waits for the first's ALPN (OriginPool.
+    _await_protocol), so it is up a round trip after the document's connection; should the origin speak HTTP/1.1 it
+    is one of the page's HTTP/1.1 connections (which a wave would open anyway).
+
+    Why: Chromium's preconnect for an https page opens one connection, its TLS held (`preconnect_plan`), so
+    `h2_reserve_from_opening` found nothing to adopt and a new user's first page over h2 had none: a first visit's
+    flight asks the page's images with its stylesheets and scripts on the document's connection, still in slow
+    start, and the stylesheet those stylesheets `@import`, asked a round trip later, waited behind their bytes in
+    the server's socket (flask-tutorial over `sat`: pocoo.css asked 1.26 s after the document and answered until
+    2.45 s, the browser alone's at 1.25 s; its own `@import`, basic.css, a round trip after the browser's). Its cost
+    is one more TLS handshake, resumed from the first's session (OriginPool._await_ticket): in full it put ~2.5 kB
+    more on the downlink, 1.021 × the browser alone's for jinja-templates' first visit."""
+    return (may_speak_h2 and protocol is None and not have_one and opening <= 1
+            and h2_connection_count(h2_connections, min_rtt) > 1)
+
+
 def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int], int]], reserve_streams: int) -> bool:
     """Should the origin's render reserve (`h2_render_reserve`) take a request of priority class `incoming`? Only a
     render-blocking one: where none of the origin's other h2 connections is free for it, or where the reserve has

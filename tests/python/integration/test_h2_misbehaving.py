@@ -819,6 +819,71 @@ async def test_a_document_to_an_origin_of_unknown_protocol_adopts_a_preconnected
             await engine.aclose()
 
 
+async def test_a_document_beside_one_held_connection_opens_its_reserve_to_an_origin_of_unknown_protocol(
+        pki: Path) -> None:
+    """Chromium's preconnect for an https page opens one connection, its TLS handshake held; nothing is remembered of
+    the origin. The document's submit opens a render reserve beside it (pool_plan.h2_reserve_beside), whose TLS
+    handshake waits for the first's ALPN: a stylesheet asked while the flight's images are still held goes to it,
+    not behind the images on the document's connection. Without it the origin had one connection, and the
+    stylesheet (a late `@import`) waited behind the images' bytes."""
+    release = asyncio.Event()
+    held: list[H2Req] = []
+
+    async with H2Server(holding_marked(release, held), pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        try:
+            assert engine.preconnect(srv.url("/"), LOOPBACK, "tcp")
+            (pool,) = engine._pools.values()
+            assert len(pool.connections) == 1, "one connection, its TLS held"
+            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
+            first = await run_batch(engine, doc)
+            first.check_once(doc)
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+            assert pool.policy.protocol == "h2"
+            reserve = pool._reserve()
+            assert reserve is not None and reserve.id != connection_of(first, "doc"), "a reserve beside it"
+            flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image"),
+                      FetchRequest("img2", "GET", srv.url("/r/hold-img2/40000"), resource_type="image")]
+            flown, late = await css_while_held(engine, srv, held, release, flight)
+            doc_conn = connection_of(first, "doc")
+            assert {connection_of(flown, "img"), connection_of(flown, "img2")} == {doc_conn}, "images on one"
+            assert connection_of(late, "css") == reserve.id, "the stylesheet on the reserve, not behind the images"
+        finally:
+            release.set()
+            await engine.aclose()
+
+
+async def test_the_reserve_beside_the_documents_connection_resumes_its_tls_session(pki: Path) -> None:
+    """The reserve opened beside the document's one connection waits for that connection's TLS ticket (it comes
+    with the document's first bytes) and resumes its session: no certificate chain again on the downlink (~2.5 kB
+    over `sat`, where a full handshake put a small page's first visit over 1.02 × the browser's bytes). The relay
+    lets the reserve's bytes reach the server only once the document was answered."""
+    answered = asyncio.Event()
+    relayed: list[int] = []
+    async with H2Server(holding_marked(asyncio.Event(), []), pki) as srv:
+        front, port = await relay_holding_second(srv, answered.wait, relayed)
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        try:
+            assert engine.preconnect(f"https://localhost:{port}/", LOOPBACK, "tcp")
+            (pool,) = engine._pools.values()
+            doc = [FetchRequest("doc", "GET", f"https://localhost:{port}/r/doc/3000", resource_type="document")]
+            first = await run_batch(engine, doc)
+            first.check_once(doc)
+            answered.set()
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+            reserve = pool._reserve()
+            assert reserve is not None and reserve.id != connection_of(first, "doc")
+            own = next(c for c in pool.connections if c.id == connection_of(first, "doc"))
+            assert not own.connect_timing.tls_resumed
+            assert reserve.connect_timing.tls_resumed, "the reserve resumed the document connection's session"
+            assert reserve.connect_timing.small_records == own.connect_timing.small_records
+        finally:
+            answered.set()
+            await engine.aclose()
+            front.close()
+            await front.wait_closed()
+
+
 async def test_a_reserve_left_alone_takes_any_work(pki: Path) -> None:
     """The adopted reserve's partner closes (a server's GOAWAY, a failure) and the round trip proved short, so no
     second connection is opened: the reserve, the origin's only connection, takes every request, not only

@@ -50,6 +50,7 @@ from lanefetch.engine.pool_plan import (
     h2_for_reserve,
     h2_may_take,
     h2_render_reserve,
+    h2_reserve_beside,
     h2_reserve_from_opening,
     left_to_come,
     link_size,
@@ -1011,3 +1012,18 @@ def test_an_h2_origin_opens_a_late_connection_only_for_work_the_up_ones_cannot_t
         assert opens == (queued > room), "only for what the up connections' free streams cannot take now"
     # a first visit's wave over `sat`: twelve requests, one connection up with nginx's 128 streams: none opened
     assert not h2_opens_late(1, 127, 12, 2, 2)
+
+
+def test_a_document_beside_at_most_one_connection_of_unknown_protocol_opens_a_reserve() -> None:
+    assert h2_reserve_beside(True, None, 2, None, have_one=False, opening=1)  # Chromium's held preconnect
+    assert h2_reserve_beside(True, None, 2, 0.6, have_one=False, opening=0)
+    assert not h2_reserve_beside(True, None, 2, 0.6, have_one=False, opening=2)  # adopted instead
+    assert not h2_reserve_beside(True, None, 2, 0.6, have_one=True, opening=1)
+    assert not h2_reserve_beside(True, None, 2, 0.01, have_one=False, opening=1)  # a short round trip: one
+    assert not h2_reserve_beside(True, None, 1, 0.6, have_one=False, opening=1)  # `--h2-connections 1`
+    assert not h2_reserve_beside(False, None, 2, 0.6, have_one=False, opening=1)  # plain http://
+    assert not h2_reserve_beside(True, "h2", 2, 0.6, have_one=False, opening=1)  # h2_render_reserve's case
+    assert not h2_reserve_beside(True, "http/1.1", 2, 0.6, have_one=False, opening=1)
+    for opening in range(4):  # never with h2_reserve_from_opening: one adopts, the other opens
+        assert not (h2_reserve_beside(True, None, 2, 0.6, False, opening)
+                    and h2_reserve_from_opening(True, None, 2, 0.6, False, opening))
