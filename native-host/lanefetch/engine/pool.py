@@ -52,6 +52,7 @@ from .pool_plan import (
     balanced_taker,
     balances,
     behind_lone_leader,
+    beside_reserve_takes,
     bin_for,
     carries_bulk,
     connection_limit,
@@ -282,7 +283,8 @@ class OriginPool:
                 head = self._queue[0][1]
                 to_reserve = h2_for_reserve(head.sort_key()[0], (
                     (c.session.can_open(), c.open_classes(), c.unanswered()) for c in self.connections
-                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)), reserve.unanswered())
+                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)), reserve.unanswered()
+                ) and (reserve.id != self._resumes_first or beside_reserve_takes(head.request.resource_type))
                 if conn is reserve:
                     if not to_reserve or not conn.can_take(head):
                         return None

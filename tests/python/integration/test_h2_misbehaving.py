@@ -771,13 +771,14 @@ def connection_of(sink: RecordingSink, rid: str) -> int:
 
 
 async def css_while_held(engine: Engine, srv: H2Server, held: list[H2Req], release: asyncio.Event,
-                         flight: list[FetchRequest]) -> tuple[RecordingSink, RecordingSink]:
-    """The flight sent and held at the server, a stylesheet asked meanwhile (as an `@import` found a round trip
-    later) and answered while the flight is still held, then the flight released: (the flight's sink, the
-    stylesheet's)."""
+                         flight: list[FetchRequest], also: list[FetchRequest] | None = None
+                         ) -> tuple[RecordingSink, RecordingSink]:
+    """The flight sent and held at the server, a stylesheet (and `also`) asked meanwhile (as an `@import` found a
+    round trip later) and answered while the flight is still held, then the flight released: (the flight's sink,
+    the stylesheet's)."""
     flying = asyncio.create_task(run_batch(engine, flight))
     await until(lambda: len(held) == len(flight), "the flight at the server", seconds=5)
-    css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet")]
+    css = [FetchRequest("css", "GET", srv.url("/r/css/700"), resource_type="stylesheet"), *(also or [])]
     late = await run_batch(engine, css, timeout=10)
     late.check_once(css)
     release.set()
@@ -844,10 +845,13 @@ async def test_a_document_beside_one_held_connection_opens_its_reserve_to_an_ori
             assert reserve is not None and reserve.id != connection_of(first, "doc"), "a reserve beside it"
             flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image"),
                       FetchRequest("img2", "GET", srv.url("/r/hold-img2/40000"), resource_type="image")]
-            flown, late = await css_while_held(engine, srv, held, release, flight)
+            font = [FetchRequest("font", "GET", srv.url("/r/font/900"), resource_type="font")]
+            flown, late = await css_while_held(engine, srv, held, release, flight, also=font)
             doc_conn = connection_of(first, "doc")
             assert {connection_of(flown, "img"), connection_of(flown, "img2")} == {doc_conn}, "images on one"
             assert connection_of(late, "css") == reserve.id, "the stylesheet on the reserve, not behind the images"
+            # (a page's fonts may be most of its bytes: on the document's connection, whose window has grown)
+            assert connection_of(late, "font") == doc_conn, "a font on the document's connection"
         finally:
             release.set()
             await engine.aclose()

@@ -33,6 +33,7 @@ from lanefetch.engine.pool_plan import (
     balanced_taker,
     balances,
     behind_lone_leader,
+    beside_reserve_takes,
     bin_for,
     bin_load,
     carries_bulk,
@@ -1027,3 +1028,7 @@ def test_a_document_beside_at_most_one_connection_of_unknown_protocol_opens_a_re
     for opening in range(4):  # never with h2_reserve_from_opening: one adopts, the other opens
         assert not (h2_reserve_beside(True, None, 2, 0.6, False, opening)
                     and h2_reserve_from_opening(True, None, 2, 0.6, False, opening))
+
+    # what it takes: the small render-blocking requests, never a page's fonts (most of rust-std's bytes)
+    assert beside_reserve_takes("stylesheet") and beside_reserve_takes("script")
+    assert not any(beside_reserve_takes(t) for t in ("font", "image", "document", "fetch", "other"))
