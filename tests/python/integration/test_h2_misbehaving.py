@@ -787,71 +787,46 @@ async def css_while_held(engine: Engine, srv: H2Server, held: list[H2Req], relea
     return flown, late
 
 
-async def test_a_document_to_an_origin_of_unknown_protocol_adopts_a_preconnected_connection_as_its_reserve(
-        pki: Path) -> None:
-    """Nothing remembered of the origin; a preconnect (as Firefox's navigation starts: the extension asks for one
-    before it routes the document) opens its connections together, the first's ALPN says h2. The document's
-    submit makes the last of them the render reserve (pool_plan.h2_reserve_from_opening): a stylesheet asked while
-    the flight's image is still held goes to it, not behind the image on the document's connection. Without the
-    adoption the second connection took the image's share too and the stylesheet waited behind whichever carried
-    it."""
+@pytest.mark.parametrize("handshake", ["full", "tcp"])
+async def test_a_document_to_an_origin_of_unknown_protocol_gets_a_render_reserve(pki: Path, handshake: str) -> None:
+    """Nothing remembered of the origin; the first's ALPN says h2. `full`: a preconnect (as Firefox's navigation
+    starts: the extension asks for one before it routes the document) opens its connections together, and the
+    document's submit makes the last of them the render reserve (pool_plan.h2_reserve_from_opening; without the
+    adoption the second connection took the image's share too). `tcp`: Chromium's preconnect for an https page opens
+    one connection, its TLS held, and the submit opens the reserve beside it (pool_plan.h2_reserve_beside; without
+    it the origin had one connection). Either way a stylesheet asked while the flight's images are still held (a
+    late `@import`) goes to the reserve, not behind the images on the document's connection; the beside reserve
+    leaves a font to the document's connection (pool_plan.beside_reserve_takes)."""
     release = asyncio.Event()
     held: list[H2Req] = []
 
     async with H2Server(holding_marked(release, held), pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
         try:
-            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
+            assert engine.preconnect(srv.url("/"), LOOPBACK, "tcp" if handshake == "tcp" else "full")
             (pool,) = engine._pools.values()
-            assert len(pool.connections) >= 2, "the preconnect opens them together (the protocol is not known)"
+            if handshake == "tcp":
+                assert len(pool.connections) == 1, "one connection, its TLS held"
+            else:
+                assert len(pool.connections) >= 2, "the preconnect opens them together (the protocol is not known)"
             doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
             first = await run_batch(engine, doc)
             first.check_once(doc)
             await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
             assert pool.policy.protocol == "h2"
-            flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image"),
-                      FetchRequest("img2", "GET", srv.url("/r/hold-img2/40000"), resource_type="image")]
-            flown, late = await css_while_held(engine, srv, held, release, flight)
             doc_conn = connection_of(first, "doc")
-            assert {connection_of(flown, "img"), connection_of(flown, "img2")} == {doc_conn}, "images on one"
-            assert connection_of(late, "css") != doc_conn, "the stylesheet on the reserve, not behind the images"
-        finally:
-            release.set()
-            await engine.aclose()
-
-
-async def test_a_document_beside_one_held_connection_opens_its_reserve_to_an_origin_of_unknown_protocol(
-        pki: Path) -> None:
-    """Chromium's preconnect for an https page opens one connection, its TLS handshake held; nothing is remembered of
-    the origin. The document's submit opens a render reserve beside it (pool_plan.h2_reserve_beside), whose TLS
-    handshake waits for the first's ALPN: a stylesheet asked while the flight's images are still held goes to it,
-    not behind the images on the document's connection. Without it the origin had one connection, and the
-    stylesheet (a late `@import`) waited behind the images' bytes."""
-    release = asyncio.Event()
-    held: list[H2Req] = []
-
-    async with H2Server(holding_marked(release, held), pki) as srv:
-        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
-        try:
-            assert engine.preconnect(srv.url("/"), LOOPBACK, "tcp")
-            (pool,) = engine._pools.values()
-            assert len(pool.connections) == 1, "one connection, its TLS held"
-            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
-            first = await run_batch(engine, doc)
-            first.check_once(doc)
-            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
-            assert pool.policy.protocol == "h2"
             reserve = pool._reserve()
-            assert reserve is not None and reserve.id != connection_of(first, "doc"), "a reserve beside it"
+            assert reserve is not None and reserve.id != doc_conn, "a reserve beside the document's connection"
             flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image"),
                       FetchRequest("img2", "GET", srv.url("/r/hold-img2/40000"), resource_type="image")]
             font = [FetchRequest("font", "GET", srv.url("/r/font/900"), resource_type="font")]
-            flown, late = await css_while_held(engine, srv, held, release, flight, also=font)
-            doc_conn = connection_of(first, "doc")
+            flown, late = await css_while_held(engine, srv, held, release, flight,
+                                               also=font if handshake == "tcp" else None)
             assert {connection_of(flown, "img"), connection_of(flown, "img2")} == {doc_conn}, "images on one"
             assert connection_of(late, "css") == reserve.id, "the stylesheet on the reserve, not behind the images"
-            # (a page's fonts may be most of its bytes: on the document's connection, whose window has grown)
-            assert connection_of(late, "font") == doc_conn, "a font on the document's connection"
+            if handshake == "tcp":
+                # (a page's fonts may be most of its bytes: on the document's connection, whose window has grown)
+                assert connection_of(late, "font") == doc_conn, "a font on the document's connection"
         finally:
             release.set()
             await engine.aclose()
