@@ -148,7 +148,7 @@ class H2Connection:
         that got no stream (a taken request must never be lost)."""
         assert self.transport is not None
         batch: list[H2Request[Exchange]] = []
-        room = self.session.stream_limit() - self.session.open_streams()
+        room = self.session.stream_room()
         while len(batch) < room and self.session.can_open() and (ex := self.pool.take(self)) is not None:
             if ex.target is None:
                 continue

@@ -272,6 +272,10 @@ class H2Session(Generic[T]):
     def can_open(self) -> bool:
         return not self.closing and not self.ended and len(self._streams) < self.stream_limit()
 
+    def stream_room(self) -> int:
+        """Streams the peer's limit leaves room for now (0 at or over it: a limit lowered under our open ones)."""
+        return max(0, self.stream_limit() - len(self._streams))
+
     def refuses_streams(self) -> bool:
         """The server's SETTINGS allow no stream at all (SETTINGS_MAX_CONCURRENT_STREAMS 0) and none of ours is
         open: nothing can be sent here until it raises the limit (RFC 9113 §5.1.2: it should hold 0 only briefly),

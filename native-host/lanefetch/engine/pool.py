@@ -142,7 +142,7 @@ class OriginPool:
         # The reserve opened beside the document's connection to an origin of unknown protocol (pool_plan.
         # h2_reserve_beside): it asks for TLS records as the first does and resumes the first's session, so its
         # handshake waits for the first's ticket (at most RESUME_WAIT_RTTS round trips; _await_ticket).
-        self._resumes_first: int | None = None
+        self._resumes_first: ConnectTiming | None = None
         self._ticket_seen: asyncio.Event | None = None
         self.budget = InflightBudget()
         self._queue: list[tuple[tuple[int, int, int, int], Exchange]] = []
@@ -217,7 +217,8 @@ class OriginPool:
             # Only the document's connection (Chromium's preconnect opens one): one beside it, its TLS handshake
             # after the first's ALPN (_await_protocol) and its ticket (_await_ticket), the reserve should the origin
             # speak h2.
-            self._render_reserve = self._resumes_first = self._open().id
+            beside = self._open()
+            self._render_reserve, self._resumes_first = beside.id, beside.connect_timing
 
     def _requeue(self, ex: Exchange) -> None:
         # A retried request keeps its place: same sort key as when it first came.
@@ -284,7 +285,8 @@ class OriginPool:
                 to_reserve = h2_for_reserve(head.sort_key()[0], (
                     (c.session.can_open(), c.open_classes(), c.unanswered()) for c in self.connections
                     if isinstance(c, H2Connection) and c is not reserve and not _draining(c)), reserve.unanswered()
-                ) and (reserve.id != self._resumes_first or beside_reserve_takes(head.request.resource_type))
+                ) and (reserve.connect_timing is not self._resumes_first
+                       or beside_reserve_takes(head.request.resource_type))
                 if conn is reserve:
                     if not to_reserve or not conn.can_take(head):
                         return None
@@ -653,7 +655,7 @@ class OriginPool:
         limit = self._limit()
         if self.policy.protocol == "h2":
             up = [c for c in serving if isinstance(c, H2Connection)]
-            room = sum(max(0, c.session.stream_limit() - c.session.open_streams()) for c in up)
+            room = sum(c.session.stream_room() for c in up)
             if not h2_opens_late(len(up), room, queued, self._limit(sized=False), limit):
                 return 0  # the up connections take it now; a new one would be up two round trips later
         work = queued + sum(c.unanswered() for c in serving)
@@ -765,21 +767,13 @@ class OriginPool:
                 if not needed.is_set():
                     raise FetchError("timeout", "a preconnected connection was not needed; closed unused") from None
         await self._await_protocol(timing)
-        if self._resumes_first is not None and self._resumes_first == self._carrier_id(timing):
+        if timing is self._resumes_first:
             await self._await_ticket()
-
-    def _carrier_id(self, timing: ConnectTiming) -> int | None:
-        return next((c.id for c in self.connections if c.connect_timing is timing), None)
 
     def _first_ticket(self) -> bool:
         """Has a connection that asked for small TLS records (the pool's first) a session with a ticket now?"""
-        for c in self.connections:
-            if c.transport is None or not c.connect_timing.small_records:
-                continue
-            tls = c.transport.writer.get_extra_info("ssl_object")
-            if isinstance(tls, ssl.SSLObject) and (session := tls.session) is not None and session.has_ticket:
-                return True
-        return False
+        return any(c.connect_timing.small_records and (tls := self._resumable_tls(c)) is not None
+                   and tls.session is not None and tls.session.has_ticket for c in self.connections)
 
     async def _await_ticket(self) -> None:
         """The reserve beside the document's connection (pool_plan.h2_reserve_beside) resumes that connection's TLS
@@ -863,18 +857,22 @@ class OriginPool:
         """Does the connection about to handshake ask for small TLS records? The pool's first one only, and the
         reserve that resumes its session (_await_ticket: a session is offered only to a connection asking as its
         own did)."""
-        if self._resumes_first is not None and self._resumes_first == self._carrier_id(timing):
+        if timing is self._resumes_first:
             self._small_records_asked = True
             return True
         first, self._small_records_asked = not self._small_records_asked, True
         return first
 
+    def _resumable_tls(self, conn: Carrier) -> ssl.SSLObject | None:
+        """conn's TLS, if the pool's next connections may resume its session."""
+        if conn.transport is None or conn.transport.tls is not self.tls or not offers_sessions(self.tls):
+            return None  # (a connection made before the trust store changed: its session is not resumed)
+        tls = conn.transport.writer.get_extra_info("ssl_object")
+        return tls if isinstance(tls, ssl.SSLObject) else None
+
     def _keep_session(self, conn: Carrier) -> None:
         """Keep the TLS session conn holds now (its latest ticket), for the pool's next connections."""
-        if conn.transport is None or conn.transport.tls is not self.tls or not offers_sessions(self.tls):
-            return  # (a connection made before the trust store changed: its session is not resumed)
-        tls = conn.transport.writer.get_extra_info("ssl_object")
-        if isinstance(tls, ssl.SSLObject) and (session := tls.session) is not None:
+        if (tls := self._resumable_tls(conn)) is not None and (session := tls.session) is not None:
             self._tickets[conn.connect_timing.small_records].keep(session, time.time(),
                                                                   reusable=tls.version() == "TLSv1.2")
 

@@ -800,7 +800,14 @@ def h2_reserve_from_opening(may_speak_h2: bool, protocol: str | None, h2_connect
     preconnected as its navigation starts), the second connection took the page's images with its share of the
     stylesheets, and django-tutorial07's `@import`ed stylesheets, asked a round trip later, reached the helper two
     round trips after they were sent, behind the images' bytes in that connection's socket at nginx (sat)."""
-    return (may_speak_h2 and protocol is None and not have_one and opening >= 2
+    return opening >= 2 and _unknown_may_reserve(may_speak_h2, protocol, h2_connections, min_rtt, have_one)
+
+
+def _unknown_may_reserve(may_speak_h2: bool, protocol: str | None, h2_connections: int, min_rtt: float | None,
+                         have_one: bool) -> bool:
+    """What h2_reserve_from_opening and h2_reserve_beside share: an origin that may speak h2 but has not said, on a
+    long or unknown round trip, without a reserve yet."""
+    return (may_speak_h2 and protocol is None and not have_one
             and h2_connection_count(h2_connections, min_rtt) > 1)
 
 
@@ -820,8 +827,7 @@ def h2_reserve_beside(may_speak_h2: bool, protocol: str | None, h2_connections: 
     2.45 s, the browser alone's at 1.25 s; its own `@import`, basic.css, a round trip after the browser's). Its cost
     is one more TLS handshake, resumed from the first's session (OriginPool._await_ticket): in full it put ~2.5 kB
     more on the downlink, 1.021 × the browser alone's for jinja-templates' first visit."""
-    return (may_speak_h2 and protocol is None and not have_one and opening <= 1
-            and h2_connection_count(h2_connections, min_rtt) > 1)
+    return opening <= 1 and _unknown_may_reserve(may_speak_h2, protocol, h2_connections, min_rtt, have_one)
 
 
 def beside_reserve_takes(resource_type: str) -> bool:
