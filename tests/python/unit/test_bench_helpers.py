@@ -1,5 +1,6 @@
 """Pure helpers of the benchmarks and the demo: exact-size PNGs that decode, counting the connections a
-server holds from /proc/net/tcp, and the best possible time of a body over fresh links."""
+server holds from /proc/net/tcp, the best possible time of a body over fresh links, and which window limited each
+round trip of a captured download."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from bench import png, report
 from bench.cli_fetch import IP_OVERHEAD, best_possible
 from bench.netlab import LINK_SETS, LinkProfile
+from bench.pcap_flights import MSS, flights, parse
 from bench.server_connections import held
 
 
@@ -135,3 +137,44 @@ def test_what_the_server_answered_that_the_helper_did_not_fetch() -> None:
                                   urls, "10.231.1.2") == ["/favicon.ico", "/p/a.css", "/p/a.css?v=2"]
     assert helper_log.not_fetched(["/p/index.html"], [], "10.231.1.2") == ["/p/index.html"]
     assert helper_log.not_fetched(["/p/b.js"], urls, "10.231.1.2") == ["/p/b.js"], "a failed request is not fetched"
+
+
+def _tcp(t: float, up: bool, flags: str, *, seq: tuple[int, int] | None = None, ack: int | None = None,
+         win: int = 0, options: str = "nop", length: int = 0) -> str:
+    """One line as `tcpdump -n -tt -S -i any` prints it (client 10.0.0.1:40000, server 10.0.0.2:443)."""
+    ends = ("10.0.0.1.40000", "10.0.0.2.443") if up else ("10.0.0.2.443", "10.0.0.1.40000")
+    parts = [f"{t:.6f} ?     {'Out' if up else 'In '} IP {ends[0]} > {ends[1]}: Flags [{flags}]"]
+    if seq is not None:
+        parts.append(f"seq {seq[0]}:{seq[1]}" if seq[1] != seq[0] else f"seq {seq[0]}")
+    if ack is not None:
+        parts.append(f"ack {ack}")
+    parts += [f"win {win}", f"options [{options}]", f"length {length}"]
+    return ", ".join(parts)
+
+
+def test_flights_split_by_gaps_and_say_when_the_clients_window_was_what_limited_them() -> None:
+    # Round trip 0.1 s, window scale 4: the client's advertised windows are 16 × the field.
+    lines = [
+        _tcp(0.000, True, "S", seq=(1000, 1000), win=64240, options="mss 1460,nop,wscale 4"),
+        _tcp(0.100, False, "S.", seq=(5000, 5000), ack=1001, win=65160, options="mss 1460,nop,wscale 7"),
+        _tcp(0.100, True, ".", ack=5001, win=1000),  # right edge 5001 + 16000 = 21001
+        _tcp(0.101, True, "P.", seq=(1001, 1101), ack=5001, win=1000, length=100),
+        # A flight of two segments, a round trip after the edge above was sent: 13104 B of room left.
+        _tcp(0.250, False, ".", seq=(5001, 5001 + MSS), ack=1101, win=64, length=MSS),
+        _tcp(0.251, False, "P.", seq=(5001 + MSS, 5001 + 2 * MSS), ack=1101, win=64, length=MSS),
+        _tcp(0.252, True, ".", ack=5001 + 2 * MSS, win=500),  # a lower edge (7897 + 8000): the higher one stands
+        # 0.149 s later (more than a third of the round trip): the next flight, up to the edge but 104 B.
+        _tcp(0.400, False, "P.", seq=(5001 + 2 * MSS, 20897), ack=1101, win=64, length=20897 - 5001 - 2 * MSS),
+    ]
+    conns = parse("\n".join([*lines, "a line tcpdump printed that is no packet"]))
+    assert list(conns) == [40000]
+    rtt, fs = flights(conns[40000])
+    assert rtt == pytest.approx(0.1)
+    assert [(f.packets, f.bytes) for f in fs] == [(2, 2 * MSS), (1, 20897 - 5001 - 2 * MSS)]
+    assert fs[0].room == 21001 - (5001 + 2 * MSS)
+    assert fs[1].room == 104  # under a segment: the client's window, not the server's, ended this flight
+
+
+def test_flights_of_a_capture_that_missed_the_handshake_are_not_guessed() -> None:
+    conns = parse(_tcp(0.5, False, "P.", seq=(1, 101), ack=1, win=64, length=100))
+    assert flights(conns[40000]) == (None, [])
