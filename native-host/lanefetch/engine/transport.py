@@ -18,6 +18,9 @@ from .errors import FetchError
 from .timing import ConnectTiming, now
 
 STREAM_LIMIT = 256 * 1024  # bytes buffered per connection before the socket is paused (backpressure)
+# The receive room every connection starts with (Linux): what a download may have in flight before the window we
+# advertise, not the server's slow start, ends a round trip's flight (grow_receive_buffer).
+RECEIVE_ROOM = 1 << 20
 
 
 class DataBeforeErrorReader(asyncio.StreamReader):
@@ -262,6 +265,13 @@ async def open_transport(
             continue
         timing.connect_end = now()
         timing.handshake_rtt = kernel_min_rtt(sock)
+        try:
+            grow_receive_buffer(sock)
+        except OSError as e:  # the socket's receive low-water mark stuck: reads would wait for a MiB
+            sock.close()
+            last = e
+            failures.append(f"{_fmt(sockaddr)}: {socket_failure(e)}")
+            continue
         if tcp_up is not None:
             try:
                 await tcp_up()
@@ -316,6 +326,28 @@ async def open_transport(
         raise FetchError("connect_failed", "cannot connect: no address to connect to")
     raise FetchError("connect_failed" if not isinstance(last, TimeoutError) else "timeout",
                      f"cannot connect: {'; '.join(failures)}")
+
+
+def grow_receive_buffer(sock: socket.socket) -> None:
+    """Give a connection room to receive RECEIVE_ROOM in flight from its start, leaving the kernel's autotuning
+    free to grow it further.
+
+    Linux starts a connection's receive buffer small (tcp_rmem's default, 128 KiB) and grows it as the reader keeps
+    up, one round trip behind. Over a long round trip a server in slow start outran it: a capture of a page's fonts
+    over a 600 ms link showed flights of 97 and 130 packets ended by our advertised window, not by the server's
+    congestion window, in a third of the loads, each such round trip costing ~0.4 s (docs/performance.md). SO_RCVBUF
+    would grow it too, but it locks the size (autotuning stops) and is capped by rmem_max; raising the receive
+    low-water mark to RECEIVE_ROOM makes the kernel grow the buffer to hold that much (tcp_set_rcvlowat), without
+    the lock, and putting the mark back to 1 keeps the grown buffer while reads return whatever has arrived, as
+    before. Where the kernel refuses the first step (not Linux, an old kernel), the socket stays as it was; where it
+    refuses the second, the mark would make every read wait for a MiB, and the OSError says so to the caller."""
+    if not hasattr(socket, "SO_RCVLOWAT"):
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, RECEIVE_ROOM)
+    except OSError:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
 
 
 def socket_failure(e: BaseException) -> str:
