@@ -49,6 +49,7 @@ class H2Connection:
         self._taking_bytes = 0  # and their answers' expected bytes
         self._starved_since: float | None = None  # since when work waits and the server allows no stream
         self.refused: FetchError | None = None  # why it went without taking the work (the server allows no stream)
+        self.received = 0  # bytes read from the server so far (TLS payload): how far its window grew (h2_for_reserve)
 
     @property
     def open(self) -> bool:
@@ -227,6 +228,7 @@ class H2Connection:
             t = now()
             self._last_activity = t
             if data:
+                self.received += len(data)
                 self.pool.delivered(t, len(data))
                 self.session.cap = self._cap(t)
                 events = self.session.receive(data, t)

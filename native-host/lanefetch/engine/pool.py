@@ -283,8 +283,10 @@ class OriginPool:
                 # that to it, and it takes nothing else.
                 head = self._queue[0][1]
                 to_reserve = h2_for_reserve(head.sort_key()[0], (
-                    (c.session.can_open(), c.open_classes(), c.unanswered()) for c in self.connections
-                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)), reserve.unanswered()
+                    (c.session.can_open(), c.open_classes(), c.unanswered(), c.received, c.unanswered_bytes())
+                    for c in self.connections
+                    if isinstance(c, H2Connection) and c is not reserve and not _draining(c)), reserve.unanswered(),
+                    reserve.received,
                 ) and (reserve.connect_timing is not self._resumes_first
                        or beside_reserve_takes(head.request.resource_type))
                 if conn is reserve:

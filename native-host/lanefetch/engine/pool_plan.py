@@ -839,19 +839,39 @@ def beside_reserve_takes(resource_type: str) -> bool:
     return resource_type in ("stylesheet", "script")
 
 
-def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int], int]], reserve_streams: int) -> bool:
+#: How many more bytes than the render reserve another of the origin's h2 connections must have received for a
+#: render-blocking request to go there rather than to the reserve (h2_for_reserve): by then slow start has grown its
+#: server's window to several times the reserve's (a sender in slow start has sent about as much as its window).
+RESERVE_OUTGROWN_BYTES = 256 * 1024
+
+
+def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int], int, int, int]], reserve_streams: int,
+                   reserve_received: int = 0) -> bool:
     """Should the origin's render reserve (`h2_render_reserve`) take a request of priority class `incoming`? Only a
     render-blocking one: where none of the origin's other h2 connections is free for it, or where the reserve has
-    fewer streams open than every one that is. Each of `others` as (may open a stream, the priority classes of its
-    open streams, its open streams); free = may open one and carries nothing but render-blocking work;
-    `reserve_streams`: the reserve's open streams. A connection that carries images or other later work would queue
-    the request behind their bytes at the server; among those free, sharing the page's first stylesheets and scripts
-    by count starts a second slow start for them from the reserve's own initial window (django-tutorial07's first
-    visit over `sat`: its small scripts then came in the first round trip, its last wave 0.5 s sooner). Where this
-    says no, the other connections take the request by their own rules (so no request ever waits for the reserve)."""
+    fewer streams open than every one that is; and not where one of the others that may open a stream has outgrown
+    it. Each of `others` as (may open a stream, the priority classes of its open streams, its open streams, bytes
+    received on it, the bytes its open streams' answers are known to bring: a learned flight's); free = may open one
+    and carries nothing but render-blocking work; `reserve_streams`: the reserve's open streams, `reserve_received`
+    its bytes received. A connection that carries images or other later work would queue the request behind their
+    bytes at the server; among those free, sharing the page's first stylesheets and scripts by count starts a second
+    slow start for them from the reserve's own initial window (django-tutorial07's first visit over `sat`: its small
+    scripts then came in the first round trip, its last wave 0.5 s sooner). But a connection that has received
+    RESERVE_OUTGROWN_BYTES more than the reserve has a window several times the reserve's (and the server restarts
+    an idle connection's window at its initial one): unless it is known to have more than that still to bring (a
+    learned flight's bulk), a render-blocking answer waits there about a round trip behind the bytes ahead of it,
+    where the reserve's slow start takes one per doubling of its size. rust-book-print in Firefox over `sat` (h2):
+    its 312 kB highlight.js, named at the end of a 392 kB document, went to the reserve, idle since the page's small
+    stylesheets, and took 3.3 s from its request, while the document's connection, carrying ~440 kB a round trip,
+    ended the page's images in 1.3 s; the page loaded 0.78x the browser alone. Where this says no, the other
+    connections take the request by their own rules (so no request ever waits for the reserve)."""
     if incoming != RENDER_BLOCKING:
         return False
-    free = [streams for may_open, classes, streams in others
+    candidates = list(others)
+    if any(may_open and received - reserve_received >= RESERVE_OUTGROWN_BYTES and expected <= RESERVE_OUTGROWN_BYTES
+           for may_open, _, _, received, expected in candidates):
+        return False
+    free = [streams for may_open, classes, streams, _, _ in candidates
             if may_open and all(c == RENDER_BLOCKING for c in classes)]
     return not free or reserve_streams < min(free)
 

@@ -833,6 +833,36 @@ async def test_a_document_to_an_origin_of_unknown_protocol_gets_a_render_reserve
             await engine.aclose()
 
 
+async def test_a_connection_that_outgrew_the_reserve_takes_a_late_script(pki: Path) -> None:
+    """As above (a preconnect's connections, the last the reserve), but the document is large (320 kB, more than
+    pool_plan.RESERVE_OUTGROWN_BYTES): a script asked while the flight's images are held goes to the document's
+    connection, whose window has grown, not to the reserve, which brought nothing yet (rust-book-print's 312 kB
+    highlight.js in Firefox over `sat` took 3.3 s on the reserve's slow start: pool_plan.h2_for_reserve)."""
+    release = asyncio.Event()
+    held: list[H2Req] = []
+
+    async with H2Server(holding_marked(release, held), pki) as srv:
+        engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
+        try:
+            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
+            (pool,) = engine._pools.values()
+            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/320000"), resource_type="document")]
+            first = await run_batch(engine, doc)
+            first.check_once(doc)
+            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+            doc_conn = connection_of(first, "doc")
+            reserve = pool._reserve()
+            assert reserve is not None and reserve.id != doc_conn, "a reserve beside the document's connection"
+            flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image")]
+            script = [FetchRequest("js", "GET", srv.url("/r/js/900"), resource_type="script")]
+            _, late = await css_while_held(engine, srv, held, release, flight, also=script)
+            assert connection_of(late, "js") == doc_conn, "the script on the document's grown connection"
+            assert connection_of(late, "css") == doc_conn, "so is the stylesheet"
+        finally:
+            release.set()
+            await engine.aclose()
+
+
 async def test_the_reserve_beside_the_documents_connection_resumes_its_tls_session(
         pki: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reserve opened beside the document's one connection waits for that connection's TLS ticket (it comes
