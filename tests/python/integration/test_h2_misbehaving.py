@@ -29,6 +29,7 @@ from h2_misbehaving_server import H2Req, H2Server, H2ServerConn
 from hyperframe.frame import DataFrame
 from lanefetch.engine import Engine, EngineConfig, FetchRequest
 from lanefetch.engine import pool as pool_module
+from lanefetch.engine.connection import Carrier
 from lanefetch.engine.engine import policy_key
 from lanefetch.engine.h2_connection import H2Connection
 from lanefetch.engine.h2_session import WINDOW
@@ -788,6 +789,23 @@ async def css_while_held(engine: Engine, srv: H2Server, held: list[H2Req], relea
     return flown, late
 
 
+async def document_beside_adopted_reserve(engine: Engine, srv: H2Server, doc_bytes: int
+                                         ) -> tuple[pool_module.OriginPool, Carrier, Carrier]:
+    """A preconnect opens the origin's connections together (as Firefox's navigation starts), a document of
+    doc_bytes is fetched and both connections come up, the last adopted as the render reserve
+    (pool_plan.h2_reserve_from_opening): (the pool, the document's connection, the reserve)."""
+    assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
+    (pool,) = engine._pools.values()
+    doc = [FetchRequest("doc", "GET", srv.url(f"/r/doc/{doc_bytes}"), resource_type="document")]
+    first = await run_batch(engine, doc)
+    first.check_once(doc)
+    await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
+    own = next(c for c in pool.connections if c.id == connection_of(first, "doc"))
+    reserve = pool._reserve()
+    assert reserve is not None and reserve is not own, "a reserve beside the document's connection"
+    return pool, own, reserve
+
+
 @pytest.mark.parametrize("handshake", ["full", "tcp"])
 async def test_a_document_to_an_origin_of_unknown_protocol_gets_a_render_reserve(pki: Path, handshake: str) -> None:
     """Nothing remembered of the origin; the first's ALPN says h2. `full`: a preconnect (as Firefox's navigation
@@ -844,15 +862,8 @@ async def test_a_connection_that_outgrew_the_reserve_takes_a_late_script(pki: Pa
     async with H2Server(holding_marked(release, held), pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
         try:
-            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
-            (pool,) = engine._pools.values()
-            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/320000"), resource_type="document")]
-            first = await run_batch(engine, doc)
-            first.check_once(doc)
-            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
-            doc_conn = connection_of(first, "doc")
-            reserve = pool._reserve()
-            assert reserve is not None and reserve.id != doc_conn, "a reserve beside the document's connection"
+            _, own, _ = await document_beside_adopted_reserve(engine, srv, 320_000)
+            doc_conn = own.id
             flight = [FetchRequest("img", "GET", srv.url("/r/hold-img/40000"), resource_type="image")]
             script = [FetchRequest("js", "GET", srv.url("/r/js/900"), resource_type="script")]
             _, late = await css_while_held(engine, srv, held, release, flight, also=script)
@@ -905,15 +916,7 @@ async def test_a_reserve_left_alone_takes_any_work(pki: Path) -> None:
     async with H2Server(holding_marked(asyncio.Event(), []), pki) as srv:
         engine = Engine(config(ca_file=str(pki / "ca.pem"), h2_connections=2))
         try:
-            assert engine.preconnect(srv.url("/"), LOOPBACK, "full")
-            (pool,) = engine._pools.values()
-            doc = [FetchRequest("doc", "GET", srv.url("/r/doc/3000"), resource_type="document")]
-            first = await run_batch(engine, doc)
-            await until(lambda: sum(isinstance(c, H2Connection) for c in pool.connections) == 2, "both up")
-            reserve = pool._reserve()
-            assert reserve is not None, "adopted"
-            own = next(c for c in pool.connections if c.id == connection_of(first, "doc"))
-            assert own is not reserve
+            pool, own, _ = await document_beside_adopted_reserve(engine, srv, 3000)
             own.abort()
             await until(lambda: own not in pool.connections, "the document's connection gone")
             images = [FetchRequest(f"i{i}", "GET", srv.url(f"/r/i{i}/5000"), resource_type="image") for i in range(3)]
