@@ -846,7 +846,7 @@ RESERVE_OUTGROWN_BYTES = 256 * 1024
 
 
 def h2_for_reserve(incoming: int, others: Iterable[tuple[bool, Iterable[int], int, int, int]], reserve_streams: int,
-                   reserve_received: int = 0) -> bool:
+                   reserve_received: int) -> bool:
     """Should the origin's render reserve (`h2_render_reserve`) take a request of priority class `incoming`? Only a
     render-blocking one: where none of the origin's other h2 connections is free for it, or where the reserve has
     fewer streams open than every one that is; and not where one of the others that may open a stream has outgrown

@@ -362,7 +362,7 @@ def test_render_blocking_work_is_shared_by_count_with_the_reserve(n: int, others
     counts = [0] * others
     reserve = 0
     for _ in range(n):
-        if h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING] * c, c, 0, 0) for c in counts], reserve):
+        if h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING] * c, c, 0, 0) for c in counts], reserve, 0):
             reserve += 1
         else:
             least = min(range(others), key=lambda i: (counts[i], rnd.random()))
@@ -377,13 +377,13 @@ def test_the_render_reserve_example_of_the_first_visit() -> None:
     """The document's connection carries the flight's images: an @import stylesheet goes to the reserve. While it
     carried only render-blocking answers, the reserve took its share of them by count."""
     image = RENDER_BLOCKING + 2
-    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING, image], 2, 40_000, 0)], 0)
-    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING], 1, 20_000, 0)], 0)  # its share
-    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING], 1, 20_000, 0)], 1)
-    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [], 0, 20_000, 0)], 0)  # the document's connection first
-    assert not h2_for_reserve(image, [(True, [image], 1, 0, 0)], 0)
-    assert h2_for_reserve(RENDER_BLOCKING, [(False, [], 5, 0, 0)], 3)  # the other at its stream limit
-    assert h2_for_reserve(RENDER_BLOCKING, [], 4)  # no other up yet
+    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING, image], 2, 40_000, 0)], 0, 0)
+    assert h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING], 1, 20_000, 0)], 0, 0)  # its share
+    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [RENDER_BLOCKING], 1, 20_000, 0)], 1, 0)
+    assert not h2_for_reserve(RENDER_BLOCKING, [(True, [], 0, 20_000, 0)], 0, 0)  # the document's connection first
+    assert not h2_for_reserve(image, [(True, [image], 1, 0, 0)], 0, 0)
+    assert h2_for_reserve(RENDER_BLOCKING, [(False, [], 5, 0, 0)], 3, 0)  # the other at its stream limit
+    assert h2_for_reserve(RENDER_BLOCKING, [], 4, 0)  # no other up yet
 
 
 def test_a_connection_that_outgrew_the_reserve_takes_the_render_blocking_work() -> None:
