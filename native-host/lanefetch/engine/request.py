@@ -247,9 +247,14 @@ def serialize(request: FetchRequest, target: Target) -> bytes:
     return head + (request.body or b"")
 
 
+def type_class(resource_type: str) -> int:
+    """A resource type's priority class, lower first: 0 document, stylesheet, script, font (render-blocking)."""
+    return _TYPE_CLASS.get(resource_type, 3)
+
+
 def priority_key(request: FetchRequest) -> tuple[int, int]:
     """Lower sorts first: the resource type's class, then the browser's own priority."""
-    return _TYPE_CLASS.get(request.resource_type, 3), _PRIORITY_RANK.get(request.priority or "Medium", 2)
+    return type_class(request.resource_type), _PRIORITY_RANK.get(request.priority or "Medium", 2)
 
 
 def urgency(request: FetchRequest) -> tuple[int, bool]:

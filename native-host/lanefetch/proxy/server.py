@@ -34,6 +34,7 @@ from ..engine.address_policy import may_connect
 from ..engine.fetcher import ClosingFetcher
 from ..engine.fields import Headers
 from ..engine.host_names import SockAddr, resolve
+from ..engine.render_quiet import is_render_blocking
 from ..engine.request import Origin, parse_target
 from ..engine.timing import RequestTiming, now
 from .admission import Admission
@@ -409,7 +410,10 @@ class ProxyListener:
         )
         responder = _Responder(out, request, self.engine, self.observer)
         await self.observer.proxied(self.context_id, request)
-        self._gatherer.add(request, responder)
+        # Work that is not render-blocking, to an origin that speaks h2, waits for the render-blocking requests
+        # Firefox asks around it (gather.py says why only there)
+        held = not is_render_blocking(request) and self.speaks_h2 is not None and await self.speaks_h2(url, self.page)
+        self._gatherer.add(request, responder, held=held)
         await responder.done
         if not responder.started and not responder.broken:  # (broken: the browser gave it up, nothing failed)
             self._failed[url] = time.monotonic() + FAILED_MEMORY_S

@@ -56,11 +56,12 @@ class ProxyService:
         # A page context's requests are its page's load (ProxyService.navigation): learned where `records` keeps
         # them, its document and stylesheets read for what they name, and answered from the page's prefetch flight.
         # Bodies go to Firefox as the server coded them, so the flight asks with Firefox's own Accept-Encoding
-        # (PageLoads: decode).
+        # (PageLoads: decode). What it flies that is not render-blocking, to an origin that speaks h2, waits for
+        # Firefox's render-blocking requests around it (holds_for: proxy/gather.py says why only there).
         self.loads = PageLoads(self.fetcher, _no_responses, page_ended or _unreported,
                                records_for=records if records is not None else _no_responses,
                                link_room=self.fetcher.link_room, decode=False, namespace=FIREFOX_PAGES,
-                               reaches_here=self._reaches_here, sheet_sets_site=True)
+                               reaches_here=self._reaches_here, sheet_sets_site=True, holds_for=self._met_speaking_h2)
         self._observer = observer
         # Hears of each context whose listener open() closed to make room: the extension still routes its tab to that
         # port (which another context's listener may get next) until it is told.
