@@ -988,6 +988,31 @@ async def _speaks_h2(url: str, page: Page) -> bool:
     return True
 
 
+async def _not_reported(e: LoadEnded) -> None:
+    pass
+
+
+def _ordered_loads(service: FetchService, **kwargs: Any) -> tuple[PageLoads, _OrderSeen]:
+    """PageLoads over the service, noting the order of what it fetches."""
+    order = _OrderSeen(service)
+    loads = PageLoads(order, service.cache_for, _not_reported, discoverer=Discoverer(use_process=False),  # type: ignore[arg-type]
+                      **kwargs)
+    return loads, order
+
+
+async def _script_page_s_first_batch(loads: PageLoads, order: _OrderSeen, server: Any) -> tuple[Page, Any]:
+    """SCRIPT_IMG_PAGE's document read, then the browser's first batch (its stylesheet), until the load's image has
+    flown or is held; the page and its load."""
+    await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})
+    page_url, page = navigate(loads, server.url, "/img/index.html")
+    await loads.fetch([document_request("doc", page_url)], Collect(), page)
+    load = loads._loads[load_key(page)]  # type: ignore[index]
+    await until(lambda: len(load.found) == 3, "the document read")
+    await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
+    await until(lambda: "shot.png" in order.asked or load.holding, "the image flown or held")
+    return page, load
+
+
 async def test_a_first_page_s_images_wait_for_the_render_blocking_requests_the_browser_asks_just_after_its_first(
         service: FetchService) -> None:
     """Firefox streams its document and asks for a wave in bursts a few milliseconds apart: the images the document
@@ -998,22 +1023,9 @@ async def test_a_first_page_s_images_wait_for_the_render_blocking_requests_the_b
     the image; the image still flies and answers the browser's request. (Only where holds_for says: Firefox's
     proxy, for an h2 origin.)"""
     async with counting_server(_answer_from(SCRIPT_IMG_PAGE)) as server:
-        order = _OrderSeen(service)
-        ended: list[LoadEnded] = []
-
-        async def on_end(e: LoadEnded) -> None:
-            ended.append(e)
-
-        loads = PageLoads(order, service.cache_for, on_end, discoverer=Discoverer(use_process=False),  # type: ignore[arg-type]
-                          render_quiet_s=2.0, hold_max_s=4.0, holds_for=_speaks_h2)
+        loads, order = _ordered_loads(service, render_quiet_s=2.0, hold_max_s=4.0, holds_for=_speaks_h2)
         try:
-            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})
-            page_url, page = navigate(loads, server.url, "/img/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
-            load = loads._loads[load_key(page)]  # type: ignore[index]
-            await until(lambda: len(load.found) == 3, "the document read")
-            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
-            await until(lambda: "shot.png" in order.asked or load.holding, "the image flown or held")
+            page, _load = await _script_page_s_first_batch(loads, order, server)
             await loads.fetch([browser_request("js", f"{server.url}/static/app.js", "script")], Collect(), page)
             await until(lambda: "shot.png" in order.asked, "the image flown once the scripts were quiet")
             assert order.asked.index("app.js") < order.asked.index("shot.png"), order.asked
@@ -1024,25 +1036,19 @@ async def test_a_first_page_s_images_wait_for_the_render_blocking_requests_the_b
             await loads.end_all()
 
 
-async def test_images_fly_at_once_where_nothing_is_held(service: FetchService) -> None:
+async def _speaks_http11(url: str, page: Page) -> bool:
+    return False
+
+
+@pytest.mark.parametrize("holds_for", [None, _speaks_http11])
+async def test_images_fly_at_once_where_nothing_is_held(
+        service: FetchService, holds_for: Callable[[str, Page], Awaitable[bool]] | None) -> None:
     """Without holds_for (Chromium), or where it says no (an HTTP/1.1 origin in Firefox's proxy), the images found
     fly with the first batch, however long render_quiet_s is."""
     async with counting_server(_answer_from(SCRIPT_IMG_PAGE)) as server:
-        order = _OrderSeen(service)
-
-        async def on_end(e: LoadEnded) -> None:
-            pass
-
-        loads = PageLoads(order, service.cache_for, on_end, discoverer=Discoverer(use_process=False),  # type: ignore[arg-type]
-                          render_quiet_s=60.0, hold_max_s=120.0)
+        loads, order = _ordered_loads(service, render_quiet_s=60.0, hold_max_s=120.0, holds_for=holds_for)
         try:
-            await loads.browser_accept("UA/2", {("image", "no-cors"): "image/avif,image/webp,*/*"})
-            page_url, page = navigate(loads, server.url, "/img/index.html")
-            await loads.fetch([document_request("doc", page_url)], Collect(), page)
-            load = loads._loads[load_key(page)]  # type: ignore[index]
-            await until(lambda: len(load.found) == 3, "the document read")
-            await loads.fetch([browser_request("a", f"{server.url}/static/a.css", "style")], Collect(), page)
-            await until(lambda: "shot.png" in order.asked or load.holding, "the image flown or held")
+            _page, load = await _script_page_s_first_batch(loads, order, server)
             assert "shot.png" in order.asked and not load.holding, order.asked
         finally:
             await loads.end_all()
