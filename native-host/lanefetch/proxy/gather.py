@@ -11,8 +11,8 @@ socket ahead of them. A wave without render-blocking requests (an image grid's) 
 
 Why only over HTTP/2: there one connection carries the page (and a render reserve beside it, in its first slow
 start), so what it was asked first comes first. Over HTTP/1.1 the pool spreads a wave over six connections and the
-scripts take the ones the images left: held there too, Firefox's pages over Apache on `sat` were no faster (level
-on six pages; django-tutorial07's ON loads over 3.6 s in five of six against one of three; session 57)."""
+scripts take the ones the images left: held there too, Firefox's pages over Apache on `sat` were no faster (the
+seven real pages level, session 57; docs/performance.md)."""
 
 from __future__ import annotations
 
