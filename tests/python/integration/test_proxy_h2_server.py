@@ -385,7 +385,8 @@ async def test_a_stream_reset_while_its_request_waits_for_its_group_is_never_fet
     await b.pump(lambda: b.streams[after].ended)
     assert b.streams[after].body == BODIES["/n/3"]
     gatherer = setting.listener._gatherer
-    await until(lambda: not gatherer._items and not gatherer._tasks, "no fetch left for the reset stream", seconds=20)
+    await until(lambda: not gatherer._plan.waiting() and not gatherer._tasks, "no fetch left for the reset stream",
+                seconds=20)
     assert "GET /stall" not in setting.origin.seen
     b.writer.close()
 
