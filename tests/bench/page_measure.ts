@@ -8,6 +8,8 @@
 // part of the load's bytes in both variants: closing the browser at once cut OFF's late responses short (Firefox
 // on `wcdma`, rust-std: OFF's link moved less than the bodies the server sent), while ON the helper finished them.
 import { createHash } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 
 export interface LoadResult {
@@ -42,9 +44,16 @@ export interface PageProbe {
   screen?(): Promise<string>;
 }
 
-/** A screenshot as PageProbe.screen gives it: its SHA-256, 16 hex digits. */
+/** A screenshot as PageProbe.screen gives it: its SHA-256, 16 hex digits. With LANEFETCH_BENCH_SCREENSHOTS=DIR the
+ * PNG is kept too, as DIR/DIGEST.png (the digest is in the load's line), to see what two loads drew differently. */
 export function screenDigest(png: Uint8Array): string {
-  return createHash("sha256").update(png).digest("hex").slice(0, 16);
+  const digest = createHash("sha256").update(png).digest("hex").slice(0, 16);
+  const dir = process.env.LANEFETCH_BENCH_SCREENSHOTS;
+  if (dir) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${digest}.png`), png);
+  }
+  return digest;
 }
 
 /** In the page: the top-level document's load event has ended. */

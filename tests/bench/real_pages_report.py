@@ -22,8 +22,11 @@ parsing and layout). The verdicts are issue 17's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import io
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench import page_deps, page_limit, report
 
@@ -222,12 +225,43 @@ def facts_row(name: str, package: str, url_path: str, f: PageFacts) -> list[str]
             str(f.not_found)]
 
 
-def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, object]) -> list[str]:
+#: Levels (of 255) a pixel's channel may differ by between two screenshots of one screen. Anti-aliasing drawn at
+#: another moment moves edges by a level or two: rust-std's search box in Chromium over h2, whose four rounded corners
+#: (30 pixels) were one level lighter in every ON load than in every OFF load, the boxes, text and colours the same
+#: (2026-12-05). A missing image, colour, glyph or box moves pixels by far more.
+SCREEN_TOLERANCE = 8
+
+
+def screen_difference(a: bytes, b: bytes, tolerance: int = SCREEN_TOLERANCE) -> int | None:
+    """How many pixels of two PNG screenshots differ by more than `tolerance` levels in a colour channel; None when
+    their sizes differ (then no pixel compares)."""
+    from PIL import Image, ImageChops  # Pillow, here through matplotlib (the dev extras), as tests/demo uses it
+
+    with Image.open(io.BytesIO(a)) as pa, Image.open(io.BytesIO(b)) as pb:
+        ia, ib = pa.convert("RGB"), pb.convert("RGB")
+    if ia.size != ib.size:
+        return None
+    red, green, blue = ImageChops.difference(ia, ib).split()
+    worst = ImageChops.lighter(ImageChops.lighter(red, green), blue)  # per pixel, its most changed channel
+    return sum(worst.histogram()[tolerance + 1:])
+
+
+def kept_screenshot(digest: str) -> bytes | None:
+    """The PNG a driver kept for `digest` in LANEFETCH_BENCH_SCREENSHOTS (page_measure.ts screenDigest), if any."""
+    where = os.environ.get("LANEFETCH_BENCH_SCREENSHOTS")
+    path = Path(where) / f"{digest}.png" if where and all(c in "0123456789abcdef" for c in digest) else None
+    return path.read_bytes() if path is not None and path.is_file() else None
+
+
+def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, object],
+                      screenshot: Callable[[str], bytes | None] = kept_screenshot) -> list[str]:
     """How an ON load behaved unlike every OFF load of its page (issue 20: "no page behaves differently — same
     resources, same rendering, same console"), from the drivers' readings (bench/page_measure.ts): a console error or
     warning, or an uncaught error, that no OFF load had; font faces used or failed unlike every OFF load's; a layout
-    (every element's box, hashed) or a viewport as drawn (its screenshot, hashed) unlike every OFF load's. Empty: as
-    the browser alone. A reading an older driver did not take is not compared."""
+    (every element's box, hashed) or a viewport as drawn (its screenshot, hashed) unlike every OFF load's. A screen
+    whose hash is unlike every OFF load's is the same screen where `screenshot` has its PNG and an OFF load's and no
+    pixel between them differs by more than SCREEN_TOLERANCE (anti-aliasing); where it differs, how many pixels do.
+    Empty: as the browser alone. A reading an older driver did not take is not compared."""
     out = []
 
     def readings(d: Mapping[str, object], key: str) -> list[str] | None:
@@ -251,6 +285,21 @@ def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, obje
         theirs = {d.get(key) for d in off}
         hashed = on.get(key)
         if isinstance(hashed, str) and None not in theirs and hashed not in theirs:
+            pixels = _pixels_unlike(hashed, sorted(str(x) for x in theirs), screenshot) if key == "screen" else None
+            if pixels == 0:
+                continue
             varied = f" (the OFF loads' own {key}s differ)" if len(theirs) > 1 else ""
-            out.append(f"{key} {hashed} (OFF: {', '.join(sorted(str(x) for x in theirs))}){varied}")
+            differ = f": {pixels} pixels differ by more than {SCREEN_TOLERANCE} levels" if pixels else ""
+            out.append(f"{key} {hashed} (OFF: {', '.join(sorted(str(x) for x in theirs))}){varied}{differ}")
     return out
+
+
+def _pixels_unlike(mine: str, theirs: Sequence[str], screenshot: Callable[[str], bytes | None]) -> int | None:
+    """The fewest pixels by which screenshot `mine` differs (screen_difference) from one of `theirs`; None when a
+    PNG is missing or no size matches."""
+    png = screenshot(mine)
+    others = [screenshot(t) for t in theirs]
+    if png is None or any(o is None for o in others):
+        return None
+    counts = [c for o in others if o is not None and (c := screen_difference(png, o)) is not None]
+    return min(counts) if counts else None

@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -397,6 +398,20 @@ def waste(page_offs: Sequence[Run], d: Run) -> int:
 
 
 def run(rounds: int) -> int:
+    """The scenario; every load's screenshot is kept for the run (in LANEFETCH_BENCH_SCREENSHOTS, else a directory
+    removed afterwards) so that a screen hashed unlike the OFF loads' is compared pixel by pixel
+    (real_pages_report.behaved_otherwise)."""
+    if os.environ.get("LANEFETCH_BENCH_SCREENSHOTS"):
+        return _run(rounds)
+    with tempfile.TemporaryDirectory(prefix="lf-bench-screens-") as screens:
+        os.environ["LANEFETCH_BENCH_SCREENSHOTS"] = screens
+        try:
+            return _run(rounds)
+        finally:
+            del os.environ["LANEFETCH_BENCH_SCREENSHOTS"]
+
+
+def _run(rounds: int) -> int:
     chosen = {var: _chosen(var) for var in _ALL}
     visit = visit_mode()
     address = os.environ.get("LANEFETCH_BENCH_ADDRESS", "")

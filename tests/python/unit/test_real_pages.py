@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from bench import page_deps, page_limit
+from bench import page_deps, page_limit, png
 from bench import real_pages_report as rr
 from hypothesis import given
 from hypothesis import strategies as st
@@ -409,6 +409,58 @@ def test_a_console_message_fonts_or_layout_no_off_load_had_are_each_named() -> N
     drawn = [{**_reading(), "screen": "5ee"}, {**_reading(), "screen": "5ee"}]
     assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "5ee"}) == []
     assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "bad"}) == ["screen bad (OFF: 5ee)"]
+
+
+def _screen(width: int, height: int, shade: int = 200, changed: dict[tuple[int, int], int] | None = None) -> bytes:
+    """A PNG screenshot: a grey field of `shade`, with `changed` pixels ((x, y) → their grey)."""
+    changed = changed or {}
+    rows = [b"".join(bytes([changed.get((x, y), shade)] * 3) for x in range(width)) for y in range(height)]
+    return png.encode(width, height, rows)
+
+
+def test_screens_that_differ_only_by_anti_aliasing_are_the_same_screen() -> None:
+    base = _screen(40, 20)
+    corners = {(0, 0): 201, (39, 0): 199, (0, 19): 208, (39, 19): 192}  # a level or a few, as rust-std's box corners
+    assert rr.screen_difference(base, base) == 0
+    assert rr.screen_difference(base, _screen(40, 20, changed=corners)) == 0
+    assert rr.screen_difference(base, _screen(40, 20, changed={(5, 5): 209, (6, 5): 191})) == 2  # 9 levels: beyond
+    assert rr.screen_difference(base, _screen(40, 20, shade=60)) == 800  # another colour everywhere
+    assert rr.screen_difference(base, _screen(20, 40)) is None  # no pixel compares
+
+
+@given(st.lists(st.integers(0, 255), min_size=12, max_size=12), st.lists(st.integers(0, 255), min_size=12,
+                                                                           max_size=12))
+def test_a_screen_difference_is_symmetric_and_none_with_itself(a: list[int], b: list[int]) -> None:
+    one = png.encode(4, 1, [bytes(a)])
+    other = png.encode(4, 1, [bytes(b)])
+    assert rr.screen_difference(one, one) == 0
+    n = rr.screen_difference(one, other)
+    assert n == rr.screen_difference(other, one)
+    worst = [max(abs(a[3 * i + c] - b[3 * i + c]) for c in range(3)) for i in range(4)]
+    assert n == sum(1 for w in worst if w > rr.SCREEN_TOLERANCE)
+
+
+def test_a_screen_hashed_otherwise_is_compared_pixel_by_pixel_where_both_pngs_are_kept() -> None:
+    kept = {"5ee": _screen(40, 20), "a11": _screen(40, 20, changed={(3, 3): 201}),
+            "bad": _screen(40, 20, changed={(x, 2): 0 for x in range(4)})}
+    drawn = [{**_reading(), "screen": "5ee"}, {**_reading(), "screen": "5ee"}]
+    assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "a11"}, kept.get) == []
+    assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "bad"}, kept.get) == [
+        "screen bad (OFF: 5ee): 4 pixels differ by more than 8 levels"]
+    # a PNG not kept: the hashes decide, as without screenshots
+    assert rr.behaved_otherwise(drawn, {**_reading(), "screen": "0ff"}, kept.get) == ["screen 0ff (OFF: 5ee)"]
+
+
+def test_a_kept_screenshot_is_read_by_its_digest_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANEFETCH_BENCH_SCREENSHOTS", str(tmp_path))
+    (tmp_path / "5ee.png").write_bytes(b"png")
+    (tmp_path / "x.png").write_bytes(b"not a digest's")
+    assert rr.kept_screenshot("5ee") == b"png"
+    assert rr.kept_screenshot("a11") is None
+    assert rr.kept_screenshot("x") is None
+    assert rr.kept_screenshot("../5ee") is None
+    monkeypatch.delenv("LANEFETCH_BENCH_SCREENSHOTS")
+    assert rr.kept_screenshot("5ee") is None
 
 
 def test_a_reading_an_older_driver_did_not_take_is_not_compared() -> None:
