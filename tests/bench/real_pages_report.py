@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,7 +250,7 @@ def screen_difference(a: bytes, b: bytes, tolerance: int = SCREEN_TOLERANCE) -> 
 def kept_screenshot(digest: str) -> bytes | None:
     """The PNG a driver kept for `digest` in LANEFETCH_BENCH_SCREENSHOTS (page_measure.ts screenDigest), if any."""
     where = os.environ.get("LANEFETCH_BENCH_SCREENSHOTS")
-    path = Path(where) / f"{digest}.png" if where and all(c in "0123456789abcdef" for c in digest) else None
+    path = Path(where) / f"{digest}.png" if where and re.fullmatch("[0-9a-f]+", digest) else None
     return path.read_bytes() if path is not None and path.is_file() else None
 
 
@@ -285,21 +286,21 @@ def behaved_otherwise(off: Sequence[Mapping[str, object]], on: Mapping[str, obje
         theirs = {d.get(key) for d in off}
         hashed = on.get(key)
         if isinstance(hashed, str) and None not in theirs and hashed not in theirs:
-            pixels = _pixels_unlike(hashed, sorted(str(x) for x in theirs), screenshot) if key == "screen" else None
+            names = sorted(str(x) for x in theirs)
+            pixels = _pixels_unlike(hashed, names, screenshot) if key == "screen" else None
             if pixels == 0:
                 continue
             varied = f" (the OFF loads' own {key}s differ)" if len(theirs) > 1 else ""
             differ = f": {pixels} pixels differ by more than {SCREEN_TOLERANCE} levels" if pixels else ""
-            out.append(f"{key} {hashed} (OFF: {', '.join(sorted(str(x) for x in theirs))}){varied}{differ}")
+            out.append(f"{key} {hashed} (OFF: {', '.join(names)}){varied}{differ}")
     return out
 
 
 def _pixels_unlike(mine: str, theirs: Sequence[str], screenshot: Callable[[str], bytes | None]) -> int | None:
     """The fewest pixels by which screenshot `mine` differs (screen_difference) from one of `theirs`; None when a
     PNG is missing or no size matches."""
-    png = screenshot(mine)
-    others = [screenshot(t) for t in theirs]
-    if png is None or any(o is None for o in others):
+    png, *others = (screenshot(h) for h in (mine, *theirs))
+    if png is None or None in others:
         return None
     counts = [c for o in others if o is not None and (c := screen_difference(png, o)) is not None]
     return min(counts) if counts else None

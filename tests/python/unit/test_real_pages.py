@@ -459,6 +459,7 @@ def test_a_kept_screenshot_is_read_by_its_digest_only(tmp_path: Path, monkeypatc
     assert rr.kept_screenshot("a11") is None
     assert rr.kept_screenshot("x") is None
     assert rr.kept_screenshot("../5ee") is None
+    assert rr.kept_screenshot("") is None
     monkeypatch.delenv("LANEFETCH_BENCH_SCREENSHOTS")
     assert rr.kept_screenshot("5ee") is None
 
